@@ -1,0 +1,45 @@
+# Tollgate. `make demo` runs the main job; `make test` installs what is missing and runs every test.
+SHELL := /bin/bash
+export NODE_OPTIONS := --experimental-vm-modules --no-warnings=ExperimentalWarning
+JEST := node node_modules/jest/bin/jest.js
+
+.PHONY: all deps deps-node deps-components build test test-unit test-integration lint bench demo clean
+
+all: build
+
+deps-node: node_modules/.installed
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+deps-components:
+	bash test/harness/install.sh all
+
+deps: deps-node deps-components
+
+build: deps-node
+	node node_modules/typescript/bin/tsc -p tsconfig.build.json
+
+test: deps build
+	$(JEST) --ci $(JEST_ARGS)
+
+test-unit: deps-node
+	$(JEST) --ci --selectProjects unit $(JEST_ARGS)
+
+test-integration: deps build
+	$(JEST) --ci --selectProjects integration $(JEST_ARGS)
+
+lint: deps-node
+	node node_modules/typescript/bin/tsc -p tsconfig.json --noEmit
+	node node_modules/eslint/bin/eslint.js .
+	node node_modules/prettier/bin/prettier.cjs --check .
+
+bench: deps build
+	node node_modules/tsx/dist/cli.mjs bench/run.ts
+
+demo: deps build
+	@echo "make demo: the standalone demo (tollgate dev) is not built yet; nothing is faked here." >&2
+	@exit 1
+
+clean:
+	rm -rf dist coverage jest-report.json

@@ -1,0 +1,31 @@
+/**
+ * The Redis schema, shared by the operator (which rebuilds it from Kubernetes resources) and the
+ * gateway (which reads it on every request and writes key entries created in the panel).
+ * Redis holds derived state only: everything here can be rebuilt from the resources.
+ */
+export const KEY_PREFIX = 'tg:';
+
+export const redisKeys = {
+  /** String: JSON KeyGrant, by the SHA-256 (hex) of the key. */
+  apiKey: (hash: string) => `${KEY_PREFIX}key:${hash}`,
+  /** Hash: { lastUsed: ISO time, count: integer } per key id. */
+  keyUsage: (id: string) => `${KEY_PREFIX}usage:${id}`,
+  /** String counter for a fixed rate-limit window: key id + window start (epoch seconds). */
+  rateLimit: (id: string, windowStart: number) => `${KEY_PREFIX}rl:${id}:${windowStart}`,
+  /** String: JSON Route for a workflow service. */
+  bdaRoute: (workflow: string, service: string) => `${KEY_PREFIX}route:bda:${workflow}:${service}`,
+  /** String: JSON Route for a model's runtime (present only while it has ready replicas). */
+  modelRoute: (model: string) => `${KEY_PREFIX}route:model:${model}`,
+  /**
+   * Written by the operator after a full rebuild. Its absence means Redis was flushed or
+   * restarted empty, and the operator rebuilds the index and the routes.
+   */
+  indexMarker: `${KEY_PREFIX}index:built`,
+} as const;
+
+export const redisChannels = {
+  /** Message: the SHA-256 of a key whose entry changed or was deleted. */
+  keys: `${KEY_PREFIX}events:keys`,
+  /** Message: the Redis key of a route that changed or was deleted. */
+  routes: `${KEY_PREFIX}events:routes`,
+} as const;

@@ -1,0 +1,32 @@
+// Two projects: `unit` needs nothing started; `integration` gets a harness that starts real
+// components (Redis, kube-apiserver + etcd, MinIO, MLServer, Chromium) on demand, only those the
+// selected tests ask for, and stops them all at the end.
+const swc = [
+  '@swc/jest',
+  {
+    jsc: { parser: { syntax: 'typescript' }, target: 'es2023' },
+    module: { type: 'es6' },
+    sourceMaps: 'inline',
+  },
+];
+
+const common = {
+  extensionsToTreatAsEsm: ['.ts'],
+  transform: { '^.+\\.ts$': swc },
+  moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
+  testEnvironment: 'node',
+};
+
+export default {
+  projects: [
+    { ...common, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.test.ts'] },
+    {
+      ...common,
+      displayName: 'integration',
+      testMatch: ['<rootDir>/test/integration/**/*.test.ts'],
+      globalSetup: '<rootDir>/test/harness/jest-global-setup.ts',
+      globalTeardown: '<rootDir>/test/harness/jest-global-teardown.ts',
+      testTimeout: 120000,
+    },
+  ],
+};

@@ -3,7 +3,8 @@
  * one place (gateway/http/errors.ts) turns it into an HTTP answer, and the operator turns it into
  * a condition message. The status travels with the error so the mapping cannot drift.
  */
-export type ErrorStatus = 400 | 401 | 403 | 404 | 405 | 409 | 413 | 415 | 422 | 429 | 500 | 502 | 503 | 504;
+export type ErrorStatus =
+  400 | 401 | 403 | 404 | 405 | 409 | 413 | 415 | 422 | 429 | 431 | 500 | 502 | 503 | 504;
 
 export class TollgateError extends Error {
   readonly code: string;

@@ -1,0 +1,53 @@
+import { z } from 'zod';
+
+/**
+ * A model's V2 metadata as the runtime reports it on GET /v2/models/<name>. Parsed at the edge,
+ * when the gateway fetches it, so the validator works on typed values. MLServer sends `null` for
+ * what the settings file leaves out, hence the nullish fields.
+ */
+export const V2_DATATYPES = [
+  'BOOL',
+  'UINT8',
+  'UINT16',
+  'UINT32',
+  'UINT64',
+  'INT8',
+  'INT16',
+  'INT32',
+  'INT64',
+  'FP16',
+  'FP32',
+  'FP64',
+  'BYTES',
+] as const;
+export type V2Datatype = (typeof V2_DATATYPES)[number];
+
+const parameters = z
+  .looseObject({ content_type: z.string().nullish() })
+  .nullish()
+  .transform((p) => (p?.content_type ? { content_type: p.content_type } : {}));
+
+const tensorMetadata = z.object({
+  name: z.string(),
+  datatype: z.enum(V2_DATATYPES),
+  shape: z.array(z.number().int()),
+  parameters,
+});
+
+export const modelMetadataSchema = z.object({
+  name: z.string(),
+  versions: z.array(z.string()).nullish(),
+  platform: z.string().nullish(),
+  inputs: z
+    .array(tensorMetadata)
+    .nullish()
+    .transform((t) => t ?? []),
+  outputs: z
+    .array(tensorMetadata)
+    .nullish()
+    .transform((t) => t ?? []),
+  parameters,
+});
+
+export type TensorMetadata = z.infer<typeof tensorMetadata>;
+export type ModelMetadata = z.infer<typeof modelMetadataSchema>;

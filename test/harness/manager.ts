@@ -1,0 +1,149 @@
+// The component manager lives in the Jest parent process (global setup) and owns every
+// component process. Test workers ask it over loopback HTTP to start what they need; the first
+// request starts a component, later ones share it. Only what the selected tests ask for starts.
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { startKube } from './components/kube.js';
+import { startMinio } from './components/minio.js';
+import { startMlserver, type MlserverInstance, type MlserverOptions } from './components/mlserver.js';
+import { startRedis, type RedisInstance } from './components/redis.js';
+import { ProcessRegistry } from './processes.js';
+import type { KubeInfo, MinioInfo, MlserverInfo, RedisInfo } from './types.js';
+
+type Body = Record<string, unknown>;
+
+function str(body: Body, key: string, fallback?: string): string {
+  const v = body[key] ?? fallback;
+  if (typeof v !== 'string' || v === '') throw new Error(`"${key}" must be a non-empty string`);
+  return v;
+}
+
+function redisName(tag: string): string {
+  return `redis-${tag.replace(/[^A-Za-z0-9_.-]/g, '_')}`;
+}
+
+export class ComponentManager {
+  private readonly reg: ProcessRegistry;
+  private readonly redises = new Map<string, { port: number; running?: Promise<RedisInstance> }>();
+  private kubeP?: Promise<KubeInfo>;
+  private minioP?: Promise<MinioInfo>;
+  private readonly mlservers = new Map<string, MlserverInstance>();
+  private mlserverSeq = 0;
+  private server?: Server;
+
+  constructor(private readonly runDir: string) {
+    this.reg = new ProcessRegistry(runDir);
+  }
+
+  async listen(): Promise<string> {
+    const server = createServer((req, res) => void this.handle(req, res));
+    this.server = server;
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const addr = server.address();
+    if (addr === null || typeof addr === 'string') throw new Error('manager: no address');
+    return `http://127.0.0.1:${addr.port}`;
+  }
+
+  async shutdown(): Promise<void> {
+    this.server?.close();
+    this.server?.closeAllConnections();
+    await this.reg.stopAll();
+  }
+
+  killAllSync(): void {
+    this.reg.killAllSync();
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    try {
+      const chunks: Buffer[] = [];
+      for await (const c of req) chunks.push(c as Buffer);
+      const raw = Buffer.concat(chunks).toString();
+      const body = (raw === '' ? {} : JSON.parse(raw)) as Body;
+      const out = await this.route(req.method ?? 'GET', req.url ?? '/', body);
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(out ?? {}));
+    } catch (err) {
+      const message = err instanceof Error ? err.message : String(err);
+      res.writeHead(500, { 'content-type': 'application/json' }).end(JSON.stringify({ error: message }));
+    }
+  }
+
+  private route(method: string, path: string, body: Body): Promise<unknown> {
+    if (method !== 'POST') throw new Error(`manager: use POST, not ${method}`);
+    switch (path) {
+      case '/redis':
+        return this.redis(str(body, 'tag', 'shared'));
+      case '/redis/stop':
+        return this.stopRedis(str(body, 'tag'));
+      case '/redis/restart':
+        return this.restartRedis(str(body, 'tag'));
+      case '/kube':
+        this.kubeP ??= startKube(this.reg, this.runDir);
+        return this.kubeP;
+      case '/minio':
+        this.minioP ??= startMinio(this.reg, this.runDir);
+        return this.minioP;
+      case '/mlserver/start':
+        return this.startMlserver(str(body, 'modelsDir'), (body['options'] ?? {}) as MlserverOptions);
+      case '/mlserver/stop':
+        return this.stopMlserver(str(body, 'id'));
+      default:
+        throw new Error(`manager: unknown path ${path}`);
+    }
+  }
+
+  private async redis(tag: string): Promise<RedisInfo> {
+    let entry = this.redises.get(tag);
+    if (entry === undefined) {
+      const running = startRedis(this.reg, redisName(tag));
+      entry = { port: 0, running };
+      this.redises.set(tag, entry);
+      // A failed start is forgotten, so the next test may try again.
+      running.catch(() => this.redises.delete(tag));
+    }
+    if (entry.running === undefined) {
+      throw new Error(`redis "${tag}" is stopped; call restartRedis("${tag}") to bring it back`);
+    }
+    const inst = await entry.running;
+    entry.port = inst.port;
+    return { url: inst.url, port: inst.port, tag };
+  }
+
+  private async stopRedis(tag: string): Promise<Body> {
+    if (tag === 'shared')
+      throw new Error('the shared redis cannot be stopped; use redis("<tag>") for one you may stop');
+    const entry = this.redises.get(tag);
+    if (entry?.running === undefined) return {};
+    const inst = await entry.running;
+    entry.running = undefined;
+    await inst.proc.stop();
+    return {};
+  }
+
+  /** Stops (if running) and starts again on the same port, empty: "Redis restarted". */
+  private async restartRedis(tag: string): Promise<RedisInfo> {
+    if (tag === 'shared') throw new Error('the shared redis cannot be restarted; use redis("<tag>")');
+    const entry = this.redises.get(tag);
+    if (entry === undefined) return this.redis(tag);
+    await this.stopRedis(tag);
+    entry.running = startRedis(this.reg, redisName(tag), entry.port);
+    const inst = await entry.running;
+    return { url: inst.url, port: inst.port, tag };
+  }
+
+  private async startMlserver(
+    modelsDir: string,
+    options: MlserverOptions,
+  ): Promise<MlserverInfo & { id: string }> {
+    const id = `mlserver-${++this.mlserverSeq}`;
+    const inst = await startMlserver(this.reg, this.runDir, id, modelsDir, options);
+    this.mlservers.set(id, inst);
+    return { id, url: inst.url, grpcPort: inst.grpcPort, metricsPort: inst.metricsPort };
+  }
+
+  private async stopMlserver(id: string): Promise<Body> {
+    const inst = this.mlservers.get(id);
+    this.mlservers.delete(id);
+    await inst?.proc.stop();
+    return {};
+  }
+}

@@ -1,0 +1,115 @@
+// Starts component processes, each in its own process group, and guarantees they end with the
+// run: stopAll() on a normal teardown, killAllSync() from exit/signal handlers, and the reaper
+// (reaper.sh) reads the pgids file when the Jest parent itself was killed outright.
+import { spawn } from 'node:child_process';
+import { closeSync, openSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+export interface Managed {
+  name: string;
+  pid: number;
+  logFile: string;
+  /** Resolves with the exit code (null when killed by a signal) once the process has ended. */
+  exited: Promise<number | null>;
+  hasExited(): boolean;
+  stop(): Promise<void>;
+}
+
+export interface SpawnOptions {
+  env?: NodeJS.ProcessEnv;
+  cwd?: string;
+  /** How long a SIGTERM may take before the group gets SIGKILL. */
+  stopTimeoutMs?: number;
+}
+
+function killGroup(pgid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-pgid, signal);
+  } catch {
+    // ESRCH: the whole group is already gone, which is what we want.
+  }
+}
+
+export class ProcessRegistry {
+  private readonly live = new Map<number, Managed>();
+  private readonly pgidsFile: string;
+
+  constructor(private readonly runDir: string) {
+    this.pgidsFile = join(runDir, 'pgids');
+    writeFileSync(this.pgidsFile, '');
+  }
+
+  spawn(name: string, command: string, args: string[], opts: SpawnOptions = {}): Managed {
+    const logFile = join(this.runDir, `${name}.log`);
+    const fd = openSync(logFile, 'a');
+    const child = spawn(command, args, {
+      // detached => setsid(): the component and all its children share a group we can kill.
+      detached: true,
+      stdio: ['ignore', fd, fd],
+      env: opts.env ?? process.env,
+      cwd: opts.cwd ?? this.runDir,
+    });
+    closeSync(fd);
+    if (child.pid === undefined) {
+      throw new Error(`could not start ${command}: see ${logFile}`);
+    }
+    const pid = child.pid;
+    let done = false;
+    const exited = new Promise<number | null>((resolveExit) => {
+      child.once('exit', (code) => {
+        done = true;
+        resolveExit(code);
+      });
+      child.once('error', () => {
+        done = true;
+        resolveExit(-1);
+      });
+    });
+    // The parent must not wait for components to exit on its own.
+    child.unref();
+    const stopTimeoutMs = opts.stopTimeoutMs ?? 10_000;
+    const managed: Managed = {
+      name,
+      pid,
+      logFile,
+      exited,
+      hasExited: () => done,
+      stop: async () => {
+        killGroup(pid, 'SIGTERM');
+        const timer = new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), stopTimeoutMs).unref());
+        await Promise.race([exited, timer]);
+        // Also reaps helpers the leader left behind in its group.
+        killGroup(pid, 'SIGKILL');
+        await exited;
+        this.live.delete(pid);
+        this.writePgids();
+      },
+    };
+    this.live.set(pid, managed);
+    this.writePgids();
+    return managed;
+  }
+
+  async stopAll(): Promise<void> {
+    await Promise.all([...this.live.values()].map((m) => m.stop()));
+  }
+
+  /** For exit handlers, where nothing asynchronous can run any more. */
+  killAllSync(): void {
+    for (const pid of this.live.keys()) killGroup(pid, 'SIGKILL');
+    this.live.clear();
+  }
+
+  private writePgids(): void {
+    writeFileSync(this.pgidsFile, [...this.live.keys()].map((p) => `${p}\n`).join(''));
+  }
+}
+
+/** The last lines of a component's log, for error messages that say why it did not start. */
+export function logTail(file: string, lines = 30): string {
+  try {
+    return readFileSync(file, 'utf8').split('\n').slice(-lines).join('\n');
+  } catch {
+    return '(no log)';
+  }
+}

@@ -1,0 +1,24 @@
+// What the harness hands to tests. Field names are a contract other tests code against.
+export interface RedisInfo {
+  url: string; // redis://127.0.0.1:<port>
+  port: number;
+  tag: string; // 'shared' for the run's shared instance
+}
+export interface KubeInfo {
+  kubeconfig: string; // path to a kubeconfig usable by @kubernetes/client-node and kubectl
+  server: string; // https://127.0.0.1:<port>
+  kubectl: string; // the kubectl to run with --kubeconfig (built at the apiserver's version)
+}
+export interface MinioInfo {
+  endpoint: string; // http://127.0.0.1:<port>
+  accessKeyId: string;
+  secretAccessKey: string;
+  region: string;
+}
+export type { VenvInfo } from './venv.js';
+export interface MlserverInfo {
+  url: string; // http://127.0.0.1:<port>
+  grpcPort: number;
+  metricsPort: number;
+}
+export type { MlserverOptions } from './components/mlserver.js';

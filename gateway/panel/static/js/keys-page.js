@@ -1,0 +1,112 @@
+// The "API keys" page: the caller's keys in a table, a server-side search, paging and delete.
+import { listKeys } from './api.js';
+import { $, el, debounce } from './dom.js';
+import { formatDate, formatDateTime, formatRelative } from './format.js';
+
+const SEARCH_DELAY_MS = 250;
+
+export function createKeysPage({ onError, onDelete }) {
+  const body = $('keys-body');
+  const table = $('keys-table');
+  const empty = $('keys-empty');
+  const loading = $('keys-loading');
+  const more = $('keys-more');
+  const count = $('key-count');
+  const search = $('search');
+
+  let keys = [];
+  let nextCursor = null;
+  // Answers to an older search may arrive after a newer one's: only the latest is drawn.
+  let generation = 0;
+
+  async function load({ append = false } = {}) {
+    const mine = ++generation;
+    loading.hidden = append || keys.length > 0;
+    try {
+      const page = await listKeys({ search: search.value.trim(), cursor: append ? nextCursor : undefined });
+      if (mine !== generation) return;
+      keys = append ? keys.concat(page.items) : page.items;
+      nextCursor = page.nextCursor ?? null;
+      render();
+    } catch (error) {
+      if (mine === generation) onError(error);
+    } finally {
+      if (mine === generation) loading.hidden = true;
+    }
+  }
+
+  function render() {
+    body.replaceChildren(...keys.map(row));
+    const searching = search.value.trim() !== '';
+    table.hidden = keys.length === 0;
+    empty.hidden = keys.length > 0;
+    $('keys-empty-title').textContent = searching ? 'No keys match your search' : 'No API keys yet';
+    $('keys-empty-text').textContent = searching
+      ? 'Search matches a key’s name, its first characters, its module and its roles.'
+      : 'Create a key to call workflow services or platform resources.';
+    more.hidden = !nextCursor;
+    const shown = `${keys.length} key${keys.length === 1 ? '' : 's'}${nextCursor ? ' shown' : ''}`;
+    count.textContent = searching ? `${shown} matching “${search.value.trim()}”` : shown;
+  }
+
+  function row(key) {
+    const expired = key.expiresAt && new Date(key.expiresAt).getTime() <= Date.now();
+    const label = key.name || 'Unnamed key';
+    const remove = el('button', {
+      className: 'btn btn-icon btn-small',
+      text: 'Delete',
+      attrs: { type: 'button', 'aria-label': `Delete key ${label} (${key.start}…)` },
+    });
+    remove.addEventListener('click', () => onDelete(key));
+    return el('tr', { attrs: { 'data-key-id': key.id } }, [
+      el('td', {}, [el('span', { className: key.name ? 'key-name' : 'key-name unnamed', text: label })]),
+      el('td', { className: 'mono', text: `${key.start}…` }),
+      el('td', {}, [el('span', { className: `badge badge-${key.module}`, text: key.module })]),
+      el(
+        'td',
+        {},
+        key.roles.map((role) => el('span', { className: 'badge', text: role })),
+      ),
+      el('td', {}, [
+        el('time', {
+          text: formatDate(key.createdAt),
+          attrs: { datetime: key.createdAt, title: formatDateTime(key.createdAt) },
+        }),
+      ]),
+      el('td', {}, [
+        key.lastUsed
+          ? el('time', {
+              text: formatRelative(key.lastUsed),
+              attrs: { datetime: key.lastUsed, title: formatDateTime(key.lastUsed) },
+            })
+          : el('span', { className: 'muted', text: 'Never' }),
+      ]),
+      el('td', {}, [
+        key.expiresAt
+          ? el('time', {
+              className: expired ? 'expired' : '',
+              text: expired ? `Expired ${formatDate(key.expiresAt)}` : formatDate(key.expiresAt),
+              attrs: { datetime: key.expiresAt, title: formatDateTime(key.expiresAt) },
+            })
+          : el('span', { className: 'muted', text: 'Never' }),
+      ]),
+      el('td', { className: 'row-actions' }, [remove]),
+    ]);
+  }
+
+  search.addEventListener(
+    'input',
+    debounce(() => load(), SEARCH_DELAY_MS),
+  );
+  $('load-more').addEventListener('click', () => load({ append: true }));
+
+  return {
+    reload: () => load(),
+    /** Drops a deleted key at once, without waiting for a reload. */
+    remove(id) {
+      keys = keys.filter((key) => key.id !== id);
+      render();
+    },
+    focusSearch: () => search.focus(),
+  };
+}

@@ -1,0 +1,81 @@
+// The management panel's entry point: sign-in state, the side menu, and wiring the page to the
+// dialogs. Every API failure ends up either next to a field, in a dialog's banner, or in the page
+// banner; a refused token sends the user back to the sign-in box with the server's reason.
+import { ApiError } from './api.js';
+import { clearToken, displayName, getToken, setToken, takeTokenFromUrl } from './auth.js';
+import { createCreateDialog } from './create-dialog.js';
+import { createDeleteDialog } from './delete-dialog.js';
+import { $, setFieldError, showBanner } from './dom.js';
+import { createKeysPage } from './keys-page.js';
+import { createRevealDialog } from './reveal-dialog.js';
+
+const banner = $('banner');
+const bannerText = $('banner-text');
+
+function showError(error) {
+  if (error instanceof ApiError && error.status === 401) {
+    signOut(`Your sign-in was refused: ${error.message}`);
+    return;
+  }
+  showBanner(banner, bannerText, error.message);
+}
+
+const page = createKeysPage({ onError: showError, onDelete: (key) => deleteDialog.open(key) });
+const reveal = createRevealDialog();
+const createDialog = createCreateDialog({
+  onCreated: (created) => {
+    showBanner(banner, bannerText, null);
+    reveal.show(created);
+    page.reload();
+  },
+  onAuthError: showError,
+});
+const deleteDialog = createDeleteDialog({
+  onDeleted: (key) => page.remove(key.id),
+  onAuthError: showError,
+});
+
+function signedIn() {
+  const token = getToken();
+  $('sign-in').hidden = true;
+  $('keys-page').hidden = false;
+  const who = displayName(token);
+  $('whoami').textContent = who ? `Signed in as ${who}` : 'Signed in';
+  $('whoami').hidden = false;
+  $('sign-out').hidden = false;
+  page.reload();
+}
+
+function signOut(message) {
+  clearToken();
+  $('keys-page').hidden = true;
+  $('whoami').hidden = true;
+  $('sign-out').hidden = true;
+  $('sign-in').hidden = false;
+  showBanner(banner, bannerText, message ?? null);
+  $('token-input').value = '';
+  $('token-input').focus();
+}
+
+$('sign-in-form').addEventListener('submit', (event) => {
+  event.preventDefault();
+  const input = $('token-input');
+  const token = input.value.trim();
+  if (!token) {
+    setFieldError(input, $('token-error'), 'Paste an access token to sign in.');
+    input.focus();
+    return;
+  }
+  setFieldError(input, $('token-error'), null);
+  setToken(token);
+  showBanner(banner, bannerText, null);
+  signedIn();
+});
+
+$('sign-out').addEventListener('click', () => signOut());
+$('banner-close').addEventListener('click', () => showBanner(banner, bannerText, null));
+$('create-open').addEventListener('click', () => createDialog.open());
+
+takeTokenFromUrl();
+if (getToken()) signedIn();
+else signOut();

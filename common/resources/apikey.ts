@@ -1,0 +1,86 @@
+import { randomBytes } from 'node:crypto';
+import { z } from 'zod';
+import type { KeyGrant } from './grant.js';
+
+/**
+ * The ApiKey resource (tollgate.dev/v1alpha1): one key, holding only the SHA-256 of its value.
+ * Kubernetes (or the manifest directory in standalone mode) is its source of truth; the Redis key
+ * index entry is derived from it with `toKeyGrant`.
+ */
+export const API_KEY_GROUP = 'tollgate.dev';
+export const API_KEY_VERSION = 'v1alpha1';
+export const API_KEY_API_VERSION = `${API_KEY_GROUP}/${API_KEY_VERSION}`;
+export const API_KEY_KIND = 'ApiKey';
+export const API_KEY_PLURAL = 'apikeys';
+
+/** A key id: 20 lowercase hex characters, random but not secret (it names the resource). */
+export const KEY_ID_PATTERN = /^[0-9a-f]{20}$/;
+export const newKeyId = (): string => randomBytes(10).toString('hex');
+export const apiKeyName = (id: string): string => `key-${id}`;
+const NAME_PATTERN = /^key-[0-9a-f]{20}$/;
+
+export const rateLimitSchema = z.strictObject({
+  requests: z.int().min(1).max(1_000_000),
+  windowSeconds: z.int().min(1).max(86_400),
+});
+
+export const apiKeySpecSchema = z
+  .object({
+    hash: z.string().regex(/^[0-9a-f]{64}$/),
+    start: z.string().regex(/^tg[bp]_[0-9A-Za-z]{4}$/),
+    module: z.enum(['bda', 'platform']),
+    roles: z.array(z.string().min(1).max(128)).min(1).max(32),
+    owner: z.string().min(1).max(255),
+    name: z.string().max(100).optional(),
+    expiresAt: z.iso.datetime({ offset: true }).optional(),
+    rateLimit: rateLimitSchema.optional(),
+  })
+  .refine((s) => s.module !== 'bda' || s.roles.length === 1, {
+    message: 'a bda key has exactly one role, the id of the workflow it calls',
+    path: ['roles'],
+  });
+
+export const apiKeyStatusSchema = z.object({
+  lastUsed: z.iso.datetime({ offset: true }).optional(),
+  requestCount: z.int().min(0).optional(),
+});
+
+export const apiKeySchema = z.object({
+  apiVersion: z.literal(API_KEY_API_VERSION),
+  kind: z.literal(API_KEY_KIND),
+  metadata: z
+    .object({
+      name: z.string().regex(NAME_PATTERN),
+      namespace: z.string().optional(),
+      creationTimestamp: z.iso.datetime({ offset: true }).optional(),
+      labels: z.record(z.string(), z.string()).optional(),
+      annotations: z.record(z.string(), z.string()).optional(),
+      resourceVersion: z.string().optional(),
+      uid: z.string().optional(),
+    })
+    .loose(),
+  spec: apiKeySpecSchema,
+  status: apiKeyStatusSchema.optional(),
+});
+
+export type ApiKey = z.infer<typeof apiKeySchema>;
+export type ApiKeySpec = z.infer<typeof apiKeySpecSchema>;
+export type ApiKeyStatus = z.infer<typeof apiKeyStatusSchema>;
+
+/** The id part of `key-<id>`. */
+export const apiKeyId = (key: ApiKey): string => key.metadata.name.slice('key-'.length);
+
+/** A new ApiKey resource for a freshly generated key (creationTimestamp is set by the store). */
+export function newApiKey(id: string, spec: ApiKeySpec): ApiKey {
+  return { apiVersion: API_KEY_API_VERSION, kind: API_KEY_KIND, metadata: { name: apiKeyName(id) }, spec };
+}
+
+/** The Redis key-index entry for a key: what it grants, never the hash or the key. */
+export function toKeyGrant(key: ApiKey): KeyGrant {
+  const { module, roles, owner, name, expiresAt, rateLimit } = key.spec;
+  const grant: KeyGrant = { id: apiKeyId(key), owner, module, roles: [...roles] };
+  if (name !== undefined) grant.name = name;
+  if (expiresAt !== undefined) grant.expiresAt = expiresAt;
+  if (rateLimit !== undefined) grant.rateLimit = { ...rateLimit };
+  return grant;
+}

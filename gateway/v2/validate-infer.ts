@@ -30,10 +30,9 @@ const INTEGER_RANGES: Partial<Record<V2Datatype, readonly [number, number]>> = {
   UINT64: [0, Number.MAX_SAFE_INTEGER],
 };
 
-// Python's base64 decoder (what MLServer uses) needs the standard alphabet with padding; it skips
-// line breaks, which `base64` on the command line inserts every 76 characters.
+// MLServer decodes with Python's b64decode(validate=True): standard alphabet, padding, no line
+// breaks. What fails that is passed to the model as the raw text, silently, so it is refused here.
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
-const LINE_BREAKS = /[\r\n]/g;
 
 function bad(code: string, message: string, field: string): TollgateError {
   return new TollgateError(400, code, message, { field });
@@ -79,10 +78,10 @@ function elementCheck(name: string, datatype: V2Datatype, contentType: string | 
     if (contentType === 'base64') {
       return (v, i) => {
         if (typeof v !== 'string') fail(i, v, 'strings');
-        else if (!BASE64.test(v.replace(LINE_BREAKS, ''))) {
+        else if (!BASE64.test(v)) {
           throw bad(
             'invalid_base64',
-            `input '${name}': value ${i} is not valid base64 (standard alphabet A-Z a-z 0-9 + /, padded with =); encode the file with \`base64 -w0\``,
+            `input '${name}': value ${i} is not valid base64 (standard alphabet A-Z a-z 0-9 + /, padded with =, no line breaks); encode the file with \`base64 -w0\``,
             field,
           );
         }

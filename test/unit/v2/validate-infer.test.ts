@@ -119,16 +119,15 @@ describe('valid requests pass', () => {
     expect(() => validateInferRequest(body, columns)).not.toThrow();
   });
 
-  test('base64 with the line breaks of `base64` output', () => {
+  test('a base64 image', () => {
     const encoded = Buffer.alloc(100, 7).toString('base64');
-    const wrapped = `${encoded.slice(0, 76)}\n${encoded.slice(76)}`;
     const body = JSON.stringify({
       inputs: [
         {
           name: 'image',
           datatype: 'BYTES',
           shape: [1],
-          data: [wrapped],
+          data: [encoded],
           parameters: { content_type: 'base64' },
         },
       ],
@@ -386,25 +385,30 @@ describe('each rule of the checklist has its own 400', () => {
     );
   });
 
-  test.each([['not base64!'], ['aGk'], ['aGk=x'], ['a-_b']])('base64 that does not decode: %s', (value) => {
-    const body = JSON.stringify({
-      inputs: [
-        {
-          name: 'image',
-          datatype: 'BYTES',
-          shape: [1],
-          data: [value],
-          parameters: { content_type: 'base64' },
-        },
-      ],
-    });
-    expectRejected(
-      body,
-      'invalid_base64',
-      "input 'image': value 0 is not valid base64 (standard alphabet A-Z a-z 0-9 + /, padded with =); encode the file with `base64 -w0`",
-      image,
-    );
-  });
+  // MLServer would hand each of these to the model as raw text: a line break as `base64` wraps its
+  // output, missing padding, trailing garbage, the URL-safe alphabet.
+  test.each([['aGVsbG8g\nd29ybGQ='], ['not base64!'], ['aGk'], ['aGk=x'], ['a-_b']])(
+    'base64 that does not decode: %s',
+    (value) => {
+      const body = JSON.stringify({
+        inputs: [
+          {
+            name: 'image',
+            datatype: 'BYTES',
+            shape: [1],
+            data: [value],
+            parameters: { content_type: 'base64' },
+          },
+        ],
+      });
+      expectRejected(
+        body,
+        'invalid_base64',
+        "input 'image': value 0 is not valid base64 (standard alphabet A-Z a-z 0-9 + /, padded with =, no line breaks); encode the file with `base64 -w0`",
+        image,
+      );
+    },
+  );
 
   test('BYTES values must be strings', () => {
     const body = JSON.stringify({

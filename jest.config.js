@@ -26,7 +26,8 @@ export default {
       testMatch: ['<rootDir>/test/integration/**/*.test.ts'],
       globalSetup: '<rootDir>/test/harness/jest-global-setup.mjs',
       globalTeardown: '<rootDir>/test/harness/jest-global-teardown.mjs',
-      testTimeout: 120000,
+      // testTimeout is global-only in Jest; this sets 120 s for this project alone.
+      setupFilesAfterEnv: ['<rootDir>/test/harness/jest-integration-timeout.ts'],
     },
   ],
 };

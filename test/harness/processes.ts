@@ -2,7 +2,7 @@
 // run: stopAll() on a normal teardown, killAllSync() from exit/signal handlers, and the reaper
 // (reaper.sh) reads the pgids file when the Jest parent itself was killed outright.
 import { spawn } from 'node:child_process';
-import { closeSync, openSync, readFileSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 export interface Managed {
@@ -40,6 +40,9 @@ export class ProcessRegistry {
   }
 
   spawn(name: string, command: string, args: string[], opts: SpawnOptions = {}): Managed {
+    if (command.includes('/') && !existsSync(command)) {
+      throw new Error(`${command} is not installed: run \`make deps\` (bash test/harness/install.sh all)`);
+    }
     const logFile = join(this.runDir, `${name}.log`);
     const fd = openSync(logFile, 'a');
     const child = spawn(command, args, {
@@ -50,21 +53,24 @@ export class ProcessRegistry {
       cwd: opts.cwd ?? this.runDir,
     });
     closeSync(fd);
-    if (child.pid === undefined) {
-      throw new Error(`could not start ${command}: see ${logFile}`);
-    }
-    const pid = child.pid;
     let done = false;
+    let spawnError: Error | undefined;
     const exited = new Promise<number | null>((resolveExit) => {
       child.once('exit', (code) => {
         done = true;
         resolveExit(code);
       });
-      child.once('error', () => {
+      // Listened to before anything can throw, so a failed spawn never becomes an uncaught error.
+      child.once('error', (err) => {
+        spawnError = err;
         done = true;
         resolveExit(-1);
       });
     });
+    if (child.pid === undefined) {
+      throw new Error(`could not start ${command}: ${spawnError?.message ?? 'no pid'}`);
+    }
+    const pid = child.pid;
     // The parent must not wait for components to exit on its own.
     child.unref();
     const stopTimeoutMs = opts.stopTimeoutMs ?? 10_000;

@@ -9,7 +9,10 @@ const program = new Command()
   .description('Kubernetes-native API keys, a key-checking gateway, and V2 serving for scikit-learn models')
   .version('0.1.0');
 
-const commands: Array<() => Promise<{ register: (p: Command) => void }>> = [];
+const commands: Array<() => Promise<{ register: (p: Command) => void }>> = [
+  () => import('./commands/pull.js'),
+  () => import('./commands/validate.js'),
+];
 
 for (const load of commands) (await load()).register(program);
 

@@ -27,9 +27,9 @@ export type FolderCheck =
 
 /**
  * Decides how a folder is served: its model-settings.json (checked), or an MLflow `MLmodel` with
- * settings written for it. Problems in the settings file carry paths prefixed with the file name.
+ * settings written for it (named `modelName`, which the operator always knows). Problems in the settings file carry paths prefixed with the file name.
  */
-export async function checkModelFolder(folder: ModelFolder, modelName: string): Promise<FolderCheck> {
+export async function checkModelFolder(folder: ModelFolder, modelName?: string): Promise<FolderCheck> {
   if (folder.files.includes(SETTINGS_FILE)) {
     const check = checkModelSettingsText(await folder.read(SETTINGS_FILE), {
       modelName,
@@ -43,7 +43,7 @@ export async function checkModelFolder(folder: ModelFolder, modelName: string): 
     return { ok: true, settings: check.settings, generated: false, declared: check.declared };
   }
   if (folder.files.includes(MLMODEL_FILE)) {
-    const check = settingsFromMlmodel(modelName, await folder.read(MLMODEL_FILE));
+    const check = settingsFromMlmodel(modelName ?? 'model-<id>', await folder.read(MLMODEL_FILE));
     return check.ok ? { ...check, generated: true } : check;
   }
   const found =

@@ -1,0 +1,256 @@
+import { mkdir, open, rename, rm, stat, writeFile, type FileHandle } from 'node:fs/promises';
+import path from 'node:path';
+import { TollgateError, isTollgateError } from '../../common/errors.js';
+import type { ObjectStore, StoredObject } from '../storage/object-store.js';
+
+export interface PullOptions {
+  /** Parallel transfers (files or ranges of one large file). */
+  concurrency?: number;
+  /** Objects larger than this are fetched as parallel ranged reads of `partSize` bytes. */
+  partSize?: number;
+  /** Attempts per transfer on transient errors (network, 5xx, a short body). */
+  attempts?: number;
+  /** One line per finished file. */
+  progress?: (line: string) => void;
+  /** Written as model-settings.json after the pull (an MLflow folder served with generated settings). */
+  settings?: string;
+  signal?: AbortSignal;
+}
+
+export interface PullSummary {
+  files: number;
+  bytes: number;
+  seconds: number;
+}
+
+const MiB = 1024 * 1024;
+const PART_SUFFIX = '.tollgate-part';
+
+interface FileJob {
+  object: StoredObject;
+  target: string;
+  handle?: Promise<FileHandle>;
+  partsLeft: number;
+  started: number;
+}
+
+interface Transfer {
+  job: FileJob;
+  start: number;
+  /** Inclusive; -1 for an empty file. */
+  end: number;
+}
+
+/**
+ * Downloads every object of a model folder into `dest`: large files first, each large file split in
+ * ranges, all on a bounded pool; bytes stream straight to disk at their offset (no buffering of a
+ * whole file); each file is written under a temporary name, its size checked against the listing,
+ * then renamed, so a failed pull never leaves a file that looks complete. Any failure stops the
+ * rest and removes the partial files.
+ */
+export async function pullFolder(
+  store: ObjectStore,
+  dest: string,
+  opts: PullOptions = {},
+): Promise<PullSummary> {
+  const concurrency = opts.concurrency ?? 16;
+  const partSize = opts.partSize ?? 16 * MiB;
+  const attempts = opts.attempts ?? 4;
+  const progress = opts.progress ?? (() => undefined);
+  const t0 = performance.now();
+
+  const objects = await store.list();
+  if (objects.length === 0) {
+    throw new TollgateError(
+      404,
+      'empty_prefix',
+      `no files in ${store.uri} (only objects under exactly this folder are pulled); check storageUri`,
+    );
+  }
+  const root = path.resolve(dest);
+  const jobs: FileJob[] = objects
+    .sort((a, b) => b.size - a.size)
+    .map((object) => {
+      const target = path.resolve(root, object.path);
+      if (!target.startsWith(root + path.sep)) {
+        throw new TollgateError(
+          400,
+          'invalid_path',
+          `object "${object.path}" in ${store.uri} would be written outside ${root}`,
+        );
+      }
+      return { object, target, partsLeft: 0, started: 0 };
+    });
+  const transfers: Transfer[] = jobs.flatMap((job) => {
+    const { size } = job.object;
+    const ranges: Transfer[] = [];
+    if (size === 0) ranges.push({ job, start: 0, end: -1 });
+    for (let start = 0; start < size; start += partSize)
+      ranges.push({ job, start, end: Math.min(size, start + partSize) - 1 });
+    job.partsLeft = ranges.length;
+    return ranges;
+  });
+
+  const abort = new AbortController();
+  const onOuterAbort = () => abort.abort(opts.signal?.reason);
+  opts.signal?.addEventListener('abort', onOuterAbort, { once: true });
+  let next = 0;
+  const worker = async () => {
+    while (next < transfers.length && !abort.signal.aborted) {
+      const t = transfers[next++] as Transfer;
+      await transferWithRetries(store, t, attempts, abort.signal);
+      if (--t.job.partsLeft === 0) await finishFile(t.job, root, progress);
+    }
+  };
+  try {
+    await Promise.all(
+      Array.from({ length: Math.min(concurrency, transfers.length) }, () =>
+        worker().catch((e: unknown) => {
+          abort.abort(e);
+          throw e;
+        }),
+      ),
+    );
+    if (opts.settings !== undefined) await writeFile(path.join(root, 'model-settings.json'), opts.settings);
+  } catch (e) {
+    // The first failure is the cause; the others are the abort it triggered.
+    const cause: unknown = abort.signal.reason ?? e;
+    await Promise.all(jobs.map((j) => discard(j)));
+    throw toPullError(cause, root);
+  } finally {
+    opts.signal?.removeEventListener('abort', onOuterAbort);
+  }
+  const bytes = objects.reduce((n, o) => n + o.size, 0);
+  return { files: objects.length, bytes, seconds: (performance.now() - t0) / 1000 };
+}
+
+async function transferWithRetries(
+  store: ObjectStore,
+  t: Transfer,
+  attempts: number,
+  signal: AbortSignal,
+): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await transfer(store, t, signal);
+    } catch (e) {
+      if (signal.aborted || attempt >= attempts || !isTransient(e)) throw e;
+      await new Promise((r) => setTimeout(r, 100 * 2 ** attempt));
+    }
+  }
+}
+
+async function transfer(store: ObjectStore, t: Transfer, signal: AbortSignal): Promise<void> {
+  const { job } = t;
+  if (!job.handle) {
+    job.started = performance.now();
+    job.handle = mkdir(path.dirname(job.target), { recursive: true }).then(() =>
+      open(job.target + PART_SUFFIX, 'w'),
+    );
+  }
+  const fh = await job.handle;
+  if (t.end < t.start) return;
+  const body = await store.openRead(job.object.path, { start: t.start, end: t.end }, signal);
+  let pos = t.start;
+  for await (const chunk of body) {
+    const buf = chunk as Buffer;
+    if (pos + buf.length > t.end + 1) throw sizeMismatch(job, 'more bytes than listed');
+    await fh.write(buf, 0, buf.length, pos);
+    pos += buf.length;
+  }
+  if (pos !== t.end + 1)
+    throw new ShortRead(
+      `${job.object.path}: the stream ended after ${pos - t.start} of ${t.end - t.start + 1} bytes`,
+    );
+}
+
+async function finishFile(job: FileJob, root: string, progress: (line: string) => void): Promise<void> {
+  const fh = await (job.handle as Promise<FileHandle>);
+  await fh.close();
+  const part = job.target + PART_SUFFIX;
+  const { size } = await stat(part);
+  if (size !== job.object.size) throw sizeMismatch(job, `${size} bytes on disk`);
+  await rename(part, job.target);
+  job.handle = undefined;
+  const s = (performance.now() - job.started) / 1000;
+  progress(`pulled ${path.relative(root, job.target)} ${formatBytes(job.object.size)} in ${s.toFixed(2)}s`);
+}
+
+async function discard(job: FileJob): Promise<void> {
+  if (!job.handle) return;
+  await job.handle.then((fh) => fh.close()).catch(() => undefined);
+  await rm(job.target + PART_SUFFIX, { force: true });
+}
+
+class ShortRead extends Error {}
+
+const sizeMismatch = (job: FileJob, got: string) =>
+  new TollgateError(
+    502,
+    'size_mismatch',
+    `${job.object.path}: listed as ${job.object.size} bytes but got ${got}; it changed during the pull, retry`,
+  );
+
+const TRANSIENT_ERRNO = new Set([
+  'ECONNRESET',
+  'ECONNREFUSED',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EAI_AGAIN',
+  'ENOTFOUND',
+  'UND_ERR_SOCKET',
+]);
+
+function isTransient(e: unknown): boolean {
+  if (e instanceof ShortRead) return true;
+  if (isTollgateError(e)) return e.code === 'storage_unavailable';
+  const code = (e as NodeJS.ErrnoException | undefined)?.code;
+  return code !== undefined && TRANSIENT_ERRNO.has(code);
+}
+
+function toPullError(e: unknown, root: string): TollgateError {
+  if (isTollgateError(e)) return e;
+  const code = (e as NodeJS.ErrnoException | undefined)?.code;
+  if (code === 'ENOSPC' || code === 'EDQUOT') {
+    return new TollgateError(
+      500,
+      'disk_full',
+      `no space left writing to ${root}; give the volume more room (emptyDir sizeLimit, ephemeral-storage)`,
+      { cause: e },
+    );
+  }
+  if (code === 'EFBIG') {
+    return new TollgateError(
+      500,
+      'disk_full',
+      `file size limit exceeded writing to ${root} (ulimit -f); raise the limit`,
+      { cause: e },
+    );
+  }
+  if (code === 'EACCES' || code === 'EROFS') {
+    return new TollgateError(
+      500,
+      'destination_not_writable',
+      `cannot write to ${root} (${code}); mount a writable volume there`,
+      { cause: e },
+    );
+  }
+  if (e instanceof ShortRead)
+    return new TollgateError(503, 'storage_unavailable', `${e.message}; the connection kept breaking`, {
+      cause: e,
+    });
+  const why = e instanceof Error ? e.message : String(e);
+  return new TollgateError(500, 'pull_failed', `pull into ${root} failed: ${why}`, { cause: e });
+}
+
+export function formatBytes(n: number): string {
+  if (n < 1024) return `${n} B`;
+  if (n < MiB) return `${(n / 1024).toFixed(1)} KiB`;
+  if (n < 1024 * MiB) return `${(n / MiB).toFixed(1)} MiB`;
+  return `${(n / 1024 / MiB).toFixed(2)} GiB`;
+}
+
+export function formatSummary(s: PullSummary): string {
+  const mbps = s.seconds > 0 ? s.bytes / 1e6 / s.seconds : 0;
+  return `pulled ${s.files} file${s.files === 1 ? '' : 's'}, ${formatBytes(s.bytes)} in ${s.seconds.toFixed(2)}s (${mbps.toFixed(1)} MB/s)`;
+}

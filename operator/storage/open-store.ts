@@ -1,0 +1,12 @@
+import { FileStore } from './file-store.js';
+import type { ObjectStore } from './object-store.js';
+import { S3Store, s3ClientFromEnv, type Env } from './s3-store.js';
+import { parseStorageUri } from './storage-uri.js';
+
+/** The store behind a storageUri, with credentials and endpoint from `env` (AWS variables). */
+export function openStore(uri: string, env: Env, opts: { maxAttempts?: number } = {}): ObjectStore {
+  const loc = parseStorageUri(uri);
+  return loc.scheme === 'file'
+    ? new FileStore(loc.dir)
+    : new S3Store(s3ClientFromEnv(env, opts), loc.bucket, loc.prefix);
+}

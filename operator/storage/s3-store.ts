@@ -1,0 +1,139 @@
+import { GetObjectCommand, ListObjectsV2Command, S3Client, S3ServiceException } from '@aws-sdk/client-s3';
+import type { Readable } from 'node:stream';
+import { TollgateError } from '../../common/errors.js';
+import type { ObjectStore, StoredObject } from './object-store.js';
+
+export type Env = Readonly<Record<string, string | undefined>>;
+
+/**
+ * An S3 client configured the way every AWS tool is: AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY
+ * (/ AWS_SESSION_TOKEN), AWS_REGION (or AWS_DEFAULT_REGION), AWS_ENDPOINT_URL(_S3) for MinIO and
+ * other S3-compatible stores, which also get path-style addressing unless AWS_S3_FORCE_PATH_STYLE
+ * says otherwise. Without keys in `env`, the SDK's default chain applies (IRSA, instance roles).
+ */
+export function s3ClientFromEnv(env: Env, opts: { maxAttempts?: number } = {}): S3Client {
+  const endpoint = env.AWS_ENDPOINT_URL_S3 ?? env.AWS_ENDPOINT_URL;
+  const pathStyle = env.AWS_S3_FORCE_PATH_STYLE;
+  const keyId = env.AWS_ACCESS_KEY_ID;
+  const secret = env.AWS_SECRET_ACCESS_KEY;
+  return new S3Client({
+    region: env.AWS_REGION ?? env.AWS_DEFAULT_REGION ?? 'us-east-1',
+    ...(endpoint ? { endpoint } : {}),
+    forcePathStyle: pathStyle === undefined ? endpoint !== undefined : pathStyle === 'true',
+    ...(keyId && secret
+      ? {
+          credentials: {
+            accessKeyId: keyId,
+            secretAccessKey: secret,
+            ...(env.AWS_SESSION_TOKEN ? { sessionToken: env.AWS_SESSION_TOKEN } : {}),
+          },
+        }
+      : {}),
+    ...(opts.maxAttempts ? { maxAttempts: opts.maxAttempts } : {}),
+  });
+}
+
+const ACCESS_DENIED = new Set([
+  'AccessDenied',
+  'InvalidAccessKeyId',
+  'SignatureDoesNotMatch',
+  'Forbidden',
+  'AllAccessDisabled',
+]);
+
+export class S3Store implements ObjectStore {
+  readonly uri: string;
+  constructor(
+    private readonly client: S3Client,
+    private readonly bucket: string,
+    /** '' or ends with '/'. */
+    private readonly prefix: string,
+  ) {
+    this.uri = `s3://${bucket}/${prefix}`;
+  }
+
+  async list(): Promise<StoredObject[]> {
+    const out: StoredObject[] = [];
+    let token: string | undefined;
+    do {
+      let page;
+      try {
+        page = await this.client.send(
+          new ListObjectsV2Command({
+            Bucket: this.bucket,
+            Prefix: this.prefix,
+            ...(token ? { ContinuationToken: token } : {}),
+          }),
+        );
+      } catch (e) {
+        throw this.mapError(e, '');
+      }
+      for (const o of page.Contents ?? []) {
+        // Console-made "folders" are zero-byte keys ending in '/': not files.
+        if (!o.Key || o.Key.endsWith('/')) continue;
+        out.push({ path: o.Key.slice(this.prefix.length), size: o.Size ?? 0 });
+      }
+      token = page.IsTruncated ? page.NextContinuationToken : undefined;
+    } while (token);
+    return out;
+  }
+
+  async readText(path: string): Promise<string> {
+    const body = await this.openRead(path);
+    const chunks: Buffer[] = [];
+    for await (const chunk of body) chunks.push(chunk as Buffer);
+    return Buffer.concat(chunks).toString('utf8');
+  }
+
+  async openRead(
+    path: string,
+    range?: { start: number; end: number },
+    signal?: AbortSignal,
+  ): Promise<Readable> {
+    try {
+      const res = await this.client.send(
+        new GetObjectCommand({
+          Bucket: this.bucket,
+          Key: this.prefix + path,
+          ...(range ? { Range: `bytes=${range.start}-${range.end}` } : {}),
+        }),
+        signal ? { abortSignal: signal } : {},
+      );
+      return res.Body as Readable;
+    } catch (e) {
+      throw this.mapError(e, path);
+    }
+  }
+
+  private mapError(e: unknown, path: string): TollgateError {
+    const where = `s3://${this.bucket}/${this.prefix}${path}`;
+    const name = e instanceof Error ? e.name : '';
+    const status = e instanceof S3ServiceException ? e.$metadata.httpStatusCode : undefined;
+    if (name === 'NoSuchBucket') {
+      return new TollgateError(
+        404,
+        'no_such_bucket',
+        `bucket "${this.bucket}" does not exist; check the bucket in storageUri and AWS_ENDPOINT_URL`,
+        { cause: e },
+      );
+    }
+    if (ACCESS_DENIED.has(name) || status === 403) {
+      return new TollgateError(
+        403,
+        'access_denied',
+        `access denied reading ${where} (${name || status}); check AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY and the bucket policy`,
+        { cause: e },
+      );
+    }
+    if (name === 'NoSuchKey' || (status === 404 && path !== '')) {
+      return new TollgateError(
+        404,
+        'object_vanished',
+        `${where} was listed but is gone (deleted or renamed while pulling); retry once the upload is complete`,
+        { cause: e },
+      );
+    }
+    const why = e instanceof Error ? e.message : String(e);
+    return new TollgateError(503, 'storage_unavailable', `cannot reach ${where}: ${why}`, { cause: e });
+  }
+}

@@ -12,6 +12,7 @@ const program = new Command()
 const commands: Array<() => Promise<{ register: (p: Command) => void }>> = [
   () => import('./commands/pull.js'),
   () => import('./commands/validate.js'),
+  () => import('./commands/gateway.js'),
 ];
 
 for (const load of commands) (await load()).register(program);

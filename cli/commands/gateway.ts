@@ -1,0 +1,94 @@
+import cluster from 'node:cluster';
+import type { Command } from 'commander';
+import { isTollgateError } from '../../common/errors.js';
+import { createLogger } from '../../common/logger.js';
+import { loadGatewayConfig, parseUpstreamList, type GatewayConfigInput } from '../../gateway/config.js';
+import { createGatewayServer } from '../../gateway/server.js';
+import { createGatewayServices } from '../../gateway/services.js';
+
+interface GatewayFlags {
+  config?: string;
+  host?: string;
+  port?: string;
+  redisUrl?: string;
+  upstream: string[];
+  workers: string;
+}
+
+/** `tollgate gateway`: the key-checking gateway. */
+export function register(program: Command): void {
+  program
+    .command('gateway')
+    .description('Run the gateway: key checks and routing for /events, V2 inference, the management API')
+    .option('-c, --config <file>', 'YAML or JSON settings file (also TOLLGATE_CONFIG)')
+    .option('--host <host>', 'address to listen on (TOLLGATE_HOST, default 0.0.0.0)')
+    .option('-p, --port <port>', 'port to listen on (TOLLGATE_PORT, default 8080)')
+    .option('--redis-url <url>', 'Redis holding the key index and routes (TOLLGATE_REDIS_URL)')
+    .option(
+      '--upstream <resource=url>',
+      'a platform resource and its upstream; repeatable (TOLLGATE_UPSTREAMS=a=url,b=url)',
+      (value: string, previous: string[]) => [...previous, value],
+      [],
+    )
+    .option('--workers <n>', 'worker processes sharing the port (Node cluster)', '1')
+    .action(async (flags: GatewayFlags) => {
+      const log = createLogger('gateway');
+      const overrides: Partial<GatewayConfigInput> = {};
+      if (flags.host !== undefined) overrides.host = flags.host;
+      if (flags.port !== undefined) overrides.port = flags.port as unknown as number;
+      if (flags.redisUrl !== undefined) overrides.redisUrl = flags.redisUrl;
+      if (flags.upstream.length > 0) overrides.upstreams = parseUpstreamList(flags.upstream.join(','));
+      try {
+        const config = loadGatewayConfig({ file: flags.config, overrides });
+        const workers = Number(flags.workers);
+        if (!Number.isInteger(workers) || workers < 1)
+          throw new Error('--workers must be a positive integer');
+        if (workers > 1 && cluster.isPrimary) {
+          superviseWorkers(workers, log);
+          return;
+        }
+        const services = await createGatewayServices(config, log);
+        const gateway = createGatewayServer(services);
+        const address = await gateway.listen(config.port, config.host);
+        log.info({ host: address.address, port: address.port, pid: process.pid }, 'gateway listening');
+        const stop = (signal: string): void => {
+          log.info({ signal }, 'shutting down: finishing in-flight requests');
+          gateway.shutdown().then(
+            () => {
+              log.info('gateway stopped');
+              process.exit(0);
+            },
+            (err: unknown) => {
+              log.error({ err }, 'shutdown failed');
+              process.exit(1);
+            },
+          );
+        };
+        process.once('SIGTERM', () => stop('SIGTERM'));
+        process.once('SIGINT', () => stop('SIGINT'));
+      } catch (err) {
+        log.error({ code: isTollgateError(err) ? err.code : undefined }, (err as Error).message);
+        process.exit(1);
+      }
+    });
+}
+
+/** The primary of a cluster: forks workers, replaces crashed ones, and relays shutdown. */
+function superviseWorkers(count: number, log: ReturnType<typeof createLogger>): void {
+  let stopping = false;
+  for (let i = 0; i < count; i++) cluster.fork();
+  cluster.on('exit', (worker, code, signal) => {
+    if (stopping) {
+      if (Object.keys(cluster.workers ?? {}).length === 0) process.exit(0);
+      return;
+    }
+    log.error({ pid: worker.process.pid, code, signal }, 'gateway worker died; starting another');
+    cluster.fork();
+  });
+  const stop = (): void => {
+    stopping = true;
+    for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill('SIGTERM');
+  };
+  process.once('SIGTERM', stop);
+  process.once('SIGINT', stop);
+}

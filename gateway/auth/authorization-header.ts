@@ -1,0 +1,60 @@
+import { parseKey } from '../../common/apikey/format.js';
+import { TollgateError } from '../../common/errors.js';
+import type { Module } from '../../common/resources/grant.js';
+
+/**
+ * Strict parsing of `Authorization: Apikey <key>`: exactly the scheme word `Apikey` (this casing),
+ * one space, a key of the right shape and checksum. Everything here is pure, so malformed
+ * credentials are refused without a Redis round trip.
+ */
+const SCHEME = 'Apikey';
+const HOW = 'send the header "Authorization: Apikey <key>"';
+
+const unauthorized = (code: string, message: string): TollgateError => new TollgateError(401, code, message);
+
+export interface PresentedKey {
+  key: string;
+  /** The module the key's prefix names; the index entry is still authoritative. */
+  module: Module;
+}
+
+export function parseAuthorizationHeader(header: string | undefined): PresentedKey {
+  if (header === undefined) return fail('missing_api_key', `no Authorization header: ${HOW}`);
+  // Node trims surrounding whitespace, so an all-blank value arrives as "".
+  if (header === '' || header === SCHEME) {
+    return fail('empty_api_key', `the Authorization header holds no key: ${HOW}`);
+  }
+  const space = header.indexOf(' ');
+  const scheme = space === -1 ? header : header.slice(0, space);
+  if (scheme !== SCHEME) {
+    const hint =
+      scheme.toLowerCase() === SCHEME.toLowerCase()
+        ? `the scheme word is case-sensitive: write "${SCHEME}", not "${scheme}"`
+        : `the scheme "${scheme.slice(0, 16)}" is not accepted`;
+    return fail('invalid_auth_scheme', `${hint}; ${HOW}`);
+  }
+  const key = header.slice(space + 1);
+  if (key === '' || /\s/.test(key)) {
+    return fail(
+      'malformed_authorization',
+      `put exactly one space between "${SCHEME}" and the key, and nothing after it`,
+    );
+  }
+  const parsed = parseKey(key);
+  if ('problem' in parsed) {
+    return parsed.problem === 'bad_checksum'
+      ? fail(
+          'invalid_key_checksum',
+          'the key fails its checksum: it was mistyped or truncated; copy it again',
+        )
+      : fail(
+          'malformed_api_key',
+          'this is not a Tollgate key: keys start with tgb_ or tgp_ followed by 36 letters and digits',
+        );
+  }
+  return { key, module: parsed.module };
+}
+
+function fail(code: string, message: string): never {
+  throw unauthorized(code, message);
+}

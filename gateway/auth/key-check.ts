@@ -1,0 +1,108 @@
+import type { Redis } from 'ioredis';
+import { z } from 'zod';
+import { hashKey } from '../../common/apikey/format.js';
+import { TollgateError } from '../../common/errors.js';
+import type { Logger } from '../../common/logger.js';
+import { redisChannels, redisKeys } from '../../common/redis/schema.js';
+import type { KeyGrant } from '../../common/resources/grant.js';
+import { InvalidatedCache, type CacheInvalidation } from '../invalidation.js';
+import { parseAuthorizationHeader } from './authorization-header.js';
+import { redisUnavailable } from './redis-unavailable.js';
+
+/** The index entry as written by the keys code; checked here because Redis is outside our process. */
+const keyGrantSchema = z.object({
+  id: z.string().min(1),
+  owner: z.string(),
+  module: z.enum(['bda', 'platform']),
+  roles: z.array(z.string()),
+  name: z.string().optional(),
+  expiresAt: z.string().optional(),
+  rateLimit: z
+    .object({ requests: z.number().int().positive(), windowSeconds: z.number().int().positive() })
+    .optional(),
+});
+
+interface CachedGrant {
+  grant: KeyGrant;
+  /** Epoch milliseconds; Infinity when the key does not expire. */
+  expiresAtMs: number;
+}
+
+/**
+ * Turns an Authorization header into the key's grant. Shape errors are answered without I/O; a
+ * well-formed key is looked up by its SHA-256 in an in-process cache (see CacheInvalidation for
+ * when it is trusted) and otherwise in Redis. The key itself is never stored, cached or logged.
+ */
+export class KeyChecker {
+  private readonly cache: InvalidatedCache<CachedGrant>;
+
+  constructor(
+    private readonly redis: Redis,
+    invalidation: CacheInvalidation,
+    private readonly log: Logger,
+    cacheEntries: number,
+  ) {
+    this.cache = new InvalidatedCache<CachedGrant>(invalidation, { max: cacheEntries });
+    // Messages on the keys channel carry the hash of a key whose entry changed or was deleted.
+    invalidation.on(redisChannels.keys, (hash) => this.cache.delete(hash));
+  }
+
+  /** Resolves the grant, or rejects with a 401 (credentials) or 503 (Redis) TollgateError. */
+  check(header: string | undefined): Promise<KeyGrant> | KeyGrant {
+    const { key } = parseAuthorizationHeader(header);
+    const hash = hashKey(key);
+    // A cached grant is only trusted while the command connection is up too: when Redis is down,
+    // nothing passes.
+    const cached = this.redis.status === 'ready' ? this.cache.get(hash) : undefined;
+    if (cached !== undefined) return this.unexpired(cached);
+    return this.lookup(hash);
+  }
+
+  private async lookup(hash: string): Promise<KeyGrant> {
+    const epoch = this.cache.epoch;
+    let raw: string | null;
+    try {
+      raw = await this.redis.get(redisKeys.apiKey(hash));
+    } catch (err) {
+      throw redisUnavailable(err);
+    }
+    if (raw === null) {
+      throw new TollgateError(
+        401,
+        'unknown_api_key',
+        'this key does not exist or was deleted; create a new one',
+      );
+    }
+    const entry = this.toCached(raw, hash);
+    this.cache.set(hash, entry, epoch);
+    return this.unexpired(entry);
+  }
+
+  private toCached(raw: string, hash: string): CachedGrant {
+    let parsed: ReturnType<typeof keyGrantSchema.safeParse>;
+    try {
+      parsed = keyGrantSchema.safeParse(JSON.parse(raw));
+    } catch {
+      parsed = keyGrantSchema.safeParse(undefined);
+    }
+    if (!parsed.success) {
+      // A corrupt index entry must not grant anything; the operator's rebuild repairs it.
+      this.log.error({ keyHash: hash, issue: parsed.error.issues[0]?.message }, 'corrupt key index entry');
+      throw new TollgateError(
+        401,
+        'unknown_api_key',
+        'this key does not exist or was deleted; create a new one',
+      );
+    }
+    const grant: KeyGrant = parsed.data;
+    const expiresAtMs = grant.expiresAt === undefined ? Infinity : Date.parse(grant.expiresAt);
+    return { grant, expiresAtMs: Number.isNaN(expiresAtMs) ? -Infinity : expiresAtMs };
+  }
+
+  private unexpired(entry: CachedGrant): KeyGrant {
+    if (Date.now() >= entry.expiresAtMs) {
+      throw new TollgateError(401, 'expired_api_key', 'this key has expired; create a new one');
+    }
+    return entry.grant;
+  }
+}

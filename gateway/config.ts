@@ -1,0 +1,164 @@
+import { readFileSync } from 'node:fs';
+import { parse as parseYaml } from 'yaml';
+import { z } from 'zod';
+import { roleDefinitionSchema } from '../common/apikey/roles.js';
+import { TollgateError } from '../common/errors.js';
+
+/**
+ * Gateway configuration: defaults, then a YAML/JSON file (`TOLLGATE_CONFIG` or `--config`), then
+ * environment variables, then command-line flags. Everything is validated here, once; the rest of
+ * the gateway receives a typed `GatewayConfig` and never reads the environment itself.
+ */
+const resourceName = z
+  .string()
+  .regex(/^[a-z][a-z0-9-]{0,62}$/, 'a resource name is lower-case letters, digits and dashes');
+const httpUrl = z.url({ protocol: /^https?$/ });
+
+export const gatewayConfigSchema = z.strictObject({
+  host: z.string().min(1).default('0.0.0.0'),
+  port: z.coerce.number().int().min(0).max(65535).default(8080),
+  redisUrl: z.url({ protocol: /^rediss?$/ }).default('redis://127.0.0.1:6379'),
+  /** Platform resource → upstream base URL; the upstream receives `/api/v1/<resource>[/...]` below it. */
+  upstreams: z.record(resourceName, httpUrl).default({}),
+  /** Platform roles added to (or replacing, by name) the default catalogue. */
+  roles: z.array(roleDefinitionSchema).default([]),
+  /** Largest request body passed upstream, in bytes (413 beyond it, checked while streaming). */
+  bodyLimitBytes: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(10 * 1024 * 1024),
+  /** Largest request head (request line + headers), in bytes; beyond it the answer is 431. */
+  headerLimitBytes: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .max(1024 * 1024)
+    .default(16 * 1024),
+  /** Time to connect to an upstream. */
+  connectTimeoutMs: z.coerce.number().int().positive().default(5_000),
+  /** Time for the upstream to send its response head, and the longest pause inside its body. */
+  upstreamTimeoutMs: z.coerce.number().int().positive().default(60_000),
+  /** Keep-alive connections per upstream origin. */
+  upstreamConnections: z.coerce.number().int().positive().default(128),
+  /** How long a graceful shutdown waits for in-flight requests before cutting them. */
+  shutdownTimeoutMs: z.coerce.number().int().positive().default(30_000),
+  /** Usage figures (last used, request count) are batched and written this often. */
+  usageFlushMs: z.coerce.number().int().positive().default(1_000),
+  /** Entries in the in-process key and route caches. */
+  cacheEntries: z.coerce.number().int().positive().default(10_000),
+  /** Where standalone mode keeps its manifests (ApiKey, Service, Model). */
+  stateDir: z.string().min(1).default('.tollgate'),
+  /** OIDC settings for the management API, read by the keys code; optional here. */
+  oidc: z
+    .strictObject({
+      issuer: z.string().min(1),
+      audience: z.string().min(1),
+      jwksUrl: httpUrl,
+    })
+    .optional(),
+});
+
+export type GatewayConfig = z.infer<typeof gatewayConfigSchema>;
+export type GatewayConfigInput = z.input<typeof gatewayConfigSchema>;
+
+/** Environment variable → config field. Upstreams come as `name=url,name=url`. */
+const ENV: ReadonlyArray<readonly [string, keyof GatewayConfigInput]> = [
+  ['TOLLGATE_HOST', 'host'],
+  ['TOLLGATE_PORT', 'port'],
+  ['TOLLGATE_REDIS_URL', 'redisUrl'],
+  ['TOLLGATE_BODY_LIMIT_BYTES', 'bodyLimitBytes'],
+  ['TOLLGATE_HEADER_LIMIT_BYTES', 'headerLimitBytes'],
+  ['TOLLGATE_CONNECT_TIMEOUT_MS', 'connectTimeoutMs'],
+  ['TOLLGATE_UPSTREAM_TIMEOUT_MS', 'upstreamTimeoutMs'],
+  ['TOLLGATE_UPSTREAM_CONNECTIONS', 'upstreamConnections'],
+  ['TOLLGATE_SHUTDOWN_TIMEOUT_MS', 'shutdownTimeoutMs'],
+  ['TOLLGATE_USAGE_FLUSH_MS', 'usageFlushMs'],
+  ['TOLLGATE_CACHE_ENTRIES', 'cacheEntries'],
+  ['TOLLGATE_STATE_DIR', 'stateDir'],
+];
+
+/** Parses `datasets=http://a:1,services=http://b:2` into a map; the schema checks names and URLs. */
+export function parseUpstreamList(list: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const item of list.split(',')) {
+    const trimmed = item.trim();
+    if (trimmed === '') continue;
+    const eq = trimmed.indexOf('=');
+    if (eq <= 0) {
+      throw new TollgateError(400, 'invalid_config', `upstream "${trimmed}" must be written resource=url`, {
+        field: 'upstreams',
+      });
+    }
+    out[trimmed.slice(0, eq)] = trimmed.slice(eq + 1);
+  }
+  return out;
+}
+
+function fromEnv(env: NodeJS.ProcessEnv): Partial<GatewayConfigInput> {
+  const out: Record<string, unknown> = {};
+  for (const [name, field] of ENV) {
+    const value = env[name];
+    if (value !== undefined && value !== '') out[field] = value;
+  }
+  if (env.TOLLGATE_UPSTREAMS) out.upstreams = parseUpstreamList(env.TOLLGATE_UPSTREAMS);
+  if (env.TOLLGATE_OIDC_ISSUER || env.TOLLGATE_OIDC_AUDIENCE || env.TOLLGATE_OIDC_JWKS_URL) {
+    out.oidc = {
+      issuer: env.TOLLGATE_OIDC_ISSUER,
+      audience: env.TOLLGATE_OIDC_AUDIENCE,
+      jwksUrl: env.TOLLGATE_OIDC_JWKS_URL,
+    };
+  }
+  return out as Partial<GatewayConfigInput>;
+}
+
+function fromFile(path: string): Record<string, unknown> {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (cause) {
+    throw new TollgateError(400, 'invalid_config', `cannot read the gateway config file ${path}`, { cause });
+  }
+  const parsed: unknown = parseYaml(text);
+  if (parsed === null || parsed === undefined) return {};
+  if (typeof parsed !== 'object' || Array.isArray(parsed)) {
+    throw new TollgateError(400, 'invalid_config', `${path} must hold a mapping of gateway settings`);
+  }
+  return parsed as Record<string, unknown>;
+}
+
+/**
+ * Builds the config. `overrides` are command-line flags; upstreams from every layer are merged
+ * (a flag adds or replaces one resource, it does not drop the file's others).
+ */
+export function loadGatewayConfig(
+  opts: { env?: NodeJS.ProcessEnv; file?: string; overrides?: Partial<GatewayConfigInput> } = {},
+): GatewayConfig {
+  const env = opts.env ?? process.env;
+  const file = opts.file ?? env.TOLLGATE_CONFIG;
+  const layers = [file === undefined ? {} : fromFile(file), fromEnv(env), opts.overrides ?? {}];
+  const merged: Record<string, unknown> = {};
+  const upstreams: Record<string, unknown> = {};
+  for (const layer of layers) {
+    for (const [k, v] of Object.entries(layer)) {
+      if (v === undefined) continue;
+      if (k === 'upstreams' && typeof v === 'object' && v !== null) Object.assign(upstreams, v);
+      else merged[k] = v;
+    }
+  }
+  merged.upstreams = upstreams;
+  const result = gatewayConfigSchema.safeParse(merged);
+  if (!result.success) {
+    const issue = result.error.issues[0];
+    const field = issue?.path.join('.') ?? '';
+    throw new TollgateError(
+      400,
+      'invalid_config',
+      `gateway setting ${field || '(root)'}: ${issue?.message ?? 'invalid'}`,
+      {
+        field,
+      },
+    );
+  }
+  return result.data;
+}

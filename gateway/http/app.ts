@@ -1,0 +1,40 @@
+import express, { type Express } from 'express';
+import { TollgateError } from '../../common/errors.js';
+import { redisUnavailable } from '../auth/redis-unavailable.js';
+import type { GatewayServices } from '../services.js';
+import { expressErrorHandler, sendError } from './errors.js';
+
+/**
+ * Everything off the hot path: health, readiness, metrics and the management API. Express is
+ * fine here; `/events` and `/v2` never reach it.
+ */
+export function createApp(s: GatewayServices): Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+
+  app.get('/healthz', (_req, res) => {
+    res.json({ status: 'ok' });
+  });
+
+  // Ready means a request could be checked right now: Redis answers.
+  app.get('/readyz', async (_req, res) => {
+    try {
+      await s.redis.ping();
+      res.json({ status: 'ready' });
+    } catch (err) {
+      sendError(res, redisUnavailable(err), s.log);
+    }
+  });
+
+  app.get('/metrics', async (_req, res) => {
+    res.setHeader('content-type', s.metrics.registry.contentType);
+    res.end(await s.metrics.registry.metrics());
+  });
+
+  app.use((req, res) => {
+    sendError(res, new TollgateError(404, 'unknown_endpoint', `no such endpoint: ${req.method} ${req.path}`));
+  });
+  app.use(expressErrorHandler(s.log));
+  return app;
+}

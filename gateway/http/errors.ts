@@ -1,0 +1,75 @@
+import type { ServerResponse } from 'node:http';
+import type { ErrorRequestHandler } from 'express';
+import { TollgateError, isTollgateError } from '../../common/errors.js';
+import type { Logger } from '../../common/logger.js';
+
+/**
+ * THE mapping from errors to HTTP answers, for the raw hot-path handlers and for Express alike.
+ * Body: `{"error": "...", "code": "...", "field"?: "..."}`. A 401 always says how to authenticate
+ * (`WWW-Authenticate: Apikey` unless the error names another scheme) and a 429 always says when
+ * to come back (`Retry-After`).
+ */
+
+/** Turns anything thrown into a TollgateError; unknown failures become an opaque 500. */
+export function toTollgateError(err: unknown): TollgateError {
+  if (isTollgateError(err)) return err;
+  // Express body parsers signal their own failures with `status` and `type`.
+  if (typeof err === 'object' && err !== null && 'type' in err) {
+    const type = (err as { type: unknown }).type;
+    if (type === 'entity.too.large') {
+      return new TollgateError(413, 'body_too_large', 'the request body is larger than the gateway accepts');
+    }
+    if (type === 'entity.parse.failed') {
+      return new TollgateError(400, 'invalid_json', 'the request body is not valid JSON', { field: 'body' });
+    }
+  }
+  return new TollgateError(500, 'internal_error', 'the gateway failed unexpectedly; see its logs', {
+    cause: err,
+  });
+}
+
+/** Headers of the answer for an error, the defaults included. */
+export function errorHeaders(err: TollgateError): Record<string, string> {
+  const headers: Record<string, string> = { 'content-type': 'application/json; charset=utf-8' };
+  if (err.status === 401) headers['www-authenticate'] = 'Apikey';
+  if (err.status === 429) headers['retry-after'] = '1';
+  for (const [name, value] of Object.entries(err.headers)) headers[name.toLowerCase()] = value;
+  return headers;
+}
+
+/** Writes the error answer; if the response had already started, the only honest signal is a reset. */
+export function sendError(res: ServerResponse, thrown: unknown, log?: Logger): TollgateError {
+  const err = toTollgateError(thrown);
+  if (err.status >= 500 && log) log.error({ err: err.cause ?? err, code: err.code }, err.message);
+  if (res.headersSent) {
+    res.destroy(err);
+    return err;
+  }
+  const body = JSON.stringify(err.toJSON());
+  const headers = errorHeaders(err);
+  headers['content-length'] = String(Buffer.byteLength(body));
+  res.writeHead(err.status, headers);
+  res.end(body);
+  return err;
+}
+
+/**
+ * The whole HTTP/1.1 answer as bytes, for errors found before Node built a request object (a
+ * request head too large, a malformed request line): these go straight to the socket.
+ */
+export function rawErrorResponse(thrown: unknown, reason: string): string {
+  const err = toTollgateError(thrown);
+  const body = JSON.stringify(err.toJSON());
+  const headers = errorHeaders(err);
+  let head = `HTTP/1.1 ${err.status} ${reason}\r\n`;
+  for (const [name, value] of Object.entries(headers)) head += `${name}: ${value}\r\n`;
+  head += `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n`;
+  return head + body;
+}
+
+/** The Express error middleware: the same mapping. */
+export function expressErrorHandler(log: Logger): ErrorRequestHandler {
+  return (err, _req, res, _next) => {
+    sendError(res, err, log);
+  };
+}

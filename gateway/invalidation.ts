@@ -1,0 +1,139 @@
+import { LRUCache } from 'lru-cache';
+import type { Redis } from 'ioredis';
+import type { Logger } from '../common/logger.js';
+
+/**
+ * The pub/sub side of the caches. In-process caches of the key index and the route table are
+ * only as good as the invalidation messages behind them, so a cache is trusted only while its
+ * subscription is known to be live:
+ *
+ * - The subscriber subscribes explicitly on every (re)connect and is "live" only once Redis has
+ *   confirmed the subscription. Until then, and from the moment the connection drops, caches
+ *   answer nothing and every lookup goes to Redis — which, if Redis is down, fails, so the
+ *   request gets 503 `redis_unavailable` (fail closed). A cached grant never outlives the
+ *   channel that could revoke it.
+ * - Every transition clears the caches, since messages sent while we were away are lost.
+ * - A socket that stays open while Redis stops answering (a partition, a frozen server) would
+ *   never report a drop, so the subscriber is pinged every `heartbeatMs`; a missed pong tears
+ *   the connection down, which makes it not live, and reconnects.
+ */
+export class CacheInvalidation {
+  private liveNow = false;
+  private readonly handlers = new Map<string, Array<(message: string) => void>>();
+  private readonly resets: Array<() => void> = [];
+  private heartbeat: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly subscriber: Redis,
+    private readonly log: Logger,
+    private readonly heartbeatMs = 1_000,
+  ) {
+    subscriber.on('ready', () => void this.subscribe());
+    const down = (): void => this.setLive(false);
+    subscriber.on('close', down);
+    subscriber.on('end', down);
+    subscriber.on('reconnecting', down);
+    subscriber.on('error', (err: Error) => this.log.warn({ err: err.message }, 'redis subscriber error'));
+    subscriber.on('message', (channel: string, message: string) => {
+      for (const handler of this.handlers.get(channel) ?? []) handler(message);
+    });
+  }
+
+  get live(): boolean {
+    return this.liveNow;
+  }
+
+  /** Registers a channel's handler; call before `start`. */
+  on(channel: string, handler: (message: string) => void): void {
+    const list = this.handlers.get(channel) ?? [];
+    list.push(handler);
+    this.handlers.set(channel, list);
+  }
+
+  /** Called whenever caches must be dropped (subscription lost or regained). */
+  onReset(reset: () => void): void {
+    this.resets.push(reset);
+  }
+
+  start(): void {
+    if (this.subscriber.status === 'ready') void this.subscribe();
+    this.heartbeat = setInterval(() => this.ping(), this.heartbeatMs);
+    this.heartbeat.unref();
+  }
+
+  stop(): void {
+    clearInterval(this.heartbeat);
+    this.setLive(false);
+  }
+
+  private async subscribe(): Promise<void> {
+    try {
+      await this.subscriber.subscribe(...this.handlers.keys());
+      this.setLive(true);
+    } catch (err) {
+      this.log.warn({ err: (err as Error).message }, 'redis subscribe failed; caches stay off');
+    }
+  }
+
+  private ping(): void {
+    if (!this.liveNow) return;
+    const timer = setTimeout(() => {
+      this.log.warn('redis subscriber missed a heartbeat; reconnecting');
+      this.setLive(false);
+      this.subscriber.disconnect(true);
+    }, this.heartbeatMs);
+    timer.unref();
+    this.subscriber.ping().then(
+      () => clearTimeout(timer),
+      () => undefined,
+    );
+  }
+
+  private setLive(live: boolean): void {
+    if (this.liveNow === live && !live) return;
+    this.liveNow = live;
+    for (const reset of this.resets) reset();
+  }
+}
+
+/**
+ * An LRU that only answers while its invalidation channel is live. `set` takes the epoch read
+ * before the Redis lookup began: if an invalidation arrived in between, the (possibly stale)
+ * result is not cached.
+ */
+export class InvalidatedCache<V extends object> {
+  private readonly lru: LRUCache<string, V>;
+  private epochNow = 0;
+
+  constructor(
+    private readonly invalidation: CacheInvalidation,
+    opts: { max: number; ttlMs?: number },
+  ) {
+    this.lru = new LRUCache<string, V>(
+      opts.ttlMs === undefined ? { max: opts.max } : { max: opts.max, ttl: opts.ttlMs, ttlAutopurge: false },
+    );
+    invalidation.onReset(() => this.clear());
+  }
+
+  get epoch(): number {
+    return this.epochNow;
+  }
+
+  get(key: string): V | undefined {
+    return this.invalidation.live ? this.lru.get(key) : undefined;
+  }
+
+  set(key: string, value: V, epochAtLookup: number): void {
+    if (this.invalidation.live && epochAtLookup === this.epochNow) this.lru.set(key, value);
+  }
+
+  delete(key: string): void {
+    this.epochNow++;
+    this.lru.delete(key);
+  }
+
+  clear(): void {
+    this.epochNow++;
+    this.lru.clear();
+  }
+}

@@ -1,0 +1,63 @@
+import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+/** Route kinds as counted: the two `/events` areas, V2, and everything served by Express. */
+export type MetricsRouteKind = 'bda' | 'platform' | 'v2' | 'management' | 'none';
+
+/**
+ * The gateway's Prometheus metrics. Label children are cached by their label string so the
+ * request path does one map lookup and an increment.
+ */
+export class GatewayMetrics {
+  readonly registry = new Registry();
+  private readonly requests: Counter<'kind' | 'status' | 'module'>;
+  private readonly authFailures: Counter<'code'>;
+  private readonly upstreamSeconds: Histogram<'kind'>;
+  private readonly requestChildren = new Map<string, { inc(): void }>();
+  private readonly authChildren = new Map<string, { inc(): void }>();
+
+  constructor() {
+    collectDefaultMetrics({ register: this.registry, prefix: 'tollgate_gateway_' });
+    this.requests = new Counter({
+      name: 'tollgate_gateway_requests_total',
+      help: 'Requests answered, by route kind, HTTP status and key module',
+      labelNames: ['kind', 'status', 'module'],
+      registers: [this.registry],
+    });
+    this.authFailures = new Counter({
+      name: 'tollgate_gateway_auth_failures_total',
+      help: 'Requests refused for their credentials, by error code',
+      labelNames: ['code'],
+      registers: [this.registry],
+    });
+    this.upstreamSeconds = new Histogram({
+      name: 'tollgate_gateway_upstream_duration_seconds',
+      help: 'Time from sending a request upstream to the end of its response, by route kind',
+      labelNames: ['kind'],
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers: [this.registry],
+    });
+  }
+
+  request(kind: MetricsRouteKind, status: number, module: string): void {
+    const id = `${kind}|${status}|${module}`;
+    let child = this.requestChildren.get(id);
+    if (child === undefined) {
+      child = this.requests.labels(kind, String(status), module);
+      this.requestChildren.set(id, child);
+    }
+    child.inc();
+  }
+
+  authFailure(code: string): void {
+    let child = this.authChildren.get(code);
+    if (child === undefined) {
+      child = this.authFailures.labels(code);
+      this.authChildren.set(code, child);
+    }
+    child.inc();
+  }
+
+  upstreamDuration(kind: MetricsRouteKind, seconds: number): void {
+    this.upstreamSeconds.observe({ kind }, seconds);
+  }
+}

@@ -1,0 +1,144 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { Readable } from 'node:stream';
+import type { Dispatcher, Pool } from 'undici';
+import { TollgateError } from '../../common/errors.js';
+import { sendError } from '../http/errors.js';
+import { clientResponseHeaders } from './headers.js';
+
+/**
+ * Streams one request to an upstream and its response back, both ways without buffering and
+ * with backpressure: a slow client pauses the upstream read, a slow upstream pauses the client's
+ * upload (undici pulls the request stream). Resolves with the status the client got (0 when the
+ * client went away first).
+ */
+export function forward(
+  req: IncomingMessage,
+  res: ServerResponse,
+  pool: Pool,
+  path: string,
+  headers: string[],
+  bodyLimitBytes: number,
+): Promise<number> {
+  return new Promise((resolve) => {
+    let body: Readable | null = null;
+    let bodyError: TollgateError | undefined;
+    const declared = req.headers['content-length'];
+    if (declared !== undefined) {
+      // Node has already refused a malformed Content-Length, and will not read past it.
+      if (Number(declared) > bodyLimitBytes) {
+        resolve(sendError(res, tooLarge(bodyLimitBytes)).status);
+        return;
+      }
+      if (declared !== '0') body = req;
+    } else if (req.headers['transfer-encoding'] !== undefined) {
+      body = Readable.from(
+        limited(req, bodyLimitBytes, (err) => {
+          bodyError = err;
+        }),
+        { objectMode: false },
+      );
+    }
+
+    let controller: Dispatcher.DispatchController | undefined;
+    let status = 0;
+    const onClientClose = (): void => {
+      if (!res.writableFinished) controller?.abort(new Error('the client closed the connection'));
+    };
+    res.once('close', onClientClose);
+
+    const handler: Dispatcher.DispatchHandler = {
+      onRequestStart(c) {
+        controller = c;
+        if (res.destroyed) c.abort(new Error('the client closed the connection'));
+      },
+      onResponseStart(_c, statusCode, upstreamHeaders) {
+        status = statusCode;
+        res.writeHead(statusCode, clientResponseHeaders(upstreamHeaders));
+      },
+      onResponseData(c, chunk) {
+        if (!res.write(chunk)) {
+          c.pause();
+          res.once('drain', () => c.resume());
+        }
+      },
+      onResponseEnd() {
+        res.off('close', onClientClose);
+        res.end();
+        resolve(status);
+      },
+      onResponseError(_c, err) {
+        res.off('close', onClientClose);
+        if (res.destroyed || (res.writableEnded && !res.headersSent)) {
+          resolve(0);
+          return;
+        }
+        if (bodyError !== undefined) req.resume();
+        resolve(sendError(res, bodyError ?? upstreamFailure(err)).status);
+      },
+    };
+    pool.dispatch({ path, method: req.method as Dispatcher.HttpMethod, headers, body }, handler);
+  });
+}
+
+const tooLarge = (limit: number): TollgateError =>
+  new TollgateError(413, 'body_too_large', `the request body exceeds the gateway's limit of ${limit} bytes`, {
+    // The rest of an oversized upload is not worth reading: close the connection after answering.
+    headers: { connection: 'close' },
+  });
+
+/** Passes the body through, counting; past the limit it records the 413 and stops the stream. */
+async function* limited(
+  req: IncomingMessage,
+  limit: number,
+  onExceeded: (err: TollgateError) => void,
+): AsyncGenerator<Buffer> {
+  let seen = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    seen += chunk.length;
+    if (seen > limit) {
+      const err = tooLarge(limit);
+      onExceeded(err);
+      throw err;
+    }
+    yield chunk;
+  }
+}
+
+const TIMEOUTS = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
+const UNAVAILABLE = new Set([
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'UND_ERR_CLOSED',
+  'UND_ERR_DESTROYED',
+]);
+
+/** What an upstream failure means to the caller. */
+export function upstreamFailure(err: Error): TollgateError {
+  const code = (err as { code?: unknown }).code;
+  if (typeof code === 'string' && TIMEOUTS.has(code)) {
+    return new TollgateError(504, 'upstream_timeout', 'the upstream service did not answer in time', {
+      cause: err,
+    });
+  }
+  if (typeof code === 'string' && UNAVAILABLE.has(code)) {
+    return new TollgateError(
+      503,
+      'upstream_unavailable',
+      'the upstream service is not available right now; retry shortly',
+      {
+        cause: err,
+        headers: { 'retry-after': '1' },
+      },
+    );
+  }
+  return new TollgateError(
+    502,
+    'upstream_connection_failed',
+    'the gateway could not talk to the upstream service',
+    {
+      cause: err,
+    },
+  );
+}

@@ -1,0 +1,82 @@
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
+import type { KeyGrant } from '../../common/resources/grant.js';
+
+/**
+ * Which headers cross the proxy. Hop-by-hop headers belong to one connection and never do; the
+ * caller's credentials never go upstream; the grant headers are set by the gateway alone, so a
+ * caller cannot forge them.
+ */
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'transfer-encoding',
+  'te',
+  'trailer',
+  'upgrade',
+  'proxy-authenticate',
+  'proxy-authorization',
+]);
+
+/** Never forwarded upstream (beyond hop-by-hop): replaced by the gateway or meaningless there. */
+const REQUEST_DROPPED = new Set([
+  ...HOP_BY_HOP,
+  'authorization',
+  'host',
+  'expect',
+  'x-request-id',
+  'x-forwarded-for',
+  'x-tollgate-key-id',
+  'x-tollgate-module',
+  'x-tollgate-roles',
+]);
+
+/** Header names a `Connection` header lists are hop-by-hop for this one message. */
+function connectionListed(value: string | string[] | undefined): Set<string> | undefined {
+  if (value === undefined) return undefined;
+  const joined = Array.isArray(value) ? value.join(',') : value;
+  if (joined === 'keep-alive' || joined === 'close') return undefined;
+  return new Set(joined.split(',').map((t) => t.trim().toLowerCase()));
+}
+
+/** The upstream request's headers as a flat [name, value, ...] list (undici's cheapest form). */
+export function upstreamRequestHeaders(req: IncomingMessage, grant: KeyGrant, requestId: string): string[] {
+  const raw = req.rawHeaders;
+  const listed = connectionListed(req.headers.connection);
+  const out: string[] = [];
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i] as string;
+    const lower = name.toLowerCase();
+    if (REQUEST_DROPPED.has(lower) || listed?.has(lower) === true) continue;
+    out.push(name, raw[i + 1] as string);
+  }
+  const forwardedFor = req.headers['x-forwarded-for'];
+  const peer = req.socket.remoteAddress ?? '';
+  out.push(
+    'x-request-id',
+    requestId,
+    'x-forwarded-for',
+    forwardedFor === undefined ? peer : `${forwardedFor}, ${peer}`,
+    'x-tollgate-key-id',
+    grant.id,
+    'x-tollgate-module',
+    grant.module,
+    'x-tollgate-roles',
+    grant.roles.join(','),
+  );
+  // An ingress in front may already have said how the client came in; keep its word.
+  if (req.headers['x-forwarded-proto'] === undefined) out.push('x-forwarded-proto', 'http');
+  if (req.headers['x-forwarded-host'] === undefined && req.headers.host !== undefined) {
+    out.push('x-forwarded-host', req.headers.host);
+  }
+  return out;
+}
+
+/** The upstream response's headers for the client, hop-by-hop ones removed. */
+export function clientResponseHeaders(headers: IncomingHttpHeaders): IncomingHttpHeaders {
+  const listed = connectionListed(headers.connection);
+  for (const name of Object.keys(headers)) {
+    if (HOP_BY_HOP.has(name) || listed?.has(name) === true) delete headers[name];
+  }
+  return headers;
+}

@@ -1,0 +1,142 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { RoleCatalogue } from '../../common/apikey/roles.js';
+import { TollgateError } from '../../common/errors.js';
+import { WORKFLOW_ID_PATTERN } from '../../common/routes/workflow-routes.js';
+import type { KeyGrant, Module } from '../../common/resources/grant.js';
+import type { NormalisedPath } from './normalise.js';
+import { resolveRoute, type ResolvedRoute, type RouteTable } from './route-table.js';
+
+/**
+ * Decides where an authenticated `/events/...` call goes, or why it may not:
+ *
+ *   /events/bda/<bda-id>/<service-id>/<path>      key module bda, role == bda-id, any method
+ *   /events/platform/api/v1/<resource>[/...]      key module platform, GET/PUT/POST as roles allow
+ *
+ * Checks run from the caller's side inward (module, then identifiers, then role or method, and
+ * only then the route table), so a key learns nothing about workflows it has no access to.
+ */
+export type RouteKind = Module;
+
+/** A platform resource served inside the gateway (`models`), instead of proxied. */
+export type PlatformResourceHandler = (
+  req: IncomingMessage,
+  res: ServerResponse,
+  ctx: { grant: KeyGrant; requestId: string; resource: string; path: NormalisedPath },
+) => void | Promise<void>;
+
+export type EventsTarget =
+  | { kind: RouteKind; proxy: { origin: string; path: string } }
+  | { kind: 'platform'; builtIn: PlatformResourceHandler; resource: string };
+
+const PLATFORM_METHODS = new Set(['GET', 'PUT', 'POST']);
+
+const notFound = (code: string, message: string): TollgateError => new TollgateError(404, code, message);
+const forbidden = (code: string, message: string): TollgateError => new TollgateError(403, code, message);
+
+export class EventsRouter {
+  private readonly upstreams: ReadonlyMap<string, ResolvedRoute>;
+
+  constructor(
+    private readonly routes: RouteTable,
+    private readonly roles: RoleCatalogue,
+    upstreams: Readonly<Record<string, string>>,
+    private readonly builtIn: ReadonlyMap<string, PlatformResourceHandler>,
+  ) {
+    this.upstreams = new Map(Object.entries(upstreams).map(([name, url]) => [name, resolveRoute({ url })]));
+  }
+
+  /** `path.segments[0]` is "events". */
+  resolve(method: string, path: NormalisedPath, grant: KeyGrant): Promise<EventsTarget> | EventsTarget {
+    const area = path.segments[1];
+    if (area === 'bda') return this.bda(path, grant);
+    if (area === 'platform' && path.segments[2] === 'api' && path.segments[3] === 'v1') {
+      return this.platform(method, path, grant);
+    }
+    throw notFound(
+      'unknown_endpoint',
+      'no such endpoint: call /events/bda/<bda-id>/<service-id>/<path> or /events/platform/api/v1/<resource>',
+    );
+  }
+
+  private bda(path: NormalisedPath, grant: KeyGrant): Promise<EventsTarget> | EventsTarget {
+    const [, , workflow, service] = path.segments;
+    if (workflow === undefined || service === undefined) {
+      throw notFound('unknown_endpoint', 'workflow calls need /events/bda/<bda-id>/<service-id>/<path>');
+    }
+    if (grant.module !== 'bda') {
+      throw forbidden(
+        'module_mismatch',
+        `this key is for module "${grant.module}"; workflow calls need a bda key`,
+      );
+    }
+    if (!WORKFLOW_ID_PATTERN.test(workflow) || !WORKFLOW_ID_PATTERN.test(service)) {
+      throw new TollgateError(
+        400,
+        'invalid_identifier',
+        'workflow and service ids are letters, digits, "-", "_" and "."',
+        {
+          field: 'path',
+        },
+      );
+    }
+    if (grant.roles[0] !== workflow || grant.roles.length !== 1) {
+      throw forbidden(
+        'workflow_not_allowed',
+        `this key is not for workflow "${workflow}"; use a key created for it`,
+      );
+    }
+    const found = this.routes.bda(workflow, service);
+    const toTarget = (route: ResolvedRoute | null): EventsTarget => {
+      if (route === null) {
+        throw notFound('unknown_service', `workflow "${workflow}" exposes no service "${service}"`);
+      }
+      return { kind: 'bda', proxy: { origin: route.origin, path: upstreamPath(route.basePath, path, 4) } };
+    };
+    return found instanceof Promise ? found.then(toTarget) : toTarget(found);
+  }
+
+  private platform(method: string, path: NormalisedPath, grant: KeyGrant): EventsTarget {
+    const resource = path.segments[4];
+    if (resource === undefined) {
+      throw notFound('unknown_endpoint', 'platform calls need /events/platform/api/v1/<resource>');
+    }
+    if (grant.module !== 'platform') {
+      throw forbidden(
+        'module_mismatch',
+        `this key is for module "${grant.module}"; platform calls need a platform key`,
+      );
+    }
+    const builtIn = this.builtIn.get(resource);
+    const upstream = this.upstreams.get(resource);
+    if (builtIn === undefined && upstream === undefined) {
+      throw notFound('unknown_resource', `the platform has no resource "${resource}"`);
+    }
+    if (!PLATFORM_METHODS.has(method)) {
+      throw new TollgateError(
+        405,
+        'method_not_allowed',
+        `platform resources accept GET, PUT and POST, not ${method}`,
+        {
+          headers: { allow: 'GET, PUT, POST' },
+        },
+      );
+    }
+    if (!this.roles.allows(grant.roles, method as 'GET' | 'PUT' | 'POST', resource)) {
+      throw forbidden(
+        'role_not_allowed',
+        `this key's roles (${grant.roles.join(', ')}) do not allow ${method} on ${resource}`,
+      );
+    }
+    if (builtIn !== undefined) return { kind: 'platform', builtIn, resource };
+    const route = upstream as ResolvedRoute;
+    // The upstream serves the platform's own REST paths: it receives /api/v1/<resource>[/...].
+    return { kind: 'platform', proxy: { origin: route.origin, path: upstreamPath(route.basePath, path, 2) } };
+  }
+}
+
+/** The base path, then the raw segments from `from` on, the trailing slash and the query, as sent. */
+function upstreamPath(basePath: string, path: NormalisedPath, from: number): string {
+  const rest = path.raw.slice(from);
+  const tail = rest.length === 0 ? '/' : `/${rest.join('/')}${path.trailingSlash ? '/' : ''}`;
+  return basePath + tail + path.query;
+}

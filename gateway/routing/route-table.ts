@@ -1,0 +1,97 @@
+import type { Redis } from 'ioredis';
+import { z } from 'zod';
+import type { Logger } from '../../common/logger.js';
+import { redisChannels, redisKeys } from '../../common/redis/schema.js';
+import type { Route } from '../../common/resources/grant.js';
+import { redisUnavailable } from '../auth/redis-unavailable.js';
+import { InvalidatedCache, type CacheInvalidation } from '../invalidation.js';
+
+const routeSchema = z.object({
+  url: z.url({ protocol: /^https?$/ }),
+  owner: z.string().optional(),
+  workflow: z.string().optional(),
+  source: z.string().optional(),
+});
+
+/** A route as the proxy needs it: the origin picks the connection pool, the base prefixes the path. */
+export interface ResolvedRoute {
+  route: Route;
+  origin: string;
+  /** The route URL's path without its trailing slash ("" for a bare origin). */
+  basePath: string;
+}
+
+interface Entry {
+  resolved: ResolvedRoute | null;
+}
+
+/** How long "no such route" is remembered: short, in case a writer forgets to publish. */
+const MISSING_TTL_MS = 1_000;
+
+/**
+ * Workflow service routes (`tg:route:bda:<wf>:<svc>`), read from Redis and cached in process
+ * until the routes channel says the Redis key changed.
+ */
+export class RouteTable {
+  private readonly found: InvalidatedCache<Entry>;
+  private readonly missing: InvalidatedCache<Entry>;
+
+  constructor(
+    private readonly redis: Redis,
+    invalidation: CacheInvalidation,
+    private readonly log: Logger,
+    cacheEntries: number,
+  ) {
+    this.found = new InvalidatedCache<Entry>(invalidation, { max: cacheEntries });
+    this.missing = new InvalidatedCache<Entry>(invalidation, { max: cacheEntries, ttlMs: MISSING_TTL_MS });
+    // Messages on the routes channel carry the Redis key of the route that changed.
+    invalidation.on(redisChannels.routes, (redisKey) => {
+      this.found.delete(redisKey);
+      this.missing.delete(redisKey);
+    });
+  }
+
+  /** The service's route, or null when none is registered; rejects with 503 if Redis is down. */
+  bda(workflow: string, service: string): Promise<ResolvedRoute | null> | ResolvedRoute | null {
+    const redisKey = redisKeys.bdaRoute(workflow, service);
+    if (this.redis.status === 'ready') {
+      const hit = this.found.get(redisKey) ?? this.missing.get(redisKey);
+      if (hit !== undefined) return hit.resolved;
+    }
+    return this.lookup(redisKey);
+  }
+
+  private async lookup(redisKey: string): Promise<ResolvedRoute | null> {
+    const epoch = this.found.epoch;
+    const missingEpoch = this.missing.epoch;
+    let raw: string | null;
+    try {
+      raw = await this.redis.get(redisKey);
+    } catch (err) {
+      throw redisUnavailable(err);
+    }
+    const resolved = raw === null ? null : this.parse(redisKey, raw);
+    if (resolved === null) this.missing.set(redisKey, { resolved }, missingEpoch);
+    else this.found.set(redisKey, { resolved }, epoch);
+    return resolved;
+  }
+
+  private parse(redisKey: string, raw: string): ResolvedRoute | null {
+    let parsed: ReturnType<typeof routeSchema.safeParse>;
+    try {
+      parsed = routeSchema.safeParse(JSON.parse(raw));
+    } catch {
+      parsed = routeSchema.safeParse(undefined);
+    }
+    if (!parsed.success) {
+      this.log.error({ redisKey }, 'corrupt route entry; treating the service as unknown');
+      return null;
+    }
+    return resolveRoute(parsed.data);
+  }
+}
+
+export function resolveRoute(route: Route): ResolvedRoute {
+  const url = new URL(route.url);
+  return { route, origin: url.origin, basePath: url.pathname.replace(/\/+$/, '') };
+}

@@ -1,0 +1,120 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import { TollgateError } from '../common/errors.js';
+import { createEventsHandler } from './events-handler.js';
+import { createApp } from './http/app.js';
+import { rawErrorResponse, sendError } from './http/errors.js';
+import { normalisePath, type NormalisedPath } from './routing/normalise.js';
+import type { GatewayServices } from './services.js';
+
+/**
+ * The gateway's HTTP server: a plain node:http server whose request listener dispatches on the
+ * path prefix. `/events/...` and `/v2/...` are handled by raw handlers (no Express routing on the
+ * hot path); everything else goes to the Express app. Every path is normalised once, here, and a
+ * path that could cross from one workflow, service or resource to another is refused before any
+ * handler sees it.
+ */
+export interface GatewayServer {
+  server: Server;
+  listen(port: number, host: string): Promise<AddressInfo>;
+  /** Stops accepting, lets in-flight requests finish (up to the configured time), then closes services. */
+  shutdown(): Promise<void>;
+}
+
+type V2Handler = (req: IncomingMessage, res: ServerResponse, path: NormalisedPath) => void | Promise<void>;
+
+/** Until V2 inference is served, `/v2/...` says so plainly. */
+const v2NotServed: V2Handler = (_req, res) => {
+  sendError(res, new TollgateError(404, 'unknown_endpoint', 'V2 inference is not served by this gateway'));
+};
+
+export function createGatewayServer(s: GatewayServices, v2: V2Handler = v2NotServed): GatewayServer {
+  const events = createEventsHandler(s);
+  const app = createApp(s);
+
+  const server = createServer(
+    {
+      maxHeaderSize: s.config.headerLimitBytes,
+      keepAliveTimeout: 65_000,
+      // Slowloris guard for the request head; bodies are bounded by the upstream timeouts.
+      headersTimeout: 30_000,
+      requestTimeout: 0,
+    },
+    (req, res) => {
+      const url = req.url ?? '/';
+      let path: NormalisedPath;
+      try {
+        path = normalisePath(url);
+      } catch (err) {
+        s.metrics.request('none', sendError(res, err, s.log).status, 'none');
+        return;
+      }
+      const first = path.segments[0];
+      if (first === 'events') {
+        void events(req, res, path);
+      } else if (first === 'v2') {
+        res.once('finish', () => s.metrics.request('v2', res.statusCode, 'none'));
+        Promise.resolve(v2(req, res, path)).catch((err: unknown) => sendError(res, err, s.log));
+      } else {
+        res.once('finish', () => s.metrics.request('management', res.statusCode, 'none'));
+        app(req, res);
+      }
+    },
+  );
+
+  // Errors found before a request exists (head too large, not HTTP) are answered on the socket.
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
+    if (err.code === 'ECONNRESET' || err.code === 'ERR_HTTP_REQUEST_TIMEOUT' || !socket.writable) {
+      socket.destroy();
+      return;
+    }
+    const tooLarge = err.code === 'HPE_HEADER_OVERFLOW';
+    const answer = tooLarge
+      ? new TollgateError(
+          431,
+          'headers_too_large',
+          `the request headers exceed the gateway's limit of ${s.config.headerLimitBytes} bytes`,
+        )
+      : new TollgateError(400, 'bad_request', 'the request is not valid HTTP/1.1');
+    s.metrics.request('none', answer.status, 'none');
+    socket.end(rawErrorResponse(answer, tooLarge ? 'Request Header Fields Too Large' : 'Bad Request'));
+  });
+
+  let shuttingDown: Promise<void> | undefined;
+  return {
+    server,
+    listen(port, host) {
+      return new Promise((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(port, host, () => {
+          server.off('error', reject);
+          resolve(server.address() as AddressInfo);
+        });
+      });
+    },
+    shutdown() {
+      shuttingDown ??= (async () => {
+        await closeGracefully(server, s.config.shutdownTimeoutMs);
+        await s.close();
+      })();
+      return shuttingDown;
+    },
+  };
+}
+
+/**
+ * Stops accepting connections and waits for in-flight requests. Idle keep-alive connections are
+ * closed as soon as they become idle; past the deadline, whatever is left is cut.
+ */
+function closeGracefully(server: Server, timeoutMs: number): Promise<void> {
+  return new Promise((resolve) => {
+    const sweep = setInterval(() => server.closeIdleConnections(), 25);
+    const deadline = setTimeout(() => server.closeAllConnections(), timeoutMs);
+    server.close(() => {
+      clearInterval(sweep);
+      clearTimeout(deadline);
+      resolve();
+    });
+    server.closeIdleConnections();
+  });
+}

@@ -1,0 +1,125 @@
+import { Redis, type RedisOptions } from 'ioredis';
+import { RoleCatalogue } from '../common/apikey/roles.js';
+import type { Logger } from '../common/logger.js';
+import { KeyChecker } from './auth/key-check.js';
+import { RateLimiter } from './auth/rate-limit.js';
+import { UsageRecorder } from './auth/usage.js';
+import type { GatewayConfig } from './config.js';
+import { CacheInvalidation } from './invalidation.js';
+import { GatewayMetrics } from './metrics.js';
+import { UpstreamPools } from './proxy/upstream-pools.js';
+import { EventsRouter, type PlatformResourceHandler } from './routing/events-router.js';
+import { RouteTable } from './routing/route-table.js';
+
+/**
+ * Everything the gateway's handlers use, built once at start and injected: nothing on the
+ * request path constructs a client, reads configuration or opens a connection.
+ */
+export interface GatewayServices {
+  config: GatewayConfig;
+  log: Logger;
+  /** Commands (key index, routes, rate limits, usage). */
+  redis: Redis;
+  /** Pub/sub only: cache invalidation. */
+  invalidation: CacheInvalidation;
+  metrics: GatewayMetrics;
+  roles: RoleCatalogue;
+  keys: KeyChecker;
+  rateLimiter: RateLimiter;
+  usage: UsageRecorder;
+  routes: RouteTable;
+  events: EventsRouter;
+  upstreams: UpstreamPools;
+  /** Ends background work and closes connections; the HTTP server must be closed first. */
+  close(): Promise<void>;
+}
+
+export interface ServiceExtras {
+  /** Platform resources served inside the gateway rather than proxied (the `models` seam). */
+  platformResources?: ReadonlyMap<string, PlatformResourceHandler>;
+}
+
+function redisOptions(): RedisOptions {
+  return {
+    // Fail closed and fast: a command issued while Redis is away is refused at once (503), never
+    // queued to pass later, and a hung server cannot hold a request longer than a second.
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    commandTimeout: 1_000,
+    connectTimeout: 2_000,
+    retryStrategy: (attempt) => Math.min(attempt * 50, 1_000),
+    lazyConnect: false,
+  };
+}
+
+export async function createGatewayServices(
+  config: GatewayConfig,
+  log: Logger,
+  extras: ServiceExtras = {},
+): Promise<GatewayServices> {
+  const redis = new Redis(config.redisUrl, { ...redisOptions(), connectionName: 'tollgate-gateway' });
+  // The subscriber must queue its SUBSCRIBE until connected, and never time out while waiting.
+  const subscriber = new Redis(config.redisUrl, {
+    ...redisOptions(),
+    enableOfflineQueue: true,
+    commandTimeout: undefined,
+    autoResubscribe: false,
+    connectionName: 'tollgate-gateway-sub',
+  });
+  redis.on('error', (err: Error) => log.warn({ err: err.message }, 'redis error'));
+
+  const invalidation = new CacheInvalidation(subscriber, log);
+  const metrics = new GatewayMetrics();
+  const roles = new RoleCatalogue({ resources: Object.keys(config.upstreams), roles: config.roles });
+  const keys = new KeyChecker(redis, invalidation, log, config.cacheEntries);
+  const routes = new RouteTable(redis, invalidation, log, config.cacheEntries);
+  const events = new EventsRouter(routes, roles, config.upstreams, extras.platformResources ?? new Map());
+  const usage = new UsageRecorder(redis, log, config.usageFlushMs);
+  const upstreams = new UpstreamPools({
+    connections: config.upstreamConnections,
+    connectTimeoutMs: config.connectTimeoutMs,
+    upstreamTimeoutMs: config.upstreamTimeoutMs,
+  });
+  invalidation.start();
+  usage.start();
+
+  // Start answering even if Redis is away (every checked call then gets 503), but give it a
+  // moment so a normal start does not begin with a burst of refusals.
+  await waitReady(redis, 3_000);
+
+  return {
+    config,
+    log,
+    redis,
+    invalidation,
+    metrics,
+    roles,
+    keys,
+    rateLimiter: new RateLimiter(redis),
+    usage,
+    routes,
+    events,
+    upstreams,
+    async close() {
+      await usage.stop();
+      await upstreams.close();
+      invalidation.stop();
+      await Promise.allSettled([redis.quit(), subscriber.quit()]);
+      redis.disconnect();
+      subscriber.disconnect();
+    },
+  };
+}
+
+function waitReady(redis: Redis, timeoutMs: number): Promise<void> {
+  if (redis.status === 'ready') return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = (): void => {
+      clearTimeout(timer);
+      redis.off('ready', done);
+      resolve();
+    };
+    const timer = setTimeout(done, timeoutMs);
+    redis.once('ready', done);
+  });
+}

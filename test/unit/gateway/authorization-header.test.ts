@@ -1,0 +1,54 @@
+import { generateKey } from '../../../common/apikey/format.js';
+import { TollgateError } from '../../../common/errors.js';
+import { parseAuthorizationHeader } from '../../../gateway/auth/authorization-header.js';
+
+const key = generateKey('bda');
+
+function code(header: string | undefined): string {
+  try {
+    parseAuthorizationHeader(header);
+  } catch (err) {
+    if (err instanceof TollgateError && err.status === 401) return err.code;
+    throw err;
+  }
+  throw new Error(`${header} was accepted`);
+}
+
+describe('parseAuthorizationHeader', () => {
+  it('accepts exactly "Apikey <key>" and names the module', () => {
+    expect(parseAuthorizationHeader(`Apikey ${key}`)).toEqual({ key, module: 'bda' });
+    const platform = generateKey('platform');
+    expect(parseAuthorizationHeader(`Apikey ${platform}`).module).toBe('platform');
+  });
+
+  it.each([
+    ['missing', undefined, 'missing_api_key'],
+    ['empty', '', 'empty_api_key'],
+    ['scheme only', 'Apikey', 'empty_api_key'],
+    ['lower-case scheme', `apikey ${key}`, 'invalid_auth_scheme'],
+    ['upper-case scheme', `APIKEY ${key}`, 'invalid_auth_scheme'],
+    ['bearer', `Bearer ${key}`, 'invalid_auth_scheme'],
+    ['no scheme', key, 'invalid_auth_scheme'],
+    ['two spaces', `Apikey  ${key}`, 'malformed_authorization'],
+    ['tab inside', `Apikey ${key}\tx`, 'malformed_authorization'],
+    ['two keys', `Apikey ${key} ${key}`, 'malformed_authorization'],
+    ['wrong prefix', `Apikey tgx_${key.slice(4)}`, 'malformed_api_key'],
+    ['too short', `Apikey ${key.slice(0, -1)}`, 'malformed_api_key'],
+    ['bad checksum', `Apikey ${key.slice(0, -1)}${key.endsWith('0') ? '1' : '0'}`, 'invalid_key_checksum'],
+    [
+      'typo in the body',
+      `Apikey ${key.slice(0, 10)}${key[10] === 'a' ? 'b' : 'a'}${key.slice(11)}`,
+      'invalid_key_checksum',
+    ],
+  ])('%s → %s', (_what, header, expected) => {
+    expect(code(header)).toBe(expected);
+  });
+
+  it('never echoes the key in its messages', () => {
+    try {
+      parseAuthorizationHeader(`Apikey ${key.slice(0, -1)}X`);
+    } catch (err) {
+      expect((err as Error).message).not.toContain(key.slice(4, 20));
+    }
+  });
+});

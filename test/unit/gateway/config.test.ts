@@ -1,0 +1,41 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { TollgateError } from '../../../common/errors.js';
+import { loadGatewayConfig } from '../../../gateway/config.js';
+
+describe('loadGatewayConfig', () => {
+  it('layers defaults, file, environment and flags, merging upstreams', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tg-config-'));
+    const file = join(dir, 'gateway.yaml');
+    writeFileSync(
+      file,
+      'port: 9000\nupstreams:\n  datasets: http://127.0.0.1:7001\n  services: http://127.0.0.1:7002\n',
+    );
+    const config = loadGatewayConfig({
+      file,
+      env: { TOLLGATE_REDIS_URL: 'redis://10.0.0.1:6380', TOLLGATE_UPSTREAMS: 'services=http://10.0.0.2:80' },
+      overrides: { port: 9100 },
+    });
+    expect(config.port).toBe(9100);
+    expect(config.redisUrl).toBe('redis://10.0.0.1:6380');
+    expect(config.upstreams).toEqual({ datasets: 'http://127.0.0.1:7001', services: 'http://10.0.0.2:80' });
+    expect(config.bodyLimitBytes).toBe(10 * 1024 * 1024);
+  });
+
+  it.each([
+    [{ TOLLGATE_PORT: 'eighty' }, 'port'],
+    [{ TOLLGATE_UPSTREAMS: 'datasets=ftp://x' }, 'upstreams.datasets'],
+    [{ TOLLGATE_UPSTREAMS: 'Bad_Name=http://x' }, 'upstreams.Bad_Name'],
+    [{ TOLLGATE_REDIS_URL: 'http://x' }, 'redisUrl'],
+  ])('refuses %p naming the field', (env, field) => {
+    try {
+      loadGatewayConfig({ env });
+      throw new Error('accepted');
+    } catch (err) {
+      expect(err).toBeInstanceOf(TollgateError);
+      expect((err as TollgateError).code).toBe('invalid_config');
+      expect((err as TollgateError).field).toBe(field);
+    }
+  });
+});

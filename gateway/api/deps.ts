@@ -1,0 +1,19 @@
+import type { Redis } from 'ioredis';
+import type { KeyIndexWriter } from '../../common/apikey/index-writer.js';
+import type { RoleCatalogue } from '../../common/apikey/roles.js';
+import type { ApiKeyStore } from '../../common/apikey/store.js';
+import type { Logger } from '../../common/logger.js';
+import type { WorkflowRoutes } from '../../common/routes/workflow-routes.js';
+import type { TokenVerifier } from '../auth/oidc.js';
+
+/** What the management API is built from; the gateway builds each once and injects it. */
+export interface ManagementDeps {
+  store: ApiKeyStore;
+  index: KeyIndexWriter;
+  /** Read for usage figures (last used, request count). */
+  redis: Redis;
+  workflows: WorkflowRoutes;
+  roles: RoleCatalogue;
+  verifyToken: TokenVerifier;
+  log: Logger;
+}

@@ -1,0 +1,53 @@
+import express, { type RequestHandler, type Router } from 'express';
+import { TollgateError } from '../../common/errors.js';
+import { authenticateUser } from '../auth/oidc.js';
+import { expressErrorHandler } from '../http/errors.js';
+import type { ManagementDeps } from './deps.js';
+import { createKey } from './routes/create-key.js';
+import { deleteKey } from './routes/delete-key.js';
+import { getKey } from './routes/get-key.js';
+import { listKeys } from './routes/list-keys.js';
+import { listModules } from './routes/list-modules.js';
+
+export type { ManagementDeps } from './deps.js';
+
+const BODY_LIMIT = '16kb';
+
+const methodNotAllowed =
+  (allow: string): RequestHandler =>
+  (req) => {
+    throw new TollgateError(405, 'method_not_allowed', `${req.method} is not allowed here; use ${allow}`, {
+      headers: { Allow: allow },
+    });
+  };
+
+/**
+ * The management API behind the panel, mounted at `/api/v1`. Every route acts as the user of the
+ * OIDC bearer token and sees only that user's keys. Errors leave through the gateway's one mapper,
+ * so the router answers correctly wherever it is mounted.
+ */
+export function createManagementRouter(deps: ManagementDeps): Router {
+  const router = express.Router({ strict: false, caseSensitive: true });
+  router.use((_req, res, next) => {
+    // Answers hold per-user data and, once, a key: no cache may keep them.
+    res.set('Cache-Control', 'no-store');
+    next();
+  });
+  router.use(authenticateUser(deps.verifyToken));
+  router
+    .route('/apikeys')
+    .get(listKeys(deps))
+    .post(express.json({ limit: BODY_LIMIT, strict: true }), createKey(deps))
+    .all(methodNotAllowed('GET, POST'));
+  router.route('/apikeys/:id').get(getKey(deps)).delete(deleteKey(deps)).all(methodNotAllowed('GET, DELETE'));
+  router.route('/modules').get(listModules(deps)).all(methodNotAllowed('GET'));
+  router.use((req) => {
+    throw new TollgateError(
+      404,
+      'unknown_endpoint',
+      `no management API endpoint at ${req.baseUrl}${req.path}`,
+    );
+  });
+  router.use(expressErrorHandler(deps.log));
+  return router;
+}

@@ -1,0 +1,157 @@
+import type { RequestHandler } from 'express';
+import { z } from 'zod';
+import { generateKey, hashKey, keyStart } from '../../../common/apikey/format.js';
+import { TollgateError } from '../../../common/errors.js';
+import {
+  newApiKey,
+  newKeyId,
+  rateLimitSchema,
+  toKeyGrant,
+  type ApiKeySpec,
+} from '../../../common/resources/apikey.js';
+import { callerOf } from '../../auth/oidc.js';
+import type { ManagementDeps } from '../deps.js';
+import { validate } from '../validate.js';
+import { toApiKeyView } from '../views.js';
+
+// Printable text only: a name is shown in the panel and in `kubectl get`.
+const PRINTABLE = /^[^\p{Cc}\p{Cf}\p{Zl}\p{Zp}]*$/u;
+
+const bodySchema = z.strictObject({
+  module: z.enum(['bda', 'platform'], { error: 'module must be "bda" or "platform"' }),
+  roles: z
+    .array(
+      z
+        .string({ error: 'each role is a string' })
+        .min(1, 'a role cannot be empty')
+        .max(128, 'a role is at most 128 characters'),
+      {
+        error: 'roles must be an array of role names, e.g. ["viewer"]',
+      },
+    )
+    .min(1, 'choose at least one role')
+    .max(32, 'a key has at most 32 roles'),
+  name: z
+    .string({ error: 'name must be a string' })
+    .trim()
+    .min(1, 'name cannot be blank; leave it out for an unnamed key')
+    .max(100, 'name is at most 100 characters')
+    .regex(PRINTABLE, 'name cannot hold control characters')
+    .optional(),
+  expiresAt: z.iso
+    .datetime({
+      offset: true,
+      error: 'expiresAt must be an ISO 8601 date-time with a time zone, e.g. 2030-01-31T23:59:59Z',
+    })
+    .optional(),
+  rateLimit: rateLimitSchema.optional(),
+});
+type CreateKeyBody = z.output<typeof bodySchema>;
+
+/** POST /apikeys: creates a key; the answer carries the key value, the only time it is ever sent. */
+export function createKey(deps: ManagementDeps): RequestHandler {
+  return async (req, res) => {
+    if (!req.is('application/json')) {
+      throw new TollgateError(
+        415,
+        'unsupported_media_type',
+        'send the new key as JSON with "Content-Type: application/json"',
+      );
+    }
+    const body = validate(bodySchema, req.body, 'body');
+    const owner = callerOf(res).subject;
+    await checkRoles(deps, owner, body);
+    if (body.expiresAt !== undefined && Date.parse(body.expiresAt) <= Date.now()) {
+      throw new TollgateError(
+        400,
+        'expiry_in_past',
+        'expiresAt is in the past; choose a later time, or leave it out',
+        {
+          field: 'expiresAt',
+        },
+      );
+    }
+
+    const key = generateKey(body.module);
+    const spec: ApiKeySpec = {
+      hash: hashKey(key),
+      start: keyStart(key),
+      module: body.module,
+      roles: body.roles,
+      owner,
+    };
+    if (body.name !== undefined) spec.name = body.name;
+    // Normalised to UTC so the CRD, the index and the listing all carry the same string.
+    if (body.expiresAt !== undefined) spec.expiresAt = new Date(body.expiresAt).toISOString();
+    if (body.rateLimit !== undefined) spec.rateLimit = body.rateLimit;
+
+    const created = await deps.store.create(newApiKey(newKeyId(), spec));
+    try {
+      await deps.index.put(spec.hash, toKeyGrant(created));
+    } catch (e) {
+      // The key was never shown, so undoing the resource loses nothing; keeping it would make the
+      // operator index a key nobody holds.
+      await deps.store
+        .delete(owner, toKeyGrant(created).id)
+        .catch((undo: unknown) =>
+          deps.log.error(
+            { err: undo, id: toKeyGrant(created).id },
+            'could not undo an ApiKey whose index entry failed',
+          ),
+        );
+      throw e;
+    }
+    const view = toApiKeyView(created, undefined);
+    deps.log.info({ id: view.id, owner, module: view.module, roles: view.roles }, 'api key created');
+    res
+      .status(201)
+      .set({ Location: `${req.baseUrl}/apikeys/${view.id}`, 'Cache-Control': 'no-store' })
+      .json({ ...view, key });
+  };
+}
+
+async function checkRoles(deps: ManagementDeps, owner: string, body: CreateKeyBody): Promise<void> {
+  const duplicate = body.roles.find((r, i) => body.roles.indexOf(r) !== i);
+  if (duplicate !== undefined) {
+    throw new TollgateError(
+      400,
+      'invalid_field',
+      `roles: "${duplicate}" is listed twice; list each role once`,
+      {
+        field: 'roles',
+      },
+    );
+  }
+  if (body.module === 'bda') {
+    const [workflow] = body.roles;
+    if (body.roles.length !== 1 || workflow === undefined) {
+      throw new TollgateError(
+        400,
+        'invalid_field',
+        'roles: a bda key has exactly one role, the id of the workflow it calls',
+        {
+          field: 'roles',
+        },
+      );
+    }
+    const owned = await deps.workflows.ownedBy(owner);
+    if (!owned.some((w) => w.workflow === workflow)) {
+      throw new TollgateError(
+        400,
+        'unknown_workflow',
+        `roles: "${workflow}" is not a workflow of yours; GET /api/v1/modules lists the workflows you can choose`,
+        { field: 'roles' },
+      );
+    }
+    return;
+  }
+  const unknown = body.roles.find((r) => !deps.roles.has(r));
+  if (unknown !== undefined) {
+    throw new TollgateError(
+      400,
+      'unknown_role',
+      `roles: "${unknown}" is not a platform role; GET /api/v1/modules lists the roles you can choose`,
+      { field: 'roles' },
+    );
+  }
+}

@@ -1,0 +1,36 @@
+import type { RequestHandler } from 'express';
+import { z } from 'zod';
+import { MAX_PAGE_SIZE } from '../../../common/apikey/store.js';
+import { readKeyUsage } from '../../../common/apikey/usage.js';
+import { apiKeyId } from '../../../common/resources/apikey.js';
+import { callerOf } from '../../auth/oidc.js';
+import type { ManagementDeps } from '../deps.js';
+import { validate } from '../validate.js';
+import { toApiKeyView } from '../views.js';
+
+const querySchema = z.strictObject({
+  search: z.string().max(200, 'search is at most 200 characters').optional(),
+  module: z.enum(['bda', 'platform'], { error: 'module must be "bda" or "platform"' }).optional(),
+  limit: z.coerce
+    .number({ error: `limit must be a whole number from 1 to ${MAX_PAGE_SIZE}` })
+    .int(`limit must be a whole number from 1 to ${MAX_PAGE_SIZE}`)
+    .min(1, `limit must be a whole number from 1 to ${MAX_PAGE_SIZE}`)
+    .max(MAX_PAGE_SIZE, `limit must be a whole number from 1 to ${MAX_PAGE_SIZE}`)
+    .optional(),
+  cursor: z
+    .string()
+    .min(1)
+    .max(512, 'cursor is not one this API returned; start again without it')
+    .optional(),
+});
+
+/** GET /apikeys: one page of the caller's keys, newest first. */
+export function listKeys(deps: ManagementDeps): RequestHandler {
+  return async (req, res) => {
+    const query = validate(querySchema, req.query, 'query');
+    const page = await deps.store.list(callerOf(res).subject, query);
+    const usage = await readKeyUsage(deps.redis, page.items.map(apiKeyId));
+    const items = page.items.map((k) => toApiKeyView(k, usage.get(apiKeyId(k))));
+    res.json(page.nextCursor === undefined ? { items } : { items, nextCursor: page.nextCursor });
+  };
+}

@@ -14,11 +14,14 @@ node_modules/.installed: package.json package-lock.json
 
 deps-components:
 	bash test/harness/install.sh all
+	bash test/harness/install-helm.sh >/dev/null
 
 deps: deps-node deps-components
 
 build: deps-node
 	node node_modules/typescript/bin/tsc -p tsconfig.build.json
+	# The panel's static files are served from beside the compiled router.
+	rm -rf dist/gateway/panel/static && cp -r gateway/panel/static dist/gateway/panel/static
 
 test: deps build
 	$(JEST) --ci $(JEST_ARGS)

@@ -1,6 +1,7 @@
 import express, { type Express } from 'express';
 import { TollgateError } from '../../common/errors.js';
 import { redisUnavailable } from '../auth/redis-unavailable.js';
+import { createPanelRouter } from '../panel/index.js';
 import type { GatewayServices } from '../services.js';
 import { expressErrorHandler, sendError } from './errors.js';
 
@@ -31,6 +32,8 @@ export function createApp(s: GatewayServices): Express {
     res.setHeader('content-type', s.metrics.registry.contentType);
     res.end(await s.metrics.registry.metrics());
   });
+
+  app.use('/panel', createPanelRouter());
 
   app.use((req, res) => {
     sendError(res, new TollgateError(404, 'unknown_endpoint', `no such endpoint: ${req.method} ${req.path}`));

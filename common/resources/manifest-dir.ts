@@ -38,8 +38,9 @@ export class ManifestExistsError extends Error {
   }
 }
 
+// Duck-typed: errors from node:fs may come from another realm (e.g. a test VM), where instanceof fails.
 const isErrno = (e: unknown, code: string): boolean =>
-  e instanceof Error && (e as NodeJS.ErrnoException).code === code;
+  typeof e === 'object' && e !== null && (e as NodeJS.ErrnoException).code === code;
 
 export class ManifestCollection<T extends Manifest> {
   readonly dir: string;
@@ -76,8 +77,7 @@ export class ManifestCollection<T extends Manifest> {
   }
 
   /** The manifest named `name`, or undefined if there is none (or it is invalid). */
-  get(name: string): Promise<T | undefined> {
-    this.file(name);
+  async get(name: string): Promise<T | undefined> {
     return this.read(name);
   }
 
@@ -160,6 +160,7 @@ export class ManifestCollection<T extends Manifest> {
   }
 
   private async writeTemp(object: T): Promise<string> {
+    this.file(object.metadata.name);
     await mkdir(this.dir, { recursive: true });
     const temp = join(this.dir, `.${object.metadata.name}.${randomBytes(6).toString('hex')}.tmp`);
     await writeFile(temp, stringify(object), { mode: 0o600 });

@@ -20,6 +20,8 @@ export interface SpawnOptions {
   cwd?: string;
   /** How long a SIGTERM may take before the group gets SIGKILL. */
   stopTimeoutMs?: number;
+  /** Storage others depend on (etcd): stopped only after every other process has ended. */
+  stopLast?: boolean;
 }
 
 function killGroup(pgid: number, signal: NodeJS.Signals): void {
@@ -32,6 +34,7 @@ function killGroup(pgid: number, signal: NodeJS.Signals): void {
 
 export class ProcessRegistry {
   private readonly live = new Map<number, Managed>();
+  private readonly last = new Set<number>();
   private readonly pgidsFile: string;
 
   constructor(private readonly runDir: string) {
@@ -81,9 +84,13 @@ export class ProcessRegistry {
       exited,
       hasExited: () => done,
       stop: async () => {
+        // Unreferenced, a child would let Node exit before its exit event arrives, and
+        // teardown would end half-way; while stopping, it must hold the event loop open.
+        child.ref();
         killGroup(pid, 'SIGTERM');
-        const timer = new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), stopTimeoutMs).unref());
-        await Promise.race([exited, timer]);
+        let timer: NodeJS.Timeout | undefined;
+        await Promise.race([exited, new Promise((r) => (timer = setTimeout(r, stopTimeoutMs)))]);
+        clearTimeout(timer);
         // Also reaps helpers the leader left behind in its group.
         killGroup(pid, 'SIGKILL');
         await exited;
@@ -92,12 +99,15 @@ export class ProcessRegistry {
       },
     };
     this.live.set(pid, managed);
+    if (opts.stopLast === true) this.last.add(pid);
     this.writePgids();
     return managed;
   }
 
   async stopAll(): Promise<void> {
-    await Promise.all([...this.live.values()].map((m) => m.stop()));
+    const all = [...this.live.values()];
+    await Promise.all(all.filter((m) => !this.last.has(m.pid)).map((m) => m.stop()));
+    await Promise.all(all.filter((m) => this.last.has(m.pid)).map((m) => m.stop()));
   }
 
   /** For exit handlers, where nothing asynchronous can run any more. */

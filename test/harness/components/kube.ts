@@ -82,7 +82,8 @@ export async function startKube(reg: ProcessRegistry, runDir: string): Promise<K
       '--unsafe-no-fsync=true',
       '--log-level=warn',
     ],
-    { stopTimeoutMs: 5000 },
+    // The apiserver shuts down cleanly only while its storage is still up.
+    { stopTimeoutMs: 5000, stopLast: true },
   );
 
   const server = `https://127.0.0.1:${apiPort}`;

@@ -1,0 +1,301 @@
+import { generateKey } from '../../../common/apikey/format.js';
+import { redis } from '../../harness/index.js';
+import {
+  apikey,
+  createKey,
+  deleteKey,
+  redisClient,
+  registerService,
+  send,
+  startGateway,
+  startUpstream,
+  uniqueName,
+  type Answer,
+  type TestGateway,
+  type Upstream,
+} from './support.js';
+
+/**
+ * Every refusal of the issue's security list: the specific status and code, and the upstream
+ * never sees the request.
+ */
+describe('gateway security', () => {
+  let upstream: Upstream;
+  let gw: TestGateway;
+  let r: ReturnType<typeof redisClient>;
+  const wfA = uniqueName('wfa');
+  const wfB = uniqueName('wfb');
+  let bdaA: string;
+  let platformViewer: string;
+
+  beforeAll(async () => {
+    const info = await redis();
+    r = redisClient(info.url);
+    upstream = await startUpstream();
+    await registerService(r, wfA, 'svc', `${upstream.url}/a`);
+    await registerService(r, wfB, 'svc', `${upstream.url}/b`);
+    gw = await startGateway({
+      redisUrl: info.url,
+      upstreams: { datasets: upstream.url },
+      bodyLimitBytes: 1024,
+      headerLimitBytes: 16 * 1024,
+    });
+    bdaA = (await createKey(r, 'bda', [wfA])).key;
+    platformViewer = (await createKey(r, 'platform', ['viewer'])).key;
+  });
+
+  afterAll(async () => {
+    await gw.stop();
+    await upstream.close();
+    r.disconnect();
+  });
+
+  beforeEach(() => {
+    upstream.seen.length = 0;
+  });
+
+  function expectRefused(answer: Answer, status: number, code: string): void {
+    expect({ status: answer.status, code: answer.json.code }).toEqual({ status, code });
+    expect(typeof answer.json.error).toBe('string');
+    expect(upstream.seen).toEqual([]);
+  }
+
+  describe('credentials', () => {
+    const path = () => `/events/bda/${wfA}/svc/hello`;
+    it.each([
+      ['missing', () => ({}), 'missing_api_key'],
+      ['empty', () => ({ authorization: '' }), 'empty_api_key'],
+      ['lower-case scheme', () => ({ authorization: `apikey ${bdaA}` }), 'invalid_auth_scheme'],
+      ['Bearer scheme', () => ({ authorization: `Bearer ${bdaA}` }), 'invalid_auth_scheme'],
+      ['extra spaces', () => ({ authorization: `Apikey   ${bdaA}` }), 'malformed_authorization'],
+      ['wrong prefix', () => ({ authorization: `Apikey tgx_${bdaA.slice(4)}` }), 'malformed_api_key'],
+      [
+        'bad checksum',
+        () => ({ authorization: `Apikey ${bdaA.slice(0, -1)}${bdaA.endsWith('A') ? 'B' : 'A'}` }),
+        'invalid_key_checksum',
+      ],
+      ['unknown', () => apikey(generateKey('bda')), 'unknown_api_key'],
+    ])('%s key → 401 %s with WWW-Authenticate', async (_what, headers, code) => {
+      const answer = await send(gw.url, path(), { headers: headers() });
+      expectRefused(answer, 401, code);
+      expect(answer.headers['www-authenticate']).toBe('Apikey');
+    });
+
+    it('refuses an expired key', async () => {
+      const { key } = await createKey(r, 'bda', [wfA], {
+        expiresAt: new Date(Date.now() - 1000).toISOString(),
+      });
+      expectRefused(await send(gw.url, path(), { headers: apikey(key) }), 401, 'expired_api_key');
+    });
+
+    it('refuses a deleted key, even one the gateway had just cached', async () => {
+      const created = await createKey(r, 'bda', [wfA]);
+      expect((await send(gw.url, path(), { headers: apikey(created.key) })).status).toBe(200);
+      upstream.seen.length = 0;
+      await deleteKey(r, { hash: created.hash, id: created.grant.id });
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      expectRefused(await send(gw.url, path(), { headers: apikey(created.key) }), 401, 'unknown_api_key');
+    });
+
+    it('shape errors cost no Redis round trip', async () => {
+      const before = Number((await r.info('stats')).match(/total_commands_processed:(\d+)/)?.[1]);
+      for (let i = 0; i < 20; i++)
+        await send(gw.url, path(), { headers: { authorization: `Apikey tgb_nope` } });
+      const after = Number((await r.info('stats')).match(/total_commands_processed:(\d+)/)?.[1]);
+      // Only our own two INFO calls (and at most a heartbeat or two) in between.
+      expect(after - before).toBeLessThan(6);
+    });
+  });
+
+  describe('a bda key for workflow A reaching workflow B', () => {
+    it('works on its own workflow', async () => {
+      const answer = await send(gw.url, `/events/bda/${wfA}/svc/hello?x=1`, { headers: apikey(bdaA) });
+      expect(answer.status).toBe(200);
+      expect(upstream.seen.map((s) => s.url)).toEqual(['/a/hello?x=1']);
+    });
+
+    it('is refused on workflow B directly', async () => {
+      expectRefused(
+        await send(gw.url, `/events/bda/${wfB}/svc/hello`, { headers: apikey(bdaA) }),
+        403,
+        'workflow_not_allowed',
+      );
+    });
+
+    it.each([
+      ['..', () => `/events/bda/${wfA}/svc/../../${wfB}/svc/hello`, 'path_traversal'],
+      ['..  in the workflow position', () => `/events/bda/${wfA}/../${wfB}/svc/hello`, 'path_traversal'],
+      ['%2e%2e', () => `/events/bda/${wfA}/svc/%2e%2e/%2e%2e/${wfB}/svc/hello`, 'path_traversal'],
+      ['%2E%2E upper-case', () => `/events/bda/${wfA}/svc/%2E%2E/%2E%2E/${wfB}/svc`, 'path_traversal'],
+      ['.%2e mixed', () => `/events/bda/${wfA}/svc/.%2e/.%2e/${wfB}/svc`, 'path_traversal'],
+      ['..; path parameter', () => `/events/bda/${wfA}/svc/..;/..;/${wfB}/svc`, 'path_traversal'],
+      ['%2f', () => `/events/bda/${wfA}/svc%2f..%2f..%2f${wfB}%2fsvc/hello`, 'encoded_separator'],
+      ['%2F in the workflow id', () => `/events/bda/${wfA}%2F..%2F${wfB}/svc/hello`, 'encoded_separator'],
+      ['%5c', () => `/events/bda/${wfA}/svc/..%5c..%5c${wfB}/svc`, 'encoded_separator'],
+      ['//', () => `/events/bda//${wfB}/svc/hello`, 'empty_path_segment'],
+      ['// after the service', () => `/events/bda/${wfA}/svc//${wfB}/svc`, 'empty_path_segment'],
+      ['backslashes', () => `/events/bda/${wfA}/svc\\..\\..\\${wfB}\\svc`, 'backslash_in_path'],
+      [
+        'overlong UTF-8 %c0%ae',
+        () => `/events/bda/${wfA}/svc/%c0%ae%c0%ae/%c0%ae%c0%ae/${wfB}/svc`,
+        'invalid_path_encoding',
+      ],
+      [
+        'overlong UTF-8 %e0%80%ae',
+        () => `/events/bda/${wfA}/svc/%e0%80%ae%e0%80%ae/${wfB}`,
+        'invalid_path_encoding',
+      ],
+      ['%c0%af overlong slash', () => `/events/bda/${wfA}/svc/..%c0%af${wfB}`, 'invalid_path_encoding'],
+      [
+        'double encoding %252e',
+        () => `/events/bda/${wfA}/svc/%252e%252e/%252e%252e/${wfB}/svc`,
+        'double_encoded_path',
+      ],
+      ['a service id of ..', () => `/events/bda/${wfA}/../svc/hello`, 'path_traversal'],
+      ['a service id of %2e%2e', () => `/events/bda/${wfA}/%2e%2e/${wfB}/svc`, 'path_traversal'],
+      ['a service id of .', () => `/events/bda/${wfA}/./hello`, 'path_traversal'],
+    ])('%s → 400', async (_trick, path, code) => {
+      const answer = await send(gw.url, path(), { headers: apikey(bdaA) });
+      expectRefused(answer, 400, code);
+      expect(answer.json.field).toBe('path');
+    });
+
+    it('an unknown service of its own workflow is 404', async () => {
+      expectRefused(
+        await send(gw.url, `/events/bda/${wfA}/nope/hello`, { headers: apikey(bdaA) }),
+        404,
+        'unknown_service',
+      );
+    });
+
+    it('an id that cannot be a workflow id is 400', async () => {
+      expectRefused(
+        await send(gw.url, `/events/bda/${wfA}/svc%3Aother/hello`, { headers: apikey(bdaA) }),
+        400,
+        'invalid_identifier',
+      );
+    });
+  });
+
+  describe('platform roles and modules', () => {
+    it('a viewer key may GET', async () => {
+      const answer = await send(gw.url, '/events/platform/api/v1/datasets/7?q=a%20b', {
+        headers: apikey(platformViewer),
+      });
+      expect(answer.status).toBe(200);
+      expect(upstream.seen.map((s) => `${s.method} ${s.url}`)).toEqual(['GET /api/v1/datasets/7?q=a%20b']);
+    });
+
+    it.each(['PUT', 'POST'])('a viewer key trying %s → 403 role_not_allowed', async (method) => {
+      expectRefused(
+        await send(gw.url, '/events/platform/api/v1/datasets', {
+          method,
+          headers: apikey(platformViewer),
+          body: '{}',
+        }),
+        403,
+        'role_not_allowed',
+      );
+    });
+
+    it.each(['DELETE', 'PATCH', 'OPTIONS'])('%s on a platform resource → 405 with Allow', async (method) => {
+      const answer = await send(gw.url, '/events/platform/api/v1/datasets/7', {
+        method,
+        headers: apikey(platformViewer),
+      });
+      expectRefused(answer, 405, 'method_not_allowed');
+      expect(answer.headers.allow).toBe('GET, PUT, POST');
+    });
+
+    it('an unknown resource is 404', async () => {
+      expectRefused(
+        await send(gw.url, '/events/platform/api/v1/secrets', { headers: apikey(platformViewer) }),
+        404,
+        'unknown_resource',
+      );
+    });
+
+    it('a resource-scoped role does not reach another resource', async () => {
+      const { key } = await createKey(r, 'platform', ['services:editor']);
+      expectRefused(
+        await send(gw.url, '/events/platform/api/v1/datasets', {
+          method: 'POST',
+          headers: apikey(key),
+          body: '{}',
+        }),
+        403,
+        'role_not_allowed',
+      );
+    });
+
+    it('a platform key on a workflow → 403 module_mismatch', async () => {
+      expectRefused(
+        await send(gw.url, `/events/bda/${wfA}/svc/hello`, { headers: apikey(platformViewer) }),
+        403,
+        'module_mismatch',
+      );
+    });
+
+    it('a bda key on a platform resource → 403 module_mismatch', async () => {
+      expectRefused(
+        await send(gw.url, '/events/platform/api/v1/datasets', { headers: apikey(bdaA) }),
+        403,
+        'module_mismatch',
+      );
+    });
+
+    it('a bda key whose role names a platform resource still cannot reach it', async () => {
+      const { key } = await createKey(r, 'bda', ['datasets']);
+      expectRefused(
+        await send(gw.url, '/events/platform/api/v1/datasets', { headers: apikey(key) }),
+        403,
+        'module_mismatch',
+      );
+    });
+  });
+
+  describe('sizes', () => {
+    it('64 KiB of headers → 431 headers_too_large', async () => {
+      const answer = await send(gw.url, `/events/bda/${wfA}/svc/hello`, {
+        headers: { ...apikey(bdaA), 'x-padding': 'p'.repeat(64 * 1024) },
+      });
+      expectRefused(answer, 431, 'headers_too_large');
+    });
+
+    it('a declared body over the limit → 413 before anything goes upstream', async () => {
+      const answer = await send(gw.url, `/events/bda/${wfA}/svc/upload`, {
+        method: 'POST',
+        headers: { ...apikey(bdaA), 'content-type': 'application/octet-stream' },
+        body: Buffer.alloc(4096, 1),
+      });
+      expectRefused(answer, 413, 'body_too_large');
+      expect(upstream.aborted).toBe(0);
+    });
+
+    it('a chunked body growing over the limit → 413, and the upstream never gets a complete request', async () => {
+      async function* chunks(): AsyncGenerator<Buffer> {
+        for (let i = 0; i < 8; i++) {
+          yield Buffer.alloc(512, 2);
+          await new Promise((resolve) => setTimeout(resolve, 5));
+        }
+      }
+      const answer = await send(gw.url, `/events/bda/${wfA}/svc/upload`, {
+        method: 'POST',
+        headers: apikey(bdaA),
+        body: chunks(),
+      });
+      expectRefused(answer, 413, 'body_too_large');
+    });
+
+    it('a body within the limit passes whole', async () => {
+      const body = Buffer.alloc(1000, 3);
+      const answer = await send(gw.url, `/events/bda/${wfA}/svc/upload`, {
+        method: 'POST',
+        headers: apikey(bdaA),
+        body,
+      });
+      expect(answer.status).toBe(200);
+      expect(upstream.seen[0]?.body.equals(body)).toBe(true);
+    });
+  });
+});

@@ -13,6 +13,8 @@ const commands: Array<() => Promise<{ register: (p: Command) => void }>> = [
   () => import('./commands/pull.js'),
   () => import('./commands/validate.js'),
   () => import('./commands/gateway.js'),
+  () => import('./commands/token.js'),
+  () => import('./commands/route.js'),
 ];
 
 for (const load of commands) (await load()).register(program);

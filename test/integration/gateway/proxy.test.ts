@@ -1,0 +1,280 @@
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { request as undiciRequest } from 'undici';
+import { redisKeys } from '../../../common/redis/schema.js';
+import { freePort, redis } from '../../harness/index.js';
+import {
+  apikey,
+  createKey,
+  redisClient,
+  registerService,
+  send,
+  startGateway,
+  startUpstream,
+  uniqueName,
+  type TestGateway,
+  type Upstream,
+} from './support.js';
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe('gateway proxying', () => {
+  let upstream: Upstream;
+  let gw: TestGateway;
+  let r: ReturnType<typeof redisClient>;
+  const wf = uniqueName('wf');
+  let bda: Awaited<ReturnType<typeof createKey>>;
+  let stream: { server: Server; url: string; firstChunk?: () => void; release?: () => void };
+
+  beforeAll(async () => {
+    const info = await redis();
+    r = redisClient(info.url);
+    upstream = await startUpstream();
+    // A second upstream for streaming: reports the first body chunk as it arrives, and answers in
+    // two parts with a pause the test controls.
+    const s = createServer((req: IncomingMessage, res) => {
+      if (req.url?.startsWith('/upload')) {
+        let total = 0;
+        req.on('data', (c: Buffer) => {
+          if (total === 0) stream.firstChunk?.();
+          total += c.length;
+        });
+        req.on('end', () => res.end(String(total)));
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      res.write('first;');
+      stream.release = () => res.end('second');
+    });
+    await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
+    stream = { server: s, url: `http://127.0.0.1:${(s.address() as AddressInfo).port}` };
+
+    await registerService(r, wf, 'svc', upstream.url);
+    await registerService(r, wf, 'stream', stream.url);
+    await registerService(r, wf, 'down', `http://127.0.0.1:${await freePort()}`);
+    gw = await startGateway({
+      redisUrl: info.url,
+      upstreams: { datasets: `${upstream.url}/platform` },
+      upstreamTimeoutMs: 400,
+      usageFlushMs: 50,
+    });
+    bda = await createKey(r, 'bda', [wf]);
+  });
+
+  afterAll(async () => {
+    await gw.stop();
+    await upstream.close();
+    stream.server.closeAllConnections();
+    stream.server.close();
+    r.disconnect();
+  });
+
+  beforeEach(() => {
+    upstream.seen.length = 0;
+    upstream.respond = (req, res) => {
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify({ method: req.method, url: req.url }));
+    };
+  });
+
+  it('passes path, query and body through, and the grant instead of the key', async () => {
+    const answer = await send(gw.url, `/events/bda/${wf}/svc/orders/42/?sort=desc&q=a%2Fb&q=%E2%9C%93`, {
+      method: 'POST',
+      headers: { ...apikey(bda.key), 'content-type': 'application/json', 'x-custom': 'kept' },
+      body: '{"n":1}',
+    });
+    expect(answer.status).toBe(200);
+    const [seen] = upstream.seen;
+    expect(seen?.url).toBe('/orders/42/?sort=desc&q=a%2Fb&q=%E2%9C%93');
+    expect(seen?.method).toBe('POST');
+    expect(seen?.body.toString()).toBe('{"n":1}');
+    expect(seen?.headers.authorization).toBeUndefined();
+    expect(JSON.stringify(seen?.headers)).not.toContain(bda.key);
+    expect(seen?.headers['x-custom']).toBe('kept');
+    expect(seen?.headers['x-tollgate-key-id']).toBe(bda.grant.id);
+    expect(seen?.headers['x-tollgate-module']).toBe('bda');
+    expect(seen?.headers['x-tollgate-roles']).toBe(wf);
+    expect(seen?.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
+    expect(answer.headers['x-request-id']).toBe(seen?.headers['x-request-id']);
+  });
+
+  it('propagates a caller X-Request-Id and replaces forged grant headers and hop-by-hop ones', async () => {
+    upstream.respond = (_req, res) => {
+      res.setHeader('connection', 'close, x-internal');
+      res.setHeader('x-internal', 'hop');
+      res.setHeader('x-visible', 'end-to-end');
+      res.end('ok');
+    };
+    const answer = await send(gw.url, `/events/bda/${wf}/svc/x`, {
+      headers: {
+        ...apikey(bda.key),
+        'x-request-id': 'trace-123.abc',
+        'x-tollgate-key-id': 'forged',
+        'x-tollgate-roles': 'other-workflow',
+        'x-tollgate-module': 'platform',
+        connection: 'x-secret',
+        'x-secret': 'hop',
+        te: 'trailers',
+      },
+    });
+    expect(answer.status).toBe(200);
+    const headers = upstream.seen[0]?.headers ?? {};
+    expect(headers['x-request-id']).toBe('trace-123.abc');
+    expect(headers['x-tollgate-key-id']).toBe(bda.grant.id);
+    expect(headers['x-tollgate-roles']).toBe(wf);
+    expect(headers['x-tollgate-module']).toBe('bda');
+    expect(headers['x-secret']).toBeUndefined();
+    expect(headers.te).toBeUndefined();
+    expect(answer.headers['x-internal']).toBeUndefined();
+    expect(answer.headers['x-visible']).toBe('end-to-end');
+    expect(answer.headers['x-request-id']).toBe('trace-123.abc');
+  });
+
+  it('sends platform calls to the configured upstream under /api/v1/<resource>', async () => {
+    const { key } = await createKey(r, 'platform', ['datasets:editor']);
+    const answer = await send(gw.url, '/events/platform/api/v1/datasets/9?expand=1', {
+      method: 'PUT',
+      headers: apikey(key),
+      body: 'x',
+    });
+    expect(answer.status).toBe(200);
+    expect(upstream.seen.map((s) => `${s.method} ${s.url} ${s.headers['x-tollgate-roles']}`)).toEqual([
+      'PUT /platform/api/v1/datasets/9?expand=1 datasets:editor',
+    ]);
+  });
+
+  it('streams the request body: the upstream gets the first chunk before the client sends the last', async () => {
+    const firstArrived = new Promise<void>((resolve) => {
+      stream.firstChunk = resolve;
+    });
+    async function* body(): AsyncGenerator<Buffer> {
+      yield Buffer.alloc(1000, 1);
+      await firstArrived; // never resolves if the gateway buffers the whole body
+      yield Buffer.alloc(2000, 2);
+    }
+    const answer = await send(gw.url, `/events/bda/${wf}/stream/upload`, {
+      method: 'POST',
+      headers: apikey(bda.key),
+      body: body(),
+    });
+    expect(answer.status).toBe(200);
+    expect(answer.text).toBe('3000');
+  });
+
+  it('streams the response: the client reads the first part before the upstream sends the rest', async () => {
+    const res = await undiciRequest(`${gw.url}/events/bda/${wf}/stream/slow`, { headers: apikey(bda.key) });
+    expect(res.statusCode).toBe(200);
+    const reader = res.body[Symbol.asyncIterator]();
+    const first = await reader.next();
+    expect(Buffer.from(first.value as Buffer).toString()).toBe('first;');
+    stream.release?.();
+    let rest = '';
+    for (let next = await reader.next(); !next.done; next = await reader.next()) {
+      rest += Buffer.from(next.value as Buffer).toString();
+    }
+    expect(rest).toBe('second');
+  });
+
+  it('answers 502 when the upstream refuses connections', async () => {
+    const answer = await send(gw.url, `/events/bda/${wf}/down/x`, { headers: apikey(bda.key) });
+    expect({ status: answer.status, code: answer.json.code }).toEqual({
+      status: 502,
+      code: 'upstream_connection_failed',
+    });
+  });
+
+  it('answers 504 when the upstream does not answer in time', async () => {
+    upstream.respond = () => undefined; // never answers
+    const started = Date.now();
+    const answer = await send(gw.url, `/events/bda/${wf}/svc/slow`, { headers: apikey(bda.key) });
+    expect({ status: answer.status, code: answer.json.code }).toEqual({
+      status: 504,
+      code: 'upstream_timeout',
+    });
+    expect(Date.now() - started).toBeLessThan(3000);
+  });
+
+  it('answers 503 when the upstream host does not resolve', async () => {
+    await registerService(r, wf, 'gone', 'http://tollgate-no-such-host.invalid:8080');
+    const answer = await send(gw.url, `/events/bda/${wf}/gone/x`, { headers: apikey(bda.key) });
+    expect({ status: answer.status, code: answer.json.code }).toEqual({
+      status: 503,
+      code: 'upstream_unavailable',
+    });
+  });
+
+  it('picks up a route change at once (routes channel)', async () => {
+    const moved = await startUpstream();
+    try {
+      await registerService(r, wf, 'moving', upstream.url);
+      expect((await send(gw.url, `/events/bda/${wf}/moving/x`, { headers: apikey(bda.key) })).status).toBe(
+        200,
+      );
+      await registerService(r, wf, 'moving', moved.url);
+      await sleep(30);
+      expect((await send(gw.url, `/events/bda/${wf}/moving/x`, { headers: apikey(bda.key) })).status).toBe(
+        200,
+      );
+      expect(moved.seen).toHaveLength(1);
+    } finally {
+      await moved.close();
+    }
+  });
+
+  it('rate-limits a key with 429 and Retry-After, in Redis', async () => {
+    const limited = await createKey(r, 'bda', [wf], { rateLimit: { requests: 3, windowSeconds: 60 } });
+    const statuses: number[] = [];
+    let last;
+    for (let i = 0; i < 5; i++) {
+      last = await send(gw.url, `/events/bda/${wf}/svc/x`, { headers: apikey(limited.key) });
+      statuses.push(last.status);
+    }
+    expect(statuses).toEqual([200, 200, 200, 429, 429]);
+    expect(last?.json.code).toBe('rate_limited');
+    const retryAfter = Number(last?.headers['retry-after']);
+    expect(retryAfter).toBeGreaterThanOrEqual(1);
+    expect(retryAfter).toBeLessThanOrEqual(60);
+    expect(upstream.seen).toHaveLength(3);
+  });
+
+  it('records last use and request counts off the request path', async () => {
+    const counted = await createKey(r, 'bda', [wf]);
+    const before = Date.now();
+    for (let i = 0; i < 4; i++)
+      await send(gw.url, `/events/bda/${wf}/svc/x`, { headers: apikey(counted.key) });
+    await sleep(200);
+    const usage = await r.hgetall(redisKeys.keyUsage(counted.grant.id));
+    expect(Number(usage.count)).toBe(4);
+    expect(Date.parse(usage.lastUsed ?? '')).toBeGreaterThanOrEqual(before - 1000);
+  });
+
+  it('exposes metrics, health and readiness; /v2 and unknown paths answer 404 with a code', async () => {
+    await send(gw.url, `/events/bda/${wf}/svc/x`, { headers: apikey(bda.key) });
+    await send(gw.url, `/events/bda/${wf}/svc/x`, { headers: { authorization: 'apikey nope' } });
+    const metrics = await send(gw.url, '/metrics');
+    expect(metrics.status).toBe(200);
+    expect(metrics.text).toMatch(
+      /tollgate_gateway_requests_total\{kind="bda",status="200",module="bda"\} \d+/,
+    );
+    expect(metrics.text).toMatch(/tollgate_gateway_auth_failures_total\{code="invalid_auth_scheme"\} \d+/);
+    expect(metrics.text).toMatch(
+      /tollgate_gateway_upstream_duration_seconds_bucket\{le="0.005",kind="bda"\} \d+/,
+    );
+    expect(metrics.text).not.toContain(bda.key);
+    expect((await send(gw.url, '/healthz')).status).toBe(200);
+    expect((await send(gw.url, '/readyz')).json).toEqual({ status: 'ready' });
+    const v2 = await send(gw.url, '/v2/models/m/infer', { method: 'POST' });
+    expect(v2.status).toBe(404);
+    expect(v2.json.code).toBeDefined();
+    const unknown = await send(gw.url, '/nowhere');
+    expect({ status: unknown.status, code: unknown.json.code }).toEqual({
+      status: 404,
+      code: 'unknown_endpoint',
+    });
+    const events = await send(gw.url, '/events/other/x', { headers: apikey(bda.key) });
+    expect({ status: events.status, code: events.json.code }).toEqual({
+      status: 404,
+      code: 'unknown_endpoint',
+    });
+  });
+});

@@ -8,8 +8,11 @@ JEST := node node_modules/jest/bin/jest.js
 all: build
 
 deps-node: node_modules/.installed
+# Not `npm ci`: the lock lists only the linux-x64 builds of packages that ship one build per
+# platform (@swc/core, unrs-resolver), the only ones the package index used here serves, and
+# `npm ci` refuses a lock without every platform. `npm install` installs the locked versions.
 node_modules/.installed: package.json package-lock.json
-	npm ci --no-audit --no-fund --loglevel=error
+	npm install --no-audit --no-fund --loglevel=error
 	touch $@
 
 deps-components:

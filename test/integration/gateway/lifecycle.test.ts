@@ -1,0 +1,179 @@
+import { Agent, request } from 'undici';
+import { generateKey } from '../../../common/apikey/format.js';
+import { KeyIndexWriter } from '../../../common/apikey/index-writer.js';
+import { redis, restartRedis, stopRedis } from '../../harness/index.js';
+import { spawnGateway, type GatewayProcess } from './process.js';
+import {
+  apikey,
+  createKey,
+  deleteKey,
+  redisClient,
+  registerService,
+  send,
+  startGateway,
+  startUpstream,
+  uniqueName,
+  type Upstream,
+} from './support.js';
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function commandCount(r: ReturnType<typeof redisClient>, command: string): Promise<number> {
+  const stats = await r.info('commandstats');
+  return Number(stats.match(new RegExp(`cmdstat_${command}:calls=(\\d+)`))?.[1] ?? 0);
+}
+
+describe('gateway lifecycle', () => {
+  let upstream: Upstream;
+
+  beforeAll(async () => {
+    upstream = await startUpstream();
+  });
+  afterAll(async () => {
+    await upstream.close();
+  });
+
+  describe('a second gateway process', () => {
+    let proc: GatewayProcess | undefined;
+    let r: ReturnType<typeof redisClient>;
+    const wf = uniqueName('wf');
+
+    beforeAll(async () => {
+      // Its own Redis, so command counts below are this test's alone.
+      const info = await redis('gateway-revocation');
+      r = redisClient(info.url);
+      await registerService(r, wf, 'svc', upstream.url);
+      proc = await spawnGateway({ TOLLGATE_REDIS_URL: info.url, LOG_LEVEL: 'warn' });
+    });
+    afterAll(async () => {
+      if (proc !== undefined && proc.child.exitCode === null) {
+        proc.child.kill('SIGKILL');
+        await proc.exited;
+      }
+      r.disconnect();
+    });
+
+    it('serves from its cache, and stops a deleted key within 100 ms', async () => {
+      const gw = proc as GatewayProcess;
+      const created = await createKey(r, 'bda', [wf]);
+      const agent = new Agent({ connections: 1 });
+      const call = async (): Promise<number> => {
+        const res = await request(`${gw.url}/events/bda/${wf}/svc/x`, {
+          headers: apikey(created.key),
+          dispatcher: agent,
+        });
+        await res.body.dump();
+        return res.statusCode;
+      };
+      expect(await call()).toBe(200);
+      const gets = await commandCount(r, 'get');
+      for (let i = 0; i < 20; i++) expect(await call()).toBe(200);
+      // The key and the route came from the in-process cache: no Redis GET at all.
+      expect(await commandCount(r, 'get')).toBe(gets);
+
+      const started = performance.now();
+      await deleteKey(r, { hash: created.hash, id: created.grant.id });
+      let status = 200;
+      while (status === 200 && performance.now() - started < 1000) status = await call();
+      const elapsed = performance.now() - started;
+      expect(status).toBe(401);
+      expect(elapsed).toBeLessThan(100);
+      await agent.close();
+    });
+
+    it('on SIGTERM finishes the in-flight request, then exits 0', async () => {
+      const gw = proc as GatewayProcess;
+      const { key } = await createKey(r, 'bda', [wf]);
+      upstream.respond = (_req, res) => {
+        setTimeout(() => res.end('slow answer'), 600);
+      };
+      const inFlight = send(gw.url, `/events/bda/${wf}/svc/slow`, { headers: apikey(key) });
+      await sleep(150);
+      gw.child.kill('SIGTERM');
+      const answer = await inFlight;
+      expect(answer.status).toBe(200);
+      expect(answer.text).toBe('slow answer');
+      expect(await gw.exited).toBe(0);
+      await expect(fetch(`${gw.url}/healthz`)).rejects.toThrow();
+    });
+  });
+
+  describe('Redis down', () => {
+    it('refuses every call with 503 redis_unavailable, cached key or not, and recovers', async () => {
+      const tag = 'gateway-redis-down';
+      const info = await redis(tag);
+      const r = redisClient(info.url);
+      r.on('error', () => undefined);
+      const wf = uniqueName('wf');
+      await registerService(r, wf, 'svc', upstream.url);
+      const created = await createKey(r, 'bda', [wf]);
+      const gw = await startGateway({ redisUrl: info.url });
+      try {
+        const path = `/events/bda/${wf}/svc/x`;
+        expect((await send(gw.url, path, { headers: apikey(created.key) })).status).toBe(200);
+        upstream.seen.length = 0;
+
+        await stopRedis(tag);
+        await sleep(50);
+        const refused = await send(gw.url, path, { headers: apikey(created.key) });
+        expect({ status: refused.status, code: refused.json.code }).toEqual({
+          status: 503,
+          code: 'redis_unavailable',
+        });
+        expect(refused.headers['retry-after']).toBe('1');
+        const other = generateKey('bda');
+        const unknown = await send(gw.url, path, { headers: apikey(other) });
+        expect({ status: unknown.status, code: unknown.json.code }).toEqual({
+          status: 503,
+          code: 'redis_unavailable',
+        });
+        expect(upstream.seen).toEqual([]);
+        expect((await send(gw.url, '/readyz')).status).toBe(503);
+
+        // Back, but empty (the operator would rebuild the index): the key is unknown until rewritten.
+        await restartRedis(tag);
+        let status = 0;
+        for (let i = 0; i < 60 && status !== 401; i++) {
+          await sleep(50);
+          status = (await send(gw.url, path, { headers: apikey(created.key) })).status;
+        }
+        expect(status).toBe(401);
+        await registerService(r, wf, 'svc', upstream.url);
+        await new KeyIndexWriter(r).put(created.hash, created.grant);
+        expect((await send(gw.url, path, { headers: apikey(created.key) })).status).toBe(200);
+        expect((await send(gw.url, '/readyz')).status).toBe(200);
+      } finally {
+        await gw.stop();
+        r.disconnect();
+      }
+    });
+  });
+
+  describe('graceful shutdown in process', () => {
+    it('stops accepting, completes the in-flight slow request, then closes', async () => {
+      const info = await redis();
+      const r = redisClient(info.url);
+      const wf = uniqueName('wf');
+      await registerService(r, wf, 'svc', upstream.url);
+      const { key } = await createKey(r, 'bda', [wf]);
+      const gw = await startGateway({ redisUrl: info.url });
+      upstream.respond = (_req, res) => {
+        res.write('part one;');
+        setTimeout(() => res.end('part two'), 500);
+      };
+      try {
+        const inFlight = send(gw.url, `/events/bda/${wf}/svc/slow`, { headers: apikey(key) });
+        await sleep(150);
+        const stopped = gw.stop();
+        await sleep(50);
+        await expect(send(gw.url, '/healthz')).rejects.toThrow(/ECONNREFUSED/);
+        const answer = await inFlight;
+        expect(answer.status).toBe(200);
+        expect(answer.text).toBe('part one;part two');
+        await stopped;
+      } finally {
+        r.disconnect();
+      }
+    });
+  });
+});

@@ -1,0 +1,62 @@
+import { execFile } from 'node:child_process';
+import { mkdtemp } from 'node:fs/promises';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
+import { kube } from '../../harness/index.js';
+import { LocalIssuer } from '../../../gateway/auth/local-issuer.js';
+
+const CRD_FILE = fileURLToPath(new URL('../../../crds/apikeys.yaml', import.meta.url));
+const run = promisify(execFile);
+
+/**
+ * A client for the harness's API server with the ApiKey CRD applied from crds/ by kubectl, as an
+ * installer applies it (a typed client would drop the schema's `enum` and `x-kubernetes-*` fields).
+ */
+export async function kubeWithApiKeys(): Promise<{ kc: KubeConfig; kubectl: string; kubeconfig: string }> {
+  const info = await kube();
+  const kubectl = (...args: string[]) => run(info.kubectl, ['--kubeconfig', info.kubeconfig, ...args]);
+  await kubectl('apply', '--server-side', '--force-conflicts', '-f', CRD_FILE);
+  await kubectl('wait', '--for=condition=Established', '--timeout=30s', 'crd/apikeys.tollgate.dev');
+  const kc = new KubeConfig();
+  kc.loadFromFile(info.kubeconfig);
+  return { kc, kubectl: info.kubectl, kubeconfig: info.kubeconfig };
+}
+
+/** A namespace of its own for one test file. */
+export async function freshNamespace(kc: KubeConfig, prefix: string): Promise<string> {
+  const name = `${prefix}-${Math.random().toString(36).slice(2, 8)}`;
+  await kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name } } });
+  return name;
+}
+
+export const customObjects = (kc: KubeConfig): CustomObjectsApi => kc.makeApiClient(CustomObjectsApi);
+
+export const tempDir = (prefix: string): Promise<string> => mkdtemp(join(tmpdir(), prefix));
+
+/** The local identity provider with its JWKS served on loopback, as a real provider publishes it. */
+export async function loopbackIdentityProvider(): Promise<{
+  issuer: LocalIssuer;
+  jwksUrl: string;
+  close(): Promise<void>;
+}> {
+  const issuer = await LocalIssuer.open(await tempDir('tollgate-idp-'));
+  const server: Server = createServer((req, res) => {
+    if (req.url === '/.well-known/jwks.json') {
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(issuer.jwks));
+    } else {
+      res.writeHead(404).end();
+    }
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const { port } = server.address() as AddressInfo;
+  return {
+    issuer,
+    jwksUrl: `http://127.0.0.1:${port}/.well-known/jwks.json`,
+    close: () => new Promise((r) => server.close(() => r())),
+  };
+}

@@ -7,6 +7,7 @@ import { upstreamRequestHeaders } from './proxy/headers.js';
 import { forward } from './proxy/forward.js';
 import type { NormalisedPath } from './routing/normalise.js';
 import type { GatewayServices } from './services.js';
+import { workflowInference } from './v2/handler.js';
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
 
@@ -44,14 +45,9 @@ export function createEventsHandler(
       }
       const started = performance.now();
       const headers = upstreamRequestHeaders(req, grant, requestId);
-      const status = await forward(
-        req,
-        res,
-        s.upstreams.get(target.proxy.origin),
-        target.proxy.path,
-        headers,
-        bodyLimit,
-      );
+      // A model published as a workflow service gets the V2 request checks before it is sent on.
+      const status = await (workflowInference(s, req, res, path, target, grant, requestId) ??
+        forward(req, res, s.upstreams.get(target.proxy.origin), target.proxy.path, headers, bodyLimit));
       s.metrics.upstreamDuration(kind, (performance.now() - started) / 1000);
       s.metrics.request(kind, status, module);
     } catch (thrown) {

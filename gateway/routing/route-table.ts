@@ -29,7 +29,7 @@ interface Entry {
 const MISSING_TTL_MS = 1_000;
 
 /**
- * Workflow service routes (`tg:route:bda:<wf>:<svc>`), read from Redis and cached in process
+ * Workflow service and model routes (`tg:route:bda:<wf>:<svc>`, `tg:route:model:<name>`), read from Redis and cached in process
  * until the routes channel says the Redis key changed.
  */
 export class RouteTable {
@@ -53,7 +53,15 @@ export class RouteTable {
 
   /** The service's route, or null when none is registered; rejects with 503 if Redis is down. */
   bda(workflow: string, service: string): Promise<ResolvedRoute | null> | ResolvedRoute | null {
-    const redisKey = redisKeys.bdaRoute(workflow, service);
+    return this.get(redisKeys.bdaRoute(workflow, service));
+  }
+
+  /** A model runtime's route (present only while it has ready replicas), or null. */
+  model(name: string): Promise<ResolvedRoute | null> | ResolvedRoute | null {
+    return this.get(redisKeys.modelRoute(name));
+  }
+
+  private get(redisKey: string): Promise<ResolvedRoute | null> | ResolvedRoute | null {
     if (this.redis.status === 'ready') {
       const hit = this.found.get(redisKey) ?? this.missing.get(redisKey);
       if (hit !== undefined) return hit.resolved;

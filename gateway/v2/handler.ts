@@ -1,0 +1,300 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { pipeline } from 'node:stream/promises';
+import type { Dispatcher } from 'undici';
+import { TollgateError } from '../../common/errors.js';
+import type { KeyGrant } from '../../common/resources/grant.js';
+import { isModelName } from '../../common/resources/model-name.js';
+import { requestIdOf } from '../events-handler.js';
+import { upstreamFailure } from '../proxy/forward.js';
+import { clientResponseHeaders, upstreamRequestHeaders } from '../proxy/headers.js';
+import type { NormalisedPath } from '../routing/normalise.js';
+import type { GatewayServices } from '../services.js';
+import { MetadataCache, type RuntimeAddress } from './metadata-cache.js';
+import type { FindModel } from './model-directory.js';
+import { readBody } from './read-body.js';
+import { runtimeError } from './runtime-errors.js';
+import { validateInferRequest } from './validate-infer.js';
+
+/**
+ * The V2 (Open Inference Protocol) endpoints on the gateway's root:
+ *
+ *   GET  /v2/health/live, /v2/health/ready      open
+ *   GET  /v2/models/<m>                          metadata (served from the gateway's cache)
+ *   GET  /v2/models/<m>/ready                    the runtime's readiness
+ *   POST /v2/models/<m>/infer                    checked against the metadata, then sent on
+ *
+ * Model endpoints need a platform key whose roles allow inference (`models:inference`, `editor`)
+ * or a bda key for the model's workflow. The same inference is reachable as a workflow service,
+ * `/events/bda/<workflow>/<model>/v2/models/<model>/infer`, and is checked the same way
+ * (see `workflowInference`).
+ */
+export type V2Handler = (req: IncomingMessage, res: ServerResponse, path: NormalisedPath) => Promise<void>;
+
+/** Largest error body read from a runtime (a traceback can be long; only its last line is used). */
+const MAX_ERROR_BODY = 256 * 1024;
+
+const caches = new WeakMap<GatewayServices, MetadataCache>();
+
+/** One metadata cache per gateway, shared by /v2 and the workflow route to the same models. */
+function metadataCache(s: GatewayServices): MetadataCache {
+  let cache = caches.get(s);
+  if (cache === undefined) {
+    cache = new MetadataCache(s.upstreams, s.invalidation, s.log, s.config.cacheEntries);
+    caches.set(s, cache);
+  }
+  return cache;
+}
+
+const notFound = (message: string): TollgateError => new TollgateError(404, 'unknown_endpoint', message);
+
+function methodNotAllowed(allowed: string): TollgateError {
+  return new TollgateError(405, 'method_not_allowed', `use ${allowed} on this endpoint`, {
+    headers: { allow: allowed },
+  });
+}
+
+function sendJson(res: ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, {
+    'content-type': 'application/json',
+    'content-length': String(Buffer.byteLength(text)),
+  });
+  res.end(text);
+}
+
+function forbidden(message: string): TollgateError {
+  return new TollgateError(403, 'model_access_denied', message);
+}
+
+export function createV2Handler(s: GatewayServices, findModel: FindModel): V2Handler {
+  const cache = metadataCache(s);
+
+  /** The runtime of a model this grant may call; 403, 404 or 503 with the reason otherwise. */
+  async function runtimeFor(model: string, grant: KeyGrant): Promise<RuntimeAddress> {
+    if (grant.module === 'platform' && !s.roles.allows(grant.roles, 'INFER', 'models')) {
+      throw forbidden(
+        `this key's roles (${grant.roles.join(', ')}) do not allow model inference; use a platform key with role models:inference or editor`,
+      );
+    }
+    const route = await s.routes.model(model);
+    let workflow = route?.route.workflow;
+    if (route === null) {
+      const info = await findModel(model);
+      if (info === undefined) {
+        throw new TollgateError(
+          404,
+          'model_not_found',
+          `no model named '${model}'; list them with GET /events/platform/api/v1/models`,
+        );
+      }
+      workflow = info.workflow;
+    }
+    if (grant.module === 'bda' && (workflow === undefined || grant.roles[0] !== workflow)) {
+      throw forbidden(
+        workflow === undefined
+          ? `model '${model}' belongs to no workflow, so bda keys cannot call it; use a platform key with role models:inference`
+          : `this key is for workflow '${grant.roles[0] ?? ''}'; model '${model}' belongs to another workflow`,
+      );
+    }
+    if (route === null) {
+      throw new TollgateError(
+        503,
+        'model_not_ready',
+        `model '${model}' has no ready replica yet; retry shortly`,
+        {
+          headers: { 'retry-after': '1' },
+        },
+      );
+    }
+    return { origin: route.origin, basePath: route.basePath };
+  }
+
+  async function authorised(
+    req: IncomingMessage,
+    model: string,
+  ): Promise<{ grant: KeyGrant; runtime: RuntimeAddress }> {
+    const grant = await s.keys.check(req.headers.authorization);
+    if (!isModelName(model)) {
+      throw new TollgateError(
+        404,
+        'model_not_found',
+        `no model named '${model}'; model names look like model-<id>`,
+      );
+    }
+    const runtime = await runtimeFor(model, grant);
+    if (grant.rateLimit !== undefined) await s.rateLimiter.take(grant);
+    s.usage.record(grant.id);
+    return { grant, runtime };
+  }
+
+  async function health(req: IncomingMessage, res: ServerResponse, which: string): Promise<void> {
+    if (req.method !== 'GET') throw methodNotAllowed('GET');
+    if (which === 'live') return sendJson(res, 200, { live: true });
+    // Ready means a call could be checked now: the key store answers.
+    try {
+      await s.redis.ping();
+    } catch {
+      return sendJson(res, 503, { ready: false });
+    }
+    sendJson(res, 200, { ready: true });
+  }
+
+  async function ready(
+    req: IncomingMessage,
+    res: ServerResponse,
+    model: string,
+    requestId: string,
+  ): Promise<void> {
+    const { grant, runtime } = await authorised(req, model);
+    let status: number;
+    try {
+      const answer = await s.upstreams.get(runtime.origin).request({
+        method: 'GET',
+        path: `${runtime.basePath}/v2/models/${model}/ready`,
+        headers: upstreamRequestHeaders(req, grant, requestId),
+      });
+      status = answer.statusCode;
+      await answer.body.dump();
+    } catch {
+      status = 503;
+    }
+    sendJson(res, status === 200 ? 200 : 503, { name: model, ready: status === 200 });
+  }
+
+  return async (req, res, path) => {
+    const requestId = requestIdOf(req);
+    res.setHeader('x-request-id', requestId);
+    const [, area, model, action, ...rest] = path.segments;
+    if (area === 'health' && (model === 'live' || model === 'ready') && action === undefined) {
+      return health(req, res, model);
+    }
+    if (area !== 'models' || model === undefined || rest.length > 0) {
+      throw notFound(
+        'no such V2 endpoint: GET /v2/health/live|ready, GET /v2/models/<model>[/ready], POST /v2/models/<model>/infer',
+      );
+    }
+    if (action === undefined) {
+      if (req.method !== 'GET') throw methodNotAllowed('GET');
+      const { runtime } = await authorised(req, model);
+      const { raw } = await cache.get(model, runtime);
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(raw.length) });
+      res.end(raw);
+      return;
+    }
+    if (action === 'ready') {
+      if (req.method !== 'GET') throw methodNotAllowed('GET');
+      return ready(req, res, model, requestId);
+    }
+    if (action === 'infer') {
+      if (req.method !== 'POST') throw methodNotAllowed('POST');
+      const { grant, runtime } = await authorised(req, model);
+      await infer(s, cache, req, res, { model, runtime, grant, requestId, query: path.query });
+      return;
+    }
+    throw notFound(`no such V2 endpoint for a model: /v2/models/${model}/${action}`);
+  };
+}
+
+interface InferCall {
+  model: string;
+  runtime: RuntimeAddress;
+  grant: KeyGrant;
+  requestId: string;
+  query: string;
+}
+
+/**
+ * Reads the request (bounded), checks it against the model's metadata, sends it to the runtime
+ * and answers with the runtime's response, or with its error in the V2 shape. Resolves with the
+ * status the client got.
+ */
+async function infer(
+  s: GatewayServices,
+  cache: MetadataCache,
+  req: IncomingMessage,
+  res: ServerResponse,
+  call: InferCall,
+): Promise<number> {
+  const { model, runtime } = call;
+  if (req.headers['inference-header-content-length'] !== undefined) {
+    throw new TollgateError(
+      400,
+      'binary_data_unsupported',
+      'the binary tensor extension is not supported by the model runtime; send JSON data (tritonclient: binary_data=False)',
+      { field: 'body' },
+    );
+  }
+  const body = await readBody(req, s.config.bodyLimitBytes);
+  const { metadata } = await cache.get(model, runtime);
+  validateInferRequest(body, metadata);
+
+  let answer: Dispatcher.ResponseData;
+  try {
+    answer = await s.upstreams.get(runtime.origin).request({
+      method: 'POST',
+      path: `${runtime.basePath}/v2/models/${model}/infer${call.query}`,
+      headers: upstreamRequestHeaders(req, call.grant, call.requestId),
+      body,
+    });
+  } catch (err) {
+    throw upstreamFailure(err as Error);
+  }
+  if (answer.statusCode === 200) {
+    res.writeHead(200, clientResponseHeaders(answer.headers));
+    await pipeline(answer.body, res);
+    return 200;
+  }
+  const text = await readLimited(answer.body, MAX_ERROR_BODY);
+  const err = runtimeError(model, answer.statusCode, text);
+  // The runtime refused what the cached metadata allowed: the model may have changed under it.
+  if (err.code !== 'inference_error') cache.forget(model);
+  throw err;
+}
+
+async function readLimited(body: AsyncIterable<Buffer>, limit: number): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    if (size < limit) chunks.push(chunk);
+    size += chunk.length;
+  }
+  return Buffer.concat(chunks).subarray(0, limit).toString('utf8');
+}
+
+const WORKFLOW_INFER_LENGTH = 8; // events bda <workflow> <service> v2 models <model> infer
+
+/**
+ * For the events handler: when a bda call is V2 inference on a model published as the workflow's
+ * service, checks it like /v2 and answers it; resolves with the status the client got. Returns
+ * undefined for every other call, which the events handler proxies as usual.
+ */
+export function workflowInference(
+  s: GatewayServices,
+  req: IncomingMessage,
+  res: ServerResponse,
+  path: NormalisedPath,
+  target: { kind: string; proxy: { origin: string; path: string } },
+  grant: KeyGrant,
+  requestId: string,
+): Promise<number> | undefined {
+  if (target.kind !== 'bda') return undefined;
+  const seg = path.segments;
+  const model = seg[6];
+  if (
+    req.method !== 'POST' ||
+    seg.length !== WORKFLOW_INFER_LENGTH ||
+    seg[4] !== 'v2' ||
+    seg[5] !== 'models' ||
+    seg[7] !== 'infer' ||
+    model === undefined ||
+    model !== seg[3] ||
+    !isModelName(model)
+  ) {
+    return undefined;
+  }
+  const suffix = `/v2/models/${model}/infer${path.query}`;
+  const { origin, path: upstreamPath } = target.proxy;
+  if (!upstreamPath.endsWith(suffix)) return undefined;
+  const runtime = { origin, basePath: upstreamPath.slice(0, -suffix.length) };
+  return infer(s, metadataCache(s), req, res, { model, runtime, grant, requestId, query: path.query });
+}

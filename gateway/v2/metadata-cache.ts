@@ -1,0 +1,118 @@
+import { TollgateError } from '../../common/errors.js';
+import type { Logger } from '../../common/logger.js';
+import { redisChannels, redisKeys } from '../../common/redis/schema.js';
+import { InvalidatedCache, type CacheInvalidation } from '../invalidation.js';
+import { upstreamFailure } from '../proxy/forward.js';
+import type { UpstreamPools } from '../proxy/upstream-pools.js';
+import { modelMetadataSchema, type ModelMetadata } from './metadata.js';
+
+/** Where a model's V2 server answers: its origin (the connection pool) and the path prefix before /v2. */
+export interface RuntimeAddress {
+  origin: string;
+  basePath: string;
+}
+
+/** A model's metadata, parsed for the validator and as the runtime sent it, for GET /v2/models/<m>. */
+export interface CachedMetadata {
+  metadata: ModelMetadata;
+  raw: Buffer;
+  /** Where it was fetched from: a different address means a different runtime. */
+  address: string;
+}
+
+/**
+ * A model's schema changes only when the model is redeployed, which the operator announces on the
+ * routes channel; the TTL covers a redeploy behind an unchanged URL (a Kubernetes Service).
+ */
+const TTL_MS = 30_000;
+const MAX_METADATA_BYTES = 1024 * 1024;
+
+/**
+ * Model metadata from the runtime's GET /v2/models/<name>, cached per model and dropped when the
+ * model's route changes. Concurrent misses share one fetch.
+ */
+export class MetadataCache {
+  private readonly cache: InvalidatedCache<CachedMetadata>;
+  private readonly inflight = new Map<string, Promise<CachedMetadata>>();
+
+  constructor(
+    private readonly upstreams: UpstreamPools,
+    invalidation: CacheInvalidation,
+    private readonly log: Logger,
+    entries: number,
+  ) {
+    this.cache = new InvalidatedCache<CachedMetadata>(invalidation, { max: entries, ttlMs: TTL_MS });
+    const prefix = redisKeys.modelRoute('');
+    invalidation.on(redisChannels.routes, (redisKey) => {
+      if (redisKey.startsWith(prefix)) this.cache.delete(redisKey.slice(prefix.length));
+    });
+  }
+
+  get(model: string, runtime: RuntimeAddress): Promise<CachedMetadata> | CachedMetadata {
+    const address = runtime.origin + runtime.basePath;
+    const hit = this.cache.get(model);
+    if (hit !== undefined && hit.address === address) return hit;
+    const key = `${model} ${address}`;
+    let pending = this.inflight.get(key);
+    if (pending === undefined) {
+      pending = this.fetch(model, runtime, address).finally(() => this.inflight.delete(key));
+      this.inflight.set(key, pending);
+    }
+    return pending;
+  }
+
+  /** Forgets a model's metadata, e.g. after its runtime refused a request the metadata allowed. */
+  forget(model: string): void {
+    this.cache.delete(model);
+  }
+
+  private async fetch(model: string, runtime: RuntimeAddress, address: string): Promise<CachedMetadata> {
+    const epoch = this.cache.epoch;
+    let status: number;
+    let raw: Buffer;
+    try {
+      const res = await this.upstreams.get(runtime.origin).request({
+        method: 'GET',
+        path: `${runtime.basePath}/v2/models/${encodeURIComponent(model)}`,
+        headers: { accept: 'application/json' },
+      });
+      status = res.statusCode;
+      raw = Buffer.from(await res.body.arrayBuffer());
+    } catch (err) {
+      throw upstreamFailure(err as Error);
+    }
+    if (status === 404) {
+      throw new TollgateError(
+        503,
+        'model_not_ready',
+        `model '${model}' is not loaded by its runtime yet; retry shortly`,
+        {
+          headers: { 'retry-after': '1' },
+        },
+      );
+    }
+    const parsed =
+      status === 200 && raw.length <= MAX_METADATA_BYTES
+        ? modelMetadataSchema.safeParse(parseJson(raw))
+        : undefined;
+    if (parsed?.success !== true) {
+      this.log.error({ model, status, issue: parsed?.error.issues[0]?.message }, 'unreadable model metadata');
+      throw new TollgateError(
+        502,
+        'model_metadata_unavailable',
+        `the runtime of model '${model}' did not give readable V2 metadata (status ${status})`,
+      );
+    }
+    const entry = { metadata: parsed.data, raw, address };
+    this.cache.set(model, entry, epoch);
+    return entry;
+  }
+}
+
+function parseJson(raw: Buffer): unknown {
+  try {
+    return JSON.parse(raw.toString('utf8'));
+  } catch {
+    return undefined;
+  }
+}

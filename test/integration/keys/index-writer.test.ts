@@ -1,0 +1,177 @@
+import { Redis } from 'ioredis';
+import { KeyIndexWriter } from '../../../common/apikey/index-writer.js';
+import { generateKey, hashKey } from '../../../common/apikey/format.js';
+import { redisChannels, redisKeys } from '../../../common/redis/schema.js';
+import type { KeyGrant } from '../../../common/resources/grant.js';
+import { newKeyId } from '../../../common/resources/apikey.js';
+import { WorkflowRoutes } from '../../../common/routes/workflow-routes.js';
+import { redis, restartRedis, stopRedis } from '../../harness/index.js';
+
+const clientOptions = {
+  maxRetriesPerRequest: 0,
+  enableOfflineQueue: false,
+  retryStrategy: () => 50,
+} as const;
+
+/** Collects the messages of a channel, the way a gateway replica's subscriber receives them. */
+async function listen(url: string, channel: string): Promise<{ messages: string[]; close(): void }> {
+  const sub = new Redis(url);
+  const messages: string[] = [];
+  sub.on('message', (_channel: string, message: string) => messages.push(message));
+  await sub.subscribe(channel);
+  return { messages, close: () => sub.disconnect() };
+}
+
+async function until(condition: () => boolean, timeoutMs = 2_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+describe('key index writer', () => {
+  let url: string;
+  let client: Redis;
+  beforeAll(async () => {
+    url = (await redis()).url;
+    client = new Redis(url, clientOptions);
+  });
+  afterAll(() => client.disconnect());
+
+  it('writes the grant under the key’s hash and tells every subscriber at once', async () => {
+    const writer = new KeyIndexWriter(client);
+    const replicaA = await listen(url, redisChannels.keys);
+    const replicaB = await listen(url, redisChannels.keys);
+    try {
+      const hash = hashKey(generateKey('platform'));
+      const grant: KeyGrant = {
+        id: newKeyId(),
+        owner: 'alice',
+        module: 'platform',
+        roles: ['viewer'],
+        name: 'ci',
+        expiresAt: '2031-01-01T00:00:00.000Z',
+        rateLimit: { requests: 10, windowSeconds: 1 },
+      };
+      await writer.put(hash, grant);
+      expect(JSON.parse((await client.get(redisKeys.apiKey(hash))) ?? 'null')).toEqual(grant);
+      await until(() => replicaA.messages.includes(hash) && replicaB.messages.includes(hash));
+
+      await client.hset(redisKeys.keyUsage(grant.id), { lastUsed: new Date().toISOString(), count: 3 });
+      await writer.delete({ hash, id: grant.id });
+      expect(await client.exists(redisKeys.apiKey(hash), redisKeys.keyUsage(grant.id))).toBe(0);
+      await until(() => replicaA.messages.filter((m) => m === hash).length === 2);
+      expect(replicaB.messages.filter((m) => m === hash)).toHaveLength(2);
+    } finally {
+      replicaA.close();
+      replicaB.close();
+    }
+  });
+
+  it('answers 503 redis_unavailable when Redis is down, and works again once it is back', async () => {
+    const tag = 'keys-index-writer';
+    const own = await redis(tag);
+    const down = new Redis(own.url, clientOptions);
+    down.on('error', () => undefined);
+    try {
+      await until(() => down.status === 'ready', 5_000);
+      await stopRedis(tag);
+      const writer = new KeyIndexWriter(down);
+      const hash = hashKey(generateKey('bda'));
+      const grant: KeyGrant = { id: newKeyId(), owner: 'alice', module: 'bda', roles: ['wf'] };
+      await expect(writer.put(hash, grant)).rejects.toMatchObject({ status: 503, code: 'redis_unavailable' });
+      await expect(writer.delete({ hash, id: grant.id })).rejects.toMatchObject({
+        status: 503,
+        code: 'redis_unavailable',
+      });
+      await restartRedis(tag);
+      await until(() => down.status === 'ready', 5_000);
+      await writer.put(hash, grant);
+      expect(await down.get(redisKeys.apiKey(hash))).toBe(JSON.stringify(grant));
+    } finally {
+      down.disconnect();
+    }
+  });
+});
+
+describe('workflow routes', () => {
+  let url: string;
+  let client: Redis;
+  let routes: WorkflowRoutes;
+  const wf = (name: string): string => `${name}-${Math.random().toString(36).slice(2, 8)}`;
+  beforeAll(async () => {
+    url = (await redis()).url;
+    client = new Redis(url, clientOptions);
+    routes = new WorkflowRoutes(client);
+  });
+  afterAll(() => client.disconnect());
+
+  it('registers a service as a route the gateway reads, and announces it', async () => {
+    const replica = await listen(url, redisChannels.routes);
+    try {
+      const workflow = wf('fraud');
+      await routes.register({
+        workflow,
+        service: 'scorer',
+        url: 'http://127.0.0.1:9001',
+        owner: 'alice',
+        source: 'manual',
+      });
+      const key = redisKeys.bdaRoute(workflow, 'scorer');
+      expect(JSON.parse((await client.get(key)) ?? 'null')).toEqual({
+        url: 'http://127.0.0.1:9001',
+        owner: 'alice',
+        workflow,
+        source: 'manual',
+      });
+      await until(() => replica.messages.includes(key));
+      expect(await routes.remove(workflow, 'scorer')).toBe(true);
+      expect(await client.exists(key)).toBe(0);
+      expect(await routes.remove(workflow, 'scorer')).toBe(false);
+      await until(() => replica.messages.filter((m) => m === key).length >= 2);
+    } finally {
+      replica.close();
+    }
+  });
+
+  it('lists the workflows a user owns, and never one shared with another owner', async () => {
+    const owner = `owner-${Math.random().toString(36).slice(2, 8)}`;
+    const mine = wf('mine');
+    const theirs = wf('theirs');
+    await routes.register({ workflow: mine, service: 'b', url: 'http://127.0.0.1:9002', owner });
+    await routes.register({ workflow: mine, service: 'a', url: 'http://127.0.0.1:9003', owner });
+    await routes.register({
+      workflow: theirs,
+      service: 'a',
+      url: 'http://127.0.0.1:9004',
+      owner: 'someone-else',
+    });
+    expect(await routes.ownedBy(owner)).toEqual([{ workflow: mine, services: ['a', 'b'] }]);
+
+    // A service cannot be slipped into another owner's workflow.
+    await expect(
+      routes.register({ workflow: theirs, service: 'b', url: 'http://127.0.0.1:9005', owner }),
+    ).rejects.toMatchObject({ status: 409, code: 'workflow_owned_by_another_user', field: 'workflow' });
+    expect(await client.exists(redisKeys.bdaRoute(theirs, 'b'))).toBe(0);
+    expect((await routes.ownedBy(owner)).map((w) => w.workflow)).toEqual([mine]);
+  });
+
+  it('refuses ids that could cross paths or Redis keys, and URLs that are not http', async () => {
+    const base = { workflow: 'ok', service: 'ok', url: 'http://127.0.0.1:1', owner: 'alice' };
+    for (const bad of [
+      { workflow: '..' },
+      { workflow: 'a/b' },
+      { workflow: 'a:b' },
+      { service: '.' },
+      { service: '' },
+      { service: 'x'.repeat(64) },
+      { url: 'file:///etc/passwd' },
+      { url: 'not a url' },
+      { owner: '' },
+    ]) {
+      await expect(routes.register({ ...base, ...bad })).rejects.toThrow();
+    }
+    expect(await client.exists(redisKeys.bdaRoute('ok', 'ok'))).toBe(0);
+  });
+});

@@ -1,0 +1,527 @@
+import { readdir, readFile } from 'node:fs/promises';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import express from 'express';
+import { Redis } from 'ioredis';
+import { DirApiKeyStore } from '../../../common/apikey/dir-store.js';
+import { hashKey, parseKey } from '../../../common/apikey/format.js';
+import { KeyIndexWriter } from '../../../common/apikey/index-writer.js';
+import { KubeApiKeyStore } from '../../../common/apikey/kube-store.js';
+import { RoleCatalogue } from '../../../common/apikey/roles.js';
+import type { ApiKeyStore } from '../../../common/apikey/store.js';
+import { createLogger } from '../../../common/logger.js';
+import { redisChannels, redisKeys } from '../../../common/redis/schema.js';
+import { ManifestDir } from '../../../common/resources/manifest-dir.js';
+import { WorkflowRoutes } from '../../../common/routes/workflow-routes.js';
+import { createManagementRouter } from '../../../gateway/api/router.js';
+import { LocalIssuer } from '../../../gateway/auth/local-issuer.js';
+import { createTokenVerifier } from '../../../gateway/auth/oidc.js';
+import { redis } from '../../harness/index.js';
+import {
+  customObjects,
+  freshNamespace,
+  kubeWithApiKeys,
+  loopbackIdentityProvider,
+  tempDir,
+} from './fixtures.js';
+
+const log = createLogger('management-api-test', 'silent');
+const clientOptions = {
+  maxRetriesPerRequest: 0,
+  enableOfflineQueue: false,
+  retryStrategy: () => 50,
+} as const;
+
+interface Answer {
+  status: number;
+  headers: Headers;
+  body: Record<string, unknown>;
+}
+
+interface KeyJson {
+  id: string;
+  key?: string;
+  start: string;
+  module: string;
+  roles: string[];
+  name?: string;
+  createdAt: string;
+  lastUsed?: string;
+  requestCount: number;
+  expiresAt?: string;
+  rateLimit?: { requests: number; windowSeconds: number };
+}
+
+const stores: Array<[string, (dir: string) => Promise<ApiKeyStore>]> = [
+  ['manifest directory', async (dir) => new DirApiKeyStore(new ManifestDir(dir, () => undefined))],
+  [
+    'Kubernetes',
+    async () => {
+      const { kc } = await kubeWithApiKeys();
+      return new KubeApiKeyStore(customObjects(kc), await freshNamespace(kc, 'keys-api'));
+    },
+  ],
+];
+
+describe.each(stores)('management API over HTTP (keys on %s)', (label, openStore) => {
+  let idp: Awaited<ReturnType<typeof loopbackIdentityProvider>>;
+  let server: Server;
+  let base: string;
+  let client: Redis;
+  let stateDir: string;
+  const suffix = Math.random().toString(36).slice(2, 8);
+  const alice = `alice-${suffix}@example.com`;
+  const bob = `bob-${suffix}@example.com`;
+  const workflow = `fraud-${suffix}`;
+  const bobsWorkflow = `payroll-${suffix}`;
+  let aliceToken: string;
+  let bobToken: string;
+
+  beforeAll(async () => {
+    idp = await loopbackIdentityProvider();
+    const redisUrl = (await redis()).url;
+    client = new Redis(redisUrl, clientOptions);
+    await new Promise((r) => client.once('ready', r));
+    stateDir = await tempDir('tollgate-api-');
+    const workflows = new WorkflowRoutes(client);
+    await workflows.register({ workflow, service: 'scorer', url: 'http://127.0.0.1:9', owner: alice });
+    await workflows.register({
+      workflow: bobsWorkflow,
+      service: 'pay',
+      url: 'http://127.0.0.1:9',
+      owner: bob,
+    });
+    const app = express();
+    app.use(
+      '/api/v1',
+      createManagementRouter({
+        store: await openStore(stateDir),
+        index: new KeyIndexWriter(client),
+        redis: client,
+        workflows,
+        roles: new RoleCatalogue({ resources: ['datasets'] }),
+        verifyToken: createTokenVerifier({
+          issuer: 'urn:tollgate:standalone',
+          audience: 'tollgate',
+          jwksUrl: idp.jwksUrl,
+        }),
+        log,
+      }),
+    );
+    server = app.listen(0, '127.0.0.1');
+    await new Promise((r) => server.once('listening', r));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/api/v1`;
+    aliceToken = await idp.issuer.mint(alice);
+    bobToken = await idp.issuer.mint(bob);
+  });
+  afterAll(async () => {
+    await new Promise((r) => server.close(r));
+    await idp.close();
+    client.disconnect();
+  });
+
+  async function call(
+    method: string,
+    path: string,
+    opts: { token?: string | null; body?: unknown; raw?: string; contentType?: string } = {},
+  ): Promise<Answer> {
+    const headers: Record<string, string> = {};
+    const token = opts.token === undefined ? aliceToken : opts.token;
+    if (token !== null) headers.authorization = `Bearer ${token}`;
+    let body: string | undefined;
+    if (opts.raw !== undefined || opts.body !== undefined) {
+      body = opts.raw ?? JSON.stringify(opts.body);
+      headers['content-type'] = opts.contentType ?? 'application/json';
+    }
+    const res = await fetch(`${base}${path}`, { method, headers, ...(body === undefined ? {} : { body }) });
+    const text = await res.text();
+    return {
+      status: res.status,
+      headers: res.headers,
+      body: text === '' ? {} : (JSON.parse(text) as Record<string, unknown>),
+    };
+  }
+  const create = (body: unknown, token?: string) =>
+    call('POST', '/apikeys', { body, ...(token === undefined ? {} : { token }) });
+  const items = (a: Answer): KeyJson[] => a.body.items as KeyJson[];
+
+  function expectError(a: Answer, status: number, code: string, field?: string): void {
+    expect({ status: a.status, code: a.body.code, field: a.body.field }).toEqual({ status, code, field });
+    expect(typeof a.body.error).toBe('string');
+    expect((a.body.error as string).length).toBeGreaterThan(10);
+  }
+
+  describe('authentication', () => {
+    it('refuses a request without a token, saying how to authenticate', async () => {
+      const a = await call('GET', '/apikeys', { token: null });
+      expectError(a, 401, 'missing_token');
+      expect(a.headers.get('www-authenticate')).toMatch(/^Bearer realm="tollgate"/);
+    });
+
+    it('refuses tokens that are malformed, foreign, for another audience or issuer, or expired', async () => {
+      const stranger = await LocalIssuer.open(await tempDir('tollgate-stranger-'));
+      const cases: Array<[string, string]> = [
+        ['not-a-jwt', 'invalid_token'],
+        [await stranger.mint(alice), 'invalid_token'],
+        [await idp.issuer.mint(alice, { audience: 'someone-else' }), 'invalid_token'],
+        [await idp.issuer.mint(alice, { issuer: 'https://evil.example.com' }), 'invalid_token'],
+        [await idp.issuer.mint(alice, { ttlSeconds: -120 }), 'token_expired'],
+      ];
+      for (const [token, code] of cases) {
+        const a = await call('GET', '/apikeys', { token });
+        expectError(a, 401, code);
+        expect(a.headers.get('www-authenticate')).toContain('error="invalid_token"');
+      }
+      expectError(
+        await fetchWith(`${base}/apikeys`, {
+          authorization: `Basic ${Buffer.from('a:b').toString('base64')}`,
+        }),
+        401,
+        'invalid_token',
+      );
+    });
+  });
+
+  describe('create, list, get, delete', () => {
+    it('lists the roles each module offers the caller', async () => {
+      const a = await call('GET', '/modules');
+      expect(a.status).toBe(200);
+      const modules = a.body.modules as Array<{
+        module: string;
+        roles: Array<{ id: string; description: string }>;
+      }>;
+      const bda = modules.find((m) => m.module === 'bda')?.roles.map((r) => r.id);
+      expect(bda).toContain(workflow);
+      expect(bda).not.toContain(bobsWorkflow);
+      const platform = modules.find((m) => m.module === 'platform')?.roles.map((r) => r.id);
+      expect(platform).toEqual(
+        expect.arrayContaining([
+          'viewer',
+          'editor',
+          'datasets:viewer',
+          'datasets:editor',
+          'models:inference',
+        ]),
+      );
+      const bobs = (await call('GET', '/modules', { token: bobToken })).body.modules as typeof modules;
+      expect(bobs.find((m) => m.module === 'bda')?.roles.map((r) => r.id)).toEqual([bobsWorkflow]);
+    });
+
+    it('creates a platform key, shows it once, and indexes only its hash', async () => {
+      const a = await create({
+        module: 'platform',
+        roles: ['viewer', 'datasets:editor'],
+        name: '  Nightly export  ',
+        expiresAt: '2031-06-01T12:00:00+02:00',
+        rateLimit: { requests: 50, windowSeconds: 10 },
+      });
+      expect(a.status).toBe(201);
+      const created = a.body as unknown as KeyJson;
+      const key = created.key ?? '';
+      expect(parseKey(key)).toEqual({ module: 'platform' });
+      expect(created).toMatchObject({
+        start: key.slice(0, 8),
+        module: 'platform',
+        roles: ['viewer', 'datasets:editor'],
+        name: 'Nightly export',
+        expiresAt: '2031-06-01T10:00:00.000Z',
+        rateLimit: { requests: 50, windowSeconds: 10 },
+        requestCount: 0,
+      });
+      expect(created.id).toMatch(/^[0-9a-f]{20}$/);
+      expect(Date.now() - Date.parse(created.createdAt)).toBeLessThan(60_000);
+      expect(a.body).not.toHaveProperty('hash');
+      expect(a.headers.get('location')).toBe(`/api/v1/apikeys/${created.id}`);
+      expect(a.headers.get('cache-control')).toBe('no-store');
+
+      expect(JSON.parse((await client.get(redisKeys.apiKey(hashKey(key)))) ?? 'null')).toEqual({
+        id: created.id,
+        owner: alice,
+        module: 'platform',
+        roles: ['viewer', 'datasets:editor'],
+        name: 'Nightly export',
+        expiresAt: '2031-06-01T10:00:00.000Z',
+        rateLimit: { requests: 50, windowSeconds: 10 },
+      });
+
+      // The key value is in no later answer and nowhere on disk.
+      const got = await call('GET', `/apikeys/${created.id}`);
+      expect(got.status).toBe(200);
+      expect(got.body).toEqual({ ...created, key: undefined });
+      expect(JSON.stringify(got.body)).not.toContain(key.slice(8));
+      expect(JSON.stringify((await call('GET', '/apikeys')).body)).not.toContain(key.slice(8));
+      if (label === 'manifest directory') {
+        const files = await readdir(join(stateDir, 'apikeys'));
+        const texts = await Promise.all(files.map((f) => readFile(join(stateDir, 'apikeys', f), 'utf8')));
+        expect(texts.join('\n')).toContain(hashKey(key));
+        expect(texts.join('\n')).not.toContain(key.slice(8));
+      }
+    });
+
+    it('creates a bda key only for a workflow the caller owns', async () => {
+      const a = await create({ module: 'bda', roles: [workflow] });
+      expect(a.status).toBe(201);
+      expect(parseKey(a.body.key as string)).toEqual({ module: 'bda' });
+      expect(a.body.roles).toEqual([workflow]);
+      expectError(await create({ module: 'bda', roles: [bobsWorkflow] }), 400, 'unknown_workflow', 'roles');
+      expectError(
+        await create({ module: 'bda', roles: ['no-such-workflow'] }),
+        400,
+        'unknown_workflow',
+        'roles',
+      );
+      expectError(
+        await create({ module: 'bda', roles: [workflow, workflow + 'x'] }),
+        400,
+        'invalid_field',
+        'roles',
+      );
+      expectError(await create({ module: 'bda', roles: ['viewer'] }), 400, 'unknown_workflow', 'roles');
+      expectError(await create({ module: 'platform', roles: [workflow] }), 400, 'unknown_role', 'roles');
+    });
+
+    it('lists the caller’s keys with search, module filter and pages, and last use from Redis', async () => {
+      const owner = `carol-${suffix}`;
+      const token = await idp.issuer.mint(owner);
+      const made: KeyJson[] = [];
+      for (const [i, roles] of [
+        ['viewer'],
+        ['datasets:viewer'],
+        ['editor'],
+        ['models:inference'],
+        ['viewer'],
+      ].entries()) {
+        const a = await create(
+          { module: 'platform', roles, name: i === 2 ? 'Deploy BOT' : `key ${i}` },
+          token,
+        );
+        expect(a.status).toBe(201);
+        made.push(a.body as unknown as KeyJson);
+      }
+      const list = (query: string) => call('GET', `/apikeys${query}`, { token });
+
+      const all = items(await list(''));
+      expect(all.map((k) => k.id).sort()).toEqual(made.map((k) => k.id).sort());
+      expect(all.every((k) => k.key === undefined && !('hash' in k))).toBe(true);
+
+      const seen: string[] = [];
+      let cursor: string | undefined;
+      do {
+        const page = await list(
+          `?limit=2${cursor === undefined ? '' : `&cursor=${encodeURIComponent(cursor)}`}`,
+        );
+        expect(page.status).toBe(200);
+        expect(items(page).length).toBeLessThanOrEqual(2);
+        seen.push(...items(page).map((k) => k.id));
+        cursor = page.body.nextCursor as string | undefined;
+      } while (cursor !== undefined);
+      expect(seen).toEqual(all.map((k) => k.id));
+
+      expect(items(await list('?search=deploy%20bot')).map((k) => k.name)).toEqual(['Deploy BOT']);
+      expect(items(await list('?search=datasets')).map((k) => k.roles)).toEqual([['datasets:viewer']]);
+      expect(items(await list(`?search=${made[3]?.start ?? ''}`)).map((k) => k.id)).toContain(made[3]?.id);
+      expect(items(await list('?module=bda'))).toEqual([]);
+      expect(items(await list('?module=platform&search=viewer'))).toHaveLength(3);
+
+      const lastUsed = new Date(Date.now() - 5_000).toISOString();
+      await client.hset(redisKeys.keyUsage(made[0]?.id ?? ''), { lastUsed, count: 42 });
+      const used = items(await list('')).find((k) => k.id === made[0]?.id);
+      expect(used).toMatchObject({ lastUsed, requestCount: 42 });
+      expect(items(await list('')).find((k) => k.id === made[1]?.id)?.lastUsed).toBeUndefined();
+    });
+
+    it('deletes a key: the index entry goes, every replica is told, and the key is gone', async () => {
+      const created = (await create({ module: 'platform', roles: ['viewer'] })).body as unknown as KeyJson;
+      const hash = hashKey(created.key ?? '');
+      const sub = new Redis((await redis()).url);
+      const messages: string[] = [];
+      sub.on('message', (_c: string, m: string) => messages.push(m));
+      await sub.subscribe(redisChannels.keys);
+      try {
+        const a = await call('DELETE', `/apikeys/${created.id}`);
+        expect(a.status).toBe(204);
+        expect(await client.exists(redisKeys.apiKey(hash))).toBe(0);
+        const deadline = Date.now() + 2_000;
+        while (!messages.includes(hash) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+        expect(messages).toContain(hash);
+        expectError(await call('GET', `/apikeys/${created.id}`), 404, 'key_not_found');
+        expectError(await call('DELETE', `/apikeys/${created.id}`), 404, 'key_not_found');
+        expect(items(await call('GET', '/apikeys')).map((k) => k.id)).not.toContain(created.id);
+      } finally {
+        sub.disconnect();
+      }
+    });
+  });
+
+  describe('isolation between users', () => {
+    it('shows another user’s key as not found, and never deletes it', async () => {
+      const created = (await create({ module: 'platform', roles: ['editor'], name: 'alice only' }))
+        .body as unknown as KeyJson;
+      const hash = hashKey(created.key ?? '');
+      const notFound = await call('GET', `/apikeys/${created.id}`, { token: bobToken });
+      expectError(notFound, 404, 'key_not_found');
+      // Exactly the answer for an id that does not exist at all.
+      const missing = await call('GET', `/apikeys/${'0'.repeat(20)}`, { token: bobToken });
+      expect(missing.body).toEqual({
+        ...notFound.body,
+        error: (notFound.body.error as string).replace(created.id, '0'.repeat(20)),
+      });
+      expectError(await call('DELETE', `/apikeys/${created.id}`, { token: bobToken }), 404, 'key_not_found');
+      expect(await client.exists(redisKeys.apiKey(hash))).toBe(1);
+      expect((await call('GET', `/apikeys/${created.id}`)).status).toBe(200);
+      const bobsList = items(await call('GET', '/apikeys?search=alice', { token: bobToken }));
+      expect(bobsList.map((k) => k.id)).not.toContain(created.id);
+      expect(
+        items(await call('GET', '/apikeys', { token: bobToken })).every((k) => k.id !== created.id),
+      ).toBe(true);
+    });
+  });
+
+  describe('invalid input: 400 with the code and the field at fault', () => {
+    const cases: Array<[string, unknown, string, string]> = [
+      ['no module', { roles: ['viewer'] }, 'invalid_field', 'module'],
+      ['unknown module', { module: 'admin', roles: ['viewer'] }, 'invalid_field', 'module'],
+      ['no roles', { module: 'platform' }, 'invalid_field', 'roles'],
+      ['empty roles', { module: 'platform', roles: [] }, 'invalid_field', 'roles'],
+      ['roles not an array', { module: 'platform', roles: 'viewer' }, 'invalid_field', 'roles'],
+      ['an empty role', { module: 'platform', roles: [''] }, 'invalid_field', 'roles'],
+      ['a role that is not a string', { module: 'platform', roles: [7] }, 'invalid_field', 'roles'],
+      ['a duplicated role', { module: 'platform', roles: ['viewer', 'viewer'] }, 'invalid_field', 'roles'],
+      ['an unknown role', { module: 'platform', roles: ['viewer', 'root'] }, 'unknown_role', 'roles'],
+      [
+        'too many roles',
+        { module: 'platform', roles: Array.from({ length: 33 }, (_, i) => `r${i}`) },
+        'invalid_field',
+        'roles',
+      ],
+      ['a blank name', { module: 'platform', roles: ['viewer'], name: '   ' }, 'invalid_field', 'name'],
+      [
+        'a long name',
+        { module: 'platform', roles: ['viewer'], name: 'x'.repeat(101) },
+        'invalid_field',
+        'name',
+      ],
+      [
+        'a name with control characters',
+        { module: 'platform', roles: ['viewer'], name: 'a\u0000b' },
+        'invalid_field',
+        'name',
+      ],
+      [
+        'a name that is not a string',
+        { module: 'platform', roles: ['viewer'], name: 5 },
+        'invalid_field',
+        'name',
+      ],
+      [
+        'an expiry that is not a date',
+        { module: 'platform', roles: ['viewer'], expiresAt: 'tomorrow' },
+        'invalid_field',
+        'expiresAt',
+      ],
+      [
+        'an expiry without a time zone',
+        { module: 'platform', roles: ['viewer'], expiresAt: '2031-01-01T00:00:00' },
+        'invalid_field',
+        'expiresAt',
+      ],
+      [
+        'an expiry in the past',
+        { module: 'platform', roles: ['viewer'], expiresAt: '2020-01-01T00:00:00Z' },
+        'expiry_in_past',
+        'expiresAt',
+      ],
+      [
+        'a zero rate limit',
+        { module: 'platform', roles: ['viewer'], rateLimit: { requests: 0, windowSeconds: 1 } },
+        'invalid_field',
+        'rateLimit.requests',
+      ],
+      [
+        'a fractional rate limit',
+        { module: 'platform', roles: ['viewer'], rateLimit: { requests: 1.5, windowSeconds: 1 } },
+        'invalid_field',
+        'rateLimit.requests',
+      ],
+      [
+        'a rate limit without a window',
+        { module: 'platform', roles: ['viewer'], rateLimit: { requests: 5 } },
+        'invalid_field',
+        'rateLimit.windowSeconds',
+      ],
+      [
+        'a rate limit window over a day',
+        { module: 'platform', roles: ['viewer'], rateLimit: { requests: 5, windowSeconds: 86_401 } },
+        'invalid_field',
+        'rateLimit.windowSeconds',
+      ],
+      [
+        'an unknown rate limit field',
+        { module: 'platform', roles: ['viewer'], rateLimit: { requests: 5, windowSeconds: 1, burst: 2 } },
+        'unknown_field',
+        'rateLimit.burst',
+      ],
+      ['an unknown field', { module: 'platform', roles: ['viewer'], owner: 'bob' }, 'unknown_field', 'owner'],
+      ['a body that is an array', [{ module: 'platform', roles: ['viewer'] }], 'invalid_field', 'body'],
+    ];
+    it.each(cases)('refuses %s', async (_what, body, code, field) => {
+      const before = items(await call('GET', '/apikeys?limit=200')).length;
+      expectError(await create(body), 400, code, field);
+      expect(items(await call('GET', '/apikeys?limit=200'))).toHaveLength(before);
+    });
+
+    it('refuses bodies that are not JSON, not declared as JSON, or too large', async () => {
+      expectError(
+        await call('POST', '/apikeys', { raw: '{"module": "platform",' }),
+        400,
+        'invalid_json',
+        'body',
+      );
+      expectError(
+        await call('POST', '/apikeys', {
+          raw: 'module=platform',
+          contentType: 'application/x-www-form-urlencoded',
+        }),
+        415,
+        'unsupported_media_type',
+      );
+      expectError(await call('POST', '/apikeys', { raw: '"platform"' }), 400, 'invalid_json', 'body');
+      expectError(await call('POST', '/apikeys'), 415, 'unsupported_media_type');
+      expectError(
+        await create({ module: 'platform', roles: ['viewer'], name: 'x'.repeat(20_000) }),
+        413,
+        'body_too_large',
+      );
+    });
+
+    it('refuses bad list queries and key ids', async () => {
+      expectError(await call('GET', '/apikeys?limit=0'), 400, 'invalid_field', 'limit');
+      expectError(await call('GET', '/apikeys?limit=201'), 400, 'invalid_field', 'limit');
+      expectError(await call('GET', '/apikeys?limit=ten'), 400, 'invalid_field', 'limit');
+      expectError(await call('GET', '/apikeys?limit=2.5'), 400, 'invalid_field', 'limit');
+      expectError(await call('GET', '/apikeys?module=admin'), 400, 'invalid_field', 'module');
+      expectError(await call('GET', '/apikeys?module=bda&module=platform'), 400, 'invalid_field', 'module');
+      expectError(await call('GET', `/apikeys?search=${'x'.repeat(201)}`), 400, 'invalid_field', 'search');
+      expectError(await call('GET', '/apikeys?q=nightly'), 400, 'unknown_field', 'q');
+      expectError(await call('GET', '/apikeys?cursor=bm90IG91cnM'), 400, 'invalid_cursor', 'cursor');
+      expectError(await call('GET', '/apikeys/KEY-1'), 400, 'invalid_field', 'id');
+      expectError(await call('DELETE', '/apikeys/..%2F..%2Fetc'), 400, 'invalid_field', 'id');
+    });
+
+    it('answers 405 with Allow for other methods and 404 for unknown endpoints', async () => {
+      const put = await call('PUT', '/apikeys', { body: {} });
+      expectError(put, 405, 'method_not_allowed');
+      expect(put.headers.get('allow')).toBe('GET, POST');
+      const patch = await call('PATCH', `/apikeys/${'a'.repeat(20)}`, { body: {} });
+      expectError(patch, 405, 'method_not_allowed');
+      expect(patch.headers.get('allow')).toBe('GET, DELETE');
+      expectError(await call('GET', '/secrets'), 404, 'unknown_endpoint');
+    });
+  });
+});
+
+async function fetchWith(url: string, headers: Record<string, string>): Promise<Answer> {
+  const res = await fetch(url, { headers });
+  return { status: res.status, headers: res.headers, body: (await res.json()) as Record<string, unknown> };
+}

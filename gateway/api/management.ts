@@ -1,0 +1,59 @@
+import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
+import type { RequestHandler, Router } from 'express';
+import type { Redis } from 'ioredis';
+import { DirApiKeyStore } from '../../common/apikey/dir-store.js';
+import { KeyIndexWriter } from '../../common/apikey/index-writer.js';
+import { KubeApiKeyStore } from '../../common/apikey/kube-store.js';
+import type { RoleCatalogue } from '../../common/apikey/roles.js';
+import type { ApiKeyStore } from '../../common/apikey/store.js';
+import type { Logger } from '../../common/logger.js';
+import { ManifestDir } from '../../common/resources/manifest-dir.js';
+import { WorkflowRoutes } from '../../common/routes/workflow-routes.js';
+import { LocalIssuer, localOidcConfig } from '../auth/local-issuer.js';
+import { createTokenVerifier, type OidcConfig } from '../auth/oidc.js';
+import { createManagementRouter } from './router.js';
+
+/**
+ * Builds the management API for one of the two deployments: on a cluster, keys are ApiKey
+ * resources and users come from the configured OIDC provider; standalone, keys are manifests in the
+ * state directory and users hold tokens from `tollgate token`, verified through the JWKS this
+ * gateway serves (mount `jwks` at JWKS_PATH).
+ */
+export interface ManagementOptions {
+  redis: Redis;
+  log: Logger;
+  roles: RoleCatalogue;
+  keys: { kubeConfig: KubeConfig; namespace: string } | { stateDir: string };
+  /** A real provider, or the local issuer of `stateDir`, verified through the gateway at `selfUrl`. */
+  identity: { oidc: OidcConfig } | { local: { stateDir: string; selfUrl: string } };
+}
+
+export interface Management {
+  /** Mount at `/api/v1`. */
+  router: Router;
+  /** Standalone only: the local issuer's JWKS, to mount at JWKS_PATH. */
+  jwks?: RequestHandler;
+}
+
+export async function createManagement(opts: ManagementOptions): Promise<Management> {
+  const store: ApiKeyStore =
+    'stateDir' in opts.keys
+      ? new DirApiKeyStore(
+          new ManifestDir(opts.keys.stateDir, (file, err) =>
+            opts.log.warn({ file, err }, 'invalid manifest ignored'),
+          ),
+        )
+      : new KubeApiKeyStore(opts.keys.kubeConfig.makeApiClient(CustomObjectsApi), opts.keys.namespace);
+  const issuer = 'local' in opts.identity ? await LocalIssuer.open(opts.identity.local.stateDir) : undefined;
+  const oidc = 'local' in opts.identity ? localOidcConfig(opts.identity.local.selfUrl) : opts.identity.oidc;
+  const router = createManagementRouter({
+    store,
+    index: new KeyIndexWriter(opts.redis),
+    redis: opts.redis,
+    workflows: new WorkflowRoutes(opts.redis),
+    roles: opts.roles,
+    verifyToken: createTokenVerifier(oidc),
+    log: opts.log,
+  });
+  return issuer === undefined ? { router } : { router, jwks: issuer.jwksHandler() };
+}

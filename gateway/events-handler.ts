@@ -28,7 +28,6 @@ export function createEventsHandler(
   const bodyLimit = s.config.bodyLimitBytes;
   return async (req, res, path) => {
     const requestId = requestIdOf(req);
-    res.setHeader('x-request-id', requestId);
     const area = path.segments[1];
     const kind: MetricsRouteKind = area === 'bda' || area === 'platform' ? area : 'none';
     let module = 'none';
@@ -39,6 +38,7 @@ export function createEventsHandler(
       if (grant.rateLimit !== undefined) await s.rateLimiter.take(grant);
       s.usage.record(grant.id);
       if ('builtIn' in target) {
+        res.setHeader('x-request-id', requestId);
         await target.builtIn(req, res, { grant, requestId, resource: target.resource, path });
         s.metrics.request(kind, res.statusCode, module);
         return;
@@ -47,10 +47,19 @@ export function createEventsHandler(
       const headers = upstreamRequestHeaders(req, grant, requestId);
       // A model published as a workflow service gets the V2 request checks before it is sent on.
       const status = await (workflowInference(s, req, res, path, target, grant, requestId) ??
-        forward(req, res, s.upstreams.get(target.proxy.origin), target.proxy.path, headers, bodyLimit));
+        forward(
+          req,
+          res,
+          s.upstreams.get(target.proxy.origin),
+          target.proxy.path,
+          headers,
+          requestId,
+          bodyLimit,
+        ));
       s.metrics.upstreamDuration(kind, (performance.now() - started) / 1000);
       s.metrics.request(kind, status, module);
     } catch (thrown) {
+      if (!res.headersSent) res.setHeader('x-request-id', requestId);
       const err = sendError(res, thrown, s.log);
       if (err.status === 401) s.metrics.authFailure(err.code);
       s.metrics.request(kind, err.status, module);

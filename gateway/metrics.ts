@@ -14,6 +14,7 @@ export class GatewayMetrics {
   private readonly upstreamSeconds: Histogram<'kind'>;
   private readonly requestChildren = new Map<string, { inc(): void }>();
   private readonly authChildren = new Map<string, { inc(): void }>();
+  private readonly upstreamChildren = new Map<string, { observe(value: number): void }>();
 
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: 'tollgate_gateway_' });
@@ -58,6 +59,11 @@ export class GatewayMetrics {
   }
 
   upstreamDuration(kind: MetricsRouteKind, seconds: number): void {
-    this.upstreamSeconds.observe({ kind }, seconds);
+    let child = this.upstreamChildren.get(kind);
+    if (child === undefined) {
+      child = this.upstreamSeconds.labels(kind);
+      this.upstreamChildren.set(kind, child);
+    }
+    child.observe(seconds);
   }
 }

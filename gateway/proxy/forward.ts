@@ -3,7 +3,7 @@ import { Readable } from 'node:stream';
 import type { Dispatcher, Pool } from 'undici';
 import { TollgateError } from '../../common/errors.js';
 import { sendError } from '../http/errors.js';
-import { clientResponseHeaders } from './headers.js';
+import { clientResponseHeaderList } from './headers.js';
 
 /**
  * Streams one request to an upstream and its response back, both ways without buffering and
@@ -17,6 +17,7 @@ export function forward(
   pool: Pool,
   path: string,
   headers: string[],
+  requestId: string,
   bodyLimitBytes: number,
 ): Promise<number> {
   return new Promise((resolve) => {
@@ -26,6 +27,7 @@ export function forward(
     if (declared !== undefined) {
       // Node has already refused a malformed Content-Length, and will not read past it.
       if (Number(declared) > bodyLimitBytes) {
+        res.setHeader('x-request-id', requestId);
         resolve(sendError(res, tooLarge(bodyLimitBytes)).status);
         return;
       }
@@ -39,43 +41,49 @@ export function forward(
       );
     }
 
-    let controller: Dispatcher.DispatchController | undefined;
+    let abort: ((err: Error) => void) | undefined;
     let status = 0;
     const onClientClose = (): void => {
-      if (!res.writableFinished) controller?.abort(new Error('the client closed the connection'));
+      if (!res.writableFinished) abort?.(new Error('the client closed the connection'));
     };
     res.once('close', onClientClose);
 
+    // undici's core handler protocol (the newer controller API is a wrapper over it that would
+    // parse every response's headers into an object we only turn back into a list).
     const handler: Dispatcher.DispatchHandler = {
-      onRequestStart(c) {
-        controller = c;
-        if (res.destroyed) c.abort(new Error('the client closed the connection'));
+      onConnect(abortRequest) {
+        abort = abortRequest;
+        if (res.destroyed) abortRequest(new Error('the client closed the connection'));
       },
-      onResponseStart(_c, statusCode, upstreamHeaders) {
+      onHeaders(statusCode, rawHeaders, resume) {
+        if (statusCode < 200) return true; // 1xx: Node answers Expect itself
         status = statusCode;
-        res.writeHead(statusCode, clientResponseHeaders(upstreamHeaders));
+        res.writeHead(statusCode, clientResponseHeaderList(rawHeaders, requestId));
+        onDrain = resume;
+        return true;
       },
-      onResponseData(c, chunk) {
-        if (!res.write(chunk)) {
-          c.pause();
-          res.once('drain', () => c.resume());
-        }
+      onData(chunk) {
+        if (res.write(chunk)) return true;
+        res.once('drain', () => onDrain?.());
+        return false;
       },
-      onResponseEnd() {
+      onComplete() {
         res.off('close', onClientClose);
         res.end();
         resolve(status);
       },
-      onResponseError(_c, err) {
+      onError(err) {
         res.off('close', onClientClose);
-        if (res.destroyed || (res.writableEnded && !res.headersSent)) {
+        if (res.destroyed) {
           resolve(0);
           return;
         }
         if (bodyError !== undefined) req.resume();
+        res.setHeader('x-request-id', requestId);
         resolve(sendError(res, bodyError ?? upstreamFailure(err)).status);
       },
     };
+    let onDrain: (() => void) | undefined;
     pool.dispatch({ path, method: req.method as Dispatcher.HttpMethod, headers, body }, handler);
   });
 }

@@ -72,7 +72,33 @@ export function upstreamRequestHeaders(req: IncomingMessage, grant: KeyGrant, re
   return out;
 }
 
-/** The upstream response's headers for the client, hop-by-hop ones removed. */
+/**
+ * The upstream response's headers for the client as a flat [name, value, ...] list, hop-by-hop
+ * ones removed and the request id added.
+ */
+export function clientResponseHeaderList(raw: Buffer[] | string[] | null, requestId: string): string[] {
+  const out: string[] = [];
+  if (raw !== null) {
+    let listed: Set<string> | undefined;
+    for (let i = 0; i < raw.length; i += 2) {
+      const name = (raw[i] as Buffer | string).toString('latin1');
+      const lower = name.toLowerCase();
+      const value = (raw[i + 1] as Buffer | string).toString('latin1');
+      if (lower === 'connection') listed = connectionListed(value);
+      if (HOP_BY_HOP.has(lower) || lower === 'x-request-id') continue;
+      out.push(name, value);
+    }
+    if (listed !== undefined) {
+      for (let i = out.length - 2; i >= 0; i -= 2) {
+        if (listed.has((out[i] as string).toLowerCase())) out.splice(i, 2);
+      }
+    }
+  }
+  out.push('x-request-id', requestId);
+  return out;
+}
+
+/** The same filtering for an already-parsed header object (undici's `request()` answers). */
 export function clientResponseHeaders(headers: IncomingHttpHeaders): IncomingHttpHeaders {
   const listed = connectionListed(headers.connection);
   for (const name of Object.keys(headers)) {

@@ -1,0 +1,292 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import autocannon from 'autocannon';
+import { Redis } from 'ioredis';
+import { Agent, request } from 'undici';
+import { generateKey, hashKey } from '../common/apikey/format.js';
+import { KeyIndexWriter } from '../common/apikey/index-writer.js';
+import type { KeyGrant } from '../common/resources/grant.js';
+import { WorkflowRoutes } from '../common/routes/workflow-routes.js';
+
+/**
+ * The gateway against the reference a platform team would otherwise deploy, in one run:
+ *   (a) a tiny upstream on loopback, directly;
+ *   (b) nginx (Debian nginx-light) proxying to it with a static `Apikey` check, keep-alive upstream;
+ *   (c) the Tollgate gateway with a valid key (key check, route lookup, proxy).
+ * Then p99 at a fixed 1,000 req/s, and how long a second gateway process takes to refuse a key
+ * deleted through the index writer. BENCH_WORKERS (default 1) sets nginx's worker_processes and
+ * the gateway's Node cluster workers alike; BENCH_SECONDS (default 10) the length of each run.
+ */
+const WORKERS = Number(process.env.BENCH_WORKERS ?? 1);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
+const ROOT = join(import.meta.dirname, '..');
+
+const children: ChildProcess[] = [];
+process.on('exit', () => {
+  for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
+});
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+function start(name: string, command: string, args: string[], env: NodeJS.ProcessEnv = {}): ChildProcess {
+  const child = spawn(command, args, {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let err = '';
+  child.stderr?.on('data', (c: Buffer) => (err = (err + c.toString()).slice(-4000)));
+  child.once('exit', (code, signal) => {
+    if (code !== 0 && signal === null) console.error(`${name} exited with ${code}:\n${err}`);
+  });
+  children.push(child);
+  return child;
+}
+
+async function stop(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return;
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.kill('SIGTERM');
+  await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 5000))]);
+  if (child.exitCode === null) child.kill('SIGKILL');
+}
+
+async function waitFor(url: string, headers: Record<string, string> = {}, want = 200): Promise<void> {
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    try {
+      const res = await fetch(url, { headers });
+      await res.arrayBuffer();
+      if (res.status === want) return;
+    } catch {
+      // not up yet
+    }
+    if (Date.now() > deadline) throw new Error(`${url} did not answer ${want} within 20 s`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+interface Figures {
+  rps: number;
+  p50: number;
+  p99: number;
+  bad: number;
+}
+
+async function load(
+  url: string,
+  headers: Record<string, string>,
+  opts: { rate?: number } = {},
+): Promise<Figures> {
+  const base = { url, headers, connections: opts.rate === undefined ? CONNECTIONS : 10 };
+  // Warm-up: JIT, connection pools, caches.
+  await autocannon({ ...base, duration: 2 });
+  const result = await autocannon({
+    ...base,
+    duration: SECONDS,
+    ...(opts.rate === undefined ? {} : { overallRate: opts.rate }),
+  });
+  return {
+    rps: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    bad: result.non2xx + result.errors + result.timeouts,
+  };
+}
+
+const UPSTREAM = `
+const http = require('node:http');
+http.createServer((req, res) => {
+  req.resume();
+  req.on('end', () => { res.writeHead(200, { 'content-type': 'text/plain', 'content-length': '12' }); res.end('hello world\\n'); });
+}).listen(Number(process.env.PORT), '127.0.0.1');
+`;
+
+function nginxConfig(dir: string, port: number, upstreamPort: number, key: string): string {
+  const conf = `
+worker_processes ${WORKERS};
+daemon off;
+pid ${dir}/nginx.pid;
+error_log ${dir}/error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path ${dir}/body;
+  proxy_temp_path ${dir}/proxy;
+  fastcgi_temp_path ${dir}/fastcgi;
+  uwsgi_temp_path ${dir}/uwsgi;
+  scgi_temp_path ${dir}/scgi;
+  upstream backend { server 127.0.0.1:${upstreamPort}; keepalive 128; }
+  server {
+    listen 127.0.0.1:${port};
+    location / {
+      if ($http_authorization != "Apikey ${key}") { return 401; }
+      proxy_pass http://backend;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_set_header Authorization "";
+    }
+  }
+}`;
+  const file = join(dir, 'nginx.conf');
+  writeFileSync(file, conf);
+  return file;
+}
+
+const fmt = (f: Figures): string =>
+  `${Math.round(f.rps).toString().padStart(7)} req/s   p50 ${f.p50.toFixed(2).padStart(6)} ms   p99 ${f.p99
+    .toFixed(2)
+    .padStart(6)} ms${f.bad > 0 ? `   (${f.bad} non-2xx/errors)` : ''}`;
+
+async function revocationLatency(
+  redis: Redis,
+  gatewayUrl: string,
+  workflow: string,
+  rounds: number,
+): Promise<number[]> {
+  const writer = new KeyIndexWriter(redis);
+  const agent = new Agent({ connections: 1 });
+  const samples: number[] = [];
+  try {
+    for (let i = 0; i < rounds; i++) {
+      const key = generateKey('bda');
+      const hash = hashKey(key);
+      const grant: KeyGrant = {
+        id: `bench${i.toString(16).padStart(15, '0')}`,
+        owner: 'bench',
+        module: 'bda',
+        roles: [workflow],
+      };
+      await writer.put(hash, grant);
+      const call = async (): Promise<number> => {
+        const res = await request(`${gatewayUrl}/events/bda/${workflow}/svc/`, {
+          headers: { authorization: `Apikey ${key}` },
+          dispatcher: agent,
+        });
+        await res.body.dump();
+        return res.statusCode;
+      };
+      for (let w = 0; w < 5; w++)
+        if ((await call()) !== 200) throw new Error('revocation: the new key was refused');
+      const started = performance.now();
+      await writer.delete({ hash, id: grant.id });
+      while ((await call()) === 200) {
+        if (performance.now() - started > 5000) throw new Error('revocation: the key still works after 5 s');
+      }
+      samples.push(performance.now() - started);
+    }
+  } finally {
+    await agent.close();
+  }
+  return samples;
+}
+
+export async function run(): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'tollgate-bench-'));
+  const [upstreamPort, nginxPort, redisPort, gatewayPort, secondPort] = (await Promise.all(
+    Array.from({ length: 5 }, () => freePort()),
+  )) as [number, number, number, number, number];
+  try {
+    start('upstream', process.execPath, ['-e', UPSTREAM], { PORT: String(upstreamPort) });
+    start('redis', 'redis-server', [
+      '--port',
+      String(redisPort),
+      '--bind',
+      '127.0.0.1',
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+    ]);
+    const upstream = `http://127.0.0.1:${upstreamPort}/`;
+    await waitFor(upstream);
+
+    const redisUrl = `redis://127.0.0.1:${redisPort}`;
+    const redis = new Redis(redisUrl);
+    const workflow = 'bench';
+    const key = generateKey('bda');
+    await new KeyIndexWriter(redis).put(hashKey(key), {
+      id: '0123456789abcdef0123',
+      owner: 'bench',
+      module: 'bda',
+      roles: [workflow],
+    });
+    await new WorkflowRoutes(redis).register({
+      workflow,
+      service: 'svc',
+      url: `http://127.0.0.1:${upstreamPort}`,
+      owner: 'bench',
+    });
+    const auth = { authorization: `Apikey ${key}` };
+
+    start('nginx', 'nginx', ['-p', dir, '-c', nginxConfig(dir, nginxPort, upstreamPort, key)]);
+    const nginx = `http://127.0.0.1:${nginxPort}/`;
+    await waitFor(nginx, auth);
+    await waitFor(nginx, {}, 401);
+
+    const gatewayEnv = (port: number): NodeJS.ProcessEnv => ({
+      NODE_OPTIONS: '',
+      LOG_LEVEL: 'warn',
+      TOLLGATE_HOST: '127.0.0.1',
+      TOLLGATE_PORT: String(port),
+      TOLLGATE_REDIS_URL: redisUrl,
+    });
+    const cli = join(ROOT, 'bin', 'tollgate.js');
+    const gatewayProc = start(
+      'gateway',
+      process.execPath,
+      [cli, 'gateway', '--workers', String(WORKERS)],
+      gatewayEnv(gatewayPort),
+    );
+    const gateway = `http://127.0.0.1:${gatewayPort}/events/bda/${workflow}/svc/`;
+    await waitFor(gateway, auth);
+    await waitFor(gateway, {}, 401);
+
+    console.log(
+      `loopback, ${CONNECTIONS} connections, ${SECONDS} s per run after a 2 s warm-up; nginx worker_processes ${WORKERS}, ` +
+        `gateway ${WORKERS === 1 ? '1 process (no cluster)' : `${WORKERS} Node cluster workers`}; autocannon shares the machine`,
+    );
+    const direct = await load(upstream, {});
+    console.log(`(a) upstream direct   ${fmt(direct)}`);
+    const viaNginx = await load(nginx, auth);
+    console.log(`(b) nginx + key check ${fmt(viaNginx)}`);
+    const viaGateway = await load(gateway, auth);
+    console.log(`(c) tollgate gateway  ${fmt(viaGateway)}`);
+    console.log(
+      `ratios: gateway/nginx ${(viaGateway.rps / viaNginx.rps).toFixed(2)} (target >= 0.40), ` +
+        `gateway/direct ${(viaGateway.rps / direct.rps).toFixed(2)}`,
+    );
+
+    const fixedNginx = await load(nginx, auth, { rate: 1000 });
+    console.log(`nginx at 1,000 req/s:   ${fmt(fixedNginx)}`);
+    const fixed = await load(gateway, auth, { rate: 1000 });
+    console.log(`gateway at 1,000 req/s: ${fmt(fixed)}   (target p99 < 2 ms)`);
+
+    const secondProc = start('second gateway', process.execPath, [cli, 'gateway'], gatewayEnv(secondPort));
+    await waitFor(`http://127.0.0.1:${secondPort}/events/bda/${workflow}/svc/`, auth);
+    const samples = (await revocationLatency(redis, `http://127.0.0.1:${secondPort}`, workflow, 10)).sort(
+      (a, b) => a - b,
+    );
+    console.log(
+      `revocation seen by a second gateway process: median ${samples[Math.floor(samples.length / 2)]?.toFixed(1)} ms, ` +
+        `max ${samples[samples.length - 1]?.toFixed(1)} ms over ${samples.length} keys (target < 100 ms)`,
+    );
+    redis.disconnect();
+    await Promise.all([stop(secondProc), stop(gatewayProc)]);
+  } finally {
+    await Promise.all(children.map((c) => stop(c)));
+    rmSync(dir, { recursive: true, force: true });
+  }
+}

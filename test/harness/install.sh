@@ -1,10 +1,17 @@
 #!/usr/bin/env bash
 # Installs, idempotently, every real component the tests and the demo start:
-# Debian packages (redis-server, nginx-light, chromium), kube-apiserver + etcd + MinIO built
-# from Go modules, and the Python venv with MLServer. Slow builds are cached outside the clone
-# under $TOLLGATE_CACHE (default ~/.cache/tollgate), keyed by pinned version.
+# Debian packages (redis-server, nginx-light, chromium, python3-venv, openssl), kube-apiserver +
+# kubectl + etcd + MinIO built from Go modules at pinned versions, and the Python venv with
+# MLServer. Slow builds are cached outside the clone under $TOLLGATE_CACHE (default
+# ~/.cache/tollgate), keyed by pinned version, so every clone on the machine shares them.
 #
 #   install.sh [all|apt|go|venv]
+#
+# Go modules are verified against the go.sum files committed beside each helper module
+# (-mod=readonly), so a build needs the module proxy but not the checksum database. If this
+# machine cannot reach the proxy, set GOPROXY to a mirror you trust; if it can reach the proxy but
+# not the checksum database and a go.sum must be regenerated, run `go mod tidy` in the helper
+# module with GONOSUMDB set for its modules, and review the go.sum diff before committing it.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -12,10 +19,15 @@ root=$(cd "$here/../.." && pwd)
 cache=${TOLLGATE_CACHE:-$HOME/.cache/tollgate}
 bin="$cache/bin"
 mkdir -p "$bin"
+# Several clones (or engineers) may run this at once; the builds must not race.
+exec 9>"$cache/.install.lock"
+flock 9
 
 KUBE_VERSION=v1.34.4
 ETCD_VERSION=v3.6.4
 MINIO_VERSION=RELEASE.2025-09-07T16-13-09Z
+MINIO_TIME=2025-09-07T16:13:09Z # the same release, as MinIO's own version string
+MINIO_COMMIT=07c3a429bfed       # from the pseudo-version in go/minio/go.mod
 VENV_KEY=$(sha256sum "$here/requirements.txt" | cut -c1-12)
 
 log() { printf '[install] %s\n' "$*" >&2; }
@@ -25,7 +37,8 @@ need_apt() {
   command -v redis-server >/dev/null || missing+=(redis-server)
   command -v nginx >/dev/null || missing+=(nginx-light)
   command -v chromium >/dev/null || missing+=(chromium)
-  command -v kubectl >/dev/null || missing+=(kubernetes-client)
+  command -v openssl >/dev/null || missing+=(openssl)
+  python3 -c 'import ensurepip' 2>/dev/null || missing+=(python3-venv)
   if [ ${#missing[@]} -gt 0 ]; then
     log "apt-get install ${missing[*]}"
     local sudo=""
@@ -44,10 +57,14 @@ go_build() {
   local dir=$1 pkg=$2 out=$3 ldflags=${4:-}
   if [ -x "$out" ]; then return; fi
   log "building $(basename "$out") (once per machine; several minutes)"
-  # The checksum database is reached through the same module proxy; GOSUMDB is left at Go's
-  # default so every module is verified. GOTOOLCHAIN=local keeps the installed Go.
-  (cd "$dir" && GOTOOLCHAIN=local GOFLAGS=-mod=mod CGO_ENABLED=0 \
-    go build -trimpath -tags selinux,notest -ldflags "-s -w $ldflags" -o "$out.tmp" "$pkg")
+  # GOTOOLCHAIN=local keeps the installed Go; -mod=readonly makes the committed go.sum the
+  # authority (a module missing from it is an error, not a silent addition).
+  if ! (cd "$dir" && GOTOOLCHAIN=local GOFLAGS="-mod=readonly -buildvcs=false" CGO_ENABLED=0 \
+    go build -trimpath -tags selinux,notest -ldflags "-s -w $ldflags" -o "$out.tmp" "$pkg"); then
+    rm -f "$out.tmp"
+    log "building $pkg failed; see the notes at the top of $0 about the module proxy and go.sum"
+    exit 1
+  fi
   mv "$out.tmp" "$out"
 }
 
@@ -55,10 +72,14 @@ need_go() {
   command -v go >/dev/null || { log "Go is required to build kube-apiserver, etcd and MinIO"; exit 1; }
   go_build "$here/go/kube" k8s.io/kubernetes/cmd/kube-apiserver "$bin/kube-apiserver-$KUBE_VERSION" \
     "-X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=34"
+  # kubectl at the apiserver's version: Debian's kubectl is years older than 1.34.
+  go_build "$here/go/kube" k8s.io/kubernetes/cmd/kubectl "$bin/kubectl-$KUBE_VERSION" \
+    "-X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=34 -X k8s.io/client-go/pkg/version.gitVersion=$KUBE_VERSION"
   go_build "$here/go/etcd" go.etcd.io/etcd/server/v3 "$bin/etcd-$ETCD_VERSION"
   go_build "$here/go/minio" github.com/minio/minio "$bin/minio-$MINIO_VERSION" \
-    "-X github.com/minio/minio/cmd.Version=$MINIO_VERSION"
+    "-X github.com/minio/minio/cmd.Version=$MINIO_TIME -X github.com/minio/minio/cmd.ReleaseTag=$MINIO_VERSION -X github.com/minio/minio/cmd.CommitID=$MINIO_COMMIT -X github.com/minio/minio/cmd.ShortCommitID=$MINIO_COMMIT"
   ln -sfn "kube-apiserver-$KUBE_VERSION" "$bin/kube-apiserver"
+  ln -sfn "kubectl-$KUBE_VERSION" "$bin/kubectl"
   ln -sfn "etcd-$ETCD_VERSION" "$bin/etcd"
   ln -sfn "minio-$MINIO_VERSION" "$bin/minio"
 }

@@ -1,0 +1,162 @@
+import { execFile, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import autocannon from 'autocannon';
+import { Redis } from 'ioredis';
+import { generateKey, hashKey } from '../common/apikey/format.js';
+import { KeyIndexWriter } from '../common/apikey/index-writer.js';
+import { createLogger } from '../common/logger.js';
+import { redisKeys } from '../common/redis/schema.js';
+import type { Model } from '../common/resources/model.js';
+import { loadGatewayConfig } from '../gateway/config.js';
+import { createGatewayServer } from '../gateway/server.js';
+import { createGatewayServices } from '../gateway/services.js';
+import { createV2Handler } from '../gateway/v2/handler.js';
+import { RouteTable } from '../operator/routes/route-table.js';
+import { freeLoopbackPort, LocalMlserverDriver } from '../operator/runtime/local-mlserver.js';
+import { ProcessEnvCredentials } from '../operator/storage/credentials.js';
+
+/**
+ * V2 inference on the iris model, keep-alive, 32 connections: MLServer directly, then through the
+ * gateway (key check, route, metadata-checked request), in one run. Target: the gateway keeps at
+ * least 0.9 of the direct throughput and adds under 1 ms at p50. BENCH_SECONDS sets each run's
+ * length (default 10). The load is generated in a worker thread, so the in-process gateway has
+ * its event loop to itself.
+ */
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+const CONNECTIONS = 32;
+const ROOT = join(import.meta.dirname, '..');
+const MODEL = 'model-iris';
+
+const BODY = JSON.stringify({
+  inputs: [
+    { name: 'features', datatype: 'FP32', shape: [2, 4], data: [5.1, 3.5, 1.4, 0.2, 6.7, 3.0, 5.2, 2.3] },
+  ],
+});
+
+interface Figures {
+  rps: number;
+  p50: number;
+  p99: number;
+  bad: number;
+}
+
+async function load(url: string, headers: Record<string, string>): Promise<Figures> {
+  const base = {
+    url,
+    method: 'POST' as const,
+    body: BODY,
+    headers: { ...headers, 'content-type': 'application/json' },
+    connections: CONNECTIONS,
+    workers: 1,
+  };
+  await autocannon({ ...base, duration: 2 });
+  const r = await autocannon({ ...base, duration: SECONDS });
+  return {
+    rps: r.requests.average,
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    bad: r.non2xx + r.errors + r.timeouts,
+  };
+}
+
+const fmt = (f: Figures): string =>
+  `${Math.round(f.rps).toString().padStart(6)} req/s   p50 ${f.p50.toFixed(2).padStart(6)} ms   p99 ${f.p99
+    .toFixed(2)
+    .padStart(6)} ms${f.bad > 0 ? `   (${f.bad} non-2xx/errors)` : ''}`;
+
+/** The figures as printable lines. */
+export async function runInferenceBench(): Promise<string[]> {
+  const dir = mkdtempSync(join(tmpdir(), 'tollgate-bench-inference-'));
+  const log = createLogger('bench', 'silent');
+  const redisPort = await freeLoopbackPort();
+  const redisServer = spawn(
+    'redis-server',
+    ['--port', String(redisPort), '--save', '', '--appendonly', 'no'],
+    {
+      stdio: 'ignore',
+    },
+  );
+  const driver = new LocalMlserverDriver({
+    mlserver: join(ROOT, '.venv/bin/mlserver'),
+    workDir: join(dir, 'runtimes'),
+    credentials: new ProcessEnvCredentials(),
+    log,
+  });
+  let stopGateway: (() => Promise<void>) | undefined;
+  const redis = new Redis(`redis://127.0.0.1:${redisPort}`, { maxRetriesPerRequest: 5 });
+  try {
+    await promisify(execFile)(join(ROOT, '.venv/bin/python'), [
+      join(ROOT, 'examples/train.py'),
+      '--out',
+      join(dir, 'models'),
+      'iris',
+    ]);
+    const model = {
+      apiVersion: 'tollgate.dev/v1alpha1',
+      kind: 'Model',
+      metadata: { name: MODEL, namespace: 'default', uid: 'bench', generation: 1 },
+      spec: { storageUri: `file://${join(dir, 'models', MODEL)}` },
+    } as Model;
+    const settings = {
+      name: MODEL,
+      implementation: 'mlserver_sklearn.SKLearnModel',
+      parameters: { uri: './model.joblib' },
+    };
+    let ready = (): void => undefined;
+    const changed = new Promise<void>((resolve) => (ready = resolve));
+    await driver.start(() => ready());
+    const plan = { model, settings, settingsGenerated: false, image: '' };
+    let state = await driver.apply(plan);
+    while (state.readyReplicas === 0) {
+      if (state.failure) throw new Error(state.failure.message);
+      await changed;
+      state = await driver.apply(plan);
+    }
+    await new RouteTable(redis).put(redisKeys.modelRoute(MODEL), { url: state.url, source: 'bench' });
+    const key = generateKey('platform');
+    await new KeyIndexWriter(redis).put(hashKey(key), {
+      id: '0000000000000000bench',
+      owner: 'bench',
+      module: 'platform',
+      roles: ['models:inference'],
+    });
+
+    const config = loadGatewayConfig({
+      env: {},
+      overrides: { host: '127.0.0.1', port: 0, redisUrl: `redis://127.0.0.1:${redisPort}` },
+    });
+    const services = await createGatewayServices(config, log);
+    const gateway = createGatewayServer(
+      services,
+      createV2Handler(services, async () => undefined),
+    );
+    const port = (await gateway.listen(0, '127.0.0.1')).port;
+    stopGateway = () => gateway.shutdown();
+
+    const direct = await load(`${state.url}/v2/models/${MODEL}/infer`, {});
+    const through = await load(`http://127.0.0.1:${port}/v2/models/${MODEL}/infer`, {
+      authorization: `Apikey ${key}`,
+    });
+    const ratio = through.rps / direct.rps;
+    const added = through.p50 - direct.p50;
+    return [
+      `iris, 2 rows per request, keep-alive, ${CONNECTIONS} connections, ${SECONDS} s each`,
+      `MLServer directly        ${fmt(direct)}`,
+      `through the gateway      ${fmt(through)}`,
+      `throughput ratio ${ratio.toFixed(3)} (target >= 0.9)   added p50 ${added.toFixed(2)} ms (target < 1 ms)`,
+    ];
+  } finally {
+    await stopGateway?.();
+    await driver.stop();
+    redis.disconnect();
+    redisServer.kill('SIGTERM');
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+export async function run(): Promise<void> {
+  for (const line of await runInferenceBench()) console.log(line);
+}

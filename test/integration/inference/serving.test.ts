@@ -1,0 +1,448 @@
+import { execFile } from 'node:child_process';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { createLogger } from '../../../common/logger.js';
+import { ManifestDir } from '../../../common/resources/manifest-dir.js';
+import { modelSchema, type Model } from '../../../common/resources/model.js';
+import { loadGatewayConfig } from '../../../gateway/config.js';
+import { createGatewayServer, type GatewayServer } from '../../../gateway/server.js';
+import { createGatewayServices } from '../../../gateway/services.js';
+import { createV2Handler } from '../../../gateway/v2/handler.js';
+import { manifestModels } from '../../../gateway/v2/model-directory.js';
+import { minio, redis, venv } from '../../harness/index.js';
+import { apikey, createKey, redisClient, send, type Answer } from '../gateway/support.js';
+import {
+  modelResource,
+  predictInProcess,
+  s3Env,
+  ServedModels,
+  trainExamples,
+  uploadFolder,
+  ROOT,
+} from './stack.js';
+
+const CASES = ['iris', 'diabetes', 'rent', 'reviews', 'digits', 'wine'];
+const WORKFLOW = 'wf-inference';
+const BODY_LIMIT = 256 * 1024;
+
+interface Output {
+  name: string;
+  shape: number[];
+  datatype: string;
+  data: unknown[];
+}
+type InferAnswer = Answer & { json: { id?: string; model_name?: string; outputs?: Output[] } };
+
+let models: string;
+let served: ServedModels;
+let gateway: GatewayServer;
+let base: string;
+let work: string;
+let keys: { platform: string; viewer: string; bda: string; otherBda: string };
+
+const json = (body: unknown): { method: string; headers: Record<string, string>; body: string } => ({
+  method: 'POST',
+  headers: { ...apikey(keys.platform), 'content-type': 'application/json' },
+  body: JSON.stringify(body),
+});
+
+const infer = (model: string, body: unknown, headers?: Record<string, string>): Promise<InferAnswer> =>
+  send(base, `/v2/models/${model}/infer`, {
+    ...json(body),
+    ...(headers ? { headers } : {}),
+  }) as Promise<InferAnswer>;
+
+const sample = async (model: string): Promise<Record<string, unknown>> =>
+  JSON.parse(await readFile(path.join(models, 'requests', `${model}.json`), 'utf8')) as Record<
+    string,
+    unknown
+  >;
+
+const outputsByName = (a: InferAnswer): Record<string, Output> =>
+  Object.fromEntries((a.json.outputs ?? []).map((o) => [o.name, o]));
+
+function expectClose(actual: unknown[], expected: unknown[], digits = 9): void {
+  expect(actual).toHaveLength(expected.length);
+  actual.forEach((v, i) => expect(v).toBeCloseTo(expected[i] as number, digits));
+}
+
+beforeAll(async () => {
+  const [r, m] = await Promise.all([redis(), minio()]);
+  models = await trainExamples(CASES);
+  work = await mkdtemp(path.join(tmpdir(), 'tollgate-inference-'));
+  const rc = redisClient(r.url);
+  served = new ServedModels(path.join(work, 'runtimes'), s3Env(m), rc);
+
+  // Standalone mode's Model manifests: the gateway's source for "known but not ready".
+  const manifests = new ManifestDir(path.join(work, 'manifests'), () => undefined).collection<Model>(
+    'models',
+    modelSchema,
+  );
+  const bucket = `inference-${Date.now().toString(36)}`;
+  const resources: Array<[Model, string]> = [];
+  for (const c of CASES) {
+    const name = `model-${c}`;
+    const uri = await uploadFolder(m, bucket, `models/${name}`, path.join(models, name));
+    const model = modelResource(name, uri, c === 'iris' ? WORKFLOW : undefined);
+    await manifests.put(model);
+    resources.push([model, path.join(models, name)]);
+  }
+  // Known to the platform, never deployed.
+  await manifests.put(modelResource('model-pending', `s3://${bucket}/models/none`));
+  await Promise.all(resources.map(([model, folder]) => served.serve(model, folder)));
+
+  const config = loadGatewayConfig({
+    env: {},
+    overrides: { host: '127.0.0.1', port: 0, redisUrl: r.url, bodyLimitBytes: BODY_LIMIT },
+  });
+  const services = await createGatewayServices(config, createLogger('gateway-inference', 'silent'));
+  gateway = createGatewayServer(services, createV2Handler(services, manifestModels(manifests)));
+  base = `http://127.0.0.1:${(await gateway.listen(0, '127.0.0.1')).port}`;
+
+  keys = {
+    platform: (await createKey(rc, 'platform', ['models:inference'])).key,
+    viewer: (await createKey(rc, 'platform', ['viewer'])).key,
+    bda: (await createKey(rc, 'bda', [WORKFLOW])).key,
+    otherBda: (await createKey(rc, 'bda', ['wf-other'])).key,
+  };
+  rc.disconnect();
+}, 600_000);
+
+afterAll(async () => {
+  await gateway?.shutdown();
+  await served?.stop();
+  for (const dir of [work, models]) if (dir !== undefined) await rm(dir, { recursive: true, force: true });
+});
+
+describe('each case of the spec, through the gateway, equals scikit-learn in-process', () => {
+  test('np classifier: predict [-1,1] and predict_proba [-1,3], request id echoed', async () => {
+    const request = await sample('model-iris');
+    const a = await infer('model-iris', request);
+    expect(a.status).toBe(200);
+    expect(a.json.id).toBe('iris-sample');
+    expect(a.json.model_name).toBe('model-iris');
+    const out = outputsByName(a);
+    const expected = await predictInProcess(
+      path.join(models, 'model-iris'),
+      path.join(models, 'requests/model-iris.json'),
+    );
+    expect(out.predict?.shape).toEqual([5, 1]);
+    expect(out.predict?.data).toEqual(expected.predict);
+    expect(new Set(out.predict?.data)).toEqual(new Set([0, 1, 2]));
+    expect(out.predict_proba?.shape).toEqual([5, 3]);
+    expectClose(out.predict_proba?.data ?? [], expected.predict_proba ?? []);
+  });
+
+  test('np regressor (FP64, nested rows)', async () => {
+    const a = await infer('model-diabetes', await sample('model-diabetes'));
+    expect(a.status).toBe(200);
+    const expected = await predictInProcess(
+      path.join(models, 'model-diabetes'),
+      path.join(models, 'requests/model-diabetes.json'),
+    );
+    expect(outputsByName(a).predict?.shape).toEqual([3, 1]);
+    expectClose(outputsByName(a).predict?.data ?? [], expected.predict ?? []);
+  });
+
+  test('pd: one BYTES column per feature through a ColumnTransformer', async () => {
+    const a = await infer('model-rent', await sample('model-rent'));
+    expect(a.status).toBe(200);
+    const expected = await predictInProcess(
+      path.join(models, 'model-rent'),
+      path.join(models, 'requests/model-rent.json'),
+    );
+    expectClose(outputsByName(a).predict?.data ?? [], expected.predict ?? []);
+  });
+
+  test('str: raw text through TfidfVectorizer + LogisticRegression', async () => {
+    const a = await infer('model-reviews', await sample('model-reviews'));
+    expect(a.status).toBe(200);
+    const expected = await predictInProcess(
+      path.join(models, 'model-reviews'),
+      path.join(models, 'requests/model-reviews.json'),
+    );
+    expect(outputsByName(a).predict?.data).toEqual(expected.predict);
+    expect(expected.predict).toEqual(['positive', 'negative', 'negative']);
+  });
+
+  test('base64: PNG images decoded by the pipeline', async () => {
+    const a = await infer('model-digits', await sample('model-digits'));
+    expect(a.status).toBe(200);
+    const expected = await predictInProcess(
+      path.join(models, 'model-digits'),
+      path.join(models, 'requests/model-digits.json'),
+    );
+    expect(outputsByName(a).predict?.data).toEqual(expected.predict);
+    expect(expected.predict).toEqual([0, 1, 2, 3]);
+  });
+
+  test('MLflow model with a signature, served with no settings file', async () => {
+    const meta = await send(base, '/v2/models/model-wine', { headers: apikey(keys.platform) });
+    expect(meta.status).toBe(200);
+    const inputs = meta.json.inputs as Array<{ name: string; datatype: string; shape: number[] }>;
+    expect(inputs).toHaveLength(13);
+    expect(inputs[0]).toMatchObject({ name: 'alcohol', datatype: 'FP64', shape: [-1, 1] });
+    const a = await infer('model-wine', await sample('model-wine'));
+    expect(a.status).toBe(200);
+    const expected = await predictInProcess(
+      path.join(models, 'model-wine'),
+      path.join(models, 'requests/model-wine.json'),
+    );
+    expect(a.json.outputs?.[0]?.data).toEqual(expected.predict);
+  });
+
+  test('a declared output the model does not produce: in the metadata, absent from the response', async () => {
+    const meta = await send(base, '/v2/models/model-diabetes', { headers: apikey(keys.platform) });
+    expect(meta.status).toBe(200);
+    expect((meta.json.outputs as Output[]).map((o) => o.name)).toEqual(['predict', 'interval']);
+    const a = await infer('model-diabetes', await sample('model-diabetes'));
+    expect(a.json.outputs?.map((o) => o.name)).toEqual(['predict']);
+  });
+});
+
+describe('the official V2 client against the gateway', () => {
+  test('tritonclient[http]: metadata, readiness and inference with the Apikey header', async () => {
+    const { stdout } = await promisify(execFile)(
+      venv().python,
+      [
+        path.join(ROOT, 'test/integration/inference/triton_client.py'),
+        new URL(base).host,
+        'model-iris',
+        keys.platform,
+      ],
+      { cwd: ROOT },
+    );
+    const got = JSON.parse(stdout) as {
+      ready: boolean;
+      live: boolean;
+      id: string;
+      metadata: { inputs: unknown[] };
+      predict: number[];
+      predict_proba: number[];
+    };
+    expect(got.ready).toBe(true);
+    expect(got.live).toBe(true);
+    expect(got.id).toBe('triton-1');
+    expect(got.metadata.inputs).toEqual([{ name: 'features', datatype: 'FP32', shape: [-1, 4] }]);
+    expect(got.predict).toEqual([0, 2]);
+    expect(got.predict_proba).toHaveLength(6);
+  });
+});
+
+describe('the checklist, answered by the gateway before the runtime', () => {
+  const features = (shape: unknown, data: unknown, datatype = 'FP32') => ({
+    inputs: [{ name: 'features', datatype, shape, data }],
+  });
+
+  test.each([
+    [
+      'shape product vs values',
+      features([2, 4], [1, 2, 3, 4, 5, 6]),
+      'shape_data_mismatch',
+      "input 'features': shape [2,4] needs 8 values, data has 6",
+    ],
+    [
+      'batch first',
+      features([4], [1, 2, 3, 4]),
+      'shape_mismatch',
+      "input 'features': shape [4] does not match the declared shape [-1,4]; send [N, 4] with the batch size first",
+    ],
+    [
+      'declared datatype',
+      features([1, 4], [1, 2, 3, 4], 'FP64'),
+      'datatype_mismatch',
+      "input 'features': datatype FP64 does not match the declared FP32",
+    ],
+    [
+      'input name',
+      { inputs: [{ name: 'petals', datatype: 'FP32', shape: [1, 4], data: [1, 2, 3, 4] }] },
+      'unknown_input',
+      "input 'petals' is not an input of model 'model-iris'; its inputs are 'features' (FP32 [-1,4])",
+    ],
+    [
+      'inputs present',
+      { id: 'x' },
+      'missing_inputs',
+      `the request needs a non-empty "inputs" array; model 'model-iris' takes 'features' (FP32 [-1,4])`,
+    ],
+    [
+      'valid datatype',
+      features([1, 4], [1, 2, 3, 4], 'FLOAT32'),
+      'invalid_datatype',
+      'input \'features\': datatype "FLOAT32" is not a V2 datatype; use one of BOOL, UINT8, UINT16, UINT32, UINT64, INT8, INT16, INT32, INT64, FP16, FP32, FP64, BYTES',
+    ],
+  ])('%s', async (_rule, body, code, message) => {
+    const a = await infer('model-iris', body);
+    expect([a.status, a.json.code, a.json.error]).toEqual([400, code, message]);
+  });
+
+  test('body not JSON', async () => {
+    const a = await send(base, '/v2/models/model-iris/infer', { ...json({}), body: '{"inputs": [' });
+    expect([a.status, a.json.code]).toEqual([400, 'invalid_json']);
+  });
+
+  test('BYTES without content_type, and base64 that does not decode', async () => {
+    const missing = await infer('model-reviews', {
+      inputs: [{ name: 'text', datatype: 'BYTES', shape: [1], data: ['fine'] }],
+    });
+    expect([missing.status, missing.json.code, missing.json.error]).toEqual([
+      400,
+      'missing_content_type',
+      `input 'text': BYTES data needs parameters.content_type: "str" for text, "base64" for binary such as images`,
+    ]);
+    const broken = await infer('model-digits', {
+      inputs: [
+        {
+          name: 'image',
+          datatype: 'BYTES',
+          shape: [1],
+          data: ['iVBORw0KGgo'],
+          parameters: { content_type: 'base64' },
+        },
+      ],
+    });
+    expect([broken.status, broken.json.code]).toEqual([400, 'invalid_base64']);
+    expect(broken.json.error).toMatch(/^input 'image': value 0 is not valid base64/);
+  });
+
+  test('pd columns must all be sent, with one batch size', async () => {
+    const col = (name: string, data: string[]) => ({
+      name,
+      datatype: 'BYTES',
+      shape: [data.length],
+      data,
+      parameters: { content_type: 'str' },
+    });
+    const missing = await infer('model-rent', { inputs: [col('city', ['Paris']), col('rooms', ['2'])] });
+    expect([missing.status, missing.json.code, missing.json.error]).toEqual([
+      400,
+      'missing_input',
+      "model 'model-rent' needs input 'area' (BYTES [-1]); the request does not send it",
+    ]);
+    const uneven = await infer('model-rent', {
+      inputs: [col('city', ['Paris', 'Lyon']), col('rooms', ['2']), col('area', ['40'])],
+    });
+    expect([uneven.status, uneven.json.code]).toEqual([400, 'batch_mismatch']);
+  });
+
+  test('the body limit applies to V2', async () => {
+    const big = features(
+      [1, 4],
+      Array.from({ length: BODY_LIMIT / 2 }, () => 1.5),
+    );
+    const a = await infer('model-iris', big);
+    expect([a.status, a.json.code]).toEqual([413, 'body_too_large']);
+  });
+});
+
+describe("the runtime's own errors, in the V2 shape", () => {
+  test('an output the sklearn runtime does not have (its 400)', async () => {
+    const a = await infer('model-iris', {
+      inputs: [{ name: 'features', datatype: 'FP32', shape: [1, 4], data: [1, 2, 3, 4] }],
+      outputs: [{ name: 'scores' }],
+    });
+    expect([a.status, a.json.code, a.json.error]).toEqual([
+      400,
+      'inference_error',
+      "model 'model-iris': SKLearnModel only supports 'predict', 'predict_proba' and 'transform' as outputs (scores was received)",
+    ]);
+  });
+
+  test('predict_proba on a regressor', async () => {
+    const a = await infer('model-diabetes', {
+      ...(await sample('model-diabetes')),
+      outputs: [{ name: 'predict_proba' }],
+    });
+    expect([a.status, a.json.code]).toEqual([400, 'inference_error']);
+    expect(a.json.error).toMatch(/models do not support 'predict_proba/);
+  });
+
+  test('valid base64 that is not an image: the model raises, the client gets a 400 without a traceback', async () => {
+    const a = await infer('model-digits', {
+      inputs: [
+        {
+          name: 'image',
+          datatype: 'BYTES',
+          shape: [1],
+          data: ['aGVsbG8gd29ybGQ='],
+          parameters: { content_type: 'base64' },
+        },
+      ],
+    });
+    expect([a.status, a.json.code]).toEqual([400, 'model_rejected_input']);
+    expect(a.json.error).toMatch(
+      /^model 'model-digits' could not use the request: (PIL\.)?UnidentifiedImageError: cannot identify image file/,
+    );
+    expect(a.text).not.toContain('Traceback');
+  });
+});
+
+describe('who may call a model', () => {
+  const ok = features();
+  function features() {
+    return { inputs: [{ name: 'features', datatype: 'FP32', shape: [1, 4], data: [5.1, 3.5, 1.4, 0.2] }] };
+  }
+
+  test('health is open; model endpoints need a key', async () => {
+    expect((await send(base, '/v2/health/live')).status).toBe(200);
+    expect((await send(base, '/v2/health/ready')).json).toEqual({ ready: true });
+    const a = await send(base, '/v2/models/model-iris/infer', { method: 'POST', body: JSON.stringify(ok) });
+    expect([a.status, a.json.code, a.headers['www-authenticate']]).toEqual([
+      401,
+      'missing_api_key',
+      'Apikey',
+    ]);
+    expect((await send(base, '/v2/models/model-iris')).status).toBe(401);
+  });
+
+  test('a platform key without an inference role is refused', async () => {
+    const a = await infer('model-iris', ok, apikey(keys.viewer));
+    expect([a.status, a.json.code]).toEqual([403, 'model_access_denied']);
+  });
+
+  test("a bda key for the model's workflow may call it; another workflow's may not", async () => {
+    expect((await infer('model-iris', ok, apikey(keys.bda))).status).toBe(200);
+    const other = await infer('model-iris', ok, apikey(keys.otherBda));
+    expect([other.status, other.json.code]).toEqual([403, 'model_access_denied']);
+    const noWorkflow = await infer('model-diabetes', ok, apikey(keys.bda));
+    expect([noWorkflow.status, noWorkflow.json.code]).toEqual([403, 'model_access_denied']);
+  });
+
+  test('unknown model 404; known model without a ready replica 503', async () => {
+    const unknown = await infer('model-nothing', ok);
+    expect([unknown.status, unknown.json.code]).toEqual([404, 'model_not_found']);
+    const pending = await infer('model-pending', ok);
+    expect([pending.status, pending.json.code, pending.headers['retry-after']]).toEqual([
+      503,
+      'model_not_ready',
+      '1',
+    ]);
+  });
+
+  test('readiness of a served model', async () => {
+    const a = await send(base, '/v2/models/model-iris/ready', { headers: apikey(keys.platform) });
+    expect([a.status, a.json]).toEqual([200, { name: 'model-iris', ready: true }]);
+  });
+
+  test('the same model as a workflow service, checked the same way', async () => {
+    const p = `/events/bda/${WORKFLOW}/model-iris/v2/models/model-iris/infer`;
+    const headers = { ...apikey(keys.bda), 'content-type': 'application/json' };
+    const a = (await send(base, p, { method: 'POST', headers, body: JSON.stringify(ok) })) as InferAnswer;
+    expect(a.status).toBe(200);
+    expect(outputsByName(a).predict?.data).toEqual([0]);
+    const bad = await send(base, p, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({
+        inputs: [{ name: 'features', datatype: 'FP32', shape: [2, 4], data: [1, 2, 3] }],
+      }),
+    });
+    expect([bad.status, bad.json.code, bad.json.error]).toEqual([
+      400,
+      'shape_data_mismatch',
+      "input 'features': shape [2,4] needs 8 values, data has 3",
+    ]);
+  });
+});

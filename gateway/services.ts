@@ -1,6 +1,7 @@
 import { Redis, type RedisOptions } from 'ioredis';
 import { RoleCatalogue } from '../common/apikey/roles.js';
 import type { Logger } from '../common/logger.js';
+import type { Management } from './api/management.js';
 import { KeyChecker } from './auth/key-check.js';
 import { RateLimiter } from './auth/rate-limit.js';
 import { UsageRecorder } from './auth/usage.js';
@@ -29,6 +30,7 @@ export interface GatewayServices {
   usage: UsageRecorder;
   routes: RouteTable;
   events: EventsRouter;
+  management: Management | undefined;
   upstreams: UpstreamPools;
   /** Ends background work and closes connections; the HTTP server must be closed first. */
   close(): Promise<void>;
@@ -37,6 +39,8 @@ export interface GatewayServices {
 export interface ServiceExtras {
   /** Platform resources served inside the gateway rather than proxied (the `models` seam). */
   platformResources?: ReadonlyMap<string, PlatformResourceHandler>;
+  /** The management API (and, standalone, the local issuer's JWKS), mounted by the Express app. */
+  management?: Management;
 }
 
 function redisOptions(): RedisOptions {
@@ -99,6 +103,7 @@ export async function createGatewayServices(
     usage,
     routes,
     events,
+    management: extras.management,
     upstreams,
     async close() {
       await usage.stop();

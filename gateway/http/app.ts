@@ -1,5 +1,6 @@
 import express, { type Express } from 'express';
 import { TollgateError } from '../../common/errors.js';
+import { JWKS_PATH } from '../auth/local-issuer.js';
 import { redisUnavailable } from '../auth/redis-unavailable.js';
 import { createPanelRouter } from '../panel/index.js';
 import type { GatewayServices } from '../services.js';
@@ -34,6 +35,10 @@ export function createApp(s: GatewayServices): Express {
   });
 
   app.use('/panel', createPanelRouter());
+  if (s.management !== undefined) {
+    if (s.management.jwks !== undefined) app.get(JWKS_PATH, s.management.jwks);
+    app.use('/api/v1', s.management.router);
+  }
 
   app.use((req, res) => {
     sendError(res, new TollgateError(404, 'unknown_endpoint', `no such endpoint: ${req.method} ${req.path}`));

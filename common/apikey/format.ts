@@ -1,4 +1,4 @@
-import { createHash, randomInt } from 'node:crypto';
+import { hash, randomInt } from 'node:crypto';
 import type { Module } from '../resources/grant.js';
 
 /**
@@ -67,7 +67,8 @@ export function parseKey(key: string): { module: Module } | { problem: KeyShapeP
 
 /** SHA-256 hex of the key: the only form in which a key is ever stored. */
 export function hashKey(key: string): string {
-  return createHash('sha256').update(key).digest('hex');
+  // One-shot hash(): a fraction of createHash()'s cost, and it runs on every gateway request.
+  return hash('sha256', key, 'hex');
 }
 
 export const keyStart = (key: string): string => key.slice(0, KEY_START_LENGTH);

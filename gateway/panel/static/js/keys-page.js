@@ -47,6 +47,7 @@ export function createKeysPage({ onError, onDelete }) {
     more.hidden = !nextCursor;
     const shown = `${keys.length} key${keys.length === 1 ? '' : 's'}${nextCursor ? ' shown' : ''}`;
     count.textContent = searching ? `${shown} matching “${search.value.trim()}”` : shown;
+    count.hidden = keys.length === 0 && !searching;
   }
 
   function row(key) {

@@ -1,0 +1,380 @@
+import { createHash } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import express from 'express';
+import { Redis } from 'ioredis';
+import type { Browser, Page } from 'playwright-core';
+import { DirApiKeyStore } from '../../../common/apikey/dir-store.js';
+import { KeyIndexWriter } from '../../../common/apikey/index-writer.js';
+import { RoleCatalogue } from '../../../common/apikey/roles.js';
+import { createLogger } from '../../../common/logger.js';
+import { redisKeys } from '../../../common/redis/schema.js';
+import { ManifestDir } from '../../../common/resources/manifest-dir.js';
+import { WorkflowRoutes } from '../../../common/routes/workflow-routes.js';
+import { createManagementRouter } from '../../../gateway/api/router.js';
+import { JWKS_PATH, LocalIssuer, localOidcConfig } from '../../../gateway/auth/local-issuer.js';
+import { createTokenVerifier } from '../../../gateway/auth/oidc.js';
+import { loadGatewayConfig } from '../../../gateway/config.js';
+import { createPanelRouter } from '../../../gateway/panel/index.js';
+import { createGatewayServer, type GatewayServer } from '../../../gateway/server.js';
+import { createGatewayServices } from '../../../gateway/services.js';
+import { freePort, launchChromium, redis } from '../../harness/index.js';
+
+/**
+ * The panel in a real Chromium against the real management API (directory store, real Redis, OIDC
+ * tokens verified through a JWKS on loopback), and the keys it creates used for real through the
+ * gateway's hot path to upstream servers on loopback.
+ */
+const log = createLogger('panel-test', 'silent');
+const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+
+let stateDir: string;
+let redisClient: Redis;
+let issuer: LocalIssuer;
+let management: Server;
+let panelBase: string;
+let upstream: Server;
+let upstreamHits: Array<{ url: string; authorization?: string }>;
+let gateway: GatewayServer;
+let gatewayBase: string;
+let browser: Browser;
+
+function listen(server: Server): Promise<string> {
+  return new Promise((resolve) =>
+    server.listen(0, '127.0.0.1', () =>
+      resolve(`http://127.0.0.1:${(server.address() as AddressInfo).port}`),
+    ),
+  );
+}
+
+beforeAll(async () => {
+  const r = await redis('panel');
+  redisClient = new Redis(r.url);
+  stateDir = await mkdtemp(join(tmpdir(), 'tollgate-panel-'));
+  issuer = await LocalIssuer.open(stateDir);
+
+  // The management API and the panel on one origin, as the gateway serves them.
+  const port = await freePort();
+  panelBase = `http://127.0.0.1:${port}`;
+  const workflows = new WorkflowRoutes(redisClient);
+  const app = express();
+  app.get(JWKS_PATH, issuer.jwksHandler());
+  app.use(
+    '/api/v1',
+    createManagementRouter({
+      store: new DirApiKeyStore(new ManifestDir(stateDir, () => undefined)),
+      index: new KeyIndexWriter(redisClient),
+      redis: redisClient,
+      workflows,
+      roles: new RoleCatalogue({ resources: ['datasets'] }),
+      verifyToken: createTokenVerifier(localOidcConfig(panelBase)),
+      log,
+    }),
+  );
+  app.use('/panel', createPanelRouter());
+  management = createServer(app);
+  await new Promise<void>((resolve) => management.listen(port, '127.0.0.1', resolve));
+
+  // An upstream for both the workflow service and the platform resource.
+  upstreamHits = [];
+  upstream = createServer((req, res) => {
+    upstreamHits.push({ url: req.url ?? '', authorization: req.headers.authorization });
+    res
+      .writeHead(200, { 'content-type': 'application/json' })
+      .end(JSON.stringify({ ok: true, url: req.url }));
+  });
+  const upstreamUrl = await listen(upstream);
+  await workflows.register({ workflow: 'wf-sales', service: 'api', url: upstreamUrl, owner: 'alice' });
+  await workflows.register({ workflow: 'wf-bob', service: 'api', url: upstreamUrl, owner: 'bob' });
+
+  const config = loadGatewayConfig({
+    env: {},
+    overrides: { redisUrl: r.url, port: 0, host: '127.0.0.1', upstreams: { datasets: upstreamUrl } },
+  });
+  gateway = createGatewayServer(await createGatewayServices(config, log));
+  const address = await gateway.listen(0, '127.0.0.1');
+  gatewayBase = `http://127.0.0.1:${address.port}`;
+
+  browser = await launchChromium();
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await gateway?.shutdown();
+  await new Promise((r) => management?.close(r));
+  await new Promise((r) => upstream?.close(r));
+  redisClient?.disconnect();
+  await rm(stateDir, { recursive: true, force: true });
+});
+
+async function openPanel(user: string): Promise<Page> {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  const page = await context.newPage();
+  await page.goto(`${panelBase}/panel/#token=${await issuer.mint(user)}`);
+  await page.getByRole('heading', { name: 'API keys' }).waitFor();
+  return page;
+}
+
+const rows = (page: Page) => page.locator('#keys-body tr');
+
+/** Fills the create dialog and saves; returns the key shown once. */
+async function createKeyThroughDialog(
+  page: Page,
+  choice:
+    | { module: 'bda'; workflow: string; name: string }
+    | { module: 'platform'; roles: string[]; name: string; expires?: string },
+): Promise<string> {
+  await page.getByRole('button', { name: 'Create key' }).first().click();
+  const dialog = page.getByRole('dialog', { name: 'Create an API key' });
+  await dialog.waitFor();
+  // Wait for the roles to arrive from GET /modules.
+  await dialog.locator('#role-platform input').first().waitFor({ state: 'attached' });
+  if (choice.module === 'bda') {
+    await dialog.getByLabel('Workflow', { exact: true }).selectOption(choice.workflow);
+  } else {
+    await dialog.getByText('Platform REST resources').click();
+    for (const role of choice.roles) await dialog.locator(`#role-platform input[value="${role}"]`).check();
+    if (choice.expires) await dialog.getByLabel('Expires (optional)').fill(choice.expires);
+  }
+  await dialog.getByLabel('Name (optional)').fill(choice.name);
+  await dialog.getByRole('button', { name: 'Create key' }).click();
+  const reveal = page.getByRole('dialog', { name: 'Your new API key' });
+  await reveal.waitFor();
+  await reveal.getByText('It is shown only once').waitFor();
+  return reveal.getByLabel('API key').inputValue();
+}
+
+async function closeReveal(page: Page): Promise<void> {
+  const reveal = page.getByRole('dialog', { name: 'Your new API key' });
+  await reveal.getByRole('button', { name: 'I have stored it' }).click();
+  await reveal.waitFor({ state: 'hidden' });
+}
+
+// The test's TypeScript has no DOM library: page-side code is passed as source text.
+/** Every string the page holds: its markup, its form fields' values and its storage. */
+const pageContents = (page: Page): Promise<string> =>
+  page.evaluate<string>(`[
+    document.documentElement.outerHTML,
+    ...[...document.querySelectorAll('input, textarea')].map((e) => e.value),
+    JSON.stringify({ ...sessionStorage }),
+    JSON.stringify({ ...localStorage }),
+  ].join('\\n')`);
+
+/** The focused element, as `<tag>#<id>` or `<tag>:<text>` when it has no id. */
+const focused = (page: Page): Promise<string> =>
+  page.evaluate<string>(
+    `(() => { const e = document.activeElement; return e.id ? e.tagName.toLowerCase() + '#' + e.id : e.tagName.toLowerCase() + ':' + e.textContent.trim(); })()`,
+  );
+
+async function callGateway(path: string, key: string): Promise<{ status: number; body: { code?: string } }> {
+  const res = await fetch(`${gatewayBase}${path}`, { headers: { authorization: `Apikey ${key}` } });
+  return { status: res.status, body: (await res.json()) as { code?: string } };
+}
+
+describe('management panel', () => {
+  let alice: Page;
+  let bdaKey: string;
+  let platformKey: string;
+
+  it('takes the token from the URL fragment, removes it from the address bar, and shows no keys yet', async () => {
+    alice = await openPanel('alice');
+    expect(new URL(alice.url()).hash).toBe('');
+    await expect(alice.locator('#whoami').textContent()).resolves.toBe('Signed in as alice');
+    await alice.getByText('No API keys yet').waitFor();
+    await alice.screenshot({ path: '/tmp/panel-empty.png' });
+  });
+
+  it('shows a field error, and sends nothing, when no role is chosen', async () => {
+    await alice.getByRole('button', { name: 'Create key' }).first().click();
+    const dialog = alice.getByRole('dialog', { name: 'Create an API key' });
+    await dialog.locator('#role-bda option[value="wf-sales"]').waitFor({ state: 'attached' });
+    // Only the caller's own workflows are offered.
+    expect(await dialog.locator('#role-bda option').allTextContents()).toEqual([
+      'Choose a workflow…',
+      'wf-sales — services: api',
+    ]);
+    await dialog.getByRole('button', { name: 'Create key' }).click();
+    await dialog.getByText('Choose the workflow this key may call.').waitFor();
+    expect(await dialog.getByLabel('Workflow', { exact: true }).getAttribute('aria-invalid')).toBe('true');
+    expect(await focused(alice)).toBe('select#role-bda');
+
+    await dialog.getByText('Platform REST resources').click();
+    await dialog.getByRole('button', { name: 'Create key' }).click();
+    await dialog.getByText('Choose at least one role.').waitFor();
+    await alice.screenshot({ path: '/tmp/panel-create-error.png' });
+    await dialog.getByRole('button', { name: 'Cancel' }).click();
+    await dialog.waitFor({ state: 'hidden' });
+    expect(await redisClient.keys(redisKeys.apiKey('*'))).toEqual([]);
+  });
+
+  it("shows the API's own error next to the field it names (an expiry in the past)", async () => {
+    await alice.getByRole('button', { name: 'Create key' }).first().click();
+    const dialog = alice.getByRole('dialog', { name: 'Create an API key' });
+    await dialog.locator('#role-platform input[value="viewer"]').waitFor({ state: 'attached' });
+    await dialog.getByText('Platform REST resources').click();
+    await dialog.locator('#role-platform input[value="viewer"]').check();
+    await dialog.getByLabel('Expires (optional)').fill('2020-01-31');
+    await dialog.getByRole('button', { name: 'Create key' }).click();
+    await dialog.locator('#expiry-error').getByText('expiresAt is in the past').waitFor();
+    expect(await dialog.getByLabel('Expires (optional)').getAttribute('aria-invalid')).toBe('true');
+    await dialog.getByRole('button', { name: 'Cancel' }).click();
+    expect(await redisClient.keys(redisKeys.apiKey('*'))).toEqual([]);
+  });
+
+  it('creates a bda key, shows it once, and the key calls the workflow through the gateway', async () => {
+    bdaKey = await createKeyThroughDialog(alice, {
+      module: 'bda',
+      workflow: 'wf-sales',
+      name: 'sales export',
+    });
+    expect(bdaKey).toMatch(/^tgb_[0-9A-Za-z]{36}$/);
+    await alice.screenshot({ path: '/tmp/panel-reveal.png' });
+    // Only the hash is indexed, and it grants what the dialog chose.
+    const grant = JSON.parse((await redisClient.get(redisKeys.apiKey(sha256(bdaKey)))) ?? 'null') as {
+      owner: string;
+      module: string;
+      roles: string[];
+      name: string;
+    };
+    expect(grant).toMatchObject({ owner: 'alice', module: 'bda', roles: ['wf-sales'], name: 'sales export' });
+    await closeReveal(alice);
+    expect(await pageContents(alice)).not.toContain(bdaKey);
+
+    const call = await callGateway('/events/bda/wf-sales/api/orders?day=1', bdaKey);
+    expect(call.status).toBe(200);
+    expect(upstreamHits.at(-1)).toEqual({ url: '/orders?day=1', authorization: undefined });
+    // The key is for wf-sales only.
+    expect((await callGateway('/events/bda/wf-bob/api/orders', bdaKey)).status).toBe(403);
+  });
+
+  it('creates a platform key with several roles and an expiry; it calls a platform resource', async () => {
+    platformKey = await createKeyThroughDialog(alice, {
+      module: 'platform',
+      roles: ['viewer', 'datasets:editor'],
+      name: 'ci reader',
+      expires: '2099-12-31',
+    });
+    expect(platformKey).toMatch(/^tgp_[0-9A-Za-z]{36}$/);
+    await closeReveal(alice);
+    const contents = await pageContents(alice);
+    expect(contents).not.toContain(platformKey);
+    expect(contents).not.toContain(bdaKey);
+
+    const call = await callGateway('/events/platform/api/v1/datasets/d1', platformKey);
+    expect(call.status).toBe(200);
+    expect(upstreamHits.at(-1)?.url).toBe('/api/v1/datasets/d1');
+
+    // The table lists both (newest first, but both were made in the same second) with what each
+    // grants, and never the full key.
+    await rows(alice).nth(1).waitFor();
+    expect(await rows(alice).count()).toBe(2);
+    const platformRow = await alice.locator('#keys-body tr', { hasText: 'ci reader' }).innerText();
+    expect(platformRow).toContain(`${platformKey.slice(0, 8)}…`);
+    expect(platformRow).toContain('platform');
+    expect(platformRow).toContain('viewer');
+    expect(platformRow).toContain('datasets:editor');
+    expect(platformRow).toMatch(/Dec 31, 2099|31 Dec 2099/);
+    const bdaRow = await alice.locator('#keys-body tr', { hasText: 'sales export' }).innerText();
+    expect(bdaRow).toContain(`${bdaKey.slice(0, 8)}…`);
+    expect(bdaRow).toContain('wf-sales');
+    await alice.getByText('2 keys').waitFor();
+    await alice.screenshot({ path: '/tmp/panel-list.png' });
+  });
+
+  it('searches on the server as the user types', async () => {
+    const search = alice.getByRole('searchbox', { name: 'Search keys' });
+    await search.fill('sales');
+    await alice.getByText('1 key matching “sales”').waitFor();
+    expect(await rows(alice).count()).toBe(1);
+    expect(await rows(alice).nth(0).innerText()).toContain('sales export');
+
+    await search.fill('datasets:ed');
+    await alice.getByText('1 key matching “datasets:ed”').waitFor();
+    expect(await rows(alice).nth(0).innerText()).toContain('ci reader');
+
+    await search.fill('no such key');
+    await alice.getByText('No keys match your search').waitFor();
+    await alice.screenshot({ path: '/tmp/panel-search-empty.png' });
+
+    await search.fill('');
+    await alice.getByText('2 keys').waitFor();
+  });
+
+  it('deletes a key after a confirmation, and the gateway refuses it at once', async () => {
+    const row = alice.locator('#keys-body tr', { hasText: 'sales export' });
+    await row.getByRole('button', { name: /Delete key sales export/ }).click();
+    const confirm = alice.getByRole('dialog', { name: 'Delete this key?' });
+    await confirm.waitFor();
+    // Cancel is focused first: Enter does not delete by accident.
+    expect(await focused(alice)).toBe('button:Cancel');
+    await alice.screenshot({ path: '/tmp/panel-delete.png' });
+    await confirm.getByRole('button', { name: 'Delete key' }).click();
+    await confirm.waitFor({ state: 'hidden' });
+    await alice.getByText('1 key', { exact: true }).waitFor();
+    expect(await rows(alice).innerText()).toContain('ci reader');
+
+    expect(await redisClient.get(redisKeys.apiKey(sha256(bdaKey)))).toBeNull();
+    const refused = await callGateway('/events/bda/wf-sales/api/orders', bdaKey);
+    expect(refused.status).toBe(401);
+    expect(refused.body.code).toBe('unknown_api_key');
+    // The other key still works.
+    expect((await callGateway('/events/platform/api/v1/datasets', platformKey)).status).toBe(200);
+  });
+
+  it("never shows one user's keys to another", async () => {
+    const bob = await openPanel('bob');
+    await bob.getByText('No API keys yet').waitFor();
+    expect(await rows(bob).count()).toBe(0);
+    await bob.getByRole('button', { name: 'Create key' }).first().click();
+    const dialog = bob.getByRole('dialog', { name: 'Create an API key' });
+    await dialog.locator('#role-bda option[value="wf-bob"]').waitFor({ state: 'attached' });
+    expect(await dialog.locator('#role-bda option').allTextContents()).toEqual([
+      'Choose a workflow…',
+      'wf-bob — services: api',
+    ]);
+    await bob.context().close();
+    // Alice's key is still there for her.
+    await alice.reload();
+    await alice.getByText('1 key', { exact: true }).waitFor();
+  });
+
+  it('asks for a token when there is none, and says why a token is refused', async () => {
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    await page.goto(`${panelBase}/panel/`);
+    const signIn = page.getByRole('region', { name: 'Sign in' });
+    await signIn.waitFor();
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByText('Paste an access token to sign in.').waitFor();
+
+    const forged = (await issuer.mint('mallory', { issuer: 'https://elsewhere.example' })).trim();
+    await page.getByLabel('Access token').fill(forged);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page
+      .getByRole('alert')
+      .getByText(/Your sign-in was refused/)
+      .waitFor();
+    await signIn.waitFor();
+    await page.screenshot({ path: '/tmp/panel-signin.png' });
+    expect(await page.evaluate<number>('sessionStorage.length')).toBe(0);
+    await context.close();
+  });
+
+  it('serves the panel with a strict content security policy, and redirects /panel to /panel/', async () => {
+    const res = await fetch(`${panelBase}/panel/`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-security-policy')).toContain("script-src 'self'");
+    expect(res.headers.get('content-security-policy')).toContain("frame-ancestors 'none'");
+    expect(res.headers.get('referrer-policy')).toBe('no-referrer');
+    const bare = await fetch(`${panelBase}/panel`, { redirect: 'manual' });
+    expect(bare.status).toBe(301);
+    expect(bare.headers.get('location')).toBe('/panel/');
+    // The gateway's own Express app serves it too.
+    const viaGateway = await fetch(`${gatewayBase}/panel/js/main.js`);
+    expect(viaGateway.status).toBe(200);
+    expect(viaGateway.headers.get('content-type')).toMatch(/javascript/);
+  });
+});

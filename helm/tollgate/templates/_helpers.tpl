@@ -1,0 +1,105 @@
+{{/* Names, labels and shared fragments. */}}
+
+{{- define "tollgate.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "tollgate.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* A component's name: <fullname>-<component>, within 63 characters. */}}
+{{- define "tollgate.componentName" -}}
+{{- printf "%s-%s" (include "tollgate.fullname" .root | trunc (int (sub 62 (len .component))) | trimSuffix "-") .component -}}
+{{- end -}}
+
+{{- define "tollgate.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+app.kubernetes.io/name: {{ include "tollgate.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: tollgate
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{/* Selector labels of one component: {root, component}. */}}
+{{- define "tollgate.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "tollgate.name" .root }}
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+app.kubernetes.io/component: {{ .component }}
+{{- end -}}
+
+{{- define "tollgate.componentLabels" -}}
+{{ include "tollgate.labels" .root }}
+app.kubernetes.io/component: {{ .component }}
+{{- end -}}
+
+{{- define "tollgate.image" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end -}}
+
+{{- define "tollgate.serviceAccountName" -}}
+{{- if .root.Values.serviceAccount.create -}}
+{{- include "tollgate.componentName" . -}}
+{{- else -}}
+default
+{{- end -}}
+{{- end -}}
+
+{{- define "tollgate.redisName" -}}
+{{- include "tollgate.componentName" (dict "root" . "component" "redis") -}}
+{{- end -}}
+
+{{/* The Redis URL environment variable, from the external Secret, the external URL, or the bundled Redis. */}}
+{{- define "tollgate.redisEnv" -}}
+- name: TOLLGATE_REDIS_URL
+{{- if .Values.redis.external.existingSecret }}
+  valueFrom:
+    secretKeyRef:
+      name: {{ .Values.redis.external.existingSecret }}
+      key: {{ .Values.redis.external.existingSecretKey }}
+{{- else if .Values.redis.external.url }}
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "tollgate.componentName" (dict "root" . "component" "redis-url") }}
+      key: url
+{{- else }}
+  value: {{ printf "redis://%s:6379" (include "tollgate.redisName" .) | quote }}
+{{- end }}
+{{- end -}}
+
+{{- define "tollgate.bundledRedis" -}}
+{{- if and (not .Values.redis.external.url) (not .Values.redis.external.existingSecret) -}}true{{- end -}}
+{{- end -}}
+
+{{/* The pod's own name and namespace, for leader election identity and the namespace it writes to. */}}
+{{- define "tollgate.podEnv" -}}
+- name: POD_NAME
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.name
+- name: POD_NAMESPACE
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.namespace
+{{- end -}}
+
+{{- define "tollgate.scrapeAnnotations" -}}
+{{- if .root.Values.metrics.scrapeAnnotations }}
+prometheus.io/scrape: "true"
+prometheus.io/port: {{ .port | quote }}
+prometheus.io/path: /metrics
+{{- end }}
+{{- end -}}

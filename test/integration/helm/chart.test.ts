@@ -1,0 +1,316 @@
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { parseAllDocuments } from 'yaml';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { loadGatewayConfig } from '../../../gateway/config.js';
+import { kube } from '../../harness/index.js';
+import { binDir, repoRoot } from '../../harness/paths.js';
+
+/**
+ * The chart is linted and rendered by the real `helm`, and what it renders is checked field by
+ * field and then submitted to the harness's real kube-apiserver with `kubectl apply
+ * --dry-run=server`, which runs the API server's own validation and admission on every object.
+ */
+const run = promisify(execFile);
+const chart = join(repoRoot, 'helm', 'tollgate');
+const helmBin = join(binDir, 'helm');
+const namespace = 'tollgate-chart-test';
+
+interface K8sObject {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string; annotations?: Record<string, string> };
+  spec?: Record<string, unknown>;
+  data?: Record<string, string>;
+  stringData?: Record<string, string>;
+  rules?: Array<{ apiGroups: string[]; resources: string[]; verbs: string[] }>;
+}
+interface Container {
+  name: string;
+  image: string;
+  args?: string[];
+  env?: Array<{ name: string; value?: string; valueFrom?: { secretKeyRef?: { name: string; key: string } } }>;
+  readinessProbe?: { httpGet?: { path: string } };
+  livenessProbe?: { httpGet?: { path: string } };
+  securityContext?: Record<string, unknown>;
+  resources?: { requests?: Record<string, string>; limits?: Record<string, string> };
+}
+interface PodSpec {
+  serviceAccountName?: string;
+  securityContext?: { runAsNonRoot?: boolean };
+  containers: Container[];
+}
+interface DeploymentSpec {
+  replicas: number;
+  template: { metadata: { annotations?: Record<string, string> }; spec: PodSpec };
+}
+
+async function helm(args: string[]): Promise<string> {
+  const { stdout } = await run(helmBin, args, { maxBuffer: 16 * 1024 * 1024 });
+  return stdout;
+}
+
+async function render(
+  set: string[] = [],
+  extra: string[] = [],
+): Promise<{ yaml: string; objects: K8sObject[] }> {
+  const yaml = await helm([
+    'template',
+    't1',
+    chart,
+    '--namespace',
+    namespace,
+    // helm template assumes Kubernetes 1.20 without a cluster; the chart needs 1.30+.
+    '--kube-version',
+    '1.34.4',
+    ...extra,
+    ...set.flatMap((s) => ['--set', s]),
+  ]);
+  const objects = parseAllDocuments(yaml)
+    .map((d) => d.toJS() as K8sObject | null)
+    .filter((o): o is K8sObject => o !== null);
+  return { yaml, objects };
+}
+
+const find = (objects: K8sObject[], kind: string, name: string): K8sObject => {
+  const o = objects.find((x) => x.kind === kind && x.metadata.name === name);
+  if (o === undefined)
+    throw new Error(`no ${kind} ${name} in ${objects.map((x) => `${x.kind}/${x.metadata.name}`).join(', ')}`);
+  return o;
+};
+const deployment = (objects: K8sObject[], name: string): DeploymentSpec =>
+  find(objects, 'Deployment', name).spec as unknown as DeploymentSpec;
+const envOf = (c: Container, name: string) => c.env?.find((e) => e.name === name);
+
+beforeAll(() => {
+  if (!existsSync(helmBin))
+    throw new Error(`no helm at ${helmBin}: run \`bash test/harness/install-helm.sh\``);
+});
+
+describe('helm chart: lint and render', () => {
+  it('passes helm lint', async () => {
+    const out = await helm(['lint', chart, '--strict']);
+    expect(out).toContain('0 chart(s) failed');
+  });
+
+  it('renders the operator, 2 gateways, a Service, a PDB, RBAC and a bundled Redis by default', async () => {
+    const { objects } = await render();
+    const kinds = objects.map((o) => `${o.kind}/${o.metadata.name}`).sort();
+    expect(kinds).toEqual(
+      [
+        'ClusterRole/t1-tollgate-gateway',
+        'ClusterRole/t1-tollgate-operator',
+        'ClusterRoleBinding/t1-tollgate-gateway',
+        'ClusterRoleBinding/t1-tollgate-operator',
+        'ConfigMap/t1-tollgate-gateway',
+        'Deployment/t1-tollgate-gateway',
+        'Deployment/t1-tollgate-operator',
+        'Deployment/t1-tollgate-redis',
+        'NetworkPolicy/t1-tollgate-redis',
+        'PodDisruptionBudget/t1-tollgate-gateway',
+        'Role/t1-tollgate-operator-leader-election',
+        'RoleBinding/t1-tollgate-operator-leader-election',
+        'Service/t1-tollgate-gateway',
+        'Service/t1-tollgate-redis',
+        'ServiceAccount/t1-tollgate-gateway',
+        'ServiceAccount/t1-tollgate-operator',
+      ].sort(),
+    );
+    for (const o of objects.filter((x) => !x.kind.startsWith('Cluster')))
+      expect(o.metadata.namespace).toBe(namespace);
+
+    const gateway = deployment(objects, 't1-tollgate-gateway');
+    expect(gateway.replicas).toBe(2);
+    const gw = gateway.template.spec.containers[0] as Container;
+    expect(gw.args).toEqual(['gateway']);
+    expect(gw.image).toBe('tollgate/tollgate:0.1.0');
+    expect(gw.readinessProbe?.httpGet?.path).toBe('/readyz');
+    expect(gw.livenessProbe?.httpGet?.path).toBe('/healthz');
+    expect(envOf(gw, 'TOLLGATE_REDIS_URL')?.value).toBe('redis://t1-tollgate-redis:6379');
+    expect(envOf(gw, 'TOLLGATE_CONFIG')?.value).toBe('/etc/tollgate/gateway.yaml');
+    expect(gateway.template.metadata.annotations).toMatchObject({
+      'prometheus.io/scrape': 'true',
+      'prometheus.io/port': '8080',
+      'prometheus.io/path': '/metrics',
+    });
+    expect(gateway.template.metadata.annotations?.['checksum/config']).toMatch(/^[0-9a-f]{64}$/);
+
+    const operator = deployment(objects, 't1-tollgate-operator');
+    expect(operator.replicas).toBe(1);
+    const op = operator.template.spec.containers[0] as Container;
+    expect(op.args).toEqual(['operator']);
+    expect(envOf(op, 'TOLLGATE_LEADER_ELECT')?.value).toBe('true');
+    expect(envOf(op, 'TOLLGATE_PULLER_IMAGE')?.value).toBe('tollgate/tollgate:0.1.0');
+    expect(envOf(op, 'TOLLGATE_RUNTIME_IMAGE')?.value).toBe('seldonio/mlserver:1.7.1-sklearn');
+
+    // Every container: non-root pod, no privilege escalation, read-only root, resources set.
+    for (const name of ['t1-tollgate-gateway', 't1-tollgate-operator', 't1-tollgate-redis']) {
+      const pod = deployment(objects, name).template.spec;
+      expect(pod.securityContext?.runAsNonRoot).toBe(true);
+      for (const c of pod.containers) {
+        expect(c.securityContext).toMatchObject({
+          allowPrivilegeEscalation: false,
+          readOnlyRootFilesystem: true,
+          capabilities: { drop: ['ALL'] },
+        });
+        expect(c.resources?.requests?.memory).toBeDefined();
+        expect(c.resources?.limits?.memory).toBeDefined();
+      }
+    }
+  });
+
+  it('grants the operator and the gateway exactly the API access they use', async () => {
+    const { objects } = await render();
+    const rules = (name: string) => find(objects, 'ClusterRole', name).rules ?? [];
+    const can = (name: string, group: string, resource: string, verb: string) =>
+      rules(name).some(
+        (r) => r.apiGroups.includes(group) && r.resources.includes(resource) && r.verbs.includes(verb),
+      );
+
+    for (const [group, resource, verb] of [
+      ['tollgate.dev', 'models', 'watch'],
+      ['tollgate.dev', 'apikeys', 'watch'],
+      ['tollgate.dev', 'models/status', 'patch'],
+      ['tollgate.dev', 'apikeys/status', 'patch'],
+      ['tollgate.dev', 'models/finalizers', 'update'],
+      ['tollgate.dev', 'apikeys/finalizers', 'update'],
+      ['apps', 'deployments', 'create'],
+      ['', 'services', 'delete'],
+      ['', 'events', 'create'],
+      ['events.k8s.io', 'events', 'create'],
+    ] as const) {
+      expect([group, resource, verb, can('t1-tollgate-operator', group, resource, verb)]).toEqual([
+        group,
+        resource,
+        verb,
+        true,
+      ]);
+    }
+    const lease = find(objects, 'Role', 't1-tollgate-operator-leader-election').rules ?? [];
+    expect(lease).toEqual([
+      {
+        apiGroups: ['coordination.k8s.io'],
+        resources: ['leases'],
+        verbs: ['get', 'list', 'watch', 'create', 'update', 'patch'],
+      },
+    ]);
+
+    expect(can('t1-tollgate-gateway', 'tollgate.dev', 'apikeys', 'create')).toBe(true);
+    expect(can('t1-tollgate-gateway', 'tollgate.dev', 'apikeys', 'delete')).toBe(true);
+    expect(can('t1-tollgate-gateway', 'tollgate.dev', 'models', 'update')).toBe(true);
+    expect(can('t1-tollgate-gateway', '', 'services', 'list')).toBe(true);
+    // The gateway never deletes models nor touches Deployments or Secrets.
+    expect(can('t1-tollgate-gateway', 'tollgate.dev', 'models', 'delete')).toBe(false);
+    expect(can('t1-tollgate-gateway', 'apps', 'deployments', 'create')).toBe(false);
+    expect(can('t1-tollgate-gateway', '', 'secrets', 'get')).toBe(false);
+  });
+
+  it('writes the gateway config file from OIDC, upstream and role values', async () => {
+    const { objects } = await render([
+      'oidc.issuer=https://idp.example.test/realms/data',
+      'oidc.jwksUrl=https://idp.example.test/realms/data/certs',
+      'platform.upstreams.datasets=http://datasets.platform.svc:8080',
+    ]);
+    const config = find(objects, 'ConfigMap', 't1-tollgate-gateway').data?.['gateway.yaml'] ?? '';
+    const parsed = parseAllDocuments(config)[0]?.toJS() as Record<string, unknown>;
+    expect(parsed).toEqual({
+      port: 8080,
+      upstreams: { datasets: 'http://datasets.platform.svc:8080' },
+      roles: [],
+      bodyLimitBytes: 10485760,
+      upstreamTimeoutMs: 60000,
+      shutdownTimeoutMs: 30000,
+      oidc: {
+        issuer: 'https://idp.example.test/realms/data',
+        audience: 'tollgate',
+        jwksUrl: 'https://idp.example.test/realms/data/certs',
+      },
+    });
+    // The gateway's own loader accepts the file as the chart mounts it.
+    const dir = await mkdtemp(join(tmpdir(), 'tollgate-chart-'));
+    try {
+      await writeFile(join(dir, 'gateway.yaml'), config);
+      const loaded = loadGatewayConfig({
+        env: { TOLLGATE_REDIS_URL: 'redis://t1-tollgate-redis:6379' },
+        file: join(dir, 'gateway.yaml'),
+      });
+      expect(loaded.upstreams).toEqual({ datasets: 'http://datasets.platform.svc:8080' });
+      expect(loaded.oidc?.jwksUrl).toBe('https://idp.example.test/realms/data/certs');
+      expect(loaded.redisUrl).toBe('redis://t1-tollgate-redis:6379');
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('uses an external Redis from a URL (kept in a Secret) and renders no bundled Redis', async () => {
+    const { objects } = await render(['redis.external.url=redis://:s3cret@redis.shared.svc:6379/2']);
+    expect(objects.some((o) => o.kind === 'Deployment' && o.metadata.name === 't1-tollgate-redis')).toBe(
+      false,
+    );
+    expect(find(objects, 'Secret', 't1-tollgate-redis-url').stringData).toEqual({
+      url: 'redis://:s3cret@redis.shared.svc:6379/2',
+    });
+    for (const name of ['t1-tollgate-gateway', 't1-tollgate-operator']) {
+      const c = deployment(objects, name).template.spec.containers[0] as Container;
+      expect(envOf(c, 'TOLLGATE_REDIS_URL')?.valueFrom?.secretKeyRef).toEqual({
+        name: 't1-tollgate-redis-url',
+        key: 'url',
+      });
+      // The password never appears in a Deployment.
+      expect(JSON.stringify(c)).not.toContain('s3cret');
+    }
+  });
+
+  it('refuses values that cannot work, with a message saying what to set', async () => {
+    await expect(render(['oidc.issuer=https://idp.example.test'])).rejects.toThrow(
+      /oidc\.jwksUrl is required/,
+    );
+    await expect(render(['operator.replicas=2', 'operator.leaderElection=false'])).rejects.toThrow(
+      /operator\.leaderElection: true/,
+    );
+  });
+
+  it('renders the CRDs from the repository crds/ folder (one source)', async () => {
+    const { objects } = await render([], ['--include-crds']);
+    const crds = objects.filter((o) => o.kind === 'CustomResourceDefinition').map((o) => o.metadata.name);
+    expect(crds).toContain('apikeys.tollgate.dev');
+    if (existsSync(join(repoRoot, 'crds', 'models.yaml'))) expect(crds).toContain('models.tollgate.dev');
+  });
+});
+
+describe('helm chart: accepted by a real kube-apiserver', () => {
+  it('applies every rendered object with kubectl apply --dry-run=server', async () => {
+    const k = await kube();
+    const kubectl = (args: string[], input?: string) =>
+      new Promise<{ stdout: string; stderr: string }>((resolve, reject) => {
+        const child = execFile(
+          k.kubectl,
+          ['--kubeconfig', k.kubeconfig, ...args],
+          { maxBuffer: 16 * 1024 * 1024 },
+          (error, stdout, stderr) =>
+            error ? reject(new Error(`${error.message}\n${stderr}`)) : resolve({ stdout, stderr }),
+        );
+        if (input !== undefined) child.stdin?.end(input);
+      });
+    await kubectl(['create', 'namespace', namespace]).catch((e: Error) => {
+      if (!/AlreadyExists/.test(e.message)) throw e;
+    });
+    for (const set of [
+      [],
+      [
+        'redis.external.url=redis://redis.shared.svc:6379',
+        'gateway.ingress.enabled=true',
+        'gateway.ingress.host=tollgate.example.test',
+        'operator.replicas=2',
+      ],
+    ]) {
+      const { yaml, objects } = await render(set, ['--include-crds']);
+      const { stdout } = await kubectl(['apply', '--dry-run=server', '-o', 'name', '-f', '-'], yaml);
+      const applied = stdout.trim().split('\n').sort();
+      expect(applied).toHaveLength(objects.length);
+    }
+  });
+});

@@ -47,6 +47,8 @@ export const gatewayConfigSchema = z.strictObject({
   usageFlushMs: z.coerce.number().int().positive().default(1_000),
   /** Entries in the in-process key and route caches. */
   cacheEntries: z.coerce.number().int().positive().default(10_000),
+  /** Namespace of the ApiKey resources on a cluster (defaults to the pod's own). */
+  namespace: z.string().min(1).default('default'),
   /** Where standalone mode keeps its manifests (ApiKey, Service, Model). */
   stateDir: z.string().min(1).default('.tollgate'),
   /** OIDC settings for the management API, read by the keys code; optional here. */
@@ -76,6 +78,8 @@ const ENV: ReadonlyArray<readonly [string, keyof GatewayConfigInput]> = [
   ['TOLLGATE_USAGE_FLUSH_MS', 'usageFlushMs'],
   ['TOLLGATE_CACHE_ENTRIES', 'cacheEntries'],
   ['TOLLGATE_STATE_DIR', 'stateDir'],
+  ['POD_NAMESPACE', 'namespace'],
+  ['TOLLGATE_NAMESPACE', 'namespace'],
 ];
 
 /** Parses `datasets=http://a:1,services=http://b:2` into a map; the schema checks names and URLs. */

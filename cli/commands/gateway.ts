@@ -1,10 +1,18 @@
 import cluster from 'node:cluster';
+import { KubeConfig } from '@kubernetes/client-node';
 import type { Command } from 'commander';
+import { Redis } from 'ioredis';
 import { isTollgateError } from '../../common/errors.js';
 import { createLogger } from '../../common/logger.js';
 import { loadGatewayConfig, parseUpstreamList, type GatewayConfigInput } from '../../gateway/config.js';
 import { createGatewayServer } from '../../gateway/server.js';
+import { createManagement } from '../../gateway/api/management.js';
+import type { GatewayConfig } from '../../gateway/config.js';
 import { createGatewayServices } from '../../gateway/services.js';
+import { createV2Handler } from '../../gateway/v2/handler.js';
+import { kubeModels } from '../../gateway/v2/model-directory.js';
+import { RoleCatalogue } from '../../common/apikey/roles.js';
+import type { Logger } from '../../common/logger.js';
 
 interface GatewayFlags {
   config?: string;
@@ -19,7 +27,10 @@ interface GatewayFlags {
 export function register(program: Command): void {
   program
     .command('gateway')
-    .description('Run the gateway: key checks and routing for /events, V2 inference, the management API')
+    .description(
+      'Run the gateway on a cluster: key checks and routing for /events, V2 inference, and (with OIDC ' +
+        'configured) the management API. `tollgate dev` runs the standalone variant.',
+    )
     .option('-c, --config <file>', 'YAML or JSON settings file (also TOLLGATE_CONFIG)')
     .option('--host <host>', 'address to listen on (TOLLGATE_HOST, default 0.0.0.0)')
     .option('-p, --port <port>', 'port to listen on (TOLLGATE_PORT, default 8080)')
@@ -47,8 +58,12 @@ export function register(program: Command): void {
           superviseWorkers(workers, log);
           return;
         }
-        const services = await createGatewayServices(config, log);
-        const gateway = createGatewayServer(services);
+        const kubeConfig = new KubeConfig();
+        kubeConfig.loadFromDefault();
+        const services = await createGatewayServices(config, log, {
+          management: await clusterManagement(config, kubeConfig, log),
+        });
+        const gateway = createGatewayServer(services, createV2Handler(services, kubeModels(kubeConfig)));
         const address = await gateway.listen(config.port, config.host);
         log.info({ host: address.address, port: address.port, pid: process.pid }, 'gateway listening');
         const stop = (signal: string): void => {
@@ -71,6 +86,30 @@ export function register(program: Command): void {
         process.exit(1);
       }
     });
+}
+
+/**
+ * On a cluster, keys are ApiKey resources in the configured namespace and users are those of the
+ * configured OIDC provider. Without OIDC settings nobody could be identified, so the management
+ * API is left out (and says so) rather than served open.
+ */
+async function clusterManagement(config: GatewayConfig, kubeConfig: KubeConfig, log: Logger) {
+  if (config.oidc === undefined) {
+    log.warn('no OIDC settings (oidc.issuer, oidc.audience, oidc.jwksUrl): the management API is not served');
+    return undefined;
+  }
+  const redis = new Redis(config.redisUrl, {
+    maxRetriesPerRequest: 1,
+    connectionName: 'tollgate-management',
+  });
+  redis.on('error', (err: Error) => log.warn({ err: err.message }, 'redis error (management API)'));
+  return createManagement({
+    redis,
+    log,
+    roles: new RoleCatalogue({ resources: Object.keys(config.upstreams), roles: config.roles }),
+    keys: { kubeConfig, namespace: config.namespace },
+    identity: { oidc: config.oidc },
+  });
 }
 
 /** The primary of a cluster: forks workers, replaces crashed ones, and relays shutdown. */

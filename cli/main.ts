@@ -10,11 +10,13 @@ const program = new Command()
   .version('0.1.0');
 
 const commands: Array<() => Promise<{ register: (p: Command) => void }>> = [
+  () => import('./commands/operator.js'),
   () => import('./commands/pull.js'),
   () => import('./commands/validate.js'),
   () => import('./commands/gateway.js'),
   () => import('./commands/token.js'),
   () => import('./commands/route.js'),
+  () => import('./commands/dev.js'),
 ];
 
 for (const load of commands) (await load()).register(program);

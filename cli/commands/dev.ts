@@ -1,0 +1,158 @@
+import path from 'node:path';
+import type { Command } from 'commander';
+import { Redis } from 'ioredis';
+import { z } from 'zod';
+import { RoleCatalogue } from '../../common/apikey/roles.js';
+import { isTollgateError } from '../../common/errors.js';
+import { createLogger } from '../../common/logger.js';
+import { API_KEY_PLURAL, apiKeySchema } from '../../common/resources/apikey.js';
+import { ManifestDir } from '../../common/resources/manifest-dir.js';
+import { MODEL_PLURAL, modelSchema, type Model } from '../../common/resources/model.js';
+import { createManagement } from '../../gateway/api/management.js';
+import { loadGatewayConfig, type GatewayConfigInput } from '../../gateway/config.js';
+import { createGatewayServer } from '../../gateway/server.js';
+import { createGatewayServices } from '../../gateway/services.js';
+import { createV2Handler } from '../../gateway/v2/handler.js';
+import { manifestModels } from '../../gateway/v2/model-directory.js';
+import type { ApiKeyResource } from '../../operator/controllers/apikey-controller.js';
+import type { WorkflowService } from '../../operator/controllers/workflow-service-controller.js';
+import { LogEventRecorder } from '../../operator/events.js';
+import { OperatorManager } from '../../operator/manager.js';
+import { LocalMlserverDriver } from '../../operator/runtime/local-mlserver.js';
+import { ManifestResourceSource } from '../../operator/source/manifest-source.js';
+import { ProcessEnvCredentials } from '../../operator/storage/credentials.js';
+
+const flagsSchema = z.object({
+  stateDir: z.string().min(1),
+  host: z.string().min(1),
+  port: z.coerce.number().int().min(0).max(65535),
+  redisUrl: z.url({ protocol: /^rediss?$/ }),
+  mlserver: z.string().min(1),
+});
+
+const serviceSchema = z.looseObject({
+  metadata: z.looseObject({ name: z.string() }),
+}) as unknown as z.ZodType<WorkflowService & { metadata: { name: string } }>;
+
+/**
+ * `tollgate dev`: the embedded default. The gateway and the operator in one process, on one
+ * machine: Models, ApiKeys and workflow Services are manifests in the state directory
+ * (`<state-dir>/models/`, `apikeys/`, `services/`), each Model is served by a local MLServer
+ * process, and Redis is a local redis-server. The same code as on a cluster, with the two seams
+ * of the design swapped.
+ */
+export function register(program: Command): void {
+  program
+    .command('dev')
+    .description(
+      'Run gateway + operator on this machine: manifests in a directory, MLServer processes as runtimes',
+    )
+    .option(
+      '--state-dir <dir>',
+      'manifests, keys and model folders (TOLLGATE_STATE_DIR)',
+      process.env.TOLLGATE_STATE_DIR ?? '.tollgate',
+    )
+    .option('--host <host>', 'address to listen on', process.env.TOLLGATE_HOST ?? '127.0.0.1')
+    .option('-p, --port <port>', 'gateway port', process.env.TOLLGATE_PORT ?? '8080')
+    .option(
+      '--redis-url <url>',
+      'Redis (REDIS_URL)',
+      process.env.REDIS_URL ?? process.env.TOLLGATE_REDIS_URL ?? 'redis://127.0.0.1:6379',
+    )
+    .option(
+      '--mlserver <path>',
+      'the mlserver executable (TOLLGATE_MLSERVER)',
+      process.env.TOLLGATE_MLSERVER ?? '.venv/bin/mlserver',
+    )
+    .action(async (raw: unknown) => {
+      const log = createLogger('tollgate-dev');
+      const parsed = flagsSchema.safeParse(raw);
+      if (!parsed.success) {
+        process.stderr.write(`tollgate dev: ${parsed.error.issues[0]?.message ?? 'invalid flags'}\n`);
+        process.exit(2);
+      }
+      const flags = parsed.data;
+      const stateDir = path.resolve(flags.stateDir);
+      try {
+        const overrides: Partial<GatewayConfigInput> = {
+          host: flags.host,
+          port: flags.port,
+          redisUrl: flags.redisUrl,
+          stateDir,
+        };
+        const config = loadGatewayConfig({ overrides });
+        const manifests = new ManifestDir(stateDir, (file, err) =>
+          log.warn({ file, err: (err as Error).message }, 'ignoring an invalid manifest'),
+        );
+        const models = manifests.collection<Model>(MODEL_PLURAL, modelSchema);
+
+        const runtime = new LocalMlserverDriver({
+          mlserver: path.resolve(flags.mlserver),
+          workDir: path.join(stateDir, 'runtimes'),
+          credentials: new ProcessEnvCredentials(),
+          log: log.child({ component: 'runtime' }),
+        });
+        const operator = new OperatorManager(
+          () => ({
+            models: new ManifestResourceSource<Model>(models, log),
+            apiKeys: new ManifestResourceSource<ApiKeyResource>(
+              manifests.collection<ApiKeyResource>(API_KEY_PLURAL, apiKeySchema as z.ZodType<ApiKeyResource>),
+              log,
+            ),
+            services: new ManifestResourceSource(manifests.collection('services', serviceSchema), log),
+            runtime,
+            events: new LogEventRecorder(log.child({ component: 'operator' })),
+            credentials: new ProcessEnvCredentials(),
+          }),
+          { redisUrl: flags.redisUrl, log: log.child({ component: 'operator' }) },
+        );
+
+        const selfUrl = `http://${flags.host === '0.0.0.0' ? '127.0.0.1' : flags.host}:${flags.port}`;
+        const managementRedis = new Redis(flags.redisUrl, {
+          maxRetriesPerRequest: 1,
+          connectionName: 'tollgate-dev-management',
+        });
+        managementRedis.on('error', (err: Error) => log.warn({ err: err.message }, 'redis error'));
+        const management = await createManagement({
+          redis: managementRedis,
+          log,
+          roles: new RoleCatalogue({ resources: Object.keys(config.upstreams), roles: config.roles }),
+          keys: { stateDir },
+          identity: { local: { stateDir, selfUrl } },
+        });
+        const services = await createGatewayServices(config, log, { management });
+        const gateway = createGatewayServer(services, createV2Handler(services, manifestModels(models)));
+        const address = await gateway.listen(config.port, config.host);
+        await operator.start();
+        // A deleted manifest is gone at once (no finalizer can hold it, as on a cluster), so its
+        // MLServer process is stopped here; the controller removes the routes.
+        const unwatch = await models.watch((event) => {
+          if (event.type === 'delete') void runtime.remove({ namespace: 'default', name: event.name });
+        });
+        log.info(
+          { url: `http://${address.address}:${address.port}`, stateDir, panel: `${selfUrl}/panel/` },
+          'tollgate dev: gateway and operator running',
+        );
+
+        let stopping = false;
+        const stop = (signal: string): void => {
+          if (stopping) return;
+          stopping = true;
+          log.info({ signal }, 'stopping: gateway, operator, MLServer processes');
+          void (async () => {
+            await gateway.shutdown().catch((err: unknown) => log.error({ err }, 'gateway shutdown failed'));
+            unwatch();
+            await operator.stop().catch((err: unknown) => log.error({ err }, 'operator stop failed'));
+            await runtime.stop();
+            managementRedis.disconnect();
+            process.exit(0);
+          })();
+        };
+        process.once('SIGTERM', () => stop('SIGTERM'));
+        process.once('SIGINT', () => stop('SIGINT'));
+      } catch (err) {
+        log.error({ code: isTollgateError(err) ? err.code : undefined, err }, (err as Error).message);
+        process.exit(1);
+      }
+    });
+}

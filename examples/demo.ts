@@ -1,0 +1,282 @@
+/**
+ * `make demo`: Tollgate on one machine, end to end. Installs what is missing (the Python venv with
+ * MLServer, redis-server), starts a local Redis, trains and publishes the example models (file://
+ * storage), starts `tollgate dev`, creates a key through the management API, prints the panel URL
+ * and curl commands, and runs one inference of each kind through the gateway. Then it keeps
+ * running until Ctrl-C (or exits at once with DEMO_EXIT_AFTER_RUN=1) and stops all it started.
+ */
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import path from 'node:path';
+
+const ROOT = path.resolve(import.meta.dirname, '..');
+const STATE = path.join(ROOT, '.tollgate', 'demo');
+const MODELS = path.join(ROOT, 'examples', 'models');
+const PYTHON = path.join(ROOT, '.venv', 'bin', 'python');
+const MLSERVER = path.join(ROOT, '.venv', 'bin', 'mlserver');
+const CASES: Array<{ name: string; what: string }> = [
+  { name: 'model-iris', what: 'numeric tabular (np), classifier with predict + predict_proba' },
+  { name: 'model-diabetes', what: 'numeric tabular (np), regressor; declares an output it never produces' },
+  { name: 'model-rent', what: 'string and mixed columns (pd), one BYTES input per column' },
+  { name: 'model-reviews', what: 'raw text (str), TF-IDF + logistic regression' },
+  { name: 'model-digits', what: 'an image as BYTES with base64 (PNG files)' },
+  { name: 'model-wine', what: 'an MLflow model with a signature, no settings file' },
+];
+const READY_TIMEOUT_MS = 240_000;
+
+const children: ChildProcess[] = [];
+const say = (line: string): void => void process.stdout.write(`${line}\n`);
+const step = (line: string): void => say(`\n\u25b8 ${line}`);
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function waitFor(
+  what: string,
+  probe: () => Promise<boolean>,
+  timeoutMs: number,
+  proc?: ChildProcess,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (proc !== undefined && proc.exitCode !== null)
+      throw new Error(`${what}: the process exited (${proc.exitCode})`);
+    if (await probe().catch(() => false)) return;
+    await sleep(300);
+  }
+  throw new Error(`${what} not ready after ${timeoutMs / 1000} s`);
+}
+
+function installMissing(): void {
+  if (!existsSync(MLSERVER)) {
+    step('installing the Python venv (MLServer, scikit-learn, MLflow): once per machine');
+    execFileSync('bash', [path.join(ROOT, 'test/harness/install.sh'), 'venv'], { stdio: 'inherit' });
+  }
+  try {
+    execFileSync('redis-server', ['--version'], { stdio: 'ignore' });
+  } catch {
+    step('installing redis-server');
+    execFileSync('bash', [path.join(ROOT, 'test/harness/install.sh'), 'apt'], { stdio: 'inherit' });
+  }
+}
+
+function start(name: string, command: string, args: string[], env: NodeJS.ProcessEnv = {}): ChildProcess {
+  const log = openSync(path.join(STATE, `${name}.log`), 'w');
+  const child = spawn(command, args, {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', log, log],
+  });
+  children.push(child);
+  return child;
+}
+
+async function stopAll(): Promise<void> {
+  // tollgate dev stops its MLServer processes on SIGTERM; Redis goes last.
+  for (const child of [...children].reverse()) {
+    if (child.exitCode !== null || child.signalCode !== null) continue;
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    child.kill('SIGTERM');
+    await Promise.race([exited, sleep(15_000)]);
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  }
+}
+
+function modelManifest(name: string): string {
+  return [
+    'apiVersion: tollgate.dev/v1alpha1',
+    'kind: Model',
+    'metadata:',
+    `  name: ${name}`,
+    'spec:',
+    `  storageUri: file://${path.join(MODELS, name)}`,
+    ...(name === 'model-iris' ? ['  workflow: wf-demo'] : []),
+    '',
+  ].join('\n');
+}
+
+function summarise(answer: { outputs?: Array<{ name: string; shape: number[]; data: unknown[] }> }): string {
+  return (answer.outputs ?? [])
+    .map((o) => {
+      const data = o.data.map((v) =>
+        typeof v === 'number' && !Number.isInteger(v) ? Number(v.toFixed(3)) : v,
+      );
+      const shown =
+        data.length > 12 ? `${JSON.stringify(data.slice(0, 12)).slice(0, -1)}, ...]` : JSON.stringify(data);
+      return `${o.name} ${JSON.stringify(o.shape)} ${shown}`;
+    })
+    .join('\n      ');
+}
+
+async function main(): Promise<void> {
+  const started = Date.now();
+  installMissing();
+  rmSync(STATE, { recursive: true, force: true });
+  mkdirSync(path.join(STATE, 'models'), { recursive: true });
+
+  step('starting a local Redis');
+  const redisPort = await freePort();
+  const redis = start('redis', 'redis-server', [
+    '--port',
+    String(redisPort),
+    '--bind',
+    '127.0.0.1',
+    '--save',
+    '',
+    '--appendonly',
+    'no',
+    '--dir',
+    STATE,
+  ]);
+  const redisUrl = `redis://127.0.0.1:${redisPort}`;
+  await waitFor(
+    'redis',
+    async () =>
+      execFileSync('redis-cli', ['-p', String(redisPort), 'ping'], { stdio: ['ignore', 'pipe', 'ignore'] })
+        .toString()
+        .includes('PONG'),
+    10_000,
+    redis,
+  );
+
+  step(`training the example models into ${path.relative(ROOT, MODELS)}/`);
+  execFileSync(PYTHON, [path.join(ROOT, 'examples/train.py'), '--out', MODELS], {
+    cwd: ROOT,
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  for (const { name } of CASES)
+    writeFileSync(path.join(STATE, 'models', `${name}.yaml`), modelManifest(name));
+
+  step('starting tollgate dev (gateway + operator, one MLServer per model)');
+  const port = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+  const dev = start('tollgate-dev', process.execPath, [
+    path.join(ROOT, 'bin/tollgate.js'),
+    'dev',
+    '--state-dir',
+    STATE,
+    '--port',
+    String(port),
+    '--redis-url',
+    redisUrl,
+    '--mlserver',
+    MLSERVER,
+  ]);
+  await waitFor('the gateway', async () => (await fetch(`${base}/readyz`)).ok, 30_000, dev);
+
+  step('creating an API key through the management API (token from `tollgate token`)');
+  const token = execFileSync(process.execPath, [
+    path.join(ROOT, 'bin/tollgate.js'),
+    'token',
+    '--user',
+    'demo',
+    '--state-dir',
+    STATE,
+  ])
+    .toString()
+    .trim();
+  const created = await fetch(`${base}/api/v1/apikeys`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ module: 'platform', roles: ['models:inference'], name: 'demo' }),
+  });
+  const createdBody = (await created.json()) as { key?: string; error?: string };
+  if (!created.ok || createdBody.key === undefined)
+    throw new Error(`creating the key failed: ${created.status} ${createdBody.error ?? ''}`);
+  const key = createdBody.key;
+  const auth = { authorization: `Apikey ${key}` };
+
+  step('waiting for every model to be ready');
+  await Promise.all(
+    CASES.map(({ name }) =>
+      waitFor(
+        name,
+        async () => (await fetch(`${base}/v2/models/${name}/ready`, { headers: auth })).status === 200,
+        READY_TIMEOUT_MS,
+        dev,
+      ),
+    ),
+  );
+
+  say(`\nReady in ${Math.round((Date.now() - started) / 1000)} s.`);
+  say(
+    `  Panel (API keys):  ${base}/panel/   (sign in with: node bin/tollgate.js token --user demo --state-dir ${path.relative(ROOT, STATE)})`,
+  );
+  say(`  API key:           ${key}`);
+  say(
+    `  Model manifests:   ${path.relative(ROOT, path.join(STATE, 'models'))}/   logs: ${path.relative(ROOT, STATE)}/*.log`,
+  );
+  say('\nTry it:');
+  say(`  export TOLLGATE=${base} KEY=${key}`);
+  say('  curl -s $TOLLGATE/v2/models/model-iris -H "Authorization: Apikey $KEY"');
+  say(
+    `  curl -s $TOLLGATE/v2/models/model-iris/infer -H "Authorization: Apikey $KEY" -H 'Content-Type: application/json' -d '{"inputs":[{"name":"features","datatype":"FP32","shape":[1,4],"data":[5.1,3.5,1.4,0.2]}]}'`,
+  );
+  say(
+    `  curl -s $TOLLGATE/v2/models/model-reviews/infer -H "Authorization: Apikey $KEY" -H 'Content-Type: application/json' -d '{"inputs":[{"name":"text","datatype":"BYTES","shape":[1],"data":["works great"],"parameters":{"content_type":"str"}}]}'`,
+  );
+  say(
+    `  curl -s $TOLLGATE/v2/models/model-digits/infer -H "Authorization: Apikey $KEY" -H 'Content-Type: application/json' -d @${path.relative(ROOT, path.join(MODELS, 'requests/model-digits.json'))}`,
+  );
+  say('  # a mistake is refused by the gateway with the input and the rule:');
+  say(
+    `  curl -s $TOLLGATE/v2/models/model-iris/infer -H "Authorization: Apikey $KEY" -H 'Content-Type: application/json' -d '{"inputs":[{"name":"features","datatype":"FP32","shape":[2,4],"data":[1,2,3,4,5,6]}]}'`,
+  );
+
+  step('one inference of each kind, through the gateway');
+  let failures = 0;
+  for (const { name, what } of CASES) {
+    const body = readFileSync(path.join(MODELS, 'requests', `${name}.json`));
+    const res = await fetch(`${base}/v2/models/${name}/infer`, {
+      method: 'POST',
+      headers: { ...auth, 'content-type': 'application/json' },
+      body,
+    });
+    const answer = (await res.json()) as {
+      outputs?: Array<{ name: string; shape: number[]; data: unknown[] }>;
+      error?: string;
+    };
+    if (!res.ok) failures++;
+    say(`  ${name}: ${what}`);
+    say(`      ${res.ok ? summarise(answer) : `${res.status} ${answer.error ?? ''}`}`);
+  }
+  const refused = await fetch(`${base}/v2/models/model-iris/infer`, {
+    method: 'POST',
+    headers: { ...auth, 'content-type': 'application/json' },
+    body: JSON.stringify({
+      inputs: [{ name: 'features', datatype: 'FP32', shape: [2, 4], data: [1, 2, 3, 4, 5, 6] }],
+    }),
+  });
+  say(`  a wrong shape: ${refused.status} ${await refused.text()}`);
+  if (failures > 0)
+    throw new Error(`${failures} inference(s) failed; see ${path.relative(ROOT, STATE)}/tollgate-dev.log`);
+
+  if (process.env.DEMO_EXIT_AFTER_RUN === '1') return;
+  say('\nRunning. Press Ctrl-C to stop everything the demo started.');
+  await new Promise<void>((resolve) => {
+    process.once('SIGINT', resolve);
+    process.once('SIGTERM', resolve);
+    dev.once('exit', resolve);
+  });
+}
+
+try {
+  await main();
+} catch (err) {
+  process.exitCode = 1;
+  process.stderr.write(`\nmake demo failed: ${(err as Error).message}\n`);
+} finally {
+  step('stopping everything the demo started');
+  await stopAll();
+}

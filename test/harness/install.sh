@@ -28,7 +28,7 @@ ETCD_VERSION=v3.6.4
 MINIO_VERSION=RELEASE.2025-09-07T16-13-09Z
 MINIO_TIME=2025-09-07T16:13:09Z # the same release, as MinIO's own version string
 MINIO_COMMIT=07c3a429bfed       # from the pseudo-version in go/minio/go.mod
-VENV_KEY=$(sha256sum "$here/requirements.txt" | cut -c1-12)
+VENV_KEY=$(cat "$here/requirements.txt" "$here/requirements.lock" | sha256sum | cut -c1-12)
 
 log() { printf '[install] %s\n' "$*" >&2; }
 
@@ -91,7 +91,8 @@ need_venv() {
     log "creating the Python venv (mlserver, scikit-learn) at $venv"
     rm -rf "$venv"
     python3 -m venv "$venv"
-    "$venv/bin/pip" install -q -r "$here/requirements.txt"
+    # requirements.lock pins every transitive package, so the venv is the same on every machine.
+    "$venv/bin/pip" install -q -r "$here/requirements.txt" -c "$here/requirements.lock"
     touch "$venv/.complete"
   fi
   ln -sfn "$venv" "$root/.venv"

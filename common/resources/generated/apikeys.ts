@@ -1,0 +1,50 @@
+// Generated from crds/apikeys.yaml by operator/codegen/generate-types.ts. Do not edit: change the CRD
+// and run `npm run codegen`.
+import { z } from 'zod';
+import { objectMetaSchema } from '../object-meta.js';
+
+export const APIKEY_API_VERSION = 'tollgate.dev/v1alpha1';
+export const APIKEY_PLURAL = 'apikeys';
+
+export const apiKeySpecSchema = z.object({
+  /** SHA-256 (lowercase hex) of the key value. The key itself is never stored. */
+  hash: z.string().regex(new RegExp('^[0-9a-f]{64}$')),
+  /** The first 8 characters of the key, shown in listings. */
+  start: z.string().regex(new RegExp('^tg[bp]_[0-9A-Za-z]{4}$')),
+  /** The module the key gives access to. */
+  module: z.enum(['bda', 'platform']),
+  /** bda: exactly one role, the workflow id. platform: roles from the catalogue. */
+  roles: z.array(z.string().min(1).max(128)).min(1).max(32),
+  /** The subject of the user who created the key. */
+  owner: z.string().min(1).max(255),
+  /** A label chosen by the owner. */
+  name: z.string().max(100).optional(),
+  /** After this instant the key is refused. Absent means it does not expire. */
+  expiresAt: z.iso.datetime({ offset: true }).optional(),
+  /** Requests allowed per fixed window for this key. */
+  rateLimit: z
+    .object({
+      requests: z.int().min(1).max(1000000),
+      windowSeconds: z.int().min(1).max(86400),
+    })
+    .optional(),
+});
+export type ApiKeySpec = z.infer<typeof apiKeySpecSchema>;
+
+export const apiKeyStatusSchema = z.object({
+  /** When the key last authorised a request. */
+  lastUsed: z.iso.datetime({ offset: true }).optional(),
+  /** Requests authorised with this key. */
+  requestCount: z.int().min(0).optional(),
+});
+export type ApiKeyStatus = z.infer<typeof apiKeyStatusSchema>;
+
+/** An API key scoped to one module and its roles. Only the key's SHA-256 is stored. */
+export const apiKeySchema = z.object({
+  apiVersion: z.literal('tollgate.dev/v1alpha1'),
+  kind: z.literal('ApiKey'),
+  metadata: objectMetaSchema,
+  spec: apiKeySpecSchema,
+  status: apiKeyStatusSchema.optional(),
+});
+export type ApiKey = z.infer<typeof apiKeySchema>;

@@ -1,0 +1,110 @@
+// Generated from crds/models.yaml by operator/codegen/generate-types.ts. Do not edit: change the CRD
+// and run `npm run codegen`.
+import { z } from 'zod';
+import { objectMetaSchema } from '../object-meta.js';
+
+export const MODEL_API_VERSION = 'tollgate.dev/v1alpha1';
+export const MODEL_PLURAL = 'models';
+
+export const modelSpecSchema = z.object({
+  /** The model folder: s3://<bucket>/<folder> (every object under exactly that folder) or file:///<path>. It holds the model file and model-settings.json, or an MLflow model (MLmodel). */
+  storageUri: z.string().max(1024).regex(new RegExp('^(s3|file)://.+')),
+  /** A workflow (bda) id. The model is then also reachable as that workflow's service and callable with the workflow's bda keys. */
+  workflow: z.string().max(128).regex(new RegExp('^[A-Za-z0-9][A-Za-z0-9_.-]*$')).optional(),
+  /** MLServer replicas. 0 keeps the resource but serves nothing. */
+  replicas: z.int().min(0).max(50).optional(),
+  /** Compute resources of the MLServer container (as a container's resources). */
+  resources: z
+    .object({
+      requests: z.record(z.string(), z.union([z.int(), z.string()])).optional(),
+      limits: z.record(z.string(), z.union([z.int(), z.string()])).optional(),
+    })
+    .optional(),
+  /** The serving runtime. Defaults to MLServer with the scikit-learn runtime. */
+  runtime: z
+    .object({
+      /** Container image; default seldonio/mlserver:1.7.1-sklearn (1.7.1-mlflow for MLflow folders). */
+      image: z.string().min(1).max(512).optional(),
+      /** Overrides the implementation of model-settings.json, e.g. mlserver_sklearn.SKLearnModel. */
+      implementation: z
+        .string()
+        .max(256)
+        .regex(new RegExp('^[A-Za-z_][A-Za-z0-9_]*(\\.[A-Za-z_][A-Za-z0-9_]*)+$'))
+        .optional(),
+    })
+    .optional(),
+  /** A Secret in the Model's namespace with the storage credentials as AWS variables (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, optional AWS_ENDPOINT_URL, AWS_REGION). */
+  credentials: z
+    .object({
+      secretName: z.string().max(253).regex(new RegExp('^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$')),
+    })
+    .optional(),
+  /** Extra environment variables for the MLServer container. */
+  env: z
+    .array(
+      z.object({
+        name: z.string().max(128).regex(new RegExp('^[A-Za-z_][A-Za-z0-9_]*$')),
+        value: z.string().max(4096),
+      }),
+    )
+    .max(64)
+    .optional(),
+});
+export type ModelSpec = z.infer<typeof modelSpecSchema>;
+
+export const modelStatusSchema = z.object({
+  /** Pending (accepted), Loading (deployed, not ready), Ready (serving), Failed (see conditions). */
+  phase: z.enum(['Pending', 'Loading', 'Ready', 'Failed']).optional(),
+  /** The metadata.generation this status describes. */
+  observedGeneration: z.int().optional(),
+  /** In-cluster base URL of the model's V2 service. */
+  url: z.string().optional(),
+  replicas: z.int().optional(),
+  readyReplicas: z.int().optional(),
+  /** parameters.content_type of the model settings (np, pd, str). */
+  contentType: z.enum(['np', 'pd', 'str']).optional(),
+  /** The inputs declared by the model settings (or the MLflow signature). */
+  inputs: z
+    .array(
+      z.object({
+        name: z.string(),
+        datatype: z.enum(['FP32', 'FP64', 'INT32', 'INT64', 'BOOL', 'BYTES']),
+        shape: z.array(z.int()),
+      }),
+    )
+    .optional(),
+  /** The outputs declared by the model settings (or the MLflow signature). */
+  outputs: z
+    .array(
+      z.object({
+        name: z.string(),
+        datatype: z.enum(['FP32', 'FP64', 'INT32', 'INT64', 'BOOL', 'BYTES']),
+        shape: z.array(z.int()),
+      }),
+    )
+    .optional(),
+  /** SettingsValid and Ready, with a reason and a message saying what to change. */
+  conditions: z
+    .array(
+      z.object({
+        type: z.string().max(316),
+        status: z.enum(['True', 'False', 'Unknown']),
+        observedGeneration: z.int().min(0).optional(),
+        lastTransitionTime: z.iso.datetime({ offset: true }),
+        reason: z.string().max(1024).regex(new RegExp('^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$')),
+        message: z.string().max(32768),
+      }),
+    )
+    .optional(),
+});
+export type ModelStatus = z.infer<typeof modelStatusSchema>;
+
+/** A model published as a V2 inference service. */
+export const modelSchema = z.object({
+  apiVersion: z.literal('tollgate.dev/v1alpha1'),
+  kind: z.literal('Model'),
+  metadata: objectMetaSchema,
+  spec: modelSpecSchema,
+  status: modelStatusSchema.optional(),
+});
+export type Model = z.infer<typeof modelSchema>;

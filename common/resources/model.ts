@@ -1,0 +1,29 @@
+/**
+ * The Model resource (tollgate.dev/v1alpha1). Its shape is generated from crds/models.yaml (see
+ * common/resources/generated/models.ts); this module adds the names and defaults both the operator
+ * and the gateway use.
+ */
+export {
+  MODEL_API_VERSION,
+  MODEL_PLURAL,
+  modelSchema,
+  modelSpecSchema,
+  modelStatusSchema,
+  type Model,
+  type ModelSpec,
+  type ModelStatus,
+} from './generated/models.js';
+import type { ModelStatus as ModelStatusType } from './generated/models.js';
+export { MODEL_NAME_PATTERN, MODEL_NAME_MAX_LENGTH, isModelName } from './model-name.js';
+
+export const MODEL_GROUP = 'tollgate.dev';
+export const MODEL_VERSION = 'v1alpha1';
+export const MODEL_KIND = 'Model';
+
+export const DEFAULT_SKLEARN_IMAGE = 'seldonio/mlserver:1.7.1-sklearn';
+export const DEFAULT_MLFLOW_IMAGE = 'seldonio/mlserver:1.7.1-mlflow';
+/** MLServer's HTTP port, also the Service's. */
+export const MODEL_HTTP_PORT = 8080;
+
+export type ModelPhase = 'Pending' | 'Loading' | 'Ready' | 'Failed';
+export type ModelCondition = NonNullable<ModelStatusType['conditions']>[number];

@@ -1,0 +1,105 @@
+import type { Logger } from '../../common/logger.js';
+import type { OperatorMetrics } from '../metrics.js';
+import { WorkQueue } from '../workqueue.js';
+
+export type ReconcileResult = { requeueAfterMs?: number } | undefined;
+
+/** Brings one resource (by `namespace/name` key) to its desired state. Must be idempotent. */
+export interface Reconciler {
+  readonly name: string;
+  reconcile(key: string): Promise<ReconcileResult>;
+}
+
+/**
+ * Runs a reconciler over its work queue with a few workers: errors are logged, counted and retried
+ * with the queue's bounded exponential backoff; success resets the backoff.
+ */
+export class Controller {
+  readonly queue: WorkQueue;
+  private workers: Promise<void>[] = [];
+  private idleWaiters: Array<() => void> = [];
+
+  constructor(
+    private readonly reconciler: Reconciler,
+    private readonly metrics: OperatorMetrics,
+    private readonly log: Logger,
+    private readonly concurrency = 4,
+  ) {
+    this.queue = new WorkQueue();
+  }
+
+  get name(): string {
+    return this.reconciler.name;
+  }
+
+  enqueue(key: string): void {
+    this.queue.add(key);
+    this.metrics.queueDepth.set({ controller: this.name }, this.queue.length);
+  }
+
+  start(): void {
+    this.workers = Array.from({ length: this.concurrency }, () => this.work());
+  }
+
+  async stop(): Promise<void> {
+    this.queue.shutDown();
+    await Promise.all(this.workers);
+  }
+
+  /** Resolves when nothing is queued or being reconciled (delayed retries excepted). */
+  idle(): Promise<void> {
+    if (this.queue.busy === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  private async work(): Promise<void> {
+    for (;;) {
+      const key = await this.queue.get();
+      if (key === undefined) return;
+      this.metrics.queueDepth.set({ controller: this.name }, this.queue.length);
+      const end = this.metrics.reconcileDuration.startTimer({ controller: this.name });
+      try {
+        const result = await this.reconciler.reconcile(key);
+        this.queue.forget(key);
+        if (result?.requeueAfterMs !== undefined) {
+          this.queue.addAfter(key, result.requeueAfterMs);
+          this.metrics.reconciles.inc({ controller: this.name, result: 'requeue' });
+        } else {
+          this.metrics.reconciles.inc({ controller: this.name, result: 'success' });
+        }
+      } catch (err) {
+        const delay = this.queue.addRateLimited(key);
+        this.metrics.reconciles.inc({ controller: this.name, result: 'error' });
+        this.metrics.reconcileErrors.inc({ controller: this.name });
+        this.log.warn({ err, controller: this.name, key, retryInMs: delay }, 'reconcile failed; will retry');
+      } finally {
+        end();
+        this.queue.done(key);
+        if (this.queue.busy === 0) for (const w of this.idleWaiters.splice(0)) w();
+      }
+    }
+  }
+}
+
+/**
+ * Runs `write` against the latest object, reading it afresh after a 409 conflict: the write is
+ * recomputed from current state rather than forced over someone else's change.
+ */
+export async function withConflictRetry<T>(
+  current: T,
+  read: () => Promise<T | undefined>,
+  write: (latest: T) => Promise<T>,
+  isConflict: (e: unknown) => boolean,
+  attempts = 5,
+): Promise<T | undefined> {
+  let latest: T | undefined = current;
+  for (let i = 1; ; i++) {
+    try {
+      return await write(latest);
+    } catch (e) {
+      if (!isConflict(e) || i >= attempts) throw e;
+      latest = await read();
+      if (latest === undefined) return undefined;
+    }
+  }
+}

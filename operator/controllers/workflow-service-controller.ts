@@ -1,0 +1,89 @@
+import type { Logger } from '../../common/logger.js';
+import { redisKeys } from '../../common/redis/schema.js';
+import type { Route } from '../../common/resources/grant.js';
+import type { RouteTable } from '../routes/route-table.js';
+import {
+  parseRefKey,
+  refKey,
+  type Resource,
+  type ResourceRef,
+  type WatchedSource,
+} from '../source/resource-source.js';
+import type { ReconcileResult, Reconciler } from './controller.js';
+
+export const WORKFLOW_LABEL = 'tollgate.dev/workflow';
+export const SERVICE_LABEL = 'tollgate.dev/service';
+export const OWNER_KEY = 'tollgate.dev/owner';
+/** Optional annotation: the port to route to when the Service has several. */
+export const PORT_ANNOTATION = 'tollgate.dev/port';
+export const WORKFLOW_SELECTOR = `${WORKFLOW_LABEL},${SERVICE_LABEL}`;
+
+export interface WorkflowService extends Resource {
+  spec?: { ports?: Array<{ name?: string; port: number }> };
+}
+
+/** Where a labelled Service's traffic goes, or undefined if it is not routable. */
+export function workflowRoute(svc: WorkflowService): { key: string; route: Route } | undefined {
+  const labels = svc.metadata.labels ?? {};
+  const workflow = labels[WORKFLOW_LABEL];
+  const service = labels[SERVICE_LABEL];
+  const ports = svc.spec?.ports ?? [];
+  const wanted = svc.metadata.annotations?.[PORT_ANNOTATION];
+  const port =
+    ports.find((p) => p.name === wanted || String(p.port) === wanted) ??
+    ports.find((p) => p.name === 'http') ??
+    ports[0];
+  if (!workflow || !service || !port) return undefined;
+  const owner = labels[OWNER_KEY] ?? svc.metadata.annotations?.[OWNER_KEY];
+  const ns = svc.metadata.namespace ?? 'default';
+  return {
+    key: redisKeys.bdaRoute(workflow, service),
+    route: {
+      url: `http://${svc.metadata.name}.${ns}.svc:${port.port}`,
+      workflow,
+      source: serviceSource({ namespace: ns, name: svc.metadata.name }),
+      ...(owner ? { owner } : {}),
+    },
+  };
+}
+
+export const serviceSource = (ref: ResourceRef) => `service/${ref.namespace}/${ref.name}`;
+
+/** Labelled workflow Services → bda routes. */
+export class WorkflowServiceReconciler implements Reconciler {
+  readonly name = 'workflow-service';
+  /** The route key each Service was last routed under, to drop it when the labels change. */
+  private readonly routed = new Map<string, string>();
+
+  constructor(
+    private readonly services: WatchedSource<WorkflowService>,
+    private readonly routes: RouteTable,
+    private readonly log: Logger,
+  ) {}
+
+  noteDeleted(ref: ResourceRef, svc: WorkflowService | undefined): void {
+    const r = svc && workflowRoute(svc);
+    if (r && !this.routed.has(refKey(ref))) this.routed.set(refKey(ref), r.key);
+  }
+
+  /** The route keys this controller currently holds. */
+  liveRoutes(): string[] {
+    return [...this.routed.values()];
+  }
+
+  async reconcile(key: string): Promise<ReconcileResult> {
+    const ref = parseRefKey(key);
+    const svc = this.services.get(ref);
+    const target = svc && workflowRoute(svc);
+    const previous = this.routed.get(key);
+    if (previous && previous !== target?.key) await this.routes.remove(previous, serviceSource(ref));
+    if (!target) {
+      if (svc) this.log.warn({ service: key }, 'workflow Service has no port to route to');
+      this.routed.delete(key);
+      return undefined;
+    }
+    await this.routes.put(target.key, target.route);
+    this.routed.set(key, target.key);
+    return undefined;
+  }
+}

@@ -1,0 +1,65 @@
+import type { KubeConfig } from '@kubernetes/client-node';
+import { API_KEY_GROUP, API_KEY_PLURAL, API_KEY_VERSION, apiKeySchema } from '../common/resources/apikey.js';
+import type { Logger } from '../common/logger.js';
+import {
+  MODEL_GROUP,
+  MODEL_PLURAL,
+  MODEL_VERSION,
+  modelSchema,
+  type Model,
+} from '../common/resources/model.js';
+import type { ApiKeyResource } from './controllers/apikey-controller.js';
+import { WORKFLOW_SELECTOR, type WorkflowService } from './controllers/workflow-service-controller.js';
+import { KubeEventRecorder } from './events.js';
+import type { OperatorSources } from './manager.js';
+import { KubeRuntimeDriver } from './runtime/kube-runtime.js';
+import type { WorkloadOptions } from './runtime/model-workload.js';
+import { KubeCustomResourceSource, KubeLabelledSource } from './source/kube-source.js';
+import { KubeSecretCredentials } from './storage/credentials.js';
+
+/** The Kubernetes side of the seam: informers, Deployments, core Events, credentials Secrets. */
+export function kubeSources(
+  kc: KubeConfig,
+  log: Logger,
+  opts: WorkloadOptions & { namespace?: string },
+): OperatorSources {
+  const parseWith =
+    <T>(
+      schema: { safeParse(raw: unknown): { success: boolean; data?: unknown; error?: unknown } },
+      kind: string,
+    ) =>
+    (raw: unknown): T | undefined => {
+      const r = schema.safeParse(raw);
+      if (r.success) return r.data as T;
+      const name = (raw as { metadata?: { name?: string } } | undefined)?.metadata?.name;
+      log.warn({ kind, name, err: r.error }, 'ignoring a resource that does not match its schema');
+      return undefined;
+    };
+  return {
+    models: new KubeCustomResourceSource<Model>(
+      kc,
+      { group: MODEL_GROUP, version: MODEL_VERSION, plural: MODEL_PLURAL },
+      parseWith<Model>(modelSchema, 'Model'),
+      log,
+      opts.namespace,
+    ),
+    apiKeys: new KubeCustomResourceSource<ApiKeyResource>(
+      kc,
+      { group: API_KEY_GROUP, version: API_KEY_VERSION, plural: API_KEY_PLURAL },
+      parseWith<ApiKeyResource>(apiKeySchema, 'ApiKey'),
+      log,
+      opts.namespace,
+    ),
+    services: new KubeLabelledSource<WorkflowService>(
+      kc,
+      'services',
+      WORKFLOW_SELECTOR,
+      (raw) => raw as WorkflowService,
+      log,
+      opts.namespace,
+    ),
+    runtime: new KubeRuntimeDriver(kc, { pullerImage: opts.pullerImage }, log, opts.namespace),
+    events: new KubeEventRecorder(kc, log),
+    credentials: new KubeSecretCredentials(kc),
+  };
+}

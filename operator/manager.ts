@@ -1,0 +1,252 @@
+/**
+ * The operator: three controllers (Model, ApiKey, workflow Service) over one Redis, started while
+ * this replica leads.
+ *
+ * THE SEAM (standalone mode). Everything the controllers touch outside Redis comes in through
+ * `OperatorSources`:
+ *   - `models`, `apiKeys`: ResourceSource (list + watch + fresh read + status/finalizer writes),
+ *   - `services`: WatchedSource of workflow Services (labels tollgate.dev/workflow, tollgate.dev/service),
+ *   - `runtime`: RuntimeDriver (apply a RuntimePlan → RuntimeState; remove; watch for changes),
+ *   - `events`: EventRecorder, `credentials`: CredentialsResolver (storage env per Model).
+ * On a cluster, `kubeSources()` (kube-sources.ts) provides informers, Deployments + Services, core
+ * Events and credentials Secrets. Standalone mode (`tollgate dev`) provides ResourceSources over
+ * common/resources/manifest-dir.ts, a RuntimeDriver that runs a local MLServer process on the pulled
+ * folder (operator/puller/pull.ts + runtime/runtime-driver.ts contract), LogEventRecorder and
+ * ProcessEnvCredentials, and runs `new OperatorManager(sources, { redisUrl })` without leader
+ * election. The controllers cannot tell the difference.
+ */
+import type { KubeConfig } from '@kubernetes/client-node';
+import { Redis } from 'ioredis';
+import { KeyIndexWriter } from '../common/apikey/index-writer.js';
+import type { Logger } from '../common/logger.js';
+import { redisKeys } from '../common/redis/schema.js';
+import type { Model } from '../common/resources/model.js';
+import { ApiKeyReconciler, type ApiKeyResource } from './controllers/apikey-controller.js';
+import { Controller } from './controllers/controller.js';
+import { ModelReconciler } from './controllers/model-controller.js';
+import {
+  WorkflowServiceReconciler,
+  type WorkflowService,
+} from './controllers/workflow-service-controller.js';
+import type { EventRecorder } from './events.js';
+import { LeaderElector, type LeaderElectionOptions } from './leader-election.js';
+import { OperatorMetrics } from './metrics.js';
+import { sweepStaleKeys, sweepStaleRoutes } from './rebuild.js';
+import { RouteTable } from './routes/route-table.js';
+import type { RuntimeDriver } from './runtime/runtime-driver.js';
+import { refKey, type Resource, type ResourceSource, type WatchedSource } from './source/resource-source.js';
+import type { CredentialsResolver } from './storage/credentials.js';
+
+export interface OperatorSources {
+  models: ResourceSource<Model>;
+  apiKeys: ResourceSource<ApiKeyResource>;
+  services: WatchedSource<WorkflowService>;
+  runtime: RuntimeDriver;
+  events: EventRecorder;
+  credentials: CredentialsResolver;
+}
+
+export interface OperatorOptions {
+  redisUrl: string;
+  log: Logger;
+  metrics?: OperatorMetrics;
+  /** Only resources of this namespace (also what the stale-index sweep may delete). */
+  namespace?: string;
+  /** With a KubeConfig, controllers run only while this replica holds the Lease. */
+  leaderElection?: { kc: KubeConfig; options: LeaderElectionOptions };
+  /** How often to check that Redis still holds the index (a flush or an empty restart). */
+  indexCheckMs?: number;
+  workers?: { model?: number; apikey?: number; service?: number };
+}
+
+/** Creates the sources for one leadership term (informers cannot be restarted after stop). */
+export type SourcesFactory = () => OperatorSources;
+
+export class OperatorManager {
+  readonly metrics: OperatorMetrics;
+  private readonly redis: Redis;
+  private term: Term | undefined;
+  private elector: LeaderElector | undefined;
+  private starting: Promise<void> | undefined;
+
+  constructor(
+    private readonly makeSources: SourcesFactory,
+    private readonly opts: OperatorOptions,
+  ) {
+    this.metrics = opts.metrics ?? new OperatorMetrics();
+    // Fail fast while Redis is down: the reconcile errors and is retried with backoff.
+    this.redis = new Redis(opts.redisUrl, {
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 1,
+      lazyConnect: true,
+    });
+    this.redis.on('error', (err) => opts.log.debug({ err }, 'redis'));
+  }
+
+  get isRunning(): boolean {
+    return this.term !== undefined;
+  }
+
+  /** Resolves when controllers run (without leader election) or when campaigning has begun. */
+  async start(): Promise<void> {
+    await this.redis
+      .connect()
+      .catch((err: unknown) => this.opts.log.warn({ err }, 'Redis not reachable yet; retrying'));
+    const le = this.opts.leaderElection;
+    if (!le) {
+      await this.startTerm();
+      return;
+    }
+    this.elector = new LeaderElector(le.kc, le.options, this.opts.log, {
+      onStartedLeading: () => {
+        this.metrics.leader.set(1);
+        this.starting = this.startTerm().catch((err: unknown) =>
+          this.opts.log.error({ err }, 'could not start controllers'),
+        );
+      },
+      onStoppedLeading: () => {
+        this.metrics.leader.set(0);
+        void this.stopTerm();
+      },
+    });
+    this.elector.start();
+  }
+
+  /** Resolves once the first full rebuild of the index and routes is done (tests, readiness). */
+  async synced(): Promise<void> {
+    await this.starting;
+    await this.term?.firstRebuild;
+  }
+
+  async stop(): Promise<void> {
+    await this.elector?.stop();
+    await this.stopTerm();
+    this.redis.disconnect();
+  }
+
+  private async startTerm(): Promise<void> {
+    if (this.term) return;
+    const term = new Term(this.makeSources(), this.redis, this.opts, this.metrics);
+    this.term = term;
+    await term.start();
+  }
+
+  private async stopTerm(): Promise<void> {
+    await this.starting;
+    const term = this.term;
+    this.term = undefined;
+    await term?.stop();
+  }
+}
+
+/** One leadership term: sources, controllers and the index watch, started and stopped together. */
+class Term {
+  firstRebuild: Promise<void> = Promise.resolve();
+  private readonly controllers: Controller[];
+  private readonly model: Controller;
+  private readonly apikey: Controller;
+  private readonly service: Controller;
+  private readonly modelReconciler: ModelReconciler;
+  private readonly keyReconciler: ApiKeyReconciler;
+  private readonly serviceReconciler: WorkflowServiceReconciler;
+  private indexTimer: NodeJS.Timeout | undefined;
+  private rebuilding: Promise<void> | undefined;
+  private stopped = false;
+  private readonly onRedisReady = () => void this.checkIndex();
+
+  constructor(
+    private readonly sources: OperatorSources,
+    private readonly redis: Redis,
+    private readonly opts: OperatorOptions,
+    metrics: OperatorMetrics,
+  ) {
+    const routes = new RouteTable(redis);
+    const { log } = opts;
+    this.modelReconciler = new ModelReconciler({ ...sources, routes, log });
+    this.keyReconciler = new ApiKeyReconciler(sources.apiKeys, new KeyIndexWriter(redis));
+    this.serviceReconciler = new WorkflowServiceReconciler(sources.services, routes, log);
+    this.model = new Controller(this.modelReconciler, metrics, log, opts.workers?.model ?? 8);
+    this.apikey = new Controller(this.keyReconciler, metrics, log, opts.workers?.apikey ?? 16);
+    this.service = new Controller(this.serviceReconciler, metrics, log, opts.workers?.service ?? 4);
+    this.controllers = [this.model, this.apikey, this.service];
+  }
+
+  async start(): Promise<void> {
+    const { models, apiKeys, services, runtime } = this.sources;
+    for (const c of this.controllers) c.start();
+    await Promise.all([
+      watch(models, this.model, (ref, gone) => this.modelReconciler.noteDeleted(ref, gone)),
+      watch(apiKeys, this.apikey, (ref, gone) => this.keyReconciler.noteDeleted(ref, gone)),
+      watch(services, this.service, (ref, gone) => this.serviceReconciler.noteDeleted(ref, gone)),
+      runtime.start((ref) => this.model.enqueue(refKey(ref))),
+    ]);
+    this.firstRebuild = this.rebuild(false);
+    this.redis.on('ready', this.onRedisReady);
+    this.indexTimer = setInterval(() => void this.checkIndex(), this.opts.indexCheckMs ?? 2000);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearInterval(this.indexTimer);
+    this.redis.off('ready', this.onRedisReady);
+    await Promise.all(this.controllers.map((c) => c.stop()));
+    const { models, apiKeys, services, runtime } = this.sources;
+    await Promise.all([models.stop(), apiKeys.stop(), services.stop(), runtime.stop()]);
+  }
+
+  private async checkIndex(): Promise<void> {
+    if (this.stopped || this.rebuilding) return;
+    try {
+      if ((await this.redis.exists(redisKeys.indexMarker)) === 1) return;
+    } catch {
+      return; // Redis is down; checked again when it is back.
+    }
+    this.opts.log.warn(
+      'the Redis index is missing (flushed or restarted empty); rebuilding it from the resources',
+    );
+    this.rebuilding = this.rebuild(true).finally(() => (this.rebuilding = undefined));
+  }
+
+  /**
+   * Reconciles everything, waits for the queues to drain, removes what no resource backs any more,
+   * then marks the index as built. `fromEmpty`: Redis lost everything, so nothing may be skipped.
+   */
+  private async rebuild(fromEmpty: boolean): Promise<void> {
+    // Routes are compared with what Redis holds, so they are rewritten anyway; key entries are
+    // skipped when unchanged since written, which no longer holds.
+    if (fromEmpty) this.keyReconciler.forgetWritten();
+    const all: Array<[WatchedSource<Resource>, Controller]> = [
+      [this.sources.models, this.model],
+      [this.sources.apiKeys, this.apikey],
+      [this.sources.services, this.service],
+    ];
+    for (const [source, controller] of all) {
+      for (const obj of source.list())
+        controller.enqueue(refKey({ namespace: obj.metadata.namespace ?? '', name: obj.metadata.name }));
+    }
+    await Promise.all(this.controllers.map((c) => c.idle()));
+    if (this.stopped) return;
+    try {
+      await sweepStaleRoutes(this.redis, this.opts.namespace, [
+        ...this.modelReconciler.liveRoutes(),
+        ...this.serviceReconciler.liveRoutes(),
+      ]);
+      if (this.opts.namespace !== undefined)
+        await sweepStaleKeys(this.redis, this.sources.apiKeys, this.opts.namespace);
+      await this.redis.set(redisKeys.indexMarker, new Date().toISOString());
+    } catch (err) {
+      this.opts.log.warn({ err }, 'index rebuild incomplete; retrying on the next check');
+    }
+  }
+}
+
+function watch<T extends Resource>(
+  source: WatchedSource<T>,
+  controller: Controller,
+  noteDeleted: (ref: { namespace: string; name: string }, gone: T) => void,
+): Promise<void> {
+  return source.start((ref, gone) => {
+    if (gone) noteDeleted(ref, gone);
+    controller.enqueue(refKey(ref));
+  });
+}

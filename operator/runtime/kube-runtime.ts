@@ -1,0 +1,128 @@
+import {
+  AppsV1Api,
+  CoreV1Api,
+  KubernetesObjectApi,
+  PatchStrategy,
+  ApiException,
+  type KubeConfig,
+  type V1Deployment,
+} from '@kubernetes/client-node';
+import type { Logger } from '../../common/logger.js';
+import { KubeLabelledSource } from '../source/kube-source.js';
+import type { ResourceRef } from '../source/resource-source.js';
+import {
+  MANAGED_BY,
+  MANAGED_BY_LABEL,
+  MODEL_LABEL,
+  TEMPLATE_HASH_ANNOTATION,
+  modelDeployment,
+  modelService,
+  modelUrl,
+  type WorkloadOptions,
+} from './model-workload.js';
+import type { RuntimeDriver, RuntimePlan, RuntimeState } from './runtime-driver.js';
+
+export const FIELD_MANAGER = 'tollgate-operator';
+const SELECTOR = `${MANAGED_BY_LABEL}=${MANAGED_BY},${MODEL_LABEL}`;
+
+type Workload = V1Deployment & { metadata: { name: string } };
+const asWorkload = (raw: unknown): Workload | undefined => raw as Workload;
+
+/** Serves a Model with a Deployment (puller init container + MLServer) and a Service. */
+export class KubeRuntimeDriver implements RuntimeDriver {
+  private readonly objects: KubernetesObjectApi;
+  private readonly apps: AppsV1Api;
+  private readonly core: CoreV1Api;
+  private readonly deployments: KubeLabelledSource<Workload>;
+  private readonly services: KubeLabelledSource<Workload>;
+
+  constructor(
+    kc: KubeConfig,
+    private readonly opts: WorkloadOptions,
+    log: Logger,
+    namespace?: string,
+  ) {
+    this.objects = KubernetesObjectApi.makeApiClient(kc);
+    this.apps = kc.makeApiClient(AppsV1Api);
+    this.core = kc.makeApiClient(CoreV1Api);
+    this.deployments = new KubeLabelledSource(kc, 'deployments', SELECTOR, asWorkload, log, namespace);
+    this.services = new KubeLabelledSource(kc, 'services', SELECTOR, asWorkload, log, namespace);
+  }
+
+  async start(onChange: (ref: ResourceRef) => void): Promise<void> {
+    const toModel = (
+      ref: ResourceRef,
+      deleted: Workload | undefined,
+      source: KubeLabelledSource<Workload>,
+    ) => {
+      const obj = deleted ?? source.get(ref);
+      const model = obj?.metadata.labels?.[MODEL_LABEL];
+      if (model) onChange({ namespace: ref.namespace, name: model });
+    };
+    await Promise.all([
+      this.deployments.start((ref, deleted) => toModel(ref, deleted, this.deployments)),
+      this.services.start((ref, deleted) => toModel(ref, deleted, this.services)),
+    ]);
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all([this.deployments.stop(), this.services.stop()]);
+  }
+
+  async apply(plan: RuntimePlan): Promise<RuntimeState> {
+    const ref = { namespace: plan.model.metadata.namespace ?? 'default', name: plan.model.metadata.name };
+    const desired = modelDeployment(plan, this.opts);
+    const cached: V1Deployment | undefined = this.deployments.get(ref);
+    const hash = desired.metadata?.annotations?.[TEMPLATE_HASH_ANNOTATION];
+    let live = cached;
+    if (live === undefined || live.metadata?.annotations?.[TEMPLATE_HASH_ANNOTATION] !== hash) {
+      live = await this.objects.patch(
+        desired,
+        undefined,
+        undefined,
+        FIELD_MANAGER,
+        true,
+        PatchStrategy.ServerSideApply,
+      );
+    }
+    if (!this.services.get(ref)) {
+      await this.objects.patch(
+        modelService(plan.model),
+        undefined,
+        undefined,
+        FIELD_MANAGER,
+        true,
+        PatchStrategy.ServerSideApply,
+      );
+    }
+    return stateOf(live, ref);
+  }
+
+  async remove(ref: ResourceRef): Promise<void> {
+    const ignoreMissing = (e: unknown) => {
+      if (!(e instanceof ApiException && e.code === 404)) throw e;
+    };
+    await Promise.all([
+      this.apps.deleteNamespacedDeployment({ ...ref, propagationPolicy: 'Background' }).catch(ignoreMissing),
+      this.core.deleteNamespacedService(ref).catch(ignoreMissing),
+    ]);
+  }
+}
+
+function stateOf(d: V1Deployment, ref: ResourceRef): RuntimeState {
+  const replicas = d.spec?.replicas ?? 1;
+  const status = d.status ?? {};
+  const current = (status.observedGeneration ?? 0) >= (d.metadata?.generation ?? 0);
+  const state: RuntimeState = {
+    replicas,
+    readyReplicas: status.readyReplicas ?? 0,
+    url: modelUrl(ref.name, ref.namespace),
+    rollingOut: !current || (status.updatedReplicas ?? 0) < replicas,
+  };
+  const stuck = status.conditions?.find((c) => c.type === 'Progressing' && c.status === 'False');
+  const replicaFailure = status.conditions?.find((c) => c.type === 'ReplicaFailure' && c.status === 'True');
+  const failed = stuck ?? replicaFailure;
+  if (failed)
+    state.failure = { reason: failed.reason ?? failed.type, message: failed.message ?? failed.type };
+  return state;
+}

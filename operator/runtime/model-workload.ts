@@ -1,0 +1,200 @@
+import type {
+  V1Deployment,
+  V1PodTemplateSpec,
+  V1ResourceRequirements,
+  V1Service,
+} from '@kubernetes/client-node';
+import { createHash } from 'node:crypto';
+import { MODEL_API_VERSION, MODEL_HTTP_PORT, MODEL_KIND, type Model } from '../../common/resources/model.js';
+import type { RuntimePlan } from './runtime-driver.js';
+
+/**
+ * The Deployment and Service that serve one Model, as pure functions of the plan (unit-testable,
+ * and applied with server-side apply so a reconcile is idempotent).
+ */
+export const MODEL_LABEL = 'tollgate.dev/model';
+export const MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by';
+export const MANAGED_BY = 'tollgate';
+export const TEMPLATE_HASH_ANNOTATION = 'tollgate.dev/template-hash';
+export const MODELS_DIR = '/mnt/models';
+const GRPC_PORT = 8081;
+const METRICS_PORT = 8082;
+const RUN_AS = 1000;
+
+export interface WorkloadOptions {
+  /** The Tollgate image (entrypoint `tollgate`) that runs `tollgate pull` in the init container. */
+  pullerImage: string;
+}
+
+export const modelUrl = (name: string, namespace: string): string =>
+  `http://${name}.${namespace}.svc:${MODEL_HTTP_PORT}`;
+
+const labelsFor = (model: Model) => ({
+  'app.kubernetes.io/name': 'mlserver',
+  'app.kubernetes.io/instance': model.metadata.name,
+  [MANAGED_BY_LABEL]: MANAGED_BY,
+  [MODEL_LABEL]: model.metadata.name,
+});
+
+const ownerRefs = (model: Model) => [
+  {
+    apiVersion: MODEL_API_VERSION,
+    kind: MODEL_KIND,
+    name: model.metadata.name,
+    uid: model.metadata.uid ?? '',
+    controller: true,
+    blockOwnerDeletion: true,
+  },
+];
+
+const restricted = {
+  allowPrivilegeEscalation: false,
+  readOnlyRootFilesystem: true,
+  runAsNonRoot: true,
+  capabilities: { drop: ['ALL'] },
+};
+
+export function modelDeployment(plan: RuntimePlan, opts: WorkloadOptions): V1Deployment {
+  const { model } = plan;
+  const name = model.metadata.name;
+  const folder = `${MODELS_DIR}/${name}`;
+  const labels = labelsFor(model);
+  const credentials = model.spec.credentials?.secretName;
+  const pullArgs = ['pull', model.spec.storageUri, folder];
+  if (plan.settingsGenerated) pullArgs.push('--settings', JSON.stringify(plan.settings));
+  const template: V1PodTemplateSpec = {
+    metadata: { labels },
+    spec: {
+      automountServiceAccountToken: false,
+      enableServiceLinks: false,
+      securityContext: {
+        runAsNonRoot: true,
+        runAsUser: RUN_AS,
+        runAsGroup: RUN_AS,
+        fsGroup: RUN_AS,
+        seccompProfile: { type: 'RuntimeDefault' },
+      },
+      initContainers: [
+        {
+          name: 'pull',
+          image: opts.pullerImage,
+          args: pullArgs,
+          ...(credentials ? { envFrom: [{ secretRef: { name: credentials } }] } : {}),
+          volumeMounts: [{ name: 'models', mountPath: MODELS_DIR }],
+          resources: { requests: { cpu: '100m', memory: '128Mi' }, limits: { memory: '512Mi' } },
+          securityContext: restricted,
+        },
+      ],
+      containers: [
+        {
+          name: 'mlserver',
+          image: plan.image,
+          env: [
+            { name: 'MLSERVER_MODELS_DIR', value: MODELS_DIR },
+            { name: 'MLSERVER_HTTP_PORT', value: String(MODEL_HTTP_PORT) },
+            { name: 'MLSERVER_GRPC_PORT', value: String(GRPC_PORT) },
+            { name: 'MLSERVER_METRICS_PORT', value: String(METRICS_PORT) },
+            { name: 'MLSERVER_LOAD_MODELS_AT_STARTUP', value: 'true' },
+            ...(model.spec.env ?? []),
+          ],
+          ports: [
+            { name: 'http', containerPort: MODEL_HTTP_PORT, protocol: 'TCP' },
+            { name: 'grpc', containerPort: GRPC_PORT, protocol: 'TCP' },
+            { name: 'metrics', containerPort: METRICS_PORT, protocol: 'TCP' },
+          ],
+          readinessProbe: {
+            httpGet: { path: `/v2/models/${name}/ready`, port: 'http' },
+            periodSeconds: 5,
+            failureThreshold: 3,
+          },
+          livenessProbe: {
+            httpGet: { path: '/v2/health/live', port: 'http' },
+            periodSeconds: 10,
+            failureThreshold: 3,
+          },
+          // Loading a large model can take minutes; liveness starts counting once the server is up.
+          startupProbe: {
+            httpGet: { path: '/v2/health/live', port: 'http' },
+            periodSeconds: 5,
+            failureThreshold: 60,
+          },
+          resources: containerResources(model),
+          volumeMounts: [
+            { name: 'models', mountPath: MODELS_DIR, readOnly: true },
+            { name: 'tmp', mountPath: '/tmp' },
+          ],
+          securityContext: restricted,
+        },
+      ],
+      volumes: [
+        { name: 'models', emptyDir: {} },
+        { name: 'tmp', emptyDir: {} },
+      ],
+    },
+  };
+  // The hash of everything the pods run: stamped on the template (a changed spec rolls out) and on
+  // the Deployment (a reconcile with nothing new skips the write).
+  const hash = createHash('sha256')
+    .update(JSON.stringify([template, model.spec.replicas ?? 1]))
+    .digest('hex')
+    .slice(0, 16);
+  const withHash = {
+    ...template,
+    metadata: { ...template.metadata, annotations: { [TEMPLATE_HASH_ANNOTATION]: hash } },
+  };
+  return {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: {
+      name,
+      namespace: model.metadata.namespace,
+      labels,
+      annotations: { [TEMPLATE_HASH_ANNOTATION]: hash },
+      ownerReferences: ownerRefs(model),
+    },
+    spec: {
+      replicas: model.spec.replicas ?? 1,
+      selector: { matchLabels: { [MODEL_LABEL]: name } },
+      progressDeadlineSeconds: 600,
+      revisionHistoryLimit: 3,
+      strategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } },
+      template: withHash,
+    },
+  };
+}
+
+/** Quantities may be written as numbers in the Model; a container's resources take strings. */
+function containerResources(model: Model): V1ResourceRequirements {
+  const r = model.spec.resources;
+  if (!r) return { requests: { cpu: '250m', memory: '512Mi' } };
+  const strings = (q: Record<string, string | number> | undefined) =>
+    q === undefined ? undefined : Object.fromEntries(Object.entries(q).map(([k, v]) => [k, String(v)]));
+  const out: V1ResourceRequirements = {};
+  const requests = strings(r.requests);
+  const limits = strings(r.limits);
+  if (requests) out.requests = requests;
+  if (limits) out.limits = limits;
+  return out;
+}
+
+export function modelService(model: Model): V1Service {
+  const name = model.metadata.name;
+  return {
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: {
+      name,
+      namespace: model.metadata.namespace,
+      labels: labelsFor(model),
+      ownerReferences: ownerRefs(model),
+    },
+    spec: {
+      type: 'ClusterIP',
+      selector: { [MODEL_LABEL]: name },
+      ports: [
+        { name: 'http', port: MODEL_HTTP_PORT, targetPort: 'http', protocol: 'TCP' },
+        { name: 'grpc', port: GRPC_PORT, targetPort: 'grpc', protocol: 'TCP' },
+      ],
+    },
+  };
+}

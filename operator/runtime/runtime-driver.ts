@@ -1,0 +1,40 @@
+import type { ModelSettings } from '../../common/model-settings/types.js';
+import type { Model } from '../../common/resources/model.js';
+import type { ResourceRef } from '../source/resource-source.js';
+
+/**
+ * The seam between the Model controller and what actually serves a model. The Kubernetes driver
+ * (kube-runtime.ts) writes a Deployment and a Service; standalone mode plugs in a driver that runs
+ * a local MLServer process on the pulled folder. The controller never knows which.
+ */
+export interface RuntimePlan {
+  model: Model;
+  /** The settings MLServer serves with (read from the folder, or written for an MLflow folder). */
+  settings: ModelSettings;
+  /** True when the settings were written by the operator: the runtime must place them in the folder. */
+  settingsGenerated: boolean;
+  /** Container image (Kubernetes) or a hint of the runtime flavour (local). */
+  image: string;
+}
+
+export interface RuntimeState {
+  /** Desired replicas. */
+  replicas: number;
+  readyReplicas: number;
+  /** Base URL of the V2 server (http://host:port), for the route table and status.url. */
+  url: string;
+  /** True while a rollout of the current plan is still replacing replicas. */
+  rollingOut: boolean;
+  /** Set when the runtime gave up (e.g. progress deadline exceeded): the reason and the message. */
+  failure?: { reason: string; message: string };
+}
+
+export interface RuntimeDriver {
+  /** Creates or updates the runtime to match the plan (idempotent) and returns its state. */
+  apply(plan: RuntimePlan): Promise<RuntimeState>;
+  /** Tears the runtime down (idempotent). */
+  remove(ref: ResourceRef): Promise<void>;
+  /** Watches runtimes; calls `onChange` with the Model's ref when one changes (e.g. replicas become ready). */
+  start(onChange: (ref: ResourceRef) => void): Promise<void>;
+  stop(): Promise<void>;
+}

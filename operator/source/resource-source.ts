@@ -1,0 +1,67 @@
+/**
+ * Where the controllers read resources from and write status to. Two implementations: the API
+ * server (informers; kube-source.ts) and, in standalone mode, a directory of manifests. Controllers
+ * only see keys and this interface, so they cannot tell the two apart.
+ */
+export interface ResourceRef {
+  namespace: string;
+  name: string;
+}
+
+export const refKey = (r: ResourceRef): string => `${r.namespace}/${r.name}`;
+export function parseRefKey(key: string): ResourceRef {
+  const slash = key.indexOf('/');
+  return { namespace: key.slice(0, slash), name: key.slice(slash + 1) };
+}
+
+/** Any resource: metadata is all the sources need to know. */
+export interface Resource {
+  metadata: {
+    name: string;
+    namespace?: string;
+    uid?: string;
+    resourceVersion?: string;
+    generation?: number;
+    deletionTimestamp?: string | Date;
+    finalizers?: string[];
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+  };
+}
+
+/** A read-only, watched set of resources (workflow Services). */
+export interface WatchedSource<T extends Resource> {
+  /**
+   * Delivers the ref of every object present, then of every change or deletion, until `stop`.
+   * Resolves once the initial set is in the cache.
+   */
+  start(onChange: (ref: ResourceRef, deleted: T | undefined) => void): Promise<void>;
+  stop(): Promise<void>;
+  /** From the cache. */
+  get(ref: ResourceRef): T | undefined;
+  list(): T[];
+}
+
+/** A resource kind the operator owns the status and finalizers of. */
+export interface ResourceSource<T extends Resource> extends WatchedSource<T> {
+  /** From the source of truth, bypassing the cache: the fresh read after a conflict. */
+  read(ref: ResourceRef): Promise<T | undefined>;
+  /** Writes `obj.status`; throws ConflictError if `obj.metadata.resourceVersion` is stale. */
+  updateStatus(obj: T): Promise<T>;
+  /** Writes `metadata.finalizers`; throws ConflictError if `obj.metadata.resourceVersion` is stale. */
+  updateFinalizers(obj: T, finalizers: string[]): Promise<T>;
+}
+
+export class ConflictError extends Error {
+  constructor(what: string) {
+    super(`${what} changed since it was read`);
+    this.name = 'ConflictError';
+  }
+}
+
+export class GoneError extends Error {
+  constructor(what: string) {
+    super(`${what} no longer exists`);
+    this.name = 'GoneError';
+  }
+}

@@ -1,0 +1,334 @@
+import { Redis } from 'ioredis';
+import { redisChannels, redisKeys } from '../../../common/redis/schema.js';
+import type { Model } from '../../../common/resources/model.js';
+import type { OperatorManager } from '../../../operator/manager.js';
+import { redis } from '../../harness/index.js';
+import {
+  PULLER_IMAGE,
+  cluster,
+  createModel,
+  eventsFor,
+  eventually,
+  getModel,
+  listen,
+  modelFolder,
+  modelRef,
+  namespace,
+  npSettings,
+  setDeploymentReady,
+  startOperator,
+  type Cluster,
+} from './support.js';
+
+const cond = (m: Model | undefined, type: string) => m?.status?.conditions?.find((c) => c.type === type);
+
+describe('Model reconciler on a real API server', () => {
+  let c: Cluster;
+  let ns: string;
+  let redisUrl: string;
+  let client: Redis;
+  let operator: OperatorManager;
+
+  beforeAll(async () => {
+    c = await cluster();
+    ns = await namespace(c, 'op-model');
+    redisUrl = (await redis('operator-model')).url;
+    client = new Redis(redisUrl);
+    operator = startOperator(c, ns, redisUrl);
+    await operator.start();
+    await operator.synced();
+  });
+  afterAll(async () => {
+    await operator?.stop();
+    client?.disconnect();
+  });
+
+  test('the CRD rejects a bad name, storage URI scheme or replica count at apply time', async () => {
+    const attempt = (name: string, spec: Record<string, unknown>) =>
+      c.custom
+        .createNamespacedCustomObject({
+          ...modelRef,
+          namespace: ns,
+          body: { apiVersion: 'tollgate.dev/v1alpha1', kind: 'Model', metadata: { name }, spec },
+        })
+        .then(
+          () => 'created',
+          (e: { code?: number; body?: string }) => `${e.code}: ${String(e.body)}`,
+        );
+    expect(await attempt('iris', { storageUri: 's3://b/m' })).toMatch(/^422: .*metadata.name must be model-/);
+    expect(await attempt('model-Iris', { storageUri: 's3://b/m' })).toMatch(
+      /^422: .*metadata.name must be model-/,
+    );
+    expect(await attempt('model-a', { storageUri: 'http://b/m' })).toMatch(/^422: .*spec.storageUri/);
+    expect(await attempt('model-a', { storageUri: 's3://b/m', replicas: 51 })).toMatch(
+      /^422: .*spec.replicas/,
+    );
+    expect(await attempt('model-a', { storageUri: 's3://b/m', replicas: -1 })).toMatch(
+      /^422: .*spec.replicas/,
+    );
+    const out = await c.kubectl(
+      'get',
+      'crd',
+      'models.tollgate.dev',
+      '-o',
+      'jsonpath={.spec.versions[0].additionalPrinterColumns[*].name}',
+    );
+    expect(out.stdout).toBe('Phase Ready URL Age');
+  });
+
+  test('a valid folder gets a Deployment and Service, field by field; readiness drives status, events and the route', async () => {
+    const name = 'model-iris';
+    const dir = await modelFolder({ 'model-settings.json': npSettings(name), 'model.joblib': 'bytes' });
+    const routes = await listen(redisUrl, redisChannels.routes);
+    const created = await createModel(c, ns, name, {
+      storageUri: `file://${dir}`,
+      replicas: 2,
+      resources: { limits: { cpu: 1, memory: '1Gi' } },
+    });
+
+    const d = await eventually(
+      () => c.apps.readNamespacedDeployment({ namespace: ns, name }),
+      'the Deployment',
+    );
+    expect(d.metadata?.ownerReferences).toEqual([
+      {
+        apiVersion: 'tollgate.dev/v1alpha1',
+        kind: 'Model',
+        name,
+        uid: created.metadata.uid,
+        controller: true,
+        blockOwnerDeletion: true,
+      },
+    ]);
+    expect(d.spec?.replicas).toBe(2);
+    expect(d.spec?.selector.matchLabels).toEqual({ 'tollgate.dev/model': name });
+    const pod = d.spec!.template.spec!;
+    expect(pod.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 1000 });
+    expect(pod.volumes).toContainEqual({ name: 'models', emptyDir: {} });
+    const [init] = pod.initContainers!;
+    expect(init).toMatchObject({
+      name: 'pull',
+      image: PULLER_IMAGE,
+      args: ['pull', `file://${dir}`, `/mnt/models/${name}`],
+    });
+    expect(init!.securityContext).toMatchObject({
+      allowPrivilegeEscalation: false,
+      readOnlyRootFilesystem: true,
+    });
+    const [main] = pod.containers;
+    expect(main!.image).toBe('seldonio/mlserver:1.7.1-sklearn');
+    expect(main!.readinessProbe?.httpGet).toMatchObject({ path: `/v2/models/${name}/ready`, port: 'http' });
+    expect(main!.livenessProbe?.httpGet).toMatchObject({ path: '/v2/health/live', port: 'http' });
+    expect(main!.resources).toEqual({ limits: { cpu: '1', memory: '1Gi' } });
+    expect(main!.volumeMounts).toContainEqual({ name: 'models', mountPath: '/mnt/models', readOnly: true });
+    expect(main!.securityContext).toMatchObject({ runAsNonRoot: true, capabilities: { drop: ['ALL'] } });
+    expect(d.spec!.template.metadata?.annotations?.['tollgate.dev/template-hash']).toMatch(/^[0-9a-f]{16}$/);
+
+    const svc = await eventually(() => c.core.readNamespacedService({ namespace: ns, name }), 'the Service');
+    expect(svc.spec?.selector).toEqual({ 'tollgate.dev/model': name });
+    expect(svc.spec?.ports?.find((p) => p.name === 'http')).toMatchObject({ port: 8080, targetPort: 'http' });
+    expect(svc.metadata?.ownerReferences?.[0]?.uid).toBe(created.metadata.uid);
+
+    const loading = await eventually(async () => {
+      const m = await getModel(c, ns, name);
+      return m?.status?.phase === 'Loading' && m;
+    }, 'phase Loading');
+    expect(cond(loading, 'SettingsValid')).toMatchObject({ status: 'True', reason: 'SettingsValid' });
+    expect(cond(loading, 'Ready')).toMatchObject({
+      status: 'False',
+      reason: 'Loading',
+      message: '0/2 replicas ready; pulling and loading the model',
+    });
+    expect(loading.status).toMatchObject({
+      observedGeneration: 1,
+      url: `http://${name}.${ns}.svc:8080`,
+      contentType: 'np',
+      inputs: [{ name: 'features', datatype: 'FP32', shape: [-1, 4] }],
+      outputs: [{ name: 'label', datatype: 'INT64', shape: [-1, 1] }],
+      readyReplicas: 0,
+    });
+    expect(await client.get(redisKeys.modelRoute(name))).toBeNull();
+
+    await setDeploymentReady(c, ns, name, 1);
+    const ready = await eventually(async () => {
+      const m = await getModel(c, ns, name);
+      return m?.status?.phase === 'Ready' && m;
+    }, 'phase Ready');
+    expect(cond(ready, 'Ready')).toMatchObject({
+      status: 'True',
+      reason: 'Ready',
+      message: '1/2 replicas ready',
+    });
+    const route = await eventually(
+      () => client.get(redisKeys.modelRoute(name)).then((v) => v ?? undefined),
+      'the route',
+    );
+    expect(JSON.parse(route)).toEqual({
+      url: `http://${name}.${ns}.svc:8080`,
+      source: `model/${ns}/${name}`,
+    });
+    await eventually(async () => routes.messages.includes(redisKeys.modelRoute(name)), 'the route announced');
+
+    const reasons = await eventually(async () => {
+      const r = (await eventsFor(c, ns, name)).map((e) => `${e.type}/${e.reason}`);
+      return r.includes('Normal/Ready') && r;
+    }, 'events');
+    expect(reasons).toEqual(expect.arrayContaining(['Normal/Loading', 'Normal/Ready']));
+
+    // The last replica goes away: the route goes with it.
+    await setDeploymentReady(c, ns, name, 0);
+    await eventually(
+      async () => (await client.get(redisKeys.modelRoute(name))) === null,
+      'the route removed',
+    );
+    expect((await getModel(c, ns, name))?.status?.phase).toBe('Loading');
+    routes.close();
+  });
+
+  test('a spec change rolls the Deployment out (new template hash)', async () => {
+    const name = 'model-roll';
+    const dir = await modelFolder({ 'model-settings.json': npSettings(name), 'model.joblib': 'x' });
+    await createModel(c, ns, name, { storageUri: `file://${dir}` });
+    const before = await eventually(
+      () => c.apps.readNamespacedDeployment({ namespace: ns, name }),
+      'the Deployment',
+    );
+    const hash = before.spec!.template.metadata!.annotations!['tollgate.dev/template-hash'];
+    await c.custom.patchNamespacedCustomObject({
+      ...modelRef,
+      namespace: ns,
+      name,
+      body: [{ op: 'add', path: '/spec/env', value: [{ name: 'MLSERVER_PARALLEL_WORKERS', value: '2' }] }],
+    });
+    const after = await eventually(async () => {
+      const d = await c.apps.readNamespacedDeployment({ namespace: ns, name });
+      return d.spec!.template.metadata!.annotations!['tollgate.dev/template-hash'] !== hash && d;
+    }, 'a new template hash');
+    expect(after.spec!.template.spec!.containers[0]!.env).toContainEqual({
+      name: 'MLSERVER_PARALLEL_WORKERS',
+      value: '2',
+    });
+    await eventually(
+      async () => (await getModel(c, ns, name))?.status?.observedGeneration === 2,
+      'observedGeneration 2',
+    );
+  });
+
+  test('a bad settings file: SettingsValid=False naming the field and the fix, phase Failed, a Warning event, no Deployment', async () => {
+    const name = 'model-bad';
+    const settings = JSON.parse(npSettings('model-other')) as Record<string, unknown>;
+    const dir = await modelFolder({
+      'model-settings.json': JSON.stringify({
+        ...settings,
+        inputs: [{ name: 'f', datatype: 'FLOAT', shape: [-1, 4] }],
+      }),
+      'model.joblib': 'x',
+    });
+    await createModel(c, ns, name, { storageUri: `file://${dir}` });
+    const failed = await eventually(async () => {
+      const m = await getModel(c, ns, name);
+      return m?.status?.phase === 'Failed' && m;
+    }, 'phase Failed');
+    const sv = cond(failed, 'SettingsValid');
+    expect(sv).toMatchObject({ status: 'False', reason: 'SettingsInvalid' });
+    expect(sv?.message).toContain(
+      'model-settings.json:name: is "model-other" but the Model is named "model-bad"; set "name": "model-bad"',
+    );
+    expect(sv?.message).toContain('model-settings.json:inputs[0].datatype: "FLOAT" is not a V2 datatype');
+    expect(cond(failed, 'Ready')).toMatchObject({ status: 'False', reason: 'SettingsInvalid' });
+    const events = await eventually(async () => {
+      const e = await eventsFor(c, ns, name);
+      return e.some((x) => x.reason === 'SettingsInvalid') && e;
+    }, 'the Warning event');
+    expect(events.find((x) => x.reason === 'SettingsInvalid')).toMatchObject({
+      type: 'Warning',
+      message: expect.stringContaining('set "name": "model-bad"'),
+    });
+    await expect(c.apps.readNamespacedDeployment({ namespace: ns, name })).rejects.toMatchObject({
+      code: 404,
+    });
+  });
+
+  test('a missing folder is a condition, not a crash', async () => {
+    const name = 'model-nofolder';
+    await createModel(c, ns, name, { storageUri: 'file:///nonexistent/tollgate/model' });
+    const m = await eventually(async () => {
+      const x = await getModel(c, ns, name);
+      return x?.status?.phase === 'Failed' && x;
+    }, 'phase Failed');
+    expect(cond(m, 'SettingsValid')).toMatchObject({
+      status: 'False',
+      reason: 'NoSuchFolder',
+      message: expect.stringContaining('does not exist'),
+    });
+  });
+
+  test('an MLflow folder is served by the MLflow runtime with settings the operator writes', async () => {
+    const name = 'model-flow';
+    const mlmodel =
+      'flavors:\n  python_function:\n    loader_module: mlflow.sklearn\nsignature:\n  inputs: \'[{"type": "double", "name": "x"}]\'\n';
+    const dir = await modelFolder({ MLmodel: mlmodel, 'model.pkl': 'x' });
+    await createModel(c, ns, name, { storageUri: `file://${dir}` });
+    const d = await eventually(
+      () => c.apps.readNamespacedDeployment({ namespace: ns, name }),
+      'the Deployment',
+    );
+    const args = d.spec!.template.spec!.initContainers![0]!.args!;
+    expect(args.slice(0, 4)).toEqual(['pull', `file://${dir}`, `/mnt/models/${name}`, '--settings']);
+    expect(JSON.parse(args[4]!)).toEqual({
+      name,
+      implementation: 'mlserver_mlflow.MLflowRuntime',
+      parameters: { uri: './' },
+    });
+    expect(d.spec!.template.spec!.containers[0]!.image).toBe('seldonio/mlserver:1.7.1-mlflow');
+    const m = await eventually(async () => {
+      const x = await getModel(c, ns, name);
+      return x?.status?.phase === 'Loading' && x;
+    }, 'phase Loading');
+    expect(cond(m, 'SettingsValid')).toMatchObject({ status: 'True', reason: 'MlflowModel' });
+    expect(m.status?.inputs).toEqual([{ name: 'x', datatype: 'FP64', shape: [-1] }]);
+  });
+
+  test('a Model with a workflow is also a bda route; deleting the Model removes both routes (finalizer)', async () => {
+    const name = 'model-wf';
+    const dir = await modelFolder({ 'model-settings.json': npSettings(name), 'model.joblib': 'x' });
+    await createModel(c, ns, name, { storageUri: `file://${dir}`, workflow: 'wf-1' });
+    await eventually(() => c.apps.readNamespacedDeployment({ namespace: ns, name }), 'the Deployment');
+    await setDeploymentReady(c, ns, name, 1);
+    const bda = await eventually(
+      () => client.get(redisKeys.bdaRoute('wf-1', name)).then((v) => v ?? undefined),
+      'the bda route',
+    );
+    expect(JSON.parse(bda)).toEqual({
+      url: `http://${name}.${ns}.svc:8080`,
+      workflow: 'wf-1',
+      source: `model/${ns}/${name}`,
+    });
+    expect(JSON.parse((await client.get(redisKeys.modelRoute(name)))!)).toMatchObject({ workflow: 'wf-1' });
+    expect((await getModel(c, ns, name))?.metadata.finalizers).toContain('tollgate.dev/model-routes');
+
+    // Moving it to another workflow moves the bda route.
+    await c.custom.patchNamespacedCustomObject({
+      ...modelRef,
+      namespace: ns,
+      name,
+      body: [{ op: 'replace', path: '/spec/workflow', value: 'wf-2' }],
+    });
+    await eventually(
+      () => client.get(redisKeys.bdaRoute('wf-2', name)).then((v) => v ?? undefined),
+      'the new bda route',
+    );
+    await eventually(
+      async () => (await client.get(redisKeys.bdaRoute('wf-1', name))) === null,
+      'the old bda route removed',
+    );
+
+    await c.custom.deleteNamespacedCustomObject({ ...modelRef, namespace: ns, name });
+    await eventually(async () => (await getModel(c, ns, name)) === undefined, 'the Model gone');
+    expect(await client.get(redisKeys.modelRoute(name))).toBeNull();
+    expect(await client.get(redisKeys.bdaRoute('wf-2', name))).toBeNull();
+    await expect(c.apps.readNamespacedDeployment({ namespace: ns, name })).rejects.toMatchObject({
+      code: 404,
+    });
+  });
+});

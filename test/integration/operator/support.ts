@@ -1,0 +1,176 @@
+import {
+  AppsV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  KubeConfig,
+  type CoreV1Event,
+} from '@kubernetes/client-node';
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, mkdir, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { Redis } from 'ioredis';
+import { createLogger } from '../../../common/logger.js';
+import type { Model } from '../../../common/resources/model.js';
+import { kubeSources } from '../../../operator/kube-sources.js';
+import { OperatorManager, type OperatorOptions } from '../../../operator/manager.js';
+import { kube, type KubeInfo } from '../../harness/index.js';
+
+const run = promisify(execFile);
+export const ROOT = path.resolve(import.meta.dirname, '../../..');
+export const PULLER_IMAGE = 'tollgate-test:1';
+
+export interface Cluster {
+  info: KubeInfo;
+  kc: KubeConfig;
+  core: CoreV1Api;
+  apps: AppsV1Api;
+  custom: CustomObjectsApi;
+  kubectl(...args: string[]): Promise<{ stdout: string; stderr: string }>;
+}
+
+/** The harness API server with the CRDs applied (kubectl apply -f crds/, as an installer does). */
+export async function cluster(): Promise<Cluster> {
+  const info = await kube();
+  const kc = new KubeConfig();
+  kc.loadFromFile(info.kubeconfig);
+  const kubectl = (...args: string[]) => run(info.kubectl, ['--kubeconfig', info.kubeconfig, ...args]);
+  await kubectl('apply', '-f', path.join(ROOT, 'crds'));
+  await kubectl(
+    'wait',
+    '--for=condition=Established',
+    'crd/models.tollgate.dev',
+    'crd/apikeys.tollgate.dev',
+    '--timeout=30s',
+  );
+  return {
+    info,
+    kc,
+    core: kc.makeApiClient(CoreV1Api),
+    apps: kc.makeApiClient(AppsV1Api),
+    custom: kc.makeApiClient(CustomObjectsApi),
+    kubectl,
+  };
+}
+
+/** A namespace of the test's own, so tests can share the API server. */
+export async function namespace(c: Cluster, prefix: string): Promise<string> {
+  const name = `${prefix}-${randomBytes(4).toString('hex')}`;
+  await c.core.createNamespace({ body: { metadata: { name } } });
+  return name;
+}
+
+export const modelRef = { group: 'tollgate.dev', version: 'v1alpha1', plural: 'models' };
+export const keyRef = { group: 'tollgate.dev', version: 'v1alpha1', plural: 'apikeys' };
+
+export async function createModel(c: Cluster, ns: string, name: string, spec: Model['spec']): Promise<Model> {
+  return (await c.custom.createNamespacedCustomObject({
+    ...modelRef,
+    namespace: ns,
+    body: { apiVersion: 'tollgate.dev/v1alpha1', kind: 'Model', metadata: { name }, spec },
+  })) as Model;
+}
+
+export async function getModel(c: Cluster, ns: string, name: string): Promise<Model | undefined> {
+  try {
+    return (await c.custom.getNamespacedCustomObject({ ...modelRef, namespace: ns, name })) as Model;
+  } catch {
+    return undefined;
+  }
+}
+
+export function startOperator(
+  c: Cluster,
+  ns: string,
+  redisUrl: string,
+  extra: Partial<OperatorOptions> = {},
+): OperatorManager {
+  const log = createLogger('operator-test', process.env.TEST_LOG_LEVEL ?? 'silent');
+  return new OperatorManager(() => kubeSources(c.kc, log, { pullerImage: PULLER_IMAGE, namespace: ns }), {
+    redisUrl,
+    log,
+    namespace: ns,
+    indexCheckMs: 200,
+    ...extra,
+  });
+}
+
+/** Polls until `probe` returns a value that is not undefined/false. */
+export async function eventually<T>(
+  probe: () => Promise<T | undefined | false>,
+  what: string,
+  timeoutMs = 20_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await probe();
+      if (v !== undefined && v !== false) return v;
+    } catch (e) {
+      last = e;
+    }
+    if (Date.now() > deadline)
+      throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** Plays the kubelet and the Deployment controller: reports `ready` of the Deployment's replicas ready. */
+export async function setDeploymentReady(c: Cluster, ns: string, name: string, ready: number): Promise<void> {
+  const d = await c.apps.readNamespacedDeployment({ namespace: ns, name });
+  const replicas = d.spec?.replicas ?? 1;
+  await c.apps.replaceNamespacedDeploymentStatus({
+    namespace: ns,
+    name,
+    body: {
+      ...d,
+      status: {
+        observedGeneration: d.metadata?.generation ?? 1,
+        replicas,
+        updatedReplicas: replicas,
+        readyReplicas: ready,
+        availableReplicas: ready,
+        ...(ready < replicas ? { unavailableReplicas: replicas - ready } : {}),
+      },
+    },
+  });
+}
+
+export async function eventsFor(c: Cluster, ns: string, name: string): Promise<CoreV1Event[]> {
+  const list = await c.core.listNamespacedEvent({
+    namespace: ns,
+    fieldSelector: `involvedObject.name=${name}`,
+  });
+  return list.items;
+}
+
+/** A model folder on local disk (file:// storage). */
+export async function modelFolder(files: Record<string, string>): Promise<string> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'tg-model-'));
+  for (const [name, content] of Object.entries(files)) {
+    await mkdir(path.dirname(path.join(dir, name)), { recursive: true });
+    await writeFile(path.join(dir, name), content);
+  }
+  return dir;
+}
+
+export const npSettings = (name: string) =>
+  JSON.stringify({
+    name,
+    implementation: 'mlserver_sklearn.SKLearnModel',
+    parameters: { uri: './model.joblib', content_type: 'np' },
+    inputs: [{ name: 'features', datatype: 'FP32', shape: [-1, 4] }],
+    outputs: [{ name: 'label', datatype: 'INT64', shape: [-1, 1] }],
+  });
+
+/** Subscribes to a channel and collects its messages. */
+export async function listen(url: string, channel: string): Promise<{ messages: string[]; close(): void }> {
+  const sub = new Redis(url);
+  const messages: string[] = [];
+  sub.on('message', (_c: string, m: string) => messages.push(m));
+  await sub.subscribe(channel);
+  return { messages, close: () => sub.disconnect() };
+}

@@ -136,6 +136,8 @@ export async function runInferenceBench(): Promise<string[]> {
     const port = (await gateway.listen(0, '127.0.0.1')).port;
     stopGateway = () => gateway.shutdown();
 
+    // Until the pub/sub subscription is confirmed the gateway trusts no cache (by design): wait.
+    for (let i = 0; i < 100 && !services.invalidation.live; i++) await new Promise((r) => setTimeout(r, 50));
     const direct = await load(`${state.url}/v2/models/${MODEL}/infer`, {});
     const through = await load(`http://127.0.0.1:${port}/v2/models/${MODEL}/infer`, {
       authorization: `Apikey ${key}`,

@@ -41,7 +41,7 @@ lint: deps-node
 	node node_modules/prettier/bin/prettier.cjs --check .
 
 bench: deps build
-	node node_modules/tsx/dist/cli.mjs bench/run.ts
+	node node_modules/tsx/dist/cli.mjs bench/run.ts $(ARGS)
 
 # The demo needs only Node modules, the build, the Python venv and redis-server (it installs the
 # last two itself when missing); not the cluster components the tests build.

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -83,27 +83,50 @@ interface Figures {
   p50: number;
   p99: number;
   bad: number;
+  /** CPU time of the measured process tree per request, in microseconds (Linux only). */
+  cpuUsPerRequest?: number;
+}
+
+const TICKS_PER_SECOND = 100;
+
+/** User + system CPU seconds of a process and its children (nginx workers, cluster workers). */
+function cpuSeconds(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const own = (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
+    const children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim();
+    return (
+      own + (children === '' ? 0 : children.split(' ').reduce((sum, c) => sum + cpuSeconds(Number(c)), 0))
+    );
+  } catch {
+    return NaN;
+  }
 }
 
 async function load(
   url: string,
   headers: Record<string, string>,
-  opts: { rate?: number } = {},
+  opts: { rate?: number; pid?: number } = {},
 ): Promise<Figures> {
   const base = { url, headers, connections: opts.rate === undefined ? CONNECTIONS : 10 };
   // Warm-up: JIT, connection pools, caches.
   await autocannon({ ...base, duration: 2 });
+  const cpuBefore = opts.pid === undefined ? NaN : cpuSeconds(opts.pid);
   const result = await autocannon({
     ...base,
     duration: SECONDS,
     ...(opts.rate === undefined ? {} : { overallRate: opts.rate }),
   });
-  return {
+  const cpu = opts.pid === undefined ? NaN : cpuSeconds(opts.pid) - cpuBefore;
+  const figures: Figures = {
     rps: result.requests.average,
     p50: result.latency.p50,
     p99: result.latency.p99,
     bad: result.non2xx + result.errors + result.timeouts,
   };
+  if (!Number.isNaN(cpu)) figures.cpuUsPerRequest = (cpu * 1e6) / result.requests.total;
+  return figures;
 }
 
 const UPSTREAM = `
@@ -148,7 +171,11 @@ http {
 const fmt = (f: Figures): string =>
   `${Math.round(f.rps).toString().padStart(7)} req/s   p50 ${f.p50.toFixed(2).padStart(6)} ms   p99 ${f.p99
     .toFixed(2)
-    .padStart(6)} ms${f.bad > 0 ? `   (${f.bad} non-2xx/errors)` : ''}`;
+    .padStart(
+      6,
+    )} ms${f.cpuUsPerRequest === undefined ? '' : `   CPU ${f.cpuUsPerRequest.toFixed(0)} µs/request`}${
+    f.bad > 0 ? `   (${f.bad} non-2xx/errors)` : ''
+  }`;
 
 async function revocationLatency(
   redis: Redis,
@@ -231,7 +258,12 @@ export async function run(): Promise<void> {
     });
     const auth = { authorization: `Apikey ${key}` };
 
-    start('nginx', 'nginx', ['-p', dir, '-c', nginxConfig(dir, nginxPort, upstreamPort, key)]);
+    const nginxProc = start('nginx', 'nginx', [
+      '-p',
+      dir,
+      '-c',
+      nginxConfig(dir, nginxPort, upstreamPort, key),
+    ]);
     const nginx = `http://127.0.0.1:${nginxPort}/`;
     await waitFor(nginx, auth);
     await waitFor(nginx, {}, 401);
@@ -269,9 +301,9 @@ export async function run(): Promise<void> {
         `gateway/direct ${(viaGateway.rps / direct.rps).toFixed(2)}`,
     );
 
-    const fixedNginx = await load(nginx, auth, { rate: 1000 });
+    const fixedNginx = await load(nginx, auth, { rate: 1000, pid: nginxProc.pid as number });
     console.log(`nginx at 1,000 req/s:   ${fmt(fixedNginx)}`);
-    const fixed = await load(gateway, auth, { rate: 1000 });
+    const fixed = await load(gateway, auth, { rate: 1000, pid: gatewayProc.pid as number });
     console.log(`gateway at 1,000 req/s: ${fmt(fixed)}   (target p99 < 2 ms)`);
 
     const secondProc = start('second gateway', process.execPath, [cli, 'gateway'], gatewayEnv(secondPort));

@@ -149,6 +149,45 @@ describe('gateway lifecycle', () => {
     });
   });
 
+  describe('Redis frozen (connections open, no answers)', () => {
+    it('stops trusting its caches within the heartbeat and answers 503', async () => {
+      const tag = 'gateway-redis-frozen';
+      const info = await redis(tag);
+      const r = redisClient(info.url);
+      const wf = uniqueName('wf');
+      await registerService(r, wf, 'svc', upstream.url);
+      const created = await createKey(r, 'bda', [wf]);
+      const gw = await startGateway({ redisUrl: info.url });
+      const path = `/events/bda/${wf}/svc/x`;
+      try {
+        expect((await send(gw.url, path, { headers: apikey(created.key) })).status).toBe(200);
+        const pausedAt = Date.now();
+        await r.call('CLIENT', 'PAUSE', '5000', 'ALL');
+        let answer = await send(gw.url, path, { headers: apikey(created.key) });
+        while (answer.status === 200 && Date.now() - pausedAt < 4500) {
+          await sleep(100);
+          answer = await send(gw.url, path, { headers: apikey(created.key) });
+        }
+        expect({ status: answer.status, code: answer.json.code }).toEqual({
+          status: 503,
+          code: 'redis_unavailable',
+        });
+        // Heartbeat every second, one second to answer, then at most a one-second command timeout.
+        expect(Date.now() - pausedAt).toBeLessThan(3500);
+        await r.call('CLIENT', 'UNPAUSE');
+        let status = 0;
+        for (let i = 0; i < 60 && status !== 200; i++) {
+          await sleep(100);
+          status = (await send(gw.url, path, { headers: apikey(created.key) })).status;
+        }
+        expect(status).toBe(200);
+      } finally {
+        await gw.stop();
+        r.disconnect();
+      }
+    });
+  });
+
   describe('graceful shutdown in process', () => {
     it('stops accepting, completes the in-flight slow request, then closes', async () => {
       const info = await redis();

@@ -30,6 +30,7 @@ interface FileJob {
   object: StoredObject;
   target: string;
   handle?: Promise<FileHandle>;
+  done?: boolean;
   partsLeft: number;
   started: number;
 }
@@ -46,7 +47,7 @@ interface Transfer {
  * ranges, all on a bounded pool; bytes stream straight to disk at their offset (no buffering of a
  * whole file); each file is written under a temporary name, its size checked against the listing,
  * then renamed, so a failed pull never leaves a file that looks complete. Any failure stops the
- * rest and removes the partial files.
+ * rest and removes every file this pull wrote.
  */
 export async function pullFolder(
   store: ObjectStore,
@@ -171,15 +172,16 @@ async function finishFile(job: FileJob, root: string, progress: (line: string) =
   const { size } = await stat(part);
   if (size !== job.object.size) throw sizeMismatch(job, `${size} bytes on disk`);
   await rename(part, job.target);
-  job.handle = undefined;
+  job.done = true;
   const s = (performance.now() - job.started) / 1000;
   progress(`pulled ${path.relative(root, job.target)} ${formatBytes(job.object.size)} in ${s.toFixed(2)}s`);
 }
 
+/** After a failure nothing of this pull stays: a half-pulled folder must not look like a model. */
 async function discard(job: FileJob): Promise<void> {
   if (!job.handle) return;
   await job.handle.then((fh) => fh.close()).catch(() => undefined);
-  await rm(job.target + PART_SUFFIX, { force: true });
+  await rm(job.done ? job.target : job.target + PART_SUFFIX, { force: true });
 }
 
 class ShortRead extends Error {}

@@ -11,6 +11,7 @@ import { MODEL_PLURAL, modelSchema, type Model } from '../../common/resources/mo
 import { createManagement } from '../../gateway/api/management.js';
 import { loadGatewayConfig, type GatewayConfigInput } from '../../gateway/config.js';
 import { createGatewayServer } from '../../gateway/server.js';
+import { modelsPlatformResource } from '../../gateway/platform/models/index.js';
 import { createGatewayServices } from '../../gateway/services.js';
 import { createV2Handler } from '../../gateway/v2/handler.js';
 import { manifestModels } from '../../gateway/v2/model-directory.js';
@@ -120,7 +121,12 @@ export function register(program: Command): void {
           keys: { stateDir },
           identity: { local: { stateDir, selfUrl } },
         });
-        const services = await createGatewayServices(config, log, { management });
+        const services = await createGatewayServices(config, log, {
+          management,
+          platformResources: new Map([
+            ['models', modelsPlatformResource({ redis: managementRedis, log, models: { stateDir } })],
+          ]),
+        });
         const gateway = createGatewayServer(services, createV2Handler(services, manifestModels(models)));
         const address = await gateway.listen(config.port, config.host);
         await operator.start();

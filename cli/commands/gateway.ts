@@ -8,6 +8,7 @@ import { loadGatewayConfig, parseUpstreamList, type GatewayConfigInput } from '.
 import { createGatewayServer } from '../../gateway/server.js';
 import { createManagement } from '../../gateway/api/management.js';
 import type { GatewayConfig } from '../../gateway/config.js';
+import { modelsPlatformResource } from '../../gateway/platform/models/index.js';
 import { createGatewayServices } from '../../gateway/services.js';
 import { createV2Handler } from '../../gateway/v2/handler.js';
 import { kubeModels } from '../../gateway/v2/model-directory.js';
@@ -62,6 +63,7 @@ export function register(program: Command): void {
         kubeConfig.loadFromDefault();
         const services = await createGatewayServices(config, log, {
           management: await clusterManagement(config, kubeConfig, log),
+          platformResources: new Map([['models', clusterModels(config, kubeConfig, log)]]),
         });
         const gateway = createGatewayServer(services, createV2Handler(services, kubeModels(kubeConfig)));
         const address = await gateway.listen(config.port, config.host);
@@ -110,6 +112,13 @@ async function clusterManagement(config: GatewayConfig, kubeConfig: KubeConfig, 
     keys: { kubeConfig, namespace: config.namespace },
     identity: { oidc: config.oidc },
   });
+}
+
+/** The built-in `models` platform resource: Model resources in the gateway's namespace. */
+function clusterModels(config: GatewayConfig, kubeConfig: KubeConfig, log: Logger) {
+  const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 1, connectionName: 'tollgate-models' });
+  redis.on('error', (err: Error) => log.warn({ err: err.message }, 'redis error (models resource)'));
+  return modelsPlatformResource({ redis, log, models: { kubeConfig, namespace: config.namespace } });
 }
 
 /** The primary of a cluster: forks workers, replaces crashed ones, and relays shutdown. */

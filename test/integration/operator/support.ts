@@ -12,7 +12,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
+import { generateKey, hashKey, keyStart } from '../../../common/apikey/format.js';
 import { createLogger } from '../../../common/logger.js';
+import { newApiKey, newKeyId, type ApiKey } from '../../../common/resources/apikey.js';
 import type { Model } from '../../../common/resources/model.js';
 import { kubeSources } from '../../../operator/kube-sources.js';
 import { OperatorManager, type OperatorOptions } from '../../../operator/manager.js';
@@ -173,4 +175,48 @@ export async function listen(url: string, channel: string): Promise<{ messages: 
   sub.on('message', (_c: string, m: string) => messages.push(m));
   await sub.subscribe(channel);
   return { messages, close: () => sub.disconnect() };
+}
+
+/** An ApiKey resource body for a freshly generated key; returns the key's hash too. */
+export function apiKeyBody(
+  module: 'bda' | 'platform' = 'platform',
+  owner = 'alice',
+): { body: ApiKey; hash: string; id: string } {
+  const key = generateKey(module);
+  const id = newKeyId();
+  const hash = hashKey(key);
+  const spec = { hash, start: keyStart(key), module, roles: module === 'bda' ? ['wf-1'] : ['viewer'], owner };
+  return { body: newApiKey(id, spec), hash, id };
+}
+
+export async function createApiKeys(
+  c: Cluster,
+  ns: string,
+  count: number,
+  parallel = 16,
+): Promise<Array<{ hash: string; id: string }>> {
+  const made: Array<{ hash: string; id: string }> = [];
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(parallel, count) }, async () => {
+      while (next < count) {
+        next++;
+        const k = apiKeyBody();
+        await c.custom.createNamespacedCustomObject({ ...keyRef, namespace: ns, body: k.body });
+        made.push({ hash: k.hash, id: k.id });
+      }
+    }),
+  );
+  return made;
+}
+
+export async function countKeys(redis: Redis, pattern: string): Promise<number> {
+  let n = 0;
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
+    cursor = next;
+    n += keys.length;
+  } while (cursor !== '0');
+  return n;
 }

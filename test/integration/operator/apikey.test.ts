@@ -1,0 +1,211 @@
+import { Redis } from 'ioredis';
+import { redisChannels, redisKeys } from '../../../common/redis/schema.js';
+import type { OperatorManager } from '../../../operator/manager.js';
+import { redis, restartRedis } from '../../harness/index.js';
+import {
+  apiKeyBody,
+  cluster,
+  countKeys,
+  createModel,
+  eventually,
+  keyRef,
+  listen,
+  modelFolder,
+  namespace,
+  npSettings,
+  setDeploymentReady,
+  startOperator,
+  type Cluster,
+} from './support.js';
+
+const TAG = 'operator-apikey';
+
+describe('ApiKey index, workflow routes, restarts and Redis loss', () => {
+  let c: Cluster;
+  let ns: string;
+  let redisUrl: string;
+  let client: Redis;
+  let operator: OperatorManager | undefined;
+  const early = apiKeyBody('bda');
+
+  beforeAll(async () => {
+    c = await cluster();
+    ns = await namespace(c, 'op-keys');
+    redisUrl = (await redis(TAG)).url;
+    client = new Redis(redisUrl, { maxRetriesPerRequest: 1 });
+    // Created before the operator runs: picked up by the first list.
+    await c.custom.createNamespacedCustomObject({ ...keyRef, namespace: ns, body: early.body });
+    operator = startOperator(c, ns, redisUrl);
+    await operator.start();
+    await operator.synced();
+  });
+  afterAll(async () => {
+    await operator?.stop();
+    client?.disconnect();
+  });
+
+  const grantOf = async (hash: string) => {
+    const v = await client.get(redisKeys.apiKey(hash));
+    return v === null ? undefined : (JSON.parse(v) as Record<string, unknown>);
+  };
+  const readKey = (name: string) =>
+    c.custom.getNamespacedCustomObject({ ...keyRef, namespace: ns, name }).then(
+      (k) => k as { metadata: { finalizers?: string[] } },
+      () => undefined,
+    );
+
+  test('a key created before the operator started is indexed, and carries the finalizer', async () => {
+    expect(await grantOf(early.hash)).toEqual({
+      id: early.id,
+      owner: 'alice',
+      module: 'bda',
+      roles: ['wf-1'],
+    });
+    expect((await readKey(`key-${early.id}`))?.metadata.finalizers).toEqual(['tollgate.dev/key-index']);
+    expect(await client.get(redisKeys.indexMarker)).toMatch(/^\d{4}-/);
+  });
+
+  test('create → indexed and announced; delete → entry removed, announced, resource gone', async () => {
+    const keys = await listen(redisUrl, redisChannels.keys);
+    const k = apiKeyBody('platform', 'bob');
+    k.body.spec.name = 'ci';
+    k.body.spec.rateLimit = { requests: 5, windowSeconds: 60 };
+    await c.custom.createNamespacedCustomObject({ ...keyRef, namespace: ns, body: k.body });
+    const grant = await eventually(() => grantOf(k.hash), 'the index entry');
+    expect(grant).toEqual({
+      id: k.id,
+      owner: 'bob',
+      module: 'platform',
+      roles: ['viewer'],
+      name: 'ci',
+      rateLimit: { requests: 5, windowSeconds: 60 },
+    });
+    await eventually(async () => keys.messages.includes(k.hash), 'the keys announcement');
+
+    keys.messages.length = 0;
+    await c.custom.deleteNamespacedCustomObject({ ...keyRef, namespace: ns, name: `key-${k.id}` });
+    await eventually(async () => (await readKey(`key-${k.id}`)) === undefined, 'the ApiKey gone');
+    expect(await grantOf(k.hash)).toBeUndefined();
+    expect(keys.messages).toContain(k.hash);
+    keys.close();
+  });
+
+  test('labelled workflow Services become bda routes, follow relabelling and go on delete', async () => {
+    const body = (workflow: string) => ({
+      metadata: {
+        name: 'scorer',
+        labels: {
+          'tollgate.dev/workflow': workflow,
+          'tollgate.dev/service': 'score',
+          'tollgate.dev/owner': 'alice',
+        },
+      },
+      spec: {
+        ports: [
+          { name: 'metrics', port: 9100 },
+          { name: 'http', port: 8000 },
+        ],
+      },
+    });
+    await c.core.createNamespacedService({ namespace: ns, body: body('wf-a') });
+    const route = await eventually(
+      () => client.get(redisKeys.bdaRoute('wf-a', 'score')).then((v) => v ?? undefined),
+      'the bda route',
+    );
+    expect(JSON.parse(route)).toEqual({
+      url: `http://scorer.${ns}.svc:8000`,
+      workflow: 'wf-a',
+      owner: 'alice',
+      source: `service/${ns}/scorer`,
+    });
+
+    await c.core.patchNamespacedService({
+      namespace: ns,
+      name: 'scorer',
+      body: [{ op: 'replace', path: '/metadata/labels/tollgate.dev~1workflow', value: 'wf-b' }],
+    });
+    await eventually(
+      () => client.get(redisKeys.bdaRoute('wf-b', 'score')).then((v) => v ?? undefined),
+      'the moved route',
+    );
+    await eventually(
+      async () => (await client.get(redisKeys.bdaRoute('wf-a', 'score'))) === null,
+      'the old route gone',
+    );
+
+    await c.core.deleteNamespacedService({ namespace: ns, name: 'scorer' });
+    await eventually(
+      async () => (await client.get(redisKeys.bdaRoute('wf-b', 'score'))) === null,
+      'the route gone',
+    );
+  });
+
+  test('Redis flushed while running: the key index and the model routes come back', async () => {
+    const name = 'model-flush';
+    const dir = await modelFolder({ 'model-settings.json': npSettings(name), 'model.joblib': 'x' });
+    await createModel(c, ns, name, { storageUri: `file://${dir}` });
+    await eventually(() => c.apps.readNamespacedDeployment({ namespace: ns, name }), 'the Deployment');
+    await setDeploymentReady(c, ns, name, 1);
+    await eventually(() => client.get(redisKeys.modelRoute(name)).then((v) => v ?? undefined), 'the route');
+
+    await client.flushall();
+    await eventually(() => grantOf(early.hash), 'the index entry rebuilt', 10_000);
+    await eventually(
+      () => client.get(redisKeys.modelRoute(name)).then((v) => v ?? undefined),
+      'the route rebuilt',
+      10_000,
+    );
+    await eventually(
+      () => client.get(redisKeys.indexMarker).then((v) => v ?? undefined),
+      'the marker',
+      10_000,
+    );
+  });
+
+  test('Redis restarted empty: the same', async () => {
+    await restartRedis(TAG);
+    await eventually(() => grantOf(early.hash), 'the index entry rebuilt', 20_000);
+    await eventually(
+      () => client.get(redisKeys.modelRoute('model-flush')).then((v) => v ?? undefined),
+      'the route rebuilt',
+      20_000,
+    );
+  });
+
+  test('operator restarted mid-way: changes made while it was down are applied, nothing duplicated or lost', async () => {
+    await operator!.stop();
+    operator = undefined;
+    const added = apiKeyBody();
+    await c.custom.createNamespacedCustomObject({ ...keyRef, namespace: ns, body: added.body });
+    // Deleted while down: the finalizer holds the resource until the operator has removed the entry.
+    await c.custom.deleteNamespacedCustomObject({ ...keyRef, namespace: ns, name: `key-${early.id}` });
+    expect(await readKey(`key-${early.id}`)).toBeDefined();
+    expect(await grantOf(early.hash)).toBeDefined();
+    // A route and a key entry with no resource behind them (removed by force while the operator was down).
+    await client.set(
+      redisKeys.bdaRoute('ghost', 'svc'),
+      JSON.stringify({ url: 'http://x', source: `service/${ns}/ghost` }),
+    );
+    const ghost = apiKeyBody();
+    await client.set(
+      redisKeys.apiKey(ghost.hash),
+      JSON.stringify({ id: ghost.id, owner: 'x', module: 'platform', roles: ['viewer'] }),
+    );
+
+    operator = startOperator(c, ns, redisUrl);
+    await operator.start();
+    await operator.synced();
+    expect(await grantOf(added.hash)).toMatchObject({ id: added.id });
+    expect(await grantOf(early.hash)).toBeUndefined();
+    expect(await grantOf(ghost.hash)).toBeUndefined();
+    expect(await readKey(`key-${early.id}`)).toBeUndefined();
+    expect(await client.get(redisKeys.bdaRoute('ghost', 'svc'))).toBeNull();
+    const list = (await c.custom.listNamespacedCustomObject({ ...keyRef, namespace: ns })) as {
+      items: unknown[];
+    };
+    expect(await countKeys(client, redisKeys.apiKey('*'))).toBe(list.items.length);
+    expect(await client.get(redisKeys.modelRoute('model-flush'))).not.toBeNull();
+    const deployments = await c.apps.listNamespacedDeployment({ namespace: ns });
+    expect(deployments.items.map((d) => d.metadata?.name)).toEqual(['model-flush']);
+  });
+});

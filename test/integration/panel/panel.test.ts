@@ -4,29 +4,23 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import express from 'express';
 import { Redis } from 'ioredis';
 import type { Browser, Page } from 'playwright-core';
-import { DirApiKeyStore } from '../../../common/apikey/dir-store.js';
-import { KeyIndexWriter } from '../../../common/apikey/index-writer.js';
 import { RoleCatalogue } from '../../../common/apikey/roles.js';
 import { createLogger } from '../../../common/logger.js';
 import { redisKeys } from '../../../common/redis/schema.js';
-import { ManifestDir } from '../../../common/resources/manifest-dir.js';
 import { WorkflowRoutes } from '../../../common/routes/workflow-routes.js';
-import { createManagementRouter } from '../../../gateway/api/router.js';
-import { JWKS_PATH, LocalIssuer, localOidcConfig } from '../../../gateway/auth/local-issuer.js';
-import { createTokenVerifier } from '../../../gateway/auth/oidc.js';
+import { createManagement } from '../../../gateway/api/management.js';
+import { LocalIssuer } from '../../../gateway/auth/local-issuer.js';
 import { loadGatewayConfig } from '../../../gateway/config.js';
-import { createPanelRouter } from '../../../gateway/panel/index.js';
 import { createGatewayServer, type GatewayServer } from '../../../gateway/server.js';
 import { createGatewayServices } from '../../../gateway/services.js';
 import { freePort, launchChromium, redis } from '../../harness/index.js';
 
 /**
- * The panel in a real Chromium against the real management API (directory store, real Redis, OIDC
- * tokens verified through a JWKS on loopback), and the keys it creates used for real through the
- * gateway's hot path to upstream servers on loopback.
+ * The panel in a real Chromium, served by the real gateway with its management API (keys as
+ * manifests, real Redis, OIDC tokens verified through the JWKS the gateway serves), and the keys it
+ * creates used for real through the same gateway's hot path to an upstream on loopback.
  */
 const log = createLogger('panel-test', 'silent');
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
@@ -34,8 +28,6 @@ const sha256 = (text: string) => createHash('sha256').update(text).digest('hex')
 let stateDir: string;
 let redisClient: Redis;
 let issuer: LocalIssuer;
-let management: Server;
-let panelBase: string;
 let upstream: Server;
 let upstreamHits: Array<{ url: string; authorization?: string }>;
 let gateway: GatewayServer;
@@ -56,28 +48,6 @@ beforeAll(async () => {
   stateDir = await mkdtemp(join(tmpdir(), 'tollgate-panel-'));
   issuer = await LocalIssuer.open(stateDir);
 
-  // The management API and the panel on one origin, as the gateway serves them.
-  const port = await freePort();
-  panelBase = `http://127.0.0.1:${port}`;
-  const workflows = new WorkflowRoutes(redisClient);
-  const app = express();
-  app.get(JWKS_PATH, issuer.jwksHandler());
-  app.use(
-    '/api/v1',
-    createManagementRouter({
-      store: new DirApiKeyStore(new ManifestDir(stateDir, () => undefined)),
-      index: new KeyIndexWriter(redisClient),
-      redis: redisClient,
-      workflows,
-      roles: new RoleCatalogue({ resources: ['datasets'] }),
-      verifyToken: createTokenVerifier(localOidcConfig(panelBase)),
-      log,
-    }),
-  );
-  app.use('/panel', createPanelRouter());
-  management = createServer(app);
-  await new Promise<void>((resolve) => management.listen(port, '127.0.0.1', resolve));
-
   // An upstream for both the workflow service and the platform resource.
   upstreamHits = [];
   upstream = createServer((req, res) => {
@@ -87,16 +57,28 @@ beforeAll(async () => {
       .end(JSON.stringify({ ok: true, url: req.url }));
   });
   const upstreamUrl = await listen(upstream);
+  const workflows = new WorkflowRoutes(redisClient);
   await workflows.register({ workflow: 'wf-sales', service: 'api', url: upstreamUrl, owner: 'alice' });
   await workflows.register({ workflow: 'wf-bob', service: 'api', url: upstreamUrl, owner: 'bob' });
 
+  // The gateway as `tollgate dev` composes it: the panel, the management API (keys as manifests,
+  // users from the local issuer, verified through the JWKS the gateway serves) and the hot path,
+  // on one origin.
+  const port = await freePort();
+  gatewayBase = `http://127.0.0.1:${port}`;
   const config = loadGatewayConfig({
     env: {},
-    overrides: { redisUrl: r.url, port: 0, host: '127.0.0.1', upstreams: { datasets: upstreamUrl } },
+    overrides: { redisUrl: r.url, port, host: '127.0.0.1', upstreams: { datasets: upstreamUrl } },
   });
-  gateway = createGatewayServer(await createGatewayServices(config, log));
-  const address = await gateway.listen(0, '127.0.0.1');
-  gatewayBase = `http://127.0.0.1:${address.port}`;
+  const management = await createManagement({
+    redis: redisClient,
+    log,
+    roles: new RoleCatalogue({ resources: Object.keys(config.upstreams) }),
+    keys: { stateDir },
+    identity: { local: { stateDir, selfUrl: gatewayBase } },
+  });
+  gateway = createGatewayServer(await createGatewayServices(config, log, { management }));
+  await gateway.listen(port, '127.0.0.1');
 
   browser = await launchChromium();
 });
@@ -104,7 +86,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close();
   await gateway?.shutdown();
-  await new Promise((r) => management?.close(r));
   await new Promise((r) => upstream?.close(r));
   redisClient?.disconnect();
   await rm(stateDir, { recursive: true, force: true });
@@ -113,7 +94,7 @@ afterAll(async () => {
 async function openPanel(user: string): Promise<Page> {
   const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
   const page = await context.newPage();
-  await page.goto(`${panelBase}/panel/#token=${await issuer.mint(user)}`);
+  await page.goto(`${gatewayBase}/panel/#token=${await issuer.mint(user)}`);
   await page.getByRole('heading', { name: 'API keys' }).waitFor();
   return page;
 }
@@ -344,7 +325,7 @@ describe('management panel', () => {
   it('asks for a token when there is none, and says why a token is refused', async () => {
     const context = await browser.newContext();
     const page = await context.newPage();
-    await page.goto(`${panelBase}/panel/`);
+    await page.goto(`${gatewayBase}/panel/`);
     const signIn = page.getByRole('region', { name: 'Sign in' });
     await signIn.waitFor();
     await page.getByRole('button', { name: 'Sign in' }).click();
@@ -364,15 +345,15 @@ describe('management panel', () => {
   });
 
   it('serves the panel with a strict content security policy, and redirects /panel to /panel/', async () => {
-    const res = await fetch(`${panelBase}/panel/`);
+    const res = await fetch(`${gatewayBase}/panel/`);
     expect(res.status).toBe(200);
     expect(res.headers.get('content-security-policy')).toContain("script-src 'self'");
     expect(res.headers.get('content-security-policy')).toContain("frame-ancestors 'none'");
     expect(res.headers.get('referrer-policy')).toBe('no-referrer');
-    const bare = await fetch(`${panelBase}/panel`, { redirect: 'manual' });
+    const bare = await fetch(`${gatewayBase}/panel`, { redirect: 'manual' });
     expect(bare.status).toBe(301);
     expect(bare.headers.get('location')).toBe('/panel/');
-    // The gateway's own Express app serves it too.
+    // The ES modules are served as JavaScript (a browser refuses modules of another type).
     const viaGateway = await fetch(`${gatewayBase}/panel/js/main.js`);
     expect(viaGateway.status).toBe(200);
     expect(viaGateway.headers.get('content-type')).toMatch(/javascript/);

@@ -5,6 +5,7 @@
  */
 const benchmarks: Record<string, () => Promise<{ run: () => Promise<void> }>> = {
   gateway: () => import('./gateway.js'),
+  inference: () => import('./inference.js'),
 };
 
 const wanted = process.argv.slice(2);

@@ -1,0 +1,171 @@
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { parse } from 'yaml';
+import { freePort, minio, redis, venv } from '../../harness/index.js';
+import { predictInProcess, ROOT, s3Env, trainExamples, uploadFolder } from './stack.js';
+
+const run = promisify(execFile);
+const TSX = path.join(ROOT, 'node_modules/tsx/dist/cli.mjs');
+const CLI = path.join(ROOT, 'cli/main.ts');
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 180_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe().catch(() => undefined);
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs / 1000} s`);
+    await sleep(250);
+  }
+}
+
+const answers = async (url: string): Promise<boolean> => {
+  try {
+    await fetch(url, { signal: AbortSignal.timeout(1_000) });
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+/**
+ * `tollgate dev` as a user runs it: Model manifests in a directory (one file://, one s3:// on
+ * MinIO), a key created through the management API with a `tollgate token`, inference through the
+ * gateway, the operator's status written back to the manifest, a deleted manifest taking its
+ * MLServer process with it, and SIGTERM stopping everything.
+ */
+describe('tollgate dev: standalone mode', () => {
+  let models: string;
+  let state: string;
+  let dev: ChildProcess;
+  let base: string;
+  let key: string;
+  let devLog = '';
+
+  const manifest = (name: string, storageUri: string): string =>
+    `apiVersion: tollgate.dev/v1alpha1\nkind: Model\nmetadata:\n  name: ${name}\nspec:\n  storageUri: ${storageUri}\n`;
+
+  const status = async (name: string): Promise<{ phase?: string; url?: string } | undefined> => {
+    const doc = parse(await readFile(path.join(state, 'models', `${name}.yaml`), 'utf8')) as {
+      status?: { phase?: string; url?: string };
+    };
+    return doc.status;
+  };
+
+  const infer = (model: string, body: Buffer | string): Promise<Response> =>
+    fetch(`${base}/v2/models/${model}/infer`, {
+      method: 'POST',
+      headers: { authorization: `Apikey ${key}`, 'content-type': 'application/json' },
+      body,
+    });
+
+  beforeAll(async () => {
+    const [r, m] = await Promise.all([redis(), minio()]);
+    models = await trainExamples(['iris', 'reviews']);
+    state = await mkdtemp(path.join(tmpdir(), 'tollgate-dev-'));
+    await mkdir(path.join(state, 'models'));
+    const reviews = await uploadFolder(
+      m,
+      `standalone-${Date.now().toString(36)}`,
+      'reviews',
+      path.join(models, 'model-reviews'),
+    );
+    await writeFile(
+      path.join(state, 'models', 'model-iris.yaml'),
+      manifest('model-iris', `file://${path.join(models, 'model-iris')}`),
+    );
+    await writeFile(path.join(state, 'models', 'model-reviews.yaml'), manifest('model-reviews', reviews));
+
+    const port = await freePort();
+    base = `http://127.0.0.1:${port}`;
+    const env = {
+      ...process.env,
+      ...s3Env(m),
+      TOLLGATE_STATE_DIR: state,
+      REDIS_URL: r.url,
+      LOG_LEVEL: 'info',
+    };
+    dev = spawn(process.execPath, [TSX, CLI, 'dev', '--port', String(port), '--mlserver', venv().mlserver], {
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const keep = (c: Buffer): void => void (devLog = (devLog + c.toString()).slice(-20_000));
+    dev.stdout?.on('data', keep);
+    dev.stderr?.on('data', keep);
+    await until('the gateway', async () => ((await fetch(`${base}/readyz`)).ok ? true : undefined), 60_000);
+
+    const token = (await run(process.execPath, [TSX, CLI, 'token', '--user', 'dana'], { env })).stdout.trim();
+    const created = await fetch(`${base}/api/v1/apikeys`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ module: 'platform', roles: ['models:inference'], name: 'standalone test' }),
+    });
+    expect(created.status).toBe(201);
+    key = ((await created.json()) as { key: string }).key;
+  }, 300_000);
+
+  afterAll(async () => {
+    if (dev !== undefined && dev.exitCode === null) {
+      dev.kill('SIGKILL');
+    }
+    for (const dir of [state, models]) if (dir !== undefined) await rm(dir, { recursive: true, force: true });
+  });
+
+  test('Models from manifests (file:// and s3://) are served through the gateway', async () => {
+    for (const name of ['model-iris', 'model-reviews']) {
+      await until(`${name} ready`, async () => ((await status(name))?.phase === 'Ready' ? true : undefined));
+    }
+    for (const name of ['model-iris', 'model-reviews']) {
+      const request = path.join(models, 'requests', `${name}.json`);
+      const res = await infer(name, await readFile(request));
+      expect(res.status).toBe(200);
+      const body = (await res.json()) as { outputs: Array<{ name: string; data: unknown[] }> };
+      const expected = await predictInProcess(path.join(models, name), request);
+      expect(body.outputs.find((o) => o.name === 'predict')?.data).toEqual(expected.predict);
+    }
+  });
+
+  test('the checklist applies in standalone mode too', async () => {
+    const res = await infer(
+      'model-iris',
+      JSON.stringify({ inputs: [{ name: 'features', datatype: 'FP32', shape: [2, 4], data: [1, 2, 3] }] }),
+    );
+    expect(res.status).toBe(400);
+    expect(await res.json()).toEqual({
+      error: "input 'features': shape [2,4] needs 8 values, data has 3",
+      code: 'shape_data_mismatch',
+      field: 'inputs[features].data',
+    });
+  });
+
+  test('deleting a manifest stops its MLServer and the model is gone', async () => {
+    const url = (await status('model-iris'))?.url;
+    expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect(await answers(`${url}/v2/health/live`)).toBe(true);
+    await rm(path.join(state, 'models', 'model-iris.yaml'));
+    await until(
+      'model-iris gone',
+      async () => ((await infer('model-iris', '{}')).status === 404 ? true : undefined),
+      30_000,
+    );
+    await until(
+      'its MLServer stopped',
+      async () => ((await answers(`${url}/v2/health/live`)) ? undefined : true),
+      30_000,
+    );
+  });
+
+  test('SIGTERM stops the gateway, the operator and every MLServer it started', async () => {
+    const url = (await status('model-reviews'))?.url;
+    expect(await answers(`${url}/v2/health/live`)).toBe(true);
+    const exited = new Promise<number | null>((resolve) => dev.once('exit', (code) => resolve(code)));
+    dev.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    expect(await answers(`${url}/v2/health/live`)).toBe(false);
+    expect(await answers(`${base}/readyz`)).toBe(false);
+  }, 60_000);
+});

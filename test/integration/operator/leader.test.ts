@@ -1,0 +1,86 @@
+import { CoordinationV1Api } from '@kubernetes/client-node';
+import type { OperatorManager } from '../../../operator/manager.js';
+import { redis } from '../../harness/index.js';
+import {
+  cluster,
+  createModel,
+  eventually,
+  getModel,
+  modelFolder,
+  namespace,
+  npSettings,
+  startOperator,
+  type Cluster,
+} from './support.js';
+
+const reconciles = async (op: OperatorManager) =>
+  ((await op.metrics.reconciles.get()).values as Array<{ value: number }>).reduce((n, v) => n + v.value, 0);
+
+describe('two operator replicas with leader election', () => {
+  let c: Cluster;
+  let ns: string;
+  let a: OperatorManager;
+  let b: OperatorManager;
+
+  beforeAll(async () => {
+    c = await cluster();
+    ns = await namespace(c, 'op-leader');
+    const redisUrl = (await redis('operator-leader')).url;
+    const replica = (identity: string) =>
+      startOperator(c, ns, redisUrl, {
+        leaderElection: {
+          kc: c.kc,
+          options: {
+            namespace: ns,
+            name: 'tollgate-operator',
+            identity,
+            leaseDurationSeconds: 3,
+            retryPeriodMs: 250,
+          },
+        },
+      });
+    a = replica('replica-a');
+    await a.start();
+    await eventually(async () => a.isRunning, 'replica a leading');
+    b = replica('replica-b');
+    await b.start();
+  });
+  afterAll(async () => {
+    await a?.stop();
+    await b?.stop();
+  });
+
+  test('only the Lease holder reconciles; when it stops, the other takes over', async () => {
+    const dir = await modelFolder({ 'model-settings.json': npSettings('model-one'), 'model.joblib': 'x' });
+    await createModel(c, ns, 'model-one', { storageUri: `file://${dir}` });
+    await eventually(
+      async () => (await getModel(c, ns, 'model-one'))?.status?.phase === 'Loading',
+      'model-one reconciled',
+    );
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(a.isRunning).toBe(true);
+    expect(b.isRunning).toBe(false);
+    expect(await reconciles(a)).toBeGreaterThan(0);
+    expect(await reconciles(b)).toBe(0);
+    const lease = await c.kc
+      .makeApiClient(CoordinationV1Api)
+      .readNamespacedLease({ namespace: ns, name: 'tollgate-operator' });
+    expect(lease.spec?.holderIdentity).toBe('replica-a');
+
+    // The leader leaves (releasing the Lease); the other replica leads and reconciles new work.
+    await a.stop();
+    await eventually(async () => b.isRunning, 'replica b leading', 10_000);
+    const dir2 = await modelFolder({ 'model-settings.json': npSettings('model-two'), 'model.joblib': 'x' });
+    await createModel(c, ns, 'model-two', { storageUri: `file://${dir2}` });
+    await eventually(
+      async () => (await getModel(c, ns, 'model-two'))?.status?.phase === 'Loading',
+      'model-two reconciled by b',
+    );
+    expect(await reconciles(b)).toBeGreaterThan(0);
+    const after = await c.kc
+      .makeApiClient(CoordinationV1Api)
+      .readNamespacedLease({ namespace: ns, name: 'tollgate-operator' });
+    expect(after.spec?.holderIdentity).toBe('replica-b');
+    expect(after.spec?.leaseTransitions).toBe(1);
+  });
+});

@@ -1,0 +1,62 @@
+import { Redis } from 'ioredis';
+import { redisKeys } from '../../../common/redis/schema.js';
+import { redis } from '../../harness/index.js';
+import {
+  cluster,
+  countKeys,
+  createApiKeys,
+  createModel,
+  modelFolder,
+  modelRef,
+  namespace,
+  npSettings,
+  startOperator,
+} from './support.js';
+
+const MODELS = 200;
+const KEYS = 2000;
+
+describe('cold start at scale', () => {
+  test(`${MODELS} Models and ${KEYS} ApiKeys reconciled from a cold start`, async () => {
+    const c = await cluster();
+    const ns = await namespace(c, 'op-scale');
+    const redisUrl = (await redis('operator-scale')).url;
+    const client = new Redis(redisUrl);
+    const names = Array.from({ length: MODELS }, (_, i) => `model-s${i}`);
+    const folders = await Promise.all(
+      names.map((n) => modelFolder({ 'model-settings.json': npSettings(n), 'model.joblib': 'x' })),
+    );
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: 16 }, async () => {
+        while (next < MODELS) {
+          const i = next++;
+          await createModel(c, ns, names[i]!, { storageUri: `file://${folders[i]}` });
+        }
+      }),
+    );
+    await createApiKeys(c, ns, KEYS);
+
+    const operator = startOperator(c, ns, redisUrl);
+    const t0 = performance.now();
+    await operator.start();
+    await operator.synced();
+    const seconds = (performance.now() - t0) / 1000;
+    try {
+      expect(await countKeys(client, redisKeys.apiKey('*'))).toBe(KEYS);
+      const deployments = await c.apps.listNamespacedDeployment({ namespace: ns });
+      expect(deployments.items).toHaveLength(MODELS);
+      const models = (await c.custom.listNamespacedCustomObject({ ...modelRef, namespace: ns })) as {
+        items: Array<{ status?: { phase?: string } }>;
+      };
+      expect(models.items.filter((m) => m.status?.phase === 'Loading')).toHaveLength(MODELS);
+      process.stdout.write(
+        `cold start: ${MODELS} Models + ${KEYS} ApiKeys reconciled in ${seconds.toFixed(1)} s\n`,
+      );
+      expect(seconds).toBeLessThan(30);
+    } finally {
+      await operator.stop();
+      client.disconnect();
+    }
+  }, 300_000);
+});

@@ -1,10 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
+import type { KeyGrant } from '../common/resources/grant.js';
 import { sendError } from './http/errors.js';
 import type { MetricsRouteKind } from './metrics.js';
 import { upstreamRequestHeaders } from './proxy/headers.js';
 import { forward } from './proxy/forward.js';
+import type { EventsTarget } from './routing/events-router.js';
 import type { NormalisedPath } from './routing/normalise.js';
 import type { GatewayServices } from './services.js';
 import { workflowInference } from './v2/handler.js';
@@ -18,51 +20,119 @@ export function requestIdOf(req: IncomingMessage): string {
 }
 
 /**
- * The hot path for `/events/...`: key check, routing decision, rate limit, proxy. No Express,
- * no per-request allocation of clients; the only awaits are the ones that may need Redis (which
- * the caches usually spare) and the upstream itself.
+ * The hot path for `/events/...`: key check, routing decision, rate limit, proxy. No Express and
+ * no per-request construction of clients. The key and route lookups answer synchronously when
+ * their caches hold the entry, so a cached call runs straight through to the upstream request
+ * without waiting on a promise; only a Redis round trip or the upstream itself is awaited.
  */
 export function createEventsHandler(
   s: GatewayServices,
-): (req: IncomingMessage, res: ServerResponse, path: NormalisedPath) => Promise<void> {
-  const bodyLimit = s.config.bodyLimitBytes;
-  return async (req, res, path) => {
-    const requestId = requestIdOf(req);
+): (req: IncomingMessage, res: ServerResponse, path: NormalisedPath) => void {
+  return (req, res, path) => new EventsCall(s, req, res, path).start();
+}
+
+/** One `/events` call, step by step; each step continues synchronously or when its promise settles. */
+class EventsCall {
+  private readonly requestId: string;
+  private readonly kind: MetricsRouteKind;
+  private module = 'none';
+
+  constructor(
+    private readonly s: GatewayServices,
+    private readonly req: IncomingMessage,
+    private readonly res: ServerResponse,
+    private readonly path: NormalisedPath,
+  ) {
+    this.requestId = requestIdOf(req);
     const area = path.segments[1];
-    const kind: MetricsRouteKind = area === 'bda' || area === 'platform' ? area : 'none';
-    let module = 'none';
+    this.kind = area === 'bda' || area === 'platform' ? area : 'none';
+  }
+
+  start(): void {
+    let grant: KeyGrant | Promise<KeyGrant>;
     try {
-      const grant = await s.keys.check(req.headers.authorization);
-      module = grant.module;
-      const target = await s.events.resolve(req.method ?? 'GET', path, grant);
-      if (grant.rateLimit !== undefined) await s.rateLimiter.take(grant);
-      s.usage.record(grant.id);
-      if ('builtIn' in target) {
-        res.setHeader('x-request-id', requestId);
-        await target.builtIn(req, res, { grant, requestId, resource: target.resource, path });
-        s.metrics.request(kind, res.statusCode, module);
-        return;
-      }
-      const started = performance.now();
-      const headers = upstreamRequestHeaders(req, grant, requestId);
-      // A model published as a workflow service gets the V2 request checks before it is sent on.
-      const status = await (workflowInference(s, req, res, path, target, grant, requestId) ??
-        forward(
-          req,
-          res,
-          s.upstreams.get(target.proxy.origin),
-          target.proxy.path,
-          headers,
-          requestId,
-          bodyLimit,
-        ));
-      s.metrics.upstreamDuration(kind, (performance.now() - started) / 1000);
-      s.metrics.request(kind, status, module);
-    } catch (thrown) {
-      if (!res.headersSent) res.setHeader('x-request-id', requestId);
-      const err = sendError(res, thrown, s.log);
-      if (err.status === 401) s.metrics.authFailure(err.code);
-      s.metrics.request(kind, err.status, module);
+      grant = this.s.keys.check(this.req.headers.authorization);
+    } catch (err) {
+      this.fail(err);
+      return;
     }
-  };
+    if (grant instanceof Promise)
+      grant.then(
+        (g) => this.authenticated(g),
+        (err: unknown) => this.fail(err),
+      );
+    else this.authenticated(grant);
+  }
+
+  private authenticated(grant: KeyGrant): void {
+    this.module = grant.module;
+    let target: EventsTarget | Promise<EventsTarget>;
+    try {
+      target = this.s.events.resolve(this.req.method ?? 'GET', this.path, grant);
+    } catch (err) {
+      this.fail(err);
+      return;
+    }
+    if (target instanceof Promise)
+      target.then(
+        (t) => this.routed(grant, t),
+        (err: unknown) => this.fail(err),
+      );
+    else this.routed(grant, target);
+  }
+
+  private routed(grant: KeyGrant, target: EventsTarget): void {
+    if (grant.rateLimit === undefined) this.send(grant, target);
+    else
+      this.s.rateLimiter.take(grant).then(
+        () => this.send(grant, target),
+        (err: unknown) => this.fail(err),
+      );
+  }
+
+  private send(grant: KeyGrant, target: EventsTarget): void {
+    const { s, req, res, requestId } = this;
+    s.usage.record(grant.id);
+    if ('builtIn' in target) {
+      res.setHeader('x-request-id', requestId);
+      Promise.resolve()
+        .then(() =>
+          target.builtIn(req, res, { grant, requestId, resource: target.resource, path: this.path }),
+        )
+        .then(
+          () => s.metrics.request(this.kind, res.statusCode, this.module),
+          (err: unknown) => this.fail(err),
+        );
+      return;
+    }
+    const started = performance.now();
+    const headers = upstreamRequestHeaders(req, grant, requestId);
+    // A model published as a workflow service gets the V2 request checks before it is sent on.
+    const answered =
+      workflowInference(s, req, res, this.path, target, grant, requestId) ??
+      forward(
+        req,
+        res,
+        s.upstreams.get(target.proxy.origin),
+        target.proxy.path,
+        headers,
+        requestId,
+        s.config.bodyLimitBytes,
+      );
+    answered.then(
+      (status) => {
+        s.metrics.upstreamDuration(this.kind, (performance.now() - started) / 1000);
+        s.metrics.request(this.kind, status, this.module);
+      },
+      (err: unknown) => this.fail(err),
+    );
+  }
+
+  private fail(thrown: unknown): void {
+    const { s, res } = this;
+    if (!res.headersSent) res.setHeader('x-request-id', this.requestId);
+    const err = sendError(res, thrown, s.log);
+    if (err.status === 401) s.metrics.authFailure(err.code);
+    s.metrics.request(this.kind, err.status, this.module);
+  }
 }

@@ -4,16 +4,17 @@ import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client
 export type MetricsRouteKind = 'bda' | 'platform' | 'v2' | 'management' | 'none';
 
 /**
- * The gateway's Prometheus metrics. Label children are cached by their label string so the
- * request path does one map lookup and an increment.
+ * The gateway's Prometheus metrics. Request and failure counts are plain numbers in maps on the
+ * request path (prom-client hashes its label object on every increment) and are handed to the
+ * registry when it is scraped; histogram children are cached per kind.
  */
 export class GatewayMetrics {
   readonly registry = new Registry();
   private readonly requests: Counter<'kind' | 'status' | 'module'>;
   private readonly authFailures: Counter<'code'>;
   private readonly upstreamSeconds: Histogram<'kind'>;
-  private readonly requestChildren = new Map<string, { inc(): void }>();
-  private readonly authChildren = new Map<string, { inc(): void }>();
+  private readonly requestCounts = new Map<string, number>();
+  private readonly authCounts = new Map<string, number>();
   private readonly upstreamChildren = new Map<string, { observe(value: number): void }>();
 
   constructor() {
@@ -23,12 +24,23 @@ export class GatewayMetrics {
       help: 'Requests answered, by route kind, HTTP status and key module',
       labelNames: ['kind', 'status', 'module'],
       registers: [this.registry],
+      collect: () => {
+        this.requests.reset();
+        for (const [id, count] of this.requestCounts) {
+          const [kind, status, module] = id.split('|') as [string, string, string];
+          this.requests.inc({ kind, status, module }, count);
+        }
+      },
     });
     this.authFailures = new Counter({
       name: 'tollgate_gateway_auth_failures_total',
       help: 'Requests refused for their credentials, by error code',
       labelNames: ['code'],
       registers: [this.registry],
+      collect: () => {
+        this.authFailures.reset();
+        for (const [code, count] of this.authCounts) this.authFailures.inc({ code }, count);
+      },
     });
     this.upstreamSeconds = new Histogram({
       name: 'tollgate_gateway_upstream_duration_seconds',
@@ -41,21 +53,11 @@ export class GatewayMetrics {
 
   request(kind: MetricsRouteKind, status: number, module: string): void {
     const id = `${kind}|${status}|${module}`;
-    let child = this.requestChildren.get(id);
-    if (child === undefined) {
-      child = this.requests.labels(kind, String(status), module);
-      this.requestChildren.set(id, child);
-    }
-    child.inc();
+    this.requestCounts.set(id, (this.requestCounts.get(id) ?? 0) + 1);
   }
 
   authFailure(code: string): void {
-    let child = this.authChildren.get(code);
-    if (child === undefined) {
-      child = this.authFailures.labels(code);
-      this.authChildren.set(code, child);
-    }
-    child.inc();
+    this.authCounts.set(code, (this.authCounts.get(code) ?? 0) + 1);
   }
 
   upstreamDuration(kind: MetricsRouteKind, seconds: number): void {

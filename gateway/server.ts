@@ -51,7 +51,7 @@ export function createGatewayServer(s: GatewayServices, v2: V2Handler = v2NotSer
       }
       const first = path.segments[0];
       if (first === 'events') {
-        void events(req, res, path);
+        events(req, res, path);
       } else if (first === 'v2') {
         res.once('finish', () => s.metrics.request('v2', res.statusCode, 'none'));
         Promise.resolve(v2(req, res, path)).catch((err: unknown) => sendError(res, err, s.log));

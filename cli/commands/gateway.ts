@@ -47,7 +47,7 @@ export function register(program: Command): void {
       const log = createLogger('gateway');
       const overrides: Partial<GatewayConfigInput> = {};
       if (flags.host !== undefined) overrides.host = flags.host;
-      if (flags.port !== undefined) overrides.port = flags.port as unknown as number;
+      if (flags.port !== undefined) overrides.port = flags.port;
       if (flags.redisUrl !== undefined) overrides.redisUrl = flags.redisUrl;
       if (flags.upstream.length > 0) overrides.upstreams = parseUpstreamList(flags.upstream.join(','));
       try {

@@ -142,6 +142,14 @@ describe('gateway lifecycle', () => {
         await new KeyIndexWriter(r).put(created.hash, created.grant);
         expect((await send(gw.url, path, { headers: apikey(created.key) })).status).toBe(200);
         expect((await send(gw.url, '/readyz')).status).toBe(200);
+        // The subscription is back, so the caches are trusted again: no Redis GET for repeat calls.
+        await sleep(100);
+        expect((await send(gw.url, path, { headers: apikey(created.key) })).status).toBe(200);
+        const gets = await commandCount(r, 'get');
+        for (let i = 0; i < 5; i++) {
+          expect((await send(gw.url, path, { headers: apikey(created.key) })).status).toBe(200);
+        }
+        expect(await commandCount(r, 'get')).toBe(gets);
       } finally {
         await gw.stop();
         r.disconnect();

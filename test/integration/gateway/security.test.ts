@@ -1,3 +1,4 @@
+import { connect } from 'node:net';
 import { generateKey } from '../../../common/apikey/format.js';
 import { redis } from '../../harness/index.js';
 import {
@@ -251,6 +252,40 @@ describe('gateway security', () => {
         403,
         'module_mismatch',
       );
+    });
+  });
+
+  describe('request framing', () => {
+    /** Writes raw bytes and returns everything the gateway answers until it closes the connection. */
+    function rawExchange(bytes: string): Promise<string> {
+      const { hostname, port } = new URL(gw.url);
+      return new Promise((resolve, reject) => {
+        const socket = connect(Number(port), hostname, () => socket.write(bytes));
+        let answer = '';
+        socket.on('data', (c: Buffer) => (answer += c.toString()));
+        socket.on('close', () => resolve(answer));
+        socket.on('error', reject);
+      });
+    }
+
+    it('refuses Content-Length with Transfer-Encoding (request smuggling) with 400 and sends nothing on', async () => {
+      const answer = await rawExchange(
+        `POST /events/bda/${wfA}/svc/x HTTP/1.1\r\nHost: t\r\nAuthorization: Apikey ${bdaA}\r\n` +
+          'Content-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET /events/bda/other/svc/x HTTP/1.1\r\n\r\n',
+      );
+      expect(answer).toMatch(/^HTTP\/1\.1 400 /);
+      expect(answer).toContain('"code":"bad_request"');
+      expect(upstream.seen).toEqual([]);
+    });
+
+    it('never sends any Authorization header upstream, even a duplicated one', async () => {
+      const answer = await rawExchange(
+        `GET /events/bda/${wfA}/svc/x HTTP/1.1\r\nHost: t\r\nAuthorization: Apikey ${bdaA}\r\n` +
+          'Authorization: Basic c2VjcmV0\r\nConnection: close\r\n\r\n',
+      );
+      expect(answer).toMatch(/^HTTP\/1\.1 200 /);
+      expect(upstream.seen).toHaveLength(1);
+      expect(upstream.seen[0]?.headers.authorization).toBeUndefined();
     });
   });
 

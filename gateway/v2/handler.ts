@@ -18,7 +18,7 @@ import { validateInferRequest } from './validate-infer.js';
 /**
  * The V2 (Open Inference Protocol) endpoints on the gateway's root:
  *
- *   GET  /v2/health/live, /v2/health/ready      open
+ *   GET  /v2, /v2/health/live, /v2/health/ready  open
  *   GET  /v2/models/<m>                          metadata (served from the gateway's cache)
  *   GET  /v2/models/<m>/ready                    the runtime's readiness
  *   POST /v2/models/<m>/infer                    checked against the metadata, then sent on
@@ -32,6 +32,9 @@ export type V2Handler = (req: IncomingMessage, res: ServerResponse, path: Normal
 
 /** Largest error body read from a runtime (a traceback can be long; only its last line is used). */
 const MAX_ERROR_BODY = 256 * 1024;
+
+/** GET /v2: the protocol's server metadata (open, like health). */
+const SERVER_METADATA = { name: 'tollgate', version: '0.1.0', extensions: [] };
 
 const caches = new WeakMap<GatewayServices, MetadataCache>();
 
@@ -168,6 +171,10 @@ export function createV2Handler(s: GatewayServices, findModel: FindModel): V2Han
     if (area === 'health' && (model === 'live' || model === 'ready') && action === undefined) {
       return health(req, res, model);
     }
+    if (area === undefined) {
+      if (req.method !== 'GET') throw methodNotAllowed('GET');
+      return sendJson(res, 200, SERVER_METADATA);
+    }
     if (area !== 'models' || model === undefined || rest.length > 0) {
       throw notFound(
         'no such V2 endpoint: GET /v2/health/live|ready, GET /v2/models/<model>[/ready], POST /v2/models/<model>/infer',
@@ -240,6 +247,7 @@ async function infer(
     throw upstreamFailure(err as Error);
   }
   if (answer.statusCode === 200) {
+    res.setHeader('x-request-id', call.requestId);
     res.writeHead(200, clientResponseHeaders(answer.headers));
     await pipeline(answer.body, res);
     return 200;

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -119,8 +119,12 @@ afterAll(async () => {
 describe('each case of the spec, through the gateway, equals scikit-learn in-process', () => {
   test('np classifier: predict [-1,1] and predict_proba [-1,3], request id echoed', async () => {
     const request = await sample('model-iris');
-    const a = await infer('model-iris', request);
+    const a = await infer('model-iris', request, {
+      ...json(request).headers,
+      'x-request-id': 'trace-7',
+    });
     expect(a.status).toBe(200);
+    expect(a.headers['x-request-id']).toBe('trace-7');
     expect(a.json.id).toBe('iris-sample');
     expect(a.json.model_name).toBe('model-iris');
     const out = outputsByName(a);
@@ -217,6 +221,7 @@ describe('the official V2 client against the gateway', () => {
     const got = JSON.parse(stdout) as {
       ready: boolean;
       live: boolean;
+      server: { name: string };
       id: string;
       metadata: { inputs: unknown[] };
       predict: number[];
@@ -224,6 +229,7 @@ describe('the official V2 client against the gateway', () => {
     };
     expect(got.ready).toBe(true);
     expect(got.live).toBe(true);
+    expect(got.server.name).toBe('tollgate');
     expect(got.id).toBe('triton-1');
     expect(got.metadata.inputs).toEqual([{ name: 'features', datatype: 'FP32', shape: [-1, 4] }]);
     expect(got.predict).toEqual([0, 2]);
@@ -388,6 +394,13 @@ describe('who may call a model', () => {
   test('health is open; model endpoints need a key', async () => {
     expect((await send(base, '/v2/health/live')).status).toBe(200);
     expect((await send(base, '/v2/health/ready')).json).toEqual({ ready: true });
+    expect((await send(base, '/v2')).json).toEqual({ name: 'tollgate', version: '0.1.0', extensions: [] });
+    const wrongMethod = await send(base, '/v2/models/model-iris/infer', { headers: apikey(keys.platform) });
+    expect([wrongMethod.status, wrongMethod.json.code, wrongMethod.headers.allow]).toEqual([
+      405,
+      'method_not_allowed',
+      'POST',
+    ]);
     const a = await send(base, '/v2/models/model-iris/infer', { method: 'POST', body: JSON.stringify(ok) });
     expect([a.status, a.json.code, a.headers['www-authenticate']]).toEqual([
       401,
@@ -429,8 +442,13 @@ describe('who may call a model', () => {
   test('the same model as a workflow service, checked the same way', async () => {
     const p = `/events/bda/${WORKFLOW}/model-iris/v2/models/model-iris/infer`;
     const headers = { ...apikey(keys.bda), 'content-type': 'application/json' };
-    const a = (await send(base, p, { method: 'POST', headers, body: JSON.stringify(ok) })) as InferAnswer;
+    const a = (await send(base, p, {
+      method: 'POST',
+      headers: { ...headers, 'x-request-id': 'trace-42' },
+      body: JSON.stringify(ok),
+    })) as InferAnswer;
     expect(a.status).toBe(200);
+    expect(a.headers['x-request-id']).toBe('trace-42');
     expect(outputsByName(a).predict?.data).toEqual([0]);
     const bad = await send(base, p, {
       method: 'POST',
@@ -444,5 +462,38 @@ describe('who may call a model', () => {
       'shape_data_mismatch',
       "input 'features': shape [2,4] needs 8 values, data has 3",
     ]);
+  });
+});
+
+describe('a redeployed model', () => {
+  test('its new metadata is used as soon as its route changes', async () => {
+    // Version 2 of model-reviews names its input "review" instead of "text".
+    const m = await minio();
+    const v2 = path.join(work, 'model-reviews-v2');
+    await cp(path.join(models, 'model-reviews'), v2, { recursive: true });
+    const settingsFile = path.join(v2, 'model-settings.json');
+    const settings = JSON.parse(await readFile(settingsFile, 'utf8')) as { inputs: Array<{ name: string }> };
+    (settings.inputs[0] as { name: string }).name = 'review';
+    await writeFile(settingsFile, JSON.stringify(settings));
+    const uri = await uploadFolder(m, `inference-v2-${Date.now().toString(36)}`, 'model-reviews', v2);
+    const text = (name: string) => ({
+      inputs: [
+        { name, datatype: 'BYTES', shape: [1], data: ['great quality'], parameters: { content_type: 'str' } },
+      ],
+    });
+
+    expect((await infer('model-reviews', text('text'))).status).toBe(200);
+    const model = modelResource('model-reviews', uri);
+    model.metadata.generation = 2;
+    await served.serve(model, v2);
+
+    const old = await infer('model-reviews', text('text'));
+    expect([old.status, old.json.code]).toEqual([400, 'unknown_input']);
+    expect(old.json.error).toBe(
+      "input 'text' is not an input of model 'model-reviews'; its inputs are 'review' (BYTES [-1])",
+    );
+    const renamed = await infer('model-reviews', text('review'));
+    expect(renamed.status).toBe(200);
+    expect(outputsByName(renamed).predict?.data).toEqual(['positive']);
   });
 });

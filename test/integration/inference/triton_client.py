@@ -28,6 +28,7 @@ print(
         {
             "ready": client.is_model_ready(model, headers=headers),
             "live": client.is_server_live(),
+            "server": client.get_server_metadata(),
             "metadata": metadata,
             "id": result.get_response()["id"],
             "predict": result.as_numpy("predict").ravel().tolist(),

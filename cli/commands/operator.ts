@@ -1,9 +1,9 @@
-import { KubeConfig } from '@kubernetes/client-node';
 import type { Command } from 'commander';
 import { createServer } from 'node:http';
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { createLogger } from '../../common/logger.js';
+import { loadKubeConfig } from '../../operator/kube-config.js';
 import { kubeSources } from '../../operator/kube-sources.js';
 import { OperatorManager } from '../../operator/manager.js';
 import { OperatorMetrics } from '../../operator/metrics.js';
@@ -42,9 +42,7 @@ export function register(program: Command): void {
     .option('--metrics-port <port>', 'serves /metrics, /healthz and /readyz', (v) => Number(v), 9090)
     .action(async (flags: OperatorFlags) => {
       const log = createLogger('operator');
-      const kc = new KubeConfig();
-      if (flags.kubeconfig) kc.loadFromFile(flags.kubeconfig);
-      else kc.loadFromDefault();
+      const kc = loadKubeConfig(flags.kubeconfig);
       const metrics = new OperatorMetrics({ defaultMetrics: true });
       const manager = new OperatorManager(
         () =>

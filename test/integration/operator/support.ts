@@ -16,6 +16,7 @@ import { generateKey, hashKey, keyStart } from '../../../common/apikey/format.js
 import { createLogger } from '../../../common/logger.js';
 import { newApiKey, newKeyId, type ApiKey } from '../../../common/resources/apikey.js';
 import type { Model } from '../../../common/resources/model.js';
+import { loadKubeConfig } from '../../../operator/kube-config.js';
 import { kubeSources } from '../../../operator/kube-sources.js';
 import { OperatorManager, type OperatorOptions } from '../../../operator/manager.js';
 import { kube, type KubeInfo } from '../../harness/index.js';
@@ -36,8 +37,7 @@ export interface Cluster {
 /** The harness API server with the CRDs applied (kubectl apply -f crds/, as an installer does). */
 export async function cluster(): Promise<Cluster> {
   const info = await kube();
-  const kc = new KubeConfig();
-  kc.loadFromFile(info.kubeconfig);
+  const kc = loadKubeConfig(info.kubeconfig);
   const kubectl = (...args: string[]) => run(info.kubectl, ['--kubeconfig', info.kubeconfig, ...args]);
   await kubectl('apply', '-f', path.join(ROOT, 'crds'));
   await kubectl(

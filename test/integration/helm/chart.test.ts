@@ -277,7 +277,7 @@ describe('helm chart: lint and render', () => {
     const { objects } = await render([], ['--include-crds']);
     const crds = objects.filter((o) => o.kind === 'CustomResourceDefinition').map((o) => o.metadata.name);
     expect(crds).toContain('apikeys.tollgate.dev');
-    if (existsSync(join(repoRoot, 'crds', 'models.yaml'))) expect(crds).toContain('models.tollgate.dev');
+    expect(crds).toContain('models.tollgate.dev');
   });
 });
 

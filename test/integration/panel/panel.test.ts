@@ -132,7 +132,12 @@ async function closeReveal(page: Page): Promise<void> {
   const reveal = page.getByRole('dialog', { name: 'Your new API key' });
   await reveal.getByRole('button', { name: 'I have stored it' }).click();
   await reveal.waitFor({ state: 'hidden' });
+  await forgotten(page);
 }
+
+/** Waits for the reveal dialog's close event (queued after the dialog hides) to clear the key. */
+const forgotten = (page: Page) =>
+  page.waitForFunction("document.getElementById('reveal-key').value === ''", undefined, { timeout: 2000 });
 
 // The test's TypeScript has no DOM library: page-side code is passed as source text.
 /** Every string the page holds: its markup, its form fields' values and its storage. */
@@ -144,10 +149,16 @@ const pageContents = (page: Page): Promise<string> =>
     JSON.stringify({ ...localStorage }),
   ].join('\\n')`);
 
-/** The focused element, as `<tag>#<id>` or `<tag>:<text>` when it has no id. */
+/** The focused element: `<tag>#<id>`, `<tag>[<name>=<value>]`, or `<tag>:<text>`. */
 const focused = (page: Page): Promise<string> =>
   page.evaluate<string>(
-    `(() => { const e = document.activeElement; return e.id ? e.tagName.toLowerCase() + '#' + e.id : e.tagName.toLowerCase() + ':' + e.textContent.trim(); })()`,
+    `(() => {
+      const e = document.activeElement;
+      const tag = e.tagName.toLowerCase();
+      if (e.id) return tag + '#' + e.id;
+      if (e.name) return tag + '[' + e.name + '=' + e.value + ']';
+      return tag + ':' + e.textContent.trim();
+    })()`,
   );
 
 async function callGateway(path: string, key: string): Promise<{ status: number; body: { code?: string } }> {
@@ -320,6 +331,60 @@ describe('management panel', () => {
     // Alice's key is still there for her.
     await alice.reload();
     await alice.getByText('1 key', { exact: true }).waitFor();
+  });
+
+  it('works from the keyboard alone, and Escape forgets a shown key', async () => {
+    const page = await openPanel('dave');
+    await page.getByText('No API keys yet').waitFor();
+    await page.getByRole('button', { name: 'Create key' }).first().focus();
+    await page.keyboard.press('Enter');
+    const dialog = page.getByRole('dialog', { name: 'Create an API key' });
+    await dialog.locator('#role-platform input[value="viewer"]').waitFor({ state: 'attached' });
+    // Focus starts on the module choice; arrow keys move between modules, as radio buttons do.
+    expect(await focused(page)).toBe('input[module=bda]');
+    await page.keyboard.press('ArrowRight');
+    await dialog.locator('#role-field-platform').waitFor();
+    expect(await focused(page)).toBe('input[module=platform]');
+    await page.keyboard.press('Tab');
+    expect(await focused(page)).toBe('input[platform-role=viewer]');
+    await page.keyboard.press('Space');
+    await page.keyboard.press('Enter');
+    const reveal = page.getByRole('dialog', { name: 'Your new API key' });
+    await reveal.waitFor();
+    const key = await reveal.getByLabel('API key').inputValue();
+    expect(key).toMatch(/^tgp_/);
+    // The key field has focus and its text is selected, ready for Ctrl+C.
+    expect(await focused(page)).toBe('input#reveal-key');
+    await page.keyboard.press('Escape');
+    await reveal.waitFor({ state: 'hidden' });
+    // The dialog's close event (queued after it hides) clears the field.
+    await page.waitForFunction("document.getElementById('reveal-key').value === ''", undefined, {
+      timeout: 2000,
+    });
+    expect(await pageContents(page)).not.toContain(key);
+    await page.getByText('1 key', { exact: true }).waitFor();
+    await page.context().close();
+  });
+
+  it('pages through many keys with "Load more"', async () => {
+    const token = await issuer.mint('erin');
+    for (let i = 0; i < 55; i++) {
+      const res = await fetch(`${gatewayBase}/api/v1/apikeys`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ module: 'platform', roles: ['viewer'], name: `batch ${i}` }),
+      });
+      expect(res.status).toBe(201);
+    }
+    const page = await openPanel('erin');
+    await page.getByText('50 keys shown').waitFor();
+    await page.getByRole('button', { name: 'Load more' }).click();
+    await page.getByText('55 keys', { exact: true }).waitFor();
+    expect(await rows(page).count()).toBe(55);
+    expect(await page.getByRole('button', { name: 'Load more' }).isVisible()).toBe(false);
+    const names = await page.locator('#keys-body .key-name').allTextContents();
+    expect(new Set(names).size).toBe(55);
+    await page.context().close();
   });
 
   it('asks for a token when there is none, and says why a token is refused', async () => {

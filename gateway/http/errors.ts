@@ -37,10 +37,29 @@ export function errorHeaders(err: TollgateError): Record<string, string> {
   return headers;
 }
 
+/**
+ * Server-side failures are logged, but at most once per code per second: an outage (Redis down,
+ * an upstream gone) fails every request the same way, and a log line each would drown the logs.
+ */
+const LOG_INTERVAL_MS = 1_000;
+const lastLogged = new Map<string, { at: number; suppressed: number }>();
+
+function logFailure(log: Logger, err: TollgateError): void {
+  const now = Date.now();
+  const last = lastLogged.get(err.code);
+  if (last !== undefined && now - last.at < LOG_INTERVAL_MS) {
+    last.suppressed++;
+    return;
+  }
+  const suppressed = last?.suppressed ?? 0;
+  lastLogged.set(err.code, { at: now, suppressed: 0 });
+  log.error({ err: err.cause ?? err, code: err.code, status: err.status, suppressed }, err.message);
+}
+
 /** Writes the error answer; if the response had already started, the only honest signal is a reset. */
 export function sendError(res: ServerResponse, thrown: unknown, log?: Logger): TollgateError {
   const err = toTollgateError(thrown);
-  if (err.status >= 500 && log) log.error({ err: err.cause ?? err, code: err.code }, err.message);
+  if (err.status >= 500 && log) logFailure(log, err);
   if (res.headersSent) {
     res.destroy(err);
     return err;

@@ -1,4 +1,4 @@
-import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 /** Route kinds as counted: the two `/events` areas, V2, and everything served by Express. */
 export type MetricsRouteKind = 'bda' | 'platform' | 'v2' | 'management' | 'none';
@@ -48,6 +48,18 @@ export class GatewayMetrics {
       labelNames: ['kind'],
       buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
       registers: [this.registry],
+    });
+  }
+
+  /** Exposes whether the in-process caches are trusted (their invalidation channel is live). */
+  trackCacheLive(live: () => boolean): void {
+    new Gauge({
+      name: 'tollgate_gateway_cache_live',
+      help: '1 while the key and route caches are in use (pub/sub invalidation live), 0 while every lookup goes to Redis',
+      registers: [this.registry],
+      collect() {
+        this.set(live() ? 1 : 0);
+      },
     });
   }
 

@@ -74,6 +74,7 @@ export async function createGatewayServices(
 
   const invalidation = new CacheInvalidation(subscriber, log);
   const metrics = new GatewayMetrics();
+  metrics.trackCacheLive(() => invalidation.live);
   const roles = new RoleCatalogue({ resources: Object.keys(config.upstreams), roles: config.roles });
   const keys = new KeyChecker(redis, invalidation, log, config.cacheEntries);
   const routes = new RouteTable(redis, invalidation, log, config.cacheEntries);

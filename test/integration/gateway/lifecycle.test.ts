@@ -129,6 +129,7 @@ describe('gateway lifecycle', () => {
         });
         expect(upstream.seen).toEqual([]);
         expect((await send(gw.url, '/readyz')).status).toBe(503);
+        expect((await send(gw.url, '/metrics')).text).toMatch(/^tollgate_gateway_cache_live 0$/m);
 
         // Back, but empty (the operator would rebuild the index): the key is unknown until rewritten.
         await restartRedis(tag);

@@ -260,6 +260,7 @@ describe('gateway proxying', () => {
     expect(metrics.text).toMatch(
       /tollgate_gateway_upstream_duration_seconds_bucket\{le="0.005",kind="bda"\} \d+/,
     );
+    expect(metrics.text).toMatch(/^tollgate_gateway_cache_live 1$/m);
     expect(metrics.text).not.toContain(bda.key);
     expect((await send(gw.url, '/healthz')).status).toBe(200);
     expect((await send(gw.url, '/readyz')).json).toEqual({ status: 'ready' });

@@ -62,21 +62,22 @@ default
 {{- include "tollgate.componentName" (dict "root" . "component" "redis") -}}
 {{- end -}}
 
-{{/* The Redis URL environment variable, from the external Secret, the external URL, or the bundled Redis. */}}
+{{/* The Redis URL environment variable {root, name}: from the external Secret, the external URL, or the bundled Redis. */}}
 {{- define "tollgate.redisEnv" -}}
-- name: TOLLGATE_REDIS_URL
-{{- if .Values.redis.external.existingSecret }}
+{{- $v := .root.Values -}}
+- name: {{ .name }}
+{{- if $v.redis.external.existingSecret }}
   valueFrom:
     secretKeyRef:
-      name: {{ .Values.redis.external.existingSecret }}
-      key: {{ .Values.redis.external.existingSecretKey }}
-{{- else if .Values.redis.external.url }}
+      name: {{ $v.redis.external.existingSecret }}
+      key: {{ $v.redis.external.existingSecretKey }}
+{{- else if $v.redis.external.url }}
   valueFrom:
     secretKeyRef:
-      name: {{ include "tollgate.componentName" (dict "root" . "component" "redis-url") }}
+      name: {{ include "tollgate.componentName" (dict "root" .root "component" "redis-url") }}
       key: url
 {{- else }}
-  value: {{ printf "redis://%s:6379" (include "tollgate.redisName" .) | quote }}
+  value: {{ printf "redis://%s:6379" (include "tollgate.redisName" .root) | quote }}
 {{- end }}
 {{- end -}}
 

@@ -141,10 +141,12 @@ describe('helm chart: lint and render', () => {
     const operator = deployment(objects, 't1-tollgate-operator');
     expect(operator.replicas).toBe(1);
     const op = operator.template.spec.containers[0] as Container;
-    expect(op.args).toEqual(['operator']);
-    expect(envOf(op, 'TOLLGATE_LEADER_ELECT')?.value).toBe('true');
-    expect(envOf(op, 'TOLLGATE_PULLER_IMAGE')?.value).toBe('tollgate/tollgate:0.1.0');
-    expect(envOf(op, 'TOLLGATE_RUNTIME_IMAGE')?.value).toBe('seldonio/mlserver:1.7.1-sklearn');
+    // The operator's own flags and variables (cli/commands/operator.ts).
+    expect(op.args).toEqual(['operator', '--metrics-port=9090', '--lease-name=t1-tollgate-operator']);
+    expect(envOf(op, 'REDIS_URL')?.value).toBe('redis://t1-tollgate-redis:6379');
+    expect(envOf(op, 'TOLLGATE_IMAGE')?.value).toBe('tollgate/tollgate:0.1.0');
+    expect(envOf(op, 'POD_NAMESPACE')).toBeDefined();
+    expect(operator.template.metadata.annotations).toMatchObject({ 'prometheus.io/port': '9090' });
 
     // Every container: non-root pod, no privilege escalation, read-only root, resources set.
     for (const name of ['t1-tollgate-gateway', 't1-tollgate-operator', 't1-tollgate-redis']) {
@@ -201,11 +203,11 @@ describe('helm chart: lint and render', () => {
     expect(can('t1-tollgate-gateway', 'tollgate.dev', 'apikeys', 'create')).toBe(true);
     expect(can('t1-tollgate-gateway', 'tollgate.dev', 'apikeys', 'delete')).toBe(true);
     expect(can('t1-tollgate-gateway', 'tollgate.dev', 'models', 'update')).toBe(true);
-    expect(can('t1-tollgate-gateway', '', 'services', 'list')).toBe(true);
     // The gateway never deletes models nor touches Deployments or Secrets.
     expect(can('t1-tollgate-gateway', 'tollgate.dev', 'models', 'delete')).toBe(false);
     expect(can('t1-tollgate-gateway', 'apps', 'deployments', 'create')).toBe(false);
     expect(can('t1-tollgate-gateway', '', 'secrets', 'get')).toBe(false);
+    expect(can('t1-tollgate-gateway', '', 'services', 'list')).toBe(false);
   });
 
   it('writes the gateway config file from OIDC, upstream and role values', async () => {
@@ -253,15 +255,30 @@ describe('helm chart: lint and render', () => {
     expect(find(objects, 'Secret', 't1-tollgate-redis-url').stringData).toEqual({
       url: 'redis://:s3cret@redis.shared.svc:6379/2',
     });
-    for (const name of ['t1-tollgate-gateway', 't1-tollgate-operator']) {
+    for (const [name, variable] of [
+      ['t1-tollgate-gateway', 'TOLLGATE_REDIS_URL'],
+      ['t1-tollgate-operator', 'REDIS_URL'],
+    ] as const) {
       const c = deployment(objects, name).template.spec.containers[0] as Container;
-      expect(envOf(c, 'TOLLGATE_REDIS_URL')?.valueFrom?.secretKeyRef).toEqual({
+      expect(envOf(c, variable)?.valueFrom?.secretKeyRef).toEqual({
         name: 't1-tollgate-redis-url',
         key: 'url',
       });
       // The password never appears in a Deployment.
       expect(JSON.stringify(c)).not.toContain('s3cret');
     }
+  });
+
+  it('passes the operator its namespace and leader-election choices as flags', async () => {
+    const { objects } = await render(['operator.leaderElection=false', 'operator.watchNamespace=data']);
+    const op = deployment(objects, 't1-tollgate-operator').template.spec.containers[0] as Container;
+    expect(op.args).toEqual([
+      'operator',
+      '--metrics-port=9090',
+      '--lease-name=t1-tollgate-operator',
+      '--no-leader-elect',
+      '--namespace=data',
+    ]);
   });
 
   it('refuses values that cannot work, with a message saying what to set', async () => {

@@ -299,22 +299,36 @@ describe('helm chart: lint and render', () => {
 });
 
 describe('helm chart: accepted by a real kube-apiserver', () => {
-  it('applies every rendered object with kubectl apply --dry-run=server', async () => {
+  const kubectl = async (args: string[], input?: string) => {
     const k = await kube();
-    const kubectl = (args: string[], input?: string) =>
-      new Promise<{ stdout: string; stderr: string }>((resolve, reject) => {
-        const child = execFile(
-          k.kubectl,
-          ['--kubeconfig', k.kubeconfig, ...args],
-          { maxBuffer: 16 * 1024 * 1024 },
-          (error, stdout, stderr) =>
-            error ? reject(new Error(`${error.message}\n${stderr}`)) : resolve({ stdout, stderr }),
-        );
-        if (input !== undefined) child.stdin?.end(input);
-      });
+    return new Promise<{ stdout: string; stderr: string }>((resolve, reject) => {
+      const child = execFile(
+        k.kubectl,
+        ['--kubeconfig', k.kubeconfig, ...args],
+        { maxBuffer: 16 * 1024 * 1024 },
+        (error, stdout, stderr) =>
+          error ? reject(new Error(`${error.message}\n${stderr}`)) : resolve({ stdout, stderr }),
+      );
+      if (input !== undefined) child.stdin?.end(input);
+    });
+  };
+
+  beforeAll(async () => {
     await kubectl(['create', 'namespace', namespace]).catch((e: Error) => {
       if (!/AlreadyExists/.test(e.message)) throw e;
     });
+    // RBAC answers about custom resources only once their CRDs are served.
+    await kubectl(['apply', '-f', join(repoRoot, 'crds')]);
+    await kubectl([
+      'wait',
+      '--for=condition=Established',
+      '--timeout=30s',
+      'crd/models.tollgate.dev',
+      'crd/apikeys.tollgate.dev',
+    ]);
+  });
+
+  it('applies every rendered object with kubectl apply --dry-run=server', async () => {
     for (const set of [
       [],
       [
@@ -328,6 +342,65 @@ describe('helm chart: accepted by a real kube-apiserver', () => {
       const { stdout } = await kubectl(['apply', '--dry-run=server', '-o', 'name', '-f', '-'], yaml);
       const applied = stdout.trim().split('\n').sort();
       expect(applied).toHaveLength(objects.length);
+    }
+  });
+
+  it("gives each ServiceAccount, as the API server's RBAC decides, what its process calls", async () => {
+    const { objects } = await render();
+    const rbac = objects.filter((o) =>
+      ['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding'].includes(o.kind),
+    );
+    const yaml = rbac.map((o) => JSON.stringify(o)).join('\n');
+    await kubectl(['apply', '-f', '-'], yaml);
+    try {
+      const k = await kube();
+      // `kubectl auth can-i` prints yes or no; it exits 1 on "no".
+      const can = (sa: string, verb: string, resource: string, ns: string = 'models-team') =>
+        new Promise<string>((resolve) => {
+          const as = `system:serviceaccount:${namespace}:t1-tollgate-${sa}`;
+          // kubectl reads TYPE/NAME, so a subresource goes in its own flag.
+          const [type = resource, subresource] = resource.split('/');
+          execFile(
+            k.kubectl,
+            [
+              ...['--kubeconfig', k.kubeconfig, 'auth', 'can-i', verb, type, '--as', as, '-n', ns],
+              ...(subresource === undefined ? [] : ['--subresource', subresource]),
+            ],
+            (_error, stdout, stderr) => resolve(stdout.trim() || stderr.trim()),
+          );
+        });
+      const cases: Array<[string, string, string, string, string?]> = [
+        ['operator', 'watch', 'models.tollgate.dev', 'yes'],
+        ['operator', 'patch', 'models.tollgate.dev/status', 'yes'],
+        ['operator', 'update', 'apikeys.tollgate.dev/finalizers', 'yes'],
+        ['operator', 'create', 'deployments.apps', 'yes'],
+        ['operator', 'delete', 'services', 'yes'],
+        ['operator', 'create', 'events', 'yes'],
+        ['operator', 'get', 'secrets', 'yes'],
+        ['operator', 'list', 'secrets', 'no'],
+        ['operator', 'update', 'leases.coordination.k8s.io', 'yes', namespace],
+        ['operator', 'update', 'leases.coordination.k8s.io', 'no'],
+        ['operator', 'create', 'apikeys.tollgate.dev', 'no'],
+        ['gateway', 'create', 'apikeys.tollgate.dev', 'yes'],
+        ['gateway', 'delete', 'apikeys.tollgate.dev', 'yes'],
+        ['gateway', 'update', 'models.tollgate.dev', 'yes'],
+        ['gateway', 'list', 'models.tollgate.dev', 'yes'],
+        ['gateway', 'delete', 'models.tollgate.dev', 'no'],
+        ['gateway', 'patch', 'models.tollgate.dev/status', 'no'],
+        ['gateway', 'get', 'secrets', 'no'],
+        ['gateway', 'create', 'deployments.apps', 'no'],
+      ];
+      for (const [sa, verb, resource, expected, ns] of cases) {
+        expect([sa, verb, resource, ns ?? '', await can(sa, verb, resource, ns)]).toEqual([
+          sa,
+          verb,
+          resource,
+          ns ?? '',
+          expected,
+        ]);
+      }
+    } finally {
+      await kubectl(['delete', '--ignore-not-found', '-f', '-'], yaml);
     }
   });
 });

@@ -1,0 +1,28 @@
+# The Tollgate image: one image runs the gateway (`tollgate gateway`), the operator
+# (`tollgate operator`) and the model puller (`tollgate pull`, the models' init container).
+# Used by helm/tollgate (image.repository / image.tag).
+#   docker build -t tollgate/tollgate:0.1.0 .
+FROM node:20-bookworm-slim AS build
+WORKDIR /src
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
+COPY cli cli
+COPY common common
+COPY gateway gateway
+COPY operator operator
+# The steps of `make build` (the panel's static files sit beside its compiled router).
+RUN node node_modules/typescript/bin/tsc -p tsconfig.build.json \
+ && cp -r gateway/panel/static dist/gateway/panel/static \
+ && npm prune --omit=dev
+
+FROM node:20-bookworm-slim
+ENV NODE_ENV=production
+WORKDIR /app
+COPY --from=build /src/package.json ./
+COPY --from=build /src/node_modules node_modules
+COPY --from=build /src/dist dist
+COPY bin bin
+# The chart runs every container as this user, with a read-only root filesystem.
+USER 10001:10001
+ENTRYPOINT ["node", "/app/bin/tollgate.js"]

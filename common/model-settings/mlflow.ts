@@ -97,7 +97,8 @@ function signatureTensors(value: unknown, fallbackName: string): TensorSpec[] {
       const shape = item['tensor-spec']?.shape;
       return datatype && Array.isArray(shape) ? [{ name, datatype, shape }] : [];
     }
+    // A column is one value per row: MLServer's MLflow runtime publishes it as [-1, 1].
     const datatype = MLFLOW_TYPES[item.type ?? ''];
-    return datatype ? [{ name, datatype, shape: [-1] }] : [];
+    return datatype ? [{ name, datatype, shape: [-1, 1] }] : [];
   });
 }

@@ -286,7 +286,7 @@ describe('Model reconciler on a real API server', () => {
       return x?.status?.phase === 'Loading' && x;
     }, 'phase Loading');
     expect(cond(m, 'SettingsValid')).toMatchObject({ status: 'True', reason: 'MlflowModel' });
-    expect(m.status?.inputs).toEqual([{ name: 'x', datatype: 'FP64', shape: [-1] }]);
+    expect(m.status?.inputs).toEqual([{ name: 'x', datatype: 'FP64', shape: [-1, 1] }]);
   });
 
   test('a Model with a workflow is also a bda route; deleting the Model removes both routes (finalizer)', async () => {

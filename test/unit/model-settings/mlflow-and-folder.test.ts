@@ -42,8 +42,8 @@ describe('model folder check', () => {
       },
       declared: {
         inputs: [
-          { name: 'sepal length (cm)', datatype: 'FP64', shape: [-1] },
-          { name: 'city', datatype: 'BYTES', shape: [-1] },
+          { name: 'sepal length (cm)', datatype: 'FP64', shape: [-1, 1] },
+          { name: 'city', datatype: 'BYTES', shape: [-1, 1] },
         ],
         outputs: [{ name: 'output', datatype: 'INT64', shape: [-1] }],
       },

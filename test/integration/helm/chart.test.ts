@@ -285,6 +285,15 @@ describe('helm chart: lint and render', () => {
     await expect(render(['oidc.issuer=https://idp.example.test'])).rejects.toThrow(
       /oidc\.jwksUrl is required/,
     );
+    // values.schema.json: wrong types, misspelt keys and unusable URLs stop the install.
+    await expect(render(['gateway.replicas=two'])).rejects.toThrow(
+      /gateway\/replicas': got string, want integer/,
+    );
+    await expect(render(['gatway.replicas=3'])).rejects.toThrow(/additional properties 'gatway' not allowed/);
+    await expect(render(['redis.external.url=http://redis:6379'])).rejects.toThrow(/redis\/external\/url/);
+    await expect(render(['platform.upstreams.models=http://elsewhere'])).rejects.toThrow(
+      /propertyName 'models'/,
+    );
     await expect(render(['operator.replicas=2', 'operator.leaderElection=false'])).rejects.toThrow(
       /operator\.leaderElection: true/,
     );

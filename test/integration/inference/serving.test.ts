@@ -37,6 +37,7 @@ type InferAnswer = Answer & { json: { id?: string; model_name?: string; outputs?
 
 let models: string;
 let served: ServedModels;
+let rc: ReturnType<typeof redisClient>;
 let gateway: GatewayServer;
 let base: string;
 let work: string;
@@ -72,7 +73,7 @@ beforeAll(async () => {
   const [r, m] = await Promise.all([redis(), minio()]);
   models = await trainExamples(CASES);
   work = await mkdtemp(path.join(tmpdir(), 'tollgate-inference-'));
-  const rc = redisClient(r.url);
+  rc = redisClient(r.url);
   served = new ServedModels(path.join(work, 'runtimes'), s3Env(m), rc);
 
   // Standalone mode's Model manifests: the gateway's source for "known but not ready".
@@ -107,12 +108,12 @@ beforeAll(async () => {
     bda: (await createKey(rc, 'bda', [WORKFLOW])).key,
     otherBda: (await createKey(rc, 'bda', ['wf-other'])).key,
   };
-  rc.disconnect();
 }, 600_000);
 
 afterAll(async () => {
   await gateway?.shutdown();
   await served?.stop();
+  rc?.disconnect();
   for (const dir of [work, models]) if (dir !== undefined) await rm(dir, { recursive: true, force: true });
 });
 
@@ -354,6 +355,15 @@ describe("the runtime's own errors, in the V2 shape", () => {
       'inference_error',
       "model 'model-iris': SKLearnModel only supports 'predict', 'predict_proba' and 'transform' as outputs (scores was received)",
     ]);
+  });
+
+  test("what only MLServer's schema checks (its 422 detail) becomes a 400 naming the field", async () => {
+    const a = await infer('model-iris', {
+      inputs: [{ name: 'features', datatype: 'FP32', shape: [1, 4], data: [1, 2, 3, 4] }],
+      outputs: 'predict',
+    });
+    expect([a.status, a.json.code, a.json.field]).toEqual([400, 'invalid_inference_request', 'outputs']);
+    expect(a.json.error).toMatch(/^the runtime refused the request: outputs: /);
   });
 
   test('predict_proba on a regressor', async () => {

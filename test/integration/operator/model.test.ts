@@ -2,7 +2,9 @@ import { Redis } from 'ioredis';
 import { redisChannels, redisKeys } from '../../../common/redis/schema.js';
 import type { Model } from '../../../common/resources/model.js';
 import type { OperatorManager } from '../../../operator/manager.js';
-import { redis } from '../../harness/index.js';
+import { CreateBucketCommand, PutObjectCommand } from '@aws-sdk/client-s3';
+import { s3ClientFromEnv } from '../../../operator/storage/s3-store.js';
+import { minio, redis } from '../../harness/index.js';
 import {
   PULLER_IMAGE,
   cluster,
@@ -330,5 +332,72 @@ describe('Model reconciler on a real API server', () => {
     await expect(c.apps.readNamespacedDeployment({ namespace: ns, name })).rejects.toMatchObject({
       code: 404,
     });
+  });
+
+  test('an s3:// folder is read with the credentials Secret, which the puller gets as its environment', async () => {
+    const m = await minio();
+    const env = {
+      AWS_ACCESS_KEY_ID: m.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: m.secretAccessKey,
+      AWS_ENDPOINT_URL: m.endpoint,
+      AWS_REGION: m.region,
+    };
+    const s3 = s3ClientFromEnv(env);
+    const bucket = `op-${ns}`;
+    await s3.send(new CreateBucketCommand({ Bucket: bucket }));
+    const name = 'model-s3';
+    await s3.send(
+      new PutObjectCommand({ Bucket: bucket, Key: 'iris/model-settings.json', Body: npSettings(name) }),
+    );
+    await s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'iris/model.joblib', Body: 'x' }));
+    // A sibling folder sharing the prefix must not count as part of this one.
+    await s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'iris-old/model-settings.json', Body: '{}' }));
+    await c.core.createNamespacedSecret({
+      namespace: ns,
+      body: { metadata: { name: 'models-s3' }, stringData: env },
+    });
+
+    await createModel(c, ns, name, {
+      storageUri: `s3://${bucket}/iris`,
+      credentials: { secretName: 'models-s3' },
+    });
+    const d = await eventually(
+      () => c.apps.readNamespacedDeployment({ namespace: ns, name }),
+      'the Deployment',
+    );
+    expect(d.spec!.template.spec!.initContainers![0]!.envFrom).toEqual([
+      { secretRef: { name: 'models-s3' } },
+    ]);
+    const ok = await eventually(async () => {
+      const x = await getModel(c, ns, name);
+      return x?.status?.phase === 'Loading' && x;
+    }, 'phase Loading');
+    expect(cond(ok, 'SettingsValid')).toMatchObject({ status: 'True' });
+
+    // Without the Secret the storage cannot be read: a condition naming the Secret.
+    await createModel(c, ns, 'model-nosecret', {
+      storageUri: `s3://${bucket}/iris`,
+      credentials: { secretName: 'absent' },
+    });
+    const failed = await eventually(async () => {
+      const x = await getModel(c, ns, 'model-nosecret');
+      return x?.status?.phase === 'Failed' && x;
+    }, 'phase Failed');
+    expect(cond(failed, 'SettingsValid')).toMatchObject({
+      status: 'False',
+      reason: 'CredentialsNotFound',
+      message: expect.stringContaining('"absent" does not exist'),
+    });
+
+    // A bucket that does not exist.
+    await createModel(c, ns, 'model-nobucket', {
+      storageUri: 's3://no-such-bucket-tg/iris',
+      credentials: { secretName: 'models-s3' },
+    });
+    const nob = await eventually(async () => {
+      const x = await getModel(c, ns, 'model-nobucket');
+      return x?.status?.phase === 'Failed' && x;
+    }, 'phase Failed');
+    expect(cond(nob, 'SettingsValid')).toMatchObject({ reason: 'NoSuchBucket' });
   });
 });

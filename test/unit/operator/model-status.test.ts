@@ -1,0 +1,109 @@
+import type { FolderCheck } from '../../../common/model-settings/check-folder.js';
+import type { Model } from '../../../common/resources/model.js';
+import { desiredStatus, sameStatus } from '../../../operator/controllers/model-status.js';
+
+const model = (status?: Model['status']): Model => ({
+  apiVersion: 'tollgate.dev/v1alpha1',
+  kind: 'Model',
+  metadata: { name: 'model-a', namespace: 'ns', generation: 3 },
+  spec: { storageUri: 's3://b/a' },
+  ...(status ? { status } : {}),
+});
+const ok: FolderCheck = {
+  ok: true,
+  generated: false,
+  settings: {
+    name: 'model-a',
+    implementation: 'mlserver_sklearn.SKLearnModel',
+    parameters: { uri: './m.joblib', content_type: 'np' },
+  },
+  declared: { contentType: 'np', inputs: [{ name: 'f', datatype: 'FP32', shape: [-1, 2] }], outputs: [] },
+};
+const runtime = (ready: number, extra = {}) => ({
+  replicas: 2,
+  readyReplicas: ready,
+  url: 'http://model-a.ns.svc:8080',
+  rollingOut: false,
+  ...extra,
+});
+const t0 = new Date('2026-01-01T00:00:00Z');
+const t1 = new Date('2026-01-01T00:05:00Z');
+const ready = (s: Model['status']) => s?.conditions?.find((c) => c.type === 'Ready');
+
+describe('Model status', () => {
+  test('phases follow the runtime: Loading, Ready, Failed, Pending at zero replicas', () => {
+    expect(desiredStatus(model(), { kind: 'settings', check: ok, runtime: runtime(0) }, t0).phase).toBe(
+      'Loading',
+    );
+    expect(desiredStatus(model(), { kind: 'settings', check: ok, runtime: runtime(1) }, t0)).toMatchObject({
+      phase: 'Ready',
+      readyReplicas: 1,
+      replicas: 2,
+      observedGeneration: 3,
+      url: 'http://model-a.ns.svc:8080',
+    });
+    const stuck = desiredStatus(
+      model(),
+      {
+        kind: 'settings',
+        check: ok,
+        runtime: runtime(0, {
+          failure: { reason: 'ProgressDeadlineExceeded', message: 'ReplicaSet has timed out progressing' },
+        }),
+      },
+      t0,
+    );
+    expect(stuck.phase).toBe('Failed');
+    expect(ready(stuck)).toMatchObject({
+      reason: 'ProgressDeadlineExceeded',
+      message: '0/2 replicas ready: ReplicaSet has timed out progressing',
+    });
+    const zero = desiredStatus(
+      model(),
+      { kind: 'settings', check: ok, runtime: { ...runtime(0), replicas: 0 } },
+      t0,
+    );
+    expect(zero.phase).toBe('Pending');
+    expect(ready(zero)?.reason).toBe('ScaledToZero');
+  });
+
+  test('a condition keeps its transition time while its status holds, and takes a new one when it flips', () => {
+    const first = desiredStatus(model(), { kind: 'settings', check: ok, runtime: runtime(0) }, t0);
+    const same = desiredStatus(model(first), { kind: 'settings', check: ok, runtime: runtime(0) }, t1);
+    expect(ready(same)?.lastTransitionTime).toBe('2026-01-01T00:00:00Z');
+    expect(sameStatus(first, same)).toBe(true);
+    const flipped = desiredStatus(model(first), { kind: 'settings', check: ok, runtime: runtime(1) }, t1);
+    expect(ready(flipped)?.lastTransitionTime).toBe('2026-01-01T00:05:00Z');
+    expect(sameStatus(first, flipped)).toBe(false);
+  });
+
+  test('bad settings: SettingsValid False with every problem, no runtime fields', () => {
+    const s = desiredStatus(
+      model(),
+      {
+        kind: 'settings',
+        check: {
+          ok: false,
+          problems: [
+            { path: 'model-settings.json:name', message: 'set "name": "model-a"' },
+            { path: 'model-settings.json:inputs', message: 'add "inputs"' },
+          ],
+        },
+      },
+      t0,
+    );
+    expect(s.phase).toBe('Failed');
+    expect(s.conditions?.[0]).toMatchObject({
+      type: 'SettingsValid',
+      status: 'False',
+      reason: 'SettingsInvalid',
+      message: 'model-settings.json:name: set "name": "model-a"; model-settings.json:inputs: add "inputs"',
+    });
+    expect(s.url).toBeUndefined();
+  });
+
+  test('field order does not make two statuses differ', () => {
+    expect(sameStatus({ phase: 'Ready', url: 'u' }, { url: 'u', phase: 'Ready' })).toBe(true);
+    expect(sameStatus(undefined, { phase: 'Ready' })).toBe(false);
+  });
+});

@@ -1,0 +1,60 @@
+import { jest } from '@jest/globals';
+import { WorkQueue } from '../../../operator/workqueue.js';
+
+describe('work queue', () => {
+  test('a key added many times is processed once', async () => {
+    const q = new WorkQueue();
+    q.add('ns/a');
+    q.add('ns/a');
+    q.add('ns/b');
+    q.add('ns/a');
+    expect(q.length).toBe(2);
+    expect(await q.get()).toBe('ns/a');
+    expect(await q.get()).toBe('ns/b');
+  });
+
+  test('a key added while in flight is processed again after, never twice at once', async () => {
+    const q = new WorkQueue();
+    q.add('ns/a');
+    const key = await q.get();
+    q.add('ns/a');
+    expect(q.length).toBe(0);
+    q.done(key!);
+    expect(q.length).toBe(1);
+    expect(await q.get()).toBe('ns/a');
+  });
+
+  test('a waiting worker gets a key as soon as it is added', async () => {
+    const q = new WorkQueue();
+    const next = q.get();
+    q.add('ns/x');
+    expect(await next).toBe('ns/x');
+    expect(q.busy).toBe(1);
+  });
+
+  test('failures back off exponentially up to the cap; forget resets', () => {
+    jest.useFakeTimers();
+    try {
+      const q = new WorkQueue({ baseDelayMs: 10, maxDelayMs: 100 });
+      const delays = [];
+      for (let i = 0; i < 6; i++) {
+        delays.push(q.addRateLimited('ns/a'));
+        jest.runAllTimers();
+      }
+      expect(delays).toEqual([10, 20, 40, 80, 100, 100]);
+      q.forget('ns/a');
+      expect(q.addRateLimited('ns/a')).toBe(10);
+    } finally {
+      jest.useRealTimers();
+    }
+  });
+
+  test('shutDown releases waiting workers and drops later adds', async () => {
+    const q = new WorkQueue();
+    const waiting = q.get();
+    q.shutDown();
+    expect(await waiting).toBeUndefined();
+    q.add('ns/a');
+    expect(await q.get()).toBeUndefined();
+  });
+});

@@ -333,6 +333,22 @@ describe('management panel', () => {
     await alice.getByText('1 key', { exact: true }).waitFor();
   });
 
+  it('fits a phone screen: the menu folds into a top bar and nothing overflows the page', async () => {
+    await alice.setViewportSize({ width: 390, height: 844 });
+    await alice.getByRole('button', { name: 'Create key' }).first().waitFor();
+    await alice.screenshot({ path: '/tmp/panel-phone.png' });
+    // Elements reaching past the screen's right edge (a table may scroll inside its own card).
+    const overflowing = await alice.evaluate<string[]>(`[...document.querySelectorAll('body *')]
+      .filter((e) => !e.closest('.table-card') && e.getBoundingClientRect().right > window.innerWidth + 1)
+      .map((e) => e.tagName.toLowerCase() + '.' + e.className)`);
+    expect(overflowing).toEqual([]);
+    expect(await alice.evaluate<boolean>('document.documentElement.scrollWidth <= window.innerWidth')).toBe(
+      true,
+    );
+    expect(await alice.getByRole('link', { name: 'API keys' }).isVisible()).toBe(true);
+    await alice.setViewportSize({ width: 1280, height: 800 });
+  });
+
   it('works from the keyboard alone, and Escape forgets a shown key', async () => {
     const page = await openPanel('dave');
     await page.getByText('No API keys yet').waitFor();

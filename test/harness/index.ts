@@ -11,6 +11,7 @@
  *   const ml = await startMlserver(dir);     // MLServer on `dir`; await ml.stop()
  *   const browser = await launchChromium();  // playwright Browser on Debian's chromium
  */
+import { request } from 'node:http';
 import { HARNESS_URL_ENV } from './run-state.js';
 import type { KubeInfo, MinioInfo, MlserverInfo, MlserverOptions, RedisInfo } from './types.js';
 
@@ -18,6 +19,30 @@ export type { KubeInfo, MinioInfo, MlserverInfo, MlserverOptions, RedisInfo, Ven
 export { freePort } from './ports.js';
 export { venvPaths as venv } from './venv.js';
 export { chromiumPath, chromiumArgs, launchChromium } from './browser.js';
+
+/**
+ * POSTs to the component manager on a connection of its own (agent: false): a pooled keep-alive
+ * socket, idle while a long test ran, may already be closed by the server, and reusing it fails
+ * the request with ECONNRESET.
+ */
+function post(url: string, body: string): Promise<{ status: number; text: string }> {
+  return new Promise((resolvePost, reject) => {
+    const req = request(
+      url,
+      { method: 'POST', agent: false, headers: { 'content-type': 'application/json' } },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () =>
+          resolvePost({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString() }),
+        );
+        res.on('error', reject);
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
+}
 
 async function call<T>(path: string, body: Record<string, unknown> = {}): Promise<T> {
   const base = process.env[HARNESS_URL_ENV];
@@ -27,13 +52,9 @@ async function call<T>(path: string, body: Record<string, unknown> = {}): Promis
         '`integration` Jest project (its global setup starts the component manager)',
     );
   }
-  const res = await fetch(`${base}${path}`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-  });
-  const out = (await res.json()) as T & { error?: string };
-  if (!res.ok) throw new Error(`harness ${path}: ${out.error ?? res.statusText}`);
+  const res = await post(`${base}${path}`, JSON.stringify(body));
+  const out = JSON.parse(res.text) as T & { error?: string };
+  if (res.status !== 200) throw new Error(`harness ${path}: ${out.error ?? `HTTP ${res.status}`}`);
   return out;
 }
 

@@ -11,6 +11,12 @@ import type { KubeInfo, MinioInfo, MlserverInfo, RedisInfo } from './types.js';
 
 type Body = Record<string, unknown>;
 
+// One connection per request. A worker whose event loop was blocked (a synchronous child
+// process, a long computation) would otherwise reuse a keep-alive socket the server had already
+// closed, and its next request would fail with ECONNRESET. A handful of requests per run makes
+// the extra connections free.
+const JSON_NO_KEEPALIVE = { 'content-type': 'application/json', connection: 'close' };
+
 function str(body: Body, key: string, fallback?: string): string {
   const v = body[key] ?? fallback;
   if (typeof v !== 'string' || v === '') throw new Error(`"${key}" must be a non-empty string`);
@@ -60,10 +66,10 @@ export class ComponentManager {
       const raw = Buffer.concat(chunks).toString();
       const body = (raw === '' ? {} : JSON.parse(raw)) as Body;
       const out = await this.route(req.method ?? 'GET', req.url ?? '/', body);
-      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(out ?? {}));
+      res.writeHead(200, JSON_NO_KEEPALIVE).end(JSON.stringify(out ?? {}));
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
-      res.writeHead(500, { 'content-type': 'application/json' }).end(JSON.stringify({ error: message }));
+      res.writeHead(500, JSON_NO_KEEPALIVE).end(JSON.stringify({ error: message }));
     }
   }
 

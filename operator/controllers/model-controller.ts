@@ -23,6 +23,7 @@ import {
 import type { CredentialsResolver } from '../storage/credentials.js';
 import { openStore } from '../storage/open-store.js';
 import { withConflictRetry, type ReconcileResult, type Reconciler } from './controller.js';
+import { OWNER_KEY } from './workflow-service-controller.js';
 import { desiredStatus, sameStatus, type Observation } from './model-status.js';
 
 export const MODEL_FINALIZER = 'tollgate.dev/model-routes';
@@ -165,7 +166,15 @@ export class ModelReconciler implements Reconciler {
       this.routed.set(key, { workflow, keys: [] });
       return;
     }
-    const route: Route = { url: state.url, source: routeSource(ref), ...(workflow ? { workflow } : {}) };
+    // The workflow's owner, as the models platform API records it (`tollgate.dev/owner`, checked
+    // there to own the workflow): without it the workflow would stop counting as its owner's.
+    const owner = workflow ? model.metadata.annotations?.[OWNER_KEY] : undefined;
+    const route: Route = {
+      url: state.url,
+      source: routeSource(ref),
+      ...(workflow ? { workflow } : {}),
+      ...(owner ? { owner } : {}),
+    };
     const keys = [
       redisKeys.modelRoute(ref.name),
       ...(workflow ? [redisKeys.bdaRoute(workflow, ref.name)] : []),

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { Redis } from 'ioredis';
@@ -18,10 +18,13 @@ import { WorkflowRoutes } from '../common/routes/workflow-routes.js';
  *   (c) the Tollgate gateway with a valid key (key check, route lookup, proxy).
  * Then p99 at a fixed 1,000 req/s, and how long a second gateway process takes to refuse a key
  * deleted through the index writer. BENCH_WORKERS (default 1) sets nginx's worker_processes and
- * the gateway's Node cluster workers alike; BENCH_SECONDS (default 10) the length of each run.
+ * the gateway's Node cluster workers alike; BENCH_SECONDS (default 5) the length of each run and
+ * BENCH_ROUNDS (default 3) how many interleaved rounds of throughput runs.
  */
 const WORKERS = Number(process.env.BENCH_WORKERS ?? 1);
-const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
+/** Throughput runs are interleaved (a, b, c, d, a, b, ...) and the median kept: on a shared machine one run proves little. */
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const ROOT = join(import.meta.dirname, '..');
 
@@ -107,11 +110,11 @@ function cpuSeconds(pid: number): number {
 async function load(
   url: string,
   headers: Record<string, string>,
-  opts: { rate?: number; pid?: number } = {},
+  opts: { rate?: number; pid?: number; warm?: boolean } = {},
 ): Promise<Figures> {
   const base = { url, headers, connections: opts.rate === undefined ? CONNECTIONS : 10 };
   // Warm-up: JIT, connection pools, caches.
-  await autocannon({ ...base, duration: 2 });
+  if (opts.warm !== false) await autocannon({ ...base, duration: 2 });
   const cpuBefore = opts.pid === undefined ? NaN : cpuSeconds(opts.pid);
   const result = await autocannon({
     ...base,
@@ -134,6 +137,30 @@ const http = require('node:http');
 http.createServer((req, res) => {
   req.resume();
   req.on('end', () => { res.writeHead(200, { 'content-type': 'text/plain', 'content-length': '12' }); res.end('hello world\\n'); });
+}).listen(Number(process.env.PORT), '127.0.0.1');
+`;
+
+/**
+ * For context, not a competitor: the floor of any Node proxy here, node:http in front of an undici
+ * Pool with no checks at all. The gateway's distance to it is what its own work costs.
+ */
+const BARE_PROXY = `
+const http = require('node:http');
+const { Pool } = require(process.env.UNDICI);
+const pool = new Pool(process.env.UPSTREAM, { connections: 128, pipelining: 1 });
+http.createServer((req, res) => {
+  pool.dispatch({ path: req.url, method: req.method, headers: [], body: null }, {
+    onConnect() {},
+    onHeaders(status, raw) {
+      const headers = [];
+      for (let i = 0; i < raw.length; i += 2) headers.push(raw[i].toString('latin1'), raw[i + 1].toString('latin1'));
+      res.writeHead(status, headers);
+      return true;
+    },
+    onData(chunk) { return res.write(chunk); },
+    onComplete() { res.end(); },
+    onError() { res.statusCode = 502; res.end(); },
+  });
 }).listen(Number(process.env.PORT), '127.0.0.1');
 `;
 
@@ -166,6 +193,12 @@ http {
   const file = join(dir, 'nginx.conf');
   writeFileSync(file, conf);
   return file;
+}
+
+/** The run with the median throughput (its latencies travel with it). */
+function median(runs: Figures[]): Figures {
+  const sorted = [...runs].sort((a, b) => a.rps - b.rps);
+  return sorted[Math.floor(sorted.length / 2)] as Figures;
 }
 
 const fmt = (f: Figures): string =>
@@ -222,9 +255,9 @@ async function revocationLatency(
 
 export async function run(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'tollgate-bench-'));
-  const [upstreamPort, nginxPort, redisPort, gatewayPort, secondPort] = (await Promise.all(
-    Array.from({ length: 5 }, () => freePort()),
-  )) as [number, number, number, number, number];
+  const [upstreamPort, nginxPort, redisPort, gatewayPort, secondPort, barePort] = (await Promise.all(
+    Array.from({ length: 6 }, () => freePort()),
+  )) as [number, number, number, number, number, number];
   try {
     start('upstream', process.execPath, ['-e', UPSTREAM], { PORT: String(upstreamPort) });
     start('redis', 'redis-server', [
@@ -286,19 +319,50 @@ export async function run(): Promise<void> {
     await waitFor(gateway, auth);
     await waitFor(gateway, {}, 401);
 
+    start('bare proxy', process.execPath, ['-e', BARE_PROXY], {
+      PORT: String(barePort),
+      UPSTREAM: `http://127.0.0.1:${upstreamPort}`,
+      UNDICI: join(ROOT, 'node_modules', 'undici'),
+    });
+    const bare = `http://127.0.0.1:${barePort}/`;
+    await waitFor(bare);
+
     console.log(
-      `loopback, ${CONNECTIONS} connections, ${SECONDS} s per run after a 2 s warm-up; nginx worker_processes ${WORKERS}, ` +
-        `gateway ${WORKERS === 1 ? '1 process (no cluster)' : `${WORKERS} Node cluster workers`}; autocannon shares the machine`,
+      `loopback, ${CONNECTIONS} connections, ${ROUNDS} interleaved rounds of ${SECONDS} s per target (medians shown), ` +
+        `after a 2 s warm-up each; nginx worker_processes ${WORKERS}, gateway ` +
+        `${WORKERS === 1 ? '1 process (no cluster)' : `${WORKERS} Node cluster workers`}; autocannon shares the machine; ` +
+        `load average at start ${loadavg()[0]?.toFixed(1)} on ${cpus().length} CPUs`,
     );
-    const direct = await load(upstream, {});
+    const targets = {
+      direct: { url: upstream, headers: {} },
+      nginx: { url: nginx, headers: auth },
+      gateway: { url: gateway, headers: auth },
+      bare: { url: bare, headers: {} },
+    };
+    const runs: Record<keyof typeof targets, Figures[]> = { direct: [], nginx: [], gateway: [], bare: [] };
+    for (const { url, headers } of Object.values(targets))
+      await autocannon({ url, headers, connections: CONNECTIONS, duration: 2 });
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const [name, { url, headers }] of Object.entries(targets) as Array<
+        [keyof typeof targets, (typeof targets)['direct']]
+      >) {
+        runs[name].push(await load(url, headers, { warm: false }));
+      }
+    }
+    const direct = median(runs.direct);
+    const viaNginx = median(runs.nginx);
+    const viaGateway = median(runs.gateway);
+    const viaBare = median(runs.bare);
     console.log(`(a) upstream direct   ${fmt(direct)}`);
-    const viaNginx = await load(nginx, auth);
     console.log(`(b) nginx + key check ${fmt(viaNginx)}`);
-    const viaGateway = await load(gateway, auth);
     console.log(`(c) tollgate gateway  ${fmt(viaGateway)}`);
     console.log(
-      `ratios: gateway/nginx ${(viaGateway.rps / viaNginx.rps).toFixed(2)} (target >= 0.40), ` +
-        `gateway/direct ${(viaGateway.rps / direct.rps).toFixed(2)}`,
+      `(d) bare node proxy   ${fmt(viaBare)}   (no checks: the floor of a Node proxy, for context)`,
+    );
+    console.log(
+      `ratios: gateway/nginx ${(viaGateway.rps / viaNginx.rps).toFixed(2)} (target >= 0.40; per round: ` +
+        `${runs.gateway.map((g, i) => (g.rps / (runs.nginx[i]?.rps ?? NaN)).toFixed(2)).join(', ')}), ` +
+        `gateway/direct ${(viaGateway.rps / direct.rps).toFixed(2)}, bare node proxy/nginx ${(viaBare.rps / viaNginx.rps).toFixed(2)}`,
     );
 
     const fixedNginx = await load(nginx, auth, { rate: 1000, pid: nginxProc.pid as number });

@@ -224,6 +224,11 @@ describe('management panel', () => {
     });
     expect(bdaKey).toMatch(/^tgb_[0-9A-Za-z]{36}$/);
     await alice.screenshot({ path: '/tmp/panel-reveal.png' });
+    // The copy button puts exactly the key on the clipboard.
+    await alice.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: gatewayBase });
+    await alice.getByRole('button', { name: 'Copy' }).click();
+    await alice.getByText('Copied to the clipboard.').waitFor();
+    expect(await alice.evaluate<string>('navigator.clipboard.readText()')).toBe(bdaKey);
     // Only the hash is indexed, and it grants what the dialog chose.
     const grant = JSON.parse((await redisClient.get(redisKeys.apiKey(sha256(bdaKey)))) ?? 'null') as {
       owner: string;

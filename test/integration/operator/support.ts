@@ -1,4 +1,10 @@
-import { AppsV1Api, CoreV1Api, CustomObjectsApi, type CoreV1Event, type KubeConfig } from '@kubernetes/client-node';
+import {
+  AppsV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  type CoreV1Event,
+  type KubeConfig,
+} from '@kubernetes/client-node';
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, mkdir, writeFile } from 'node:fs/promises';

@@ -84,11 +84,14 @@ describe('gateway lifecycle', () => {
     it('on SIGTERM finishes the in-flight request, then exits 0', async () => {
       const gw = proc as GatewayProcess;
       const { key } = await createKey(r, 'bda', [wf]);
+      let arrived: () => void = () => undefined;
+      const reachedUpstream = new Promise<void>((resolve) => (arrived = resolve));
       upstream.respond = (_req, res) => {
+        arrived();
         setTimeout(() => res.end('slow answer'), 600);
       };
       const inFlight = send(gw.url, `/events/bda/${wf}/svc/slow`, { headers: apikey(key) });
-      await sleep(150);
+      await reachedUpstream;
       gw.child.kill('SIGTERM');
       const answer = await inFlight;
       expect(answer.status).toBe(200);
@@ -205,13 +208,16 @@ describe('gateway lifecycle', () => {
       await registerService(r, wf, 'svc', upstream.url);
       const { key } = await createKey(r, 'bda', [wf]);
       const gw = await startGateway({ redisUrl: info.url });
+      let arrived: () => void = () => undefined;
+      const reachedUpstream = new Promise<void>((resolve) => (arrived = resolve));
       upstream.respond = (_req, res) => {
+        arrived();
         res.write('part one;');
         setTimeout(() => res.end('part two'), 500);
       };
       try {
         const inFlight = send(gw.url, `/events/bda/${wf}/svc/slow`, { headers: apikey(key) });
-        await sleep(150);
+        await reachedUpstream;
         const stopped = gw.stop();
         await sleep(50);
         await expect(send(gw.url, '/healthz')).rejects.toThrow(/ECONNREFUSED/);

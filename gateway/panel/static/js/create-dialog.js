@@ -51,6 +51,9 @@ export function createCreateDialog({ onCreated, onAuthError }) {
         }),
       ),
     );
+    $('role-bda-help').textContent = bda.length
+      ? 'The key calls this workflow’s services only.'
+      : 'A workflow appears here once one of its services is registered with you as its owner (on a cluster: a Service labelled tollgate.dev/workflow, tollgate.dev/service and tollgate.dev/owner).';
     platformList.replaceChildren(
       ...platform.map((role) => {
         const box = el('input', { attrs: { type: 'checkbox', name: 'platform-role', value: role.id } });

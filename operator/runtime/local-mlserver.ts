@@ -41,11 +41,14 @@ interface Run {
   abort: AbortController;
   /** The last lines MLServer wrote, for the failure message. */
   tail: string[];
+  /** Restarts after MLServer exited on its own; sets the delay before the next one. */
+  restarts: number;
   stopped: boolean;
 }
 
 const TAIL_LINES = 12;
 const STOP_GRACE_MS = 10_000;
+const MAX_RESTART_DELAY_MS = 30_000;
 
 export function freeLoopbackPort(host = '127.0.0.1'): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -99,6 +102,7 @@ export class LocalMlserverDriver implements RuntimeDriver {
         ready: false,
         abort: new AbortController(),
         tail: [],
+        restarts: 0,
         stopped: false,
       };
       this.runs.set(key, run);
@@ -153,12 +157,23 @@ export class LocalMlserverDriver implements RuntimeDriver {
       return;
     }
     if (run.stopped) return;
+    await this.runServer(run, plan, port);
+  }
 
+  /**
+   * Runs MLServer on the pulled folder until it is ready. If it exits on its own (a crash, out of
+   * memory), the failure is reported and it is started again after a growing delay, as a
+   * Deployment restarts a container.
+   */
+  private async runServer(run: Run, plan: RuntimePlan, port: number): Promise<void> {
+    const { log } = this.opts;
+    const { metadata, spec } = plan.model;
+    const base = this.folderOf(run.ref);
     const [grpcPort, metricsPort] = [await freeLoopbackPort(this.host), await freeLoopbackPort(this.host)];
-    const logFile = createWriteStream(path.join(base, 'mlserver.log'));
+    const logFile = createWriteStream(path.join(base, 'mlserver.log'), { flags: 'a' });
     const extraEnv = Object.fromEntries((spec.env ?? []).map((e) => [e.name, e.value]));
     // MLServer writes .metrics and .envs under its working directory: keep them beside the folder.
-    const proc = spawn(this.opts.mlserver, ['start', folder], {
+    const proc = spawn(this.opts.mlserver, ['start', path.join(base, 'model')], {
       cwd: base,
       stdio: ['ignore', 'pipe', 'pipe'],
       env: {
@@ -188,8 +203,18 @@ export class LocalMlserverDriver implements RuntimeDriver {
     );
     proc.once('exit', (code, signal) => {
       logFile.end();
+      if (run.stopped) return;
       const last = run.tail.slice(-3).join(' | ');
       this.fail(run, 'RuntimeExited', `MLServer exited (${signal ?? `code ${code}`}): ${last}`);
+      const delay = Math.min(MAX_RESTART_DELAY_MS, 1_000 * 2 ** run.restarts);
+      run.restarts++;
+      setTimeout(() => {
+        if (run.stopped) return;
+        run.failure = undefined;
+        run.tail = [];
+        this.onChange(run.ref);
+        void this.runServer(run, plan, port);
+      }, delay).unref();
     });
     log.info({ model: metadata.name, url: run.url, pid: proc.pid }, 'MLServer starting');
     await this.waitReady(run, metadata.name);

@@ -159,6 +159,23 @@ describe('tollgate dev: standalone mode', () => {
     );
   });
 
+  test('an MLServer that dies is started again, and the model answers again', async () => {
+    const folder = path.join(state, 'runtimes', 'default', 'model-reviews', 'model');
+    const { stdout } = await run('pgrep', ['-f', `mlserver start ${folder}$`]);
+    const pid = Number(stdout.trim().split('\n')[0]);
+    expect(pid).toBeGreaterThan(0);
+    process.kill(pid, 'SIGKILL');
+    const request = await readFile(path.join(models, 'requests', 'model-reviews.json'));
+    await until(
+      'model-reviews down',
+      async () => ((await infer('model-reviews', request)).status !== 200 ? true : undefined),
+      30_000,
+    );
+    await until('model-reviews back', async () =>
+      (await infer('model-reviews', request)).status === 200 ? true : undefined,
+    );
+  }, 240_000);
+
   test('SIGTERM stops the gateway, the operator and every MLServer it started', async () => {
     const url = (await status('model-reviews'))?.url;
     expect(await answers(`${url}/v2/health/live`)).toBe(true);

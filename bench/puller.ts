@@ -23,9 +23,11 @@ import { ProcessRegistry } from '../test/harness/processes.js';
 /**
  * `tollgate pull` against a plain sequential AWS SDK loop (list, then GetObject → file, one at a
  * time), same MinIO, same run: a folder of 200 small files, and one 1 GiB file. Targets: at least
- * 2x the loop on the many files, no slower on the large one. Each side runs twice, alternating;
- * the better run counts (the first also warms MinIO's page cache).
+ * 2x the loop on the many files, no slower on the large one. Each side runs BENCH_ROUNDS times
+ * (default 3), alternating which goes first after an unmeasured warm-up of MinIO's page cache;
+ * the median counts, since other work on a shared machine makes single runs noisy.
  */
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const SMALL_FILES = 200;
 const SMALL_SIZE = 100 * 1024;
 const LARGE_SIZE = 1024 * 1024 * 1024;
@@ -49,6 +51,11 @@ async function sdkLoop(s3: S3Client, bucket: string, prefix: string, dest: strin
     }
     token = page.IsTruncated ? page.NextContinuationToken : undefined;
   } while (token);
+}
+
+function median(xs: number[]): number {
+  const sorted = [...xs].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)]!;
 }
 
 async function timed(fn: () => Promise<unknown>): Promise<number> {
@@ -104,25 +111,38 @@ export async function runPullerBench(): Promise<string[]> {
     );
     await uploadLarge(s3, bucket, 'large/model.bin');
 
-    const lines = [`MinIO on loopback; best of 2 runs each`];
+    const lines = [`MinIO on loopback; median of ${ROUNDS} runs each`];
     const cases: Array<[string, string, number, number]> = [
       [`${SMALL_FILES} files x ${SMALL_SIZE / 1024} KiB`, 'many/', SMALL_FILES * SMALL_SIZE, 2],
       ['1 file x 1 GiB', 'large/', LARGE_SIZE, 1],
     ];
     for (const [label, prefix, bytes, target] of cases) {
-      let ours = Infinity;
-      let loop = Infinity;
-      for (let round = 0; round < 2; round++) {
-        const a = path.join(work, 'loop');
-        loop = Math.min(loop, await timed(() => sdkLoop(s3, bucket, prefix, a)));
-        await rm(a, { recursive: true, force: true });
-        const b = path.join(work, 'pull');
-        ours = Math.min(
-          ours,
-          await timed(() => pullFolder(new S3Store(s3ClientFromEnv(env), bucket, prefix), b)),
-        );
-        await rm(b, { recursive: true, force: true });
+      const runLoop = async () => {
+        const dest = path.join(work, 'loop');
+        const s = await timed(() => sdkLoop(s3, bucket, prefix, dest));
+        await rm(dest, { recursive: true, force: true });
+        return s;
+      };
+      const runPull = async () => {
+        const dest = path.join(work, 'pull');
+        const s = await timed(() => pullFolder(new S3Store(s3ClientFromEnv(env), bucket, prefix), dest));
+        await rm(dest, { recursive: true, force: true });
+        return s;
+      };
+      await runLoop();
+      const loops: number[] = [];
+      const pulls: number[] = [];
+      for (let round = 0; round < ROUNDS; round++) {
+        if (round % 2 === 0) {
+          loops.push(await runLoop());
+          pulls.push(await runPull());
+        } else {
+          pulls.push(await runPull());
+          loops.push(await runLoop());
+        }
       }
+      const ours = median(pulls);
+      const loop = median(loops);
       const mbps = (s: number) => bytes / 1e6 / s;
       const ratio = loop / ours;
       lines.push(

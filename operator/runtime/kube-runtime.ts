@@ -99,6 +99,8 @@ export class KubeRuntimeDriver implements RuntimeDriver {
   }
 
   async remove(ref: ResourceRef): Promise<void> {
+    // A Model whose folder stays wrong is re-checked every 30 s: no API calls when nothing exists.
+    if (!this.deployments.get(ref) && !this.services.get(ref)) return;
     const ignoreMissing = (e: unknown) => {
       if (!(e instanceof ApiException && e.code === 404)) throw e;
     };

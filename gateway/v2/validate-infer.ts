@@ -30,9 +30,12 @@ const INTEGER_RANGES: Partial<Record<V2Datatype, readonly [number, number]>> = {
   UINT64: [0, Number.MAX_SAFE_INTEGER],
 };
 
-// MLServer decodes with Python's b64decode(validate=True): standard alphabet, padding, no line
-// breaks. What fails that is passed to the model as the raw text, silently, so it is refused here.
-const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+// MLServer decodes with Python's b64decode(validate=True): this alphabet, at most two '=' at the
+// end, and a length that is a multiple of 4. What fails that is passed to the model as the raw
+// text, silently, so it is refused here. (A character class, not a repeated group: a repeated
+// group overflows the regex engine's stack on an image of a few megabytes.)
+const BASE64_CHARS = /^[A-Za-z0-9+/]*={0,2}$/;
+const isBase64 = (s: string): boolean => s.length % 4 === 0 && BASE64_CHARS.test(s);
 
 function bad(code: string, message: string, field: string): TollgateError {
   return new TollgateError(400, code, message, { field });
@@ -78,7 +81,7 @@ function elementCheck(name: string, datatype: V2Datatype, contentType: string | 
     if (contentType === 'base64') {
       return (v, i) => {
         if (typeof v !== 'string') fail(i, v, 'strings');
-        else if (!BASE64.test(v)) {
+        else if (!isBase64(v)) {
           throw bad(
             'invalid_base64',
             `input '${name}': value ${i} is not valid base64 (standard alphabet A-Z a-z 0-9 + /, padded with =, no line breaks); encode the file with \`base64 -w0\``,
@@ -115,7 +118,7 @@ function elementCheck(name: string, datatype: V2Datatype, contentType: string | 
  * rectangular (what numpy can turn into an array): at each depth every list has the same length,
  * and values sit only at the deepest level.
  */
-function countElements(name: string, data: unknown[], check: ElementCheck): number {
+function countElements(name: string, data: unknown[], rank: number, check: ElementCheck): number {
   const lengthAtDepth: number[] = [];
   let leafDepth = -1;
   let count = 0;
@@ -133,6 +136,14 @@ function countElements(name: string, data: unknown[], check: ElementCheck): numb
     for (const v of node) {
       if (Array.isArray(v)) {
         if (leafDepth !== -1 && leafDepth <= depth) ragged();
+        // Lists nest at most as deep as the shape has dimensions; this also bounds the recursion.
+        if (depth + 1 >= rank) {
+          throw bad(
+            'shape_data_mismatch',
+            `input '${name}': data is nested deeper than its shape's ${rank} dimension(s)`,
+            `inputs[${name}].data`,
+          );
+        }
         walk(v, depth + 1);
       } else {
         if (leafDepth === -1) leafDepth = depth;
@@ -295,7 +306,7 @@ export function validateInferRequest(
         `inputs[${name}].data`,
       );
     }
-    const count = countElements(name, input.data, elementCheck(name, v2Datatype, contentType));
+    const count = countElements(name, input.data, shape.length, elementCheck(name, v2Datatype, contentType));
     const needed = shape.reduce((a, b) => a * b, 1);
     if (count !== needed) {
       throw bad(

@@ -135,6 +135,23 @@ describe('valid requests pass', () => {
     expect(() => validateInferRequest(body, image)).not.toThrow();
   });
 
+  test('a base64 image of several megabytes', () => {
+    const encoded = Buffer.alloc(9 * 1024 * 1024, 7).toString('base64');
+    const body = JSON.stringify({
+      inputs: [
+        {
+          name: 'image',
+          datatype: 'BYTES',
+          shape: [1],
+          data: [encoded],
+          parameters: { content_type: 'base64' },
+        },
+      ],
+    });
+    expect(() => validateInferRequest(body, image)).not.toThrow();
+    expect(rejection(body.replace('"]', '!"]'), image).code).toBe('invalid_base64');
+  });
+
   test('undeclared inputs: only the model-independent rules apply', () => {
     const body = JSON.stringify({
       inputs: [{ name: 'anything', datatype: 'FP64', shape: [1, 3], data: [1, 2, 3] }],
@@ -290,6 +307,17 @@ describe('each rule of the checklist has its own 400', () => {
     expectRejected(features([2, 4], [[1, 2, 3, 4], 5, 6, 7, 8]), 'ragged_data', /nested data is ragged/);
   });
 
+  test('data nested deeper than the shape (and no stack overflow on absurd nesting)', () => {
+    expectRejected(
+      features([1, 4], [[[1, 2, 3, 4]]]),
+      'shape_data_mismatch',
+      "input 'features': data is nested deeper than its shape's 2 dimension(s)",
+    );
+    const deep = `${'['.repeat(100_000)}1${']'.repeat(100_000)}`;
+    const body = `{"inputs":[{"name":"features","datatype":"FP32","shape":[1,4],"data":${deep}}]}`;
+    expect(rejection(body).code).toBe('shape_data_mismatch');
+  });
+
   test('batch not first: declared [-1,4], sent [4]', () => {
     expectRejected(
       features([4], [1, 2, 3, 4]),
@@ -387,7 +415,7 @@ describe('each rule of the checklist has its own 400', () => {
 
   // MLServer would hand each of these to the model as raw text: a line break as `base64` wraps its
   // output, missing padding, trailing garbage, the URL-safe alphabet.
-  test.each([['aGVsbG8g\nd29ybGQ='], ['not base64!'], ['aGk'], ['aGk=x'], ['a-_b']])(
+  test.each([['aGVsbG8g\nd29ybGQ='], ['not base64!'], ['aGk'], ['aGk=x'], ['a-_b'], ['a==='], ['ab=c']])(
     'base64 that does not decode: %s',
     (value) => {
       const body = JSON.stringify({

@@ -7,8 +7,10 @@ import type { ObjectStore, StoredObject } from '../storage/object-store.js';
 export interface PullOptions {
   /** Parallel transfers (files or ranges of one large file). */
   concurrency?: number;
-  /** Objects larger than this are fetched as parallel ranged reads of `partSize` bytes. */
+  /** Objects larger than this are fetched as parallel ranged reads of at least `partSize` bytes. */
   partSize?: number;
+  /** At most this many ranges per file: more streams past a few only add overhead on both ends. */
+  maxRangesPerFile?: number;
   /** Attempts per transfer on transient errors (network, 5xx, a short body). */
   attempts?: number;
   /** One line per finished file. */
@@ -59,6 +61,7 @@ export async function pullFolder(
 ): Promise<PullSummary> {
   const concurrency = opts.concurrency ?? 16;
   const partSize = opts.partSize ?? 16 * MiB;
+  const maxRanges = opts.maxRangesPerFile ?? 8;
   const attempts = opts.attempts ?? 4;
   const progress = opts.progress ?? (() => undefined);
   const t0 = performance.now();
@@ -89,8 +92,9 @@ export async function pullFolder(
     const { size } = job.object;
     const ranges: Transfer[] = [];
     if (size === 0) ranges.push({ job, start: 0, end: -1 });
-    for (let start = 0; start < size; start += partSize)
-      ranges.push({ job, start, end: Math.min(size, start + partSize) - 1 });
+    const step = Math.max(partSize, Math.ceil(size / maxRanges));
+    for (let start = 0; start < size; start += step)
+      ranges.push({ job, start, end: Math.min(size, start + step) - 1 });
     job.partsLeft = ranges.length;
     return ranges;
   });

@@ -7,6 +7,8 @@ import { s3ClientFromEnv } from '../../../operator/storage/s3-store.js';
 import { minio, redis } from '../../harness/index.js';
 import {
   PULLER_IMAGE,
+  apiKeyBody,
+  keyRef,
   cluster,
   createModel,
   eventsFor,
@@ -68,6 +70,14 @@ describe('Model reconciler on a real API server', () => {
     expect(await attempt('model-a', { storageUri: 's3://b/m', replicas: -1 })).toMatch(
       /^422: .*spec.replicas/,
     );
+    const badKey = apiKeyBody();
+    badKey.body.metadata.name = 'key-NOTHEX';
+    await expect(
+      c.custom.createNamespacedCustomObject({ ...keyRef, namespace: ns, body: badKey.body }),
+    ).rejects.toMatchObject({
+      code: 422,
+      body: expect.stringContaining('metadata.name must be key-'),
+    });
     const out = await c.kubectl(
       'get',
       'crd',

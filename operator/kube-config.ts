@@ -16,6 +16,12 @@ export class PooledKubeConfig extends KubeConfig {
     this.agent ??= new Agent({ ...fresh.options, keepAlive: true, maxSockets: 64 });
     context.setAgent(this.agent);
   }
+
+  /** Closes the pooled connections (on shutdown; a later call opens a new pool). */
+  close(): void {
+    this.agent?.destroy();
+    this.agent = undefined;
+  }
 }
 
 /** In-cluster config, $KUBECONFIG or ~/.kube/config; or the given file. */

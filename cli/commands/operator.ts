@@ -85,6 +85,7 @@ export function register(program: Command): void {
         log.info({ signal }, 'shutting down');
         server.close();
         await manager.stop();
+        kc.close();
         process.exit(0);
       };
       process.once('SIGTERM', () => void shutdown('SIGTERM'));

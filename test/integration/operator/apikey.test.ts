@@ -42,6 +42,7 @@ describe('ApiKey index, workflow routes, restarts and Redis loss', () => {
   afterAll(async () => {
     await operator?.stop();
     client?.disconnect();
+    c?.kc.close();
   });
 
   const grantOf = async (hash: string) => {

@@ -84,6 +84,7 @@ describe('tollgate operator (the process)', () => {
     } finally {
       child.kill('SIGKILL');
       client.disconnect();
+      c.kc.close();
     }
   });
 });

@@ -50,5 +50,6 @@ describe('writes with optimistic concurrency against the API server', () => {
     await c.custom.deleteNamespacedCustomObject({ ...modelRef, namespace: ns, name: 'model-c' });
     await expect(source.updateStatus({ ...written!, status })).rejects.toBeInstanceOf(GoneError);
     expect(await source.read({ namespace: ns, name: 'model-c' })).toBeUndefined();
+    c.kc.close();
   });
 });

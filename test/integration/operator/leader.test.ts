@@ -48,6 +48,7 @@ describe('two operator replicas with leader election', () => {
   afterAll(async () => {
     await a?.stop();
     await b?.stop();
+    c?.kc.close();
   });
 
   test('only the Lease holder reconciles; when it stops, the other takes over', async () => {

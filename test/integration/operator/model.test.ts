@@ -45,6 +45,7 @@ describe('Model reconciler on a real API server', () => {
   afterAll(async () => {
     await operator?.stop();
     client?.disconnect();
+    c?.kc.close();
   });
 
   test('the CRD rejects a bad name, storage URI scheme or replica count at apply time', async () => {

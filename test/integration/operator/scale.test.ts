@@ -57,6 +57,7 @@ describe('cold start at scale', () => {
     } finally {
       await operator.stop();
       client.disconnect();
+      c.kc.close();
     }
   }, 300_000);
 });

@@ -1,10 +1,4 @@
-import {
-  AppsV1Api,
-  CoreV1Api,
-  CustomObjectsApi,
-  type CoreV1Event,
-  type KubeConfig,
-} from '@kubernetes/client-node';
+import { AppsV1Api, CoreV1Api, CustomObjectsApi, type CoreV1Event } from '@kubernetes/client-node';
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, mkdir, writeFile } from 'node:fs/promises';
@@ -16,7 +10,7 @@ import { generateKey, hashKey, keyStart } from '../../../common/apikey/format.js
 import { createLogger } from '../../../common/logger.js';
 import { newApiKey, newKeyId, type ApiKey } from '../../../common/resources/apikey.js';
 import type { Model } from '../../../common/resources/model.js';
-import { loadKubeConfig } from '../../../operator/kube-config.js';
+import { loadKubeConfig, type PooledKubeConfig } from '../../../operator/kube-config.js';
 import { kubeSources } from '../../../operator/kube-sources.js';
 import { OperatorManager, type OperatorOptions } from '../../../operator/manager.js';
 import { kube, type KubeInfo } from '../../harness/index.js';
@@ -27,7 +21,7 @@ export const PULLER_IMAGE = 'tollgate-test:1';
 
 export interface Cluster {
   info: KubeInfo;
-  kc: KubeConfig;
+  kc: PooledKubeConfig;
   core: CoreV1Api;
   apps: AppsV1Api;
   custom: CustomObjectsApi;

@@ -5,14 +5,13 @@ import { TollgateError } from '../../common/errors.js';
 import type { KeyGrant } from '../../common/resources/grant.js';
 import { isModelName } from '../../common/resources/model-name.js';
 import { requestIdOf } from '../events-handler.js';
-import { upstreamFailure } from '../proxy/forward.js';
 import { clientResponseHeaders, upstreamRequestHeaders } from '../proxy/headers.js';
 import type { NormalisedPath } from '../routing/normalise.js';
 import type { GatewayServices } from '../services.js';
 import { MetadataCache, type RuntimeAddress } from './metadata-cache.js';
 import type { FindModel } from './model-directory.js';
 import { readBody } from './read-body.js';
-import { runtimeError } from './runtime-errors.js';
+import { runtimeError, runtimeUnreachable } from './runtime-errors.js';
 import { validateInferRequest } from './validate-infer.js';
 
 /**
@@ -244,7 +243,7 @@ async function infer(
       body,
     });
   } catch (err) {
-    throw upstreamFailure(err as Error);
+    throw runtimeUnreachable(model, err as Error);
   }
   if (answer.statusCode === 200) {
     res.setHeader('x-request-id', call.requestId);

@@ -2,9 +2,9 @@ import { TollgateError } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
 import { redisChannels, redisKeys } from '../../common/redis/schema.js';
 import { InvalidatedCache, type CacheInvalidation } from '../invalidation.js';
-import { upstreamFailure } from '../proxy/forward.js';
 import type { UpstreamPools } from '../proxy/upstream-pools.js';
 import { modelMetadataSchema, type ModelMetadata } from './metadata.js';
+import { runtimeUnreachable } from './runtime-errors.js';
 
 /** Where a model's V2 server answers: its origin (the connection pool) and the path prefix before /v2. */
 export interface RuntimeAddress {
@@ -79,7 +79,7 @@ export class MetadataCache {
       status = res.statusCode;
       raw = Buffer.from(await res.body.arrayBuffer());
     } catch (err) {
-      throw upstreamFailure(err as Error);
+      throw runtimeUnreachable(model, err as Error);
     }
     if (status === 404) {
       throw new TollgateError(

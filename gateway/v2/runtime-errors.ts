@@ -1,4 +1,5 @@
 import { TollgateError } from '../../common/errors.js';
+import { upstreamFailure } from '../proxy/forward.js';
 
 /**
  * MLServer's error answers, in the V2 error shape with a stable code. It speaks three dialects:
@@ -97,4 +98,18 @@ export function runtimeError(model: string, status: number, body: string): Tollg
     'model_failed',
     `model '${model}' answered ${status} with a body the gateway cannot read`,
   );
+}
+
+/**
+ * A runtime that refuses the connection is restarting or being replaced (its route is about to
+ * change): for a client that is "not ready, retry", not a gateway failure.
+ */
+export function runtimeUnreachable(model: string, err: Error): TollgateError {
+  if ((err as { code?: unknown }).code === 'ECONNREFUSED') {
+    return new TollgateError(503, 'model_not_ready', `model '${model}' is restarting; retry shortly`, {
+      cause: err,
+      headers: { 'retry-after': '1' },
+    });
+  }
+  return upstreamFailure(err);
 }

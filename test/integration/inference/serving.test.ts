@@ -334,6 +334,15 @@ describe('the checklist, answered by the gateway before the runtime', () => {
     expect([uneven.status, uneven.json.code]).toEqual([400, 'batch_mismatch']);
   });
 
+  test("tritonclient's binary tensors (binary_data=True) are refused with the fix", async () => {
+    const a = await infer('model-iris', features([1, 4], [1, 2, 3, 4]), {
+      ...json({}).headers,
+      'inference-header-content-length': '120',
+    });
+    expect([a.status, a.json.code]).toEqual([400, 'binary_data_unsupported']);
+    expect(a.json.error).toMatch(/binary_data=False/);
+  });
+
   test('the body limit applies to V2', async () => {
     const big = features(
       [1, 4],
@@ -497,7 +506,13 @@ describe('a redeployed model', () => {
     model.metadata.generation = 2;
     await served.serve(model, v2);
 
-    const old = await infer('model-reviews', text('text'));
+    // The route change reaches the gateway by pub/sub; until then the old runtime (stopped) is 503.
+    let old = await infer('model-reviews', text('text'));
+    for (let i = 0; i < 50 && old.status === 503; i++) {
+      expect(old.json.code).toBe('model_not_ready');
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      old = await infer('model-reviews', text('text'));
+    }
     expect([old.status, old.json.code]).toEqual([400, 'unknown_input']);
     expect(old.json.error).toBe(
       "input 'text' is not an input of model 'model-reviews'; its inputs are 'review' (BYTES [-1])",

@@ -1,4 +1,4 @@
-import { runtimeError } from '../../../gateway/v2/runtime-errors.js';
+import { runtimeError, runtimeUnreachable } from '../../../gateway/v2/runtime-errors.js';
 
 // Bodies as MLServer 1.7.1 sends them (captured from the venv's runtime).
 const traceback = (last: string): string =>
@@ -77,5 +77,18 @@ describe("MLServer's errors in the V2 shape", () => {
   test('an unreadable answer', () => {
     const e = runtimeError('model-iris', 418, '<html>');
     expect([e.status, e.code]).toEqual([502, 'model_failed']);
+  });
+
+  test('a runtime refusing connections is restarting: 503 model_not_ready; other failures as any upstream', () => {
+    const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:1'), { code: 'ECONNREFUSED' });
+    const e = runtimeUnreachable('model-iris', refused);
+    expect([e.status, e.code, e.message, e.headers['retry-after']]).toEqual([
+      503,
+      'model_not_ready',
+      "model 'model-iris' is restarting; retry shortly",
+      '1',
+    ]);
+    const timeout = Object.assign(new Error('timeout'), { code: 'UND_ERR_HEADERS_TIMEOUT' });
+    expect(runtimeUnreachable('model-iris', timeout).code).toBe('upstream_timeout');
   });
 });

@@ -1,5 +1,5 @@
 import { setMaxListeners } from 'node:events';
-import { mkdir, open, rename, rm, writeFile, type FileHandle } from 'node:fs/promises';
+import { mkdir, open, rename, rm, rmdir, writeFile, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { TollgateError, isTollgateError } from '../../common/errors.js';
 import type { ObjectStore, StoredObject } from '../storage/object-store.js';
@@ -132,6 +132,7 @@ export async function pullFolder(
     // The first failure is the cause; the others are the abort it triggered.
     const cause: unknown = abort.signal.reason ?? e;
     await Promise.all(jobs.map((j) => discard(j)));
+    await removeEmptyDirs([...dirs.keys()], root);
     throw toPullError(cause, root);
   } finally {
     opts.signal?.removeEventListener('abort', onOuterAbort);
@@ -223,6 +224,17 @@ async function discard(job: FileJob): Promise<void> {
   if (!job.handle) return;
   await job.handle.then((fh) => fh.close()).catch(() => undefined);
   await rm(job.done ? job.target : job.target + PART_SUFFIX, { force: true });
+}
+
+/** The directories a failed pull created, deepest first, if nothing else is in them. */
+async function removeEmptyDirs(created: string[], root: string): Promise<void> {
+  const all = new Set<string>();
+  for (let dir of created) {
+    for (; dir.startsWith(root + path.sep); dir = path.dirname(dir)) all.add(dir);
+  }
+  for (const dir of [...all].sort((a, b) => b.length - a.length)) {
+    await rmdir(dir).catch(() => undefined);
+  }
 }
 
 class ShortRead extends Error {}

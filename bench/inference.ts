@@ -1,5 +1,6 @@
 import { execFile, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -108,6 +109,24 @@ const fmt = (f: Figures): string =>
     .toFixed(2)
     .padStart(6)} ms${f.bad > 0 ? `   (${f.bad} non-2xx/errors)` : ''}`;
 
+/** Resolves once something accepts TCP connections on the port: a just-spawned redis-server. */
+async function waitForPort(port: number): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const open = await new Promise<boolean>((resolve) => {
+      const socket = connect(port, '127.0.0.1');
+      socket.once('connect', () => {
+        socket.destroy();
+        resolve(true);
+      });
+      socket.once('error', () => resolve(false));
+    });
+    if (open) return;
+    if (Date.now() > deadline) throw new Error(`nothing listens on 127.0.0.1:${port} after 10 s`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
 /** The figures as printable lines. */
 export async function runInferenceBench(): Promise<string[]> {
   const dir = mkdtempSync(join(tmpdir(), 'tollgate-bench-inference-'));
@@ -127,8 +146,13 @@ export async function runInferenceBench(): Promise<string[]> {
     log,
   });
   let stopGateway: (() => Promise<void>) | undefined;
-  const redis = new Redis(`redis://127.0.0.1:${redisPort}`, { maxRetriesPerRequest: 5 });
+  let redis: Redis | undefined;
   try {
+    // Connecting before redis-server listens would make the first attempts fail: wait for it, and
+    // report any later error instead of leaving it unhandled.
+    await waitForPort(redisPort);
+    redis = new Redis(`redis://127.0.0.1:${redisPort}`, { maxRetriesPerRequest: 5 });
+    redis.on('error', (err: Error) => console.error(`bench redis client: ${err.message}`));
     await promisify(execFile)(join(ROOT, '.venv/bin/python'), [
       join(ROOT, 'examples/train.py'),
       '--out',
@@ -197,7 +221,7 @@ export async function runInferenceBench(): Promise<string[]> {
   } finally {
     await stopGateway?.();
     await driver.stop();
-    redis.disconnect();
+    redis?.disconnect();
     redisServer.kill('SIGTERM');
     rmSync(dir, { recursive: true, force: true });
   }

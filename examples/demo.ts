@@ -211,7 +211,10 @@ async function main(): Promise<void> {
 
   say(`\nReady in ${Math.round((Date.now() - started) / 1000)} s.`);
   say(
-    `  Panel (API keys):  ${base}/panel/   (sign in with: node bin/tollgate.js token --user demo --state-dir ${path.relative(ROOT, STATE)})`,
+    // The token rides in the fragment, which the browser never sends to a server; the panel moves
+    // it to session storage and clears the address bar.
+    `  Panel (API keys):  ${base}/panel/#token=${token}\n` +
+      `                     (a new sign-in token: node bin/tollgate.js token --user demo --state-dir ${path.relative(ROOT, STATE)})`,
   );
   say(`  API key:           ${key}`);
   say(

@@ -32,7 +32,7 @@ import type { EventRecorder } from './events.js';
 import { LeaderElector, type LeaderElectionOptions } from './leader-election.js';
 import { OperatorMetrics } from './metrics.js';
 import { sweepStaleKeys, sweepStaleRoutes } from './rebuild.js';
-import { RouteTable } from './routes/route-table.js';
+import { RouteTable } from '../common/routes/workflow-routes.js';
 import type { RuntimeDriver } from './runtime/runtime-driver.js';
 import { refKey, type Resource, type ResourceSource, type WatchedSource } from './source/resource-source.js';
 import type { CredentialsResolver } from './storage/credentials.js';

@@ -5,10 +5,48 @@ import { KEY_PREFIX, redisChannels, redisKeys } from '../redis/schema.js';
 import type { Route } from '../resources/grant.js';
 
 /**
- * The workflow half of the route table: `tg:route:bda:<workflow>:<service>` → JSON Route. The
- * operator fills it from labelled Services; `tollgate route add` registers one by hand. Every change
- * is announced on the routes channel so gateway replicas drop their cached copy at once.
+ * The writers of the Redis route table. `RouteTable` is the one way a route is written or removed:
+ * the operator fills it from labelled Services and Models; `WorkflowRoutes` adds the workflow
+ * owner check on top for `tollgate route add` and the management API. Every change is announced on
+ * the routes channel so gateway replicas drop their cached copy at once.
  */
+
+// Write only when the value changes, and announce it in the same script, so a reconcile that finds
+// nothing new costs one round trip and no gateway cache is invalidated for nothing.
+const PUT = `
+local cur = redis.call('GET', KEYS[1])
+if cur == ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[1])
+redis.call('PUBLISH', ARGV[2], KEYS[1])
+return 1`;
+
+// Delete only the route the given source wrote (any route when no source is given): two resources
+// must not remove each other's route.
+const REMOVE = `
+local cur = redis.call('GET', KEYS[1])
+if not cur then return 0 end
+if ARGV[1] ~= '' then
+  local ok, route = pcall(cjson.decode, cur)
+  if ok and type(route) == 'table' and route.source ~= ARGV[1] then return 0 end
+end
+redis.call('DEL', KEYS[1])
+redis.call('PUBLISH', ARGV[2], KEYS[1])
+return 1`;
+
+/** The Redis route table (derived state: the operator rebuilds it from resources). */
+export class RouteTable {
+  constructor(private readonly redis: Redis) {}
+
+  /** Sets the route at `key`; true if it changed. */
+  async put(key: string, route: Route): Promise<boolean> {
+    return (await this.redis.eval(PUT, 1, key, JSON.stringify(route), redisChannels.routes)) === 1;
+  }
+
+  /** Removes the route at `key` if `source` wrote it (any route without `source`); true if one was removed. */
+  async remove(key: string, source?: string): Promise<boolean> {
+    return (await this.redis.eval(REMOVE, 1, key, source ?? '', redisChannels.routes)) === 1;
+  }
+}
 
 // The shape of a Kubernetes label value, since the ids come from `tollgate.dev/workflow` and
 // `tollgate.dev/service` labels. It also rules out `.`, `..`, `/` and `:` in a path or Redis key.
@@ -38,8 +76,13 @@ export interface OwnedWorkflow {
 const BDA_ROUTE_PREFIX = `${KEY_PREFIX}route:bda:`;
 const SCAN_COUNT = 1000;
 
+/** The workflow half of the route table, `tg:route:bda:<workflow>:<service>`, with its owners. */
 export class WorkflowRoutes {
-  constructor(private readonly redis: Redis) {}
+  private readonly table: RouteTable;
+
+  constructor(private readonly redis: Redis) {
+    this.table = new RouteTable(redis);
+  }
 
   /**
    * Registers (or updates) one workflow service. A workflow belongs to one owner: a service cannot
@@ -61,14 +104,12 @@ export class WorkflowRoutes {
     const key = redisKeys.bdaRoute(service.workflow, service.service);
     const route: Route = { url: service.url, owner: service.owner, workflow: service.workflow };
     if (service.source !== undefined) route.source = service.source;
-    await this.exec(this.redis.multi().set(key, JSON.stringify(route)).publish(redisChannels.routes, key));
+    await orUnavailable(this.table.put(key, route));
   }
 
   /** Removes one workflow service; false if it was not registered. */
   async remove(workflow: string, service: string): Promise<boolean> {
-    const key = redisKeys.bdaRoute(workflow, service);
-    const results = await this.exec(this.redis.multi().del(key).publish(redisChannels.routes, key));
-    return results[0]?.[1] === 1;
+    return orUnavailable(this.table.remove(redisKeys.bdaRoute(workflow, service)));
   }
 
   /** The workflows every service of which belongs to `owner`, with their services, sorted. */
@@ -112,17 +153,13 @@ export class WorkflowRoutes {
     }
     return found;
   }
+}
 
-  private async exec(multi: ReturnType<Redis['multi']>): Promise<Array<[Error | null, unknown]>> {
-    let results: Array<[Error | null, unknown]> | null;
-    try {
-      results = await multi.exec();
-    } catch (cause) {
-      throw unavailable(cause);
-    }
-    const failed = results?.find(([err]) => err !== null)?.[0];
-    if (results === null || failed) throw unavailable(failed);
-    return results;
+async function orUnavailable<T>(write: Promise<T>): Promise<T> {
+  try {
+    return await write;
+  } catch (cause) {
+    throw unavailable(cause);
   }
 }
 

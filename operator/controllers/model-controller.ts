@@ -11,7 +11,7 @@ import {
   type Model,
 } from '../../common/resources/model.js';
 import type { EventRecorder } from '../events.js';
-import type { RouteTable } from '../routes/route-table.js';
+import type { RouteTable } from '../../common/routes/workflow-routes.js';
 import type { RuntimeDriver, RuntimePlan, RuntimeState } from '../runtime/runtime-driver.js';
 import {
   ConflictError,

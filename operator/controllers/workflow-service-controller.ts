@@ -1,7 +1,7 @@
 import type { Logger } from '../../common/logger.js';
 import { redisKeys } from '../../common/redis/schema.js';
 import type { Route } from '../../common/resources/grant.js';
-import type { RouteTable } from '../routes/route-table.js';
+import type { RouteTable } from '../../common/routes/workflow-routes.js';
 import {
   parseRefKey,
   refKey,

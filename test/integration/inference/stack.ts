@@ -8,7 +8,7 @@ import { createLogger } from '../../../common/logger.js';
 import { checkModelFolder } from '../../../common/model-settings/check-folder.js';
 import { redisKeys } from '../../../common/redis/schema.js';
 import type { Model } from '../../../common/resources/model.js';
-import { RouteTable } from '../../../operator/routes/route-table.js';
+import { RouteTable } from '../../../common/routes/workflow-routes.js';
 import { LocalMlserverDriver } from '../../../operator/runtime/local-mlserver.js';
 import type { RuntimeState } from '../../../operator/runtime/runtime-driver.js';
 import type { MinioInfo } from '../../harness/index.js';

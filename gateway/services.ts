@@ -39,8 +39,11 @@ export interface GatewayServices {
 export interface ServiceExtras {
   /** Platform resources served inside the gateway rather than proxied (the `models` seam). */
   platformResources?: ReadonlyMap<string, PlatformResourceHandler>;
-  /** The management API (and, standalone, the local issuer's JWKS), mounted by the Express app. */
-  management?: Management;
+  /**
+   * Builds the management API (and, standalone, the local issuer's JWKS), mounted by the Express
+   * app; given the services' role catalogue so both check roles against the same one.
+   */
+  management?: (shared: { roles: RoleCatalogue }) => Promise<Management | undefined>;
 }
 
 function redisOptions(): RedisOptions {
@@ -85,6 +88,7 @@ export async function createGatewayServices(
     connectTimeoutMs: config.connectTimeoutMs,
     upstreamTimeoutMs: config.upstreamTimeoutMs,
   });
+  const management = await extras.management?.({ roles });
   invalidation.start();
   usage.start();
 
@@ -104,7 +108,7 @@ export async function createGatewayServices(
     usage,
     routes,
     events,
-    management: extras.management,
+    management,
     upstreams,
     async close() {
       await usage.stop();

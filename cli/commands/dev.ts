@@ -2,7 +2,6 @@ import path from 'node:path';
 import type { Command } from 'commander';
 import { Redis } from 'ioredis';
 import { z } from 'zod';
-import { RoleCatalogue } from '../../common/apikey/roles.js';
 import { isTollgateError } from '../../common/errors.js';
 import { createLogger } from '../../common/logger.js';
 import { API_KEY_PLURAL, apiKeySchema } from '../../common/resources/apikey.js';
@@ -114,15 +113,15 @@ export function register(program: Command): void {
           connectionName: 'tollgate-dev-management',
         });
         managementRedis.on('error', (err: Error) => log.warn({ err: err.message }, 'redis error'));
-        const management = await createManagement({
-          redis: managementRedis,
-          log,
-          roles: new RoleCatalogue({ resources: Object.keys(config.upstreams), roles: config.roles }),
-          keys: { stateDir },
-          identity: { local: { stateDir, selfUrl } },
-        });
         const services = await createGatewayServices(config, log, {
-          management,
+          management: ({ roles }) =>
+            createManagement({
+              redis: managementRedis,
+              log,
+              roles,
+              keys: { stateDir },
+              identity: { local: { stateDir, selfUrl } },
+            }),
           platformResources: new Map([
             ['models', modelsPlatformResource({ redis: managementRedis, log, models: { stateDir } })],
           ]),

@@ -12,7 +12,7 @@ import { modelsPlatformResource } from '../../gateway/platform/models/index.js';
 import { createGatewayServices } from '../../gateway/services.js';
 import { createV2Handler } from '../../gateway/v2/handler.js';
 import { kubeModels } from '../../gateway/v2/model-directory.js';
-import { RoleCatalogue } from '../../common/apikey/roles.js';
+import type { RoleCatalogue } from '../../common/apikey/roles.js';
 import type { Logger } from '../../common/logger.js';
 
 interface GatewayFlags {
@@ -62,7 +62,7 @@ export function register(program: Command): void {
         const kubeConfig = new KubeConfig();
         kubeConfig.loadFromDefault();
         const services = await createGatewayServices(config, log, {
-          management: await clusterManagement(config, kubeConfig, log),
+          management: ({ roles }) => clusterManagement(config, roles, kubeConfig, log),
           platformResources: new Map([['models', clusterModels(config, kubeConfig, log)]]),
         });
         const gateway = createGatewayServer(services, createV2Handler(services, kubeModels(kubeConfig)));
@@ -95,7 +95,12 @@ export function register(program: Command): void {
  * configured OIDC provider. Without OIDC settings nobody could be identified, so the management
  * API is left out (and says so) rather than served open.
  */
-async function clusterManagement(config: GatewayConfig, kubeConfig: KubeConfig, log: Logger) {
+async function clusterManagement(
+  config: GatewayConfig,
+  roles: RoleCatalogue,
+  kubeConfig: KubeConfig,
+  log: Logger,
+) {
   if (config.oidc === undefined) {
     log.warn('no OIDC settings (oidc.issuer, oidc.audience, oidc.jwksUrl): the management API is not served');
     return undefined;
@@ -108,7 +113,7 @@ async function clusterManagement(config: GatewayConfig, kubeConfig: KubeConfig, 
   return createManagement({
     redis,
     log,
-    roles: new RoleCatalogue({ resources: Object.keys(config.upstreams), roles: config.roles }),
+    roles,
     keys: { kubeConfig, namespace: config.namespace },
     identity: { oidc: config.oidc },
   });

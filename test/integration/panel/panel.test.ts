@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import type { Browser, Page } from 'playwright-core';
-import { RoleCatalogue } from '../../../common/apikey/roles.js';
+import type { RoleCatalogue } from '../../../common/apikey/roles.js';
 import { createLogger } from '../../../common/logger.js';
 import { redisKeys } from '../../../common/redis/schema.js';
 import { WorkflowRoutes } from '../../../common/routes/workflow-routes.js';
@@ -70,13 +70,14 @@ beforeAll(async () => {
     env: {},
     overrides: { redisUrl: r.url, port, host: '127.0.0.1', upstreams: { datasets: upstreamUrl } },
   });
-  const management = await createManagement({
-    redis: redisClient,
-    log,
-    roles: new RoleCatalogue({ resources: Object.keys(config.upstreams) }),
-    keys: { stateDir },
-    identity: { local: { stateDir, selfUrl: gatewayBase } },
-  });
+  const management = ({ roles }: { roles: RoleCatalogue }) =>
+    createManagement({
+      redis: redisClient,
+      log,
+      roles,
+      keys: { stateDir },
+      identity: { local: { stateDir, selfUrl: gatewayBase } },
+    });
   gateway = createGatewayServer(await createGatewayServices(config, log, { management }));
   await gateway.listen(port, '127.0.0.1');
 

@@ -28,6 +28,13 @@ export function toTollgateError(err: unknown): TollgateError {
   });
 }
 
+/** A request body past the gateway's limit, whether streamed on (proxy) or read whole (V2). */
+export const bodyTooLarge = (limit: number): TollgateError =>
+  new TollgateError(413, 'body_too_large', `the request body exceeds the gateway's limit of ${limit} bytes`, {
+    // The rest of an oversized upload is not worth reading: close the connection after answering.
+    headers: { connection: 'close' },
+  });
+
 /** Headers of the answer for an error, the defaults included. */
 export function errorHeaders(err: TollgateError): Record<string, string> {
   const headers: Record<string, string> = { 'content-type': 'application/json; charset=utf-8' };

@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
 import type { Dispatcher, Pool } from 'undici';
 import { TollgateError } from '../../common/errors.js';
-import { sendError } from '../http/errors.js';
+import { bodyTooLarge, sendError } from '../http/errors.js';
 import { clientResponseHeaderList } from './headers.js';
 
 /**
@@ -28,7 +28,7 @@ export function forward(
       // Node has already refused a malformed Content-Length, and will not read past it.
       if (Number(declared) > bodyLimitBytes) {
         res.setHeader('x-request-id', requestId);
-        resolve(sendError(res, tooLarge(bodyLimitBytes)).status);
+        resolve(sendError(res, bodyTooLarge(bodyLimitBytes)).status);
         return;
       }
       if (declared !== '0') body = req;
@@ -88,12 +88,6 @@ export function forward(
   });
 }
 
-const tooLarge = (limit: number): TollgateError =>
-  new TollgateError(413, 'body_too_large', `the request body exceeds the gateway's limit of ${limit} bytes`, {
-    // The rest of an oversized upload is not worth reading: close the connection after answering.
-    headers: { connection: 'close' },
-  });
-
 /** Passes the body through, counting; past the limit it records the 413 and stops the stream. */
 async function* limited(
   req: IncomingMessage,
@@ -104,7 +98,7 @@ async function* limited(
   for await (const chunk of req as AsyncIterable<Buffer>) {
     seen += chunk.length;
     if (seen > limit) {
-      const err = tooLarge(limit);
+      const err = bodyTooLarge(limit);
       onExceeded(err);
       throw err;
     }

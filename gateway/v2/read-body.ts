@@ -1,11 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import { TollgateError } from '../../common/errors.js';
-
-const tooLarge = (limit: number): TollgateError =>
-  new TollgateError(413, 'body_too_large', `the request body exceeds the gateway's limit of ${limit} bytes`, {
-    // The rest of an oversized upload is not worth reading: close the connection after answering.
-    headers: { connection: 'close' },
-  });
+import { bodyTooLarge } from '../http/errors.js';
 
 /**
  * Reads a request body that must be checked before it is sent on (V2 inference), refusing it as
@@ -13,12 +7,12 @@ const tooLarge = (limit: number): TollgateError =>
  */
 export async function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
   const declared = req.headers['content-length'];
-  if (declared !== undefined && Number(declared) > limit) throw tooLarge(limit);
+  if (declared !== undefined && Number(declared) > limit) throw bodyTooLarge(limit);
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of req as AsyncIterable<Buffer>) {
     size += chunk.length;
-    if (size > limit) throw tooLarge(limit);
+    if (size > limit) throw bodyTooLarge(limit);
     chunks.push(chunk);
   }
   return chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size);

@@ -24,6 +24,9 @@ const CASES: Array<{ name: string; what: string }> = [
   { name: 'model-wine', what: 'an MLflow model with a signature, no settings file' },
 ];
 const READY_TIMEOUT_MS = 240_000;
+const USER = 'demo';
+const WORKFLOW = 'wf-demo';
+const WORKFLOW_MODEL = 'model-iris';
 
 const children: ChildProcess[] = [];
 const say = (line: string): void => void process.stdout.write(`${line}\n`);
@@ -99,9 +102,11 @@ function modelManifest(name: string): string {
     'kind: Model',
     'metadata:',
     `  name: ${name}`,
+    // The iris model also belongs to the demo user's workflow, so a bda key can reach it.
+    ...(name === WORKFLOW_MODEL ? ['  annotations:', `    tollgate.dev/owner: ${USER}`] : []),
     'spec:',
     `  storageUri: file://${path.join(MODELS, name)}`,
-    ...(name === 'model-iris' ? ['  workflow: wf-demo'] : []),
+    ...(name === WORKFLOW_MODEL ? [`  workflow: ${WORKFLOW}`] : []),
     '',
   ].join('\n');
 }
@@ -180,7 +185,7 @@ async function main(): Promise<void> {
     path.join(ROOT, 'bin/tollgate.js'),
     'token',
     '--user',
-    'demo',
+    USER,
     '--state-dir',
     STATE,
   ])
@@ -209,6 +214,18 @@ async function main(): Promise<void> {
     ),
   );
 
+  // A workflow is the user's once its route exists, i.e. once its model is ready.
+  const bda = await fetch(`${base}/api/v1/apikeys`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ module: 'bda', roles: [WORKFLOW], name: 'demo workflow' }),
+  });
+  const bdaBody = (await bda.json()) as { key?: string; error?: string };
+  if (!bda.ok || bdaBody.key === undefined)
+    throw new Error(`creating the workflow key failed: ${bda.status} ${bdaBody.error ?? ''}`);
+  const bdaKey = bdaBody.key;
+  const workflowInfer = `/events/bda/${WORKFLOW}/${WORKFLOW_MODEL}/v2/models/${WORKFLOW_MODEL}/infer`;
+
   say(`\nReady in ${Math.round((Date.now() - started) / 1000)} s.`);
   say(
     // The token rides in the fragment, which the browser never sends to a server; the panel moves
@@ -216,12 +233,13 @@ async function main(): Promise<void> {
     `  Panel (API keys):  ${base}/panel/#token=${token}\n` +
       `                     (a new sign-in token: node bin/tollgate.js token --user demo --state-dir ${path.relative(ROOT, STATE)})`,
   );
-  say(`  API key:           ${key}`);
+  say(`  API key:           ${key}   (platform, models:inference)`);
+  say(`  Workflow key:      ${bdaKey}   (bda, workflow ${WORKFLOW})`);
   say(
     `  Model manifests:   ${path.relative(ROOT, path.join(STATE, 'models'))}/   logs: ${path.relative(ROOT, STATE)}/*.log`,
   );
   say('\nTry it:');
-  say(`  export TOLLGATE=${base} KEY=${key}`);
+  say(`  export TOLLGATE=${base} KEY=${key} BDA_KEY=${bdaKey}`);
   say('  curl -s $TOLLGATE/v2/models/model-iris -H "Authorization: Apikey $KEY"');
   say(
     `  curl -s $TOLLGATE/v2/models/model-iris/infer -H "Authorization: Apikey $KEY" -H 'Content-Type: application/json' -d '{"inputs":[{"name":"features","datatype":"FP32","shape":[1,4],"data":[5.1,3.5,1.4,0.2]}]}'`,
@@ -231,6 +249,10 @@ async function main(): Promise<void> {
   );
   say(
     `  curl -s $TOLLGATE/v2/models/model-digits/infer -H "Authorization: Apikey $KEY" -H 'Content-Type: application/json' -d @${path.relative(ROOT, path.join(MODELS, 'requests/model-digits.json'))}`,
+  );
+  say(`  # the same model as a service of workflow ${WORKFLOW}, with the workflow's bda key:`);
+  say(
+    `  curl -s $TOLLGATE${workflowInfer} -H "Authorization: Apikey $BDA_KEY" -H 'Content-Type: application/json' -d '{"inputs":[{"name":"features","datatype":"FP32","shape":[1,4],"data":[5.1,3.5,1.4,0.2]}]}'`,
   );
   say('  # a mistake is refused by the gateway with the input and the rule:');
   say(
@@ -254,6 +276,16 @@ async function main(): Promise<void> {
     say(`  ${name}: ${what}`);
     say(`      ${res.ok ? summarise(answer) : `${res.status} ${answer.error ?? ''}`}`);
   }
+  const viaWorkflow = await fetch(`${base}${workflowInfer}`, {
+    method: 'POST',
+    headers: { authorization: `Apikey ${bdaKey}`, 'content-type': 'application/json' },
+    body: readFileSync(path.join(MODELS, 'requests', `${WORKFLOW_MODEL}.json`)),
+  });
+  if (!viaWorkflow.ok) failures++;
+  say(`  ${WORKFLOW_MODEL} as a service of workflow ${WORKFLOW}, with the bda key:`);
+  say(
+    `      ${viaWorkflow.ok ? summarise((await viaWorkflow.json()) as Parameters<typeof summarise>[0]) : `${viaWorkflow.status} ${await viaWorkflow.text()}`}`,
+  );
   const refused = await fetch(`${base}/v2/models/model-iris/infer`, {
     method: 'POST',
     headers: { ...auth, 'content-type': 'application/json' },

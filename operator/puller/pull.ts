@@ -171,9 +171,22 @@ async function transfer(
     job.started = performance.now();
     job.handle = ensureDir(path.dirname(job.target)).then(() => open(job.target + PART_SUFFIX, 'w'));
   }
-  const fh = await job.handle;
-  if (t.end < t.start) return;
-  const body = await store.openRead(job.object.path, { start: t.start, end: t.end }, signal);
+  if (t.end < t.start) {
+    await job.handle;
+    return;
+  }
+  // The request goes out while the file opens: a small file costs one round trip, not two in a row.
+  const [opened, read] = await Promise.allSettled([
+    job.handle,
+    store.openRead(job.object.path, { start: t.start, end: t.end }, signal),
+  ]);
+  if (opened.status === 'rejected') {
+    if (read.status === 'fulfilled') read.value.destroy();
+    throw opened.reason;
+  }
+  if (read.status === 'rejected') throw read.reason;
+  const fh = opened.value;
+  const body = read.value;
   // Network chunks are small (16-64 KiB): gather them into one writev per MiB, so a large file
   // costs a fraction of the system calls.
   let pos = t.start;

@@ -129,11 +129,6 @@ export function register(program: Command): void {
         const gateway = createGatewayServer(services, createV2Handler(services, manifestModels(models)));
         const address = await gateway.listen(config.port, config.host);
         await operator.start();
-        // A deleted manifest is gone at once (no finalizer can hold it, as on a cluster), so its
-        // MLServer process is stopped here; the controller removes the routes.
-        const unwatch = await models.watch((event) => {
-          if (event.type === 'delete') void runtime.remove({ namespace: 'default', name: event.name });
-        });
         log.info(
           { url: `http://${address.address}:${address.port}`, stateDir, panel: `${selfUrl}/panel/` },
           'tollgate dev: gateway and operator running',
@@ -146,7 +141,6 @@ export function register(program: Command): void {
           log.info({ signal }, 'stopping: gateway, operator, MLServer processes');
           void (async () => {
             await gateway.shutdown().catch((err: unknown) => log.error({ err }, 'gateway shutdown failed'));
-            unwatch();
             await operator.stop().catch((err: unknown) => log.error({ err }, 'operator stop failed'));
             await runtime.stop();
             managementRedis.disconnect();

@@ -10,8 +10,8 @@ import {
   MODEL_KIND,
   type Model,
 } from '../../common/resources/model.js';
-import type { EventRecorder } from '../events.js';
 import type { RouteTable } from '../../common/routes/workflow-routes.js';
+import type { EventRecorder } from '../events.js';
 import type { RuntimeDriver, RuntimePlan, RuntimeState } from '../runtime/runtime-driver.js';
 import {
   ConflictError,
@@ -76,7 +76,10 @@ export class ModelReconciler implements Reconciler {
     const { models, runtime } = this.deps;
     let model = models.get(ref);
     if (!model) {
+      // Gone without the finalizer's pass: a standalone manifest is deleted at once, and a cluster
+      // Model may have lost its finalizer by hand. Either way nothing may keep serving it.
       await this.removeRoutes(ref, this.tombstones.get(key));
+      await runtime.remove(ref);
       this.tombstones.delete(key);
       this.forget(key);
       return undefined;

@@ -49,6 +49,11 @@ export function errorHeaders(err: TollgateError): Record<string, string> {
  * an upstream gone) fails every request the same way, and a log line each would drown the logs.
  */
 const LOG_INTERVAL_MS = 1_000;
+/**
+ * Expected, passing conditions: a model still loading or restarting answers 503 until it is up.
+ * Worth a warning, not an error (a Redis outage is an error: every checked call fails).
+ */
+const TRANSIENT_CODES = new Set(['model_not_ready']);
 const lastLogged = new Map<string, { at: number; suppressed: number }>();
 
 function logFailure(log: Logger, err: TollgateError): void {
@@ -60,7 +65,8 @@ function logFailure(log: Logger, err: TollgateError): void {
   }
   const suppressed = last?.suppressed ?? 0;
   lastLogged.set(err.code, { at: now, suppressed: 0 });
-  log.error({ err: err.cause ?? err, code: err.code, status: err.status, suppressed }, err.message);
+  const level = TRANSIENT_CODES.has(err.code) ? 'warn' : 'error';
+  log[level]({ err: err.cause ?? err, code: err.code, status: err.status, suppressed }, err.message);
 }
 
 /** Writes the error answer; if the response had already started, the only honest signal is a reset. */

@@ -1,5 +1,25 @@
+import { IncomingMessage, ServerResponse } from 'node:http';
+import { Socket } from 'node:net';
+import { Writable } from 'node:stream';
+import { pino } from 'pino';
 import { TollgateError } from '../../../common/errors.js';
-import { errorHeaders, rawErrorResponse, toTollgateError } from '../../../gateway/http/errors.js';
+import { errorHeaders, rawErrorResponse, sendError, toTollgateError } from '../../../gateway/http/errors.js';
+
+/** A logger whose lines are kept, to read back their level and code. */
+function capturingLogger() {
+  const lines: Array<{ level: number; code?: string }> = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      lines.push(JSON.parse(chunk.toString()) as { level: number; code?: string });
+      done();
+    },
+  });
+  return { log: pino({ level: 'info' }, sink), lines };
+}
+const answer = () => new ServerResponse(new IncomingMessage(new Socket()));
+const WARN = 40;
+const ERROR = 50;
+const flush = () => new Promise((resolve) => setImmediate(resolve));
 
 describe('gateway error mapping', () => {
   it('every 401 says how to authenticate, unless the error names its own scheme', () => {
@@ -43,5 +63,19 @@ describe('gateway error mapping', () => {
     expect(head).toContain(`content-length: ${Buffer.byteLength(body ?? '')}`);
     expect(head).toContain('connection: close');
     expect(JSON.parse(body ?? '')).toEqual({ error: 'too big', code: 'headers_too_large' });
+  });
+
+  it('logs a model still loading as a warning, a Redis outage as an error, each at most once a second', async () => {
+    const { log, lines } = capturingLogger();
+    for (let i = 0; i < 3; i++) {
+      sendError(answer(), new TollgateError(503, 'model_not_ready', 'loading'), log);
+      sendError(answer(), new TollgateError(503, 'redis_unavailable', 'down'), log);
+    }
+    sendError(answer(), new TollgateError(404, 'model_not_found', 'no such model'), log);
+    await flush();
+    expect(lines.map((l) => [l.code, l.level])).toEqual([
+      ['model_not_ready', WARN],
+      ['redis_unavailable', ERROR],
+    ]);
   });
 });

@@ -1,6 +1,12 @@
 import { createHash } from 'node:crypto';
-import { ApiException, type CustomObjectsApi } from '@kubernetes/client-node';
+import type { CustomObjectsApi } from '@kubernetes/client-node';
 import { TollgateError } from '../errors.js';
+import {
+  apiFailureDetail,
+  isApiStatus,
+  listAllCustomObjects,
+  type CustomResourcePlace,
+} from '../kube/custom-objects.js';
 import {
   API_KEY_GROUP,
   API_KEY_PLURAL,
@@ -20,10 +26,8 @@ export const OWNER_LABEL = 'tollgate.dev/owner-hash';
 export const ownerLabelValue = (owner: string): string =>
   createHash('sha256').update(owner).digest('hex').slice(0, 40);
 
-const LIST_CHUNK = 500;
-
 export class KubeApiKeyStore implements ApiKeyStore {
-  private readonly resource: { group: string; version: string; namespace: string; plural: string };
+  private readonly resource: CustomResourcePlace;
 
   constructor(
     private readonly api: CustomObjectsApi,
@@ -46,27 +50,16 @@ export class KubeApiKeyStore implements ApiKeyStore {
   }
 
   async list(owner: string, filters?: ApiKeyFilters): Promise<ApiKeyPage> {
+    const items = await this.call('list', () =>
+      listAllCustomObjects(this.api, this.resource, `${OWNER_LABEL}=${ownerLabelValue(owner)}`),
+    );
     const keys: ApiKey[] = [];
-    let next: string | undefined;
-    do {
-      const continueToken = next;
-      const answer: unknown = await this.call('list', () =>
-        this.api.listNamespacedCustomObject({
-          ...this.resource,
-          labelSelector: `${OWNER_LABEL}=${ownerLabelValue(owner)}`,
-          limit: LIST_CHUNK,
-          ...(continueToken === undefined ? {} : { _continue: continueToken }),
-        }),
-      );
-      const { items, metadata } = answer as { items?: unknown[]; metadata?: { continue?: string } };
-      for (const item of items ?? []) {
-        // The CRD's schema already holds every stored object to the contract; one written by hand
-        // under another name pattern is not a key this API manages, and is left out.
-        const parsed = apiKeySchema.safeParse(item);
-        if (parsed.success && parsed.data.spec.owner === owner) keys.push(parsed.data);
-      }
-      next = metadata?.continue || undefined;
-    } while (next !== undefined);
+    for (const item of items) {
+      // The CRD's schema already holds every stored object to the contract; one written by hand
+      // under another name pattern is not a key this API manages, and is left out.
+      const parsed = apiKeySchema.safeParse(item);
+      if (parsed.success && parsed.data.spec.owner === owner) keys.push(parsed.data);
+    }
     return pageOf(keys, filters);
   }
 
@@ -89,7 +82,7 @@ export class KubeApiKeyStore implements ApiKeyStore {
       );
       return true;
     } catch (e) {
-      if (isNotFound(e)) return false;
+      if (isApiStatus(e, 404)) return false;
       throw e;
     }
   }
@@ -102,7 +95,7 @@ export class KubeApiKeyStore implements ApiKeyStore {
       const parsed = apiKeySchema.safeParse(object);
       return parsed.success ? parsed.data : undefined;
     } catch (e) {
-      if (isNotFound(e)) return undefined;
+      if (isApiStatus(e, 404)) return undefined;
       throw e;
     }
   }
@@ -112,17 +105,13 @@ export class KubeApiKeyStore implements ApiKeyStore {
     try {
       return await fn();
     } catch (e) {
-      if (isNotFound(e)) throw e;
-      const detail =
-        e instanceof ApiException ? `HTTP ${e.code}` : e instanceof Error ? e.message : String(e);
+      if (isApiStatus(e, 404)) throw e;
       throw new TollgateError(
         503,
         'key_store_unavailable',
-        `the Kubernetes API refused to ${verb} ApiKey resources (${detail}); check the API server and the gateway's RBAC`,
+        `the Kubernetes API refused to ${verb} ApiKey resources (${apiFailureDetail(e)}); check the API server and the gateway's RBAC`,
         { cause: e },
       );
     }
   }
 }
-
-const isNotFound = (e: unknown): boolean => e instanceof ApiException && e.code === 404;

@@ -1,6 +1,12 @@
 import { ApiException, type CustomObjectsApi } from '@kubernetes/client-node';
 import { TollgateError } from '../../../common/errors.js';
 import {
+  apiFailureDetail,
+  isApiStatus,
+  listAllCustomObjects,
+  type CustomResourcePlace,
+} from '../../../common/kube/custom-objects.js';
+import {
   MODEL_API_VERSION,
   MODEL_GROUP,
   MODEL_KIND,
@@ -19,13 +25,12 @@ import {
   type NewModel,
 } from './store.js';
 
-const LIST_CHUNK = 500;
 /** Updates without a resourceVersion retry this often when the operator writes the status meanwhile. */
 const CONFLICT_RETRIES = 5;
 
 /** Model resources in one namespace of the API server. */
 export class KubeModelStore implements ModelStore {
-  private readonly resource: { group: string; version: string; namespace: string; plural: string };
+  private readonly resource: CustomResourcePlace;
 
   constructor(
     private readonly api: CustomObjectsApi,
@@ -35,24 +40,13 @@ export class KubeModelStore implements ModelStore {
   }
 
   async list(): Promise<Model[]> {
+    const items = await this.call('list', undefined, () => listAllCustomObjects(this.api, this.resource));
     const models: Model[] = [];
-    let next: string | undefined;
-    do {
-      const continueToken = next;
-      const answer = (await this.call('list', undefined, () =>
-        this.api.listNamespacedCustomObject({
-          ...this.resource,
-          limit: LIST_CHUNK,
-          ...(continueToken === undefined ? {} : { _continue: continueToken }),
-        }),
-      )) as { items?: unknown[]; metadata?: { continue?: string } };
-      for (const item of answer.items ?? []) {
-        // The CRD's schema holds stored objects to the contract; anything else is left out.
-        const parsed = modelSchema.safeParse(item);
-        if (parsed.success) models.push(parsed.data);
-      }
-      next = answer.metadata?.continue || undefined;
-    } while (next !== undefined);
+    for (const item of items) {
+      // The CRD's schema holds stored objects to the contract; anything else is left out.
+      const parsed = modelSchema.safeParse(item);
+      if (parsed.success) models.push(parsed.data);
+    }
     return models.sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : 1));
   }
 
@@ -62,7 +56,7 @@ export class KubeModelStore implements ModelStore {
         await this.call('get', name, () => this.api.getNamespacedCustomObject({ ...this.resource, name })),
       );
     } catch (e) {
-      if (isStatus(e, 404)) return undefined;
+      if (isApiStatus(e, 404)) return undefined;
       throw e;
     }
   }
@@ -79,7 +73,7 @@ export class KubeModelStore implements ModelStore {
         ),
       );
     } catch (e) {
-      if (isStatus(e, 409)) throw modelExists(model.name);
+      if (isApiStatus(e, 409)) throw modelExists(model.name);
       throw e;
     }
   }
@@ -115,8 +109,8 @@ export class KubeModelStore implements ModelStore {
           ),
         );
       } catch (e) {
-        if (isStatus(e, 404)) throw modelNotFound(name);
-        if (!isStatus(e, 409)) throw e;
+        if (isApiStatus(e, 404)) throw modelNotFound(name);
+        if (!isApiStatus(e, 409)) throw e;
         // The caller's own version is stale: theirs to resolve. Ours was only the operator's status write.
         if (change.resourceVersion !== undefined || attempt >= CONFLICT_RETRIES) throw modelConflict(name);
       }
@@ -132,8 +126,8 @@ export class KubeModelStore implements ModelStore {
     try {
       return await fn();
     } catch (e) {
-      if (isStatus(e, 404) || isStatus(e, 409)) throw e;
-      if (isStatus(e, 422) || isStatus(e, 400)) {
+      if (isApiStatus(e, 404) || isApiStatus(e, 409)) throw e;
+      if (isApiStatus(e, 422) || isApiStatus(e, 400)) {
         throw new TollgateError(
           400,
           'invalid_model',
@@ -144,19 +138,15 @@ export class KubeModelStore implements ModelStore {
           },
         );
       }
-      const detail =
-        e instanceof ApiException ? `HTTP ${e.code}` : e instanceof Error ? e.message : String(e);
       throw new TollgateError(
         503,
         'model_store_unavailable',
-        `the Kubernetes API could not ${verb} Model resources (${detail}); check the API server and the gateway's RBAC`,
+        `the Kubernetes API could not ${verb} Model resources (${apiFailureDetail(e)}); check the API server and the gateway's RBAC`,
         { cause: e },
       );
     }
   }
 }
-
-const isStatus = (e: unknown, code: number): boolean => e instanceof ApiException && e.code === code;
 
 /** The API server's own explanation from its Status body (the client keeps it as text or JSON). */
 function statusMessage(e: unknown): string {

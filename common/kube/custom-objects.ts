@@ -1,0 +1,42 @@
+import { ApiException, type CustomObjectsApi } from '@kubernetes/client-node';
+
+/** Where a kind of custom resource lives: its API group, version, plural and namespace. */
+export interface CustomResourcePlace {
+  group: string;
+  version: string;
+  namespace: string;
+  plural: string;
+}
+
+/** Pages asked of the API server at a time: a large namespace is read in chunks, not one answer. */
+const LIST_CHUNK = 500;
+
+/** Every object of a custom resource in one namespace (optionally narrowed by label), page by page. */
+export async function listAllCustomObjects(
+  api: CustomObjectsApi,
+  place: CustomResourcePlace,
+  labelSelector?: string,
+): Promise<unknown[]> {
+  const items: unknown[] = [];
+  let next: string | undefined;
+  do {
+    const continueToken = next;
+    const answer = (await api.listNamespacedCustomObject({
+      ...place,
+      limit: LIST_CHUNK,
+      ...(labelSelector === undefined ? {} : { labelSelector }),
+      ...(continueToken === undefined ? {} : { _continue: continueToken }),
+    })) as { items?: unknown[]; metadata?: { continue?: string } };
+    items.push(...(answer.items ?? []));
+    next = answer.metadata?.continue || undefined;
+  } while (next !== undefined);
+  return items;
+}
+
+/** True if the API server answered with this HTTP status. */
+export const isApiStatus = (e: unknown, code: number): boolean =>
+  e instanceof ApiException && e.code === code;
+
+/** A failed API call in a few words, for a message that says where to look. */
+export const apiFailureDetail = (e: unknown): string =>
+  e instanceof ApiException ? `HTTP ${e.code}` : e instanceof Error ? e.message : String(e);

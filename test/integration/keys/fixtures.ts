@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdtemp } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -36,7 +36,20 @@ export async function freshNamespace(kc: KubeConfig, prefix: string): Promise<st
 
 export const customObjects = (kc: KubeConfig): CustomObjectsApi => kc.makeApiClient(CustomObjectsApi);
 
-export const tempDir = (prefix: string): Promise<string> => mkdtemp(join(tmpdir(), prefix));
+const madeDirs = new Set<string>();
+
+/** A new directory under the system's temporary folder; removed by removeTempDirs. */
+export async function tempDir(prefix: string): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), prefix));
+  madeDirs.add(dir);
+  return dir;
+}
+
+/** Removes every directory tempDir made in this test file: call it from afterAll. */
+export async function removeTempDirs(): Promise<void> {
+  await Promise.all([...madeDirs].map((dir) => rm(dir, { recursive: true, force: true })));
+  madeDirs.clear();
+}
 
 /** The local identity provider with its JWKS served on loopback, as a real provider publishes it. */
 export async function loopbackIdentityProvider(): Promise<{

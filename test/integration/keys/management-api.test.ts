@@ -23,8 +23,11 @@ import {
   freshNamespace,
   kubeWithApiKeys,
   loopbackIdentityProvider,
+  removeTempDirs,
   tempDir,
 } from './fixtures.js';
+
+afterAll(removeTempDirs);
 
 const log = createLogger('management-api-test', 'silent');
 const clientOptions = {

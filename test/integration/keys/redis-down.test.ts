@@ -11,7 +11,9 @@ import { WorkflowRoutes } from '../../../common/routes/workflow-routes.js';
 import { createManagementRouter } from '../../../gateway/api/router.js';
 import { createTokenVerifier } from '../../../gateway/auth/oidc.js';
 import { redis, restartRedis, stopRedis } from '../../harness/index.js';
-import { loopbackIdentityProvider, tempDir } from './fixtures.js';
+import { loopbackIdentityProvider, removeTempDirs, tempDir } from './fixtures.js';
+
+afterAll(removeTempDirs);
 
 const TAG = 'keys-management-down';
 

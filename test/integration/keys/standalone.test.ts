@@ -11,7 +11,9 @@ import { redisKeys } from '../../../common/redis/schema.js';
 import { createManagement } from '../../../gateway/api/management.js';
 import { JWKS_PATH } from '../../../gateway/auth/local-issuer.js';
 import { redis } from '../../harness/index.js';
-import { tempDir } from './fixtures.js';
+import { removeTempDirs, tempDir } from './fixtures.js';
+
+afterAll(removeTempDirs);
 
 const run = promisify(execFile);
 const TSX = new URL('../../../node_modules/tsx/dist/cli.mjs', import.meta.url).pathname;

@@ -18,7 +18,9 @@ import {
   type ApiKeySpec,
 } from '../../../common/resources/apikey.js';
 import type { Module } from '../../../common/resources/grant.js';
-import { customObjects, freshNamespace, kubeWithApiKeys, tempDir } from './fixtures.js';
+import { customObjects, freshNamespace, kubeWithApiKeys, removeTempDirs, tempDir } from './fixtures.js';
+
+afterAll(removeTempDirs);
 
 const run = promisify(execFile);
 

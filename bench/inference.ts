@@ -16,7 +16,7 @@ import { loadGatewayConfig } from '../gateway/config.js';
 import { createGatewayServer } from '../gateway/server.js';
 import { createGatewayServices } from '../gateway/services.js';
 import { createV2Handler } from '../gateway/v2/handler.js';
-import { RouteTable } from '../operator/routes/route-table.js';
+import { RouteTable } from '../common/routes/workflow-routes.js';
 import { freeLoopbackPort, LocalMlserverDriver } from '../operator/runtime/local-mlserver.js';
 import { ProcessEnvCredentials } from '../operator/storage/credentials.js';
 

@@ -13,6 +13,13 @@ const clientOptions = {
   retryStrategy: () => 50,
 } as const;
 
+/** A client already connected: without an offline queue, a command sent while connecting fails. */
+async function connected(url: string): Promise<Redis> {
+  const client = new Redis(url, { ...clientOptions, lazyConnect: true });
+  await client.connect();
+  return client;
+}
+
 /** Collects the messages of a channel, the way a gateway replica's subscriber receives them. */
 async function listen(url: string, channel: string): Promise<{ messages: string[]; close(): void }> {
   const sub = new Redis(url);
@@ -35,7 +42,7 @@ describe('key index writer', () => {
   let client: Redis;
   beforeAll(async () => {
     url = (await redis()).url;
-    client = new Redis(url, clientOptions);
+    client = await connected(url);
   });
   afterAll(() => client.disconnect());
 
@@ -102,7 +109,7 @@ describe('workflow routes', () => {
   const wf = (name: string): string => `${name}-${Math.random().toString(36).slice(2, 8)}`;
   beforeAll(async () => {
     url = (await redis()).url;
-    client = new Redis(url, clientOptions);
+    client = await connected(url);
     routes = new WorkflowRoutes(client);
   });
   afterAll(() => client.disconnect());

@@ -15,6 +15,7 @@ import type { OperatorSources } from './manager.js';
 import { KubeRuntimeDriver } from './runtime/kube-runtime.js';
 import type { WorkloadOptions } from './runtime/model-workload.js';
 import { KubeCustomResourceSource, KubeLabelledSource } from './source/kube-source.js';
+import type { Resource } from './source/resource-source.js';
 import { KubeSecretCredentials } from './storage/credentials.js';
 
 /** The Kubernetes side of the seam: informers, Deployments, core Events, credentials Secrets. */
@@ -23,32 +24,35 @@ export function kubeSources(
   log: Logger,
   opts: WorkloadOptions & { namespace?: string },
 ): OperatorSources {
-  const parseWith =
-    <T>(
-      schema: { safeParse(raw: unknown): { success: boolean; data?: unknown; error?: unknown } },
-      kind: string,
-    ) =>
-    (raw: unknown): T | undefined => {
-      const r = schema.safeParse(raw);
-      if (r.success) return r.data as T;
-      const name = (raw as { metadata?: { name?: string } } | undefined)?.metadata?.name;
-      log.warn({ kind, name, err: r.error }, 'ignoring a resource that does not match its schema');
-      return undefined;
-    };
+  // A custom resource's informer source; objects that do not match the kind's schema are left out.
+  const customSource = <T extends Resource>(
+    place: { group: string; version: string; plural: string },
+    schema: { safeParse(raw: unknown): { success: boolean; data?: unknown; error?: unknown } },
+    kind: string,
+  ): KubeCustomResourceSource<T> =>
+    new KubeCustomResourceSource<T>(
+      kc,
+      place,
+      (raw) => {
+        const r = schema.safeParse(raw);
+        if (r.success) return r.data as T;
+        const name = (raw as { metadata?: { name?: string } } | undefined)?.metadata?.name;
+        log.warn({ kind, name, err: r.error }, 'ignoring a resource that does not match its schema');
+        return undefined;
+      },
+      log,
+      opts.namespace,
+    );
   return {
-    models: new KubeCustomResourceSource<Model>(
-      kc,
+    models: customSource<Model>(
       { group: MODEL_GROUP, version: MODEL_VERSION, plural: MODEL_PLURAL },
-      parseWith<Model>(modelSchema, 'Model'),
-      log,
-      opts.namespace,
+      modelSchema,
+      'Model',
     ),
-    apiKeys: new KubeCustomResourceSource<ApiKeyResource>(
-      kc,
+    apiKeys: customSource<ApiKeyResource>(
       { group: API_KEY_GROUP, version: API_KEY_VERSION, plural: API_KEY_PLURAL },
-      parseWith<ApiKeyResource>(apiKeySchema, 'ApiKey'),
-      log,
-      opts.namespace,
+      apiKeySchema,
+      'ApiKey',
     ),
     services: new KubeLabelledSource<WorkflowService>(
       kc,

@@ -33,6 +33,7 @@ import { LeaderElector, type LeaderElectionOptions } from './leader-election.js'
 import { OperatorMetrics } from './metrics.js';
 import { sweepStaleKeys, sweepStaleRoutes } from './rebuild.js';
 import { RouteTable } from '../common/routes/workflow-routes.js';
+import { UsageStatusSync } from './usage-status.js';
 import type { RuntimeDriver } from './runtime/runtime-driver.js';
 import { refKey, type Resource, type ResourceSource, type WatchedSource } from './source/resource-source.js';
 import type { CredentialsResolver } from './storage/credentials.js';
@@ -57,6 +58,8 @@ export interface OperatorOptions {
   /** How often to check that Redis still holds the index (a flush or an empty restart). */
   indexCheckMs?: number;
   workers?: { model?: number; apikey?: number; service?: number };
+  /** How often each key's usage in Redis is copied into its ApiKey status (`kubectl get apikeys`). */
+  usageSyncMs?: number;
 }
 
 /** Creates the sources for one leadership term (informers cannot be restarted after stop). */
@@ -149,6 +152,7 @@ class Term {
   private readonly modelReconciler: ModelReconciler;
   private readonly keyReconciler: ApiKeyReconciler;
   private readonly serviceReconciler: WorkflowServiceReconciler;
+  private readonly usage: UsageStatusSync;
   private indexTimer: NodeJS.Timeout | undefined;
   private rebuilding: Promise<void> | undefined;
   private stopped = false;
@@ -169,6 +173,7 @@ class Term {
     this.apikey = new Controller(this.keyReconciler, metrics, log, opts.workers?.apikey ?? 16);
     this.service = new Controller(this.serviceReconciler, metrics, log, opts.workers?.service ?? 4);
     this.controllers = [this.model, this.apikey, this.service];
+    this.usage = new UsageStatusSync(sources.apiKeys, redis, log);
   }
 
   async start(): Promise<void> {
@@ -183,11 +188,13 @@ class Term {
     this.firstRebuild = this.rebuild(false);
     this.redis.on('ready', this.onRedisReady);
     this.indexTimer = setInterval(() => void this.checkIndex(), this.opts.indexCheckMs ?? 2000);
+    this.usage.start(this.opts.usageSyncMs ?? 30_000);
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
     clearInterval(this.indexTimer);
+    await this.usage.stop();
     this.redis.off('ready', this.onRedisReady);
     await Promise.all(this.controllers.map((c) => c.stop()));
     const { models, apiKeys, services, runtime } = this.sources;

@@ -1,5 +1,6 @@
 import { API_KEY_PLURAL, apiKeyName, apiKeySchema, type ApiKey } from '../resources/apikey.js';
 import type { ManifestCollection, ManifestDir } from '../resources/manifest-dir.js';
+import { apiServerTimestamp } from '../resources/object-meta.js';
 import { pageOf, type ApiKeyFilters, type ApiKeyPage, type ApiKeyStore } from './store.js';
 
 /** ApiKey manifests in the standalone state directory (`<dir>/apikeys/key-<id>.yaml`). */
@@ -12,7 +13,7 @@ export class DirApiKeyStore implements ApiKeyStore {
 
   create(key: ApiKey): Promise<ApiKey> {
     // Second precision, as the API server records it, so both stores order keys alike.
-    const creationTimestamp = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+    const creationTimestamp = apiServerTimestamp();
     return this.keys.create({ ...key, metadata: { ...key.metadata, creationTimestamp } });
   }
 

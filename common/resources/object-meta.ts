@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from 'node:util';
 import { z } from 'zod';
 
 /** The metadata fields Tollgate reads from any resource; the rest passes through untouched. */
@@ -15,3 +16,19 @@ export const objectMetaSchema = z
     finalizers: z.array(z.string()).optional(),
   })
   .loose();
+
+/*
+ * What the API server fills in, for the standalone stores of manifests that stand in for it, so
+ * clients and controllers see the same bookkeeping in both modes.
+ */
+
+/** Now, at second precision, as the API server records a creation time. */
+export const apiServerTimestamp = (): string => new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+
+/** The generation after a write: it moves only when the spec changed. */
+export const nextGeneration = (generation: number | undefined, before: unknown, after: unknown): number =>
+  isDeepStrictEqual(before, after) ? (generation ?? 1) : (generation ?? 1) + 1;
+
+/** The resourceVersion after a write: it moves on every write. */
+export const nextResourceVersion = (version: string | undefined): string =>
+  String(Number(version ?? '1') + 1 || 1);

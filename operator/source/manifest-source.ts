@@ -1,5 +1,6 @@
 import type { Logger } from '../../common/logger.js';
 import type { ManifestCollection } from '../../common/resources/manifest-dir.js';
+import { nextGeneration, nextResourceVersion } from '../../common/resources/object-meta.js';
 import {
   ConflictError,
   GoneError,
@@ -31,9 +32,7 @@ export class ManifestResourceSource<T extends Manifested> implements ResourceSou
     const generation =
       previous === undefined
         ? (obj.metadata.generation ?? 1)
-        : JSON.stringify(previous.spec) === JSON.stringify(obj.spec)
-          ? (previous.metadata.generation ?? 1)
-          : (previous.metadata.generation ?? 1) + 1;
+        : nextGeneration(previous.metadata.generation, previous.spec, obj.spec);
     return {
       ...obj,
       metadata: {
@@ -100,7 +99,7 @@ export class ManifestResourceSource<T extends Manifested> implements ResourceSou
       ...next,
       metadata: {
         ...next.metadata,
-        resourceVersion: String(Number(fresh.metadata.resourceVersion ?? '1') + 1),
+        resourceVersion: nextResourceVersion(fresh.metadata.resourceVersion),
       },
     };
     await this.collection.put(written);

@@ -1,4 +1,3 @@
-import { isDeepStrictEqual } from 'node:util';
 import {
   MODEL_API_VERSION,
   MODEL_KIND,
@@ -11,6 +10,11 @@ import {
   type ManifestCollection,
   type ManifestDir,
 } from '../../../common/resources/manifest-dir.js';
+import {
+  apiServerTimestamp,
+  nextGeneration,
+  nextResourceVersion,
+} from '../../../common/resources/object-meta.js';
 import {
   mergeUserEntries,
   modelConflict,
@@ -46,7 +50,7 @@ export class DirModelStore implements ModelStore {
     const metadata: Model['metadata'] = {
       name: model.name,
       // Second precision, as the API server records it.
-      creationTimestamp: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
+      creationTimestamp: apiServerTimestamp(),
       generation: 1,
       resourceVersion: '1',
     };
@@ -70,11 +74,10 @@ export class DirModelStore implements ModelStore {
     if (current === undefined) throw modelNotFound(name);
     const version = current.metadata.resourceVersion ?? '1';
     if (change.resourceVersion !== undefined && change.resourceVersion !== version) throw modelConflict(name);
-    const generation = current.metadata.generation ?? 1;
     const metadata: Model['metadata'] = {
       ...current.metadata,
-      generation: isDeepStrictEqual(current.spec, change.spec) ? generation : generation + 1,
-      resourceVersion: String(Number(version) + 1 || 1),
+      generation: nextGeneration(current.metadata.generation, current.spec, change.spec),
+      resourceVersion: nextResourceVersion(version),
     };
     const labels = mergeUserEntries(current.metadata.labels, change.labels);
     const annotations = mergeUserEntries(current.metadata.annotations, change.annotations);

@@ -14,14 +14,17 @@ import type { OperatorManager } from '../../../operator/manager.js';
 import { redis } from '../../harness/index.js';
 import {
   cluster,
+  type Cluster,
   eventually,
   modelFolder,
   namespace,
   npSettings,
+  removeModelFolders,
   setDeploymentReady,
   startOperator,
-  type Cluster,
 } from '../operator/support.js';
+
+afterAll(removeModelFolders);
 
 /**
  * A model published through the platform API into a user's workflow, then served by the real

@@ -5,6 +5,7 @@ import { redis, restartRedis } from '../../harness/index.js';
 import {
   apiKeyBody,
   cluster,
+  type Cluster,
   countKeys,
   createModel,
   eventually,
@@ -13,10 +14,12 @@ import {
   modelFolder,
   namespace,
   npSettings,
+  removeModelFolders,
   setDeploymentReady,
   startOperator,
-  type Cluster,
 } from './support.js';
+
+afterAll(removeModelFolders);
 
 const TAG = 'operator-apikey';
 

@@ -4,7 +4,6 @@ import { Redis } from 'ioredis';
 import { redisKeys } from '../../../common/redis/schema.js';
 import { freePort, redis } from '../../harness/index.js';
 import {
-  ROOT,
   cluster,
   createModel,
   eventually,
@@ -12,7 +11,11 @@ import {
   modelFolder,
   namespace,
   npSettings,
+  removeModelFolders,
+  ROOT,
 } from './support.js';
+
+afterAll(removeModelFolders);
 
 describe('tollgate operator (the process)', () => {
   test('reconciles, serves /metrics and /healthz, holds the Lease, and stops cleanly on SIGTERM', async () => {

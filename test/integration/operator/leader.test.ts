@@ -3,15 +3,18 @@ import type { OperatorManager } from '../../../operator/manager.js';
 import { redis } from '../../harness/index.js';
 import {
   cluster,
+  type Cluster,
   createModel,
   eventually,
   getModel,
   modelFolder,
   namespace,
   npSettings,
+  removeModelFolders,
   startOperator,
-  type Cluster,
 } from './support.js';
+
+afterAll(removeModelFolders);
 
 const reconciles = async (op: OperatorManager) =>
   ((await op.metrics.reconciles.get()).values as Array<{ value: number }>).reduce((n, v) => n + v.value, 0);

@@ -6,23 +6,26 @@ import { CreateBucketCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { s3ClientFromEnv } from '../../../operator/storage/s3-store.js';
 import { minio, redis } from '../../harness/index.js';
 import {
-  PULLER_IMAGE,
   apiKeyBody,
-  keyRef,
   cluster,
+  type Cluster,
   createModel,
   eventsFor,
   eventually,
   getModel,
+  keyRef,
   listen,
   modelFolder,
   modelRef,
   namespace,
   npSettings,
+  PULLER_IMAGE,
+  removeModelFolders,
   setDeploymentReady,
   startOperator,
-  type Cluster,
 } from './support.js';
+
+afterAll(removeModelFolders);
 
 const cond = (m: Model | undefined, type: string) => m?.status?.conditions?.find((c) => c.type === type);
 

@@ -10,8 +10,11 @@ import {
   modelRef,
   namespace,
   npSettings,
+  removeModelFolders,
   startOperator,
 } from './support.js';
+
+afterAll(removeModelFolders);
 
 const MODELS = 200;
 const KEYS = 2000;

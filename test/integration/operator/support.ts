@@ -1,7 +1,7 @@
 import { AppsV1Api, CoreV1Api, CustomObjectsApi, type CoreV1Event } from '@kubernetes/client-node';
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, mkdir, writeFile } from 'node:fs/promises';
+import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -143,14 +143,23 @@ export async function eventsFor(c: Cluster, ns: string, name: string): Promise<C
   return list.items;
 }
 
-/** A model folder on local disk (file:// storage). */
+const modelFolders = new Set<string>();
+
+/** A model folder on local disk (file:// storage); removed by removeModelFolders. */
 export async function modelFolder(files: Record<string, string>): Promise<string> {
   const dir = await mkdtemp(path.join(tmpdir(), 'tg-model-'));
+  modelFolders.add(dir);
   for (const [name, content] of Object.entries(files)) {
     await mkdir(path.dirname(path.join(dir, name)), { recursive: true });
     await writeFile(path.join(dir, name), content);
   }
   return dir;
+}
+
+/** Removes every folder modelFolder made in this test file: call it from afterAll. */
+export async function removeModelFolders(): Promise<void> {
+  await Promise.all([...modelFolders].map((dir) => rm(dir, { recursive: true, force: true })));
+  modelFolders.clear();
 }
 
 export const npSettings = (name: string) =>

@@ -1,10 +1,5 @@
-import {
-  ApiException,
-  CoordinationV1Api,
-  type KubeConfig,
-  type V1Lease,
-  V1MicroTime,
-} from '@kubernetes/client-node';
+import { CoordinationV1Api, type KubeConfig, type V1Lease, V1MicroTime } from '@kubernetes/client-node';
+import { isApiStatus } from '../common/kube/custom-objects.js';
 import type { Logger } from '../common/logger.js';
 
 export interface LeaderElectionOptions {
@@ -96,7 +91,7 @@ export class LeaderElector {
     try {
       lease = await this.api.readNamespacedLease({ namespace, name });
     } catch (e) {
-      if (!(e instanceof ApiException && e.code === 404)) throw e;
+      if (!isApiStatus(e, 404)) throw e;
       return this.write(() =>
         this.api.createNamespacedLease({
           namespace,
@@ -138,7 +133,7 @@ export class LeaderElector {
       await call();
       return true;
     } catch (e) {
-      if (e instanceof ApiException && e.code === 409) return false;
+      if (isApiStatus(e, 409)) return false;
       throw e;
     }
   }

@@ -3,10 +3,10 @@ import {
   CoreV1Api,
   KubernetesObjectApi,
   PatchStrategy,
-  ApiException,
   type KubeConfig,
   type V1Deployment,
 } from '@kubernetes/client-node';
+import { isApiStatus } from '../../common/kube/custom-objects.js';
 import type { Logger } from '../../common/logger.js';
 import { KubeLabelledSource } from '../source/kube-source.js';
 import type { ResourceRef } from '../source/resource-source.js';
@@ -102,7 +102,7 @@ export class KubeRuntimeDriver implements RuntimeDriver {
     // A Model whose folder stays wrong is re-checked every 30 s: no API calls when nothing exists.
     if (!this.deployments.get(ref) && !this.services.get(ref)) return;
     const ignoreMissing = (e: unknown) => {
-      if (!(e instanceof ApiException && e.code === 404)) throw e;
+      if (!isApiStatus(e, 404)) throw e;
     };
     await Promise.all([
       this.apps.deleteNamespacedDeployment({ ...ref, propagationPolicy: 'Background' }).catch(ignoreMissing),

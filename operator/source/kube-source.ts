@@ -1,5 +1,4 @@
 import {
-  ApiException,
   AppsV1Api,
   CoreV1Api,
   CustomObjectsApi,
@@ -10,6 +9,7 @@ import {
   type KubernetesObject,
   type ObjectCache,
 } from '@kubernetes/client-node';
+import { isApiStatus } from '../../common/kube/custom-objects.js';
 import type { Logger } from '../../common/logger.js';
 import {
   ConflictError,
@@ -123,7 +123,7 @@ export class KubeCustomResourceSource<T extends Resource>
     try {
       return this.parseOrThrow(await this.api.getNamespacedCustomObject({ ...this.kind, ...ref }));
     } catch (e) {
-      if (e instanceof ApiException && e.code === 404) return undefined;
+      if (isApiStatus(e, 404)) return undefined;
       throw e;
     }
   }
@@ -146,8 +146,8 @@ export class KubeCustomResourceSource<T extends Resource>
       return this.parseOrThrow(await call());
     } catch (e) {
       const what = `${this.kind.plural}/${ref.namespace}/${ref.name}`;
-      if (e instanceof ApiException && e.code === 409) throw new ConflictError(what);
-      if (e instanceof ApiException && e.code === 404) throw new GoneError(what);
+      if (isApiStatus(e, 409)) throw new ConflictError(what);
+      if (isApiStatus(e, 404)) throw new GoneError(what);
       throw e;
     }
   }

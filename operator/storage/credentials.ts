@@ -1,4 +1,5 @@
-import { ApiException, CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
+import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
+import { isApiStatus } from '../../common/kube/custom-objects.js';
 import { TollgateError } from '../../common/errors.js';
 import type { Env } from './s3-store.js';
 
@@ -30,7 +31,7 @@ export class KubeSecretCredentials implements CredentialsResolver {
     try {
       data = (await this.api.readNamespacedSecret({ namespace, name: secretName })).data ?? {};
     } catch (e) {
-      if (e instanceof ApiException && e.code === 404) {
+      if (isApiStatus(e, 404)) {
         throw new TollgateError(
           404,
           'credentials_not_found',

@@ -197,7 +197,12 @@ describe('Model reconciler on a real API server', () => {
       async () => (await client.get(redisKeys.modelRoute(name))) === null,
       'the route removed',
     );
-    expect((await getModel(c, ns, name))?.status?.phase).toBe('Loading');
+    // The route goes first (traffic stops at once), the status write follows it.
+    const unready = await eventually(async () => {
+      const m = await getModel(c, ns, name);
+      return m?.status?.phase === 'Loading' && m;
+    }, 'phase Loading');
+    expect(cond(unready, 'Ready')).toMatchObject({ status: 'False' });
     routes.close();
   });
 

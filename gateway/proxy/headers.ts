@@ -3,9 +3,11 @@ import type { KeyGrant } from '../../common/resources/grant.js';
 
 /**
  * Which headers cross the proxy. Hop-by-hop headers belong to one connection and never do; the
- * caller's credentials never go upstream; the grant headers are set by the gateway alone, so a
- * caller cannot forge them.
+ * caller's credentials never go upstream; every `X-Tollgate-*` header is the gateway's alone (the
+ * grant headers today, any added later), so a caller can forge none of them.
  */
+const GATEWAY_PREFIX = 'x-tollgate-';
+
 const HOP_BY_HOP = new Set([
   'connection',
   'keep-alive',
@@ -26,9 +28,6 @@ const REQUEST_DROPPED = new Set([
   'expect',
   'x-request-id',
   'x-forwarded-for',
-  'x-tollgate-key-id',
-  'x-tollgate-module',
-  'x-tollgate-roles',
 ]);
 
 /** Header names a `Connection` header lists are hop-by-hop for this one message. */
@@ -47,7 +46,9 @@ export function upstreamRequestHeaders(req: IncomingMessage, grant: KeyGrant, re
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i] as string;
     const lower = name.toLowerCase();
-    if (REQUEST_DROPPED.has(lower) || listed?.has(lower) === true) continue;
+    if (REQUEST_DROPPED.has(lower) || lower.startsWith(GATEWAY_PREFIX) || listed?.has(lower) === true) {
+      continue;
+    }
     out.push(name, raw[i + 1] as string);
   }
   const forwardedFor = req.headers['x-forwarded-for'];

@@ -112,6 +112,7 @@ describe('gateway proxying', () => {
         'x-tollgate-key-id': 'forged',
         'x-tollgate-roles': 'other-workflow',
         'x-tollgate-module': 'platform',
+        'x-tollgate-owner': 'someone-else',
         connection: 'x-secret',
         'x-secret': 'hop',
         te: 'trailers',
@@ -123,6 +124,7 @@ describe('gateway proxying', () => {
     expect(headers['x-tollgate-key-id']).toBe(bda.grant.id);
     expect(headers['x-tollgate-roles']).toBe(wf);
     expect(headers['x-tollgate-module']).toBe('bda');
+    expect(headers['x-tollgate-owner']).toBeUndefined();
     expect(headers['x-secret']).toBeUndefined();
     expect(headers.te).toBeUndefined();
     expect(answer.headers['x-internal']).toBeUndefined();

@@ -34,7 +34,7 @@ export function createTokenVerifier(config: OidcConfig): TokenVerifier {
   // a key rotation at the provider is picked up without a restart.
   const jwks = createRemoteJWKSet(new URL(config.jwksUrl));
   return async (token) => {
-    let subject: string;
+    let subject: unknown;
     try {
       const { payload } = await jwtVerify(token, jwks, {
         issuer: config.issuer,
@@ -42,16 +42,17 @@ export function createTokenVerifier(config: OidcConfig): TokenVerifier {
         requiredClaims: ['sub', 'exp'],
         clockTolerance: CLOCK_TOLERANCE_SECONDS,
       });
-      subject = payload.sub as string;
+      subject = payload.sub;
     } catch (e) {
       throw tokenError(e);
     }
-    // The subject becomes the owner recorded on every key the user creates.
-    if (subject.length > MAX_SUBJECT_LENGTH) {
+    // The subject becomes the owner recorded on every key the user creates. jose checks only that
+    // `sub` is present, so a signed token could still carry a number, null or "" there.
+    if (typeof subject !== 'string' || subject === '' || subject.length > MAX_SUBJECT_LENGTH) {
       throw new TollgateError(
         401,
         'invalid_token',
-        `the token's subject is longer than ${MAX_SUBJECT_LENGTH} characters`,
+        `the token's subject must be a string of 1 to ${MAX_SUBJECT_LENGTH} characters`,
         {
           headers: challenge('invalid_token'),
         },

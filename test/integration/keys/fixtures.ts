@@ -54,10 +54,13 @@ export async function removeTempDirs(): Promise<void> {
 /** The local identity provider with its JWKS served on loopback, as a real provider publishes it. */
 export async function loopbackIdentityProvider(): Promise<{
   issuer: LocalIssuer;
+  /** Holds the issuer's signing-key.json, for tests that sign claims `mint` would refuse. */
+  stateDir: string;
   jwksUrl: string;
   close(): Promise<void>;
 }> {
-  const issuer = await LocalIssuer.open(await tempDir('tollgate-idp-'));
+  const stateDir = await tempDir('tollgate-idp-');
+  const issuer = await LocalIssuer.open(stateDir);
   const server: Server = createServer((req, res) => {
     if (req.url === '/.well-known/jwks.json') {
       res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(issuer.jwks));
@@ -69,6 +72,7 @@ export async function loopbackIdentityProvider(): Promise<{
   const { port } = server.address() as AddressInfo;
   return {
     issuer,
+    stateDir,
     jwksUrl: `http://127.0.0.1:${port}/.well-known/jwks.json`,
     close: () => new Promise((r) => server.close(() => r())),
   };

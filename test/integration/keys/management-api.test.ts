@@ -3,6 +3,7 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import express from 'express';
+import { importJWK, SignJWT, type JWK } from 'jose';
 import { Redis } from 'ioredis';
 import { DirApiKeyStore } from '../../../common/apikey/dir-store.js';
 import { hashKey, parseKey } from '../../../common/apikey/format.js';
@@ -15,7 +16,7 @@ import { redisChannels, redisKeys } from '../../../common/redis/schema.js';
 import { ManifestDir } from '../../../common/resources/manifest-dir.js';
 import { WorkflowRoutes } from '../../../common/routes/workflow-routes.js';
 import { createManagementRouter } from '../../../gateway/api/router.js';
-import { LocalIssuer } from '../../../gateway/auth/local-issuer.js';
+import { LOCAL_AUDIENCE, LOCAL_ISSUER, LocalIssuer } from '../../../gateway/auth/local-issuer.js';
 import { createTokenVerifier } from '../../../gateway/auth/oidc.js';
 import { redis } from '../../harness/index.js';
 import {
@@ -183,6 +184,23 @@ describe.each(stores)('management API over HTTP (keys on %s)', (label, openStore
         401,
         'invalid_token',
       );
+    });
+    it('refuses a validly signed token whose subject is not a non-empty string', async () => {
+      const jwk = JSON.parse(await readFile(join(idp.stateDir, 'signing-key.json'), 'utf8')) as JWK & {
+        kid: string;
+      };
+      const key = await importJWK(jwk, 'ES256');
+      for (const sub of [42, null, '', ['alice']]) {
+        const token = await new SignJWT({ sub })
+          .setProtectedHeader({ alg: 'ES256', kid: jwk.kid })
+          .setIssuer(LOCAL_ISSUER)
+          .setAudience(LOCAL_AUDIENCE)
+          .setExpirationTime('5m')
+          .sign(key);
+        const a = await call('GET', '/apikeys', { token });
+        expectError(a, 401, 'invalid_token');
+        expect(a.headers.get('www-authenticate')).toContain('error="invalid_token"');
+      }
     });
   });
 

@@ -191,7 +191,9 @@ describe.each(stores)('management API over HTTP (keys on %s)', (label, openStore
       };
       const key = await importJWK(jwk, 'ES256');
       for (const sub of [42, null, '', ['alice']]) {
-        const token = await new SignJWT({ sub })
+        // What an identity provider could sign; jose's JWTPayload type would not let `sub` be these.
+        const claims: Record<string, unknown> = { sub };
+        const token = await new SignJWT(claims)
           .setProtectedHeader({ alg: 'ES256', kid: jwk.kid })
           .setIssuer(LOCAL_ISSUER)
           .setAudience(LOCAL_AUDIENCE)

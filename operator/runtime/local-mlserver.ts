@@ -157,7 +157,18 @@ export class LocalMlserverDriver implements RuntimeDriver {
       return;
     }
     if (run.stopped) return;
-    await this.runServer(run, plan, port);
+    await this.serve(run, plan, port);
+  }
+
+  /**
+   * runServer with a failure to start (no free port, an env value Node refuses, such as one
+   * holding a NUL byte) reported on the Model: both callers run it in the background, where a
+   * rejection would take the whole process down.
+   */
+  private serve(run: Run, plan: RuntimePlan, port: number): Promise<void> {
+    return this.runServer(run, plan, port).catch((err: unknown) =>
+      this.fail(run, 'RuntimeNotStarted', `could not start MLServer: ${(err as Error).message}`),
+    );
   }
 
   /**
@@ -170,7 +181,6 @@ export class LocalMlserverDriver implements RuntimeDriver {
     const { metadata, spec } = plan.model;
     const base = this.folderOf(run.ref);
     const [grpcPort, metricsPort] = [await freeLoopbackPort(this.host), await freeLoopbackPort(this.host)];
-    const logFile = createWriteStream(path.join(base, 'mlserver.log'), { flags: 'a' });
     const extraEnv = Object.fromEntries((spec.env ?? []).map((e) => [e.name, e.value]));
     // MLServer writes .metrics and .envs under its working directory: keep them beside the folder.
     const proc = spawn(this.opts.mlserver, ['start', path.join(base, 'model')], {
@@ -189,6 +199,7 @@ export class LocalMlserverDriver implements RuntimeDriver {
       },
     });
     run.proc = proc;
+    const logFile = createWriteStream(path.join(base, 'mlserver.log'), { flags: 'a' });
     const keep = (chunk: Buffer): void => {
       logFile.write(chunk);
       for (const line of chunk.toString('utf8').split('\n')) {
@@ -213,7 +224,7 @@ export class LocalMlserverDriver implements RuntimeDriver {
         run.failure = undefined;
         run.tail = [];
         this.onChange(run.ref);
-        void this.runServer(run, plan, port);
+        void this.serve(run, plan, port);
       }, delay).unref();
     });
     log.info({ model: metadata.name, url: run.url, pid: proc.pid }, 'MLServer starting');

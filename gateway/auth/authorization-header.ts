@@ -9,6 +9,9 @@ import type { Module } from '../../common/resources/grant.js';
  */
 const SCHEME = 'Apikey';
 const HOW = 'send the header "Authorization: Apikey <key>"';
+// Only a plain word is repeated in the answer: what else stands first may be the key itself (sent
+// without the scheme, or glued to it by ":" or "="), and no part of a key is ever echoed.
+const SCHEME_WORD = /^[A-Za-z][A-Za-z0-9-]{0,15}$/;
 
 const unauthorized = (code: string, message: string): TollgateError => new TollgateError(401, code, message);
 
@@ -30,7 +33,9 @@ export function parseAuthorizationHeader(header: string | undefined): PresentedK
     const hint =
       scheme.toLowerCase() === SCHEME.toLowerCase()
         ? `the scheme word is case-sensitive: write "${SCHEME}", not "${scheme}"`
-        : `the scheme "${scheme.slice(0, 16)}" is not accepted`;
+        : SCHEME_WORD.test(scheme)
+          ? `the scheme "${scheme}" is not accepted`
+          : 'the header does not start with a scheme word';
     return fail('invalid_auth_scheme', `${hint}; ${HOW}`);
   }
   const key = header.slice(space + 1);

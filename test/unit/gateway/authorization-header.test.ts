@@ -44,6 +44,23 @@ describe('parseAuthorizationHeader', () => {
     expect(code(header)).toBe(expected);
   });
 
+  it.each([
+    ['sent without the scheme', key],
+    ['glued to the scheme', `Apikey:${key}`],
+    ['followed by text', `${key} extra`],
+  ])('never echoes a key %s', (_what, header) => {
+    expect(code(header)).toBe('invalid_auth_scheme');
+    try {
+      parseAuthorizationHeader(header);
+    } catch (err) {
+      expect((err as Error).message).not.toContain(key.slice(0, 5));
+    }
+  });
+
+  it('names a wrong scheme word, so the caller sees what was refused', () => {
+    expect(() => parseAuthorizationHeader(`Bearer ${key}`)).toThrow('the scheme "Bearer" is not accepted');
+  });
+
   it('never echoes the key in its messages', () => {
     try {
       parseAuthorizationHeader(`Apikey ${key.slice(0, -1)}X`);

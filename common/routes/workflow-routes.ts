@@ -91,7 +91,7 @@ export class WorkflowRoutes {
   async register(input: WorkflowService): Promise<void> {
     const service = workflowServiceSchema.parse(input);
     const others = (await this.routesOf(service.workflow)).filter(
-      (r) => r.service !== service.service && r.route.owner !== service.owner,
+      (r) => r.service !== service.service && r.route?.owner !== service.owner,
     );
     if (others.length > 0) {
       throw new TollgateError(
@@ -118,7 +118,7 @@ export class WorkflowRoutes {
     for (const { workflow, service, route } of await this.scan(`${BDA_ROUTE_PREFIX}*`)) {
       const entry = byWorkflow.get(workflow) ?? { services: [], allOwned: true };
       entry.services.push(service);
-      entry.allOwned &&= route.owner === owner;
+      entry.allOwned &&= route?.owner === owner;
       byWorkflow.set(workflow, entry);
     }
     return [...byWorkflow]
@@ -127,12 +127,12 @@ export class WorkflowRoutes {
       .sort((a, b) => (a.workflow < b.workflow ? -1 : 1));
   }
 
-  private routesOf(workflow: string): Promise<Array<{ service: string; route: Route }>> {
+  private routesOf(workflow: string): Promise<ScannedRoute[]> {
     return this.scan(`${BDA_ROUTE_PREFIX}${workflow}:*`);
   }
 
-  private async scan(pattern: string): Promise<Array<{ workflow: string; service: string; route: Route }>> {
-    const found: Array<{ workflow: string; service: string; route: Route }> = [];
+  private async scan(pattern: string): Promise<ScannedRoute[]> {
+    const found: ScannedRoute[] = [];
     try {
       let cursor = '0';
       do {
@@ -145,13 +145,35 @@ export class WorkflowRoutes {
           const value = values[i];
           if (workflow === undefined || service === undefined || value === null || value === undefined)
             return;
-          found.push({ workflow, service, route: JSON.parse(value) as Route });
+          found.push({ workflow, service, route: parseRoute(value) });
         });
       } while (cursor !== '0');
     } catch (cause) {
       throw unavailable(cause);
     }
     return found;
+  }
+}
+
+/**
+ * A route entry as scanned; `route` is null when the entry cannot be read. Such an entry counts as
+ * another owner's, so its workflow is offered to nobody and taken over by nobody, and it no longer
+ * makes every listing fail (the gateway already treats it as an unknown service).
+ */
+interface ScannedRoute {
+  workflow: string;
+  service: string;
+  route: Pick<Route, 'owner'> | null;
+}
+
+const scannedRouteSchema = z.object({ owner: z.string().optional() });
+
+function parseRoute(value: string): ScannedRoute['route'] {
+  try {
+    const parsed = scannedRouteSchema.safeParse(JSON.parse(value));
+    return parsed.success ? parsed.data : null;
+  } catch {
+    return null;
   }
 }
 

@@ -164,6 +164,25 @@ describe('workflow routes', () => {
     expect((await routes.ownedBy(owner)).map((w) => w.workflow)).toEqual([mine]);
   });
 
+  it('counts an unreadable route entry as another owner’s instead of failing every listing', async () => {
+    // Its own Redis: the corrupt entry must not reach the other tests' scans.
+    const own = await connected((await redis('corrupt-route')).url);
+    try {
+      const table = new WorkflowRoutes(own);
+      const owner = 'alice';
+      await table.register({ workflow: 'healthy', service: 'a', url: 'http://127.0.0.1:9006', owner });
+      await table.register({ workflow: 'damaged', service: 'a', url: 'http://127.0.0.1:9007', owner });
+      await own.set(redisKeys.bdaRoute('damaged', 'b'), '{not json');
+      await own.set(redisKeys.bdaRoute('damaged', 'c'), '{"owner": 42}');
+      expect(await table.ownedBy(owner)).toEqual([{ workflow: 'healthy', services: ['a'] }]);
+      await expect(
+        table.register({ workflow: 'damaged', service: 'd', url: 'http://127.0.0.1:9008', owner }),
+      ).rejects.toMatchObject({ status: 409, code: 'workflow_owned_by_another_user' });
+    } finally {
+      own.disconnect();
+    }
+  });
+
   it('refuses ids that could cross paths or Redis keys, and URLs that are not http', async () => {
     const base = { workflow: 'ok', service: 'ok', url: 'http://127.0.0.1:1', owner: 'alice' };
     for (const bad of [

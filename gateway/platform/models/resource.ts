@@ -207,6 +207,9 @@ async function update(
   const current = isModelName(name) ? await deps.store.get(name) : undefined;
   if (current === undefined) throw modelNotFound(name);
   const spec = body.spec as ModelSpec;
+  // Changing a model that serves a workflow changes what that workflow's keys reach: only the
+  // workflow's owner may, whether the change keeps, moves or detaches it.
+  await checkWorkflow(deps, grant, current.spec.workflow);
   if (spec.workflow !== current.spec.workflow) await checkWorkflow(deps, grant, spec.workflow);
   const updated = await deps.store.update(name, {
     spec,

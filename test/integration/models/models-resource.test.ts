@@ -138,6 +138,7 @@ describe.each([
     keys.aliceWorkflow = `wf-alice-${suffix}`;
     keys.bobWorkflow = `wf-bob-${suffix}`;
     await addKey('editor', 'alice', 'platform', ['editor']);
+    await addKey('bobEditor', 'bob', 'platform', ['editor']);
     await addKey('modelsEditor', 'alice', 'platform', ['models:editor']);
     await addKey('viewer', 'carol', 'platform', ['models:viewer']);
     await addKey('inference', 'carol', 'platform', ['models:inference']);
@@ -417,6 +418,20 @@ describe.each([
       spec: { storageUri: 's3://models/iris-v2', workflow: keys.bobWorkflow },
     });
     expect([move.status, move.json.code]).toEqual([403, 'workflow_not_owned']);
+    // Another user's editor key can neither change nor detach a model serving alice's workflow.
+    for (const spec of [
+      { storageUri: 's3://models/evil', workflow: keys.aliceWorkflow },
+      { storageUri: 's3://models/evil' },
+    ]) {
+      const hijack = await call('PUT', `${PATH}/model-scorer`, keys.bobEditor as string, { spec });
+      expect([hijack.status, hijack.json.code]).toEqual([403, 'workflow_not_owned']);
+    }
+    const kept = await call('GET', `${PATH}/model-scorer`, keys.viewer as string);
+    expect((kept.json.spec as Model['spec']).storageUri).toBe('s3://models/scorer');
+    const ownerUpdate = await call('PUT', `${PATH}/model-scorer`, keys.editor as string, {
+      spec: { storageUri: 's3://models/scorer-v2', workflow: keys.aliceWorkflow },
+    });
+    expect(ownerUpdate.status).toBe(200);
 
     const filtered = await call('GET', `${PATH}?workflow=${keys.aliceWorkflow}`, keys.viewer as string);
     expect((filtered.json.items as Model[]).map((m) => m.metadata.name)).toEqual(['model-scorer']);

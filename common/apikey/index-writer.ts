@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { TollgateError } from '../errors.js';
+import { redisUnavailable } from '../redis/unavailable.js';
 import { redisChannels, redisKeys } from '../redis/schema.js';
 import type { KeyGrant } from '../resources/grant.js';
 
@@ -36,19 +36,13 @@ export class KeyIndexWriter {
     try {
       results = await multi.exec();
     } catch (cause) {
-      throw unavailable(verb, cause);
+      throw redisUnavailable(cause, `could not ${verb} the key index in Redis`);
     }
     const failed = results?.find(([err]) => err !== null)?.[0];
-    if (results === null || failed) throw unavailable(verb, failed ?? new Error('transaction aborted'));
+    if (results === null || failed)
+      throw redisUnavailable(
+        failed ?? new Error('transaction aborted'),
+        `could not ${verb} the key index in Redis`,
+      );
   }
 }
-
-const unavailable = (verb: string, cause: unknown): TollgateError =>
-  new TollgateError(
-    503,
-    'redis_unavailable',
-    `could not ${verb} the key index in Redis; retry when Redis is back`,
-    {
-      cause,
-    },
-  );

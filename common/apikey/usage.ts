@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { TollgateError } from '../errors.js';
+import { redisUnavailable } from '../redis/unavailable.js';
 import { redisKeys } from '../redis/schema.js';
 
 /** A key's usage figures as the gateway records them in `tg:usage:<id>`. */
@@ -18,10 +18,10 @@ export async function readKeyUsage(redis: Redis, ids: readonly string[]): Promis
   try {
     results = await pipeline.exec();
   } catch (cause) {
-    throw unavailable(cause);
+    throw redisUnavailable(cause, USAGE_UNREADABLE);
   }
   const failed = results?.find(([err]) => err !== null)?.[0];
-  if (results === null || failed) throw unavailable(failed);
+  if (results === null || failed) throw redisUnavailable(failed, USAGE_UNREADABLE);
   ids.forEach((id, i) => {
     const value = results[i]?.[1];
     if (!Array.isArray(value)) return;
@@ -34,12 +34,4 @@ export async function readKeyUsage(redis: Redis, ids: readonly string[]): Promis
   return usage;
 }
 
-const unavailable = (cause: unknown): TollgateError =>
-  new TollgateError(
-    503,
-    'redis_unavailable',
-    'could not read key usage from Redis; retry when Redis is back',
-    {
-      cause,
-    },
-  );
+const USAGE_UNREADABLE = 'could not read key usage from Redis';

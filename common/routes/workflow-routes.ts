@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import { TollgateError } from '../errors.js';
+import { redisUnavailable } from '../redis/unavailable.js';
 import { KEY_PREFIX, redisChannels, redisKeys } from '../redis/schema.js';
 import type { Route } from '../resources/grant.js';
 
@@ -149,7 +150,7 @@ export class WorkflowRoutes {
         });
       } while (cursor !== '0');
     } catch (cause) {
-      throw unavailable(cause);
+      throw redisUnavailable(cause, ROUTES_UNREACHABLE);
     }
     return found;
   }
@@ -181,16 +182,8 @@ async function orUnavailable<T>(write: Promise<T>): Promise<T> {
   try {
     return await write;
   } catch (cause) {
-    throw unavailable(cause);
+    throw redisUnavailable(cause, ROUTES_UNREACHABLE);
   }
 }
 
-const unavailable = (cause: unknown): TollgateError =>
-  new TollgateError(
-    503,
-    'redis_unavailable',
-    'the route table in Redis cannot be reached; retry when Redis is back',
-    {
-      cause,
-    },
-  );
+const ROUTES_UNREACHABLE = 'the route table in Redis cannot be reached';

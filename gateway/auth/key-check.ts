@@ -7,7 +7,7 @@ import { redisChannels, redisKeys } from '../../common/redis/schema.js';
 import type { KeyGrant } from '../../common/resources/grant.js';
 import { InvalidatedCache, type CacheInvalidation } from '../invalidation.js';
 import { parseAuthorizationHeader } from './authorization-header.js';
-import { redisUnavailable } from './redis-unavailable.js';
+import { redisUnavailable } from '../../common/redis/unavailable.js';
 
 /** The index entry as written by the keys code; checked here because Redis is outside our process. */
 const keyGrantSchema = z.object({

@@ -2,7 +2,7 @@ import type { Redis, Result } from 'ioredis';
 import { TollgateError } from '../../common/errors.js';
 import { redisKeys } from '../../common/redis/schema.js';
 import type { KeyGrant } from '../../common/resources/grant.js';
-import { redisUnavailable } from './redis-unavailable.js';
+import { redisUnavailable } from '../../common/redis/unavailable.js';
 
 /**
  * Per-key fixed-window rate limit, counted in Redis so every replica shares one budget. One

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { Logger } from '../../common/logger.js';
 import { redisChannels, redisKeys } from '../../common/redis/schema.js';
 import type { Route } from '../../common/resources/grant.js';
-import { redisUnavailable } from '../auth/redis-unavailable.js';
+import { redisUnavailable } from '../../common/redis/unavailable.js';
 import { InvalidatedCache, type CacheInvalidation } from '../invalidation.js';
 
 const routeSchema = z.object({

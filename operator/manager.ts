@@ -38,6 +38,9 @@ import type { RuntimeDriver } from './runtime/runtime-driver.js';
 import { refKey, type Resource, type ResourceSource, type WatchedSource } from './source/resource-source.js';
 import type { CredentialsResolver } from './storage/credentials.js';
 
+/** How long a rebuild waits for failed reconciles to succeed on retry before it sweeps. */
+const SETTLE_MS = 15_000;
+
 export interface OperatorSources {
   models: ResourceSource<Model>;
   apiKeys: ResourceSource<ApiKeyResource>;
@@ -157,6 +160,8 @@ class Term {
   private rebuilding: Promise<void> | undefined;
   private stopped = false;
   private readonly onRedisReady = () => void this.checkIndex();
+  /** The last rebuild left its sweep for later (a reconcile was failing): the next check does it. */
+  private sweepPending = false;
 
   constructor(
     private readonly sources: OperatorSources,
@@ -204,14 +209,26 @@ class Term {
   private async checkIndex(): Promise<void> {
     if (this.stopped || this.rebuilding) return;
     try {
-      if ((await this.redis.exists(redisKeys.indexMarker)) === 1) return;
+      if (!this.sweepPending && (await this.redis.exists(redisKeys.indexMarker)) === 1) return;
     } catch {
       return; // Redis is down; checked again when it is back.
     }
-    this.opts.log.warn(
-      'the Redis index is missing (flushed or restarted empty); rebuilding it from the resources',
-    );
-    this.rebuilding = this.rebuild(true).finally(() => (this.rebuilding = undefined));
+    const fromEmpty = !this.sweepPending;
+    if (fromEmpty)
+      this.opts.log.warn(
+        'the Redis index is missing (flushed or restarted empty); rebuilding it from the resources',
+      );
+    this.rebuilding = this.rebuild(fromEmpty).finally(() => (this.rebuilding = undefined));
+  }
+
+  /** Idle, with failed reconciles given their retries (bounded: a lasting failure stays failing). */
+  private async settled(): Promise<void> {
+    const deadline = Date.now() + SETTLE_MS;
+    for (;;) {
+      await Promise.all(this.controllers.map((c) => c.idle()));
+      if (this.stopped || Date.now() > deadline || !this.controllers.some((c) => c.failing > 0)) return;
+      await new Promise((r) => setTimeout(r, 100));
+    }
   }
 
   /**
@@ -219,6 +236,7 @@ class Term {
    * then marks the index as built. `fromEmpty`: Redis lost everything, so nothing may be skipped.
    */
   private async rebuild(fromEmpty: boolean): Promise<void> {
+    this.sweepPending = false;
     // Routes are compared with what Redis holds, so they are rewritten anyway; key entries are
     // skipped when unchanged since written, which no longer holds.
     if (fromEmpty) this.keyReconciler.forgetWritten();
@@ -231,8 +249,15 @@ class Term {
       for (const obj of source.list())
         controller.enqueue(refKey({ namespace: obj.metadata.namespace ?? '', name: obj.metadata.name }));
     }
-    await Promise.all(this.controllers.map((c) => c.idle()));
+    await this.settled();
     if (this.stopped) return;
+    if (this.controllers.some((c) => c.failing > 0)) {
+      // A route missing from liveRoutes() may belong to a reconcile that failed and waits for its
+      // retry: sweeping now would cut traffic to a ready model. The next check sweeps instead.
+      this.opts.log.warn('index rebuild postponed: some reconciles are failing and will be retried');
+      this.sweepPending = true;
+      return;
+    }
     try {
       await sweepStaleRoutes(this.redis, this.opts.namespace, [
         ...this.modelReconciler.liveRoutes(),

@@ -36,6 +36,11 @@ export class WorkQueue {
     return this.queue.length + this.processing.size;
   }
 
+  /** Keys whose last reconcile failed and that wait for their retry. */
+  get failing(): number {
+    return this.failures.size;
+  }
+
   add(key: string): void {
     if (this.shuttingDown) return;
     if (this.processing.has(key)) {

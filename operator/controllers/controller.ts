@@ -52,6 +52,11 @@ export class Controller {
     return new Promise((resolve) => this.idleWaiters.push(resolve));
   }
 
+  /** Keys whose last reconcile failed, waiting for a delayed retry. */
+  get failing(): number {
+    return this.queue.failing;
+  }
+
   private async work(): Promise<void> {
     for (;;) {
       const key = await this.queue.get();

@@ -42,7 +42,10 @@ describe('work queue', () => {
         jest.runAllTimers();
       }
       expect(delays).toEqual([10, 20, 40, 80, 100, 100]);
+      // A failing key counts as failing (the rebuild's sweep waits on it) until it succeeds.
+      expect(q.failing).toBe(1);
       q.forget('ns/a');
+      expect(q.failing).toBe(0);
       expect(q.addRateLimited('ns/a')).toBe(10);
     } finally {
       jest.useRealTimers();

@@ -1,6 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -9,6 +8,7 @@ import { Redis } from 'ioredis';
 import { Agent, request } from 'undici';
 import { generateKey, hashKey } from '../common/apikey/format.js';
 import { KeyIndexWriter } from '../common/apikey/index-writer.js';
+import { freePort } from '../common/net/free-port.js';
 import type { KeyGrant } from '../common/resources/grant.js';
 import { WorkflowRoutes } from '../common/routes/workflow-routes.js';
 import type { Result as OpenLoopResult } from './open-loop.js';
@@ -35,17 +35,6 @@ const children: ChildProcess[] = [];
 process.on('exit', () => {
   for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
 });
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 function start(name: string, command: string, args: string[], env: NodeJS.ProcessEnv = {}): ChildProcess {
   const child = spawn(command, args, {

@@ -17,7 +17,8 @@ import { createGatewayServer } from '../gateway/server.js';
 import { createGatewayServices } from '../gateway/services.js';
 import { createV2Handler } from '../gateway/v2/handler.js';
 import { RouteTable } from '../common/routes/workflow-routes.js';
-import { freeLoopbackPort, LocalMlserverDriver } from '../operator/runtime/local-mlserver.js';
+import { freePort } from '../common/net/free-port.js';
+import { LocalMlserverDriver } from '../operator/runtime/local-mlserver.js';
 import { ProcessEnvCredentials } from '../operator/storage/credentials.js';
 
 /**
@@ -131,7 +132,7 @@ async function waitForPort(port: number): Promise<void> {
 export async function runInferenceBench(): Promise<string[]> {
   const dir = mkdtempSync(join(tmpdir(), 'tollgate-bench-inference-'));
   const log = createLogger('bench', 'silent');
-  const redisPort = await freeLoopbackPort();
+  const redisPort = await freePort();
   const redisServer = spawn(
     'redis-server',
     ['--port', String(redisPort), '--save', '', '--appendonly', 'no'],

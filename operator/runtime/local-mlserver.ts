@@ -2,9 +2,9 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
 import { mkdir, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import path from 'node:path';
 import type { Logger } from '../../common/logger.js';
+import { freePort } from '../../common/net/free-port.js';
 import { pullFolder } from '../puller/pull.js';
 import { refKey, type ResourceRef } from '../source/resource-source.js';
 import type { CredentialsResolver } from '../storage/credentials.js';
@@ -50,17 +50,6 @@ const TAIL_LINES = 12;
 const STOP_GRACE_MS = 10_000;
 const MAX_RESTART_DELAY_MS = 30_000;
 
-export function freeLoopbackPort(host = '127.0.0.1'): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, host, () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === 'object' && address !== null ? address.port : 0));
-    });
-  });
-}
-
 export class LocalMlserverDriver implements RuntimeDriver {
   private readonly runs = new Map<string, Run>();
   private onChange: (ref: ResourceRef) => void = () => undefined;
@@ -94,7 +83,7 @@ export class LocalMlserverDriver implements RuntimeDriver {
     let run = this.runs.get(key);
     if (run?.stamp !== stamp) {
       if (run !== undefined) await this.halt(run);
-      const port = await freeLoopbackPort(this.host);
+      const port = await freePort(this.host);
       run = {
         ref,
         stamp,
@@ -180,7 +169,7 @@ export class LocalMlserverDriver implements RuntimeDriver {
     const { log } = this.opts;
     const { metadata, spec } = plan.model;
     const base = this.folderOf(run.ref);
-    const [grpcPort, metricsPort] = [await freeLoopbackPort(this.host), await freeLoopbackPort(this.host)];
+    const [grpcPort, metricsPort] = [await freePort(this.host), await freePort(this.host)];
     const extraEnv = Object.fromEntries((spec.env ?? []).map((e) => [e.name, e.value]));
     // MLServer writes .metrics and .envs under its working directory: keep them beside the folder.
     const proc = spawn(this.opts.mlserver, ['start', path.join(base, 'model')], {

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { makeKubePki, type KubePki } from '../certs.js';
 import { bins } from '../paths.js';
-import { freePort } from '../ports.js';
+import { freePort } from '../../../common/net/free-port.js';
 import type { ProcessRegistry } from '../processes.js';
 import { httpOk, waitUntil } from '../wait.js';
 

@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { bins } from '../paths.js';
-import { freePort } from '../ports.js';
+import { freePort } from '../../../common/net/free-port.js';
 import type { ProcessRegistry } from '../processes.js';
 import { httpOk, waitUntil } from '../wait.js';
 

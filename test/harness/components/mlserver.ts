@@ -2,7 +2,7 @@
 import { mkdtempSync } from 'node:fs';
 import { join } from 'node:path';
 import { venvPaths } from '../venv.js';
-import { freePort } from '../ports.js';
+import { freePort } from '../../../common/net/free-port.js';
 import type { Managed, ProcessRegistry } from '../processes.js';
 import { httpOk, waitUntil } from '../wait.js';
 

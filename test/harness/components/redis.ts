@@ -1,7 +1,7 @@
 // A throw-away redis-server: loopback only, no RDB snapshots, no AOF, so nothing reaches disk.
 import { createConnection } from 'node:net';
 import { bins } from '../paths.js';
-import { freePort } from '../ports.js';
+import { freePort } from '../../../common/net/free-port.js';
 import type { Managed, ProcessRegistry } from '../processes.js';
 import { waitUntil } from '../wait.js';
 

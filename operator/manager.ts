@@ -183,13 +183,16 @@ class Term {
 
   async start(): Promise<void> {
     const { models, apiKeys, services, runtime } = this.sources;
-    for (const c of this.controllers) c.start();
     await Promise.all([
       watch(models, this.model, (ref, gone) => this.modelReconciler.noteDeleted(ref, gone)),
       watch(apiKeys, this.apikey, (ref, gone) => this.keyReconciler.noteDeleted(ref, gone)),
       watch(services, this.service, (ref, gone) => this.serviceReconciler.noteDeleted(ref, gone)),
       runtime.start((ref) => this.model.enqueue(refKey(ref))),
     ]);
+    // Workers start only once every cache has synced (controller-runtime's WaitForCacheSync): a
+    // Deployment event reconciled before the Model cache filled would take the Model for deleted
+    // and tear down its route and Deployment. Events seen meanwhile wait in the queues.
+    for (const c of this.controllers) c.start();
     this.firstRebuild = this.rebuild(false);
     this.redis.on('ready', this.onRedisReady);
     this.indexTimer = setInterval(() => void this.checkIndex(), this.opts.indexCheckMs ?? 2000);

@@ -9,6 +9,7 @@ import { Agent, request } from 'undici';
 import { generateKey, hashKey } from '../common/apikey/format.js';
 import { KeyIndexWriter } from '../common/apikey/index-writer.js';
 import { freePort } from '../common/net/free-port.js';
+import { throwawayRedisArgs } from '../common/redis/throwaway-args.js';
 import type { KeyGrant } from '../common/resources/grant.js';
 import { WorkflowRoutes } from '../common/routes/workflow-routes.js';
 import type { Result as OpenLoopResult } from './open-loop.js';
@@ -272,16 +273,7 @@ export async function run(): Promise<void> {
   )) as [number, number, number, number, number, number];
   try {
     start('upstream', process.execPath, ['-e', UPSTREAM], { PORT: String(upstreamPort) });
-    start('redis', 'redis-server', [
-      '--port',
-      String(redisPort),
-      '--bind',
-      '127.0.0.1',
-      '--save',
-      '',
-      '--appendonly',
-      'no',
-    ]);
+    start('redis', 'redis-server', throwawayRedisArgs(redisPort));
     const upstream = `http://127.0.0.1:${upstreamPort}/`;
     await waitFor(upstream);
 

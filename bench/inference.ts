@@ -18,6 +18,7 @@ import { createGatewayServices } from '../gateway/services.js';
 import { createV2Handler } from '../gateway/v2/handler.js';
 import { RouteTable } from '../common/routes/workflow-routes.js';
 import { freePort } from '../common/net/free-port.js';
+import { throwawayRedisArgs } from '../common/redis/throwaway-args.js';
 import { LocalMlserverDriver } from '../operator/runtime/local-mlserver.js';
 import { ProcessEnvCredentials } from '../operator/storage/credentials.js';
 
@@ -133,13 +134,9 @@ export async function runInferenceBench(): Promise<string[]> {
   const dir = mkdtempSync(join(tmpdir(), 'tollgate-bench-inference-'));
   const log = createLogger('bench', 'silent');
   const redisPort = await freePort();
-  const redisServer = spawn(
-    'redis-server',
-    ['--port', String(redisPort), '--save', '', '--appendonly', 'no'],
-    {
-      stdio: 'ignore',
-    },
-  );
+  const redisServer = spawn('redis-server', throwawayRedisArgs(redisPort), {
+    stdio: 'ignore',
+  });
   const driver = new LocalMlserverDriver({
     mlserver: join(ROOT, '.venv/bin/mlserver'),
     workDir: join(dir, 'runtimes'),

@@ -9,6 +9,7 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { freePort } from '../common/net/free-port.js';
+import { throwawayRedisArgs } from '../common/redis/throwaway-args.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 const STATE = path.join(ROOT, '.tollgate', 'demo');
@@ -121,18 +122,7 @@ async function main(): Promise<void> {
 
   step('starting a local Redis');
   const redisPort = await freePort();
-  const redis = start('redis', 'redis-server', [
-    '--port',
-    String(redisPort),
-    '--bind',
-    '127.0.0.1',
-    '--save',
-    '',
-    '--appendonly',
-    'no',
-    '--dir',
-    STATE,
-  ]);
+  const redis = start('redis', 'redis-server', [...throwawayRedisArgs(redisPort), '--dir', STATE]);
   const redisUrl = `redis://127.0.0.1:${redisPort}`;
   await waitFor(
     'redis',

@@ -2,6 +2,7 @@
 import { createConnection } from 'node:net';
 import { bins } from '../paths.js';
 import { freePort } from '../../../common/net/free-port.js';
+import { throwawayRedisArgs } from '../../../common/redis/throwaway-args.js';
 import type { Managed, ProcessRegistry } from '../processes.js';
 import { waitUntil } from '../wait.js';
 
@@ -32,12 +33,7 @@ function ping(port: number): Promise<boolean> {
 /** Starts redis-server; `port` is given when restarting a stopped instance on its old port. */
 export async function startRedis(reg: ProcessRegistry, name: string, port?: number): Promise<RedisInstance> {
   const p = port ?? (await freePort());
-  const proc = reg.spawn(
-    name,
-    bins.redisServer,
-    ['--port', String(p), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--daemonize', 'no'],
-    { stopTimeoutMs: 5000 },
-  );
+  const proc = reg.spawn(name, bins.redisServer, throwawayRedisArgs(p), { stopTimeoutMs: 5000 });
   await waitUntil(`redis ${name} on port ${p}`, () => ping(p), { timeoutMs: 10_000, proc, intervalMs: 50 });
   return { url: `redis://127.0.0.1:${p}`, port: p, proc };
 }

@@ -1,11 +1,14 @@
 # The Tollgate image: one image runs the gateway (`tollgate gateway`), the operator
 # (`tollgate operator`) and the model puller (`tollgate pull`, the models' init container).
 # Used by helm/tollgate (image.repository / image.tag).
-#   docker build -t tollgate/tollgate:0.1.0 .
+#   docker build -t tollgate/tollgate:0.1.0 .      (or: buildah bud -t tollgate/tollgate:0.1.0 .)
 FROM node:20-bookworm-slim AS build
 WORKDIR /src
 COPY package.json package-lock.json ./
-RUN npm ci --no-audit --no-fund
+# Not `npm ci`: the lock lists only the linux-x64 builds of the packages that ship one build per
+# platform (@swc/core, unrs-resolver), and `npm ci` refuses such a lock. `npm install` installs the
+# locked versions (the Makefile does the same).
+RUN npm install --no-audit --no-fund --loglevel=error
 COPY tsconfig.json tsconfig.build.json ./
 COPY cli cli
 COPY common common

@@ -3,7 +3,7 @@ SHELL := /bin/bash
 export NODE_OPTIONS := --experimental-vm-modules --no-warnings=ExperimentalWarning
 JEST := node node_modules/jest/bin/jest.js
 
-.PHONY: all deps deps-node deps-components build test test-unit test-integration lint bench demo clean
+.PHONY: all deps deps-node deps-components deps-images build test test-unit test-integration test-cluster lint bench demo clean
 
 all: build
 
@@ -19,21 +19,37 @@ deps-components:
 	bash test/harness/install.sh all
 	bash test/harness/install-helm.sh >/dev/null
 
-deps: deps-node deps-components
+# The test cluster's images (buildah, from the repository's Dockerfiles), rebuilt only when their
+# inputs change.
+deps-images: deps-components
+	bash test/harness/build-images.sh >/dev/null
+
+deps: deps-node deps-components deps-images
 
 build: deps-node
 	node node_modules/typescript/bin/tsc -p tsconfig.build.json
 	# The panel's static files are served from beside the compiled router.
 	rm -rf dist/gateway/panel/static && cp -r gateway/panel/static dist/gateway/panel/static
 
+# Two Jest runs: unit + integration, then the cluster tests on their own (the cluster lives only
+# for the second). Both always run; the target fails if either failed. With JEST_REPORT=<prefix>,
+# each writes its JSON report to <prefix>-main.json and <prefix>-cluster.json (.ci/run sums them).
 test: deps build
-	$(JEST) --ci $(JEST_ARGS)
+	@status=0; \
+	$(JEST) --ci --selectProjects unit integration $(call report,main) $(JEST_ARGS) || status=1; \
+	$(JEST) --ci --selectProjects cluster $(call report,cluster) $(JEST_ARGS) || status=1; \
+	exit $$status
+
+report = $(if $(JEST_REPORT),--json --outputFile=$(JEST_REPORT)-$(1).json)
 
 test-unit: deps-node
 	$(JEST) --ci --selectProjects unit $(JEST_ARGS)
 
 test-integration: deps build
 	$(JEST) --ci --selectProjects integration $(JEST_ARGS)
+
+test-cluster: deps build
+	$(JEST) --ci --selectProjects cluster $(JEST_ARGS)
 
 lint: deps-node
 	node node_modules/typescript/bin/tsc -p tsconfig.json --noEmit
@@ -49,4 +65,4 @@ demo: deps-node build
 	node node_modules/tsx/dist/cli.mjs examples/demo.ts
 
 clean:
-	rm -rf dist coverage jest-report.json
+	rm -rf dist coverage jest-report*.json

@@ -63,6 +63,8 @@ export interface OperatorOptions {
   workers?: { model?: number; apikey?: number; service?: number };
   /** How often each key's usage in Redis is copied into its ApiKey status (`kubectl get apikeys`). */
   usageSyncMs?: number;
+  /** The MLServer image of Models that name none (default: MLServer's published images). */
+  runtimeImage?: string;
 }
 
 /** Creates the sources for one leadership term (informers cannot be restarted after stop). */
@@ -171,7 +173,12 @@ class Term {
   ) {
     const routes = new RouteTable(redis);
     const { log } = opts;
-    this.modelReconciler = new ModelReconciler({ ...sources, routes, log });
+    this.modelReconciler = new ModelReconciler({
+      ...sources,
+      routes,
+      log,
+      ...(opts.runtimeImage ? { runtimeImage: opts.runtimeImage } : {}),
+    });
     this.keyReconciler = new ApiKeyReconciler(sources.apiKeys, new KeyIndexWriter(redis));
     this.serviceReconciler = new WorkflowServiceReconciler(sources.services, routes, log);
     this.model = new Controller(this.modelReconciler, metrics, log, opts.workers?.model ?? 8);

@@ -13,6 +13,7 @@ interface OperatorFlags {
   namespace?: string;
   kubeconfig?: string;
   pullerImage: string;
+  runtimeImage?: string;
   leaderElect: boolean;
   leaseNamespace: string;
   leaseName: string;
@@ -36,6 +37,11 @@ export function register(program: Command): void {
       'the Tollgate image that runs `tollgate pull` in model pods',
       process.env.TOLLGATE_IMAGE ?? 'tollgate:0.1.0',
     )
+    .option(
+      '--runtime-image <image>',
+      'the MLServer image of Models that name none (default: seldonio/mlserver:1.7.1-sklearn, -mlflow for MLflow folders)',
+      process.env.TOLLGATE_RUNTIME_IMAGE,
+    )
     .option('--no-leader-elect', 'run without the leader Lease (a single replica only)')
     .option('--lease-namespace <ns>', 'namespace of the leader Lease', process.env.POD_NAMESPACE ?? 'default')
     .option('--lease-name <name>', 'name of the leader Lease', 'tollgate-operator')
@@ -55,6 +61,7 @@ export function register(program: Command): void {
           log,
           metrics,
           ...(flags.namespace ? { namespace: flags.namespace } : {}),
+          ...(flags.runtimeImage ? { runtimeImage: flags.runtimeImage } : {}),
           ...(flags.leaderElect
             ? {
                 leaderElection: {

@@ -46,6 +46,8 @@ export interface ModelControllerDeps {
   events: EventRecorder;
   credentials: CredentialsResolver;
   log: Logger;
+  /** Replaces both default images (an image built from images/mlserver serves both kinds). */
+  runtimeImage?: string;
 }
 
 const isConflict = (e: unknown) => e instanceof ConflictError;
@@ -131,7 +133,9 @@ export class ModelReconciler implements Reconciler {
     const override = model.spec.runtime?.implementation;
     const settings = override ? { ...check.settings, implementation: override } : check.settings;
     const image =
-      model.spec.runtime?.image ?? (check.generated ? DEFAULT_MLFLOW_IMAGE : DEFAULT_SKLEARN_IMAGE);
+      model.spec.runtime?.image ??
+      this.deps.runtimeImage ??
+      (check.generated ? DEFAULT_MLFLOW_IMAGE : DEFAULT_SKLEARN_IMAGE);
     return { model, settings, settingsGenerated: check.generated || override !== undefined, image };
   }
 

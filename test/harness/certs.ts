@@ -27,7 +27,8 @@ async function openssl(dir: string, args: string[]): Promise<void> {
   await run(bins.openssl, args, { cwd: dir });
 }
 
-export async function makeKubePki(dir: string): Promise<KubePki> {
+/** `sans`: the serving cert's extra subject alternative names (`IP:…`, `DNS:…`). */
+export async function makeKubePki(dir: string, sans: string[] = []): Promise<KubePki> {
   mkdirSync(dir, { recursive: true });
   const p = (f: string): string => join(dir, f);
   await openssl(dir, [
@@ -70,7 +71,7 @@ export async function makeKubePki(dir: string): Promise<KubePki> {
     ]);
   await Promise.all([
     signed('apiserver', '/CN=kube-apiserver', [
-      'subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes.default.svc',
+      `subjectAltName=${['IP:127.0.0.1', 'DNS:localhost', 'DNS:kubernetes.default.svc', ...sans].join(',')}`,
       'extendedKeyUsage=serverAuth',
     ]),
     signed('admin', '/O=system:masters/CN=tollgate-admin', ['extendedKeyUsage=clientAuth']),

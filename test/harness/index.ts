@@ -7,15 +7,16 @@
  *   const own = await redis('revocation');   // a separate one this test may stop/restart
  *   await stopRedis('revocation'); await restartRedis('revocation'); // "down", "back, empty"
  *   const k = await kube();                  // kube-apiserver + etcd, k.kubeconfig
+ *   const c = await cluster();               // a real node: kubelet, containerd, images, DNS
  *   const m = await minio();                 // S3 endpoint + throw-away credentials
  *   const ml = await startMlserver(dir);     // MLServer on `dir`; await ml.stop()
  *   const browser = await launchChromium();  // playwright Browser on Debian's chromium
  */
 import { request } from 'node:http';
 import { HARNESS_URL_ENV } from './run-state.js';
-import type { KubeInfo, MinioInfo, MlserverInfo, MlserverOptions, RedisInfo } from './types.js';
+import type { ClusterInfo, KubeInfo, MinioInfo, MlserverInfo, MlserverOptions, RedisInfo } from './types.js';
 
-export type { KubeInfo, MinioInfo, MlserverInfo, MlserverOptions, RedisInfo, VenvInfo } from './types.js';
+export type { ClusterInfo, KubeInfo, MinioInfo, MlserverInfo, MlserverOptions, RedisInfo, VenvInfo } from './types.js';
 export { freePort } from '../../common/net/free-port.js';
 export { venvPaths as venv } from './venv.js';
 export { chromiumPath, chromiumArgs, launchChromium } from './browser.js';
@@ -76,6 +77,24 @@ export function restartRedis(tag: string): Promise<RedisInfo> {
 /** The run's Kubernetes control plane (kube-apiserver + etcd), shared by all tests. */
 export function kube(): Promise<KubeInfo> {
   return call<KubeInfo>('/kube');
+}
+
+/**
+ * The run's Kubernetes cluster with a real node (containerd, kubelet, kube-proxy, CoreDNS) and
+ * the project's images loaded, shared by all tests: use a namespace of your own.
+ */
+export function cluster(): Promise<ClusterInfo> {
+  return call<ClusterInfo>('/cluster');
+}
+
+/** Serves `dir` over HTTP inside the cluster's node namespace (pods reach it); returns its URL. */
+export function serveInCluster(dir: string): Promise<{ url: string }> {
+  return call<{ url: string }>('/cluster/serve', { dir });
+}
+
+/** A MinIO inside the cluster's node namespace (pods and tests reach `endpoint`): own bucket. */
+export function clusterMinio(): Promise<MinioInfo> {
+  return call<MinioInfo>('/cluster/minio');
 }
 
 /** The run's MinIO, shared by all tests: use a bucket of your own. */

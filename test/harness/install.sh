@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Installs, idempotently, every real component the tests and the demo start:
 # Debian packages (redis-server, nginx-light, chromium, python3-venv, openssl), kube-apiserver +
-# kubectl + etcd + MinIO built from Go modules at pinned versions, and the Python venv with
-# MLServer. Slow builds are cached outside the clone under $TOLLGATE_CACHE (default
-# ~/.cache/tollgate), keyed by pinned version, so every clone on the machine shares them.
+# kubectl + etcd + MinIO built from Go modules at pinned versions, the Python venv with MLServer,
+# and the test cluster's node: kubelet, kube-proxy, kube-controller-manager, kube-scheduler and
+# CoreDNS from Go modules, the pause binary from the Kubernetes module's source, containerd, runc,
+# the CNI plugins, iptables, buildah and debootstrap from Debian. Slow builds are cached outside
+# the clone under $TOLLGATE_CACHE (default ~/.cache/tollgate), keyed by pinned version, so every
+# clone on the machine shares them. The container images are built by build-images.sh.
 #
-#   install.sh [all|apt|go|venv]
+#   install.sh [all|apt|go|venv|cluster]
 #
 # Go modules are verified against the go.sum files committed beside each helper module
 # (-mod=readonly), so a build needs the module proxy but not the checksum database. If this
@@ -24,11 +27,13 @@ exec 9>"$cache/.install.lock"
 flock 9
 
 KUBE_VERSION=v1.34.4
+COREDNS_VERSION=v1.12.1 # from go/coredns/go.mod
 ETCD_VERSION=v3.6.4
 MINIO_VERSION=RELEASE.2025-09-07T16-13-09Z
 MINIO_TIME=2025-09-07T16:13:09Z # the same release, as MinIO's own version string
 MINIO_COMMIT=07c3a429bfed       # from the pseudo-version in go/minio/go.mod
-VENV_KEY=$(cat "$here/requirements.txt" "$here/requirements.lock" | sha256sum | cut -c1-12)
+requirements="$root/images/mlserver"
+VENV_KEY=$(cat "$requirements/requirements.txt" "$requirements/requirements.lock" | sha256sum | cut -c1-12)
 
 log() { printf '[install] %s\n' "$*" >&2; }
 
@@ -92,10 +97,55 @@ need_venv() {
     rm -rf "$venv"
     python3 -m venv "$venv"
     # requirements.lock pins every transitive package, so the venv is the same on every machine.
-    "$venv/bin/pip" install -q -r "$here/requirements.txt" -c "$here/requirements.lock"
+    "$venv/bin/pip" install -q -r "$requirements/requirements.txt" -c "$requirements/requirements.lock"
     touch "$venv/.complete"
   fi
   ln -sfn "$venv" "$root/.venv"
+}
+
+apt_install() {
+  local sudo=""
+  [ "$(id -u)" = 0 ] || sudo=sudo
+  log "apt-get install $*"
+  $sudo apt-get update -q >/dev/null
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "$@" >/dev/null
+}
+
+# The test cluster's node. Debian's containerd starts no service here (no systemd); the harness
+# runs its own containerd with its own root, state, socket and CNI directories.
+need_cluster() {
+  local missing=()
+  command -v containerd >/dev/null || missing+=(containerd)
+  command -v runc >/dev/null || missing+=(runc)
+  [ -x /usr/lib/cni/bridge ] || missing+=(containernetworking-plugins)
+  command -v iptables >/dev/null || missing+=(iptables)
+  command -v conntrack >/dev/null || missing+=(conntrack)
+  command -v buildah >/dev/null || missing+=(buildah)
+  command -v debootstrap >/dev/null || missing+=(debootstrap)
+  command -v gcc >/dev/null || missing+=(gcc libc6-dev)
+  [ ${#missing[@]} -eq 0 ] || apt_install "${missing[@]}"
+
+  local kube_ldflags="-X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=34"
+  local cmd
+  for cmd in kubelet kube-proxy kube-controller-manager kube-scheduler; do
+    go_build "$here/go/kube" "k8s.io/kubernetes/cmd/$cmd" "$bin/$cmd-$KUBE_VERSION" "$kube_ldflags"
+    ln -sfn "$cmd-$KUBE_VERSION" "$bin/$cmd"
+  done
+  go_build "$here/go/coredns" . "$bin/coredns-$COREDNS_VERSION" \
+    "-X github.com/coredns/coredns/coremain.GitCommit=$COREDNS_VERSION"
+  ln -sfn "coredns-$COREDNS_VERSION" "$bin/coredns"
+
+  # The sandbox ("pause") container: Kubernetes' own pause.c from the pinned module, static.
+  local pause="$bin/pause-$KUBE_VERSION"
+  if [ ! -x "$pause" ]; then
+    local src
+    src=$(cd "$here/go/kube" && GOTOOLCHAIN=local GOFLAGS=-mod=readonly go list -m -f '{{.Dir}}' k8s.io/kubernetes)
+    log "building pause from $src/build/pause/linux/pause.c"
+    gcc -Os -Wall -Werror -static -DVERSION="$KUBE_VERSION" -o "$pause.tmp" "$src/build/pause/linux/pause.c"
+    strip "$pause.tmp"
+    mv "$pause.tmp" "$pause"
+  fi
+  ln -sfn "pause-$KUBE_VERSION" "$bin/pause"
 }
 
 what=${1:-all}
@@ -103,6 +153,7 @@ case "$what" in
   apt) need_apt ;;
   go) need_go ;;
   venv) need_venv ;;
-  all) need_apt; need_go; need_venv ;;
-  *) echo "usage: install.sh [all|apt|go|venv]" >&2; exit 2 ;;
+  cluster) need_cluster ;;
+  all) need_apt; need_go; need_venv; need_cluster ;;
+  *) echo "usage: install.sh [all|apt|go|venv|cluster]" >&2; exit 2 ;;
 esac

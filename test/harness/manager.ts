@@ -2,14 +2,24 @@
 // component process. Test workers ask it over loopback HTTP to start what they need; the first
 // request starts a component, later ones share it. Only what the selected tests ask for starts.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { startCluster } from './components/cluster.js';
 import { startKube } from './components/kube.js';
 import { startMinio } from './components/minio.js';
 import { startMlserver, type MlserverInstance, type MlserverOptions } from './components/mlserver.js';
 import { startRedis, type RedisInstance } from './components/redis.js';
 import { ProcessRegistry } from './processes.js';
-import type { KubeInfo, MinioInfo, MlserverInfo, RedisInfo } from './types.js';
+import { waitUntil } from './wait.js';
+import type { ClusterInfo, KubeInfo, MinioInfo, MlserverInfo, RedisInfo } from './types.js';
 
 type Body = Record<string, unknown>;
+
+/** Runs a command inside the cluster node's network namespace. */
+const inNode =
+  (c: ClusterInfo) =>
+  (command: string, args: string[]): [string, string[]] => [
+    'nsenter',
+    [`--net=/run/netns/${c.netns}`, '--', command, ...args],
+  ];
 
 // One connection per request. A worker whose event loop was blocked (a synchronous child
 // process, a long computation) would otherwise reuse a keep-alive socket the server had already
@@ -31,6 +41,9 @@ export class ComponentManager {
   private readonly reg: ProcessRegistry;
   private readonly redises = new Map<string, { port: number; running?: Promise<RedisInstance> }>();
   private kubeP?: Promise<KubeInfo>;
+  private clusterP?: Promise<ClusterInfo>;
+  private clusterMinioP?: Promise<MinioInfo>;
+  private clusterServers = 0;
   private minioP?: Promise<MinioInfo>;
   private readonly mlservers = new Map<string, MlserverInstance>();
   private mlserverSeq = 0;
@@ -85,6 +98,13 @@ export class ComponentManager {
       case '/kube':
         this.kubeP ??= startKube(this.reg, this.runDir);
         return this.kubeP;
+      case '/cluster':
+        return this.cluster();
+      case '/cluster/serve':
+        return this.serveInCluster(str(body, 'dir'));
+      case '/cluster/minio':
+        this.clusterMinioP ??= this.startClusterMinio();
+        return this.clusterMinioP;
       case '/minio':
         this.minioP ??= startMinio(this.reg, this.runDir);
         return this.minioP;
@@ -134,6 +154,42 @@ export class ComponentManager {
     entry.running = startRedis(this.reg, redisName(tag), entry.port);
     const inst = await entry.running;
     return { url: inst.url, port: inst.port, tag };
+  }
+
+  /** A MinIO inside the cluster's node namespace: pods and the host both reach it there. */
+  private async startClusterMinio(): Promise<MinioInfo> {
+    const c = await this.cluster();
+    return startMinio(this.reg, this.runDir, {
+      name: 'cluster-minio',
+      host: c.nodeIp,
+      port: 9000,
+      wrap: inNode(c),
+    });
+  }
+
+  /**
+   * Serves a directory over HTTP from inside the node's namespace (Python's http.server), where
+   * pods and the host both reach it: e.g. an identity provider's JWKS for the gateway pods.
+   */
+  private async serveInCluster(dir: string): Promise<{ url: string }> {
+    const c = await this.cluster();
+    const port = 8100 + this.clusterServers++;
+    const proc = this.reg.spawn(
+      `cluster-files-${port}`,
+      ...inNode(c)('python3', ['-m', 'http.server', '--bind', c.nodeIp, '--directory', dir, String(port)]),
+      { stopTimeoutMs: 2000 },
+    );
+    const url = `http://${c.nodeIp}:${port}`;
+    await waitUntil(`file server ${url}`, async () => (await fetch(url)).status < 500, {
+      timeoutMs: 15_000,
+      proc,
+    });
+    return { url };
+  }
+
+  private cluster(): Promise<ClusterInfo> {
+    this.clusterP ??= startCluster(this.reg, this.runDir);
+    return this.clusterP;
   }
 
   private async startMlserver(

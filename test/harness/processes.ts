@@ -1,7 +1,8 @@
 // Starts component processes, each in its own process group, and guarantees they end with the
 // run: stopAll() on a normal teardown, killAllSync() from exit/signal handlers, and the reaper
-// (reaper.sh) reads the pgids file when the Jest parent itself was killed outright.
-import { spawn } from 'node:child_process';
+// (reaper.sh) reads the pgids file when the Jest parent itself was killed outright. Components
+// that leave more than processes behind (the test cluster) register a cleanup script too.
+import { execFile, execFileSync, spawn } from 'node:child_process';
 import { closeSync, existsSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -35,11 +36,35 @@ function killGroup(pgid: number, signal: NodeJS.Signals): void {
 export class ProcessRegistry {
   private readonly live = new Map<number, Managed>();
   private readonly last = new Set<number>();
+  private readonly cleanups = new Map<string, { script: string; args: string[] }>();
   private readonly pgidsFile: string;
+  private readonly cleanupsFile: string;
 
   constructor(private readonly runDir: string) {
     this.pgidsFile = join(runDir, 'pgids');
+    this.cleanupsFile = join(runDir, 'cleanups');
     writeFileSync(this.pgidsFile, '');
+    writeFileSync(this.cleanupsFile, '');
+  }
+
+  /**
+   * A script that removes what a component leaves beyond its processes (containers, mounts, a
+   * network namespace). It runs after the processes are stopped, from stopAll, from
+   * killAllSync, and from the reaper (listed in <run-dir>/cleanups), so it must be idempotent.
+   */
+  addCleanup(name: string, script: string, args: string[]): void {
+    this.cleanups.set(name, { script, args });
+    writeFileSync(this.cleanupsFile, [...this.cleanups.values()].map((c) => `${[c.script, ...c.args].join(' ')}\n`).join(''));
+  }
+
+  private runCleanupsSync(): void {
+    for (const { script, args } of this.cleanups.values()) {
+      try {
+        execFileSync('bash', [script, ...args], { stdio: 'ignore', timeout: 120_000 });
+      } catch {
+        // The reaper will try again; nothing else can be done from here.
+      }
+    }
   }
 
   spawn(name: string, command: string, args: string[], opts: SpawnOptions = {}): Managed {
@@ -108,12 +133,22 @@ export class ProcessRegistry {
     const all = [...this.live.values()];
     await Promise.all(all.filter((m) => !this.last.has(m.pid)).map((m) => m.stop()));
     await Promise.all(all.filter((m) => this.last.has(m.pid)).map((m) => m.stop()));
+    await Promise.all(
+      [...this.cleanups.values()].map(
+        ({ script, args }) =>
+          new Promise<void>((done) => execFile('bash', [script, ...args], { timeout: 120_000 }, () => done())),
+      ),
+    );
+    this.cleanups.clear();
+    writeFileSync(this.cleanupsFile, '');
   }
 
   /** For exit handlers, where nothing asynchronous can run any more. */
   killAllSync(): void {
     for (const pid of this.live.keys()) killGroup(pid, 'SIGKILL');
     this.live.clear();
+    this.runCleanupsSync();
+    this.cleanups.clear();
   }
 
   private writePgids(): void {

@@ -9,6 +9,17 @@ export interface KubeInfo {
   server: string; // https://127.0.0.1:<port>
   kubectl: string; // the kubectl to run with --kubeconfig (built at the apiserver's version)
 }
+/** The test cluster: a real node that runs containers (see components/cluster.ts). */
+export interface ClusterInfo extends KubeInfo {
+  nodeIp: string; // the node's address: the apiserver (:6443) and NodePorts answer on it
+  nodeName: string;
+  podCidr: string;
+  serviceCidr: string;
+  dnsIp: string;
+  netns: string; // the node's network namespace (ip netns exec <netns> …)
+  images: { tollgate: string; mlserver: string; redis: string }; // in the node's containerd
+  startMs: number; // how long the start took
+}
 export interface MinioInfo {
   endpoint: string; // http://127.0.0.1:<port>
   accessKeyId: string;

@@ -14,25 +14,38 @@ export interface MinioInstance {
   region: string;
 }
 
-export async function startMinio(reg: ProcessRegistry, runDir: string): Promise<MinioInstance> {
-  const dataDir = join(runDir, 'minio-data');
+/** Where a MinIO listens: loopback by default; the cluster's one in its node's namespace. */
+export interface MinioPlacement {
+  name: string;
+  host: string;
+  port?: number;
+  wrap?: (command: string, args: string[]) => [string, string[]];
+}
+
+export async function startMinio(
+  reg: ProcessRegistry,
+  runDir: string,
+  at: MinioPlacement = { name: 'minio', host: '127.0.0.1' },
+): Promise<MinioInstance> {
+  const dataDir = join(runDir, `${at.name}-data`);
   mkdirSync(dataDir, { recursive: true });
-  const [port, consolePort] = [await freePort(), await freePort()];
+  const port = at.port ?? (await freePort());
+  const consolePort = at.port === undefined ? await freePort() : at.port + 1;
+  const wrap = at.wrap ?? ((c: string, a: string[]): [string, string[]] => [c, a]);
   const accessKeyId = `tollgate-${randomBytes(4).toString('hex')}`;
   const secretAccessKey = randomBytes(18).toString('base64url');
   const region = 'us-east-1';
   const proc = reg.spawn(
-    'minio',
-    bins.minio,
-    [
+    at.name,
+    ...wrap(bins.minio, [
       'server',
       dataDir,
       '--address',
-      `127.0.0.1:${port}`,
+      `${at.host}:${port}`,
       '--console-address',
-      `127.0.0.1:${consolePort}`,
+      `${at.host}:${consolePort}`,
       '--quiet',
-    ],
+    ]),
     {
       env: {
         ...process.env,
@@ -46,7 +59,7 @@ export async function startMinio(reg: ProcessRegistry, runDir: string): Promise<
       stopTimeoutMs: 5000,
     },
   );
-  const endpoint = `http://127.0.0.1:${port}`;
+  const endpoint = `http://${at.host}:${port}`;
   await waitUntil('minio', () => httpOk(`${endpoint}/minio/health/ready`), { timeoutMs: 30_000, proc });
   return { endpoint, accessKeyId, secretAccessKey, region };
 }

@@ -1,0 +1,193 @@
+// What the cluster tests share: kubectl and helm against the run's cluster, installing Tollgate
+// as the README says, an identity provider whose JWKS the gateway pods fetch, and small waits.
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { promisify } from 'node:util';
+import { LocalIssuer } from '../../gateway/auth/local-issuer.js';
+import { binDir, repoRoot } from '../harness/paths.js';
+import { cluster, serveInCluster, type ClusterInfo } from '../harness/index.js';
+
+const run = promisify(execFile);
+
+export const RELEASE = 'tollgate';
+export const NAMESPACE = 'tollgate-system';
+export const GATEWAY_NODE_PORT = 30080;
+export const MLSERVER_IMAGE = 'docker.io/tollgate/mlserver:1.7.1';
+
+export interface Installed {
+  c: ClusterInfo;
+  issuer: LocalIssuer;
+  /** The gateway through its NodePort Service, from the host. */
+  gateway: string;
+  kubectl(...args: string[]): Promise<string>;
+  token(user: string): Promise<string>;
+  cleanup(): Promise<void>;
+}
+
+export async function kubectlFor(c: ClusterInfo, ...args: string[]): Promise<string> {
+  const { stdout } = await run(c.kubectl, ['--kubeconfig', c.kubeconfig, ...args], {
+    maxBuffer: 16 << 20,
+  });
+  return stdout;
+}
+
+/** `kubectl apply -f -` of a YAML or JSON document. */
+export async function applyDoc(c: ClusterInfo, doc: unknown): Promise<void> {
+  await new Promise<void>((resolve, reject) => {
+    const child = execFile(
+      c.kubectl,
+      ['--kubeconfig', c.kubeconfig, 'apply', '-f', '-'],
+      (err, _out, stderr) => (err ? reject(new Error(`kubectl apply: ${stderr || err.message}`)) : resolve()),
+    );
+    child.stdin?.end(typeof doc === 'string' ? doc : JSON.stringify(doc));
+  });
+}
+
+/**
+ * The README's install: `kubectl apply -f crds/`, then `helm install` of helm/tollgate with the
+ * images built from the repository and the identity provider this test serves. Waits until every
+ * pod of the release is Ready.
+ */
+export async function installTollgate(extraSets: string[] = []): Promise<Installed> {
+  const c = await cluster();
+  const kubectl = (...args: string[]): Promise<string> => kubectlFor(c, ...args);
+  const idpDir = await mkdtemp(join(tmpdir(), 'tollgate-cluster-idp-'));
+  const issuer = await LocalIssuer.open(idpDir);
+  await writeFile(join(idpDir, 'jwks.json'), JSON.stringify(issuer.jwks));
+  const { url } = await serveInCluster(idpDir);
+
+  await kubectl('apply', '-f', join(repoRoot, 'crds'));
+  await kubectl('wait', '--for=condition=Established', '--timeout=60s', 'crd/models.tollgate.dev', 'crd/apikeys.tollgate.dev');
+  await run(
+    join(binDir, 'helm'),
+    [
+      '--kubeconfig',
+      c.kubeconfig,
+      'upgrade',
+      '--install',
+      RELEASE,
+      join(repoRoot, 'helm', 'tollgate'),
+      '--namespace',
+      NAMESPACE,
+      '--create-namespace',
+      '--set',
+      'image.repository=tollgate/tollgate',
+      '--set',
+      'image.tag=dev',
+      '--set',
+      `models.runtimeImage=${MLSERVER_IMAGE}`,
+      '--set',
+      'redis.image.repository=tollgate/redis',
+      '--set',
+      'redis.image.tag=test',
+      '--set',
+      'gateway.service.type=NodePort',
+      '--set',
+      `gateway.service.nodePort=${GATEWAY_NODE_PORT}`,
+      '--set',
+      'oidc.issuer=urn:tollgate:standalone',
+      '--set',
+      `oidc.jwksUrl=${url}/jwks.json`,
+      '--set',
+      'operator.replicas=2',
+      ...extraSets.flatMap((s) => ['--set', s]),
+      '--wait',
+      '--timeout',
+      '5m',
+    ],
+    { maxBuffer: 16 << 20 },
+  );
+  return {
+    c,
+    issuer,
+    gateway: `http://${c.nodeIp}:${GATEWAY_NODE_PORT}`,
+    kubectl,
+    token: (user) => issuer.mint(user),
+    cleanup: () => rm(idpDir, { recursive: true, force: true }),
+  };
+}
+
+/** Polls `probe` until it returns a value other than undefined. */
+export async function eventually<T>(
+  what: string,
+  probe: () => Promise<T | undefined>,
+  timeoutMs = 120_000,
+  intervalMs = 500,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last = '';
+  for (;;) {
+    try {
+      const v = await probe();
+      if (v !== undefined) return v;
+    } catch (e) {
+      last = e instanceof Error ? e.message : String(e);
+    }
+    if (Date.now() > deadline) throw new Error(`${what}: not after ${timeoutMs} ms ${last}`);
+    await sleep(intervalMs);
+  }
+}
+
+export interface JsonReply {
+  status: number;
+  body: Record<string, unknown>;
+  headers: Headers;
+}
+
+export async function call(
+  url: string,
+  init: { method?: string; headers?: Record<string, string>; body?: unknown } = {},
+): Promise<JsonReply> {
+  const res = await fetch(url, {
+    method: init.method ?? (init.body === undefined ? 'GET' : 'POST'),
+    headers: { ...(init.body === undefined ? {} : { 'content-type': 'application/json' }), ...init.headers },
+    ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) }),
+    signal: AbortSignal.timeout(30_000),
+  });
+  const text = await res.text();
+  let body: Record<string, unknown> = {};
+  try {
+    body = text === '' ? {} : (JSON.parse(text) as Record<string, unknown>);
+  } catch {
+    body = { text };
+  }
+  return { status: res.status, body, headers: res.headers };
+}
+
+/** Creates a key through the gateway's management API; returns its id and value. */
+export async function createKey(
+  t: Installed,
+  user: string,
+  body: Record<string, unknown>,
+): Promise<{ id: string; key: string }> {
+  const r = await call(`${t.gateway}/api/v1/apikeys`, {
+    headers: { authorization: `Bearer ${await t.token(user)}` },
+    body,
+  });
+  if (r.status !== 201) throw new Error(`create key: ${r.status} ${JSON.stringify(r.body)}`);
+  return { id: String(r.body['id']), key: String(r.body['key']) };
+}
+
+/** The IPs of the Ready pods matching `selector` in `ns`. */
+export async function readyPodIps(t: Installed, ns: string, selector: string): Promise<string[]> {
+  const out = await t.kubectl('-n', ns, 'get', 'pods', '-l', selector, '-o', 'json');
+  const pods = (
+    JSON.parse(out) as {
+      items: Array<{
+        metadata: { deletionTimestamp?: string };
+        status: { podIP?: string; conditions?: Array<{ type: string; status: string }> };
+      }>;
+    }
+  ).items;
+  return pods
+    .filter(
+      (p) =>
+        p.metadata.deletionTimestamp === undefined &&
+        p.status.conditions?.some((cond) => cond.type === 'Ready' && cond.status === 'True'),
+    )
+    .map((p) => p.status.podIP ?? '')
+    .filter((ip) => ip !== '');
+}

@@ -1,0 +1,388 @@
+// Tollgate on a real node: installed as the README says (CRDs with kubectl, the chart with helm,
+// images built from the repository's Dockerfiles), a model pulled from MinIO by the init
+// container and served by MLServer, keys, a workflow Service, and the faults a cluster has.
+import { execFile } from 'node:child_process';
+import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { CreateBucketCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { clusterMinio, venv, type MinioInfo } from '../harness/index.js';
+import { repoRoot } from '../harness/paths.js';
+import {
+  applyDoc,
+  call,
+  createKey,
+  eventually,
+  installTollgate,
+  NAMESPACE,
+  readyPodIps,
+  RELEASE,
+  type Installed,
+} from './support.js';
+
+const run = promisify(execFile);
+const MODEL = 'model-iris';
+const MODELS_NS = 'ml-team';
+const BUCKET = 'cluster-models';
+
+let t: Installed;
+let s3: MinioInfo;
+let expected: { rows: number[][]; predictions: number[] };
+let trainDir: string;
+const times: Record<string, number> = {};
+
+async function uploadFolder(client: S3Client, dir: string, prefix: string): Promise<void> {
+  for (const f of await readdir(dir)) {
+    await client.send(
+      new PutObjectCommand({ Bucket: BUCKET, Key: `${prefix}/${f}`, Body: await readFile(join(dir, f)) }),
+    );
+  }
+}
+
+function modelDoc(name: string, storageUri: string): unknown {
+  return {
+    apiVersion: 'tollgate.dev/v1alpha1',
+    kind: 'Model',
+    metadata: { name, namespace: MODELS_NS },
+    spec: { storageUri, credentials: { secretName: 'minio' }, workflow: 'fraud' },
+  };
+}
+
+async function modelJson(name: string): Promise<{
+  status?: { phase?: string; readyReplicas?: number; conditions?: Array<{ type: string; status: string; message?: string }> };
+}> {
+  return JSON.parse(await t.kubectl('-n', MODELS_NS, 'get', 'model', name, '-o', 'json')) as never;
+}
+
+const condition = async (name: string, type: string) =>
+  (await modelJson(name)).status?.conditions?.find((c) => c.type === type);
+
+beforeAll(async () => {
+  const started = Date.now();
+  t = await installTollgate();
+  times['install (cluster start + helm install, every pod Ready)'] = Date.now() - started;
+  s3 = await clusterMinio();
+  trainDir = await mkdtemp(join(tmpdir(), 'tollgate-cluster-train-'));
+  await run(venv().python, [join(repoRoot, 'test/integration/harness/fixtures/train_iris.py'), trainDir, MODEL]);
+  expected = JSON.parse(await readFile(join(trainDir, 'expected.json'), 'utf8')) as typeof expected;
+  const client = new S3Client({
+    endpoint: s3.endpoint,
+    region: s3.region,
+    forcePathStyle: true,
+    credentials: { accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey },
+  });
+  await client.send(new CreateBucketCommand({ Bucket: BUCKET }));
+  await uploadFolder(client, join(trainDir, MODEL), 'iris/v1');
+  // A folder whose settings name another model: the operator must refuse it before any pod.
+  const bad = await mkdtemp(join(tmpdir(), 'tollgate-cluster-bad-'));
+  await run('cp', ['-r', join(trainDir, MODEL), join(bad, 'x')]);
+  const settingsFile = join(bad, 'x', 'model-settings.json');
+  const settings = JSON.parse(await readFile(settingsFile, 'utf8')) as Record<string, unknown>;
+  await (await import('node:fs/promises')).writeFile(
+    settingsFile,
+    JSON.stringify({ ...settings, name: 'model-other' }),
+  );
+  await uploadFolder(client, join(bad, 'x'), 'bad/v1');
+  await rm(bad, { recursive: true, force: true });
+  client.destroy();
+
+  await t.kubectl('create', 'namespace', MODELS_NS);
+  await applyDoc(t.c, {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: { name: 'minio', namespace: MODELS_NS },
+    stringData: {
+      AWS_ACCESS_KEY_ID: s3.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: s3.secretAccessKey,
+      AWS_ENDPOINT_URL: s3.endpoint,
+      AWS_REGION: s3.region,
+    },
+  });
+}, 900_000);
+
+afterAll(async () => {
+  await t?.cleanup();
+  if (trainDir) await rm(trainDir, { recursive: true, force: true });
+  process.stderr.write(
+    `cluster figures:\n${Object.entries(times)
+      .map(([k, v]) => `  ${k}: ${(v / 1000).toFixed(1)} s`)
+      .join('\n')}\n`,
+  );
+});
+
+describe('install as the README says', () => {
+  it('runs every pod of the release Ready, from images built from the repository', async () => {
+    const pods = JSON.parse(await t.kubectl('-n', NAMESPACE, 'get', 'pods', '-o', 'json')) as {
+      items: Array<{
+        metadata: { name: string };
+        spec: { containers: Array<{ image: string }> };
+        status: { phase: string; conditions?: Array<{ type: string; status: string }> };
+      }>;
+    };
+    const names = pods.items.map((p) => p.metadata.name);
+    expect(names.filter((n) => n.startsWith(`${RELEASE}-gateway-`))).toHaveLength(2);
+    expect(names.filter((n) => n.startsWith(`${RELEASE}-operator-`))).toHaveLength(2);
+    expect(names.filter((n) => n.startsWith(`${RELEASE}-redis-`))).toHaveLength(1);
+    for (const p of pods.items) {
+      expect(p.status.conditions?.find((c) => c.type === 'Ready')?.status).toBe('True');
+    }
+    const images = new Set(pods.items.flatMap((p) => p.spec.containers.map((c) => c.image)));
+    expect(images).toEqual(new Set(['tollgate/tollgate:dev', 'tollgate/redis:test']));
+  });
+
+  it('answers health on the gateway Service and resolves cluster names inside pods', async () => {
+    const live = await call(`${t.gateway}/v2/health/live`);
+    expect(live.status).toBe(200);
+    // The gateway pods reach Redis by its Service name: CoreDNS answers inside the cluster.
+    const ready = await call(`${t.gateway}/readyz`);
+    expect(ready.status).toBe(200);
+  });
+});
+
+describe('a model from object storage', () => {
+  it('is pulled by the init container, served by MLServer and answers as scikit-learn does', async () => {
+    const applied = Date.now();
+    await applyDoc(t.c, modelDoc(MODEL, `s3://${BUCKET}/iris/v1`));
+    await eventually('Model Ready', async () => ((await modelJson(MODEL)).status?.phase === 'Ready' ? true : undefined), 300_000);
+    const { key } = await createKey(t, 'alice', { module: 'platform', roles: ['models:inference'] });
+    const infer = async () =>
+      call(`${t.gateway}/v2/models/${MODEL}/infer`, {
+        headers: { authorization: `Apikey ${key}` },
+        body: {
+          inputs: [{ name: 'input-0', shape: [expected.rows.length, 4], datatype: 'FP64', data: expected.rows.flat() }],
+        },
+      });
+    const first = await eventually('first answer', async () => {
+      const r = await infer();
+      return r.status === 200 ? r : undefined;
+    });
+    times['kubectl apply of a Model to its first answer'] = Date.now() - applied;
+    const outputs = first.body['outputs'] as Array<{ data: number[] }>;
+    expect(outputs[0]!.data).toEqual(expected.predictions);
+
+    // The puller ran as the init container and left its summary in the log.
+    const pod = (await t.kubectl('-n', MODELS_NS, 'get', 'pods', '-l', `tollgate.dev/model=${MODEL}`, '-o', 'name')).trim();
+    const pullLog = await t.kubectl('-n', MODELS_NS, 'logs', pod, '-c', 'pull');
+    expect(pullLog).toMatch(/model\.joblib/);
+    // kubectl reads as the README shows.
+    const table = await t.kubectl('-n', MODELS_NS, 'get', 'models');
+    expect(table).toMatch(new RegExp(`${MODEL}\\s+Ready`));
+    expect((await condition(MODEL, 'SettingsValid'))?.status).toBe('True');
+    expect((await condition(MODEL, 'Ready'))?.status).toBe('True');
+    const events = await t.kubectl('-n', MODELS_NS, 'get', 'events', '--field-selector', `involvedObject.name=${MODEL}`);
+    expect(events).toMatch(/Deployed|Ready|Created/);
+  });
+
+  it('refuses a bad model-settings.json with SettingsValid=False and starts no pod', async () => {
+    await applyDoc(t.c, modelDoc('model-bad', `s3://${BUCKET}/bad/v1`));
+    const cond = await eventually('SettingsValid=False', async () => {
+      const c = await condition('model-bad', 'SettingsValid');
+      return c?.status === 'False' ? c : undefined;
+    });
+    expect(cond.message).toMatch(/model-other/);
+    expect(cond.message).toMatch(/model-bad/);
+    const pods = await t.kubectl('-n', MODELS_NS, 'get', 'pods', '-l', 'tollgate.dev/model=model-bad', '-o', 'name');
+    expect(pods.trim()).toBe('');
+    await t.kubectl('-n', MODELS_NS, 'delete', 'model', 'model-bad', '--wait=true');
+  });
+});
+
+describe('keys through the gateway pods', () => {
+  it('work at once, and a deleted key is refused by both gateway replicas', async () => {
+    const { id, key } = await createKey(t, 'bob', { module: 'platform', roles: ['models:inference'] });
+    const ips = await readyPodIps(t, NAMESPACE, 'app.kubernetes.io/component=gateway');
+    expect(ips).toHaveLength(2);
+    const meta = (ip: string) =>
+      call(`http://${ip}:8080/v2/models/${MODEL}`, { headers: { authorization: `Apikey ${key}` } });
+    for (const ip of ips) expect((await meta(ip)).status).toBe(200);
+    // The key is an ApiKey resource holding only its hash.
+    const resource = await t.kubectl('get', 'apikeys', '-A', '-o', 'json');
+    expect(resource).toContain(id);
+    expect(resource).not.toContain(key);
+
+    const del = await call(`${t.gateway}/api/v1/apikeys/${id}`, {
+      method: 'DELETE',
+      headers: { authorization: `Bearer ${await t.token('bob')}` },
+    });
+    expect(del.status).toBe(204);
+    for (const ip of ips) {
+      const r = await meta(ip);
+      expect(r.status).toBe(401);
+      expect(r.body['code']).toBe('unknown_api_key');
+    }
+  });
+});
+
+describe('a workflow Service', () => {
+  beforeAll(async () => {
+    const echo = [
+      'import http.server, json',
+      'class H(http.server.BaseHTTPRequestHandler):',
+      '    def do_GET(self):',
+      '        body = json.dumps({"path": self.path, "authorization": self.headers.get("authorization")}).encode()',
+      '        self.send_response(200); self.send_header("content-type", "application/json"); self.end_headers(); self.wfile.write(body)',
+      'http.server.ThreadingHTTPServer(("", 8000), H).serve_forever()',
+    ].join('\n');
+    await applyDoc(t.c, {
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { name: 'scorer', namespace: MODELS_NS },
+      spec: {
+        selector: { matchLabels: { app: 'scorer' } },
+        template: {
+          metadata: { labels: { app: 'scorer' } },
+          spec: {
+            containers: [
+              {
+                name: 'scorer',
+                image: 'tollgate/mlserver:1.7.1',
+                command: ['python3', '-c', echo],
+                ports: [{ name: 'http', containerPort: 8000 }],
+                readinessProbe: { tcpSocket: { port: 8000 }, periodSeconds: 1 },
+              },
+            ],
+          },
+        },
+      },
+    });
+    await applyDoc(t.c, {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: {
+        name: 'scorer',
+        namespace: MODELS_NS,
+        labels: { 'tollgate.dev/workflow': 'fraud', 'tollgate.dev/service': 'scorer', 'tollgate.dev/owner': 'alice' },
+      },
+      spec: { selector: { app: 'scorer' }, ports: [{ name: 'http', port: 80, targetPort: 8000 }] },
+    });
+    await t.kubectl('-n', MODELS_NS, 'rollout', 'status', 'deploy/scorer', '--timeout=120s');
+  });
+
+  it('is reached with a bda key of its workflow, and not with a key of another workflow', async () => {
+    const own = await createKey(t, 'alice', { module: 'bda', roles: ['fraud'] });
+    const r = await eventually('workflow route', async () => {
+      const res = await call(`${t.gateway}/events/bda/fraud/scorer/score?x=1`, {
+        headers: { authorization: `Apikey ${own.key}` },
+      });
+      return res.status === 200 ? res : undefined;
+    });
+    expect(r.body['path']).toBe('/score?x=1');
+    // The caller's key never reaches the workload.
+    expect(r.body['authorization']).toBeNull();
+
+    await applyDoc(t.c, {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: {
+        name: 'other',
+        namespace: MODELS_NS,
+        labels: { 'tollgate.dev/workflow': 'churn', 'tollgate.dev/service': 'scorer', 'tollgate.dev/owner': 'carol' },
+      },
+      spec: { selector: { app: 'scorer' }, ports: [{ name: 'http', port: 80, targetPort: 8000 }] },
+    });
+    const other = await eventually('churn key', async () => {
+      try {
+        return await createKey(t, 'carol', { module: 'bda', roles: ['churn'] });
+      } catch {
+        return undefined;
+      }
+    });
+    const refused = await call(`${t.gateway}/events/bda/fraud/scorer/score`, {
+      headers: { authorization: `Apikey ${other.key}` },
+    });
+    expect(refused.status).toBe(403);
+    // Nor through an encoded path that would cross into the other workflow.
+    const sneaky = await call(`${t.gateway}/events/bda/churn/scorer/..%2F..%2Ffraud%2Fscorer%2Fscore`, {
+      headers: { authorization: `Apikey ${other.key}` },
+    });
+    expect(sneaky.status).toBe(400);
+  });
+});
+
+describe('faults', () => {
+  it('a gateway pod deleted under a bounded load loses no request', async () => {
+    const { key } = await createKey(t, 'alice', { module: 'platform', roles: ['models:inference'] });
+    const [victim] = (
+      await t.kubectl('-n', NAMESPACE, 'get', 'pods', '-l', 'app.kubernetes.io/component=gateway', '-o', 'name')
+    )
+      .trim()
+      .split('\n');
+    let ok = 0;
+    const failures: string[] = [];
+    let stop = false;
+    const worker = async () => {
+      for (let i = 0; i < 4000 && !stop; i++) {
+        try {
+          const r = await call(`${t.gateway}/v2/models/${MODEL}/ready`, { headers: { authorization: `Apikey ${key}` } });
+          if (r.status === 200) ok++;
+          else failures.push(`HTTP ${r.status} ${JSON.stringify(r.body)}`);
+        } catch (e) {
+          failures.push(e instanceof Error ? `${e.message} ${String((e as { cause?: unknown }).cause)}` : String(e));
+        }
+      }
+    };
+    const load = Promise.all([worker(), worker(), worker(), worker()]);
+    await new Promise((r) => setTimeout(r, 1500));
+    const deleted = Date.now();
+    await t.kubectl('-n', NAMESPACE, 'delete', victim!, '--wait=true');
+    times['gateway pod deletion (graceful) took'] = Date.now() - deleted;
+    await new Promise((r) => setTimeout(r, 3000));
+    stop = true;
+    await load;
+    process.stderr.write(`gateway pod deleted under load: ${ok} answered, ${failures.length} failed\n`);
+    expect(failures).toEqual([]);
+    expect(ok).toBeGreaterThan(100);
+  });
+
+  it('the leader operator pod deleted: the standby takes the Lease and goes on reconciling', async () => {
+    const lease = async () =>
+      JSON.parse(await t.kubectl('-n', NAMESPACE, 'get', 'lease', `${RELEASE}-operator`, '-o', 'json')) as {
+        spec: { holderIdentity?: string };
+      };
+    const holder = (await lease()).spec.holderIdentity ?? '';
+    const leaderPod = holder.replace(/-[0-9a-f]{8}$/, '');
+    expect(leaderPod).toMatch(new RegExp(`^${RELEASE}-operator-`));
+    const deleted = Date.now();
+    await t.kubectl('-n', NAMESPACE, 'delete', 'pod', leaderPod, '--wait=false');
+    const next = await eventually('a new Lease holder', async () => {
+      const h = (await lease()).spec.holderIdentity;
+      return h !== undefined && h !== holder && !h.startsWith(leaderPod) ? h : undefined;
+    });
+    times['operator leader deleted -> standby holds the Lease'] = Date.now() - deleted;
+    expect(next).not.toBe(holder);
+    // The new leader reconciles: a Model applied now gets its Deployment.
+    await applyDoc(t.c, modelDoc('model-after', `s3://${BUCKET}/iris/v1`));
+    await eventually('Deployment of model-after', async () =>
+      (await t.kubectl('-n', MODELS_NS, 'get', 'deploy', 'model-after', '-o', 'name')).trim() || undefined,
+    );
+    await t.kubectl('-n', MODELS_NS, 'delete', 'model', 'model-after', '--wait=true');
+  });
+
+  it('the Redis pod restarted: keys and routes are rebuilt from the resources', async () => {
+    const { key } = await createKey(t, 'alice', { module: 'platform', roles: ['models:inference'] });
+    const infer = () =>
+      call(`${t.gateway}/v2/models/${MODEL}`, { headers: { authorization: `Apikey ${key}` } });
+    expect((await infer()).status).toBe(200);
+    const restarted = Date.now();
+    await t.kubectl('-n', NAMESPACE, 'delete', 'pod', '-l', 'app.kubernetes.io/component=redis', '--wait=true');
+    await eventually('the key and the model route work again', async () => ((await infer()).status === 200 ? true : undefined), 180_000, 250);
+    times['Redis pod restarted -> key and route answer again'] = Date.now() - restarted;
+  });
+
+  it('kubectl delete model removes the Deployment, the Service and the route', async () => {
+    const { key } = await createKey(t, 'alice', { module: 'platform', roles: ['models:inference'] });
+    await t.kubectl('-n', MODELS_NS, 'delete', 'model', MODEL, '--wait=true');
+    await eventually('Deployment gone', async () =>
+      (await t.kubectl('-n', MODELS_NS, 'get', 'deploy,svc', '-l', `tollgate.dev/model=${MODEL}`, '-o', 'name')).trim() === ''
+        ? true
+        : undefined,
+    );
+    const r = await eventually('route gone', async () => {
+      const res = await call(`${t.gateway}/v2/models/${MODEL}`, { headers: { authorization: `Apikey ${key}` } });
+      return res.status === 404 ? res : undefined;
+    });
+    expect(r.body['code']).toBe('unknown_model');
+  });
+});

@@ -43,6 +43,13 @@ export const gatewayConfigSchema = z.strictObject({
   upstreamConnections: z.coerce.number().int().positive().default(128),
   /** How long a graceful shutdown waits for in-flight requests before cutting them. */
   shutdownTimeoutMs: z.coerce.number().int().positive().default(30_000),
+  /**
+   * After SIGTERM, how long the gateway still serves, answering each request with
+   * `Connection: close`, before it stops accepting: clients holding a keep-alive connection to it
+   * (through a Service, still routed here by conntrack) move to another replica on their next
+   * request instead of racing a closing socket.
+   */
+  shutdownDrainMs: z.coerce.number().int().nonnegative().default(3_000),
   /** Usage figures (last used, request count) are batched and written this often. */
   usageFlushMs: z.coerce.number().int().positive().default(1_000),
   /** Entries in the in-process key and route caches. */
@@ -75,6 +82,7 @@ const ENV: ReadonlyArray<readonly [string, keyof GatewayConfigInput]> = [
   ['TOLLGATE_UPSTREAM_TIMEOUT_MS', 'upstreamTimeoutMs'],
   ['TOLLGATE_UPSTREAM_CONNECTIONS', 'upstreamConnections'],
   ['TOLLGATE_SHUTDOWN_TIMEOUT_MS', 'shutdownTimeoutMs'],
+  ['TOLLGATE_SHUTDOWN_DRAIN_MS', 'shutdownDrainMs'],
   ['TOLLGATE_USAGE_FLUSH_MS', 'usageFlushMs'],
   ['TOLLGATE_CACHE_ENTRIES', 'cacheEntries'],
   ['TOLLGATE_STATE_DIR', 'stateDir'],

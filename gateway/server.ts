@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { TollgateError } from '../common/errors.js';
 import { createEventsHandler } from './events-handler.js';
 import { createApp } from './http/app.js';
@@ -41,6 +42,8 @@ export function createGatewayServer(s: GatewayServices, v2: V2Handler = v2NotSer
       requestTimeout: 0,
     },
     (req, res) => {
+      // Draining: this answer is the connection's last, so its client reconnects elsewhere.
+      if (draining) res.setHeader('connection', 'close');
       const url = req.url ?? '/';
       let path: NormalisedPath;
       try {
@@ -80,6 +83,7 @@ export function createGatewayServer(s: GatewayServices, v2: V2Handler = v2NotSer
     socket.end(rawErrorResponse(answer, tooLarge ? 'Request Header Fields Too Large' : 'Bad Request'));
   });
 
+  let draining = false;
   let shuttingDown: Promise<void> | undefined;
   return {
     server,
@@ -94,6 +98,9 @@ export function createGatewayServer(s: GatewayServices, v2: V2Handler = v2NotSer
     },
     shutdown() {
       shuttingDown ??= (async () => {
+        draining = true;
+        s.draining = true;
+        if (s.config.shutdownDrainMs > 0) await sleep(s.config.shutdownDrainMs);
         await closeGracefully(server, s.config.shutdownTimeoutMs);
         await s.close();
       })();

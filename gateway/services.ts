@@ -32,6 +32,8 @@ export interface GatewayServices {
   events: EventsRouter;
   management: Management | undefined;
   upstreams: UpstreamPools;
+  /** Set once shutdown begins: /readyz fails, so the replica leaves its Service's endpoints. */
+  draining: boolean;
   /** Ends background work and closes connections; the HTTP server must be closed first. */
   close(): Promise<void>;
 }
@@ -110,6 +112,7 @@ export async function createGatewayServices(
     events,
     management,
     upstreams,
+    draining: false,
     async close() {
       await usage.stop();
       await upstreams.close();

@@ -79,6 +79,8 @@ export function register(program: Command): void {
           port: flags.port,
           redisUrl: flags.redisUrl,
           stateDir,
+          // No load balancer in front of a standalone gateway: nothing to drain towards.
+          shutdownDrainMs: 0,
         };
         const config = loadGatewayConfig({ overrides });
         const manifests = new ManifestDir(stateDir, (file, err) =>

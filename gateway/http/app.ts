@@ -19,8 +19,12 @@ export function createApp(s: GatewayServices): Express {
     res.json({ status: 'ok' });
   });
 
-  // Ready means a request could be checked right now: Redis answers.
+  // Ready means a request could be checked right now: Redis answers, and no shutdown is under way.
   app.get('/readyz', async (_req, res) => {
+    if (s.draining) {
+      sendError(res, new TollgateError(503, 'shutting_down', 'this gateway replica is shutting down'), s.log);
+      return;
+    }
     try {
       await s.redis.ping();
       res.json({ status: 'ready' });

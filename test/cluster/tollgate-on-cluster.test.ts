@@ -2,7 +2,7 @@
 // images built from the repository's Dockerfiles), a model pulled from MinIO by the init
 // container and served by MLServer, keys, a workflow Service, and the faults a cluster has.
 import { execFile } from 'node:child_process';
-import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -41,11 +41,21 @@ async function uploadFolder(client: S3Client, dir: string, prefix: string): Prom
   }
 }
 
+const settingsFor = (name: string): string =>
+  JSON.stringify({
+    name,
+    implementation: 'mlserver_sklearn.SKLearnModel',
+    parameters: { uri: './model.joblib', content_type: 'np' },
+    inputs: [{ name: 'features', datatype: 'FP64', shape: [-1, 4] }],
+    outputs: [{ name: 'predict', datatype: 'INT64', shape: [-1, 1] }],
+  });
+
 function modelDoc(name: string, storageUri: string): unknown {
   return {
     apiVersion: 'tollgate.dev/v1alpha1',
     kind: 'Model',
-    metadata: { name, namespace: MODELS_NS },
+    // Serving alice's workflow `fraud` too (as /events/bda/fraud/<model>/...).
+    metadata: { name, namespace: MODELS_NS, annotations: { 'tollgate.dev/owner': 'alice' } },
     spec: { storageUri, credentials: { secretName: 'minio' }, workflow: 'fraud' },
   };
 }
@@ -74,18 +84,16 @@ beforeAll(async () => {
     credentials: { accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey },
   });
   await client.send(new CreateBucketCommand({ Bucket: BUCKET }));
+  // The settings the spec asks for (content type, declared inputs), so the gateway checks calls.
+  const settingsFile = join(trainDir, MODEL, 'model-settings.json');
+  await writeFile(settingsFile, settingsFor(MODEL));
   await uploadFolder(client, join(trainDir, MODEL), 'iris/v1');
+  // The same model under another name, for the Model applied after a leader change.
+  await writeFile(settingsFile, settingsFor('model-after'));
+  await uploadFolder(client, join(trainDir, MODEL), 'after/v1');
   // A folder whose settings name another model: the operator must refuse it before any pod.
-  const bad = await mkdtemp(join(tmpdir(), 'tollgate-cluster-bad-'));
-  await run('cp', ['-r', join(trainDir, MODEL), join(bad, 'x')]);
-  const settingsFile = join(bad, 'x', 'model-settings.json');
-  const settings = JSON.parse(await readFile(settingsFile, 'utf8')) as Record<string, unknown>;
-  await (await import('node:fs/promises')).writeFile(
-    settingsFile,
-    JSON.stringify({ ...settings, name: 'model-other' }),
-  );
-  await uploadFolder(client, join(bad, 'x'), 'bad/v1');
-  await rm(bad, { recursive: true, force: true });
+  await writeFile(settingsFile, settingsFor('model-other'));
+  await uploadFolder(client, join(trainDir, MODEL), 'bad/v1');
   client.destroy();
 
   await t.kubectl('create', 'namespace', MODELS_NS);
@@ -151,7 +159,7 @@ describe('a model from object storage', () => {
       call(`${t.gateway}/v2/models/${MODEL}/infer`, {
         headers: { authorization: `Apikey ${key}` },
         body: {
-          inputs: [{ name: 'input-0', shape: [expected.rows.length, 4], datatype: 'FP64', data: expected.rows.flat() }],
+          inputs: [{ name: 'features', shape: [expected.rows.length, 4], datatype: 'FP64', data: expected.rows.flat() }],
         },
       });
     const first = await eventually('first answer', async () => {
@@ -353,7 +361,7 @@ describe('faults', () => {
     times['operator leader deleted -> standby holds the Lease'] = Date.now() - deleted;
     expect(next).not.toBe(holder);
     // The new leader reconciles: a Model applied now gets its Deployment.
-    await applyDoc(t.c, modelDoc('model-after', `s3://${BUCKET}/iris/v1`));
+    await applyDoc(t.c, modelDoc('model-after', `s3://${BUCKET}/after/v1`));
     await eventually('Deployment of model-after', async () =>
       (await t.kubectl('-n', MODELS_NS, 'get', 'deploy', 'model-after', '-o', 'name')).trim() || undefined,
     );
@@ -383,6 +391,6 @@ describe('faults', () => {
       const res = await call(`${t.gateway}/v2/models/${MODEL}`, { headers: { authorization: `Apikey ${key}` } });
       return res.status === 404 ? res : undefined;
     });
-    expect(r.body['code']).toBe('unknown_model');
+    expect(r.body['code']).toBe('model_not_found');
   });
 });

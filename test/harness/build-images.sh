@@ -14,6 +14,10 @@
 #
 #   build-images.sh           build what is missing; prints one "<ref> <archive>" line an image
 set -euo pipefail
+# In a mount namespace of its own: the overlay mounts buildah makes end with this script.
+if [ -z "${TOLLGATE_IMAGES_NS:-}" ]; then
+  TOLLGATE_IMAGES_NS=1 exec unshare --mount --propagation private bash "$0" "$@"
+fi
 
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)

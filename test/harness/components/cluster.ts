@@ -376,6 +376,7 @@ export async function startCluster(reg: ProcessRegistry, runDir: string): Promis
     host: net.nodeIp,
     ports: { etcd: 2379, peer: 2380, api: API_PORT },
     serviceRange: net.serviceCidr,
+    authorizationModes: ['Node', 'RBAC'],
     sans: [
       `IP:${net.nodeIp}`,
       `IP:${net.apiServiceIp}`,
@@ -389,7 +390,6 @@ export async function startCluster(reg: ProcessRegistry, runDir: string): Promis
       `--kubelet-client-certificate=${join(dir, 'pki', 'admin.crt')}`,
       `--kubelet-client-key=${join(dir, 'pki', 'admin.key')}`,
       '--kubelet-preferred-address-types=InternalIP',
-      '--authorization-mode=Node,RBAC',
       '--endpoint-reconciler-type=lease',
     ],
     wrap: nsenter,

@@ -79,6 +79,7 @@ export interface ControlPlaneOptions {
   extraApiArgs?: string[];
   /** Wraps a command, e.g. to run it inside the cluster's network namespace. */
   wrap?: (command: string, args: string[]) => [string, string[]];
+  authorizationModes?: string[];
   /** Disables admission plugins that need controllers (envtest runs none). */
   disableAdmission?: string[];
 }
@@ -124,7 +125,7 @@ export async function startControlPlane(reg: ProcessRegistry, o: ControlPlaneOpt
       `--service-cluster-ip-range=${o.serviceRange}`,
       '--allow-privileged=true',
       ...(disabled.length > 0 ? [`--disable-admission-plugins=${disabled.join(',')}`] : []),
-      '--authorization-mode=RBAC',
+      `--authorization-mode=${(o.authorizationModes ?? ['RBAC']).join(',')}`,
       `--service-account-issuer=${server}/`,
       `--service-account-key-file=${pki.saPublicKey}`,
       `--service-account-signing-key-file=${pki.saPrivateKey}`,

@@ -201,6 +201,39 @@ describe('gateway lifecycle', () => {
   });
 
   describe('graceful shutdown in process', () => {
+    it('drains first: still answers, with Connection: close and /readyz 503, then refuses', async () => {
+      const info = await redis();
+      const r = redisClient(info.url);
+      const wf = uniqueName('wf');
+      await registerService(r, wf, 'svc', upstream.url);
+      const { key } = await createKey(r, 'bda', [wf]);
+      upstream.respond = (_req, res) => res.end('ok');
+      const gw = await startGateway({ redisUrl: info.url, shutdownDrainMs: 700 });
+      try {
+        const agent = new Agent({ keepAliveTimeout: 10_000 });
+        const get = (path: string, headers: Record<string, string> = {}) =>
+          request(`${gw.url}${path}`, { headers, dispatcher: agent });
+        const before = await get(`/events/bda/${wf}/svc/x`, apikey(key));
+        expect(before.headers['connection']).toBe('keep-alive');
+        await before.body.text();
+        const stopped = gw.stop();
+        await sleep(100);
+        const during = await get(`/events/bda/${wf}/svc/x`, apikey(key));
+        expect(during.statusCode).toBe(200);
+        expect(during.headers['connection']).toBe('close');
+        await during.body.text();
+        const ready = await get('/readyz');
+        expect(ready.statusCode).toBe(503);
+        expect(((await ready.body.json()) as { code: string }).code).toBe('shutting_down');
+        await sleep(800);
+        await expect(send(gw.url, '/healthz')).rejects.toThrow(/ECONNREFUSED/);
+        await stopped;
+        await agent.close();
+      } finally {
+        r.disconnect();
+      }
+    });
+
     it('stops accepting, completes the in-flight slow request, then closes', async () => {
       const info = await redis();
       const r = redisClient(info.url);

@@ -60,7 +60,13 @@ export async function installTollgate(extraSets: string[] = []): Promise<Install
   const { url } = await serveInCluster(idpDir);
 
   await kubectl('apply', '-f', join(repoRoot, 'crds'));
-  await kubectl('wait', '--for=condition=Established', '--timeout=60s', 'crd/models.tollgate.dev', 'crd/apikeys.tollgate.dev');
+  await kubectl(
+    'wait',
+    '--for=condition=Established',
+    '--timeout=60s',
+    'crd/models.tollgate.dev',
+    'crd/apikeys.tollgate.dev',
+  );
   await run(
     join(binDir, 'helm'),
     [

@@ -61,7 +61,11 @@ function modelDoc(name: string, storageUri: string): unknown {
 }
 
 async function modelJson(name: string): Promise<{
-  status?: { phase?: string; readyReplicas?: number; conditions?: Array<{ type: string; status: string; message?: string }> };
+  status?: {
+    phase?: string;
+    readyReplicas?: number;
+    conditions?: Array<{ type: string; status: string; message?: string }>;
+  };
 }> {
   return JSON.parse(await t.kubectl('-n', MODELS_NS, 'get', 'model', name, '-o', 'json')) as never;
 }
@@ -75,7 +79,11 @@ beforeAll(async () => {
   times['install (cluster start + helm install, every pod Ready)'] = Date.now() - started;
   s3 = await clusterMinio();
   trainDir = await mkdtemp(join(tmpdir(), 'tollgate-cluster-train-'));
-  await run(venv().python, [join(repoRoot, 'test/integration/harness/fixtures/train_iris.py'), trainDir, MODEL]);
+  await run(venv().python, [
+    join(repoRoot, 'test/integration/harness/fixtures/train_iris.py'),
+    trainDir,
+    MODEL,
+  ]);
   expected = JSON.parse(await readFile(join(trainDir, 'expected.json'), 'utf8')) as typeof expected;
   const client = new S3Client({
     endpoint: s3.endpoint,
@@ -153,13 +161,24 @@ describe('a model from object storage', () => {
   it('is pulled by the init container, served by MLServer and answers as scikit-learn does', async () => {
     const applied = Date.now();
     await applyDoc(t.c, modelDoc(MODEL, `s3://${BUCKET}/iris/v1`));
-    await eventually('Model Ready', async () => ((await modelJson(MODEL)).status?.phase === 'Ready' ? true : undefined), 300_000);
+    await eventually(
+      'Model Ready',
+      async () => ((await modelJson(MODEL)).status?.phase === 'Ready' ? true : undefined),
+      300_000,
+    );
     const { key } = await createKey(t, 'alice', { module: 'platform', roles: ['models:inference'] });
     const infer = async () =>
       call(`${t.gateway}/v2/models/${MODEL}/infer`, {
         headers: { authorization: `Apikey ${key}` },
         body: {
-          inputs: [{ name: 'features', shape: [expected.rows.length, 4], datatype: 'FP64', data: expected.rows.flat() }],
+          inputs: [
+            {
+              name: 'features',
+              shape: [expected.rows.length, 4],
+              datatype: 'FP64',
+              data: expected.rows.flat(),
+            },
+          ],
         },
       });
     const first = await eventually('first answer', async () => {
@@ -171,7 +190,9 @@ describe('a model from object storage', () => {
     expect(outputs[0]!.data).toEqual(expected.predictions);
 
     // The puller ran as the init container and left its summary in the log.
-    const pod = (await t.kubectl('-n', MODELS_NS, 'get', 'pods', '-l', `tollgate.dev/model=${MODEL}`, '-o', 'name')).trim();
+    const pod = (
+      await t.kubectl('-n', MODELS_NS, 'get', 'pods', '-l', `tollgate.dev/model=${MODEL}`, '-o', 'name')
+    ).trim();
     const pullLog = await t.kubectl('-n', MODELS_NS, 'logs', pod, '-c', 'pull');
     expect(pullLog).toMatch(/model\.joblib/);
     // kubectl reads as the README shows.
@@ -179,7 +200,14 @@ describe('a model from object storage', () => {
     expect(table).toMatch(new RegExp(`${MODEL}\\s+Ready`));
     expect((await condition(MODEL, 'SettingsValid'))?.status).toBe('True');
     expect((await condition(MODEL, 'Ready'))?.status).toBe('True');
-    const events = await t.kubectl('-n', MODELS_NS, 'get', 'events', '--field-selector', `involvedObject.name=${MODEL}`);
+    const events = await t.kubectl(
+      '-n',
+      MODELS_NS,
+      'get',
+      'events',
+      '--field-selector',
+      `involvedObject.name=${MODEL}`,
+    );
     expect(events).toMatch(/Deployed|Ready|Created/);
   });
 
@@ -191,7 +219,16 @@ describe('a model from object storage', () => {
     });
     expect(cond.message).toMatch(/model-other/);
     expect(cond.message).toMatch(/model-bad/);
-    const pods = await t.kubectl('-n', MODELS_NS, 'get', 'pods', '-l', 'tollgate.dev/model=model-bad', '-o', 'name');
+    const pods = await t.kubectl(
+      '-n',
+      MODELS_NS,
+      'get',
+      'pods',
+      '-l',
+      'tollgate.dev/model=model-bad',
+      '-o',
+      'name',
+    );
     expect(pods.trim()).toBe('');
     await t.kubectl('-n', MODELS_NS, 'delete', 'model', 'model-bad', '--wait=true');
   });
@@ -261,7 +298,11 @@ describe('a workflow Service', () => {
       metadata: {
         name: 'scorer',
         namespace: MODELS_NS,
-        labels: { 'tollgate.dev/workflow': 'fraud', 'tollgate.dev/service': 'scorer', 'tollgate.dev/owner': 'alice' },
+        labels: {
+          'tollgate.dev/workflow': 'fraud',
+          'tollgate.dev/service': 'scorer',
+          'tollgate.dev/owner': 'alice',
+        },
       },
       spec: { selector: { app: 'scorer' }, ports: [{ name: 'http', port: 80, targetPort: 8000 }] },
     });
@@ -286,7 +327,11 @@ describe('a workflow Service', () => {
       metadata: {
         name: 'other',
         namespace: MODELS_NS,
-        labels: { 'tollgate.dev/workflow': 'churn', 'tollgate.dev/service': 'scorer', 'tollgate.dev/owner': 'carol' },
+        labels: {
+          'tollgate.dev/workflow': 'churn',
+          'tollgate.dev/service': 'scorer',
+          'tollgate.dev/owner': 'carol',
+        },
       },
       spec: { selector: { app: 'scorer' }, ports: [{ name: 'http', port: 80, targetPort: 8000 }] },
     });
@@ -313,7 +358,16 @@ describe('faults', () => {
   it('a gateway pod deleted under a bounded load loses no request', async () => {
     const { key } = await createKey(t, 'alice', { module: 'platform', roles: ['models:inference'] });
     const [victim] = (
-      await t.kubectl('-n', NAMESPACE, 'get', 'pods', '-l', 'app.kubernetes.io/component=gateway', '-o', 'name')
+      await t.kubectl(
+        '-n',
+        NAMESPACE,
+        'get',
+        'pods',
+        '-l',
+        'app.kubernetes.io/component=gateway',
+        '-o',
+        'name',
+      )
     )
       .trim()
       .split('\n');
@@ -323,11 +377,15 @@ describe('faults', () => {
     const worker = async () => {
       for (let i = 0; i < 4000 && !stop; i++) {
         try {
-          const r = await call(`${t.gateway}/v2/models/${MODEL}/ready`, { headers: { authorization: `Apikey ${key}` } });
+          const r = await call(`${t.gateway}/v2/models/${MODEL}/ready`, {
+            headers: { authorization: `Apikey ${key}` },
+          });
           if (r.status === 200) ok++;
           else failures.push(`HTTP ${r.status} ${JSON.stringify(r.body)}`);
         } catch (e) {
-          failures.push(e instanceof Error ? `${e.message} ${String((e as { cause?: unknown }).cause)}` : String(e));
+          failures.push(
+            e instanceof Error ? `${e.message} ${String((e as { cause?: unknown }).cause)}` : String(e),
+          );
         }
       }
     };
@@ -362,8 +420,10 @@ describe('faults', () => {
     expect(next).not.toBe(holder);
     // The new leader reconciles: a Model applied now gets its Deployment.
     await applyDoc(t.c, modelDoc('model-after', `s3://${BUCKET}/after/v1`));
-    await eventually('Deployment of model-after', async () =>
-      (await t.kubectl('-n', MODELS_NS, 'get', 'deploy', 'model-after', '-o', 'name')).trim() || undefined,
+    await eventually(
+      'Deployment of model-after',
+      async () =>
+        (await t.kubectl('-n', MODELS_NS, 'get', 'deploy', 'model-after', '-o', 'name')).trim() || undefined,
     );
     await t.kubectl('-n', MODELS_NS, 'delete', 'model', 'model-after', '--wait=true');
   });
@@ -374,8 +434,21 @@ describe('faults', () => {
       call(`${t.gateway}/v2/models/${MODEL}`, { headers: { authorization: `Apikey ${key}` } });
     expect((await infer()).status).toBe(200);
     const restarted = Date.now();
-    await t.kubectl('-n', NAMESPACE, 'delete', 'pod', '-l', 'app.kubernetes.io/component=redis', '--wait=true');
-    await eventually('the key and the model route work again', async () => ((await infer()).status === 200 ? true : undefined), 180_000, 250);
+    await t.kubectl(
+      '-n',
+      NAMESPACE,
+      'delete',
+      'pod',
+      '-l',
+      'app.kubernetes.io/component=redis',
+      '--wait=true',
+    );
+    await eventually(
+      'the key and the model route work again',
+      async () => ((await infer()).status === 200 ? true : undefined),
+      180_000,
+      250,
+    );
     times['Redis pod restarted -> key and route answer again'] = Date.now() - restarted;
   });
 
@@ -383,12 +456,25 @@ describe('faults', () => {
     const { key } = await createKey(t, 'alice', { module: 'platform', roles: ['models:inference'] });
     await t.kubectl('-n', MODELS_NS, 'delete', 'model', MODEL, '--wait=true');
     await eventually('Deployment gone', async () =>
-      (await t.kubectl('-n', MODELS_NS, 'get', 'deploy,svc', '-l', `tollgate.dev/model=${MODEL}`, '-o', 'name')).trim() === ''
+      (
+        await t.kubectl(
+          '-n',
+          MODELS_NS,
+          'get',
+          'deploy,svc',
+          '-l',
+          `tollgate.dev/model=${MODEL}`,
+          '-o',
+          'name',
+        )
+      ).trim() === ''
         ? true
         : undefined,
     );
     const r = await eventually('route gone', async () => {
-      const res = await call(`${t.gateway}/v2/models/${MODEL}`, { headers: { authorization: `Apikey ${key}` } });
+      const res = await call(`${t.gateway}/v2/models/${MODEL}`, {
+        headers: { authorization: `Apikey ${key}` },
+      });
       return res.status === 404 ? res : undefined;
     });
     expect(r.body['code']).toBe('model_not_found');

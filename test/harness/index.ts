@@ -16,7 +16,15 @@ import { request } from 'node:http';
 import { HARNESS_URL_ENV } from './run-state.js';
 import type { ClusterInfo, KubeInfo, MinioInfo, MlserverInfo, MlserverOptions, RedisInfo } from './types.js';
 
-export type { ClusterInfo, KubeInfo, MinioInfo, MlserverInfo, MlserverOptions, RedisInfo, VenvInfo } from './types.js';
+export type {
+  ClusterInfo,
+  KubeInfo,
+  MinioInfo,
+  MlserverInfo,
+  MlserverOptions,
+  RedisInfo,
+  VenvInfo,
+} from './types.js';
 export { freePort } from '../../common/net/free-port.js';
 export { venvPaths as venv } from './venv.js';
 export { chromiumPath, chromiumArgs, launchChromium } from './browser.js';

@@ -54,7 +54,10 @@ export class ProcessRegistry {
    */
   addCleanup(name: string, script: string, args: string[]): void {
     this.cleanups.set(name, { script, args });
-    writeFileSync(this.cleanupsFile, [...this.cleanups.values()].map((c) => `${[c.script, ...c.args].join(' ')}\n`).join(''));
+    writeFileSync(
+      this.cleanupsFile,
+      [...this.cleanups.values()].map((c) => `${[c.script, ...c.args].join(' ')}\n`).join(''),
+    );
   }
 
   private runCleanupsSync(): void {
@@ -136,7 +139,9 @@ export class ProcessRegistry {
     await Promise.all(
       [...this.cleanups.values()].map(
         ({ script, args }) =>
-          new Promise<void>((done) => execFile('bash', [script, ...args], { timeout: 120_000 }, () => done())),
+          new Promise<void>((done) =>
+            execFile('bash', [script, ...args], { timeout: 120_000 }, () => done()),
+          ),
       ),
     );
     this.cleanups.clear();

@@ -61,7 +61,8 @@ function pickNet(): Net {
   const routes = sh('ip', ['-4', 'route', 'show', 'table', 'all']);
   const taken = new Set<number>();
   for (const m of routes.matchAll(/\b10\.(\d+)\./g)) taken.add(Number(m[1]));
-  if (/(^|\s)10\.0\.0\.0\/8(\s|$)/.test(routes)) throw new Error('cluster: 10.0.0.0/8 is routed on this machine');
+  if (/(^|\s)10\.0\.0\.0\/8(\s|$)/.test(routes))
+    throw new Error('cluster: 10.0.0.0/8 is routed on this machine');
   const free = [...Array(50).keys()].map((i) => 200 + i).find((n) => !taken.has(n));
   if (free === undefined) throw new Error('cluster: no free 10.x.0.0/16 range on this machine');
   const id = randomBytes(3).toString('hex');
@@ -172,7 +173,11 @@ function kubeletConfig(dir: string, net: Net, pki: { caCert: string }, cgroup: s
     readOnlyPort: 0,
     healthzBindAddress: '127.0.0.1',
     healthzPort: 10248,
-    authentication: { anonymous: { enabled: false }, webhook: { enabled: false }, x509: { clientCAFile: pki.caCert } },
+    authentication: {
+      anonymous: { enabled: false },
+      webhook: { enabled: false },
+      x509: { clientCAFile: pki.caCert },
+    },
     authorization: { mode: 'AlwaysAllow' },
     containerRuntimeEndpoint: `unix://${join(dir, 'containerd', 'containerd.sock')}`,
     // The machine runs cgroup v1 (with a v2 `unified` mount).
@@ -248,7 +253,11 @@ function corednsManifests(net: Net): string {
       kind: 'ClusterRole',
       metadata: { name: 'system:coredns' },
       rules: [
-        { apiGroups: [''], resources: ['endpoints', 'services', 'pods', 'namespaces'], verbs: ['list', 'watch'] },
+        {
+          apiGroups: [''],
+          resources: ['endpoints', 'services', 'pods', 'namespaces'],
+          verbs: ['list', 'watch'],
+        },
         { apiGroups: ['discovery.k8s.io'], resources: ['endpointslices'], verbs: ['list', 'watch'] },
       ],
     },
@@ -466,15 +475,28 @@ export async function startCluster(reg: ProcessRegistry, runDir: string): Promis
   await waitUntil(
     'CoreDNS ready',
     async () =>
-      (await kubectl('-n', 'kube-system', 'get', 'deploy', 'coredns', '-o', 'jsonpath={.status.readyReplicas}'))
-        .stdout === '1',
+      (
+        await kubectl(
+          '-n',
+          'kube-system',
+          'get',
+          'deploy',
+          'coredns',
+          '-o',
+          'jsonpath={.status.readyReplicas}',
+        )
+      ).stdout === '1',
     { timeoutMs: 120_000, intervalMs: 500 },
   );
   // The default ServiceAccount, made by the controller manager, before any pod is created.
-  await waitUntil('default ServiceAccount', async () => {
-    await kubectl('get', 'serviceaccount', 'default');
-    return true;
-  }, { timeoutMs: 60_000, intervalMs: 300 });
+  await waitUntil(
+    'default ServiceAccount',
+    async () => {
+      await kubectl('get', 'serviceaccount', 'default');
+      return true;
+    },
+    { timeoutMs: 60_000, intervalMs: 300 },
+  );
 
   return {
     kubeconfig,

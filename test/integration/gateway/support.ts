@@ -83,7 +83,10 @@ export interface TestGateway {
 
 /** The gateway in-process, on a free loopback port, with the given settings. */
 export async function startGateway(settings: Partial<GatewayConfigInput>): Promise<TestGateway> {
-  const config = loadGatewayConfig({ env: {}, overrides: { host: '127.0.0.1', port: 0, shutdownDrainMs: 0, ...settings } });
+  const config = loadGatewayConfig({
+    env: {},
+    overrides: { host: '127.0.0.1', port: 0, shutdownDrainMs: 0, ...settings },
+  });
   const log = createLogger('gateway-test', 'silent');
   const services = await createGatewayServices(config, log);
   const gateway = createGatewayServer(services);

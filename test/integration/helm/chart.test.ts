@@ -225,6 +225,7 @@ describe('helm chart: lint and render', () => {
       bodyLimitBytes: 10485760,
       upstreamTimeoutMs: 60000,
       shutdownTimeoutMs: 30000,
+      shutdownDrainMs: 3000,
       oidc: {
         issuer: 'https://idp.example.test/realms/data',
         audience: 'tollgate',

@@ -49,11 +49,11 @@ interface Figures {
 }
 
 /** Saturating load: throughput, and latency under queueing. */
-async function load(url: string, headers: Record<string, string>): Promise<Figures> {
+export async function load(url: string, headers: Record<string, string>, body = BODY): Promise<Figures> {
   const base = {
     url,
     method: 'POST' as const,
-    body: BODY,
+    body,
     headers: { ...headers, 'content-type': 'application/json' },
     connections: CONNECTIONS,
     workers: 1,
@@ -106,7 +106,7 @@ async function unloadedMedians(
   return { direct: median(d), gateway: median(g) };
 }
 
-const fmt = (f: Figures): string =>
+export const fmt = (f: Figures): string =>
   `${Math.round(f.rps).toString().padStart(6)} req/s   p50 ${f.p50.toFixed(2).padStart(6)} ms   p99 ${f.p99
     .toFixed(2)
     .padStart(6)} ms${f.bad > 0 ? `   (${f.bad} non-2xx/errors)` : ''}`;

@@ -7,6 +7,7 @@ const benchmarks: Record<string, () => Promise<{ run: () => Promise<void> }>> = 
   gateway: () => import('./gateway.js'),
   inference: () => import('./inference.js'),
   puller: () => import('./puller.js'),
+  cluster: () => import('./cluster.js'),
 };
 
 const wanted = process.argv.slice(2);

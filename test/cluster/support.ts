@@ -1,14 +1,15 @@
 // What the cluster tests share: kubectl and helm against the run's cluster, installing Tollgate
 // as the README says, an identity provider whose JWKS the gateway pods fetch, and small waits.
 import { execFile } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { LocalIssuer } from '../../gateway/auth/local-issuer.js';
+import { CreateBucketCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { binDir, repoRoot } from '../harness/paths.js';
-import { cluster, serveInCluster, type ClusterInfo } from '../harness/index.js';
+import { cluster, serveInCluster, venv, type ClusterInfo, type MinioInfo } from '../harness/index.js';
 
 const run = promisify(execFile);
 
@@ -197,3 +198,88 @@ export async function readyPodIps(t: Installed, ns: string, selector: string): P
     .map((p) => p.status.podIP ?? '')
     .filter((ip) => ip !== '');
 }
+
+/** The settings the spec asks for (content type, declared inputs), so the gateway checks calls. */
+export const irisSettings = (name: string): string =>
+  JSON.stringify({
+    name,
+    implementation: 'mlserver_sklearn.SKLearnModel',
+    parameters: { uri: './model.joblib', content_type: 'np' },
+    inputs: [{ name: 'features', datatype: 'FP64', shape: [-1, 4] }],
+    outputs: [{ name: 'predict', datatype: 'INT64', shape: [-1, 1] }],
+  });
+
+export interface IrisModel {
+  /** Rows and the predictions scikit-learn made for them in-process. */
+  expected: { rows: number[][]; predictions: number[] };
+  /** Uploads the folder to s3://<bucket>/<prefix>/ with settings naming `name`. */
+  upload(bucket: string, prefix: string, name: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** An iris classifier trained here, and a MinIO client to publish it under any Model name. */
+export async function irisModel(s3: MinioInfo): Promise<IrisModel> {
+  const dir = await mkdtemp(join(tmpdir(), 'tollgate-cluster-train-'));
+  await run(venv().python, [join(repoRoot, 'test/integration/harness/fixtures/train_iris.py'), dir, 'iris']);
+  const expected = JSON.parse(await readFile(join(dir, 'expected.json'), 'utf8')) as IrisModel['expected'];
+  const client = new S3Client({
+    endpoint: s3.endpoint,
+    region: s3.region,
+    forcePathStyle: true,
+    credentials: { accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey },
+  });
+  const buckets = new Set<string>();
+  return {
+    expected,
+    async upload(bucket, prefix, name) {
+      if (!buckets.has(bucket)) {
+        await client.send(new CreateBucketCommand({ Bucket: bucket }));
+        buckets.add(bucket);
+      }
+      await writeFile(join(dir, 'iris', 'model-settings.json'), irisSettings(name));
+      for (const f of await readdir(join(dir, 'iris'))) {
+        await client.send(
+          new PutObjectCommand({
+            Bucket: bucket,
+            Key: `${prefix}/${f}`,
+            Body: await readFile(join(dir, 'iris', f)),
+          }),
+        );
+      }
+    },
+    async close() {
+      client.destroy();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** The namespace's Secret a Model names in spec.credentials: the cluster MinIO's keys. */
+export async function storageSecret(c: ClusterInfo, ns: string, s3: MinioInfo): Promise<void> {
+  await applyDoc(c, {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: { name: 'minio', namespace: ns },
+    stringData: {
+      AWS_ACCESS_KEY_ID: s3.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: s3.secretAccessKey,
+      AWS_ENDPOINT_URL: s3.endpoint,
+      AWS_REGION: s3.region,
+    },
+  });
+}
+
+/** A Model reading s3://… with the `minio` Secret, owned by alice and serving her `fraud`. */
+export function modelDoc(name: string, ns: string, storageUri: string): unknown {
+  return {
+    apiVersion: 'tollgate.dev/v1alpha1',
+    kind: 'Model',
+    metadata: { name, namespace: ns, annotations: { 'tollgate.dev/owner': 'alice' } },
+    spec: { storageUri, credentials: { secretName: 'minio' }, workflow: 'fraud' },
+  };
+}
+
+/** The V2 body for the iris rows. */
+export const irisInfer = (rows: number[][]): unknown => ({
+  inputs: [{ name: 'features', shape: [rows.length, 4], datatype: 'FP64', data: rows.flat() }],
+});

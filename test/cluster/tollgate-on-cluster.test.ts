@@ -1,69 +1,39 @@
 // Tollgate on a real node: installed as the README says (CRDs with kubectl, the chart with helm,
 // images built from the repository's Dockerfiles), a model pulled from MinIO by the init
 // container and served by MLServer, keys, a workflow Service, and the faults a cluster has.
-import { execFile } from 'node:child_process';
-import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { CreateBucketCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
-import { clusterMinio, venv, type MinioInfo } from '../harness/index.js';
-import { repoRoot } from '../harness/paths.js';
+import { clusterMinio } from '../harness/index.js';
 import {
   applyDoc,
   call,
   createKey,
   eventually,
   installTollgate,
+  irisInfer,
+  irisModel,
+  modelDoc,
   NAMESPACE,
   readyPodIps,
   RELEASE,
+  storageSecret,
   type Installed,
+  type IrisModel,
 } from './support.js';
 
-const run = promisify(execFile);
 const MODEL = 'model-iris';
 const MODELS_NS = 'ml-team';
 const BUCKET = 'cluster-models';
 
 let t: Installed;
-let s3: MinioInfo;
-let expected: { rows: number[][]; predictions: number[] };
-let trainDir: string;
+let iris: IrisModel;
 const times: Record<string, number> = {};
 
-async function uploadFolder(client: S3Client, dir: string, prefix: string): Promise<void> {
-  for (const f of await readdir(dir)) {
-    await client.send(
-      new PutObjectCommand({ Bucket: BUCKET, Key: `${prefix}/${f}`, Body: await readFile(join(dir, f)) }),
-    );
-  }
-}
-
-const settingsFor = (name: string): string =>
-  JSON.stringify({
-    name,
-    implementation: 'mlserver_sklearn.SKLearnModel',
-    parameters: { uri: './model.joblib', content_type: 'np' },
-    inputs: [{ name: 'features', datatype: 'FP64', shape: [-1, 4] }],
-    outputs: [{ name: 'predict', datatype: 'INT64', shape: [-1, 1] }],
-  });
-
-function modelDoc(name: string, storageUri: string): unknown {
-  return {
-    apiVersion: 'tollgate.dev/v1alpha1',
-    kind: 'Model',
-    // Serving alice's workflow `fraud` too (as /events/bda/fraud/<model>/...).
-    metadata: { name, namespace: MODELS_NS, annotations: { 'tollgate.dev/owner': 'alice' } },
-    spec: { storageUri, credentials: { secretName: 'minio' }, workflow: 'fraud' },
-  };
-}
+const model = (name: string, prefix: string): unknown =>
+  modelDoc(name, MODELS_NS, `s3://${BUCKET}/${prefix}`);
 
 async function modelJson(name: string): Promise<{
   status?: {
     phase?: string;
-    readyReplicas?: number;
     conditions?: Array<{ type: string; status: string; message?: string }>;
   };
 }> {
@@ -77,50 +47,20 @@ beforeAll(async () => {
   const started = Date.now();
   t = await installTollgate();
   times['install (cluster start + helm install, every pod Ready)'] = Date.now() - started;
-  s3 = await clusterMinio();
-  trainDir = await mkdtemp(join(tmpdir(), 'tollgate-cluster-train-'));
-  await run(venv().python, [
-    join(repoRoot, 'test/integration/harness/fixtures/train_iris.py'),
-    trainDir,
-    MODEL,
-  ]);
-  expected = JSON.parse(await readFile(join(trainDir, 'expected.json'), 'utf8')) as typeof expected;
-  const client = new S3Client({
-    endpoint: s3.endpoint,
-    region: s3.region,
-    forcePathStyle: true,
-    credentials: { accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey },
-  });
-  await client.send(new CreateBucketCommand({ Bucket: BUCKET }));
-  // The settings the spec asks for (content type, declared inputs), so the gateway checks calls.
-  const settingsFile = join(trainDir, MODEL, 'model-settings.json');
-  await writeFile(settingsFile, settingsFor(MODEL));
-  await uploadFolder(client, join(trainDir, MODEL), 'iris/v1');
+  const s3 = await clusterMinio();
+  iris = await irisModel(s3);
+  await iris.upload(BUCKET, 'iris/v1', MODEL);
   // The same model under another name, for the Model applied after a leader change.
-  await writeFile(settingsFile, settingsFor('model-after'));
-  await uploadFolder(client, join(trainDir, MODEL), 'after/v1');
+  await iris.upload(BUCKET, 'after/v1', 'model-after');
   // A folder whose settings name another model: the operator must refuse it before any pod.
-  await writeFile(settingsFile, settingsFor('model-other'));
-  await uploadFolder(client, join(trainDir, MODEL), 'bad/v1');
-  client.destroy();
-
+  await iris.upload(BUCKET, 'bad/v1', 'model-other');
   await t.kubectl('create', 'namespace', MODELS_NS);
-  await applyDoc(t.c, {
-    apiVersion: 'v1',
-    kind: 'Secret',
-    metadata: { name: 'minio', namespace: MODELS_NS },
-    stringData: {
-      AWS_ACCESS_KEY_ID: s3.accessKeyId,
-      AWS_SECRET_ACCESS_KEY: s3.secretAccessKey,
-      AWS_ENDPOINT_URL: s3.endpoint,
-      AWS_REGION: s3.region,
-    },
-  });
+  await storageSecret(t.c, MODELS_NS, s3);
 }, 900_000);
 
 afterAll(async () => {
   await t?.cleanup();
-  if (trainDir) await rm(trainDir, { recursive: true, force: true });
+  await iris?.close();
   process.stderr.write(
     `cluster figures:\n${Object.entries(times)
       .map(([k, v]) => `  ${k}: ${(v / 1000).toFixed(1)} s`)
@@ -160,7 +100,7 @@ describe('install as the README says', () => {
 describe('a model from object storage', () => {
   it('is pulled by the init container, served by MLServer and answers as scikit-learn does', async () => {
     const applied = Date.now();
-    await applyDoc(t.c, modelDoc(MODEL, `s3://${BUCKET}/iris/v1`));
+    await applyDoc(t.c, model(MODEL, 'iris/v1'));
     await eventually(
       'Model Ready',
       async () => ((await modelJson(MODEL)).status?.phase === 'Ready' ? true : undefined),
@@ -170,16 +110,7 @@ describe('a model from object storage', () => {
     const infer = async () =>
       call(`${t.gateway}/v2/models/${MODEL}/infer`, {
         headers: { authorization: `Apikey ${key}` },
-        body: {
-          inputs: [
-            {
-              name: 'features',
-              shape: [expected.rows.length, 4],
-              datatype: 'FP64',
-              data: expected.rows.flat(),
-            },
-          ],
-        },
+        body: irisInfer(iris.expected.rows),
       });
     const first = await eventually('first answer', async () => {
       const r = await infer();
@@ -187,7 +118,7 @@ describe('a model from object storage', () => {
     });
     times['kubectl apply of a Model to its first answer'] = Date.now() - applied;
     const outputs = first.body['outputs'] as Array<{ data: number[] }>;
-    expect(outputs[0]!.data).toEqual(expected.predictions);
+    expect(outputs[0]!.data).toEqual(iris.expected.predictions);
 
     // The puller ran as the init container and left its summary in the log.
     const pod = (
@@ -212,7 +143,7 @@ describe('a model from object storage', () => {
   });
 
   it('refuses a bad model-settings.json with SettingsValid=False and starts no pod', async () => {
-    await applyDoc(t.c, modelDoc('model-bad', `s3://${BUCKET}/bad/v1`));
+    await applyDoc(t.c, model('model-bad', 'bad/v1'));
     const cond = await eventually('SettingsValid=False', async () => {
       const c = await condition('model-bad', 'SettingsValid');
       return c?.status === 'False' ? c : undefined;
@@ -419,7 +350,7 @@ describe('faults', () => {
     times['operator leader deleted -> standby holds the Lease'] = Date.now() - deleted;
     expect(next).not.toBe(holder);
     // The new leader reconciles: a Model applied now gets its Deployment.
-    await applyDoc(t.c, modelDoc('model-after', `s3://${BUCKET}/after/v1`));
+    await applyDoc(t.c, model('model-after', 'after/v1'));
     await eventually(
       'Deployment of model-after',
       async () =>

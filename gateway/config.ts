@@ -98,7 +98,7 @@ export function parseUpstreamList(list: string): Record<string, string> {
     if (trimmed === '') continue;
     const eq = trimmed.indexOf('=');
     if (eq <= 0) {
-      throw new TollgateError(400, 'invalid_config', `upstream "${trimmed}" must be written resource=url`, {
+      throw new TollgateError('invalid_config', `upstream "${trimmed}" must be written resource=url`, {
         field: 'upstreams',
       });
     }
@@ -129,12 +129,12 @@ function fromFile(path: string): Record<string, unknown> {
   try {
     text = readFileSync(path, 'utf8');
   } catch (cause) {
-    throw new TollgateError(400, 'invalid_config', `cannot read the gateway config file ${path}`, { cause });
+    throw new TollgateError('invalid_config', `cannot read the gateway config file ${path}`, { cause });
   }
   const parsed: unknown = parseYaml(text);
   if (parsed === null || parsed === undefined) return {};
   if (typeof parsed !== 'object' || Array.isArray(parsed)) {
-    throw new TollgateError(400, 'invalid_config', `${path} must hold a mapping of gateway settings`);
+    throw new TollgateError('invalid_config', `${path} must hold a mapping of gateway settings`);
   }
   return parsed as Record<string, unknown>;
 }
@@ -164,7 +164,6 @@ export function loadGatewayConfig(
     const issue = result.error.issues[0];
     const field = issue?.path.join('.') ?? '';
     throw new TollgateError(
-      400,
       'invalid_config',
       `gateway setting ${field || '(root)'}: ${issue?.message ?? 'invalid'}`,
       {

@@ -26,7 +26,7 @@ type V2Handler = (req: IncomingMessage, res: ServerResponse, path: NormalisedPat
 
 /** Until V2 inference is served, `/v2/...` says so plainly. */
 const v2NotServed: V2Handler = (_req, res) => {
-  sendError(res, new TollgateError(404, 'unknown_endpoint', 'V2 inference is not served by this gateway'));
+  sendError(res, new TollgateError('unknown_endpoint', 'V2 inference is not served by this gateway'));
 };
 
 export function createGatewayServer(s: GatewayServices, v2: V2Handler = v2NotServed): GatewayServer {
@@ -74,11 +74,10 @@ export function createGatewayServer(s: GatewayServices, v2: V2Handler = v2NotSer
     const tooLarge = err.code === 'HPE_HEADER_OVERFLOW';
     const answer = tooLarge
       ? new TollgateError(
-          431,
           'headers_too_large',
           `the request headers exceed the gateway's limit of ${s.config.headerLimitBytes} bytes`,
         )
-      : new TollgateError(400, 'bad_request', 'the request is not valid HTTP/1.1');
+      : new TollgateError('bad_request', 'the request is not valid HTTP/1.1');
     s.metrics.request('none', answer.status, 'none');
     socket.end(rawErrorResponse(answer, tooLarge ? 'Request Header Fields Too Large' : 'Bad Request'));
   });

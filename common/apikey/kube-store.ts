@@ -107,7 +107,6 @@ export class KubeApiKeyStore implements ApiKeyStore {
     } catch (e) {
       if (isApiStatus(e, 404)) throw e;
       throw new TollgateError(
-        503,
         'key_store_unavailable',
         `the Kubernetes API refused to ${verb} ApiKey resources (${apiFailureDetail(e)}); check the API server and the gateway's RBAC`,
         { cause: e },

@@ -38,7 +38,7 @@ export const MAX_PAGE_SIZE = 200;
 
 /** A cursor that does not decode: the caller sent something no page ever returned. */
 const invalidCursor = (): TollgateError =>
-  new TollgateError(400, 'invalid_cursor', 'cursor is not one this API returned; start again without it', {
+  new TollgateError('invalid_cursor', 'cursor is not one this API returned; start again without it', {
     field: 'cursor',
   });
 

@@ -8,7 +8,7 @@ export const redisUnavailable = (
   cause: unknown,
   what = 'the key store is unreachable, so no call can be checked',
 ): TollgateError =>
-  new TollgateError(503, 'redis_unavailable', `${what}; retry when Redis is back`, {
+  new TollgateError('redis_unavailable', `${what}; retry when Redis is back`, {
     cause,
     headers: { 'retry-after': '1' },
   });

@@ -96,7 +96,6 @@ export class WorkflowRoutes {
     );
     if (others.length > 0) {
       throw new TollgateError(
-        409,
         'workflow_owned_by_another_user',
         `workflow ${service.workflow} belongs to another owner; choose another workflow id`,
         { field: 'workflow' },

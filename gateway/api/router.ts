@@ -16,7 +16,7 @@ const BODY_LIMIT = '16kb';
 const methodNotAllowed =
   (allow: string): RequestHandler =>
   (req) => {
-    throw new TollgateError(405, 'method_not_allowed', `${req.method} is not allowed here; use ${allow}`, {
+    throw new TollgateError('method_not_allowed', `${req.method} is not allowed here; use ${allow}`, {
       headers: { Allow: allow },
     });
   };
@@ -42,11 +42,7 @@ export function createManagementRouter(deps: ManagementDeps): Router {
   router.route('/apikeys/:id').get(getKey(deps)).delete(deleteKey(deps)).all(methodNotAllowed('GET, DELETE'));
   router.route('/modules').get(listModules(deps)).all(methodNotAllowed('GET'));
   router.use((req) => {
-    throw new TollgateError(
-      404,
-      'unknown_endpoint',
-      `no management API endpoint at ${req.baseUrl}${req.path}`,
-    );
+    throw new TollgateError('unknown_endpoint', `no management API endpoint at ${req.baseUrl}${req.path}`);
   });
   router.use(expressErrorHandler(deps.log));
   return router;

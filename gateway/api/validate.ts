@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import { TollgateError } from '../../common/errors.js';
+import { TollgateError, type ErrorCode } from '../../common/errors.js';
 
 /**
  * Input validation at the edge of the management API: a zod failure becomes a 400 naming the field
@@ -13,8 +13,7 @@ export function validate<S extends z.ZodType>(
   const result = schema.safeParse(input);
   if (result.success) return result.data;
   const issue = result.error.issues[0];
-  if (issue === undefined)
-    throw new TollgateError(400, 'invalid_request', `the request ${where} is not valid`);
+  if (issue === undefined) throw new TollgateError('invalid_request', `the request ${where} is not valid`);
   if (issue.code === 'unrecognized_keys') {
     const field = [...issue.path, issue.keys[0] ?? ''].join('.');
     return reject('unknown_field', field, `${where} field "${field}" is not one this API accepts; remove it`);
@@ -31,6 +30,6 @@ export function validate<S extends z.ZodType>(
   return reject('invalid_field', field, `${at}: ${issue.message}`);
 }
 
-function reject(code: string, field: string, message: string): never {
-  throw new TollgateError(400, code, message, { field });
+function reject(code: ErrorCode, field: string, message: string): never {
+  throw new TollgateError(code, message, { field });
 }

@@ -1,5 +1,5 @@
 import { parseKey } from '../../common/apikey/format.js';
-import { TollgateError } from '../../common/errors.js';
+import { TollgateError, type ErrorCode } from '../../common/errors.js';
 import type { Module } from '../../common/resources/grant.js';
 
 /**
@@ -13,7 +13,7 @@ const HOW = 'send the header "Authorization: Apikey <key>"';
 // without the scheme, or glued to it by ":" or "="), and no part of a key is ever echoed.
 const SCHEME_WORD = /^[A-Za-z][A-Za-z0-9-]{0,15}$/;
 
-const unauthorized = (code: string, message: string): TollgateError => new TollgateError(401, code, message);
+const unauthorized = (code: ErrorCode, message: string): TollgateError => new TollgateError(code, message);
 
 export interface PresentedKey {
   key: string;
@@ -60,6 +60,6 @@ export function parseAuthorizationHeader(header: string | undefined): PresentedK
   return { key, module: parsed.module };
 }
 
-function fail(code: string, message: string): never {
+function fail(code: ErrorCode, message: string): never {
   throw unauthorized(code, message);
 }

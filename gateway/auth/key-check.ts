@@ -67,11 +67,7 @@ export class KeyChecker {
       throw redisUnavailable(err);
     }
     if (raw === null) {
-      throw new TollgateError(
-        401,
-        'unknown_api_key',
-        'this key does not exist or was deleted; create a new one',
-      );
+      throw new TollgateError('unknown_api_key', 'this key does not exist or was deleted; create a new one');
     }
     const entry = this.toCached(raw, hash);
     this.cache.set(hash, entry, epoch);
@@ -88,11 +84,7 @@ export class KeyChecker {
     if (!parsed.success) {
       // A corrupt index entry must not grant anything; the operator's rebuild repairs it.
       this.log.error({ keyHash: hash, issue: parsed.error.issues[0]?.message }, 'corrupt key index entry');
-      throw new TollgateError(
-        401,
-        'unknown_api_key',
-        'this key does not exist or was deleted; create a new one',
-      );
+      throw new TollgateError('unknown_api_key', 'this key does not exist or was deleted; create a new one');
     }
     const grant: KeyGrant = parsed.data;
     const expiresAtMs = grant.expiresAt === undefined ? Infinity : Date.parse(grant.expiresAt);
@@ -101,7 +93,7 @@ export class KeyChecker {
 
   private unexpired(entry: CachedGrant): KeyGrant {
     if (Date.now() >= entry.expiresAtMs) {
-      throw new TollgateError(401, 'expired_api_key', 'this key has expired; create a new one');
+      throw new TollgateError('expired_api_key', 'this key has expired; create a new one');
     }
     return entry.grant;
   }

@@ -50,7 +50,6 @@ export function createTokenVerifier(config: OidcConfig): TokenVerifier {
     // `sub` is present, so a signed token could still carry a number, null or "" there.
     if (typeof subject !== 'string' || subject === '' || subject.length > MAX_SUBJECT_LENGTH) {
       throw new TollgateError(
-        401,
         'invalid_token',
         `the token's subject must be a string of 1 to ${MAX_SUBJECT_LENGTH} characters`,
         {
@@ -64,19 +63,13 @@ export function createTokenVerifier(config: OidcConfig): TokenVerifier {
 
 function tokenError(e: unknown): TollgateError {
   if (e instanceof errors.JWTExpired) {
-    return new TollgateError(
-      401,
-      'token_expired',
-      'the bearer token has expired; sign in again for a new one',
-      {
-        headers: challenge('invalid_token'),
-        cause: e,
-      },
-    );
+    return new TollgateError('token_expired', 'the bearer token has expired; sign in again for a new one', {
+      headers: challenge('invalid_token'),
+      cause: e,
+    });
   }
   if (e instanceof errors.JWKSTimeout || !(e instanceof errors.JOSEError)) {
     return new TollgateError(
-      503,
       'identity_provider_unavailable',
       'the identity provider’s keys (JWKS) cannot be fetched; retry shortly',
       {
@@ -88,7 +81,7 @@ function tokenError(e: unknown): TollgateError {
     e instanceof errors.JWTClaimValidationFailed
       ? `claim ${e.claim} is not accepted (${e.reason})`
       : 'its signature or format is not valid';
-  return new TollgateError(401, 'invalid_token', `the bearer token was refused: ${reason}; sign in again`, {
+  return new TollgateError('invalid_token', `the bearer token was refused: ${reason}; sign in again`, {
     headers: challenge('invalid_token'),
     cause: e,
   });
@@ -100,7 +93,6 @@ export function authenticateUser(verify: TokenVerifier): RequestHandler {
     const header = req.headers.authorization;
     if (header === undefined || header === '') {
       throw new TollgateError(
-        401,
         'missing_token',
         'this API needs "Authorization: Bearer <token>" with an OIDC token',
         {
@@ -110,7 +102,7 @@ export function authenticateUser(verify: TokenVerifier): RequestHandler {
     }
     const match = BEARER.exec(header);
     if (match?.[1] === undefined) {
-      throw new TollgateError(401, 'invalid_token', 'the Authorization header must be "Bearer <token>"', {
+      throw new TollgateError('invalid_token', 'the Authorization header must be "Bearer <token>"', {
         headers: challenge('invalid_request'),
       });
     }

@@ -42,7 +42,6 @@ export class RateLimiter {
     if (count > limit.requests) {
       const retryAfter = Math.max(1, windowStart + limit.windowSeconds - nowS);
       throw new TollgateError(
-        429,
         'rate_limited',
         `this key allows ${limit.requests} requests per ${limit.windowSeconds} s; retry after ${retryAfter} s`,
         { headers: { 'retry-after': String(retryAfter) } },

@@ -22,7 +22,7 @@ export function createApp(s: GatewayServices): Express {
   // Ready means a request could be checked right now: Redis answers, and no shutdown is under way.
   app.get('/readyz', async (_req, res) => {
     if (s.draining) {
-      sendError(res, new TollgateError(503, 'shutting_down', 'this gateway replica is shutting down'), s.log);
+      sendError(res, new TollgateError('shutting_down', 'this gateway replica is shutting down'), s.log);
       return;
     }
     try {
@@ -45,7 +45,7 @@ export function createApp(s: GatewayServices): Express {
   }
 
   app.use((req, res) => {
-    sendError(res, new TollgateError(404, 'unknown_endpoint', `no such endpoint: ${req.method} ${req.path}`));
+    sendError(res, new TollgateError('unknown_endpoint', `no such endpoint: ${req.method} ${req.path}`));
   });
   app.use(expressErrorHandler(s.log));
   return app;

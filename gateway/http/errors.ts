@@ -17,20 +17,20 @@ export function toTollgateError(err: unknown): TollgateError {
   if (typeof err === 'object' && err !== null && 'type' in err) {
     const type = (err as { type: unknown }).type;
     if (type === 'entity.too.large') {
-      return new TollgateError(413, 'body_too_large', 'the request body is larger than the gateway accepts');
+      return new TollgateError('body_too_large', 'the request body is larger than the gateway accepts');
     }
     if (type === 'entity.parse.failed') {
-      return new TollgateError(400, 'invalid_json', 'the request body is not valid JSON', { field: 'body' });
+      return new TollgateError('invalid_json', 'the request body is not valid JSON', { field: 'body' });
     }
   }
-  return new TollgateError(500, 'internal_error', 'the gateway failed unexpectedly; see its logs', {
+  return new TollgateError('internal_error', 'the gateway failed unexpectedly; see its logs', {
     cause: err,
   });
 }
 
 /** A request body past the gateway's limit, whether streamed on (proxy) or read whole (V2). */
 export const bodyTooLarge = (limit: number): TollgateError =>
-  new TollgateError(413, 'body_too_large', `the request body exceeds the gateway's limit of ${limit} bytes`, {
+  new TollgateError('body_too_large', `the request body exceeds the gateway's limit of ${limit} bytes`, {
     // The rest of an oversized upload is not worth reading: close the connection after answering.
     headers: { connection: 'close' },
   });

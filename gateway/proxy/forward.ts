@@ -120,13 +120,12 @@ const UNAVAILABLE = new Set([
 export function upstreamFailure(err: Error): TollgateError {
   const code = (err as { code?: unknown }).code;
   if (typeof code === 'string' && TIMEOUTS.has(code)) {
-    return new TollgateError(504, 'upstream_timeout', 'the upstream service did not answer in time', {
+    return new TollgateError('upstream_timeout', 'the upstream service did not answer in time', {
       cause: err,
     });
   }
   if (typeof code === 'string' && UNAVAILABLE.has(code)) {
     return new TollgateError(
-      503,
       'upstream_unavailable',
       'the upstream service is not available right now; retry shortly',
       {
@@ -136,7 +135,6 @@ export function upstreamFailure(err: Error): TollgateError {
     );
   }
   return new TollgateError(
-    502,
     'upstream_connection_failed',
     'the gateway could not talk to the upstream service',
     {

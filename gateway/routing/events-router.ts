@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { RoleCatalogue } from '../../common/apikey/roles.js';
-import { TollgateError } from '../../common/errors.js';
+import { TollgateError, type ErrorCode } from '../../common/errors.js';
 import { WORKFLOW_ID_PATTERN } from '../../common/routes/workflow-routes.js';
 import type { KeyGrant, Module } from '../../common/resources/grant.js';
 import type { NormalisedPath } from './normalise.js';
@@ -30,8 +30,8 @@ export type EventsTarget =
 
 const PLATFORM_METHODS = new Set(['GET', 'PUT', 'POST']);
 
-const notFound = (code: string, message: string): TollgateError => new TollgateError(404, code, message);
-const forbidden = (code: string, message: string): TollgateError => new TollgateError(403, code, message);
+const notFound = (code: ErrorCode, message: string): TollgateError => new TollgateError(code, message);
+const forbidden = (code: ErrorCode, message: string): TollgateError => new TollgateError(code, message);
 
 export class EventsRouter {
   private readonly upstreams: ReadonlyMap<string, ResolvedRoute>;
@@ -71,7 +71,6 @@ export class EventsRouter {
     }
     if (!WORKFLOW_ID_PATTERN.test(workflow) || !WORKFLOW_ID_PATTERN.test(service)) {
       throw new TollgateError(
-        400,
         'invalid_identifier',
         'workflow and service ids are letters, digits, "-", "_" and "."',
         {
@@ -113,7 +112,6 @@ export class EventsRouter {
     }
     if (!PLATFORM_METHODS.has(method)) {
       throw new TollgateError(
-        405,
         'method_not_allowed',
         `platform resources accept GET, PUT and POST, not ${method}`,
         {

@@ -1,4 +1,4 @@
-import { TollgateError } from '../../common/errors.js';
+import { TollgateError, type ErrorCode } from '../../common/errors.js';
 
 /**
  * Request paths are checked once, here, before any routing decision. Anything that could make
@@ -20,8 +20,8 @@ export interface NormalisedPath {
   query: string;
 }
 
-const bad = (code: string, message: string): TollgateError =>
-  new TollgateError(400, code, message, { field: 'path' });
+const bad = (code: ErrorCode, message: string): TollgateError =>
+  new TollgateError(code, message, { field: 'path' });
 
 const DOUBLE_ENCODED = /%(2e|2f|5c|25)/i;
 

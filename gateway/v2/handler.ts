@@ -47,10 +47,10 @@ function metadataCache(s: GatewayServices): MetadataCache {
   return cache;
 }
 
-const notFound = (message: string): TollgateError => new TollgateError(404, 'unknown_endpoint', message);
+const notFound = (message: string): TollgateError => new TollgateError('unknown_endpoint', message);
 
 function methodNotAllowed(allowed: string): TollgateError {
-  return new TollgateError(405, 'method_not_allowed', `use ${allowed} on this endpoint`, {
+  return new TollgateError('method_not_allowed', `use ${allowed} on this endpoint`, {
     headers: { allow: allowed },
   });
 }
@@ -65,7 +65,7 @@ function sendJson(res: ServerResponse, status: number, body: unknown): void {
 }
 
 function forbidden(message: string): TollgateError {
-  return new TollgateError(403, 'model_access_denied', message);
+  return new TollgateError('model_access_denied', message);
 }
 
 export function createV2Handler(s: GatewayServices, findModel: FindModel): V2Handler {
@@ -84,7 +84,6 @@ export function createV2Handler(s: GatewayServices, findModel: FindModel): V2Han
       const info = await findModel(model);
       if (info === undefined) {
         throw new TollgateError(
-          404,
           'model_not_found',
           `no model named '${model}'; list them with GET /events/platform/api/v1/models`,
         );
@@ -99,14 +98,9 @@ export function createV2Handler(s: GatewayServices, findModel: FindModel): V2Han
       );
     }
     if (route === null) {
-      throw new TollgateError(
-        503,
-        'model_not_ready',
-        `model '${model}' has no ready replica yet; retry shortly`,
-        {
-          headers: { 'retry-after': '1' },
-        },
-      );
+      throw new TollgateError('model_not_ready', `model '${model}' has no ready replica yet; retry shortly`, {
+        headers: { 'retry-after': '1' },
+      });
     }
     return { origin: route.origin, basePath: route.basePath };
   }
@@ -118,7 +112,6 @@ export function createV2Handler(s: GatewayServices, findModel: FindModel): V2Han
     const grant = await s.keys.check(req.headers.authorization);
     if (!isModelName(model)) {
       throw new TollgateError(
-        404,
         'model_not_found',
         `no model named '${model}'; model names look like model-<id>`,
       );
@@ -224,7 +217,6 @@ async function infer(
   const { model, runtime } = call;
   if (req.headers['inference-header-content-length'] !== undefined) {
     throw new TollgateError(
-      400,
       'binary_data_unsupported',
       'the binary tensor extension is not supported by the model runtime; send JSON data (tritonclient: binary_data=False)',
       { field: 'body' },

@@ -83,7 +83,6 @@ export class MetadataCache {
     }
     if (status === 404) {
       throw new TollgateError(
-        503,
         'model_not_ready',
         `model '${model}' is not loaded by its runtime yet; retry shortly`,
         {
@@ -98,7 +97,6 @@ export class MetadataCache {
     if (parsed?.success !== true) {
       this.log.error({ model, status, issue: parsed?.error.issues[0]?.message }, 'unreadable model metadata');
       throw new TollgateError(
-        502,
         'model_metadata_unavailable',
         `the runtime of model '${model}' did not give readable V2 metadata (status ${status})`,
       );

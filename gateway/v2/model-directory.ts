@@ -30,7 +30,6 @@ function cached(find: FindModel): FindModel {
 
 const unavailable = (cause: unknown): TollgateError =>
   new TollgateError(
-    503,
     'model_directory_unavailable',
     'the gateway cannot read the Model resources right now; retry shortly',
     {

@@ -51,7 +51,6 @@ export function runtimeError(model: string, status: number, body: string): Tollg
   if (status === 422 && Array.isArray(detail)) {
     const issues = (detail as FastApiIssue[]).map((d) => `${location(d.loc)}: ${d.msg ?? 'invalid'}`);
     return new TollgateError(
-      400,
       'invalid_inference_request',
       clip(`the runtime refused the request: ${issues.join('; ')}`),
       {
@@ -63,7 +62,6 @@ export function runtimeError(model: string, status: number, body: string): Tollg
   if (typeof error === 'string') {
     if (status === 404) {
       return new TollgateError(
-        503,
         'model_not_ready',
         `model '${model}' is not loaded by its runtime yet; retry shortly`,
         {
@@ -72,13 +70,12 @@ export function runtimeError(model: string, status: number, body: string): Tollg
       );
     }
     if (status >= 400 && status < 500)
-      return new TollgateError(400, 'inference_error', clip(`model '${model}': ${error}`));
+      return new TollgateError('inference_error', clip(`model '${model}': ${error}`));
   }
   if (status >= 500) {
     const exception = exceptionLine(body);
     if (exception !== undefined && INPUT_EXCEPTIONS.test(exception)) {
       return new TollgateError(
-        400,
         'model_rejected_input',
         clip(
           `model '${model}' could not use the request: ${exception}; check the inputs against GET /v2/models/${model}`,
@@ -86,7 +83,6 @@ export function runtimeError(model: string, status: number, body: string): Tollg
       );
     }
     return new TollgateError(
-      502,
       'model_failed',
       clip(
         `model '${model}' failed on this request${exception === undefined ? '' : ` (${exception})`}; see the runtime's logs`,
@@ -94,7 +90,6 @@ export function runtimeError(model: string, status: number, body: string): Tollg
     );
   }
   return new TollgateError(
-    502,
     'model_failed',
     `model '${model}' answered ${status} with a body the gateway cannot read`,
   );
@@ -106,7 +101,7 @@ export function runtimeError(model: string, status: number, body: string): Tollg
  */
 export function runtimeUnreachable(model: string, err: Error): TollgateError {
   if ((err as { code?: unknown }).code === 'ECONNREFUSED') {
-    return new TollgateError(503, 'model_not_ready', `model '${model}' is restarting; retry shortly`, {
+    return new TollgateError('model_not_ready', `model '${model}' is restarting; retry shortly`, {
       cause: err,
       headers: { 'retry-after': '1' },
     });

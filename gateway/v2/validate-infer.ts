@@ -1,4 +1,4 @@
-import { TollgateError } from '../../common/errors.js';
+import { TollgateError, type ErrorCode } from '../../common/errors.js';
 import { V2_DATATYPES, type ModelMetadata, type TensorMetadata, type V2Datatype } from './metadata.js';
 
 /**
@@ -37,8 +37,8 @@ const INTEGER_RANGES: Partial<Record<V2Datatype, readonly [number, number]>> = {
 const BASE64_CHARS = /^[A-Za-z0-9+/]*={0,2}$/;
 const isBase64 = (s: string): boolean => s.length % 4 === 0 && BASE64_CHARS.test(s);
 
-function bad(code: string, message: string, field: string): TollgateError {
-  return new TollgateError(400, code, message, { field });
+function bad(code: ErrorCode, message: string, field: string): TollgateError {
+  return new TollgateError(code, message, { field });
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> =>

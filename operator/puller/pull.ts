@@ -69,7 +69,6 @@ export async function pullFolder(
   const objects = await store.list();
   if (objects.length === 0) {
     throw new TollgateError(
-      404,
       'empty_prefix',
       `no files in ${store.uri} (only objects under exactly this folder are pulled); check storageUri`,
     );
@@ -81,7 +80,6 @@ export async function pullFolder(
       const target = path.resolve(root, object.path);
       if (!target.startsWith(root + path.sep)) {
         throw new TollgateError(
-          400,
           'invalid_path',
           `object "${object.path}" in ${store.uri} would be written outside ${root}`,
         );
@@ -254,7 +252,6 @@ class ShortRead extends Error {}
 
 const sizeMismatch = (job: FileJob, got: string) =>
   new TollgateError(
-    502,
     'size_mismatch',
     `${job.object.path}: listed as ${job.object.size} bytes but got ${got}; it changed during the pull, retry`,
   );
@@ -281,7 +278,6 @@ function toPullError(e: unknown, root: string): TollgateError {
   const code = (e as NodeJS.ErrnoException | undefined)?.code;
   if (code === 'ENOSPC' || code === 'EDQUOT') {
     return new TollgateError(
-      500,
       'disk_full',
       `no space left writing to ${root}; give the volume more room (emptyDir sizeLimit, ephemeral-storage)`,
       { cause: e },
@@ -289,7 +285,6 @@ function toPullError(e: unknown, root: string): TollgateError {
   }
   if (code === 'EFBIG') {
     return new TollgateError(
-      500,
       'disk_full',
       `file size limit exceeded writing to ${root} (ulimit -f); raise the limit`,
       { cause: e },
@@ -297,18 +292,17 @@ function toPullError(e: unknown, root: string): TollgateError {
   }
   if (code === 'EACCES' || code === 'EROFS') {
     return new TollgateError(
-      500,
       'destination_not_writable',
       `cannot write to ${root} (${code}); mount a writable volume there`,
       { cause: e },
     );
   }
   if (e instanceof ShortRead)
-    return new TollgateError(503, 'storage_unavailable', `${e.message}; the connection kept breaking`, {
+    return new TollgateError('storage_unavailable', `${e.message}; the connection kept breaking`, {
       cause: e,
     });
   const why = e instanceof Error ? e.message : String(e);
-  return new TollgateError(500, 'pull_failed', `pull into ${root} failed: ${why}`, { cause: e });
+  return new TollgateError('pull_failed', `pull into ${root} failed: ${why}`, { cause: e });
 }
 
 export function formatBytes(n: number): string {

@@ -33,7 +33,6 @@ export class KubeSecretCredentials implements CredentialsResolver {
     } catch (e) {
       if (isApiStatus(e, 404)) {
         throw new TollgateError(
-          404,
           'credentials_not_found',
           `the credentials Secret "${secretName}" does not exist in namespace "${namespace}"; create it or fix spec.credentials.secretName`,
         );

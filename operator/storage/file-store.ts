@@ -58,7 +58,7 @@ export class FileStore implements ObjectStore {
   private resolve(rel: string): string {
     const full = path.resolve(this.dir, rel);
     if (!full.startsWith(this.dir + path.sep)) {
-      throw new TollgateError(400, 'invalid_path', `"${rel}" is outside ${this.uri}`);
+      throw new TollgateError('invalid_path', `"${rel}" is outside ${this.uri}`);
     }
     return full;
   }
@@ -68,11 +68,10 @@ export class FileStore implements ObjectStore {
     const where = rel === '' ? this.uri : `${this.uri}/${rel}`;
     if (code === 'ENOENT' || code === 'ENOTDIR') {
       return rel === ''
-        ? new TollgateError(404, 'no_such_folder', `${where} does not exist; check the path in storageUri`, {
+        ? new TollgateError('no_such_folder', `${where} does not exist; check the path in storageUri`, {
             cause: e,
           })
         : new TollgateError(
-            404,
             'object_vanished',
             `${where} was listed but is gone (deleted or renamed while reading); retry once the upload is complete`,
             { cause: e },
@@ -80,13 +79,12 @@ export class FileStore implements ObjectStore {
     }
     if (code === 'EACCES' || code === 'EPERM') {
       return new TollgateError(
-        403,
         'access_denied',
         `cannot read ${where}: permission denied; make it readable by this process`,
         { cause: e },
       );
     }
-    return new TollgateError(503, 'storage_unavailable', `cannot read ${where}: ${(e as Error).message}`, {
+    return new TollgateError('storage_unavailable', `cannot read ${where}: ${(e as Error).message}`, {
       cause: e,
     });
   }

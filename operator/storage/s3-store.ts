@@ -111,7 +111,6 @@ export class S3Store implements ObjectStore {
     const status = e instanceof S3ServiceException ? e.$metadata.httpStatusCode : undefined;
     if (name === 'NoSuchBucket') {
       return new TollgateError(
-        404,
         'no_such_bucket',
         `bucket "${this.bucket}" does not exist; check the bucket in storageUri and AWS_ENDPOINT_URL`,
         { cause: e },
@@ -119,7 +118,6 @@ export class S3Store implements ObjectStore {
     }
     if (ACCESS_DENIED.has(name) || status === 403) {
       return new TollgateError(
-        403,
         'access_denied',
         `access denied reading ${where} (${name || status}); check AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY and the bucket policy`,
         { cause: e },
@@ -127,13 +125,12 @@ export class S3Store implements ObjectStore {
     }
     if (name === 'NoSuchKey' || (status === 404 && path !== '')) {
       return new TollgateError(
-        404,
         'object_vanished',
         `${where} was listed but is gone (deleted or renamed while pulling); retry once the upload is complete`,
         { cause: e },
       );
     }
     const why = e instanceof Error ? e.message : String(e);
-    return new TollgateError(503, 'storage_unavailable', `cannot reach ${where}: ${why}`, { cause: e });
+    return new TollgateError('storage_unavailable', `cannot reach ${where}: ${why}`, { cause: e });
   }
 }

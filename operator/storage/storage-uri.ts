@@ -14,7 +14,6 @@ export const STORAGE_URI_PATTERN = '^(s3|file)://.+';
 export function parseStorageUri(uri: string): StorageLocation {
   const bad = (why: string) =>
     new TollgateError(
-      400,
       'invalid_storage_uri',
       `storage URI "${uri}" ${why}; use s3://<bucket>/<folder> or file:///<path>`,
       {

@@ -53,7 +53,6 @@ export function createKey(deps: ManagementDeps): RequestHandler {
   return async (req, res) => {
     if (!req.is('application/json')) {
       throw new TollgateError(
-        415,
         'unsupported_media_type',
         'send the new key as JSON with "Content-Type: application/json"',
       );
@@ -63,7 +62,6 @@ export function createKey(deps: ManagementDeps): RequestHandler {
     await checkRoles(deps, owner, body);
     if (body.expiresAt !== undefined && Date.parse(body.expiresAt) <= Date.now()) {
       throw new TollgateError(
-        400,
         'expiry_in_past',
         'expiresAt is in the past; choose a later time, or leave it out',
         {
@@ -113,20 +111,14 @@ export function createKey(deps: ManagementDeps): RequestHandler {
 async function checkRoles(deps: ManagementDeps, owner: string, body: CreateKeyBody): Promise<void> {
   const duplicate = body.roles.find((r, i) => body.roles.indexOf(r) !== i);
   if (duplicate !== undefined) {
-    throw new TollgateError(
-      400,
-      'invalid_field',
-      `roles: "${duplicate}" is listed twice; list each role once`,
-      {
-        field: 'roles',
-      },
-    );
+    throw new TollgateError('invalid_field', `roles: "${duplicate}" is listed twice; list each role once`, {
+      field: 'roles',
+    });
   }
   if (body.module === 'bda') {
     const [workflow] = body.roles;
     if (body.roles.length !== 1 || workflow === undefined) {
       throw new TollgateError(
-        400,
         'invalid_field',
         'roles: a bda key has exactly one role, the id of the workflow it calls',
         {
@@ -137,7 +129,6 @@ async function checkRoles(deps: ManagementDeps, owner: string, body: CreateKeyBo
     const owned = await deps.workflows.ownedBy(owner);
     if (!owned.some((w) => w.workflow === workflow)) {
       throw new TollgateError(
-        400,
         'unknown_workflow',
         `roles: "${workflow}" is not a workflow of yours; GET /api/v1/modules lists the workflows you can choose`,
         { field: 'roles' },
@@ -148,7 +139,6 @@ async function checkRoles(deps: ManagementDeps, owner: string, body: CreateKeyBo
   const unknown = body.roles.find((r) => !deps.roles.has(r));
   if (unknown !== undefined) {
     throw new TollgateError(
-      400,
       'unknown_role',
       `roles: "${unknown}" is not a platform role; GET /api/v1/modules lists the roles you can choose`,
       { field: 'roles' },

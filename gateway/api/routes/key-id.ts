@@ -14,8 +14,4 @@ export const keyIdParam = (params: unknown): string => validate(paramsSchema, pa
 
 /** Another user's key is reported exactly like a key that does not exist, so ids do not leak. */
 export const keyNotFound = (id: string): TollgateError =>
-  new TollgateError(
-    404,
-    'key_not_found',
-    `you have no API key with id ${id}; GET /api/v1/apikeys lists yours`,
-  );
+  new TollgateError('key_not_found', `you have no API key with id ${id}; GET /api/v1/apikeys lists yours`);

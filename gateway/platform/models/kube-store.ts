@@ -129,7 +129,6 @@ export class KubeModelStore implements ModelStore {
       if (isApiStatus(e, 404) || isApiStatus(e, 409)) throw e;
       if (isApiStatus(e, 422) || isApiStatus(e, 400)) {
         throw new TollgateError(
-          400,
           'invalid_model',
           `the Kubernetes API refused model "${name}": ${statusMessage(e)}`,
           {
@@ -139,7 +138,6 @@ export class KubeModelStore implements ModelStore {
         );
       }
       throw new TollgateError(
-        503,
         'model_store_unavailable',
         `the Kubernetes API could not ${verb} Model resources (${apiFailureDetail(e)}); check the API server and the gateway's RBAC`,
         { cause: e },

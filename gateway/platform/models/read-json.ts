@@ -10,13 +10,12 @@ export async function readJsonBody(req: IncomingMessage, limit: number): Promise
   const type = (req.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase();
   if (type !== 'application/json') {
     throw new TollgateError(
-      415,
       'unsupported_media_type',
       'send the model as JSON with "Content-Type: application/json"',
     );
   }
   const tooLarge = () =>
-    new TollgateError(413, 'body_too_large', `the request body is larger than ${limit} bytes`, {
+    new TollgateError('body_too_large', `the request body is larger than ${limit} bytes`, {
       field: 'body',
     });
   const declared = Number(req.headers['content-length']);
@@ -45,6 +44,6 @@ export async function readJsonBody(req: IncomingMessage, limit: number): Promise
   try {
     return JSON.parse(text);
   } catch {
-    throw new TollgateError(400, 'invalid_json', 'the request body is not valid JSON', { field: 'body' });
+    throw new TollgateError('invalid_json', 'the request body is not valid JSON', { field: 'body' });
   }
 }

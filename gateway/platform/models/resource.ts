@@ -111,7 +111,6 @@ export function createModelsResource(deps: ModelsResourceDeps): PlatformResource
     const [name] = rest;
     if (rest.length > 1 || name === undefined) {
       throw new TollgateError(
-        404,
         'unknown_endpoint',
         `no such endpoint under ${COLLECTION_PATH}; use /models or /models/<name>`,
       );
@@ -126,7 +125,6 @@ async function readBody(req: Parameters<PlatformResourceHandler>[0]): Promise<Mo
   const body = await readJsonBody(req, BODY_LIMIT_BYTES);
   if (typeof body === 'object' && body !== null && 'status' in body) {
     throw new TollgateError(
-      400,
       'read_only_field',
       'status is written by the operator; send metadata and spec only',
       {
@@ -159,7 +157,6 @@ async function create(
   const name = body.metadata?.name;
   if (name === undefined || !isModelName(name)) {
     throw new TollgateError(
-      400,
       'invalid_field',
       "metadata.name must be model-<id>: lowercase letters, digits and '-', at most 63 characters, e.g. model-iris",
       { field: 'metadata.name' },
@@ -167,7 +164,6 @@ async function create(
   }
   if (body.metadata?.resourceVersion !== undefined) {
     throw new TollgateError(
-      400,
       'invalid_field',
       'a new model has no resourceVersion; remove metadata.resourceVersion',
       {
@@ -196,7 +192,6 @@ async function update(
 ): Promise<void> {
   if (body.metadata?.name !== undefined && body.metadata.name !== name) {
     throw new TollgateError(
-      400,
       'invalid_field',
       `metadata.name "${body.metadata.name}" differs from the path's "${name}"; a model cannot be renamed`,
       {
@@ -237,7 +232,6 @@ async function checkWorkflow(
   const owned = await deps.workflows.ownedBy(grant.owner);
   if (!owned.some((w) => w.workflow === workflow)) {
     throw new TollgateError(
-      403,
       'workflow_not_owned',
       `spec.workflow "${workflow}" is not a workflow of this key's owner; attach models to your own workflows (GET /api/v1/modules lists them)`,
     );
@@ -253,7 +247,7 @@ function view(model: Model): Model {
 }
 
 function methodNotAllowed(method: string, allow: string, what: string): TollgateError {
-  return new TollgateError(405, 'method_not_allowed', `${method} is not allowed on ${what}; use ${allow}`, {
+  return new TollgateError('method_not_allowed', `${method} is not allowed on ${what}; use ${allow}`, {
     headers: { allow },
   });
 }

@@ -53,21 +53,15 @@ export function mergeUserEntries(
 }
 
 export const modelNotFound = (name: string): TollgateError =>
-  new TollgateError(404, 'unknown_model', `there is no model "${name}"; GET .../models lists them`);
+  new TollgateError('unknown_model', `there is no model "${name}"; GET .../models lists them`);
 
 export const modelExists = (name: string): TollgateError =>
-  new TollgateError(
-    409,
-    'model_exists',
-    `model "${name}" already exists; update it with PUT .../models/${name}`,
-    {
-      field: 'metadata.name',
-    },
-  );
+  new TollgateError('model_exists', `model "${name}" already exists; update it with PUT .../models/${name}`, {
+    field: 'metadata.name',
+  });
 
 export const modelConflict = (name: string): TollgateError =>
   new TollgateError(
-    409,
     'model_conflict',
     `model "${name}" changed since metadata.resourceVersion was read; GET it again and resend your change`,
     { field: 'metadata.resourceVersion' },

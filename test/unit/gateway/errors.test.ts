@@ -23,17 +23,17 @@ const flush = () => new Promise((resolve) => setImmediate(resolve));
 
 describe('gateway error mapping', () => {
   it('every 401 says how to authenticate, unless the error names its own scheme', () => {
-    expect(errorHeaders(new TollgateError(401, 'unknown_api_key', 'x'))['www-authenticate']).toBe('Apikey');
-    const bearer = new TollgateError(401, 'invalid_token', 'x', {
+    expect(errorHeaders(new TollgateError('unknown_api_key', 'x'))['www-authenticate']).toBe('Apikey');
+    const bearer = new TollgateError('invalid_token', 'x', {
       headers: { 'WWW-Authenticate': 'Bearer realm="t"' },
     });
     expect(errorHeaders(bearer)['www-authenticate']).toBe('Bearer realm="t"');
-    expect(errorHeaders(new TollgateError(403, 'module_mismatch', 'x'))['www-authenticate']).toBeUndefined();
+    expect(errorHeaders(new TollgateError('module_mismatch', 'x'))['www-authenticate']).toBeUndefined();
   });
 
   it('every 429 says when to come back', () => {
-    expect(errorHeaders(new TollgateError(429, 'rate_limited', 'x'))['retry-after']).toBe('1');
-    const told = new TollgateError(429, 'rate_limited', 'x', { headers: { 'Retry-After': '42' } });
+    expect(errorHeaders(new TollgateError('rate_limited', 'x'))['retry-after']).toBe('1');
+    const told = new TollgateError('rate_limited', 'x', { headers: { 'Retry-After': '42' } });
     expect(errorHeaders(told)['retry-after']).toBe('42');
   });
 
@@ -55,7 +55,7 @@ describe('gateway error mapping', () => {
 
   it('writes a complete HTTP/1.1 answer for socket-level errors', () => {
     const text = rawErrorResponse(
-      new TollgateError(431, 'headers_too_large', 'too big'),
+      new TollgateError('headers_too_large', 'too big'),
       'Request Header Fields Too Large',
     );
     const [head, body] = text.split('\r\n\r\n');
@@ -68,10 +68,10 @@ describe('gateway error mapping', () => {
   it('logs a model still loading as a warning, a Redis outage as an error, each at most once a second', async () => {
     const { log, lines } = capturingLogger();
     for (let i = 0; i < 3; i++) {
-      sendError(answer(), new TollgateError(503, 'model_not_ready', 'loading'), log);
-      sendError(answer(), new TollgateError(503, 'redis_unavailable', 'down'), log);
+      sendError(answer(), new TollgateError('model_not_ready', 'loading'), log);
+      sendError(answer(), new TollgateError('redis_unavailable', 'down'), log);
     }
-    sendError(answer(), new TollgateError(404, 'model_not_found', 'no such model'), log);
+    sendError(answer(), new TollgateError('model_not_found', 'no such model'), log);
     await flush();
     expect(lines.map((l) => [l.code, l.level])).toEqual([
       ['model_not_ready', WARN],

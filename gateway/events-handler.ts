@@ -1,23 +1,14 @@
-import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { KeyGrant } from '../common/resources/grant.js';
 import { sendError } from './http/errors.js';
 import type { MetricsRouteKind } from './metrics.js';
-import { upstreamRequestHeaders } from './proxy/headers.js';
+import { requestIdOf, upstreamRequestHeaders } from './proxy/headers.js';
 import { forward } from './proxy/forward.js';
 import type { EventsTarget } from './routing/events-router.js';
 import type { NormalisedPath } from './routing/normalise.js';
 import type { GatewayServices } from './services.js';
 import { workflowInference } from './v2/handler.js';
-
-const REQUEST_ID = /^[\w.:-]{1,128}$/;
-
-/** A caller's X-Request-Id is kept when it is a sane token, so traces join up; else a new one. */
-export function requestIdOf(req: IncomingMessage): string {
-  const given = req.headers['x-request-id'];
-  return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
-}
 
 /**
  * The hot path for `/events/...`: key check, routing decision, rate limit, proxy. No Express and

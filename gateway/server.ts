@@ -1,4 +1,4 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { TollgateError } from '../common/errors.js';
@@ -7,6 +7,7 @@ import { createApp } from './http/app.js';
 import { rawErrorResponse, sendError } from './http/errors.js';
 import { normalisePath, type NormalisedPath } from './routing/normalise.js';
 import type { GatewayServices } from './services.js';
+import type { V2Handler } from './v2/handler.js';
 
 /**
  * The gateway's HTTP server: a plain node:http server whose request listener dispatches on the
@@ -22,14 +23,7 @@ export interface GatewayServer {
   shutdown(): Promise<void>;
 }
 
-type V2Handler = (req: IncomingMessage, res: ServerResponse, path: NormalisedPath) => void | Promise<void>;
-
-/** Until V2 inference is served, `/v2/...` says so plainly. */
-const v2NotServed: V2Handler = (_req, res) => {
-  sendError(res, new TollgateError('unknown_endpoint', 'V2 inference is not served by this gateway'));
-};
-
-export function createGatewayServer(s: GatewayServices, v2: V2Handler = v2NotServed): GatewayServer {
+export function createGatewayServer(s: GatewayServices, v2: V2Handler): GatewayServer {
   const events = createEventsHandler(s);
   const app = createApp(s);
 

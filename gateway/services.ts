@@ -2,6 +2,7 @@ import { Redis, type RedisOptions } from 'ioredis';
 import { RoleCatalogue } from '../common/apikey/roles.js';
 import type { Logger } from '../common/logger.js';
 import type { Management } from './api/management.js';
+import { MetadataCache } from './v2/metadata-cache.js';
 import { KeyChecker } from './auth/key-check.js';
 import { RateLimiter } from './auth/rate-limit.js';
 import { UsageRecorder } from './auth/usage.js';
@@ -32,6 +33,8 @@ export interface GatewayServices {
   events: EventsRouter;
   management: Management | undefined;
   upstreams: UpstreamPools;
+  /** Models' V2 metadata, shared by /v2 and the workflow route to the same models. */
+  metadata: MetadataCache;
   /** Set once shutdown begins: /readyz fails, so the replica leaves its Service's endpoints. */
   draining: boolean;
   /** Ends background work and closes connections; the HTTP server must be closed first. */
@@ -90,6 +93,7 @@ export async function createGatewayServices(
     connectTimeoutMs: config.connectTimeoutMs,
     upstreamTimeoutMs: config.upstreamTimeoutMs,
   });
+  const metadata = new MetadataCache(upstreams, invalidation, log, config.cacheEntries);
   const management = await extras.management?.({ roles });
   invalidation.start();
   usage.start();
@@ -112,6 +116,7 @@ export async function createGatewayServices(
     events,
     management,
     upstreams,
+    metadata,
     draining: false,
     async close() {
       await usage.stop();

@@ -3,7 +3,33 @@
  * it), the CLI (`tollgate validate`) and the gateway (which checks V2 requests against the declared
  * inputs). Field meanings follow the model inference serving spec.
  */
-export const DATATYPES = ['FP32', 'FP64', 'INT32', 'INT64', 'BOOL', 'BYTES'] as const;
+/** Every tensor datatype of the Open Inference Protocol (V2). */
+export const V2_DATATYPES = [
+  'BOOL',
+  'UINT8',
+  'UINT16',
+  'UINT32',
+  'UINT64',
+  'INT8',
+  'INT16',
+  'INT32',
+  'INT64',
+  'FP16',
+  'FP32',
+  'FP64',
+  'BYTES',
+] as const;
+export type V2Datatype = (typeof V2_DATATYPES)[number];
+
+/** The datatypes a model-settings.json may declare: those the spec's input rules cover. */
+export const DATATYPES = [
+  'FP32',
+  'FP64',
+  'INT32',
+  'INT64',
+  'BOOL',
+  'BYTES',
+] as const satisfies readonly V2Datatype[];
 export type Datatype = (typeof DATATYPES)[number];
 
 export const NUMERIC_DATATYPES: readonly Datatype[] = ['FP32', 'FP64', 'INT32', 'INT64'];

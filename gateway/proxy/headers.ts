@@ -1,5 +1,14 @@
+import { randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { KeyGrant } from '../../common/resources/grant.js';
+
+const REQUEST_ID = /^[\w.:-]{1,128}$/;
+
+/** A caller's X-Request-Id is kept when it is a sane token, so traces join up; else a new one. */
+export function requestIdOf(req: IncomingMessage): string {
+  const given = req.headers['x-request-id'];
+  return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+}
 
 /**
  * Which headers cross the proxy. Hop-by-hop headers belong to one connection and never do; the

@@ -4,11 +4,10 @@ import type { Dispatcher } from 'undici';
 import { TollgateError } from '../../common/errors.js';
 import type { KeyGrant } from '../../common/resources/grant.js';
 import { isModelName } from '../../common/resources/model-name.js';
-import { requestIdOf } from '../events-handler.js';
-import { clientResponseHeaders, upstreamRequestHeaders } from '../proxy/headers.js';
+import { clientResponseHeaders, requestIdOf, upstreamRequestHeaders } from '../proxy/headers.js';
 import type { NormalisedPath } from '../routing/normalise.js';
 import type { GatewayServices } from '../services.js';
-import { MetadataCache, type RuntimeAddress } from './metadata-cache.js';
+import type { MetadataCache, RuntimeAddress } from './metadata-cache.js';
 import type { FindModel } from './model-directory.js';
 import { readBody } from './read-body.js';
 import { runtimeError, runtimeUnreachable } from './runtime-errors.js';
@@ -35,18 +34,6 @@ const MAX_ERROR_BODY = 256 * 1024;
 /** GET /v2: the protocol's server metadata (open, like health). */
 const SERVER_METADATA = { name: 'tollgate', version: '0.1.0', extensions: [] };
 
-const caches = new WeakMap<GatewayServices, MetadataCache>();
-
-/** One metadata cache per gateway, shared by /v2 and the workflow route to the same models. */
-function metadataCache(s: GatewayServices): MetadataCache {
-  let cache = caches.get(s);
-  if (cache === undefined) {
-    cache = new MetadataCache(s.upstreams, s.invalidation, s.log, s.config.cacheEntries);
-    caches.set(s, cache);
-  }
-  return cache;
-}
-
 const notFound = (message: string): TollgateError => new TollgateError('unknown_endpoint', message);
 
 function methodNotAllowed(allowed: string): TollgateError {
@@ -69,7 +56,7 @@ function forbidden(message: string): TollgateError {
 }
 
 export function createV2Handler(s: GatewayServices, findModel: FindModel): V2Handler {
-  const cache = metadataCache(s);
+  const cache = s.metadata;
 
   /** The runtime of a model this grant may call; 403, 404 or 503 with the reason otherwise. */
   async function runtimeFor(model: string, grant: KeyGrant): Promise<RuntimeAddress> {
@@ -295,5 +282,5 @@ export function workflowInference(
   const { origin, path: upstreamPath } = target.proxy;
   if (!upstreamPath.endsWith(suffix)) return undefined;
   const runtime = { origin, basePath: upstreamPath.slice(0, -suffix.length) };
-  return infer(s, metadataCache(s), req, res, { model, runtime, grant, requestId, query: path.query });
+  return infer(s, s.metadata, req, res, { model, runtime, grant, requestId, query: path.query });
 }

@@ -1,26 +1,11 @@
 import { z } from 'zod';
+import { V2_DATATYPES } from '../../common/model-settings/types.js';
 
 /**
  * A model's V2 metadata as the runtime reports it on GET /v2/models/<name>. Parsed at the edge,
  * when the gateway fetches it, so the validator works on typed values. MLServer sends `null` for
  * what the settings file leaves out, hence the nullish fields.
  */
-export const V2_DATATYPES = [
-  'BOOL',
-  'UINT8',
-  'UINT16',
-  'UINT32',
-  'UINT64',
-  'INT8',
-  'INT16',
-  'INT32',
-  'INT64',
-  'FP16',
-  'FP32',
-  'FP64',
-  'BYTES',
-] as const;
-export type V2Datatype = (typeof V2_DATATYPES)[number];
 
 const parameters = z
   .looseObject({ content_type: z.string().nullish() })

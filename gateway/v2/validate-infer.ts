@@ -1,5 +1,6 @@
 import { TollgateError, type ErrorCode } from '../../common/errors.js';
-import { V2_DATATYPES, type ModelMetadata, type TensorMetadata, type V2Datatype } from './metadata.js';
+import { V2_DATATYPES, type V2Datatype } from '../../common/model-settings/types.js';
+import type { ModelMetadata, TensorMetadata } from './metadata.js';
 
 /**
  * Checks a V2 inference request against the model's metadata before it reaches the runtime, so a

@@ -23,7 +23,7 @@ import {
 import type { CredentialsResolver } from '../storage/credentials.js';
 import { openStore } from '../storage/open-store.js';
 import { withConflictRetry, type ReconcileResult, type Reconciler } from './controller.js';
-import { OWNER_KEY } from './workflow-service-controller.js';
+import { OWNER_KEY } from '../../common/resources/labels.js';
 import { desiredStatus, sameStatus, type Observation } from './model-status.js';
 
 export const MODEL_FINALIZER = 'tollgate.dev/model-routes';

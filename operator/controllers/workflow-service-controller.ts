@@ -1,4 +1,5 @@
 import type { Logger } from '../../common/logger.js';
+import { OWNER_KEY, PORT_ANNOTATION, SERVICE_LABEL, WORKFLOW_LABEL } from '../../common/resources/labels.js';
 import { redisKeys } from '../../common/redis/schema.js';
 import type { Route } from '../../common/resources/grant.js';
 import type { RouteTable } from '../../common/routes/workflow-routes.js';
@@ -11,11 +12,6 @@ import {
 } from '../source/resource-source.js';
 import type { ReconcileResult, Reconciler } from './controller.js';
 
-export const WORKFLOW_LABEL = 'tollgate.dev/workflow';
-export const SERVICE_LABEL = 'tollgate.dev/service';
-export const OWNER_KEY = 'tollgate.dev/owner';
-/** Optional annotation: the port to route to when the Service has several. */
-export const PORT_ANNOTATION = 'tollgate.dev/port';
 export const WORKFLOW_SELECTOR = `${WORKFLOW_LABEL},${SERVICE_LABEL}`;
 
 export interface WorkflowService extends Resource {

@@ -9,8 +9,6 @@ import { TollgateError } from '../../common/errors.js';
 export type StorageLocation =
   { scheme: 's3'; bucket: string; prefix: string } | { scheme: 'file'; dir: string };
 
-export const STORAGE_URI_PATTERN = '^(s3|file)://.+';
-
 export function parseStorageUri(uri: string): StorageLocation {
   const bad = (why: string) =>
     new TollgateError(

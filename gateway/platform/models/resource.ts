@@ -15,7 +15,8 @@ import type { WorkflowRoutes } from '../../../common/routes/workflow-routes.js';
 import { validate } from '../../api/validate.js';
 import type { PlatformResourceHandler } from '../../routing/events-router.js';
 import { readJsonBody } from './read-json.js';
-import { OWNER_ANNOTATION, RESERVED_PREFIX, modelNotFound, type ModelStore } from './store.js';
+import { OWNER_KEY } from '../../../common/resources/labels.js';
+import { RESERVED_PREFIX, modelNotFound, type ModelStore } from './store.js';
 
 /**
  * The built-in `models` platform resource, `/events/platform/api/v1/models`:
@@ -177,7 +178,7 @@ async function create(
     name,
     spec,
     ...(body.metadata?.labels === undefined ? {} : { labels: body.metadata.labels }),
-    annotations: { ...body.metadata?.annotations, [OWNER_ANNOTATION]: grant.owner },
+    annotations: { ...body.metadata?.annotations, [OWNER_KEY]: grant.owner },
   });
   deps.log.info({ model: name, keyId: grant.id, owner: grant.owner }, 'model created');
   send(res, 201, view(created), { location: `${COLLECTION_PATH}/${name}` });

@@ -38,9 +38,6 @@ export interface ModelChange {
 /** Labels and annotations under this prefix are Tollgate's; users cannot set or remove them. */
 export const RESERVED_PREFIX = 'tollgate.dev/';
 
-/** Who created the Model through the API (the key's owner), as on workflow Services. */
-export const OWNER_ANNOTATION = 'tollgate.dev/owner';
-
 /** The user's entries replaced by `given`, Tollgate's own entries of `current` kept. */
 export function mergeUserEntries(
   current: Record<string, string> | undefined,

@@ -13,6 +13,7 @@ import { KeyIndexWriter } from '../../../common/apikey/index-writer.js';
 import { createLogger } from '../../../common/logger.js';
 import type { KeyGrant, Module } from '../../../common/resources/grant.js';
 import { WorkflowRoutes } from '../../../common/routes/workflow-routes.js';
+import { createV2Handler } from '../../../gateway/v2/handler.js';
 import { loadGatewayConfig, type GatewayConfigInput } from '../../../gateway/config.js';
 import { createGatewayServer, type GatewayServer } from '../../../gateway/server.js';
 import { createGatewayServices, type GatewayServices } from '../../../gateway/services.js';
@@ -89,7 +90,11 @@ export async function startGateway(settings: Partial<GatewayConfigInput>): Promi
   });
   const log = createLogger('gateway-test', 'silent');
   const services = await createGatewayServices(config, log);
-  const gateway = createGatewayServer(services);
+  // No model directory: these tests exercise /events and the management API.
+  const gateway = createGatewayServer(
+    services,
+    createV2Handler(services, async () => undefined),
+  );
   const address = await gateway.listen(0, '127.0.0.1');
   return { url: `http://127.0.0.1:${address.port}`, services, gateway, stop: () => gateway.shutdown() };
 }

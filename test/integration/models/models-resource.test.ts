@@ -13,6 +13,7 @@ import type { Module } from '../../../common/resources/grant.js';
 import { ManifestDir } from '../../../common/resources/manifest-dir.js';
 import { MODEL_PLURAL, modelSchema, type Model } from '../../../common/resources/model.js';
 import { WorkflowRoutes } from '../../../common/routes/workflow-routes.js';
+import { createV2Handler } from '../../../gateway/v2/handler.js';
 import { loadGatewayConfig } from '../../../gateway/config.js';
 import { DirModelStore } from '../../../gateway/platform/models/dir-store.js';
 import { createModelsResource } from '../../../gateway/platform/models/index.js';
@@ -146,8 +147,12 @@ describe.each([
 
     const config = loadGatewayConfig({ env: {}, overrides: { redisUrl: r.url, port: 0, host: '127.0.0.1' } });
     const handler = createModelsResource({ store: backend.store, workflows, log });
+    const services = await createGatewayServices(config, log, {
+      platformResources: new Map([['models', handler]]),
+    });
     gateway = createGatewayServer(
-      await createGatewayServices(config, log, { platformResources: new Map([['models', handler]]) }),
+      services,
+      createV2Handler(services, async () => undefined),
     );
     const address = await gateway.listen(0, '127.0.0.1');
     base = `http://127.0.0.1:${address.port}`;

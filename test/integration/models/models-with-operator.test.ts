@@ -5,6 +5,7 @@ import { KeyIndexWriter } from '../../../common/apikey/index-writer.js';
 import { createLogger } from '../../../common/logger.js';
 import { redisKeys } from '../../../common/redis/schema.js';
 import { WorkflowRoutes } from '../../../common/routes/workflow-routes.js';
+import { createV2Handler } from '../../../gateway/v2/handler.js';
 import { loadGatewayConfig } from '../../../gateway/config.js';
 import { createModelsResource } from '../../../gateway/platform/models/index.js';
 import { KubeModelStore } from '../../../gateway/platform/models/kube-store.js';
@@ -63,8 +64,12 @@ describe('models platform resource with the operator', () => {
     });
     const config = loadGatewayConfig({ env: {}, overrides: { redisUrl, port: 0, host: '127.0.0.1' } });
     const handler = createModelsResource({ store: new KubeModelStore(c.custom, ns), workflows, log });
+    const services = await createGatewayServices(config, log, {
+      platformResources: new Map([['models', handler]]),
+    });
     gateway = createGatewayServer(
-      await createGatewayServices(config, log, { platformResources: new Map([['models', handler]]) }),
+      services,
+      createV2Handler(services, async () => undefined),
     );
     base = `http://127.0.0.1:${(await gateway.listen(0, '127.0.0.1')).port}`;
   });

@@ -12,6 +12,7 @@ import { redisKeys } from '../../../common/redis/schema.js';
 import { WorkflowRoutes } from '../../../common/routes/workflow-routes.js';
 import { createManagement } from '../../../gateway/api/management.js';
 import { LocalIssuer } from '../../../gateway/auth/local-issuer.js';
+import { createV2Handler } from '../../../gateway/v2/handler.js';
 import { loadGatewayConfig } from '../../../gateway/config.js';
 import { createGatewayServer, type GatewayServer } from '../../../gateway/server.js';
 import { createGatewayServices } from '../../../gateway/services.js';
@@ -78,7 +79,11 @@ beforeAll(async () => {
       keys: { stateDir },
       identity: { local: { stateDir, selfUrl: gatewayBase } },
     });
-  gateway = createGatewayServer(await createGatewayServices(config, log, { management }));
+  const services = await createGatewayServices(config, log, { management });
+  gateway = createGatewayServer(
+    services,
+    createV2Handler(services, async () => undefined),
+  );
   await gateway.listen(port, '127.0.0.1');
 
   browser = await launchChromium();

@@ -1,0 +1,12 @@
+/**
+ * The labels and annotations that are part of Tollgate's contract with users' resources, read by
+ * the operator (routes) and the gateway's models resource alike.
+ */
+
+/** A Service with both labels is a workflow service: `/events/bda/<workflow>/<service>/...`. */
+export const WORKFLOW_LABEL = 'tollgate.dev/workflow';
+export const SERVICE_LABEL = 'tollgate.dev/service';
+/** Who owns a workflow (label or annotation on its Services, annotation on a Model). */
+export const OWNER_KEY = 'tollgate.dev/owner';
+/** Optional annotation: the port to route to when the Service has several. */
+export const PORT_ANNOTATION = 'tollgate.dev/port';

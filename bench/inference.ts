@@ -16,7 +16,7 @@ import { loadGatewayConfig } from '../gateway/config.js';
 import { createGatewayServer } from '../gateway/server.js';
 import { createGatewayServices } from '../gateway/services.js';
 import { createV2Handler } from '../gateway/v2/handler.js';
-import { RouteTable } from '../common/routes/workflow-routes.js';
+import { RouteWriter } from '../common/routes/workflow-routes.js';
 import { freePort } from '../common/net/free-port.js';
 import { throwawayRedisArgs } from '../common/redis/throwaway-args.js';
 import { LocalMlserverDriver } from '../operator/runtime/local-mlserver.js';
@@ -178,7 +178,7 @@ export async function runInferenceBench(): Promise<string[]> {
       await changed;
       state = await driver.apply(plan);
     }
-    await new RouteTable(redis).put(redisKeys.modelRoute(MODEL), { url: state.url, source: 'bench' });
+    await new RouteWriter(redis).put(redisKeys.modelRoute(MODEL), { url: state.url, source: 'bench' });
     const key = generateKey('platform');
     await new KeyIndexWriter(redis).put(hashKey(key), {
       id: '0000000000000000bench',

@@ -32,7 +32,7 @@ import type { EventRecorder } from './events.js';
 import { LeaderElector, type LeaderElectionOptions } from './leader-election.js';
 import { OperatorMetrics } from './metrics.js';
 import { sweepStaleKeys, sweepStaleRoutes } from './rebuild.js';
-import { RouteTable } from '../common/routes/workflow-routes.js';
+import { RouteWriter } from '../common/routes/workflow-routes.js';
 import { UsageStatusSync } from './usage-status.js';
 import type { RuntimeDriver } from './runtime/runtime-driver.js';
 import { refKey, type Resource, type ResourceSource, type WatchedSource } from './source/resource-source.js';
@@ -171,7 +171,7 @@ class Term {
     private readonly opts: OperatorOptions,
     metrics: OperatorMetrics,
   ) {
-    const routes = new RouteTable(redis);
+    const routes = new RouteWriter(redis);
     const { log } = opts;
     this.modelReconciler = new ModelReconciler({
       ...sources,

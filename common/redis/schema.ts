@@ -1,7 +1,20 @@
 /**
  * The Redis schema, shared by the operator (which rebuilds it from Kubernetes resources) and the
- * gateway (which reads it on every request and writes key entries created in the panel).
- * Redis holds derived state only: everything here can be rebuilt from the resources.
+ * gateway (which reads it on every request). Redis holds derived state only: everything here can
+ * be rebuilt from the resources. The values' shapes are the zod schemas in
+ * common/resources/grant.ts. Who writes what, and why:
+ *
+ *   key            value                     written by
+ *   tg:key:<hash>  KeyGrant (keyGrantSchema) KeyIndexWriter only: the operator's ApiKey
+ *                                            reconciler from ApiKey resources, and the management
+ *                                            API right after it wrote the resource (so a new key
+ *                                            works at once) and on delete
+ *   tg:route:*     Route (routeSchema)       RouteWriter only: the operator's Model and workflow
+ *                                            Service reconcilers; WorkflowRoutes (its owner check
+ *                                            on top) for `tollgate route add` in standalone mode
+ *   tg:usage:<id>  hash lastUsed, count      the gateway's UsageRecorder; the operator reads it
+ *   tg:rl:*        counter                   the gateway's RateLimiter
+ *   tg:index:built marker                    the operator, after a full rebuild
  */
 export const KEY_PREFIX = 'tg:';
 

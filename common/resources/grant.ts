@@ -1,32 +1,63 @@
-/** What a key grants, as stored in the Redis key index and sent upstream (never the key). */
+import { z } from 'zod';
+
+/**
+ * The two values Tollgate keeps in Redis (see common/redis/schema.ts for where and who writes
+ * them): what a key grants, and where a route goes. Each is one zod schema; the TypeScript types
+ * are inferred from it, and every reader parses with `parseStored`, so a writer and a reader can
+ * never disagree on a shape.
+ */
 export type Module = 'bda' | 'platform';
 export const MODULES: readonly Module[] = ['bda', 'platform'];
 
-export interface RateLimit {
+export const rateLimitSchema = z.object({
   /** Requests allowed per window. */
-  requests: number;
-  windowSeconds: number;
-}
+  requests: z.number().int().positive(),
+  windowSeconds: z.number().int().positive(),
+});
+export type RateLimit = z.infer<typeof rateLimitSchema>;
 
-export interface KeyGrant {
+/** What a key grants, as stored in the Redis key index and sent upstream (never the key). */
+export const keyGrantSchema = z.object({
   /** The ApiKey resource's id (not secret). */
-  id: string;
-  owner: string;
-  module: Module;
-  roles: string[];
-  name?: string;
+  id: z.string().min(1),
+  owner: z.string(),
+  module: z.enum(['bda', 'platform']),
+  roles: z.array(z.string()),
+  name: z.string().optional(),
   /** ISO 8601; absent means the key does not expire. */
-  expiresAt?: string;
-  rateLimit?: RateLimit;
-}
+  expiresAt: z.string().optional(),
+  rateLimit: rateLimitSchema.optional(),
+});
+export type KeyGrant = z.infer<typeof keyGrantSchema>;
 
 /** A route-table entry: where the gateway sends a workflow service's or a model's traffic. */
-export interface Route {
+export const routeSchema = z.object({
   /** Base URL of the upstream, e.g. http://svc.ns.svc:8080 */
-  url: string;
+  url: z.url({ protocol: /^https?$/ }),
   /** For bda routes: the workflow's owner; for model routes: the model's workflow, if any. */
-  owner?: string;
-  workflow?: string;
+  owner: z.string().optional(),
+  workflow: z.string().optional(),
   /** What created the route, for debugging: `service/<ns>/<name>`, `model/<ns>/<name>`, `manifest`. */
-  source?: string;
+  source: z.string().optional(),
+});
+export type Route = z.infer<typeof routeSchema>;
+
+/**
+ * A stored JSON value checked against its schema: the value, or the first issue when the entry is
+ * not JSON or not of that shape (a corrupt entry must grant and route nothing).
+ */
+export function parseStored<S extends z.ZodType>(
+  schema: S,
+  raw: string,
+): { ok: true; value: z.output<S> } | { ok: false; issue: string } {
+  let json: unknown;
+  try {
+    json = JSON.parse(raw);
+  } catch {
+    return { ok: false, issue: 'not JSON' };
+  }
+  const parsed = schema.safeParse(json);
+  return parsed.success
+    ? { ok: true, value: parsed.data }
+    : { ok: false, issue: parsed.error.issues[0]?.message ?? 'invalid' };
 }

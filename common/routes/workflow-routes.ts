@@ -6,7 +6,7 @@ import { KEY_PREFIX, redisChannels, redisKeys } from '../redis/schema.js';
 import type { Route } from '../resources/grant.js';
 
 /**
- * The writers of the Redis route table. `RouteTable` is the one way a route is written or removed:
+ * The writers of the Redis route table. `RouteWriter` is the one way a route is written or removed:
  * the operator fills it from labelled Services and Models; `WorkflowRoutes` adds the workflow
  * owner check on top for `tollgate route add` and the management API. Every change is announced on
  * the routes channel so gateway replicas drop their cached copy at once.
@@ -35,7 +35,7 @@ redis.call('PUBLISH', ARGV[2], KEYS[1])
 return 1`;
 
 /** The Redis route table (derived state: the operator rebuilds it from resources). */
-export class RouteTable {
+export class RouteWriter {
   constructor(private readonly redis: Redis) {}
 
   /** Sets the route at `key`; true if it changed. */
@@ -79,10 +79,10 @@ const SCAN_COUNT = 1000;
 
 /** The workflow half of the route table, `tg:route:bda:<workflow>:<service>`, with its owners. */
 export class WorkflowRoutes {
-  private readonly table: RouteTable;
+  private readonly table: RouteWriter;
 
   constructor(private readonly redis: Redis) {
-    this.table = new RouteTable(redis);
+    this.table = new RouteWriter(redis);
   }
 
   /**

@@ -1,27 +1,14 @@
 import type { Redis } from 'ioredis';
-import { z } from 'zod';
 import { hashKey } from '../../common/apikey/format.js';
 import { TollgateError } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
 import { redisChannels, redisKeys } from '../../common/redis/schema.js';
-import type { KeyGrant } from '../../common/resources/grant.js';
+import { keyGrantSchema, parseStored, type KeyGrant } from '../../common/resources/grant.js';
 import { InvalidatedCache, type CacheInvalidation } from '../invalidation.js';
 import { parseAuthorizationHeader } from './authorization-header.js';
 import { redisUnavailable } from '../../common/redis/unavailable.js';
 
 /** The index entry as written by the keys code; checked here because Redis is outside our process. */
-const keyGrantSchema = z.object({
-  id: z.string().min(1),
-  owner: z.string(),
-  module: z.enum(['bda', 'platform']),
-  roles: z.array(z.string()),
-  name: z.string().optional(),
-  expiresAt: z.string().optional(),
-  rateLimit: z
-    .object({ requests: z.number().int().positive(), windowSeconds: z.number().int().positive() })
-    .optional(),
-});
-
 interface CachedGrant {
   grant: KeyGrant;
   /** Epoch milliseconds; Infinity when the key does not expire. */
@@ -75,18 +62,13 @@ export class KeyChecker {
   }
 
   private toCached(raw: string, hash: string): CachedGrant {
-    let parsed: ReturnType<typeof keyGrantSchema.safeParse>;
-    try {
-      parsed = keyGrantSchema.safeParse(JSON.parse(raw));
-    } catch {
-      parsed = keyGrantSchema.safeParse(undefined);
-    }
-    if (!parsed.success) {
+    const parsed = parseStored(keyGrantSchema, raw);
+    if (!parsed.ok) {
       // A corrupt index entry must not grant anything; the operator's rebuild repairs it.
-      this.log.error({ keyHash: hash, issue: parsed.error.issues[0]?.message }, 'corrupt key index entry');
+      this.log.error({ keyHash: hash, issue: parsed.issue }, 'corrupt key index entry');
       throw new TollgateError('unknown_api_key', 'this key does not exist or was deleted; create a new one');
     }
-    const grant: KeyGrant = parsed.data;
+    const grant: KeyGrant = parsed.value;
     const expiresAtMs = grant.expiresAt === undefined ? Infinity : Date.parse(grant.expiresAt);
     return { grant, expiresAtMs: Number.isNaN(expiresAtMs) ? -Infinity : expiresAtMs };
   }

@@ -1,17 +1,9 @@
 import type { Redis } from 'ioredis';
-import { z } from 'zod';
 import type { Logger } from '../../common/logger.js';
 import { redisChannels, redisKeys } from '../../common/redis/schema.js';
-import type { Route } from '../../common/resources/grant.js';
+import { parseStored, routeSchema, type Route } from '../../common/resources/grant.js';
 import { redisUnavailable } from '../../common/redis/unavailable.js';
 import { InvalidatedCache, type CacheInvalidation } from '../invalidation.js';
-
-const routeSchema = z.object({
-  url: z.url({ protocol: /^https?$/ }),
-  owner: z.string().optional(),
-  workflow: z.string().optional(),
-  source: z.string().optional(),
-});
 
 /** A route as the proxy needs it: the origin picks the connection pool, the base prefixes the path. */
 export interface ResolvedRoute {
@@ -85,17 +77,15 @@ export class RouteTable {
   }
 
   private parse(redisKey: string, raw: string): ResolvedRoute | null {
-    let parsed: ReturnType<typeof routeSchema.safeParse>;
-    try {
-      parsed = routeSchema.safeParse(JSON.parse(raw));
-    } catch {
-      parsed = routeSchema.safeParse(undefined);
-    }
-    if (!parsed.success) {
-      this.log.error({ redisKey }, 'corrupt route entry; treating the service as unknown');
+    const parsed = parseStored(routeSchema, raw);
+    if (!parsed.ok) {
+      this.log.error(
+        { redisKey, issue: parsed.issue },
+        'corrupt route entry; treating the service as unknown',
+      );
       return null;
     }
-    return resolveRoute(parsed.data);
+    return resolveRoute(parsed.value);
   }
 }
 

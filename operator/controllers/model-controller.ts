@@ -10,7 +10,7 @@ import {
   MODEL_KIND,
   type Model,
 } from '../../common/resources/model.js';
-import type { RouteTable } from '../../common/routes/workflow-routes.js';
+import type { RouteWriter } from '../../common/routes/workflow-routes.js';
 import type { EventRecorder } from '../events.js';
 import type { RuntimeDriver, RuntimePlan, RuntimeState } from '../runtime/runtime-driver.js';
 import {
@@ -42,7 +42,7 @@ const USER_STORAGE_ERRORS: Record<string, string> = {
 export interface ModelControllerDeps {
   models: ResourceSource<Model>;
   runtime: RuntimeDriver;
-  routes: RouteTable;
+  routes: RouteWriter;
   events: EventRecorder;
   credentials: CredentialsResolver;
   log: Logger;

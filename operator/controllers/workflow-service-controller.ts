@@ -2,7 +2,7 @@ import type { Logger } from '../../common/logger.js';
 import { OWNER_KEY, PORT_ANNOTATION, SERVICE_LABEL, WORKFLOW_LABEL } from '../../common/resources/labels.js';
 import { redisKeys } from '../../common/redis/schema.js';
 import type { Route } from '../../common/resources/grant.js';
-import type { RouteTable } from '../../common/routes/workflow-routes.js';
+import type { RouteWriter } from '../../common/routes/workflow-routes.js';
 import {
   parseRefKey,
   refKey,
@@ -53,7 +53,7 @@ export class WorkflowServiceReconciler implements Reconciler {
 
   constructor(
     private readonly services: WatchedSource<WorkflowService>,
-    private readonly routes: RouteTable,
+    private readonly routes: RouteWriter,
     private readonly log: Logger,
   ) {}
 

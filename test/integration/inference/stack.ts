@@ -8,7 +8,7 @@ import { createLogger } from '../../../common/logger.js';
 import { checkModelFolder } from '../../../common/model-settings/check-folder.js';
 import { redisKeys } from '../../../common/redis/schema.js';
 import type { Model } from '../../../common/resources/model.js';
-import { RouteTable } from '../../../common/routes/workflow-routes.js';
+import { RouteWriter } from '../../../common/routes/workflow-routes.js';
 import { LocalMlserverDriver } from '../../../operator/runtime/local-mlserver.js';
 import type { RuntimeState } from '../../../operator/runtime/runtime-driver.js';
 import type { MinioInfo } from '../../harness/index.js';
@@ -133,7 +133,7 @@ export class ServedModels {
       const state = await this.driver.apply(plan);
       if (state.failure !== undefined) throw new Error(`${model.metadata.name}: ${state.failure.message}`);
       if (state.readyReplicas > 0) {
-        const routes = new RouteTable(this.redis);
+        const routes = new RouteWriter(this.redis);
         const source = `model/default/${model.metadata.name}`;
         const workflow = model.spec.workflow;
         await routes.put(redisKeys.modelRoute(model.metadata.name), {

@@ -266,9 +266,10 @@ describe('gateway proxying', () => {
     expect(metrics.text).not.toContain(bda.key);
     expect((await send(gw.url, '/healthz')).status).toBe(200);
     expect((await send(gw.url, '/readyz')).json).toEqual({ status: 'ready' });
+    // V2 model endpoints need a key like every checked path.
     const v2 = await send(gw.url, '/v2/models/m/infer', { method: 'POST' });
-    expect(v2.status).toBe(404);
-    expect(v2.json.code).toBeDefined();
+    expect(v2.status).toBe(401);
+    expect(v2.json.code).toBe('missing_api_key');
     const unknown = await send(gw.url, '/nowhere');
     expect({ status: unknown.status, code: unknown.json.code }).toEqual({
       status: 404,

@@ -145,10 +145,18 @@ describe('helm chart: lint and render', () => {
     expect(op.args).toEqual(['operator', '--metrics-port=9090', '--lease-name=t1-tollgate-operator']);
     expect(envOf(op, 'REDIS_URL')?.value).toBe('redis://t1-tollgate-redis:6379');
     expect(envOf(op, 'TOLLGATE_IMAGE')?.value).toBe('tollgate/tollgate:0.1.0');
-    expect(envOf(op, 'POD_NAMESPACE')).toBeDefined();
+    expect(envOf(op, 'POD_NAMESPACE')).toEqual({
+      name: 'POD_NAMESPACE',
+      valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } },
+    });
     expect(operator.template.metadata.annotations).toMatchObject({ 'prometheus.io/port': '9090' });
 
     // Every container: non-root pod, no privilege escalation, read-only root, resources set.
+    const memory: Record<string, { requests: string; limits: string }> = {
+      't1-tollgate-gateway': { requests: '128Mi', limits: '512Mi' },
+      't1-tollgate-operator': { requests: '128Mi', limits: '512Mi' },
+      't1-tollgate-redis': { requests: '64Mi', limits: '320Mi' },
+    };
     for (const name of ['t1-tollgate-gateway', 't1-tollgate-operator', 't1-tollgate-redis']) {
       const pod = deployment(objects, name).template.spec;
       expect(pod.securityContext?.runAsNonRoot).toBe(true);
@@ -158,8 +166,8 @@ describe('helm chart: lint and render', () => {
           readOnlyRootFilesystem: true,
           capabilities: { drop: ['ALL'] },
         });
-        expect(c.resources?.requests?.memory).toBeDefined();
-        expect(c.resources?.limits?.memory).toBeDefined();
+        expect(c.resources?.requests?.memory).toBe(memory[name]?.requests);
+        expect(c.resources?.limits?.memory).toBe(memory[name]?.limits);
       }
     }
   });

@@ -94,7 +94,7 @@ describe('management API with Redis down', () => {
       status: 503,
       body: { code: 'redis_unavailable' },
     });
-    expect(await store.get('alice', id)).toBeDefined();
+    expect(await store.get('alice', id)).toMatchObject({ metadata: { name: `key-${id}` } });
 
     await restartRedis(TAG);
     const deadline = Date.now() + 5_000;

@@ -183,8 +183,8 @@ describe('ApiKey index, workflow routes, restarts and Redis loss', () => {
     await c.custom.createNamespacedCustomObject({ ...keyRef, namespace: ns, body: added.body });
     // Deleted while down: the finalizer holds the resource until the operator has removed the entry.
     await c.custom.deleteNamespacedCustomObject({ ...keyRef, namespace: ns, name: `key-${early.id}` });
-    expect(await readKey(`key-${early.id}`)).toBeDefined();
-    expect(await grantOf(early.hash)).toBeDefined();
+    expect((await readKey(`key-${early.id}`))?.metadata.finalizers).toEqual(['tollgate.dev/key-index']);
+    expect(await grantOf(early.hash)).toMatchObject({ id: early.id });
     // A route and a key entry with no resource behind them (removed by force while the operator was down).
     await client.set(
       redisKeys.bdaRoute('ghost', 'svc'),

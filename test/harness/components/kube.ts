@@ -80,6 +80,8 @@ export interface ControlPlaneOptions {
   /** Wraps a command, e.g. to run it inside the cluster's network namespace. */
   wrap?: (command: string, args: string[]) => [string, string[]];
   authorizationModes?: string[];
+  /** How long each process may take to stop on SIGTERM (default: etcd 5 s, apiserver 10 s). */
+  stopTimeoutMs?: number;
   /** Disables admission plugins that need controllers (envtest runs none). */
   disableAdmission?: string[];
 }
@@ -105,7 +107,7 @@ export async function startControlPlane(reg: ProcessRegistry, o: ControlPlaneOpt
       '--log-level=warn',
     ]),
     // The apiserver shuts down cleanly only while its storage is still up.
-    { stopTimeoutMs: 5000, stopLast: true },
+    { stopTimeoutMs: o.stopTimeoutMs ?? 5000, stopLast: true },
   );
 
   const server = `https://${o.host}:${o.ports.api}`;
@@ -132,7 +134,7 @@ export async function startControlPlane(reg: ProcessRegistry, o: ControlPlaneOpt
       '--v=0',
       ...(o.extraApiArgs ?? []),
     ]),
-    { stopTimeoutMs: 10_000 },
+    { stopTimeoutMs: o.stopTimeoutMs ?? 10_000 },
   );
 
   // Inside a namespace etcd is out of the host's reach: the apiserver's readiness covers it.

@@ -35,7 +35,7 @@ import { sweepStaleKeys, sweepStaleRoutes } from './rebuild.js';
 import { RouteWriter } from '../common/routes/workflow-routes.js';
 import { UsageStatusSync } from './usage-status.js';
 import type { RuntimeDriver } from './runtime/runtime-driver.js';
-import { refKey, type Resource, type ResourceSource, type WatchedSource } from './source/resource-source.js';
+import type { ResourceSource, WatchedSource } from './source/resource-source.js';
 import type { CredentialsResolver } from './storage/credentials.js';
 
 /** How long a rebuild waits for failed reconciles to succeed on retry before it sweeps. */
@@ -60,7 +60,8 @@ export interface OperatorOptions {
   leaderElection?: { kc: KubeConfig; options: LeaderElectionOptions };
   /** How often to check that Redis still holds the index (a flush or an empty restart). */
   indexCheckMs?: number;
-  workers?: { model?: number; apikey?: number; service?: number };
+  /** Workers per reconciler, by its name (`model`, `apikey`, `workflow-service`). */
+  workers?: Partial<Record<string, number>>;
   /** How often each key's usage in Redis is copied into its ApiKey status (`kubectl get apikeys`). */
   usageSyncMs?: number;
   /** The MLServer image of Models that name none (default: MLServer's published images). */
@@ -151,9 +152,6 @@ export class OperatorManager {
 class Term {
   firstRebuild: Promise<void> = Promise.resolve();
   private readonly controllers: Controller[];
-  private readonly model: Controller;
-  private readonly apikey: Controller;
-  private readonly service: Controller;
   private readonly modelReconciler: ModelReconciler;
   private readonly keyReconciler: ApiKeyReconciler;
   private readonly serviceReconciler: WorkflowServiceReconciler;
@@ -181,21 +179,15 @@ class Term {
     });
     this.keyReconciler = new ApiKeyReconciler(sources.apiKeys, new KeyIndexWriter(redis));
     this.serviceReconciler = new WorkflowServiceReconciler(sources.services, routes, log);
-    this.model = new Controller(this.modelReconciler, metrics, log, opts.workers?.model ?? 8);
-    this.apikey = new Controller(this.keyReconciler, metrics, log, opts.workers?.apikey ?? 16);
-    this.service = new Controller(this.serviceReconciler, metrics, log, opts.workers?.service ?? 4);
-    this.controllers = [this.model, this.apikey, this.service];
+    // Each reconciler declares what it watches and owns (its `watches`); the manager only runs them.
+    this.controllers = [this.modelReconciler, this.keyReconciler, this.serviceReconciler].map(
+      (r) => new Controller(r, metrics, log, opts.workers?.[r.name]),
+    );
     this.usage = new UsageStatusSync(sources.apiKeys, redis, log);
   }
 
   async start(): Promise<void> {
-    const { models, apiKeys, services, runtime } = this.sources;
-    await Promise.all([
-      watch(models, this.model, (ref, gone) => this.modelReconciler.noteDeleted(ref, gone)),
-      watch(apiKeys, this.apikey, (ref, gone) => this.keyReconciler.noteDeleted(ref, gone)),
-      watch(services, this.service, (ref, gone) => this.serviceReconciler.noteDeleted(ref, gone)),
-      runtime.start((ref) => this.model.enqueue(refKey(ref))),
-    ]);
+    await Promise.all(this.controllers.map((c) => c.watch()));
     // Workers start only once every cache has synced (controller-runtime's WaitForCacheSync): a
     // Deployment event reconciled before the Model cache filled would take the Model for deleted
     // and tear down its route and Deployment. Events seen meanwhile wait in the queues.
@@ -212,8 +204,7 @@ class Term {
     await this.usage.stop();
     this.redis.off('ready', this.onRedisReady);
     await Promise.all(this.controllers.map((c) => c.stop()));
-    const { models, apiKeys, services, runtime } = this.sources;
-    await Promise.all([models.stop(), apiKeys.stop(), services.stop(), runtime.stop()]);
+    await Promise.all(this.controllers.map((c) => c.stopWatches()));
   }
 
   private async checkIndex(): Promise<void> {
@@ -250,15 +241,7 @@ class Term {
     // Routes are compared with what Redis holds, so they are rewritten anyway; key entries are
     // skipped when unchanged since written, which no longer holds.
     if (fromEmpty) this.keyReconciler.forgetWritten();
-    const all: Array<[WatchedSource<Resource>, Controller]> = [
-      [this.sources.models, this.model],
-      [this.sources.apiKeys, this.apikey],
-      [this.sources.services, this.service],
-    ];
-    for (const [source, controller] of all) {
-      for (const obj of source.list())
-        controller.enqueue(refKey({ namespace: obj.metadata.namespace ?? '', name: obj.metadata.name }));
-    }
+    for (const c of this.controllers) c.enqueueAll();
     await this.settled();
     if (this.stopped) return;
     if (this.controllers.some((c) => c.failing > 0)) {
@@ -280,15 +263,4 @@ class Term {
       this.opts.log.warn({ err }, 'index rebuild incomplete; retrying on the next check');
     }
   }
-}
-
-function watch<T extends Resource>(
-  source: WatchedSource<T>,
-  controller: Controller,
-  noteDeleted: (ref: { namespace: string; name: string }, gone: T) => void,
-): Promise<void> {
-  return source.start((ref, gone) => {
-    if (gone) noteDeleted(ref, gone);
-    controller.enqueue(refKey(ref));
-  });
 }

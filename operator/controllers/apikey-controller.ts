@@ -8,7 +8,7 @@ import {
   type ResourceRef,
   type ResourceSource,
 } from '../source/resource-source.js';
-import { withConflictRetry, type ReconcileResult, type Reconciler } from './controller.js';
+import { withConflictRetry, type ReconcileResult, type Reconciler, type Watches } from './controller.js';
 
 export const APIKEY_FINALIZER = 'tollgate.dev/key-index';
 
@@ -27,10 +27,14 @@ export class ApiKeyReconciler implements Reconciler {
   private readonly written = new Map<string, string>();
   private readonly tombstones = new Map<string, { hash: string; id: string }>();
 
+  readonly watches: Watches<ApiKeyResource>;
+
   constructor(
     private readonly keys: ResourceSource<ApiKeyResource>,
     private readonly index: KeyIndexWriter,
-  ) {}
+  ) {
+    this.watches = { for: keys, onDeleted: (ref, gone) => this.noteDeleted(ref, gone), workers: 16 };
+  }
 
   noteDeleted(ref: ResourceRef, key: ApiKeyResource | undefined): void {
     if (key) this.tombstones.set(refKey(ref), { hash: key.spec.hash, id: apiKeyId(key) });

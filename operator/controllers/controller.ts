@@ -1,12 +1,34 @@
 import type { Logger } from '../../common/logger.js';
 import type { OperatorMetrics } from '../metrics.js';
+import { refKey, type Resource, type ResourceRef, type WatchedSource } from '../source/resource-source.js';
 import { WorkQueue } from '../workqueue.js';
 
 export type ReconcileResult = { requeueAfterMs?: number } | undefined;
 
+/** Objects a reconciler owns: a change to one of them enqueues its owner. */
+export interface OwnedSource {
+  start(onChange: (owner: ResourceRef) => void): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/**
+ * What a reconciler watches, declared by the reconciler itself (controller-runtime's
+ * `For`/`Owns`): adding a reconciler touches its own file, not the manager's wiring.
+ */
+export interface Watches<T extends Resource = Resource> {
+  /** The primary resource: any change enqueues its key; a deletion is also told to onDeleted. */
+  for: WatchedSource<T>;
+  // Method syntax: a reconciler of one kind is still a Reconciler (bivariant parameter).
+  onDeleted?(ref: ResourceRef, gone: T): void;
+  owns?: OwnedSource[];
+  /** Reconciles run in parallel (different keys only). */
+  workers: number;
+}
+
 /** Brings one resource (by `namespace/name` key) to its desired state. Must be idempotent. */
 export interface Reconciler {
   readonly name: string;
+  readonly watches: Watches;
   reconcile(key: string): Promise<ReconcileResult>;
 }
 
@@ -19,13 +41,39 @@ export class Controller {
   private workers: Promise<void>[] = [];
   private idleWaiters: Array<() => void> = [];
 
+  private readonly concurrency: number;
+
   constructor(
     private readonly reconciler: Reconciler,
     private readonly metrics: OperatorMetrics,
     private readonly log: Logger,
-    private readonly concurrency = 4,
+    concurrency?: number,
   ) {
     this.queue = new WorkQueue();
+    this.concurrency = concurrency ?? reconciler.watches.workers;
+  }
+
+  /** Starts the reconciler's watches; resolves once their caches have synced. */
+  async watch(): Promise<void> {
+    const { for: primary, onDeleted, owns = [] } = this.reconciler.watches;
+    await Promise.all([
+      primary.start((ref, gone) => {
+        if (gone) onDeleted?.(ref, gone);
+        this.enqueue(refKey(ref));
+      }),
+      ...owns.map((o) => o.start((owner) => this.enqueue(refKey(owner)))),
+    ]);
+  }
+
+  /** Enqueues every primary resource the cache holds (a full rebuild). */
+  enqueueAll(): void {
+    for (const obj of this.reconciler.watches.for.list())
+      this.enqueue(refKey({ namespace: obj.metadata.namespace ?? '', name: obj.metadata.name }));
+  }
+
+  async stopWatches(): Promise<void> {
+    const { for: primary, owns = [] } = this.reconciler.watches;
+    await Promise.all([primary.stop(), ...owns.map((o) => o.stop())]);
   }
 
   get name(): string {

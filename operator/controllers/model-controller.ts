@@ -22,7 +22,7 @@ import {
 } from '../source/resource-source.js';
 import type { CredentialsResolver } from '../storage/credentials.js';
 import { openStore } from '../storage/open-store.js';
-import { withConflictRetry, type ReconcileResult, type Reconciler } from './controller.js';
+import { withConflictRetry, type ReconcileResult, type Reconciler, type Watches } from './controller.js';
 import { OWNER_KEY } from '../../common/resources/labels.js';
 import { desiredStatus, sameStatus, type Observation } from './model-status.js';
 
@@ -66,7 +66,17 @@ export class ModelReconciler implements Reconciler {
   /** Workflows of Models deleted without the finalizer, to clean their routes. */
   private readonly tombstones = new Map<string, string | undefined>();
 
-  constructor(private readonly deps: ModelControllerDeps) {}
+  /** Models, and the runtime's workloads (a Deployment's readiness changes its Model's status). */
+  readonly watches: Watches<Model>;
+
+  constructor(private readonly deps: ModelControllerDeps) {
+    this.watches = {
+      for: deps.models,
+      onDeleted: (ref, gone) => this.noteDeleted(ref, gone),
+      owns: [deps.runtime],
+      workers: 8,
+    };
+  }
 
   /** The source's onChange: remembers what a deleted Model was routed under. */
   noteDeleted(ref: ResourceRef, model: Model | undefined): void {

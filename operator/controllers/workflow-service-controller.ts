@@ -10,7 +10,7 @@ import {
   type ResourceRef,
   type WatchedSource,
 } from '../source/resource-source.js';
-import type { ReconcileResult, Reconciler } from './controller.js';
+import type { ReconcileResult, Reconciler, Watches } from './controller.js';
 
 export const WORKFLOW_SELECTOR = `${WORKFLOW_LABEL},${SERVICE_LABEL}`;
 
@@ -51,11 +51,15 @@ export class WorkflowServiceReconciler implements Reconciler {
   /** The route key each Service was last routed under, to drop it when the labels change. */
   private readonly routed = new Map<string, string>();
 
+  readonly watches: Watches<WorkflowService>;
+
   constructor(
     private readonly services: WatchedSource<WorkflowService>,
     private readonly routes: RouteWriter,
     private readonly log: Logger,
-  ) {}
+  ) {
+    this.watches = { for: services, onDeleted: (ref, gone) => this.noteDeleted(ref, gone), workers: 4 };
+  }
 
   noteDeleted(ref: ResourceRef, svc: WorkflowService | undefined): void {
     const r = svc && workflowRoute(svc);

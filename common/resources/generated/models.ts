@@ -1,4 +1,4 @@
-// Generated from crds/models.yaml by operator/codegen/generate-types.ts. Do not edit: change the CRD
+// Generated from crds/models.yaml by tools/codegen/generate-types.ts. Do not edit: change the CRD
 // and run `npm run codegen`.
 import { z } from 'zod';
 import { objectMetaSchema } from '../object-meta.js';

@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { parse } from 'yaml';
-import { CRD_DIR, generateAll } from '../../../operator/codegen/generate-types.js';
+import { CRD_DIR, generateAll } from '../../../tools/codegen/generate-types.js';
 import { modelSchema } from '../../../common/resources/generated/models.js';
 import { MODEL_NAME_PATTERN } from '../../../common/resources/model-name.js';
 

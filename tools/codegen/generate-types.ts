@@ -5,7 +5,7 @@ import { parse } from 'yaml';
 import { zodFor, type JsonSchema } from './crd-to-zod.js';
 
 /**
- * `tsx operator/codegen/generate-types.ts [--check]`: writes common/resources/generated/<plural>.ts
+ * `tsx tools/codegen/generate-types.ts [--check]`: writes common/resources/generated/<plural>.ts
  * from crds/*.yaml (zod schemas for spec and status, the resource, and their inferred types).
  * With --check it writes nothing and fails if a generated file is out of date (a unit test runs it).
  */
@@ -31,7 +31,7 @@ export function generate(crd: Crd, source: string): string {
   const v = lower(kind);
   const part = (name: 'spec' | 'status') => top.properties?.[name];
   const out = [
-    `// Generated from ${source} by operator/codegen/generate-types.ts. Do not edit: change the CRD`,
+    `// Generated from ${source} by tools/codegen/generate-types.ts. Do not edit: change the CRD`,
     '// and run `npm run codegen`.',
     "import { z } from 'zod';",
     "import { objectMetaSchema } from '../object-meta.js';",

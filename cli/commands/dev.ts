@@ -8,6 +8,7 @@ import { API_KEY_PLURAL, apiKeySchema } from '../../common/resources/apikey.js';
 import { ManifestDir } from '../../common/resources/manifest-dir.js';
 import { MODEL_PLURAL, modelSchema, type Model } from '../../common/resources/model.js';
 import { createManagement } from '../../gateway/api/management.js';
+import { WorkflowRoutes } from '../../common/routes/workflow-routes.js';
 import { loadGatewayConfig, type GatewayConfigInput } from '../../gateway/config.js';
 import { createGatewayServer } from '../../gateway/server.js';
 import { modelsPlatformResource } from '../../gateway/platform/models/index.js';
@@ -115,17 +116,19 @@ export function register(program: Command): void {
           connectionName: 'tollgate-dev-management',
         });
         managementRedis.on('error', (err: Error) => log.warn({ err: err.message }, 'redis error'));
+        const workflows = new WorkflowRoutes(managementRedis);
         const services = await createGatewayServices(config, log, {
           management: ({ roles }) =>
             createManagement({
               redis: managementRedis,
+              workflows,
               log,
               roles,
               keys: { stateDir },
               identity: { local: { stateDir, selfUrl } },
             }),
           platformResources: new Map([
-            ['models', modelsPlatformResource({ redis: managementRedis, log, models: { stateDir } })],
+            ['models', modelsPlatformResource({ workflows, log, models: { stateDir } })],
           ]),
         });
         const gateway = createGatewayServer(services, createV2Handler(services, manifestModels(models)));

@@ -4,6 +4,7 @@ import type { Command } from 'commander';
 import { Redis } from 'ioredis';
 import { isTollgateError } from '../../common/errors.js';
 import { createLogger } from '../../common/logger.js';
+import { WorkflowRoutes } from '../../common/routes/workflow-routes.js';
 import { loadGatewayConfig, parseUpstreamList, type GatewayConfigInput } from '../../gateway/config.js';
 import { createGatewayServer } from '../../gateway/server.js';
 import { createManagement } from '../../gateway/api/management.js';
@@ -61,9 +62,22 @@ export function register(program: Command): void {
         }
         const kubeConfig = new KubeConfig();
         kubeConfig.loadFromDefault();
+        // One connection and one workflow route table for the management API and the models
+        // resource (fail fast: an edit waits for no reconnect).
+        const editRedis = new Redis(config.redisUrl, {
+          maxRetriesPerRequest: 1,
+          connectionName: 'tollgate-edit',
+        });
+        editRedis.on('error', (err: Error) => log.warn({ err: err.message }, 'redis error (management)'));
+        const workflows = new WorkflowRoutes(editRedis);
         const services = await createGatewayServices(config, log, {
-          management: ({ roles }) => clusterManagement(config, roles, kubeConfig, log),
-          platformResources: new Map([['models', clusterModels(config, kubeConfig, log)]]),
+          management: ({ roles }) => clusterManagement(config, roles, kubeConfig, log, editRedis, workflows),
+          platformResources: new Map([
+            [
+              'models',
+              modelsPlatformResource({ workflows, log, models: { kubeConfig, namespace: config.namespace } }),
+            ],
+          ]),
         });
         const gateway = createGatewayServer(services, createV2Handler(services, kubeModels(kubeConfig)));
         const address = await gateway.listen(config.port, config.host);
@@ -100,30 +114,21 @@ async function clusterManagement(
   roles: RoleCatalogue,
   kubeConfig: KubeConfig,
   log: Logger,
+  redis: Redis,
+  workflows: WorkflowRoutes,
 ) {
   if (config.oidc === undefined) {
     log.warn('no OIDC settings (oidc.issuer, oidc.audience, oidc.jwksUrl): the management API is not served');
     return undefined;
   }
-  const redis = new Redis(config.redisUrl, {
-    maxRetriesPerRequest: 1,
-    connectionName: 'tollgate-management',
-  });
-  redis.on('error', (err: Error) => log.warn({ err: err.message }, 'redis error (management API)'));
   return createManagement({
     redis,
+    workflows,
     log,
     roles,
     keys: { kubeConfig, namespace: config.namespace },
     identity: { oidc: config.oidc },
   });
-}
-
-/** The built-in `models` platform resource: Model resources in the gateway's namespace. */
-function clusterModels(config: GatewayConfig, kubeConfig: KubeConfig, log: Logger) {
-  const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 1, connectionName: 'tollgate-models' });
-  redis.on('error', (err: Error) => log.warn({ err: err.message }, 'redis error (models resource)'));
-  return modelsPlatformResource({ redis, log, models: { kubeConfig, namespace: config.namespace } });
 }
 
 /** The primary of a cluster: forks workers, replaces crashed ones, and relays shutdown. */

@@ -8,7 +8,7 @@ import type { RoleCatalogue } from '../../common/apikey/roles.js';
 import type { ApiKeyStore } from '../../common/apikey/store.js';
 import type { Logger } from '../../common/logger.js';
 import { ManifestDir } from '../../common/resources/manifest-dir.js';
-import { WorkflowRoutes } from '../../common/routes/workflow-routes.js';
+import type { WorkflowRoutes } from '../../common/routes/workflow-routes.js';
 import { LocalIssuer, localOidcConfig } from '../auth/local-issuer.js';
 import { createTokenVerifier, type OidcConfig } from '../auth/oidc.js';
 import { createManagementRouter } from './router.js';
@@ -21,6 +21,8 @@ import { createManagementRouter } from './router.js';
  */
 export interface ManagementOptions {
   redis: Redis;
+  /** The workflow route table, shared with the models resource (one per composition root). */
+  workflows: WorkflowRoutes;
   log: Logger;
   roles: RoleCatalogue;
   keys: { kubeConfig: KubeConfig; namespace: string } | { stateDir: string };
@@ -50,7 +52,7 @@ export async function createManagement(opts: ManagementOptions): Promise<Managem
     store,
     index: new KeyIndexWriter(opts.redis),
     redis: opts.redis,
-    workflows: new WorkflowRoutes(opts.redis),
+    workflows: opts.workflows,
     roles: opts.roles,
     verifyToken: createTokenVerifier(oidc),
     log: opts.log,

@@ -1,8 +1,7 @@
 import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
-import type { Redis } from 'ioredis';
 import type { Logger } from '../../../common/logger.js';
 import { ManifestDir } from '../../../common/resources/manifest-dir.js';
-import { WorkflowRoutes } from '../../../common/routes/workflow-routes.js';
+import type { WorkflowRoutes } from '../../../common/routes/workflow-routes.js';
 import type { PlatformResourceHandler } from '../../routing/events-router.js';
 import { DirModelStore } from './dir-store.js';
 import { KubeModelStore } from './kube-store.js';
@@ -17,7 +16,7 @@ export type { ModelStore } from './store.js';
  * result as `platformResources: new Map([['models', handler]])` to createGatewayServices.
  */
 export function modelsPlatformResource(opts: {
-  redis: Redis;
+  workflows: WorkflowRoutes;
   log: Logger;
   models: { kubeConfig: KubeConfig; namespace: string } | { stateDir: string };
 }): PlatformResourceHandler {
@@ -29,5 +28,5 @@ export function modelsPlatformResource(opts: {
           ),
         )
       : new KubeModelStore(opts.models.kubeConfig.makeApiClient(CustomObjectsApi), opts.models.namespace);
-  return createModelsResource({ store, workflows: new WorkflowRoutes(opts.redis), log: opts.log });
+  return createModelsResource({ store, workflows: opts.workflows, log: opts.log });
 }

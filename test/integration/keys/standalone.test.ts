@@ -1,3 +1,4 @@
+import { WorkflowRoutes } from '../../../common/routes/workflow-routes.js';
 import { execFile } from 'node:child_process';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -42,6 +43,7 @@ describe('standalone management API with the CLI', () => {
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     const management = await createManagement({
       redis: client,
+      workflows: new WorkflowRoutes(client),
       log: createLogger('standalone-test', 'silent'),
       roles: new RoleCatalogue(),
       keys: { stateDir },

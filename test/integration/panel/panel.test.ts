@@ -74,6 +74,7 @@ beforeAll(async () => {
   const management = ({ roles }: { roles: RoleCatalogue }) =>
     createManagement({
       redis: redisClient,
+      workflows: new WorkflowRoutes(redisClient),
       log,
       roles,
       keys: { stateDir },

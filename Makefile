@@ -53,6 +53,7 @@ test-cluster: deps build
 
 lint: deps-node
 	node node_modules/typescript/bin/tsc -p tsconfig.json --noEmit
+	node node_modules/typescript/bin/tsc -p tsconfig.panel.json
 	node node_modules/eslint/bin/eslint.js .
 	node node_modules/prettier/bin/prettier.cjs --check .
 

@@ -1,8 +1,9 @@
 import js from '@eslint/js';
+import globals from 'globals';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/', 'node_modules/', '.venv/', 'coverage/', 'gateway/panel/static/'] },
+  { ignores: ['dist/', 'node_modules/', '.venv/', 'coverage/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -16,5 +17,10 @@ export default tseslint.config(
   {
     files: ['**/*.js', '**/*.cjs'],
     languageOptions: { globals: { process: 'readonly', console: 'readonly' } },
+  },
+  {
+    // The panel runs in the browser (type-checked by tsconfig.panel.json).
+    files: ['gateway/panel/static/js/*.js'],
+    languageOptions: { globals: globals.browser },
   },
 );

@@ -3,10 +3,27 @@
 // to the field at fault or in a banner.
 import { getToken } from './auth.js';
 
+/**
+ * @typedef {'bda' | 'platform'} Module
+ * @typedef {{ id: string; start: string; module: Module; roles: string[]; name?: string;
+ *   createdAt: string; lastUsed?: string; expiresAt?: string; requestCount?: number }} KeySummary
+ * @typedef {KeySummary & { key: string }} CreatedKey the create answer: the key value, sent once
+ * @typedef {{ module: Module; roles: string[]; name?: string; expiresAt?: string }} CreateRequest
+ * @typedef {{ id: string; description?: string }} RoleChoice
+ * @typedef {{ module: Module; roles: RoleChoice[] }} ModuleChoice
+ * @typedef {{ items: KeySummary[]; nextCursor?: string }} KeyPage
+ */
+
 // The panel is served at `<base>/panel/` and the API at `<base>/api/v1/`.
 const BASE = new URL('../../api/v1/', import.meta.url);
 
 export class ApiError extends Error {
+  /**
+   * @param {number} status 0 when the gateway could not be reached
+   * @param {string} code
+   * @param {string} message
+   * @param {string} [field] the request field at fault
+   */
   constructor(status, code, message, field) {
     super(message);
     this.status = status;
@@ -15,21 +32,28 @@ export class ApiError extends Error {
   }
 }
 
+/**
+ * @param {string} method
+ * @param {string} path
+ * @param {{ query?: Record<string, string | undefined>; body?: unknown }} [options]
+ * @returns {Promise<unknown>} the parsed answer, or null for 204
+ */
 async function call(method, path, { query, body } = {}) {
   const url = new URL(path, BASE);
   for (const [name, value] of Object.entries(query ?? {})) {
     if (value !== undefined && value !== '') url.searchParams.set(name, value);
   }
+  /** @type {Record<string, string>} */
   const headers = { Accept: 'application/json' };
   const token = getToken();
-  if (token) headers.Authorization = `Bearer ${token}`;
+  if (token) headers['Authorization'] = `Bearer ${token}`;
   if (body !== undefined) headers['Content-Type'] = 'application/json';
   let response;
   try {
     response = await fetch(url, {
       method,
       headers,
-      body: body === undefined ? undefined : JSON.stringify(body),
+      body: body === undefined ? null : JSON.stringify(body),
       cache: 'no-store',
       credentials: 'omit',
     });
@@ -37,6 +61,7 @@ async function call(method, path, { query, body } = {}) {
     throw new ApiError(0, 'network_error', 'The gateway cannot be reached. Check your connection and retry.');
   }
   if (response.status === 204) return null;
+  /** @type {{ error?: unknown; code?: unknown; field?: unknown } | null} */
   let payload = null;
   try {
     payload = await response.json();
@@ -48,26 +73,40 @@ async function call(method, path, { query, body } = {}) {
       payload && typeof payload.error === 'string'
         ? payload.error
         : `The server answered ${response.status} ${response.statusText}.`;
-    throw new ApiError(response.status, payload?.code ?? 'http_error', message, payload?.field);
+    const code = typeof payload?.code === 'string' ? payload.code : 'http_error';
+    const field = typeof payload?.field === 'string' ? payload.field : undefined;
+    throw new ApiError(response.status, code, message, field);
   }
   return payload;
 }
 
-/** One page of the caller's keys: `{ items, nextCursor }`. */
-export function listKeys({ search, cursor } = {}) {
-  return call('GET', 'apikeys', { query: { search, cursor } });
+/**
+ * One page of the caller's keys.
+ * @param {{ search?: string; cursor?: string }} [options]
+ * @returns {Promise<KeyPage>}
+ */
+export async function listKeys({ search, cursor } = {}) {
+  return /** @type {KeyPage} */ (await call('GET', 'apikeys', { query: { search, cursor } }));
 }
 
-/** Creates a key; the answer holds the key value, the only time it is ever sent. */
-export function createKey(request) {
-  return call('POST', 'apikeys', { body: request });
+/**
+ * Creates a key; the answer holds the key value, the only time it is ever sent.
+ * @param {CreateRequest} request
+ * @returns {Promise<CreatedKey>}
+ */
+export async function createKey(request) {
+  return /** @type {CreatedKey} */ (await call('POST', 'apikeys', { body: request }));
 }
 
-export function deleteKey(id) {
-  return call('DELETE', `apikeys/${encodeURIComponent(id)}`);
+/** @param {string} id */
+export async function deleteKey(id) {
+  await call('DELETE', `apikeys/${encodeURIComponent(id)}`);
 }
 
-/** What the create dialog offers: per module, the roles the caller may choose. */
-export function listModules() {
-  return call('GET', 'modules');
+/**
+ * What the create dialog offers: per module, the roles the caller may choose.
+ * @returns {Promise<{ modules: ModuleChoice[] }>}
+ */
+export async function listModules() {
+  return /** @type {{ modules: ModuleChoice[] }} */ (await call('GET', 'modules'));
 }

@@ -15,10 +15,12 @@ export function takeTokenFromUrl() {
   window.history.replaceState(null, '', url);
 }
 
+/** @returns {string | null} */
 export function getToken() {
   return window.sessionStorage.getItem(STORAGE_KEY);
 }
 
+/** @param {string} token */
 export function setToken(token) {
   window.sessionStorage.setItem(STORAGE_KEY, token.trim());
 }
@@ -30,14 +32,18 @@ export function clearToken() {
 /**
  * Reads the token's claims for display only (the user's name in the side menu). The server verifies
  * the token; nothing here trusts these claims.
+ * @param {string} token
+ * @returns {string | null}
  */
 export function displayName(token) {
   try {
     const part = token.split('.')[1];
     if (!part) return null;
     const json = atob(part.replace(/-/g, '+').replace(/_/g, '/'));
+    /** @type {Record<string, unknown>} */
     const claims = JSON.parse(json);
-    return claims.preferred_username || claims.email || claims.name || claims.sub || null;
+    const name = claims['preferred_username'] || claims['email'] || claims['name'] || claims['sub'];
+    return typeof name === 'string' ? name : null;
   } catch {
     return null;
   }

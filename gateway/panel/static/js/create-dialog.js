@@ -1,20 +1,32 @@
 // The "Create key" dialog: module, role(s), optional name and expiry. On success it hands the
 // answer (which holds the key value, sent this once) to the reveal dialog and forgets it.
 import { ApiError, createKey, listModules } from './api.js';
-import { $, el, setFieldError, showBanner } from './dom.js';
+import { $, el, find, messageOf, setFieldError, showBanner } from './dom.js';
 import { endOfDayUtc } from './format.js';
 
+/**
+ * @typedef {import('./api.js').CreatedKey} CreatedKey
+ * @typedef {import('./api.js').CreateRequest} CreateRequest
+ * @typedef {import('./api.js').Module} Module
+ * @typedef {import('./api.js').ModuleChoice} ModuleChoice
+ * @typedef {[HTMLElement | null, HTMLElement]} ErrorSlot a field's control and its error text
+ */
+
+/**
+ * @param {{ onCreated: (created: CreatedKey) => void; onAuthError: (error: ApiError) => void }} handlers
+ */
 export function createCreateDialog({ onCreated, onAuthError }) {
-  const dialog = $('create-dialog');
-  const form = $('create-form');
-  const save = $('create-save');
+  const dialog = $('create-dialog', HTMLDialogElement);
+  const form = $('create-form', HTMLFormElement);
+  const save = $('create-save', HTMLButtonElement);
   const bdaField = $('role-field-bda');
-  const bdaSelect = $('role-bda');
+  const bdaSelect = $('role-bda', HTMLSelectElement);
   const platformField = $('role-field-platform');
   const platformList = $('role-platform');
-  const name = $('key-name');
-  const expiry = $('key-expiry');
+  const name = $('key-name', HTMLInputElement);
+  const expiry = $('key-expiry', HTMLInputElement);
   const banner = $('create-error');
+  /** @type {Record<string, ErrorSlot>} */
   const errors = {
     bda: [bdaSelect, $('role-error-bda')],
     platform: [null, $('role-error-platform')],
@@ -22,7 +34,14 @@ export function createCreateDialog({ onCreated, onAuthError }) {
     expiresAt: [expiry, $('expiry-error')],
   };
 
-  const selectedModule = () => form.elements.module.value;
+  /** @returns {Module} */
+  const selectedModule = () => {
+    const checked = form.querySelector('input[name="module"]:checked');
+    return checked instanceof HTMLInputElement && checked.value === 'bda' ? 'bda' : 'platform';
+  };
+
+  /** The first platform role's checkbox, where focus goes for a platform roles error. */
+  const firstRoleBox = () => /** @type {HTMLElement | null} */ (platformList.querySelector('input'));
 
   function clearErrors() {
     for (const [control, node] of Object.values(errors)) setFieldError(control, node, null);
@@ -36,6 +55,7 @@ export function createCreateDialog({ onCreated, onAuthError }) {
     clearErrors();
   }
 
+  /** @param {ModuleChoice[]} modules */
   function fillRoles(modules) {
     const bda = modules.find((m) => m.module === 'bda')?.roles ?? [];
     const platform = modules.find((m) => m.module === 'platform')?.roles ?? [];
@@ -68,44 +88,58 @@ export function createCreateDialog({ onCreated, onAuthError }) {
     );
   }
 
+  /** @returns {CreateRequest} */
   function readForm() {
     const module = selectedModule();
     const roles =
       module === 'bda'
         ? [bdaSelect.value].filter(Boolean)
-        : [...platformList.querySelectorAll('input:checked')].map((box) => box.value);
+        : [...platformList.querySelectorAll('input:checked')].map((box) =>
+            box instanceof HTMLInputElement ? box.value : '',
+          );
+    /** @type {CreateRequest} */
     const request = { module, roles };
     if (name.value.trim()) request.name = name.value.trim();
     if (expiry.value) request.expiresAt = endOfDayUtc(expiry.value);
     return request;
   }
 
-  /** Checks what the browser can; the server checks everything again and its word is final. */
+  /**
+   * Checks what the browser can; the server checks everything again and its word is final.
+   * @param {CreateRequest} request
+   */
   function checkForm(request) {
     if (request.roles.length > 0) return true;
-    const [control, node] = errors[request.module];
+    const slot = errors[request.module];
+    if (slot === undefined) return false;
+    const [control, node] = slot;
     setFieldError(
       control,
       node,
       request.module === 'bda' ? 'Choose the workflow this key may call.' : 'Choose at least one role.',
     );
-    (control ?? platformList.querySelector('input'))?.focus();
+    (control ?? firstRoleBox())?.focus();
     return false;
   }
 
+  /**
+   * @param {unknown} error
+   * @param {Module} module
+   */
   function showServerError(error, module) {
-    const target = error.field === 'roles' || error.field === 'role' ? module : error.field;
-    const slot = errors[target];
+    const field = error instanceof ApiError ? error.field : undefined;
+    const target = field === 'roles' || field === 'role' ? module : field;
+    const slot = target === undefined ? undefined : errors[target];
     if (slot) {
-      setFieldError(slot[0], slot[1], error.message);
-      (slot[0] ?? platformList.querySelector('input'))?.focus();
+      setFieldError(slot[0], slot[1], messageOf(error));
+      (slot[0] ?? firstRoleBox())?.focus();
     } else {
-      showBanner(banner, null, error.message);
+      showBanner(banner, null, messageOf(error));
     }
   }
 
   form.addEventListener('change', (event) => {
-    if (event.target.name === 'module') showModule();
+    if (event.target instanceof HTMLInputElement && event.target.name === 'module') showModule();
   });
 
   form.addEventListener('submit', async (event) => {
@@ -130,7 +164,7 @@ export function createCreateDialog({ onCreated, onAuthError }) {
     }
   });
 
-  dialog.querySelector('[data-close]').addEventListener('click', () => dialog.close());
+  find(dialog, '[data-close]').addEventListener('click', () => dialog.close());
 
   return {
     async open() {
@@ -146,11 +180,11 @@ export function createCreateDialog({ onCreated, onAuthError }) {
           onAuthError(error);
           return;
         }
-        showBanner(banner, null, `The roles could not be loaded: ${error.message}`);
+        showBanner(banner, null, `The roles could not be loaded: ${messageOf(error)}`);
       } finally {
         save.disabled = false;
       }
-      form.querySelector('input[name="module"]:checked').focus();
+      find(form, 'input[name="module"]:checked').focus();
     },
   };
 }

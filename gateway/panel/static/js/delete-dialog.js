@@ -1,20 +1,28 @@
 // Asks before deleting a key: programs using it stop working at once, on every gateway.
 import { ApiError, deleteKey } from './api.js';
-import { $, showBanner } from './dom.js';
+import { $, find, messageOf, showBanner } from './dom.js';
 
+/** @typedef {import('./api.js').KeySummary} KeySummary */
+
+/**
+ * @param {{ onDeleted: (key: KeySummary) => void; onAuthError: (error: ApiError) => void }} handlers
+ */
 export function createDeleteDialog({ onDeleted, onAuthError }) {
-  const dialog = $('delete-dialog');
+  const dialog = $('delete-dialog', HTMLDialogElement);
   const text = $('delete-text');
-  const confirm = $('delete-confirm');
+  const confirm = $('delete-confirm', HTMLButtonElement);
   const banner = $('delete-error');
+  /** @type {KeySummary | null} */
   let target = null;
 
   confirm.addEventListener('click', async () => {
+    const key = target;
+    if (key === null) return;
     confirm.disabled = true;
     try {
-      await deleteKey(target.id);
+      await deleteKey(key.id);
       dialog.close();
-      onDeleted(target);
+      onDeleted(key);
     } catch (error) {
       if (error instanceof ApiError && error.status === 401) {
         dialog.close();
@@ -22,17 +30,18 @@ export function createDeleteDialog({ onDeleted, onAuthError }) {
       } else if (error instanceof ApiError && error.status === 404) {
         // Already gone (deleted in another tab): the outcome the user asked for.
         dialog.close();
-        onDeleted(target);
+        onDeleted(key);
       } else {
-        showBanner(banner, null, error.message);
+        showBanner(banner, null, messageOf(error));
       }
     } finally {
       confirm.disabled = false;
     }
   });
-  dialog.querySelector('[data-close]').addEventListener('click', () => dialog.close());
+  find(dialog, '[data-close]').addEventListener('click', () => dialog.close());
 
   return {
+    /** @param {KeySummary} key */
     open(key) {
       target = key;
       showBanner(banner, null, null);
@@ -40,7 +49,7 @@ export function createDeleteDialog({ onDeleted, onAuthError }) {
       text.textContent = `Key ${label} will stop working immediately for every program that uses it. This cannot be undone.`;
       dialog.showModal();
       // Cancel is the safe default for a destructive action.
-      dialog.querySelector('[data-close]').focus();
+      find(dialog, '[data-close]').focus();
     },
   };
 }

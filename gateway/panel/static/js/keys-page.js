@@ -3,8 +3,13 @@ import { listKeys } from './api.js';
 import { $, el, debounce } from './dom.js';
 import { formatDate, formatDateTime, formatRelative } from './format.js';
 
+/** @typedef {import('./api.js').KeySummary} KeySummary */
+
 const SEARCH_DELAY_MS = 250;
 
+/**
+ * @param {{ onError: (error: unknown) => void; onDelete: (key: KeySummary) => void }} handlers
+ */
 export function createKeysPage({ onError, onDelete }) {
   const body = $('keys-body');
   const table = $('keys-table');
@@ -12,18 +17,25 @@ export function createKeysPage({ onError, onDelete }) {
   const loading = $('keys-loading');
   const more = $('keys-more');
   const count = $('key-count');
-  const search = $('search');
+  const search = $('search', HTMLInputElement);
 
+  /** @type {KeySummary[]} */
   let keys = [];
+  /** @type {string | null} */
   let nextCursor = null;
   // Answers to an older search may arrive after a newer one's: only the latest is drawn.
   let generation = 0;
 
+  /** @param {{ append?: boolean }} [options] */
   async function load({ append = false } = {}) {
     const mine = ++generation;
     loading.hidden = append || keys.length > 0;
     try {
-      const page = await listKeys({ search: search.value.trim(), cursor: append ? nextCursor : undefined });
+      const cursor = append && nextCursor !== null ? nextCursor : undefined;
+      const page = await listKeys({
+        search: search.value.trim(),
+        ...(cursor === undefined ? {} : { cursor }),
+      });
       if (mine !== generation) return;
       keys = append ? keys.concat(page.items) : page.items;
       nextCursor = page.nextCursor ?? null;
@@ -50,8 +62,9 @@ export function createKeysPage({ onError, onDelete }) {
     count.hidden = keys.length === 0 && !searching;
   }
 
+  /** @param {KeySummary} key */
   function row(key) {
-    const expired = key.expiresAt && new Date(key.expiresAt).getTime() <= Date.now();
+    const expired = key.expiresAt !== undefined && new Date(key.expiresAt).getTime() <= Date.now();
     const label = key.name || 'Unnamed key';
     const remove = el('button', {
       className: 'btn btn-icon btn-small',
@@ -104,6 +117,7 @@ export function createKeysPage({ onError, onDelete }) {
   return {
     reload: () => load(),
     /** Drops a deleted key at once, without waiting for a reload. */
+    /** @param {string} id */
     remove(id) {
       keys = keys.filter((key) => key.id !== id);
       render();

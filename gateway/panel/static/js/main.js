@@ -5,19 +5,20 @@ import { ApiError } from './api.js';
 import { clearToken, displayName, getToken, setToken, takeTokenFromUrl } from './auth.js';
 import { createCreateDialog } from './create-dialog.js';
 import { createDeleteDialog } from './delete-dialog.js';
-import { $, setFieldError, showBanner } from './dom.js';
+import { $, messageOf, setFieldError, showBanner } from './dom.js';
 import { createKeysPage } from './keys-page.js';
 import { createRevealDialog } from './reveal-dialog.js';
 
 const banner = $('banner');
 const bannerText = $('banner-text');
 
+/** @param {unknown} error */
 function showError(error) {
   if (error instanceof ApiError && error.status === 401) {
     signOut(`Your sign-in was refused: ${error.message}`);
     return;
   }
-  showBanner(banner, bannerText, error.message);
+  showBanner(banner, bannerText, messageOf(error));
 }
 
 const page = createKeysPage({ onError: showError, onDelete: (key) => deleteDialog.open(key) });
@@ -36,7 +37,7 @@ const deleteDialog = createDeleteDialog({
 });
 
 function signedIn() {
-  const token = getToken();
+  const token = getToken() ?? '';
   $('sign-in').hidden = true;
   $('keys-page').hidden = false;
   const who = displayName(token);
@@ -46,6 +47,7 @@ function signedIn() {
   page.reload();
 }
 
+/** @param {string} [message] why the user is signed out, shown in the banner */
 function signOut(message) {
   clearToken();
   $('keys-page').hidden = true;
@@ -53,13 +55,14 @@ function signOut(message) {
   $('sign-out').hidden = true;
   $('sign-in').hidden = false;
   showBanner(banner, bannerText, message ?? null);
-  $('token-input').value = '';
-  $('token-input').focus();
+  const input = $('token-input', HTMLTextAreaElement);
+  input.value = '';
+  input.focus();
 }
 
 $('sign-in-form').addEventListener('submit', (event) => {
   event.preventDefault();
-  const input = $('token-input');
+  const input = $('token-input', HTMLTextAreaElement);
   const token = input.value.trim();
   if (!token) {
     setFieldError(input, $('token-error'), 'Paste an access token to sign in.');

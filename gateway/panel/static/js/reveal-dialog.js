@@ -1,9 +1,11 @@
 // Shows a new key's value once. Closing the dialog (button, Escape) clears it from the page.
-import { $ } from './dom.js';
+import { $, find } from './dom.js';
+
+/** @typedef {import('./api.js').CreatedKey} CreatedKey */
 
 export function createRevealDialog() {
-  const dialog = $('reveal-dialog');
-  const field = $('reveal-key');
+  const dialog = $('reveal-dialog', HTMLDialogElement);
+  const field = $('reveal-key', HTMLInputElement);
   const copied = $('reveal-copied');
   const summary = $('reveal-summary');
 
@@ -20,7 +22,7 @@ export function createRevealDialog() {
   }
 
   $('reveal-copy').addEventListener('click', copy);
-  dialog.querySelector('[data-close]').addEventListener('click', () => dialog.close());
+  find(dialog, '[data-close]').addEventListener('click', () => dialog.close());
   dialog.addEventListener('close', () => {
     field.value = '';
     copied.textContent = '';
@@ -28,6 +30,7 @@ export function createRevealDialog() {
   });
 
   return {
+    /** @param {CreatedKey} created */
     show(created) {
       field.value = created.key;
       const who =

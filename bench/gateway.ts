@@ -11,7 +11,8 @@ import { KeyIndexWriter } from '../common/apikey/index-writer.js';
 import { freePort } from '../common/net/free-port.js';
 import { throwawayRedisArgs } from '../common/redis/throwaway-args.js';
 import type { KeyGrant } from '../common/resources/grant.js';
-import { WorkflowRoutes } from '../common/routes/workflow-routes.js';
+import { RouteWriter } from '../common/routes/workflow-routes.js';
+import { redisKeys } from '../common/redis/schema.js';
 import type { Result as OpenLoopResult } from './open-loop.js';
 
 /**
@@ -287,11 +288,11 @@ export async function run(): Promise<void> {
       module: 'bda',
       roles: [workflow],
     });
-    await new WorkflowRoutes(redis).register({
-      workflow,
-      service: 'svc',
+    // As the operator writes a labelled Service's route.
+    await new RouteWriter(redis).put(redisKeys.bdaRoute(workflow, 'svc'), {
       url: `http://127.0.0.1:${upstreamPort}`,
       owner: 'bench',
+      workflow,
     });
     const auth = { authorization: `Apikey ${key}` };
 

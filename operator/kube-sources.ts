@@ -9,7 +9,8 @@ import {
   type Model,
 } from '../common/resources/model.js';
 import type { ApiKeyResource } from './controllers/apikey-controller.js';
-import { WORKFLOW_SELECTOR, type WorkflowService } from './controllers/workflow-service-controller.js';
+import type { WorkflowService } from '../common/resources/workflow-service.js';
+import { clusterServiceAddress, WORKFLOW_SELECTOR } from './controllers/workflow-service-controller.js';
 import { KubeEventRecorder } from './events.js';
 import type { OperatorSources } from './manager.js';
 import { KubeRuntimeDriver } from './runtime/kube-runtime.js';
@@ -62,6 +63,7 @@ export function kubeSources(
       log,
       opts.namespace,
     ),
+    serviceAddress: clusterServiceAddress,
     runtime: new KubeRuntimeDriver(kc, { pullerImage: opts.pullerImage }, log, opts.namespace),
     events: new KubeEventRecorder(kc, log),
     credentials: new KubeSecretCredentials(kc),

@@ -6,6 +6,7 @@
  * `OperatorSources`:
  *   - `models`, `apiKeys`: ResourceSource (list + watch + fresh read + status/finalizer writes),
  *   - `services`: WatchedSource of workflow Services (labels tollgate.dev/workflow, tollgate.dev/service),
+ *     and `serviceAddress`, where their routes go,
  *   - `runtime`: RuntimeDriver (apply a RuntimePlan → RuntimeState; remove; watch for changes),
  *   - `events`: EventRecorder, `credentials`: CredentialsResolver (storage env per Model).
  * On a cluster, `kubeSources()` (kube-sources.ts) provides informers, Deployments + Services, core
@@ -24,10 +25,8 @@ import type { Model } from '../common/resources/model.js';
 import { ApiKeyReconciler, type ApiKeyResource } from './controllers/apikey-controller.js';
 import { Controller } from './controllers/controller.js';
 import { ModelReconciler } from './controllers/model-controller.js';
-import {
-  WorkflowServiceReconciler,
-  type WorkflowService,
-} from './controllers/workflow-service-controller.js';
+import { WorkflowServiceReconciler, type ServiceAddress } from './controllers/workflow-service-controller.js';
+import type { WorkflowService } from '../common/resources/workflow-service.js';
 import type { EventRecorder } from './events.js';
 import { LeaderElector, type LeaderElectionOptions } from './leader-election.js';
 import { OperatorMetrics } from './metrics.js';
@@ -45,6 +44,8 @@ export interface OperatorSources {
   models: ResourceSource<Model>;
   apiKeys: ResourceSource<ApiKeyResource>;
   services: WatchedSource<WorkflowService>;
+  /** Where a workflow Service's route goes: its cluster DNS name, or standalone's URL annotation. */
+  serviceAddress: ServiceAddress;
   runtime: RuntimeDriver;
   events: EventRecorder;
   credentials: CredentialsResolver;
@@ -178,7 +179,12 @@ class Term {
       ...(opts.runtimeImage ? { runtimeImage: opts.runtimeImage } : {}),
     });
     this.keyReconciler = new ApiKeyReconciler(sources.apiKeys, new KeyIndexWriter(redis));
-    this.serviceReconciler = new WorkflowServiceReconciler(sources.services, routes, log);
+    this.serviceReconciler = new WorkflowServiceReconciler(
+      sources.services,
+      routes,
+      sources.serviceAddress,
+      log,
+    );
     // Each reconciler declares what it watches and owns (its `watches`); the manager only runs them.
     this.controllers = [this.modelReconciler, this.keyReconciler, this.serviceReconciler].map(
       (r) => new Controller(r, metrics, log, opts.workers?.[r.name]),

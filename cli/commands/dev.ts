@@ -4,7 +4,6 @@ import { Redis } from 'ioredis';
 import { z } from 'zod';
 import { isTollgateError } from '../../common/errors.js';
 import { createLogger } from '../../common/logger.js';
-import { API_KEY_PLURAL, apiKeySchema } from '../../common/resources/apikey.js';
 import { ManifestDir } from '../../common/resources/manifest-dir.js';
 import { MODEL_PLURAL, modelSchema, type Model } from '../../common/resources/model.js';
 import { createManagement } from '../../gateway/api/management.js';
@@ -15,12 +14,9 @@ import { modelsPlatformResource } from '../../gateway/platform/models/index.js';
 import { createGatewayServices } from '../../gateway/services.js';
 import { createV2Handler } from '../../gateway/v2/handler.js';
 import { manifestModels } from '../../gateway/v2/model-directory.js';
-import type { ApiKeyResource } from '../../operator/controllers/apikey-controller.js';
-import type { WorkflowService } from '../../operator/controllers/workflow-service-controller.js';
-import { LogEventRecorder } from '../../operator/events.js';
 import { OperatorManager } from '../../operator/manager.js';
+import { standaloneSources } from '../../operator/standalone-sources.js';
 import { LocalMlserverDriver } from '../../operator/runtime/local-mlserver.js';
-import { ManifestResourceSource } from '../../operator/source/manifest-source.js';
 import { ProcessEnvCredentials } from '../../operator/storage/credentials.js';
 
 const flagsSchema = z.object({
@@ -30,10 +26,6 @@ const flagsSchema = z.object({
   redisUrl: z.url({ protocol: /^rediss?$/ }),
   mlserver: z.string().min(1),
 });
-
-const serviceSchema = z.looseObject({
-  metadata: z.looseObject({ name: z.string() }),
-}) as unknown as z.ZodType<WorkflowService & { metadata: { name: string } }>;
 
 /**
  * `tollgate dev`: the embedded default. The gateway and the operator in one process, on one
@@ -95,20 +87,10 @@ export function register(program: Command): void {
           credentials: new ProcessEnvCredentials(),
           log: log.child({ component: 'runtime' }),
         });
-        const operator = new OperatorManager(
-          () => ({
-            models: new ManifestResourceSource<Model>(models, log),
-            apiKeys: new ManifestResourceSource<ApiKeyResource>(
-              manifests.collection<ApiKeyResource>(API_KEY_PLURAL, apiKeySchema as z.ZodType<ApiKeyResource>),
-              log,
-            ),
-            services: new ManifestResourceSource(manifests.collection('services', serviceSchema), log),
-            runtime,
-            events: new LogEventRecorder(log.child({ component: 'operator' })),
-            credentials: new ProcessEnvCredentials(),
-          }),
-          { redisUrl: flags.redisUrl, log: log.child({ component: 'operator' }) },
-        );
+        const operator = new OperatorManager(() => standaloneSources(manifests, runtime, log), {
+          redisUrl: flags.redisUrl,
+          log: log.child({ component: 'operator' }),
+        });
 
         const selfUrl = `http://${flags.host === '0.0.0.0' ? '127.0.0.1' : flags.host}:${flags.port}`;
         const managementRedis = new Redis(flags.redisUrl, {

@@ -1,25 +1,32 @@
+import path from 'node:path';
 import type { Command } from 'commander';
-import { Redis } from 'ioredis';
-import { z, ZodError } from 'zod';
+import { ZodError } from 'zod';
 import { isTollgateError } from '../../common/errors.js';
-import { WorkflowRoutes } from '../../common/routes/workflow-routes.js';
+import { ManifestDir } from '../../common/resources/manifest-dir.js';
+import {
+  SERVICES_PLURAL,
+  WorkflowServiceManifests,
+  workflowServiceManifestSchema,
+} from '../../common/resources/workflow-service.js';
 
-interface RedisFlag {
-  redisUrl: string;
+interface StateFlag {
+  stateDir: string;
 }
 
 /**
- * `tollgate route add|remove`: registers a workflow service in the route table by hand, for a
- * gateway without a cluster. On Kubernetes the operator does this from labelled Services.
+ * `tollgate route add|remove`: a workflow service for a gateway without a cluster. It writes a
+ * Service manifest into the state directory, as `kubectl apply` of a labelled Service does on a
+ * cluster; the operator of `tollgate dev` on that directory turns it into the route. The manifest
+ * is the source of truth: Redis only ever holds what the operator derived from it.
  */
 export function register(program: Command): void {
   const route = program
     .command('route')
-    .description('Register workflow services in the route table (no cluster needed)');
-  const redisOption = [
-    '--redis-url <url>',
-    'Redis holding the route table (TOLLGATE_REDIS_URL)',
-    process.env.TOLLGATE_REDIS_URL ?? 'redis://127.0.0.1:6379',
+    .description('Workflow services of standalone mode (Service manifests in the state directory)');
+  const stateOption = [
+    '--state-dir <dir>',
+    'the state directory of `tollgate dev` (TOLLGATE_STATE_DIR)',
+    process.env.TOLLGATE_STATE_DIR ?? '.tollgate',
   ] as const;
 
   route
@@ -29,31 +36,31 @@ export function register(program: Command): void {
     .requiredOption('--service <id>', 'the service id inside the workflow')
     .requiredOption('--url <url>', 'base URL of the service, e.g. http://127.0.0.1:9000')
     .requiredOption('--owner <subject>', 'the user who owns the workflow (their token subject)')
-    .option(...redisOption)
-    .action((flags: RedisFlag & { workflow: string; service: string; url: string; owner: string }) =>
-      withRoutes(flags, async (routes) => {
-        await routes.register({
+    .option(...stateOption)
+    .action((flags: StateFlag & { workflow: string; service: string; url: string; owner: string }) =>
+      withManifests(flags, async (services, dir) => {
+        const name = await services.add({
           workflow: flags.workflow,
           service: flags.service,
           url: flags.url,
           owner: flags.owner,
-          source: 'manual',
         });
         process.stdout.write(
-          `routed /events/bda/${flags.workflow}/${flags.service}/ to ${flags.url} (owner ${flags.owner})\n`,
+          `routed /events/bda/${flags.workflow}/${flags.service}/ to ${flags.url} (owner ${flags.owner}): ` +
+            `${path.join(dir, SERVICES_PLURAL, name)}.yaml\n`,
         );
       }),
     );
 
   route
     .command('remove')
-    .description('Remove a workflow service from the route table')
+    .description('Remove a workflow service')
     .requiredOption('--workflow <id>', 'the workflow id')
     .requiredOption('--service <id>', 'the service id')
-    .option(...redisOption)
-    .action((flags: RedisFlag & { workflow: string; service: string }) =>
-      withRoutes(flags, async (routes) => {
-        if (!(await routes.remove(flags.workflow, flags.service))) {
+    .option(...stateOption)
+    .action((flags: StateFlag & { workflow: string; service: string }) =>
+      withManifests(flags, async (services) => {
+        if (!(await services.remove(flags.workflow, flags.service))) {
           throw new Error(`no route for workflow ${flags.workflow}, service ${flags.service}`);
         }
         process.stdout.write(`removed /events/bda/${flags.workflow}/${flags.service}/\n`);
@@ -61,29 +68,23 @@ export function register(program: Command): void {
     );
 }
 
-async function withRoutes(flags: RedisFlag, fn: (routes: WorkflowRoutes) => Promise<void>): Promise<void> {
-  const url = z.url({ protocol: /^rediss?$/ }).safeParse(flags.redisUrl);
-  if (!url.success) return fail('--redis-url must be a redis:// or rediss:// URL');
-  const redis = new Redis(url.data, {
-    lazyConnect: true,
-    enableOfflineQueue: false,
-    maxRetriesPerRequest: 0,
-    retryStrategy: () => null,
-  });
-  redis.on('error', () => undefined);
+async function withManifests(
+  flags: StateFlag,
+  fn: (services: WorkflowServiceManifests, dir: string) => Promise<void>,
+): Promise<void> {
+  const dir = path.resolve(flags.stateDir);
+  const manifests = new ManifestDir(dir, (file, err) =>
+    process.stderr.write(`tollgate route: ignoring ${file}: ${(err as Error).message}\n`),
+  );
   try {
-    try {
-      await redis.connect();
-    } catch {
-      return fail(`cannot reach Redis at ${url.data}; start it or pass --redis-url`);
-    }
-    await fn(new WorkflowRoutes(redis));
+    await fn(
+      new WorkflowServiceManifests(manifests.collection(SERVICES_PLURAL, workflowServiceManifestSchema)),
+      dir,
+    );
   } catch (e) {
     if (e instanceof ZodError)
       return fail(`${e.issues[0]?.path.join('.') ?? ''}: ${e.issues[0]?.message ?? 'invalid'}`);
     return fail(isTollgateError(e) || e instanceof Error ? e.message : String(e));
-  } finally {
-    redis.disconnect();
   }
 }
 

@@ -9,9 +9,12 @@
  *                                            reconciler from ApiKey resources, and the management
  *                                            API right after it wrote the resource (so a new key
  *                                            works at once) and on delete
- *   tg:route:*     Route (routeSchema)       RouteWriter only: the operator's Model and workflow
- *                                            Service reconcilers; WorkflowRoutes (its owner check
- *                                            on top) for `tollgate route add` in standalone mode
+ *   tg:route:*     Route (routeSchema)       RouteWriter, used by the operator only: its Model and
+ *                                            workflow Service reconcilers (labelled Services on a
+ *                                            cluster; in standalone mode the Service manifests
+ *                                            that `tollgate route add` writes). The management API
+ *                                            reads the workflow half (WorkflowRoutes) and never
+ *                                            writes it
  *   tg:usage:<id>  hash lastUsed, count      the gateway's UsageRecorder; the operator reads it
  *   tg:rl:*        counter                   the gateway's RateLimiter
  *   tg:index:built marker                    the operator, after a full rebuild

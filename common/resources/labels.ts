@@ -10,3 +10,9 @@ export const SERVICE_LABEL = 'tollgate.dev/service';
 export const OWNER_KEY = 'tollgate.dev/owner';
 /** Optional annotation: the port to route to when the Service has several. */
 export const PORT_ANNOTATION = 'tollgate.dev/port';
+/**
+ * Standalone mode only: the base URL a workflow Service manifest routes to (there is no cluster
+ * DNS name on one machine). The operator on a cluster ignores it: there a Service's address is its
+ * own, so a Service cannot point Tollgate's traffic anywhere else.
+ */
+export const URL_ANNOTATION = 'tollgate.dev/url';

@@ -1,15 +1,14 @@
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
-import { TollgateError } from '../errors.js';
 import { redisUnavailable } from '../redis/unavailable.js';
-import { KEY_PREFIX, redisChannels, redisKeys } from '../redis/schema.js';
+import { KEY_PREFIX, redisChannels } from '../redis/schema.js';
 import type { Route } from '../resources/grant.js';
 
 /**
- * The writers of the Redis route table. `RouteWriter` is the one way a route is written or removed:
- * the operator fills it from labelled Services and Models; `WorkflowRoutes` adds the workflow
- * owner check on top for `tollgate route add` and the management API. Every change is announced on
- * the routes channel so gateway replicas drop their cached copy at once.
+ * The Redis route table. `RouteWriter` is the one way a route is written or removed, and only the
+ * operator uses it (from labelled Services and Models). `WorkflowRoutes` reads the workflow half
+ * for the management API (which workflows a user owns). Every change is announced on the routes
+ * channel so gateway replicas drop their cached copy at once.
  */
 
 // Write only when the value changes, and announce it in the same script, so a reconcile that finds
@@ -49,26 +48,6 @@ export class RouteWriter {
   }
 }
 
-// The shape of a Kubernetes label value, since the ids come from `tollgate.dev/workflow` and
-// `tollgate.dev/service` labels. It also rules out `.`, `..`, `/` and `:` in a path or Redis key.
-export const WORKFLOW_ID_PATTERN = /^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
-const idSchema = (what: string) =>
-  z
-    .string()
-    .regex(
-      WORKFLOW_ID_PATTERN,
-      `a ${what} id is 1 to 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit`,
-    );
-
-export const workflowServiceSchema = z.strictObject({
-  workflow: idSchema('workflow'),
-  service: idSchema('service'),
-  url: z.url({ protocol: /^https?$/, error: 'url must be an http:// or https:// base URL of the service' }),
-  owner: z.string().min(1).max(255),
-  source: z.string().min(1).max(255).optional(),
-});
-export type WorkflowService = z.infer<typeof workflowServiceSchema>;
-
 export interface OwnedWorkflow {
   workflow: string;
   services: string[];
@@ -77,40 +56,9 @@ export interface OwnedWorkflow {
 const BDA_ROUTE_PREFIX = `${KEY_PREFIX}route:bda:`;
 const SCAN_COUNT = 1000;
 
-/** The workflow half of the route table, `tg:route:bda:<workflow>:<service>`, with its owners. */
+/** The workflow half of the route table, `tg:route:bda:<workflow>:<service>`, with its owners (read only). */
 export class WorkflowRoutes {
-  private readonly table: RouteWriter;
-
-  constructor(private readonly redis: Redis) {
-    this.table = new RouteWriter(redis);
-  }
-
-  /**
-   * Registers (or updates) one workflow service. A workflow belongs to one owner: a service cannot
-   * be added to another owner's workflow, or its keys would reach services they do not own.
-   */
-  async register(input: WorkflowService): Promise<void> {
-    const service = workflowServiceSchema.parse(input);
-    const others = (await this.routesOf(service.workflow)).filter(
-      (r) => r.service !== service.service && r.route?.owner !== service.owner,
-    );
-    if (others.length > 0) {
-      throw new TollgateError(
-        'workflow_owned_by_another_user',
-        `workflow ${service.workflow} belongs to another owner; choose another workflow id`,
-        { field: 'workflow' },
-      );
-    }
-    const key = redisKeys.bdaRoute(service.workflow, service.service);
-    const route: Route = { url: service.url, owner: service.owner, workflow: service.workflow };
-    if (service.source !== undefined) route.source = service.source;
-    await orUnavailable(this.table.put(key, route));
-  }
-
-  /** Removes one workflow service; false if it was not registered. */
-  async remove(workflow: string, service: string): Promise<boolean> {
-    return orUnavailable(this.table.remove(redisKeys.bdaRoute(workflow, service)));
-  }
+  constructor(private readonly redis: Redis) {}
 
   /** The workflows every service of which belongs to `owner`, with their services, sorted. */
   async ownedBy(owner: string): Promise<OwnedWorkflow[]> {
@@ -174,14 +122,6 @@ function parseRoute(value: string): ScannedRoute['route'] {
     return parsed.success ? parsed.data : null;
   } catch {
     return null;
-  }
-}
-
-async function orUnavailable<T>(write: Promise<T>): Promise<T> {
-  try {
-    return await write;
-  } catch (cause) {
-    throw redisUnavailable(cause, ROUTES_UNREACHABLE);
   }
 }
 

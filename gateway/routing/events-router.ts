@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { RoleCatalogue } from '../../common/apikey/roles.js';
 import { TollgateError, type ErrorCode } from '../../common/errors.js';
-import { WORKFLOW_ID_PATTERN } from '../../common/routes/workflow-routes.js';
+import { WORKFLOW_ID_PATTERN } from '../../common/resources/workflow-service.js';
 import type { KeyGrant, Module } from '../../common/resources/grant.js';
 import type { NormalisedPath } from './normalise.js';
 import { resolveRoute, type ResolvedRoute, type RouteTable } from './route-table.js';

@@ -1,3 +1,4 @@
+import { putWorkflowRoute } from '../workflow-route.js';
 import {
   createServer,
   type IncomingHttpHeaders,
@@ -12,7 +13,6 @@ import { generateKey, hashKey } from '../../../common/apikey/format.js';
 import { KeyIndexWriter } from '../../../common/apikey/index-writer.js';
 import { createLogger } from '../../../common/logger.js';
 import type { KeyGrant, Module } from '../../../common/resources/grant.js';
-import { WorkflowRoutes } from '../../../common/routes/workflow-routes.js';
 import { createV2Handler } from '../../../gateway/v2/handler.js';
 import { loadGatewayConfig, type GatewayConfigInput } from '../../../gateway/config.js';
 import { createGatewayServer, type GatewayServer } from '../../../gateway/server.js';
@@ -135,7 +135,7 @@ export async function registerService(
   service: string,
   url: string,
 ): Promise<void> {
-  await new WorkflowRoutes(redis).register({ workflow, service, url, owner: 'alice' });
+  await putWorkflowRoute(redis, { workflow, service, url, owner: 'alice' });
 }
 
 export const apikey = (key: string): Record<string, string> => ({ authorization: `Apikey ${key}` });

@@ -1,3 +1,4 @@
+import { putWorkflowRoute } from '../workflow-route.js';
 import { readdir, readFile } from 'node:fs/promises';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -88,9 +89,8 @@ describe.each(stores)('management API over HTTP (keys on %s)', (label, openStore
     client = new Redis(redisUrl, clientOptions);
     await new Promise((r) => client.once('ready', r));
     stateDir = await tempDir('tollgate-api-');
-    const workflows = new WorkflowRoutes(client);
-    await workflows.register({ workflow, service: 'scorer', url: 'http://127.0.0.1:9', owner: alice });
-    await workflows.register({
+    await putWorkflowRoute(client, { workflow, service: 'scorer', url: 'http://127.0.0.1:9', owner: alice });
+    await putWorkflowRoute(client, {
       workflow: bobsWorkflow,
       service: 'pay',
       url: 'http://127.0.0.1:9',
@@ -103,7 +103,7 @@ describe.each(stores)('management API over HTTP (keys on %s)', (label, openStore
         store: await openStore(stateDir),
         index: new KeyIndexWriter(client),
         redis: client,
-        workflows,
+        workflows: new WorkflowRoutes(client),
         roles: new RoleCatalogue({ resources: ['datasets'] }),
         verifyToken: createTokenVerifier({
           issuer: 'urn:tollgate:standalone',

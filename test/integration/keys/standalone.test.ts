@@ -11,10 +11,23 @@ import { createLogger } from '../../../common/logger.js';
 import { redisKeys } from '../../../common/redis/schema.js';
 import { createManagement } from '../../../gateway/api/management.js';
 import { JWKS_PATH } from '../../../gateway/auth/local-issuer.js';
+import { ManifestDir } from '../../../common/resources/manifest-dir.js';
+import { OperatorManager } from '../../../operator/manager.js';
+import { LocalMlserverDriver } from '../../../operator/runtime/local-mlserver.js';
+import { standaloneSources } from '../../../operator/standalone-sources.js';
+import { ProcessEnvCredentials } from '../../../operator/storage/credentials.js';
 import { redis } from '../../harness/index.js';
 import { removeTempDirs, tempDir } from './fixtures.js';
 
 afterAll(removeTempDirs);
+
+async function until(check: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error('timed out waiting for the operator');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
 
 const run = promisify(execFile);
 const TSX = new URL('../../../node_modules/tsx/dist/cli.mjs', import.meta.url).pathname;
@@ -24,7 +37,8 @@ const CLI = new URL('../../../cli/main.ts', import.meta.url).pathname;
  * Standalone mode end to end: a token minted by the `tollgate token` CLI from the state directory
  * is accepted by a gateway on the same directory, through the JWKS that gateway serves; the key it
  * creates lands as a manifest there and in the Redis index. A workflow registered with
- * `tollgate route add` is offered for bda keys.
+ * `tollgate route add` is a Service manifest there, which the standalone operator routes: it is
+ * then offered for bda keys, and `route remove` takes it away.
  */
 describe('standalone management API with the CLI', () => {
   let server: Server;
@@ -32,6 +46,7 @@ describe('standalone management API with the CLI', () => {
   let stateDir: string;
   let client: Redis;
   let redisUrl: string;
+  let operator: OperatorManager;
 
   beforeAll(async () => {
     stateDir = await tempDir('tollgate-standalone-');
@@ -51,8 +66,19 @@ describe('standalone management API with the CLI', () => {
     });
     if (management.jwks !== undefined) app.get(JWKS_PATH, management.jwks);
     app.use('/api/v1', management.router);
+    const log = createLogger('standalone-operator', 'silent');
+    const runtime = new LocalMlserverDriver({
+      mlserver: '/nonexistent/mlserver', // no Model here: nothing is ever spawned
+      workDir: `${stateDir}/runtimes`,
+      credentials: new ProcessEnvCredentials(),
+      log,
+    });
+    const manifests = new ManifestDir(stateDir, () => undefined);
+    operator = new OperatorManager(() => standaloneSources(manifests, runtime, log), { redisUrl, log });
+    await operator.start();
   });
   afterAll(async () => {
+    await operator.stop();
     await new Promise((r) => server.close(r));
     client.disconnect();
   });
@@ -88,10 +114,20 @@ describe('standalone management API with the CLI', () => {
     expect(jwks.keys).toHaveLength(1);
     expect(jwks.keys[0]).not.toHaveProperty('d');
 
-    const modules = (await (await fetch(`${base}/api/v1/modules`, { headers })).json()) as {
-      modules: Array<{ module: string; roles: Array<{ id: string }> }>;
+    const bdaRoles = async () => {
+      const modules = (await (await fetch(`${base}/api/v1/modules`, { headers })).json()) as {
+        modules: Array<{ module: string; roles: Array<{ id: string }> }>;
+      };
+      return modules.modules.find((m) => m.module === 'bda')?.roles.map((r) => r.id);
     };
-    expect(modules.modules.find((m) => m.module === 'bda')?.roles.map((r) => r.id)).toEqual([workflow]);
+    // The operator routes the manifest (it watches the directory).
+    await until(async () => (await bdaRoles())?.includes(workflow) === true);
+    expect(await bdaRoles()).toEqual([workflow]);
+    expect(JSON.parse((await client.get(redisKeys.bdaRoute(workflow, 'api'))) ?? 'null')).toMatchObject({
+      url: 'http://127.0.0.1:9',
+      owner: user,
+      workflow,
+    });
 
     const res = await fetch(`${base}/api/v1/apikeys`, {
       method: 'POST',
@@ -108,6 +144,35 @@ describe('standalone management API with the CLI', () => {
       items: Array<{ id: string }>;
     };
     expect(listed.items.map((k) => k.id)).toEqual([created.id]);
+  });
+
+  it('route add refuses another owner’s workflow and bad input with a clear message; remove unroutes', async () => {
+    const workflow = `wf-${Math.random().toString(36).slice(2, 8)}`;
+    const add = (owner: string, service: string, url = 'http://127.0.0.1:9') =>
+      cli('route', 'add', '--workflow', workflow, '--service', service, '--url', url, '--owner', owner);
+    expect(await add('erin', 'api')).toMatch(
+      new RegExp(`^routed /events/bda/${workflow}/api/ .*services/.*\\.yaml\n$`),
+    );
+    await expect(add('mallory', 'other')).rejects.toMatchObject({
+      code: 1,
+      stderr: expect.stringContaining(`workflow ${workflow} belongs to another owner`),
+    });
+    await expect(add('erin', 'api', 'file:///etc/passwd')).rejects.toMatchObject({
+      code: 1,
+      stderr: expect.stringContaining('url must be an http:// or https:// base URL'),
+    });
+    const key = redisKeys.bdaRoute(workflow, 'api');
+    await until(async () => (await client.exists(key)) === 1);
+    expect(await client.exists(redisKeys.bdaRoute(workflow, 'other'))).toBe(0);
+
+    expect(await cli('route', 'remove', '--workflow', workflow, '--service', 'api')).toBe(
+      `removed /events/bda/${workflow}/api/\n`,
+    );
+    await until(async () => (await client.exists(key)) === 0);
+    await expect(cli('route', 'remove', '--workflow', workflow, '--service', 'api')).rejects.toMatchObject({
+      code: 1,
+      stderr: expect.stringContaining(`no route for workflow ${workflow}, service api`),
+    });
   });
 
   it('rejects a token whose user flag is missing, and nothing is minted', async () => {

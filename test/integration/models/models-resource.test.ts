@@ -1,3 +1,4 @@
+import { putWorkflowRoute } from '../workflow-route.js';
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -122,15 +123,14 @@ describe.each([
     backend = await makeBackend();
     const r = await redis();
     redisClient = new Redis(r.url);
-    const workflows = new WorkflowRoutes(redisClient);
     const suffix = randomBytes(3).toString('hex');
-    await workflows.register({
+    await putWorkflowRoute(redisClient, {
       workflow: `wf-alice-${suffix}`,
       service: 'api',
       url: 'http://127.0.0.1:9',
       owner: 'alice',
     });
-    await workflows.register({
+    await putWorkflowRoute(redisClient, {
       workflow: `wf-bob-${suffix}`,
       service: 'api',
       url: 'http://127.0.0.1:9',
@@ -146,7 +146,11 @@ describe.each([
     await addKey('bda', 'alice', 'bda', [`wf-alice-${suffix}`]);
 
     const config = loadGatewayConfig({ env: {}, overrides: { redisUrl: r.url, port: 0, host: '127.0.0.1' } });
-    const handler = createModelsResource({ store: backend.store, workflows, log });
+    const handler = createModelsResource({
+      store: backend.store,
+      workflows: new WorkflowRoutes(redisClient),
+      log,
+    });
     const services = await createGatewayServices(config, log, {
       platformResources: new Map([['models', handler]]),
     });

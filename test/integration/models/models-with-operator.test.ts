@@ -1,3 +1,4 @@
+import { putWorkflowRoute } from '../workflow-route.js';
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { generateKey, hashKey } from '../../../common/apikey/format.js';
@@ -53,8 +54,7 @@ describe('models platform resource with the operator', () => {
     await operator.start();
     await operator.synced();
 
-    const workflows = new WorkflowRoutes(client);
-    await workflows.register({ workflow, service: 'api', url: 'http://127.0.0.1:9', owner: 'alice' });
+    await putWorkflowRoute(client, { workflow, service: 'api', url: 'http://127.0.0.1:9', owner: 'alice' });
     key = generateKey('platform');
     await new KeyIndexWriter(client).put(hashKey(key), {
       id: randomBytes(10).toString('hex'),
@@ -63,7 +63,11 @@ describe('models platform resource with the operator', () => {
       roles: ['models:editor'],
     });
     const config = loadGatewayConfig({ env: {}, overrides: { redisUrl, port: 0, host: '127.0.0.1' } });
-    const handler = createModelsResource({ store: new KubeModelStore(c.custom, ns), workflows, log });
+    const handler = createModelsResource({
+      store: new KubeModelStore(c.custom, ns),
+      workflows: new WorkflowRoutes(client),
+      log,
+    });
     const services = await createGatewayServices(config, log, {
       platformResources: new Map([['models', handler]]),
     });

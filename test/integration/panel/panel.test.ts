@@ -1,3 +1,4 @@
+import { putWorkflowRoute } from '../workflow-route.js';
 import { createHash } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
@@ -58,9 +59,13 @@ beforeAll(async () => {
       .end(JSON.stringify({ ok: true, url: req.url }));
   });
   const upstreamUrl = await listen(upstream);
-  const workflows = new WorkflowRoutes(redisClient);
-  await workflows.register({ workflow: 'wf-sales', service: 'api', url: upstreamUrl, owner: 'alice' });
-  await workflows.register({ workflow: 'wf-bob', service: 'api', url: upstreamUrl, owner: 'bob' });
+  await putWorkflowRoute(redisClient, {
+    workflow: 'wf-sales',
+    service: 'api',
+    url: upstreamUrl,
+    owner: 'alice',
+  });
+  await putWorkflowRoute(redisClient, { workflow: 'wf-bob', service: 'api', url: upstreamUrl, owner: 'bob' });
 
   // The gateway as `tollgate dev` composes it: the panel, the management API (keys as manifests,
   // users from the local issuer, verified through the JWKS the gateway serves) and the hot path,

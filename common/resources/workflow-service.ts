@@ -1,0 +1,125 @@
+import { createHash } from 'node:crypto';
+import { z } from 'zod';
+import { TollgateError } from '../errors.js';
+import type { ManifestCollection } from './manifest-dir.js';
+import { OWNER_KEY, SERVICE_LABEL, URL_ANNOTATION, WORKFLOW_LABEL } from './labels.js';
+
+/**
+ * A workflow service is a Kubernetes Service with the `tollgate.dev/workflow` and
+ * `tollgate.dev/service` labels, on a cluster and in standalone mode alike (there as a manifest in
+ * `<state-dir>/services/`, with its URL in an annotation). The operator turns it into the route
+ * `/events/bda/<workflow>/<service>/...`; nothing else writes workflow routes.
+ */
+export interface WorkflowService {
+  apiVersion?: string;
+  kind?: string;
+  metadata: {
+    name: string;
+    namespace?: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+  };
+  spec?: { ports?: Array<{ name?: string; port: number }> };
+}
+
+export const SERVICES_PLURAL = 'services';
+
+// The shape of a Kubernetes label value, since the ids are `tollgate.dev/workflow` and
+// `tollgate.dev/service` labels. It also rules out `.`, `..`, `/` and `:` in a path or Redis key.
+export const WORKFLOW_ID_PATTERN = /^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
+
+const idSchema = (what: string) =>
+  z
+    .string()
+    .regex(
+      WORKFLOW_ID_PATTERN,
+      `a ${what} id is 1 to 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit`,
+    );
+
+/** What `tollgate route add` is given. */
+export const workflowServiceInputSchema = z.strictObject({
+  workflow: idSchema('workflow'),
+  service: idSchema('service'),
+  url: z.url({ protocol: /^https?$/, error: 'url must be an http:// or https:// base URL of the service' }),
+  owner: z.string().min(1).max(255),
+});
+export type WorkflowServiceInput = z.infer<typeof workflowServiceInputSchema>;
+
+/** A Service manifest as the manifest directory reads it: metadata checked, the rest kept. */
+export const workflowServiceManifestSchema = z.looseObject({
+  metadata: z.looseObject({
+    name: z.string(),
+    labels: z.record(z.string(), z.string()).optional(),
+    annotations: z.record(z.string(), z.string()).optional(),
+  }),
+}) as unknown as z.ZodType<WorkflowService>;
+
+const idsOf = (svc: WorkflowService) => ({
+  workflow: svc.metadata.labels?.[WORKFLOW_LABEL],
+  service: svc.metadata.labels?.[SERVICE_LABEL],
+  owner: svc.metadata.labels?.[OWNER_KEY] ?? svc.metadata.annotations?.[OWNER_KEY],
+});
+
+/**
+ * A manifest name for a workflow service: readable, a valid resource name whatever the ids'
+ * case or characters, and distinct for distinct (workflow, service) pairs (the hash).
+ */
+export function workflowServiceName(workflow: string, service: string): string {
+  const readable = `${workflow}-${service}`
+    .toLowerCase()
+    .replace(/[^a-z0-9.-]/g, '-')
+    .slice(0, 200);
+  const hash = createHash('sha256').update(`${workflow}\n${service}`).digest('hex').slice(0, 8);
+  return `${readable}-${hash}`.replace(/^[^a-z0-9]+/, '');
+}
+
+/**
+ * Standalone mode's workflow services: Service manifests written by `tollgate route add`. A
+ * workflow belongs to one owner: a service cannot be added to another owner's workflow, or that
+ * owner's bda keys would reach it.
+ */
+export class WorkflowServiceManifests {
+  constructor(private readonly services: ManifestCollection<WorkflowService>) {}
+
+  /** Adds (or updates) a workflow service; returns the manifest's name. */
+  async add(input: WorkflowServiceInput): Promise<string> {
+    const s = workflowServiceInputSchema.parse(input);
+    const all = await this.services.list();
+    const conflicting = all.some((svc) => {
+      const ids = idsOf(svc);
+      return ids.workflow === s.workflow && ids.service !== s.service && ids.owner !== s.owner;
+    });
+    if (conflicting) {
+      throw new TollgateError(
+        'workflow_owned_by_another_user',
+        `workflow ${s.workflow} belongs to another owner; choose another workflow id`,
+        { field: 'workflow' },
+      );
+    }
+    const existing = all.find((svc) => {
+      const ids = idsOf(svc);
+      return ids.workflow === s.workflow && ids.service === s.service;
+    });
+    const name = existing?.metadata.name ?? workflowServiceName(s.workflow, s.service);
+    await this.services.put({
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: {
+        name,
+        labels: { [WORKFLOW_LABEL]: s.workflow, [SERVICE_LABEL]: s.service, [OWNER_KEY]: s.owner },
+        annotations: { [URL_ANNOTATION]: s.url },
+      },
+    });
+    return name;
+  }
+
+  /** Removes a workflow service; false if there was none. */
+  async remove(workflow: string, service: string): Promise<boolean> {
+    const found = (await this.services.list()).filter((svc) => {
+      const ids = idsOf(svc);
+      return ids.workflow === workflow && ids.service === service;
+    });
+    for (const svc of found) await this.services.delete(svc.metadata.name);
+    return found.length > 0;
+  }
+}

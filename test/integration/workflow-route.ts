@@ -1,0 +1,19 @@
+import type { Redis } from 'ioredis';
+import { redisKeys } from '../../common/redis/schema.js';
+import { RouteWriter } from '../../common/routes/workflow-routes.js';
+
+/**
+ * Puts a workflow route in Redis as the operator does for a labelled Service (the same writer),
+ * for tests of the gateway and the management API that run without an operator.
+ */
+export async function putWorkflowRoute(
+  redis: Redis,
+  r: { workflow: string; service: string; url: string; owner: string },
+): Promise<void> {
+  await new RouteWriter(redis).put(redisKeys.bdaRoute(r.workflow, r.service), {
+    url: r.url,
+    owner: r.owner,
+    workflow: r.workflow,
+    source: `service/test/${r.workflow}-${r.service}`,
+  });
+}

@@ -1,0 +1,188 @@
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parse } from 'yaml';
+import { ManifestDir } from '../../../common/resources/manifest-dir.js';
+import {
+  SERVICES_PLURAL,
+  WorkflowServiceManifests,
+  workflowServiceManifestSchema,
+  workflowServiceName,
+  type WorkflowService,
+} from '../../../common/resources/workflow-service.js';
+import {
+  annotatedServiceAddress,
+  clusterServiceAddress,
+  workflowRoute,
+} from '../../../operator/controllers/workflow-service-controller.js';
+
+describe('workflow service manifests (standalone `tollgate route add`)', () => {
+  let root: string;
+  let services: WorkflowServiceManifests;
+  const invalid: string[] = [];
+
+  beforeEach(async () => {
+    root = await mkdtemp(join(tmpdir(), 'tollgate-wfsvc-'));
+    const dir = new ManifestDir(root, (file) => invalid.push(file));
+    services = new WorkflowServiceManifests(dir.collection(SERVICES_PLURAL, workflowServiceManifestSchema));
+  });
+  afterEach(() => rm(root, { recursive: true, force: true }));
+
+  const files = async () => (await readdir(join(root, SERVICES_PLURAL))).filter((f) => !f.startsWith('.'));
+  const read = async (file: string) =>
+    parse(await readFile(join(root, SERVICES_PLURAL, file), 'utf8')) as WorkflowService;
+
+  it('writes a labelled Service manifest that the operator routes to its URL annotation', async () => {
+    const name = await services.add({
+      workflow: 'Fraud_2',
+      service: 'scorer',
+      url: 'http://127.0.0.1:9000',
+      owner: 'alice',
+    });
+    expect(await files()).toEqual([`${name}.yaml`]);
+    const svc = await read(`${name}.yaml`);
+    expect(svc).toMatchObject({
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: {
+        name,
+        labels: {
+          'tollgate.dev/workflow': 'Fraud_2',
+          'tollgate.dev/service': 'scorer',
+          'tollgate.dev/owner': 'alice',
+        },
+        annotations: { 'tollgate.dev/url': 'http://127.0.0.1:9000' },
+      },
+    });
+    expect(
+      workflowRoute({ ...svc, metadata: { ...svc.metadata, namespace: 'default' } }, annotatedServiceAddress),
+    ).toEqual({
+      key: 'tg:route:bda:Fraud_2:scorer',
+      route: {
+        url: 'http://127.0.0.1:9000',
+        workflow: 'Fraud_2',
+        owner: 'alice',
+        source: `service/default/${name}`,
+      },
+    });
+  });
+
+  it('updates the same service in place, and adds services to a workflow of the same owner', async () => {
+    const first = await services.add({
+      workflow: 'wf',
+      service: 'a',
+      url: 'http://127.0.0.1:1',
+      owner: 'alice',
+    });
+    const again = await services.add({
+      workflow: 'wf',
+      service: 'a',
+      url: 'http://127.0.0.1:2',
+      owner: 'alice',
+    });
+    expect(again).toBe(first);
+    expect((await read(`${first}.yaml`)).metadata.annotations?.['tollgate.dev/url']).toBe(
+      'http://127.0.0.1:2',
+    );
+    await services.add({ workflow: 'wf', service: 'b', url: 'http://127.0.0.1:3', owner: 'alice' });
+    expect(await files()).toHaveLength(2);
+  });
+
+  it('refuses a service in another owner’s workflow, and writes nothing', async () => {
+    await services.add({ workflow: 'wf', service: 'a', url: 'http://127.0.0.1:1', owner: 'alice' });
+    await expect(
+      services.add({ workflow: 'wf', service: 'b', url: 'http://127.0.0.1:1', owner: 'mallory' }),
+    ).rejects.toMatchObject({ status: 409, code: 'workflow_owned_by_another_user', field: 'workflow' });
+    expect(await files()).toHaveLength(1);
+  });
+
+  it('refuses ids that could cross paths or Redis keys, and URLs that are not http', async () => {
+    const base = { workflow: 'ok', service: 'ok', url: 'http://127.0.0.1:1', owner: 'alice' };
+    for (const bad of [
+      { workflow: '..' },
+      { workflow: 'a/b' },
+      { workflow: 'a:b' },
+      { service: '.' },
+      { service: '' },
+      { service: 'x'.repeat(64) },
+      { url: 'file:///etc/passwd' },
+      { url: 'not a url' },
+      { owner: '' },
+    ]) {
+      await expect(services.add({ ...base, ...bad })).rejects.toThrow();
+    }
+    await expect(files()).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+
+  it('removes a service, and says when there was none', async () => {
+    await services.add({ workflow: 'wf', service: 'a', url: 'http://127.0.0.1:1', owner: 'alice' });
+    expect(await services.remove('wf', 'a')).toBe(true);
+    expect(await files()).toEqual([]);
+    expect(await services.remove('wf', 'a')).toBe(false);
+  });
+
+  it('names distinct (workflow, service) pairs distinctly, as valid resource names', () => {
+    const names = [
+      workflowServiceName('a-b', 'c'),
+      workflowServiceName('a', 'b-c'),
+      workflowServiceName('A', 'b'),
+      workflowServiceName('a', 'b'),
+    ];
+    expect(new Set(names).size).toBe(4);
+    for (const n of names) expect(n).toMatch(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/);
+  });
+});
+
+describe('where a workflow Service routes', () => {
+  const svc = (over: Partial<WorkflowService['metadata']>, ports?: Array<{ name?: string; port: number }>) =>
+    ({
+      metadata: {
+        name: 'scorer',
+        namespace: 'team',
+        labels: { 'tollgate.dev/workflow': 'fraud', 'tollgate.dev/service': 'score' },
+        ...over,
+      },
+      ...(ports ? { spec: { ports } } : {}),
+    }) as WorkflowService;
+
+  it('on a cluster: its DNS name and the chosen port; never a URL annotation', () => {
+    const ports = [
+      { name: 'metrics', port: 9100 },
+      { name: 'http', port: 8000 },
+    ];
+    expect(workflowRoute(svc({}, ports), clusterServiceAddress)?.route.url).toBe(
+      'http://scorer.team.svc:8000',
+    );
+    expect(
+      workflowRoute(svc({ annotations: { 'tollgate.dev/port': 'metrics' } }, ports), clusterServiceAddress)
+        ?.route.url,
+    ).toBe('http://scorer.team.svc:9100');
+    expect(
+      workflowRoute(
+        svc({ annotations: { 'tollgate.dev/url': 'http://169.254.169.254' } }, ports),
+        clusterServiceAddress,
+      )?.route.url,
+    ).toBe('http://scorer.team.svc:8000');
+    expect(workflowRoute(svc({}), clusterServiceAddress)).toBeUndefined();
+  });
+
+  it('standalone: only a valid http(s) URL annotation, and only ids that fit a path and a Redis key', () => {
+    const url = { annotations: { 'tollgate.dev/url': 'http://127.0.0.1:9000' } };
+    expect(workflowRoute(svc(url), annotatedServiceAddress)?.route.url).toBe('http://127.0.0.1:9000');
+    expect(workflowRoute(svc({}), annotatedServiceAddress)).toBeUndefined();
+    expect(
+      workflowRoute(
+        svc({ annotations: { 'tollgate.dev/url': 'file:///etc/passwd' } }),
+        annotatedServiceAddress,
+      ),
+    ).toBeUndefined();
+    for (const workflow of ['a:b', '../x', 'a/b', '']) {
+      expect(
+        workflowRoute(
+          svc({ ...url, labels: { 'tollgate.dev/workflow': workflow, 'tollgate.dev/service': 'score' } }),
+          annotatedServiceAddress,
+        ),
+      ).toBeUndefined();
+    }
+  });
+});

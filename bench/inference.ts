@@ -19,7 +19,7 @@ import { createV2Handler } from '../gateway/v2/handler.js';
 import { RouteWriter } from '../common/routes/workflow-routes.js';
 import { freePort } from '../common/net/free-port.js';
 import { throwawayRedisArgs } from '../common/redis/throwaway-args.js';
-import { LocalMlserverDriver } from '../operator/runtime/local-mlserver.js';
+import { LocalMlserverDriver } from '../operator/serving/local-mlserver.js';
 import { ProcessEnvCredentials } from '../operator/storage/credentials.js';
 
 /**

@@ -1,7 +1,7 @@
 import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { randomBytes } from 'node:crypto';
 import type { Logger } from '../common/logger.js';
-import type { Resource } from './source/resource-source.js';
+import type { Resource } from './framework/resource-source.js';
 
 export type EventType = 'Normal' | 'Warning';
 

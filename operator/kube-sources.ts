@@ -13,10 +13,10 @@ import type { WorkflowService } from '../common/resources/workflow-service.js';
 import { clusterServiceAddress, WORKFLOW_SELECTOR } from './controllers/workflow-service-controller.js';
 import { KubeEventRecorder } from './events.js';
 import type { OperatorSources } from './manager.js';
-import { KubeRuntimeDriver } from './runtime/kube-runtime.js';
-import type { WorkloadOptions } from './runtime/model-workload.js';
-import { KubeCustomResourceSource, KubeLabelledSource } from './source/kube-source.js';
-import type { Resource } from './source/resource-source.js';
+import { KubeRuntimeDriver } from './serving/kube-runtime.js';
+import type { WorkloadOptions } from './serving/model-workload.js';
+import { KubeCustomResourceSource, KubeLabelledSource } from './framework/kube-source.js';
+import type { Resource } from './framework/resource-source.js';
 import { KubeSecretCredentials } from './storage/credentials.js';
 
 /** The Kubernetes side of the seam: informers, Deployments, core Events, credentials Secrets. */

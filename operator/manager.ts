@@ -12,7 +12,7 @@
  * On a cluster, `kubeSources()` (kube-sources.ts) provides informers, Deployments + Services, core
  * Events and credentials Secrets. Standalone mode (`tollgate dev`) provides ResourceSources over
  * common/resources/manifest-dir.ts, a RuntimeDriver that runs a local MLServer process on the pulled
- * folder (operator/puller/pull.ts + runtime/runtime-driver.ts contract), LogEventRecorder and
+ * folder (operator/puller/pull.ts + serving/runtime-driver.ts contract), LogEventRecorder and
  * ProcessEnvCredentials, and runs `new OperatorManager(sources, { redisUrl })` without leader
  * election. The controllers cannot tell the difference.
  */
@@ -23,18 +23,18 @@ import type { Logger } from '../common/logger.js';
 import { redisKeys } from '../common/redis/schema.js';
 import type { Model } from '../common/resources/model.js';
 import { ApiKeyReconciler, type ApiKeyResource } from './controllers/apikey-controller.js';
-import { Controller } from './controllers/controller.js';
+import { Controller } from './framework/controller.js';
 import { ModelReconciler } from './controllers/model-controller.js';
 import { WorkflowServiceReconciler, type ServiceAddress } from './controllers/workflow-service-controller.js';
 import type { WorkflowService } from '../common/resources/workflow-service.js';
 import type { EventRecorder } from './events.js';
-import { LeaderElector, type LeaderElectionOptions } from './leader-election.js';
+import { LeaderElector, type LeaderElectionOptions } from './framework/leader-election.js';
 import { OperatorMetrics } from './metrics.js';
 import { sweepStaleKeys, sweepStaleRoutes } from './rebuild.js';
 import { RouteWriter } from '../common/routes/workflow-routes.js';
 import { UsageStatusSync } from './usage-status.js';
-import type { RuntimeDriver } from './runtime/runtime-driver.js';
-import type { ResourceSource, WatchedSource } from './source/resource-source.js';
+import type { RuntimeDriver } from './serving/runtime-driver.js';
+import type { ResourceSource, WatchedSource } from './framework/resource-source.js';
 import type { CredentialsResolver } from './storage/credentials.js';
 
 /** How long a rebuild waits for failed reconciles to succeed on retry before it sweeps. */

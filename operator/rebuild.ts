@@ -2,7 +2,7 @@ import type { Redis } from 'ioredis';
 import { KEY_PREFIX, redisChannels, redisKeys } from '../common/redis/schema.js';
 import type { KeyGrant, Route } from '../common/resources/grant.js';
 import { KeyIndexWriter } from '../common/apikey/index-writer.js';
-import type { ResourceSource } from './source/resource-source.js';
+import type { ResourceSource } from './framework/resource-source.js';
 import type { ApiKeyResource } from './controllers/apikey-controller.js';
 
 async function* scan(redis: Redis, match: string): AsyncGenerator<string[]> {

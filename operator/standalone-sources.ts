@@ -8,8 +8,8 @@ import type { ApiKeyResource } from './controllers/apikey-controller.js';
 import { annotatedServiceAddress } from './controllers/workflow-service-controller.js';
 import { LogEventRecorder } from './events.js';
 import type { OperatorSources } from './manager.js';
-import type { RuntimeDriver } from './runtime/runtime-driver.js';
-import { ManifestResourceSource } from './source/manifest-source.js';
+import type { RuntimeDriver } from './serving/runtime-driver.js';
+import { ManifestResourceSource } from './framework/manifest-source.js';
 import { ProcessEnvCredentials } from './storage/credentials.js';
 
 /**

@@ -3,7 +3,7 @@ import { readKeyUsage, type KeyUsage } from '../common/apikey/usage.js';
 import type { Logger } from '../common/logger.js';
 import { apiKeyId } from '../common/resources/apikey.js';
 import type { ApiKeyResource } from './controllers/apikey-controller.js';
-import { ConflictError, GoneError, type ResourceSource } from './source/resource-source.js';
+import { ConflictError, GoneError, type ResourceSource } from './framework/resource-source.js';
 
 /** Keys whose usage is read in one Redis round trip. */
 const READ_BATCH = 500;

@@ -16,7 +16,7 @@ import { createV2Handler } from '../../gateway/v2/handler.js';
 import { manifestModels } from '../../gateway/v2/model-directory.js';
 import { OperatorManager } from '../../operator/manager.js';
 import { standaloneSources } from '../../operator/standalone-sources.js';
-import { LocalMlserverDriver } from '../../operator/runtime/local-mlserver.js';
+import { LocalMlserverDriver } from '../../operator/serving/local-mlserver.js';
 import { ProcessEnvCredentials } from '../../operator/storage/credentials.js';
 
 const flagsSchema = z.object({

@@ -7,8 +7,13 @@ import {
   type Resource,
   type ResourceRef,
   type ResourceSource,
-} from '../source/resource-source.js';
-import { withConflictRetry, type ReconcileResult, type Reconciler, type Watches } from './controller.js';
+} from '../framework/resource-source.js';
+import {
+  withConflictRetry,
+  type ReconcileResult,
+  type Reconciler,
+  type Watches,
+} from '../framework/controller.js';
 
 export const APIKEY_FINALIZER = 'tollgate.dev/key-index';
 

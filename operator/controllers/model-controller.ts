@@ -12,17 +12,22 @@ import {
 } from '../../common/resources/model.js';
 import type { RouteWriter } from '../../common/routes/workflow-routes.js';
 import type { EventRecorder } from '../events.js';
-import type { RuntimeDriver, RuntimePlan, RuntimeState } from '../runtime/runtime-driver.js';
+import type { RuntimeDriver, RuntimePlan, RuntimeState } from '../serving/runtime-driver.js';
 import {
   ConflictError,
   parseRefKey,
   refKey,
   type ResourceRef,
   type ResourceSource,
-} from '../source/resource-source.js';
+} from '../framework/resource-source.js';
 import type { CredentialsResolver } from '../storage/credentials.js';
 import { openStore } from '../storage/open-store.js';
-import { withConflictRetry, type ReconcileResult, type Reconciler, type Watches } from './controller.js';
+import {
+  withConflictRetry,
+  type ReconcileResult,
+  type Reconciler,
+  type Watches,
+} from '../framework/controller.js';
 import { OWNER_KEY } from '../../common/resources/labels.js';
 import { desiredStatus, sameStatus, type Observation } from './model-status.js';
 

@@ -1,7 +1,7 @@
 import type { FolderCheck } from '../../common/model-settings/check-folder.js';
 import { formatProblems } from '../../common/model-settings/check-folder.js';
 import type { Model, ModelCondition, ModelPhase, ModelStatus } from '../../common/resources/model.js';
-import type { RuntimeState } from '../runtime/runtime-driver.js';
+import type { RuntimeState } from '../serving/runtime-driver.js';
 
 /** What the reconciler learned this time round; the status is a pure function of it. */
 export type Observation =

@@ -10,8 +10,8 @@ import { redisKeys } from '../../common/redis/schema.js';
 import { routeSchema, type Route } from '../../common/resources/grant.js';
 import { WORKFLOW_ID_PATTERN, type WorkflowService } from '../../common/resources/workflow-service.js';
 import type { RouteWriter } from '../../common/routes/workflow-routes.js';
-import { parseRefKey, refKey, type ResourceRef, type WatchedSource } from '../source/resource-source.js';
-import type { ReconcileResult, Reconciler, Watches } from './controller.js';
+import { parseRefKey, refKey, type ResourceRef, type WatchedSource } from '../framework/resource-source.js';
+import type { ReconcileResult, Reconciler, Watches } from '../framework/controller.js';
 
 export const WORKFLOW_SELECTOR = `${WORKFLOW_LABEL},${SERVICE_LABEL}`;
 

@@ -9,8 +9,8 @@ import { checkModelFolder } from '../../../common/model-settings/check-folder.js
 import { redisKeys } from '../../../common/redis/schema.js';
 import type { Model } from '../../../common/resources/model.js';
 import { RouteWriter } from '../../../common/routes/workflow-routes.js';
-import { LocalMlserverDriver } from '../../../operator/runtime/local-mlserver.js';
-import type { RuntimeState } from '../../../operator/runtime/runtime-driver.js';
+import { LocalMlserverDriver } from '../../../operator/serving/local-mlserver.js';
+import type { RuntimeState } from '../../../operator/serving/runtime-driver.js';
 import type { MinioInfo } from '../../harness/index.js';
 import { venv } from '../../harness/index.js';
 import type { Redis } from 'ioredis';

@@ -13,7 +13,7 @@ import { createManagement } from '../../../gateway/api/management.js';
 import { JWKS_PATH } from '../../../gateway/auth/local-issuer.js';
 import { ManifestDir } from '../../../common/resources/manifest-dir.js';
 import { OperatorManager } from '../../../operator/manager.js';
-import { LocalMlserverDriver } from '../../../operator/runtime/local-mlserver.js';
+import { LocalMlserverDriver } from '../../../operator/serving/local-mlserver.js';
 import { standaloneSources } from '../../../operator/standalone-sources.js';
 import { ProcessEnvCredentials } from '../../../operator/storage/credentials.js';
 import { redis } from '../../harness/index.js';

@@ -6,9 +6,9 @@ import {
   modelSchema,
   type Model,
 } from '../../../common/resources/model.js';
-import { withConflictRetry } from '../../../operator/controllers/controller.js';
-import { KubeCustomResourceSource } from '../../../operator/source/kube-source.js';
-import { ConflictError, GoneError } from '../../../operator/source/resource-source.js';
+import { withConflictRetry } from '../../../operator/framework/controller.js';
+import { KubeCustomResourceSource } from '../../../operator/framework/kube-source.js';
+import { ConflictError, GoneError } from '../../../operator/framework/resource-source.js';
 import { cluster, createModel, modelRef, namespace } from './support.js';
 
 describe('writes with optimistic concurrency against the API server', () => {

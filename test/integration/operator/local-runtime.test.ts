@@ -4,8 +4,8 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { createLogger } from '../../../common/logger.js';
 import type { Model } from '../../../common/resources/model.js';
-import { LocalMlserverDriver } from '../../../operator/runtime/local-mlserver.js';
-import type { RuntimePlan, RuntimeState } from '../../../operator/runtime/runtime-driver.js';
+import { LocalMlserverDriver } from '../../../operator/serving/local-mlserver.js';
+import type { RuntimePlan, RuntimeState } from '../../../operator/serving/runtime-driver.js';
 import { venv } from '../../harness/index.js';
 
 describe('standalone runtime driver', () => {

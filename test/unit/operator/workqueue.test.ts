@@ -1,5 +1,5 @@
 import { jest } from '@jest/globals';
-import { WorkQueue } from '../../../operator/workqueue.js';
+import { WorkQueue } from '../../../operator/framework/workqueue.js';
 
 describe('work queue', () => {
   test('a key added many times is processed once', async () => {

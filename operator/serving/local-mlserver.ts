@@ -6,7 +6,7 @@ import path from 'node:path';
 import type { Logger } from '../../common/logger.js';
 import { freePort } from '../../common/net/free-port.js';
 import { pullFolder } from '../puller/pull.js';
-import { refKey, type ResourceRef } from '../source/resource-source.js';
+import { refKey, type ResourceRef } from '../framework/resource-source.js';
 import type { CredentialsResolver } from '../storage/credentials.js';
 import { openStore } from '../storage/open-store.js';
 import type { RuntimeDriver, RuntimePlan, RuntimeState } from './runtime-driver.js';

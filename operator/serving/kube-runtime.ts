@@ -8,8 +8,8 @@ import {
 } from '@kubernetes/client-node';
 import { isApiStatus } from '../../common/kube/custom-objects.js';
 import type { Logger } from '../../common/logger.js';
-import { KubeLabelledSource } from '../source/kube-source.js';
-import type { ResourceRef } from '../source/resource-source.js';
+import { KubeLabelledSource } from '../framework/kube-source.js';
+import type { ResourceRef } from '../framework/resource-source.js';
 import {
   MANAGED_BY,
   MANAGED_BY_LABEL,

@@ -1,7 +1,7 @@
 import type { Logger } from '../../common/logger.js';
 import type { OperatorMetrics } from '../metrics.js';
-import { refKey, type Resource, type ResourceRef, type WatchedSource } from '../source/resource-source.js';
-import { WorkQueue } from '../workqueue.js';
+import { refKey, type Resource, type ResourceRef, type WatchedSource } from './resource-source.js';
+import { WorkQueue } from './workqueue.js';
 
 export type ReconcileResult = { requeueAfterMs?: number } | undefined;
 

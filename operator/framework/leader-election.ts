@@ -1,6 +1,6 @@
 import { CoordinationV1Api, type KubeConfig, type V1Lease, V1MicroTime } from '@kubernetes/client-node';
-import { isApiStatus } from '../common/kube/custom-objects.js';
-import type { Logger } from '../common/logger.js';
+import { isApiStatus } from '../../common/kube/custom-objects.js';
+import type { Logger } from '../../common/logger.js';
 
 export interface LeaderElectionOptions {
   namespace: string;

@@ -1,6 +1,6 @@
 import type { ModelSettings } from '../../common/model-settings/types.js';
 import type { Model } from '../../common/resources/model.js';
-import type { ResourceRef } from '../source/resource-source.js';
+import type { ResourceRef } from '../framework/resource-source.js';
 
 /**
  * The seam between the Model controller and what actually serves a model. The Kubernetes driver

@@ -8,6 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { LocalIssuer } from '../../gateway/auth/local-issuer.js';
 import { CreateBucketCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { request } from 'undici';
 import { binDir, repoRoot } from '../harness/paths.js';
 import { cluster, serveInCluster, venv, type ClusterInfo, type MinioInfo } from '../harness/index.js';
 
@@ -17,12 +18,16 @@ export const RELEASE = 'tollgate';
 export const NAMESPACE = 'tollgate-system';
 export const GATEWAY_NODE_PORT = 30080;
 export const MLSERVER_IMAGE = 'docker.io/tollgate/mlserver:1.7.1';
+/** The host name the chart's Ingress serves the gateway under, in the tests. */
+export const INGRESS_HOST = 'tollgate.test';
 
 export interface Installed {
   c: ClusterInfo;
   issuer: LocalIssuer;
   /** The gateway through its NodePort Service, from the host. */
   gateway: string;
+  /** The ingress controller's NodePort, from the host (the Host header picks the Ingress rule). */
+  ingress: string;
   kubectl(...args: string[]): Promise<string>;
   token(user: string): Promise<string>;
   cleanup(): Promise<void>;
@@ -100,6 +105,12 @@ export async function installTollgate(extraSets: string[] = []): Promise<Install
       `oidc.jwksUrl=${url}/jwks.json`,
       '--set',
       'operator.replicas=2',
+      '--set',
+      'gateway.ingress.enabled=true',
+      '--set',
+      `gateway.ingress.className=${c.ingress.className}`,
+      '--set',
+      `gateway.ingress.host=${INGRESS_HOST}`,
       ...extraSets.flatMap((s) => ['--set', s]),
       '--wait',
       '--timeout',
@@ -111,6 +122,7 @@ export async function installTollgate(extraSets: string[] = []): Promise<Install
     c,
     issuer,
     gateway: `http://${c.nodeIp}:${GATEWAY_NODE_PORT}`,
+    ingress: c.ingress.url,
     kubectl,
     token: (user) => issuer.mint(user),
     cleanup: () => rm(idpDir, { recursive: true, force: true }),
@@ -154,14 +166,45 @@ export async function call(
     ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) }),
     signal: AbortSignal.timeout(30_000),
   });
-  const text = await res.text();
-  let body: Record<string, unknown> = {};
+  return { status: res.status, body: jsonBody(await res.text()), headers: res.headers };
+}
+
+/** A JSON answer's object, or `{ text }` when it is not JSON. */
+function jsonBody(text: string): Record<string, unknown> {
   try {
-    body = text === '' ? {} : (JSON.parse(text) as Record<string, unknown>);
+    return text === '' ? {} : (JSON.parse(text) as Record<string, unknown>);
   } catch {
-    body = { text };
+    return { text };
   }
-  return { status: res.status, body, headers: res.headers };
+}
+
+/**
+ * A call with a chosen Host header (through an ingress controller, whose rules match on it).
+ * undici's request, since fetch treats Host as its own to set.
+ */
+export async function callHost(
+  url: string,
+  host: string,
+  init: { headers?: Record<string, string>; body?: unknown } = {},
+): Promise<JsonReply> {
+  const res = await request(url, {
+    method: init.body === undefined ? 'GET' : 'POST',
+    headers: {
+      host,
+      ...(init.body === undefined ? {} : { 'content-type': 'application/json' }),
+      ...init.headers,
+    },
+    ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) }),
+    headersTimeout: 30_000,
+    bodyTimeout: 30_000,
+  });
+  const body = jsonBody(await res.body.text());
+  const headers = new Headers();
+  for (const [k, v] of Object.entries(res.headers)) {
+    if (typeof v === 'string') headers.set(k, v);
+    else if (Array.isArray(v)) for (const one of v) headers.append(k, one);
+  }
+  return { status: res.statusCode, body, headers };
 }
 
 /** Creates a key through the gateway's management API; returns its id and value. */

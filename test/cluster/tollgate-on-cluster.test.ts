@@ -6,8 +6,10 @@ import { clusterMinio } from '../harness/index.js';
 import {
   applyDoc,
   call,
+  callHost,
   createKey,
   eventually,
+  INGRESS_HOST,
   installTollgate,
   irisInfer,
   irisModel,
@@ -162,6 +164,52 @@ describe('a model from object storage', () => {
     );
     expect(pods.trim()).toBe('');
     await t.kubectl('-n', MODELS_NS, 'delete', 'model', 'model-bad', '--wait=true');
+  });
+});
+
+describe('REST through the ingress', () => {
+  it('serves the chart’s Ingress with the cluster’s ingress controller, called from the host', async () => {
+    const ingress = JSON.parse(
+      await t.kubectl('-n', NAMESPACE, 'get', 'ingress', `${RELEASE}-gateway`, '-o', 'json'),
+    ) as { spec: { ingressClassName?: string; rules: Array<{ host?: string }> } };
+    expect(ingress.spec.ingressClassName).toBe(t.c.ingress.className);
+    expect(ingress.spec.rules.map((r) => r.host)).toEqual([INGRESS_HOST]);
+
+    // The controller picks the rule up on its own schedule: wait for the first answer.
+    const live = await eventually('the Ingress route', async () => {
+      const r = await callHost(`${t.ingress}/v2/health/live`, INGRESS_HOST);
+      return r.status === 200 ? r : undefined;
+    });
+    expect(live.status).toBe(200);
+    // Another host matches no rule: the controller's own 404, never the gateway.
+    const elsewhere = await callHost(`${t.ingress}/v2/health/live`, 'other.test');
+    expect(elsewhere.status).toBe(404);
+
+    // The platform REST resource, with a key and without, through the ingress.
+    const { key } = await createKey(t, 'alice', { module: 'platform', roles: ['models:viewer'] });
+    const listed = await callHost(`${t.ingress}/events/platform/api/v1/models`, INGRESS_HOST, {
+      headers: { authorization: `Apikey ${key}` },
+    });
+    expect(listed.status).toBe(200);
+    expect(Array.isArray(listed.body['items'])).toBe(true);
+    const unknown = await callHost(`${t.ingress}/events/platform/api/v1/models/model-nope`, INGRESS_HOST, {
+      headers: { authorization: `Apikey ${key}` },
+    });
+    expect(unknown.status).toBe(404);
+    expect(unknown.body['code']).toBe('model_not_found');
+    const refused = await callHost(`${t.ingress}/events/platform/api/v1/models`, INGRESS_HOST);
+    expect(refused.status).toBe(401);
+    expect(refused.body['code']).toBe('missing_api_key');
+    expect(refused.headers.get('www-authenticate')).toMatch(/^Apikey/);
+
+    // V2 inference through the ingress answers what scikit-learn answers.
+    const infer = await createKey(t, 'alice', { module: 'platform', roles: ['models:inference'] });
+    const answer = await callHost(`${t.ingress}/v2/models/${MODEL}/infer`, INGRESS_HOST, {
+      headers: { authorization: `Apikey ${infer.key}` },
+      body: irisInfer(iris.expected.rows),
+    });
+    expect(answer.status).toBe(200);
+    expect((answer.body['outputs'] as Array<{ data: number[] }>)[0]!.data).toEqual(iris.expected.predictions);
   });
 });
 

@@ -8,6 +8,7 @@
 #   tollgate/redis:test            test/harness/images/redis (the chart's bundled Redis)
 #   tollgate/pause:3.10            test/harness/images/pause (containerd's sandbox image)
 #   tollgate/coredns:1.12.1        test/harness/images/coredns
+#   tollgate/traefik:3.6.12        test/harness/images/traefik (the cluster's ingress controller)
 # Each image is keyed by the hash of its Dockerfile, its build context and its base's key, and
 # exported once to $TOLLGATE_CACHE/images/<name>-<key>.tar (docker-archive), which the harness
 # imports into the cluster's containerd. A warm run rebuilds nothing.
@@ -33,6 +34,7 @@ NODE_VERSION=20.20.2 # the Node.js the project pins (package.json engines, the m
 NPM_VERSION=10.9.9
 KUBE_VERSION=v1.34.4
 COREDNS_VERSION=1.12.1
+TRAEFIK_VERSION=3.6.12
 
 log() { printf '[images] %s\n' "$*" >&2; }
 # Its own storage: nothing of the machine's container storage is read or written.
@@ -178,3 +180,6 @@ build tollgate/pause:3.10 "$pause_key" "$(binary_context pause)"
 
 coredns_key=$(key "$here/images/coredns/Dockerfile" "$bin/coredns-v$COREDNS_VERSION")
 build "tollgate/coredns:$COREDNS_VERSION" "$coredns_key" "$(binary_context coredns)"
+
+traefik_key=$(key "$here/images/traefik/Dockerfile" "$bin/traefik-v$TRAEFIK_VERSION")
+build "tollgate/traefik:$TRAEFIK_VERSION" "$traefik_key" "$(binary_context traefik)"

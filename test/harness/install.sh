@@ -28,6 +28,7 @@ flock 9
 
 KUBE_VERSION=v1.34.4
 COREDNS_VERSION=v1.12.1 # from go/coredns/go.mod
+TRAEFIK_VERSION=v3.6.12 # from go/traefik/go.mod
 ETCD_VERSION=v3.6.4
 MINIO_VERSION=RELEASE.2025-09-07T16-13-09Z
 MINIO_TIME=2025-09-07T16:13:09Z # the same release, as MinIO's own version string
@@ -134,6 +135,10 @@ need_cluster() {
   go_build "$here/go/coredns" . "$bin/coredns-$COREDNS_VERSION" \
     "-X github.com/coredns/coredns/coremain.GitCommit=$COREDNS_VERSION"
   ln -sfn "coredns-$COREDNS_VERSION" "$bin/coredns"
+  # The cluster's ingress controller.
+  go_build "$here/go/traefik" github.com/traefik/traefik/v3/cmd/traefik "$bin/traefik-$TRAEFIK_VERSION" \
+    "-X github.com/traefik/traefik/v3/pkg/version.Version=$TRAEFIK_VERSION"
+  ln -sfn "traefik-$TRAEFIK_VERSION" "$bin/traefik"
 
   # The sandbox ("pause") container: Kubernetes' own pause.c from the pinned module, static.
   local pause="$bin/pause-$KUBE_VERSION"

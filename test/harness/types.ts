@@ -18,6 +18,7 @@ export interface ClusterInfo extends KubeInfo {
   dnsIp: string;
   netns: string; // the node's network namespace (ip netns exec <netns> …)
   images: { tollgate: string; mlserver: string; redis: string }; // in the node's containerd
+  ingress: { className: string; url: string }; // the ingress controller: its class, its NodePort from the host
   startMs: number; // how long the start took
 }
 export interface MinioInfo {

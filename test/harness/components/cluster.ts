@@ -3,7 +3,8 @@
 // kube-scheduler, containerd (its own root, state, socket and CNI config), kubelet and kube-proxy
 // (iptables mode). A veth pair joins the node to the host, which routes only the cluster's pod
 // and service ranges to it; the node has no default route, so nothing in a pod can reach any
-// address outside the cluster. CoreDNS runs as a Deployment. Images come from build-images.sh
+// address outside the cluster. CoreDNS and an ingress controller (Traefik, ingress.ts) run as
+// Deployments. Images come from build-images.sh
 // (buildah, no registry) and are imported into the node's containerd.
 //
 // Teardown (and the reaper, after a killed run) is cluster-down.sh: containers through the
@@ -18,6 +19,7 @@ import { stringify } from 'yaml';
 import { binDir, bins, repoRoot } from '../paths.js';
 import type { Managed, ProcessRegistry } from '../processes.js';
 import { waitUntil } from '../wait.js';
+import { INGRESS_CLASS, INGRESS_NODE_PORT, TRAEFIK_DEPLOYMENT, traefikManifests } from './ingress.js';
 import { startControlPlane } from './kube.js';
 import type { ClusterInfo } from '../types.js';
 
@@ -469,27 +471,24 @@ export async function startCluster(reg: ProcessRegistry, runDir: string): Promis
     { timeoutMs: 120_000, proc: kubelet, intervalMs: 500 },
   );
   await imported;
+  // The cluster's add-ons: DNS, and an ingress controller (as kind's ingress setup adds one).
   const apply = execFile(bins.kubectl, ['--kubeconfig', kubeconfig, 'apply', '-f', '-']);
-  apply.stdin?.end(corednsManifests(net));
+  apply.stdin?.end(`${corednsManifests(net)}---\n${traefikManifests()}`);
   await new Promise<void>((res, rej) => {
-    apply.once('exit', (code) => (code === 0 ? res() : rej(new Error(`coredns apply exited ${code}`))));
+    apply.once('exit', (code) => (code === 0 ? res() : rej(new Error(`add-ons apply exited ${code}`))));
   });
-  await waitUntil(
-    'CoreDNS ready',
-    async () =>
-      (
-        await kubectl(
-          '-n',
-          'kube-system',
-          'get',
-          'deploy',
-          'coredns',
-          '-o',
-          'jsonpath={.status.readyReplicas}',
-        )
-      ).stdout === '1',
-    { timeoutMs: 120_000, intervalMs: 500 },
-  );
+  const deploymentReady = (what: string, namespace: string, name: string) =>
+    waitUntil(
+      what,
+      async () =>
+        (await kubectl('-n', namespace, 'get', 'deploy', name, '-o', 'jsonpath={.status.readyReplicas}'))
+          .stdout === '1',
+      { timeoutMs: 120_000, intervalMs: 500 },
+    );
+  await Promise.all([
+    deploymentReady('CoreDNS ready', 'kube-system', 'coredns'),
+    deploymentReady('Traefik ready', TRAEFIK_DEPLOYMENT.namespace, TRAEFIK_DEPLOYMENT.name),
+  ]);
   // The default ServiceAccount, made by the controller manager, before any pod is created.
   await waitUntil(
     'default ServiceAccount',
@@ -511,6 +510,7 @@ export async function startCluster(reg: ProcessRegistry, runDir: string): Promis
     dnsIp: net.dnsIp,
     netns: net.netns,
     images: CLUSTER_IMAGES,
+    ingress: { className: INGRESS_CLASS, url: `http://${net.nodeIp}:${INGRESS_NODE_PORT}` },
     startMs: Date.now() - started,
   };
 }

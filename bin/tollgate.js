@@ -1,3 +1,13 @@
 #!/usr/bin/env node
-// The CLI runs from the compiled output; `make build` (or any make target) produces it.
-import '../dist/cli/main.js';
+// The CLI runs from the compiled output; `make build` (or any make target) produces it. Before a
+// build, say so instead of a module-not-found stack trace.
+import { existsSync } from 'node:fs';
+
+const main = new URL('../dist/cli/main.js', import.meta.url);
+if (!existsSync(main)) {
+  process.stderr.write(
+    'tollgate: the CLI is not built yet; run `make build` (or `make demo`) in the repository first\n',
+  );
+  process.exit(2);
+}
+await import(main.href);

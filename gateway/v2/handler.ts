@@ -209,6 +209,7 @@ async function infer(
       { field: 'body' },
     );
   }
+  checkJsonContentType(req);
   const body = await readBody(req, s.config.bodyLimitBytes);
   const { metadata } = await cache.get(model, runtime);
   validateInferRequest(body, metadata);
@@ -235,6 +236,23 @@ async function infer(
   // The runtime refused what the cached metadata allowed: the model may have changed under it.
   if (err.code !== 'inference_error') cache.forget(model);
   throw err;
+}
+
+/**
+ * A body declared as anything but JSON is refused before it is read: `curl -d` sends a form type,
+ * which MLServer would answer with a pydantic message about dictionaries. No Content-Type at all
+ * is accepted, since tritonclient sends its JSON requests without one.
+ */
+function checkJsonContentType(req: IncomingMessage): void {
+  const declared = req.headers['content-type'];
+  if (declared === undefined) return;
+  const type = declared.split(';')[0]?.trim().toLowerCase() ?? '';
+  if (type === 'application/json' || /^application\/[a-z0-9.+-]*\+json$/.test(type)) return;
+  throw new TollgateError(
+    'unsupported_media_type',
+    `the body is declared as ${JSON.stringify(type)}; send the V2 request as JSON with Content-Type: application/json (curl: -H 'Content-Type: application/json')`,
+    { field: 'content-type' },
+  );
 }
 
 async function readLimited(body: AsyncIterable<Buffer>, limit: number): Promise<string> {

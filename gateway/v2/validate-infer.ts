@@ -339,5 +339,37 @@ export function validateInferRequest(
       `inputs[${(missing[0] as TensorMetadata).name}]`,
     );
   }
+  checkOutputs(request);
   return { id };
+}
+
+const BINARY_OUTPUT =
+  'the binary tensor extension is not supported by the model runtime; ask for JSON outputs (drop binary_data; tritonclient: binary_data=False)';
+
+/**
+ * Requested outputs: each an object with a name. Binary outputs (the binary tensor extension) are
+ * refused: MLServer ignores the request and answers JSON, which a client that asked for binary
+ * would then misread.
+ */
+function checkOutputs(request: Record<string, unknown>): void {
+  if (isObject(request.parameters) && request.parameters.binary_data_output === true) {
+    throw bad('binary_data_unsupported', BINARY_OUTPUT, 'parameters.binary_data_output');
+  }
+  const { outputs } = request;
+  if (outputs === undefined) return;
+  if (!Array.isArray(outputs)) {
+    throw bad('invalid_request', '"outputs" must be a list of {"name": ...} objects', 'outputs');
+  }
+  outputs.forEach((output: unknown, position) => {
+    if (!isObject(output) || typeof output.name !== 'string' || output.name === '') {
+      throw bad(
+        'invalid_request',
+        `outputs[${position}] must be an object with a "name" string`,
+        `outputs[${position}]`,
+      );
+    }
+    if (isObject(output.parameters) && output.parameters.binary_data === true) {
+      throw bad('binary_data_unsupported', BINARY_OUTPUT, `outputs[${output.name}].parameters.binary_data`);
+    }
+  });
 }

@@ -343,6 +343,49 @@ describe('the checklist, answered by the gateway before the runtime', () => {
     expect(a.json.error).toMatch(/binary_data=False/);
   });
 
+  test('binary outputs asked for in JSON are refused too, not silently answered in JSON', async () => {
+    const perOutput = await infer('model-iris', {
+      ...features([1, 4], [1, 2, 3, 4]),
+      outputs: [{ name: 'predict', parameters: { binary_data: true } }],
+    });
+    expect([perOutput.status, perOutput.json.code]).toEqual([400, 'binary_data_unsupported']);
+    expect(perOutput.json.error).toMatch(/ask for JSON outputs/);
+    const whole = await infer('model-iris', {
+      ...features([1, 4], [1, 2, 3, 4]),
+      parameters: { binary_data_output: true },
+    });
+    expect([whole.status, whole.json.code]).toEqual([400, 'binary_data_unsupported']);
+    // Asking for a JSON output by name still works.
+    const named = await infer('model-iris', {
+      ...features([1, 4], [1, 2, 3, 4]),
+      outputs: [{ name: 'predict', parameters: { binary_data: false } }],
+    });
+    expect(named.status).toBe(200);
+  });
+
+  test('a body declared as a form or text is 415 with what to send; no Content-Type is accepted', async () => {
+    for (const type of [
+      'application/x-www-form-urlencoded',
+      'text/plain',
+      'multipart/form-data; boundary=x',
+    ]) {
+      const r = await infer('model-iris', features([1, 4], [1, 2, 3, 4]), {
+        ...apikey(keys.platform),
+        'content-type': type,
+      });
+      expect([r.status, r.json.code]).toEqual([415, 'unsupported_media_type']);
+      expect(r.json.error).toMatch(/Content-Type: application\/json/);
+    }
+    // tritonclient sends its JSON without a Content-Type.
+    const bare = await infer('model-iris', features([1, 4], [1, 2, 3, 4]), apikey(keys.platform));
+    expect(bare.status).toBe(200);
+    const charset = await infer('model-iris', features([1, 4], [1, 2, 3, 4]), {
+      ...apikey(keys.platform),
+      'content-type': 'application/json; charset=utf-8',
+    });
+    expect(charset.status).toBe(200);
+  });
+
   test('the body limit applies to V2', async () => {
     const big = features(
       [1, 4],

@@ -2,6 +2,7 @@
 // The CLI runs from the compiled output; `make build` (or any make target) produces it. Before a
 // build, say so instead of a module-not-found stack trace.
 import { existsSync } from 'node:fs';
+import { URL } from 'node:url';
 
 const main = new URL('../dist/cli/main.js', import.meta.url);
 if (!existsSync(main)) {

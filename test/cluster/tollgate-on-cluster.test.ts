@@ -196,7 +196,7 @@ describe('REST through the ingress', () => {
       headers: { authorization: `Apikey ${key}` },
     });
     expect(unknown.status).toBe(404);
-    expect(unknown.body['code']).toBe('model_not_found');
+    expect(unknown.body['code']).toBe('unknown_model');
     const refused = await callHost(`${t.ingress}/events/platform/api/v1/models`, INGRESS_HOST);
     expect(refused.status).toBe(401);
     expect(refused.body['code']).toBe('missing_api_key');

@@ -1,13 +1,16 @@
 /**
  * `make demo`: Tollgate on one machine, end to end. Installs what is missing (the Python venv with
- * MLServer, redis-server), starts a local Redis, trains and publishes the example models (file://
- * storage), starts `tollgate dev`, creates a key through the management API, prints the panel URL
- * and curl commands, and runs one inference of each kind through the gateway. Then it keeps
- * running until Ctrl-C (or exits at once with DEMO_EXIT_AFTER_RUN=1) and stops all it started.
+ * MLServer, redis-server), starts a local Redis, a sample platform resource (`datasets`) and a
+ * sample workflow service (`fraud`/`scorer`), trains and publishes the example models (file://
+ * storage), starts `tollgate dev`, registers the workflow service with `tollgate route add`,
+ * creates keys through the management API, writes `.tollgate/demo/env` for a shell (the README's
+ * walkthrough runs against it), and runs one inference of each kind through the gateway. Then it
+ * keeps running until Ctrl-C (or exits at once with DEMO_EXIT_AFTER_RUN=1) and stops all it started.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { DEMO_ENV_FILE } from '../cli/state-dir.js';
 import { freePort } from '../common/net/free-port.js';
 import { throwawayRedisArgs } from '../common/redis/throwaway-args.js';
 
@@ -25,8 +28,14 @@ const CASES: Array<{ name: string; what: string }> = [
   { name: 'model-wine', what: 'an MLflow model with a signature, no settings file' },
 ];
 const READY_TIMEOUT_MS = 240_000;
-const USER = 'demo';
-const WORKFLOW = 'wf-demo';
+const TSX = path.join(ROOT, 'node_modules', 'tsx', 'dist', 'cli.mjs');
+const CLI = path.join(ROOT, 'bin', 'tollgate.js');
+const ENV_FILE = path.join(ROOT, DEMO_ENV_FILE);
+// The README's walkthrough is alice's: her workflow `fraud` has the sample service `scorer` and
+// the iris model.
+const USER = 'alice';
+const WORKFLOW = 'fraud';
+const WORKFLOW_SERVICE = 'scorer';
 const WORKFLOW_MODEL = 'model-iris';
 
 const children: ChildProcess[] = [];
@@ -76,6 +85,8 @@ function start(name: string, command: string, args: string[], env: NodeJS.Proces
 }
 
 async function stopAll(): Promise<void> {
+  // The CLI takes the demo's state directory as its default only while this file exists.
+  rmSync(ENV_FILE, { force: true });
   // tollgate dev stops its MLServer processes on SIGTERM; Redis goes last.
   for (const child of [...children].reverse()) {
     if (child.exitCode !== null || child.signalCode !== null) continue;
@@ -134,6 +145,24 @@ async function main(): Promise<void> {
     redis,
   );
 
+  step('starting the sample platform resource `datasets` and the workflow service `fraud/scorer`');
+  const datasetsPort = await freePort();
+  const scorerPort = await freePort();
+  const datasetsUrl = `http://127.0.0.1:${datasetsPort}`;
+  const scorerUrl = `http://127.0.0.1:${scorerPort}`;
+  const datasets = start('datasets', process.execPath, [
+    TSX,
+    path.join(ROOT, 'examples/services/datasets.ts'),
+    String(datasetsPort),
+  ]);
+  const scorer = start('scorer', process.execPath, [
+    TSX,
+    path.join(ROOT, 'examples/services/scorer.ts'),
+    String(scorerPort),
+  ]);
+  await waitFor('datasets', async () => (await fetch(`${datasetsUrl}/api/v1/datasets`)).ok, 30_000, datasets);
+  await waitFor('scorer', async () => (await fetch(`${scorerUrl}/health`)).ok, 30_000, scorer);
+
   step(`training the example models into ${path.relative(ROOT, MODELS)}/`);
   execFileSync(PYTHON, [path.join(ROOT, 'examples/train.py'), '--out', MODELS], {
     cwd: ROOT,
@@ -145,35 +174,55 @@ async function main(): Promise<void> {
   step('starting tollgate dev (gateway + operator, one MLServer per model)');
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
-  const dev = start('tollgate-dev', process.execPath, [
-    path.join(ROOT, 'bin/tollgate.js'),
-    'dev',
-    '--state-dir',
-    STATE,
-    '--port',
-    String(port),
-    '--redis-url',
-    redisUrl,
-    '--mlserver',
-    MLSERVER,
-  ]);
+  const dev = start(
+    'tollgate-dev',
+    process.execPath,
+    [
+      CLI,
+      'dev',
+      '--state-dir',
+      STATE,
+      '--port',
+      String(port),
+      '--redis-url',
+      redisUrl,
+      '--mlserver',
+      MLSERVER,
+    ],
+    // The platform resource the gateway proxies (models is built in).
+    { TOLLGATE_UPSTREAMS: `datasets=${datasetsUrl}` },
+  );
   await waitFor('the gateway', async () => (await fetch(`${base}/readyz`)).ok, 30_000, dev);
 
-  step('creating an API key through the management API (token from `tollgate token`)');
-  const token = execFileSync(process.execPath, [
-    path.join(ROOT, 'bin/tollgate.js'),
-    'token',
-    '--user',
+  step(`registering ${WORKFLOW}/${WORKFLOW_SERVICE} with \`tollgate route add\` (a Service manifest)`);
+  execFileSync(process.execPath, [
+    CLI,
+    'route',
+    'add',
+    '--workflow',
+    WORKFLOW,
+    '--service',
+    WORKFLOW_SERVICE,
+    '--url',
+    scorerUrl,
+    '--owner',
     USER,
     '--state-dir',
     STATE,
-  ])
+  ]);
+
+  step('creating API keys through the management API (token from `tollgate token`)');
+  const token = execFileSync(process.execPath, [CLI, 'token', '--user', USER, '--state-dir', STATE])
     .toString()
     .trim();
   const created = await fetch(`${base}/api/v1/apikeys`, {
     method: 'POST',
     headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ module: 'platform', roles: ['models:inference'], name: 'demo' }),
+    body: JSON.stringify({
+      module: 'platform',
+      roles: ['datasets:viewer', 'models:inference'],
+      name: 'demo',
+    }),
   });
   const createdBody = (await created.json()) as { key?: string; error?: string };
   if (!created.ok || createdBody.key === undefined)
@@ -212,14 +261,36 @@ async function main(): Promise<void> {
     `  Panel (API keys):  ${base}/panel/#token=${token}\n` +
       `                     (a new sign-in token: node bin/tollgate.js token --user demo --state-dir ${path.relative(ROOT, STATE)})`,
   );
-  say(`  API key:           ${key}   (platform, models:inference)`);
+  say(`  API key:           ${key}   (platform, datasets:viewer + models:inference)`);
   say(`  Workflow key:      ${bdaKey}   (bda, workflow ${WORKFLOW})`);
   say(
     `  Model manifests:   ${path.relative(ROOT, path.join(STATE, 'models'))}/   logs: ${path.relative(ROOT, STATE)}/*.log`,
   );
-  say('\nTry it:');
-  say(`  export TOLLGATE=${base} KEY=${key} BDA_KEY=${bdaKey}`);
+  writeFileSync(
+    ENV_FILE,
+    [
+      '# Written by `make demo` while it runs: `source .tollgate/demo/env`, then paste the README.',
+      `export BASE=${base}`,
+      `export TOLLGATE=${base}`,
+      `export KEY=${key}`,
+      `export BDA_KEY=${bdaKey}`,
+      `export TOLLGATE_STATE_DIR=${STATE}`,
+      `export TOLLGATE_REDIS_URL=${redisUrl}`,
+      `export SCORER_URL=${scorerUrl}`,
+      `export DATASETS_URL=${datasetsUrl}`,
+      '',
+    ].join('\n'),
+    { mode: 0o600 },
+  );
+  say(
+    `  Shell:             source ${DEMO_ENV_FILE}   (BASE, KEY, BDA_KEY, TOLLGATE_STATE_DIR, TOLLGATE_REDIS_URL)`,
+  );
+  say('\nTry it (after the source above; the README walks through the rest):');
   say('  curl -s $TOLLGATE/v2/models/model-iris -H "Authorization: Apikey $KEY"');
+  say('  curl -s $TOLLGATE/events/platform/api/v1/datasets -H "Authorization: Apikey $KEY"');
+  say(
+    `  curl -s $TOLLGATE/events/bda/${WORKFLOW}/${WORKFLOW_SERVICE}/score -H "Authorization: Apikey $BDA_KEY" -H 'Content-Type: application/json' -d '{"amount":120.5,"country":"FR"}'`,
+  );
   say(
     `  curl -s $TOLLGATE/v2/models/model-iris/infer -H "Authorization: Apikey $KEY" -H 'Content-Type: application/json' -d '{"inputs":[{"name":"features","datatype":"FP32","shape":[1,4],"data":[5.1,3.5,1.4,0.2]}]}'`,
   );
@@ -265,6 +336,18 @@ async function main(): Promise<void> {
   say(
     `      ${viaWorkflow.ok ? summarise((await viaWorkflow.json()) as Parameters<typeof summarise>[0]) : `${viaWorkflow.status} ${await viaWorkflow.text()}`}`,
   );
+  const scored = await fetch(`${base}/events/bda/${WORKFLOW}/${WORKFLOW_SERVICE}/score`, {
+    method: 'POST',
+    headers: { authorization: `Apikey ${bdaKey}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ amount: 120.5, country: 'FR' }),
+  });
+  if (!scored.ok) failures++;
+  say(
+    `  the workflow service ${WORKFLOW}/${WORKFLOW_SERVICE}, with the bda key: ${scored.status} ${await scored.text()}`,
+  );
+  const listed = await fetch(`${base}/events/platform/api/v1/datasets`, { headers: auth });
+  if (!listed.ok) failures++;
+  say(`  the platform resource datasets, with the platform key: ${listed.status} ${await listed.text()}`);
   const refused = await fetch(`${base}/v2/models/model-iris/infer`, {
     method: 'POST',
     headers: { ...auth, 'content-type': 'application/json' },

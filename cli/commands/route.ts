@@ -8,6 +8,7 @@ import {
   WorkflowServiceManifests,
   workflowServiceManifestSchema,
 } from '../../common/resources/workflow-service.js';
+import { defaultStateDir, STATE_DIR_HELP } from '../state-dir.js';
 
 interface StateFlag {
   stateDir: string;
@@ -23,11 +24,7 @@ export function register(program: Command): void {
   const route = program
     .command('route')
     .description('Workflow services of standalone mode (Service manifests in the state directory)');
-  const stateOption = [
-    '--state-dir <dir>',
-    'the state directory of `tollgate dev` (TOLLGATE_STATE_DIR)',
-    process.env.TOLLGATE_STATE_DIR ?? '.tollgate',
-  ] as const;
+  const stateOption = ['--state-dir <dir>', STATE_DIR_HELP, defaultStateDir()] as const;
 
   route
     .command('add')

@@ -46,11 +46,8 @@ export class LocalIssuer {
    */
   static async open(stateDir: string): Promise<LocalIssuer> {
     const file = join(stateDir, FILE);
-    try {
-      return LocalIssuer.fromJwk(JSON.parse(await readFile(file, 'utf8')));
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
-    }
+    const found = await LocalIssuer.existing(stateDir);
+    if (found !== undefined) return found;
     await mkdir(stateDir, { recursive: true, mode: 0o700 });
     const { privateKey } = await generateKeyPair(ALG, { extractable: true });
     const jwk = await exportJWK(privateKey);
@@ -65,6 +62,25 @@ export class LocalIssuer {
       await unlink(temp);
     }
     return LocalIssuer.fromJwk(JSON.parse(await readFile(file, 'utf8')));
+  }
+
+  /**
+   * The signing key of `<stateDir>` if a gateway made one, else undefined. Minting (`tollgate
+   * token`) uses this, never `open`: a key made beside a gateway that uses another directory's
+   * would give tokens that gateway refuses.
+   */
+  static async existing(stateDir: string): Promise<LocalIssuer | undefined> {
+    try {
+      return LocalIssuer.fromJwk(JSON.parse(await readFile(join(stateDir, FILE), 'utf8')));
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      throw e;
+    }
+  }
+
+  /** Where the signing key of `stateDir` lives. */
+  static keyFile(stateDir: string): string {
+    return join(stateDir, FILE);
   }
 
   private static fromJwk(value: unknown): LocalIssuer {

@@ -1,5 +1,6 @@
 import { WorkflowRoutes } from '../../../common/routes/workflow-routes.js';
 import { execFile } from 'node:child_process';
+import { readdir } from 'node:fs/promises';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { promisify } from 'node:util';
@@ -173,6 +174,18 @@ describe('standalone management API with the CLI', () => {
       code: 1,
       stderr: expect.stringContaining(`no route for workflow ${workflow}, service api`),
     });
+  });
+
+  it('never makes a signing key: a directory without one is refused, naming the file, and stays empty', async () => {
+    const elsewhere = await tempDir('tollgate-no-gateway-');
+    const refused = await cli('token', '--user', 'alice', '--state-dir', elsewhere).then(
+      () => undefined,
+      (e: { code: number; stderr: string }) => e,
+    );
+    expect(refused?.code).toBe(1);
+    expect(refused?.stderr).toContain(`no signing key at ${elsewhere}/signing-key.json`);
+    expect(refused?.stderr).toContain('--state-dir of the running `tollgate dev`');
+    expect(await readdir(elsewhere)).toEqual([]);
   });
 
   it('rejects a token whose user flag is missing, and nothing is minted', async () => {

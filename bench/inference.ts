@@ -1,3 +1,4 @@
+import { noModels } from '../gateway/v2/model-directory.js';
 import { execFile, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
@@ -192,10 +193,7 @@ export async function runInferenceBench(): Promise<string[]> {
       overrides: { host: '127.0.0.1', port: 0, redisUrl: `redis://127.0.0.1:${redisPort}` },
     });
     const services = await createGatewayServices(config, log);
-    const gateway = createGatewayServer(
-      services,
-      createV2Handler(services, async () => undefined),
-    );
+    const gateway = createGatewayServer(services, createV2Handler(services, noModels));
     const port = (await gateway.listen(0, '127.0.0.1')).port;
     stopGateway = () => gateway.shutdown();
 

@@ -8,7 +8,7 @@ import { clientResponseHeaders, requestIdOf, upstreamRequestHeaders } from '../p
 import type { NormalisedPath } from '../routing/normalise.js';
 import type { GatewayServices } from '../services.js';
 import type { MetadataCache, RuntimeAddress } from './metadata-cache.js';
-import type { FindModel } from './model-directory.js';
+import type { ModelDirectory } from './model-directory.js';
 import { readBody } from './read-body.js';
 import { runtimeError, runtimeUnreachable } from './runtime-errors.js';
 import { validateInferRequest } from './validate-infer.js';
@@ -17,6 +17,8 @@ import { validateInferRequest } from './validate-infer.js';
  * The V2 (Open Inference Protocol) endpoints on the gateway's root:
  *
  *   GET  /v2, /v2/health/live, /v2/health/ready  open
+ *   GET  /v2/models                              the models this key may call, with readiness
+ *   POST /v2/repository/index                    the same, as MLServer's and Triton's index
  *   GET  /v2/models/<m>                          metadata (served from the gateway's cache)
  *   GET  /v2/models/<m>/ready                    the runtime's readiness
  *   POST /v2/models/<m>/infer                    checked against the metadata, then sent on
@@ -55,20 +57,106 @@ function forbidden(message: string): TollgateError {
   return new TollgateError('model_access_denied', message);
 }
 
-export function createV2Handler(s: GatewayServices, findModel: FindModel): V2Handler {
+export function createV2Handler(s: GatewayServices, models: ModelDirectory): V2Handler {
   const cache = s.metadata;
 
-  /** The runtime of a model this grant may call; 403, 404 or 503 with the reason otherwise. */
-  async function runtimeFor(model: string, grant: KeyGrant): Promise<RuntimeAddress> {
+  /** A platform key must allow inference; a bda key may call its workflow's models only. */
+  function checkInferenceRole(grant: KeyGrant): void {
     if (grant.module === 'platform' && !s.roles.allows(grant.roles, 'INFER', 'models')) {
       throw forbidden(
         `this key's roles (${grant.roles.join(', ')}) do not allow model inference; use a platform key with role models:inference or editor`,
       );
     }
+  }
+
+  /** The models this grant may call, by name, with whether each has a ready replica now. */
+  async function callableModels(
+    req: IncomingMessage,
+  ): Promise<Array<{ name: string; workflow: string | undefined; ready: boolean }>> {
+    const grant = await s.keys.check(req.headers.authorization);
+    checkInferenceRole(grant);
+    if (grant.rateLimit !== undefined) await s.rateLimiter.take(grant);
+    s.usage.record(grant.id);
+    const mine = (await models.list())
+      .filter(
+        (m) => grant.module === 'platform' || (m.workflow !== undefined && m.workflow === grant.roles[0]),
+      )
+      .sort((a, b) => (a.name < b.name ? -1 : 1));
+    return Promise.all(
+      mine.map(async (m) => ({
+        name: m.name,
+        workflow: m.workflow,
+        ready: (await s.routes.model(m.name)) !== null,
+      })),
+    );
+  }
+
+  /** GET /v2/models: `{ models: [{ name, ready, versions, workflow? }] }`. */
+  async function listModels(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if (req.method !== 'GET') throw methodNotAllowed('GET');
+    const listed = await callableModels(req);
+    sendJson(res, 200, {
+      models: listed.map((m) => ({
+        name: m.name,
+        ready: m.ready,
+        // One version per model until versions exist: the model's current one, unnamed.
+        versions: [],
+        ...(m.workflow === undefined ? {} : { workflow: m.workflow }),
+      })),
+    });
+  }
+
+  /**
+   * POST /v2/repository/index, as MLServer and Triton answer it: `[{ name, version, state, reason }]`,
+   * `{"ready": true}` in the body to list only ready models.
+   */
+  async function repositoryIndex(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if (req.method !== 'POST') throw methodNotAllowed('POST');
+    checkJsonContentType(req);
+    const raw = (await readBody(req, 4096)).toString('utf8').trim();
+    let readyOnly = false;
+    if (raw !== '') {
+      let body: unknown;
+      try {
+        body = JSON.parse(raw);
+      } catch {
+        throw new TollgateError('invalid_json', 'the body is not JSON; send {} or {"ready": true}', {
+          field: 'body',
+        });
+      }
+      const ready = (body as { ready?: unknown } | null)?.ready;
+      if (
+        typeof body !== 'object' ||
+        body === null ||
+        Array.isArray(body) ||
+        (ready !== undefined && typeof ready !== 'boolean')
+      ) {
+        throw new TollgateError('invalid_request', 'send {} or {"ready": true}', { field: 'ready' });
+      }
+      readyOnly = ready === true;
+    }
+    const listed = await callableModels(req);
+    sendJson(
+      res,
+      200,
+      listed
+        .filter((m) => !readyOnly || m.ready)
+        .map((m) => ({
+          name: m.name,
+          version: '',
+          state: m.ready ? 'READY' : 'UNAVAILABLE',
+          reason: m.ready ? '' : 'no ready replica yet',
+        })),
+    );
+  }
+
+  /** The runtime of a model this grant may call; 403, 404 or 503 with the reason otherwise. */
+  async function runtimeFor(model: string, grant: KeyGrant): Promise<RuntimeAddress> {
+    checkInferenceRole(grant);
     const route = await s.routes.model(model);
     let workflow = route?.route.workflow;
     if (route === null) {
-      const info = await findModel(model);
+      const info = await models.find(model);
       if (info === undefined) {
         throw new TollgateError(
           'model_not_found',
@@ -154,9 +242,11 @@ export function createV2Handler(s: GatewayServices, findModel: FindModel): V2Han
       if (req.method !== 'GET') throw methodNotAllowed('GET');
       return sendJson(res, 200, SERVER_METADATA);
     }
+    if (area === 'models' && model === undefined) return listModels(req, res);
+    if (area === 'repository' && model === 'index' && action === undefined) return repositoryIndex(req, res);
     if (area !== 'models' || model === undefined || rest.length > 0) {
       throw notFound(
-        'no such V2 endpoint: GET /v2/health/live|ready, GET /v2/models/<model>[/ready], POST /v2/models/<model>/infer',
+        'no such V2 endpoint: GET /v2/health/live|ready, GET /v2/models, POST /v2/repository/index, GET /v2/models/<model>[/ready], POST /v2/models/<model>/infer',
       );
     }
     if (action === undefined) {

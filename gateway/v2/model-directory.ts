@@ -5,26 +5,45 @@ import type { ManifestCollection } from '../../common/resources/manifest-dir.js'
 import { MODEL_GROUP, MODEL_PLURAL, MODEL_VERSION, type Model } from '../../common/resources/model.js';
 
 /**
- * Whether a model exists, and its workflow, when the route table has no route for it: the
- * difference between "not ready yet" (503) and "no such model" (404), and who may call it. Only
- * asked off the happy path (a ready model has a route), so a short cache is enough.
+ * The Model resources as the gateway's V2 endpoints need them: whether a model exists and its
+ * workflow when the route table has no route for it (the difference between "not ready yet", 503,
+ * and "no such model", 404, and who may call it), and the list of models for the repository index.
+ * Only asked off the happy path (a ready model has a route), so a short cache is enough.
  */
 export interface ModelInfo {
   workflow: string | undefined;
 }
 
-export type FindModel = (name: string) => Promise<ModelInfo | undefined>;
+export interface ModelDirectory {
+  find(name: string): Promise<ModelInfo | undefined>;
+  /** Every model, by name. */
+  list(): Promise<Array<ModelInfo & { name: string }>>;
+}
 
 const KNOWN_TTL_MS = 2_000;
 
-function cached(find: FindModel): FindModel {
+function cached(directory: ModelDirectory): ModelDirectory {
   const cache = new LRUCache<string, { info: ModelInfo | undefined }>({ max: 1_000, ttl: KNOWN_TTL_MS });
-  return async (name) => {
-    const hit = cache.get(name);
-    if (hit !== undefined) return hit.info;
-    const info = await find(name);
-    cache.set(name, { info });
-    return info;
+  let listed: { at: number; models: Promise<Array<ModelInfo & { name: string }>> } | undefined;
+  return {
+    async find(name) {
+      const hit = cache.get(name);
+      if (hit !== undefined) return hit.info;
+      const info = await directory.find(name);
+      cache.set(name, { info });
+      return info;
+    },
+    list() {
+      if (listed === undefined || Date.now() - listed.at > KNOWN_TTL_MS) {
+        const models = directory.list();
+        listed = { at: Date.now(), models };
+        // A failed listing is not kept: the next call asks again.
+        models.catch(() => {
+          if (listed?.models === models) listed = undefined;
+        });
+      }
+      return listed.models;
+    },
   };
 }
 
@@ -38,36 +57,67 @@ const unavailable = (cause: unknown): TollgateError =>
     },
   );
 
+async function orUnavailable<T>(read: Promise<T>): Promise<T> {
+  try {
+    return await read;
+  } catch (err) {
+    throw unavailable(err);
+  }
+}
+
 /** Standalone mode: the Model manifests of the state directory. */
-export function manifestModels(models: ManifestCollection<Model>): FindModel {
-  return cached(async (name) => {
-    let model: Model | undefined;
-    try {
-      model = await models.get(name);
-    } catch (err) {
-      throw unavailable(err);
-    }
-    return model === undefined ? undefined : { workflow: model.spec.workflow };
+export function manifestModels(models: ManifestCollection<Model>): ModelDirectory {
+  return cached({
+    async find(name) {
+      const model = await orUnavailable(models.get(name));
+      return model === undefined ? undefined : { workflow: model.spec.workflow };
+    },
+    async list() {
+      const all = await orUnavailable(models.list());
+      return all.map((m) => ({ name: m.metadata.name, workflow: m.spec.workflow }));
+    },
   });
 }
 
+interface ModelItem {
+  metadata?: { name?: string };
+  spec?: { workflow?: string };
+}
+
 /** On a cluster: Model resources of any namespace (model names are global to the gateway's /v2). */
-export function kubeModels(kc: KubeConfig): FindModel {
+export function kubeModels(kc: KubeConfig): ModelDirectory {
   const api = kc.makeApiClient(CustomObjectsApi);
-  return cached(async (name) => {
-    let list: { items?: Array<{ spec?: { workflow?: string } }> };
-    try {
-      list = (await api.listClusterCustomObject({
+  const page = (opts: { fieldSelector?: string; limit: number; _continue?: string }) =>
+    orUnavailable(
+      api.listClusterCustomObject({
         group: MODEL_GROUP,
         version: MODEL_VERSION,
         plural: MODEL_PLURAL,
-        fieldSelector: `metadata.name=${name}`,
-        limit: 1,
-      })) as typeof list;
-    } catch (err) {
-      throw unavailable(err);
-    }
-    const item = list.items?.[0];
-    return item === undefined ? undefined : { workflow: item.spec?.workflow };
+        ...opts,
+      }) as Promise<{ items?: ModelItem[]; metadata?: { continue?: string } }>,
+    );
+  return cached({
+    async find(name) {
+      const item = (await page({ fieldSelector: `metadata.name=${name}`, limit: 1 })).items?.[0];
+      return item === undefined ? undefined : { workflow: item.spec?.workflow };
+    },
+    async list() {
+      const out: Array<ModelInfo & { name: string }> = [];
+      let next: string | undefined;
+      do {
+        const got = await page({ limit: 500, ...(next ? { _continue: next } : {}) });
+        for (const item of got.items ?? []) {
+          if (item.metadata?.name) out.push({ name: item.metadata.name, workflow: item.spec?.workflow });
+        }
+        next = got.metadata?.continue || undefined;
+      } while (next !== undefined);
+      return out;
+    },
   });
 }
+
+/** A gateway that knows no Model resources: only model routes exist (benchmarks, some tests). */
+export const noModels: ModelDirectory = {
+  find: async () => undefined,
+  list: async () => [],
+};

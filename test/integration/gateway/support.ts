@@ -1,3 +1,4 @@
+import { noModels } from '../../../gateway/v2/model-directory.js';
 import { putWorkflowRoute } from '../workflow-route.js';
 import {
   createServer,
@@ -91,10 +92,7 @@ export async function startGateway(settings: Partial<GatewayConfigInput>): Promi
   const log = createLogger('gateway-test', 'silent');
   const services = await createGatewayServices(config, log);
   // No model directory: these tests exercise /events and the management API.
-  const gateway = createGatewayServer(
-    services,
-    createV2Handler(services, async () => undefined),
-  );
+  const gateway = createGatewayServer(services, createV2Handler(services, noModels));
   const address = await gateway.listen(0, '127.0.0.1');
   return { url: `http://127.0.0.1:${address.port}`, services, gateway, stop: () => gateway.shutdown() };
 }

@@ -412,10 +412,20 @@ describe("the runtime's own errors, in the V2 shape", () => {
   test("what only MLServer's schema checks (its 422 detail) becomes a 400 naming the field", async () => {
     const a = await infer('model-iris', {
       inputs: [{ name: 'features', datatype: 'FP32', shape: [1, 4], data: [1, 2, 3, 4] }],
+      parameters: 'fast',
+    });
+    expect([a.status, a.json.code, a.json.field]).toEqual([400, 'invalid_inference_request', 'parameters']);
+    expect(a.json.error).toMatch(/^the runtime refused the request: parameters: /);
+    // Requested outputs are the gateway's to check: a list of {name} objects.
+    const outputs = await infer('model-iris', {
+      inputs: [{ name: 'features', datatype: 'FP32', shape: [1, 4], data: [1, 2, 3, 4] }],
       outputs: 'predict',
     });
-    expect([a.status, a.json.code, a.json.field]).toEqual([400, 'invalid_inference_request', 'outputs']);
-    expect(a.json.error).toMatch(/^the runtime refused the request: outputs: /);
+    expect([outputs.status, outputs.json.code, outputs.json.field]).toEqual([
+      400,
+      'invalid_request',
+      'outputs',
+    ]);
   });
 
   test('predict_proba on a regressor', async () => {
@@ -524,6 +534,77 @@ describe('who may call a model', () => {
       'shape_data_mismatch',
       "input 'features': shape [2,4] needs 8 values, data has 3",
     ]);
+  });
+});
+
+describe('listing the models a key may call', () => {
+  const all = [...CASES.map((c) => `model-${c}`), 'model-pending'].sort();
+
+  test('GET /v2/models: every model for an inference key, with readiness; a bda key sees its workflow’s', async () => {
+    const a = await send(base, '/v2/models', { headers: apikey(keys.platform) });
+    expect(a.status).toBe(200);
+    const listed = (
+      a.json as unknown as { models: Array<{ name: string; ready: boolean; workflow?: string }> }
+    ).models;
+    expect(listed.map((m) => m.name)).toEqual(all);
+    expect(listed.find((m) => m.name === 'model-iris')).toEqual({
+      name: 'model-iris',
+      ready: true,
+      versions: [],
+      workflow: WORKFLOW,
+    });
+    expect(listed.find((m) => m.name === 'model-pending')?.ready).toBe(false);
+
+    const bda = await send(base, '/v2/models', { headers: apikey(keys.bda) });
+    expect((bda.json as unknown as { models: Array<{ name: string }> }).models.map((m) => m.name)).toEqual([
+      'model-iris',
+    ]);
+    const other = await send(base, '/v2/models', { headers: apikey(keys.otherBda) });
+    expect(other.json).toEqual({ models: [] });
+  });
+
+  test('POST /v2/repository/index answers as MLServer and Triton do, {"ready": true} filters', async () => {
+    const index = async (body?: string) =>
+      send(base, '/v2/repository/index', {
+        method: 'POST',
+        headers: {
+          ...apikey(keys.platform),
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        },
+        ...(body === undefined ? {} : { body }),
+      });
+    const a = await index();
+    expect(a.status).toBe(200);
+    const entries = a.json as unknown as Array<{
+      name: string;
+      version: string;
+      state: string;
+      reason: string;
+    }>;
+    expect(entries.map((e) => e.name)).toEqual(all);
+    expect(entries.find((e) => e.name === 'model-iris')).toEqual({
+      name: 'model-iris',
+      version: '',
+      state: 'READY',
+      reason: '',
+    });
+    expect(entries.find((e) => e.name === 'model-pending')).toMatchObject({ state: 'UNAVAILABLE' });
+    const ready = (await index('{"ready": true}')).json as unknown as Array<{ name: string }>;
+    expect(ready.map((e) => e.name)).toEqual(all.filter((n) => n !== 'model-pending'));
+
+    const notJson = await index('{ready');
+    expect([notJson.status, notJson.json.code]).toEqual([400, 'invalid_json']);
+    const wrong = await index('{"ready": "yes"}');
+    expect([wrong.status, wrong.json.code, wrong.json.field]).toEqual([400, 'invalid_request', 'ready']);
+    const get = await send(base, '/v2/repository/index', { headers: apikey(keys.platform) });
+    expect([get.status, get.headers['allow']]).toEqual([405, 'POST']);
+  });
+
+  test('no key is 401; a key without an inference role is 403, as for a call', async () => {
+    const none = await send(base, '/v2/models');
+    expect([none.status, none.json.code]).toEqual([401, 'missing_api_key']);
+    const viewer = await send(base, '/v2/models', { headers: apikey(keys.viewer) });
+    expect([viewer.status, viewer.json.code]).toEqual([403, 'model_access_denied']);
   });
 });
 

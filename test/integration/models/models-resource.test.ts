@@ -1,3 +1,4 @@
+import { noModels } from '../../../gateway/v2/model-directory.js';
 import { putWorkflowRoute } from '../workflow-route.js';
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -154,10 +155,7 @@ describe.each([
     const services = await createGatewayServices(config, log, {
       platformResources: new Map([['models', handler]]),
     });
-    gateway = createGatewayServer(
-      services,
-      createV2Handler(services, async () => undefined),
-    );
+    gateway = createGatewayServer(services, createV2Handler(services, noModels));
     const address = await gateway.listen(0, '127.0.0.1');
     base = `http://127.0.0.1:${address.port}`;
   });

@@ -1,3 +1,4 @@
+import { noModels } from '../../../gateway/v2/model-directory.js';
 import { putWorkflowRoute } from '../workflow-route.js';
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
@@ -71,10 +72,7 @@ describe('models platform resource with the operator', () => {
     const services = await createGatewayServices(config, log, {
       platformResources: new Map([['models', handler]]),
     });
-    gateway = createGatewayServer(
-      services,
-      createV2Handler(services, async () => undefined),
-    );
+    gateway = createGatewayServer(services, createV2Handler(services, noModels));
     base = `http://127.0.0.1:${(await gateway.listen(0, '127.0.0.1')).port}`;
   });
 

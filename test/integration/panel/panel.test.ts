@@ -1,3 +1,4 @@
+import { noModels } from '../../../gateway/v2/model-directory.js';
 import { putWorkflowRoute } from '../workflow-route.js';
 import { createHash } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -86,10 +87,7 @@ beforeAll(async () => {
       identity: { local: { stateDir, selfUrl: gatewayBase } },
     });
   const services = await createGatewayServices(config, log, { management });
-  gateway = createGatewayServer(
-    services,
-    createV2Handler(services, async () => undefined),
-  );
+  gateway = createGatewayServer(services, createV2Handler(services, noModels));
   await gateway.listen(port, '127.0.0.1');
 
   browser = await launchChromium();

@@ -48,6 +48,10 @@ def train(out: Path) -> None:
     )
     shutil.copy(Path(image_pixels.__file__), folder / "image_pixels.py")
     samples = images[:4]
+    # The held-out digits as image files too, for trying the model with your own `base64` call.
+    for i, png in enumerate(samples):
+        (out / "requests" / f"digit-{digits.target[i]}.png").parent.mkdir(parents=True, exist_ok=True)
+        (out / "requests" / f"digit-{digits.target[i]}.png").write_bytes(png)
     save_request(
         out,
         NAME,

@@ -1,0 +1,74 @@
+// The README is tested: its runnable blocks (```sh runnable) are pasted, in order, into one bash
+// session against a running `make demo`, as a newcomer would after `source .tollgate/demo/env`.
+// Every command must succeed and print what the README says it prints (`# → ...` lines).
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { runnableCommands, splitOutputs, walkthroughScript } from './runnable-blocks.js';
+
+const run = promisify(execFile);
+const ROOT = new URL('../../..', import.meta.url).pathname;
+const TSX = path.join(ROOT, 'node_modules/tsx/dist/cli.mjs');
+const ENV_FILE = path.join(ROOT, '.tollgate/demo/env');
+
+let demo: ChildProcess | undefined;
+let demoLog = '';
+
+async function until(what: string, check: () => boolean, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (demo?.exitCode !== null)
+      throw new Error(`make demo exited (${demo?.exitCode}):\n${demoLog.slice(-3000)}`);
+    if (Date.now() > deadline) throw new Error(`${what}: not after ${timeoutMs} ms\n${demoLog.slice(-3000)}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+beforeAll(async () => {
+  // What `make demo` runs (the Makefile target builds first; `make test` has built already).
+  const env = { ...process.env };
+  for (const name of ['TOLLGATE_STATE_DIR', 'TOLLGATE_REDIS_URL', 'REDIS_URL', 'DEMO_EXIT_AFTER_RUN'])
+    delete env[name];
+  demo = spawn(process.execPath, [TSX, path.join(ROOT, 'examples/demo.ts')], {
+    cwd: ROOT,
+    env,
+    detached: true, // its own process group: everything it started can be stopped together
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const keep = (c: Buffer): void => void (demoLog = (demoLog + c.toString()).slice(-50_000));
+  demo.stdout?.on('data', keep);
+  demo.stderr?.on('data', keep);
+  await until('make demo ready', () => existsSync(ENV_FILE) && demoLog.includes('Running.'), 400_000);
+}, 420_000);
+
+afterAll(async () => {
+  if (demo?.pid === undefined || demo.exitCode !== null) return;
+  const exited = new Promise((r) => demo?.once('exit', r));
+  process.kill(-demo.pid, 'SIGTERM');
+  await Promise.race([exited, new Promise((r) => setTimeout(r, 60_000))]);
+  if (demo.exitCode === null && demo.signalCode === null) process.kill(-demo.pid, 'SIGKILL');
+}, 90_000);
+
+test('every runnable README command answers as the README shows, against make demo', async () => {
+  const readme = await readFile(path.join(ROOT, 'README.md'), 'utf8');
+  const commands = runnableCommands(readme);
+  // The walkthrough: keys, the CLI, workflows, platform resources and models.
+  expect(commands.length).toBeGreaterThanOrEqual(20);
+  const script = walkthroughScript(commands, `cd '${ROOT}'\nsource .tollgate/demo/env`);
+  const { stdout } = await run('bash', ['-c', script], { cwd: ROOT, timeout: 300_000, maxBuffer: 32 << 20 });
+  const results = splitOutputs(stdout, commands.length);
+  const failures: string[] = [];
+  commands.forEach((c, i) => {
+    const r = results[i];
+    if (r === undefined) return failures.push(`README line ${c.line}: never ran\n  ${c.command}`);
+    if (r.status !== 0)
+      failures.push(`README line ${c.line}: exit ${r.status}\n  ${c.command}\n  ${r.output}`);
+    for (const wanted of c.expect) {
+      if (!r.output.includes(wanted))
+        failures.push(`README line ${c.line}: no "${wanted}" in the output\n  ${c.command}\n  ${r.output}`);
+    }
+  });
+  expect(failures).toEqual([]);
+}, 320_000);

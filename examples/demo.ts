@@ -171,7 +171,7 @@ async function main(): Promise<void> {
   for (const { name } of CASES)
     writeFileSync(path.join(STATE, 'models', `${name}.yaml`), modelManifest(name));
 
-  step('starting tollgate dev (gateway + operator, one MLServer per model)');
+  step('starting tollgate dev (gateway + operator; the models share one MLServer process)');
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
   const dev = start(

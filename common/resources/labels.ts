@@ -16,3 +16,9 @@ export const PORT_ANNOTATION = 'tollgate.dev/port';
  * own, so a Service cannot point Tollgate's traffic anywhere else.
  */
 export const URL_ANNOTATION = 'tollgate.dev/url';
+/**
+ * Standalone mode only: `own` gives a Model an MLServer process of its own instead of the shared
+ * one (isolation of its Python modules and its crashes). On a cluster each Model is its own
+ * Deployment anyway.
+ */
+export const RUNTIME_ANNOTATION = 'tollgate.dev/runtime';

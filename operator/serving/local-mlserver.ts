@@ -1,27 +1,33 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { createWriteStream } from 'node:fs';
-import { mkdir, rm } from 'node:fs/promises';
+import { mkdir, readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from '../../common/logger.js';
 import { freePort } from '../../common/net/free-port.js';
+import { RUNTIME_ANNOTATION } from '../../common/resources/labels.js';
 import { pullFolder } from '../puller/pull.js';
 import { refKey, type ResourceRef } from '../framework/resource-source.js';
 import type { CredentialsResolver } from '../storage/credentials.js';
 import { openStore } from '../storage/open-store.js';
+import { MlserverProcess } from './mlserver-process.js';
 import type { RuntimeDriver, RuntimePlan, RuntimeState } from './runtime-driver.js';
 
 /**
- * Standalone mode's runtime: one local `mlserver start <folder>` process per Model, on free
- * loopback ports, serving the folder pulled from the Model's storage (s3:// or file://). The
- * same contract as the Kubernetes driver: `apply` returns at once with the current state; pulling,
- * starting and becoming ready happen in the background and are reported through `onChange`, after
- * which the controller applies again and reads the new state.
+ * Standalone mode's runtime: local MLServer processes on free loopback ports, serving the folders
+ * pulled from the Models' storage (s3:// or file://) into `<workDir>/<namespace>/<name>/model/`.
+ * Models share one MLServer process (MLServer serves many models from one repository, here
+ * `<workDir>`: each is loaded and unloaded through its repository API), which is what keeps a
+ * laptop's memory in check: one process costs about 300 MiB whatever it serves. A Model gets a
+ * process of its own when it sets `spec.env` (environment is per process), when its folder brings
+ * Python code (`*.py` beside the model: MLServer puts a model's folder on the import path only in
+ * a process of its own, and two models' modules of one name would collide), or with the
+ * annotation `tollgate.dev/runtime: own` (isolation from the others' crashes). The same contract as the Kubernetes driver: `apply` returns at once with the current
+ * state; pulling, starting and becoming ready happen in the background and are reported through
+ * `onChange`, after which the controller applies again and reads the new state.
  */
 export interface LocalMlserverOptions {
   /** The `mlserver` executable (e.g. .venv/bin/mlserver). */
   mlserver: string;
-  /** Model folders are pulled under `<workDir>/<namespace>/<name>/`. */
+  /** Model folders are pulled under `<workDir>/<namespace>/<name>/model/`. */
   workDir: string;
   credentials: CredentialsResolver;
   log: Logger;
@@ -33,27 +39,34 @@ export interface LocalMlserverOptions {
 
 interface Run {
   ref: ResourceRef;
+  plan: RuntimePlan;
   stamp: string;
+  shared: boolean;
   url: string;
   ready: boolean;
   failure?: { reason: string; message: string };
-  proc?: ChildProcess;
+  /** The process of a Model that runs alone. */
+  own?: MlserverProcess;
   abort: AbortController;
-  /** The last lines MLServer wrote, for the failure message. */
-  tail: string[];
-  /** Restarts after MLServer exited on its own; sets the delay before the next one. */
-  restarts: number;
   stopped: boolean;
 }
 
-const TAIL_LINES = 12;
-const STOP_GRACE_MS = 10_000;
-const MAX_RESTART_DELAY_MS = 30_000;
+/** Whether a Model may run in the shared process, before its folder is seen (see the class comment). */
+export function mayShareRuntime(plan: RuntimePlan): boolean {
+  const { metadata, spec } = plan.model;
+  return (spec.env ?? []).length === 0 && metadata.annotations?.[RUNTIME_ANNOTATION] !== 'own';
+}
+
+async function bringsPythonCode(folder: string): Promise<boolean> {
+  return (await readdir(folder)).some((f) => f.endsWith('.py'));
+}
 
 export class LocalMlserverDriver implements RuntimeDriver {
   private readonly runs = new Map<string, Run>();
   private onChange: (ref: ResourceRef) => void = () => undefined;
   private readonly host: string;
+  /** The shared process, started with the first shared Model and stopped after the last. */
+  private shared: Promise<MlserverProcess> | undefined;
 
   constructor(private readonly opts: LocalMlserverOptions) {
     this.host = opts.host ?? '127.0.0.1';
@@ -64,8 +77,10 @@ export class LocalMlserverDriver implements RuntimeDriver {
   }
 
   async stop(): Promise<void> {
-    await Promise.all([...this.runs.values()].map((run) => this.halt(run)));
+    // The shared process goes as a whole: no model needs unloading first.
+    await Promise.all([...this.runs.values()].map((run) => this.halt(run, false)));
     this.runs.clear();
+    await this.stopShared();
   }
 
   async apply(plan: RuntimePlan): Promise<RuntimeState> {
@@ -76,26 +91,34 @@ export class LocalMlserverDriver implements RuntimeDriver {
       await this.remove(ref);
       return { replicas: 0, readyReplicas: 0, url: '', rollingOut: false };
     }
-    // A new generation, storage or settings means a new folder and a new process.
+    // A new generation, storage, settings or placement means a new folder (and load or process).
     const stamp = createHash('sha256')
-      .update(JSON.stringify([metadata.uid, metadata.generation, spec.storageUri, spec.env, plan.settings]))
+      .update(
+        JSON.stringify([
+          metadata.uid,
+          metadata.generation,
+          spec.storageUri,
+          spec.env,
+          plan.settings,
+          mayShareRuntime(plan),
+        ]),
+      )
       .digest('hex');
     let run = this.runs.get(key);
     if (run?.stamp !== stamp) {
       if (run !== undefined) await this.halt(run);
-      const port = await freePort(this.host);
       run = {
         ref,
+        plan,
         stamp,
-        url: `http://${this.host}:${port}`,
+        shared: false,
+        url: '',
         ready: false,
         abort: new AbortController(),
-        tail: [],
-        restarts: 0,
         stopped: false,
       };
       this.runs.set(key, run);
-      void this.launch(run, plan, port);
+      void this.launch(run);
     }
     return {
       replicas: 1,
@@ -112,11 +135,13 @@ export class LocalMlserverDriver implements RuntimeDriver {
     if (run === undefined) return;
     this.runs.delete(key);
     await this.halt(run);
-    await rm(this.folderOf(ref), { recursive: true, force: true });
+    await rm(this.baseOf(run), { recursive: true, force: true });
+    if (run.shared && ![...this.runs.values()].some((r) => r.shared)) await this.stopShared();
   }
 
-  private folderOf(ref: ResourceRef): string {
-    return path.join(this.opts.workDir, ref.namespace, ref.name);
+  /** `<workDir>/<ns>/<name>/`: the model's folder `model/`, and its own process's log. */
+  private baseOf(run: Run): string {
+    return path.join(this.opts.workDir, run.ref.namespace, run.ref.name);
   }
 
   private fail(run: Run, reason: string, message: string): void {
@@ -127,100 +152,165 @@ export class LocalMlserverDriver implements RuntimeDriver {
     this.onChange(run.ref);
   }
 
-  private async launch(run: Run, plan: RuntimePlan, port: number): Promise<void> {
-    const { log } = this.opts;
-    const { metadata, spec } = plan.model;
-    const base = this.folderOf(run.ref);
-    const folder = path.join(base, 'model');
+  /** Pulls the Model's folder to `folder`; false (and the Model failed) if it could not. */
+  private async pull(run: Run, folder: string): Promise<boolean> {
+    const { spec, metadata } = run.plan.model;
     try {
-      await rm(base, { recursive: true, force: true });
-      await mkdir(base, { recursive: true });
+      await rm(folder, { recursive: true, force: true });
+      await mkdir(folder, { recursive: true });
       const env = await this.opts.credentials.envFor(run.ref.namespace, spec.credentials?.secretName);
       const summary = await pullFolder(openStore(spec.storageUri, env), folder, {
         signal: run.abort.signal,
-        ...(plan.settingsGenerated ? { settings: JSON.stringify(plan.settings, null, 2) } : {}),
+        ...(run.plan.settingsGenerated ? { settings: JSON.stringify(run.plan.settings, null, 2) } : {}),
       });
-      log.info({ model: metadata.name, ...summary }, 'model folder pulled');
+      this.opts.log.info({ model: metadata.name, ...summary }, 'model folder pulled');
+      return !run.stopped;
     } catch (err) {
       this.fail(run, 'PullFailed', `could not download ${spec.storageUri}: ${(err as Error).message}`);
-      return;
+      return false;
     }
-    if (run.stopped) return;
-    await this.serve(run, plan, port);
   }
 
-  /**
-   * runServer with a failure to start (no free port, an env value Node refuses, such as one
-   * holding a NUL byte) reported on the Model: both callers run it in the background, where a
-   * rejection would take the whole process down.
-   */
-  private serve(run: Run, plan: RuntimePlan, port: number): Promise<void> {
-    return this.runServer(run, plan, port).catch((err: unknown) =>
-      this.fail(run, 'RuntimeNotStarted', `could not start MLServer: ${(err as Error).message}`),
-    );
-  }
-
-  /**
-   * Runs MLServer on the pulled folder until it is ready. If it exits on its own (a crash, out of
-   * memory), the failure is reported and it is started again after a growing delay, as a
-   * Deployment restarts a container.
-   */
-  private async runServer(run: Run, plan: RuntimePlan, port: number): Promise<void> {
-    const { log } = this.opts;
-    const { metadata, spec } = plan.model;
-    const base = this.folderOf(run.ref);
-    const [grpcPort, metricsPort] = [await freePort(this.host), await freePort(this.host)];
-    const extraEnv = Object.fromEntries((spec.env ?? []).map((e) => [e.name, e.value]));
-    // MLServer writes .metrics and .envs under its working directory: keep them beside the folder.
-    const proc = spawn(this.opts.mlserver, ['start', path.join(base, 'model')], {
-      cwd: base,
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: {
-        ...process.env,
-        ...extraEnv,
-        MLSERVER_HOST: this.host,
-        MLSERVER_HTTP_PORT: String(port),
-        MLSERVER_GRPC_PORT: String(grpcPort),
-        MLSERVER_METRICS_PORT: String(metricsPort),
-        MLSERVER_PARALLEL_WORKERS: String(this.opts.parallelWorkers ?? 0),
-        MLSERVER_METRICS_DIR: path.join(base, '.metrics'),
-        MLSERVER_ENVIRONMENTS_DIR: path.join(base, '.envs'),
-      },
-    });
-    run.proc = proc;
-    const logFile = createWriteStream(path.join(base, 'mlserver.log'), { flags: 'a' });
-    const keep = (chunk: Buffer): void => {
-      logFile.write(chunk);
-      for (const line of chunk.toString('utf8').split('\n')) {
-        if (line.trim() !== '') run.tail.push(line);
+  /** Pulls the folder, then loads it into the shared process or starts a process of its own. */
+  private async launch(run: Run): Promise<void> {
+    const folder = path.join(this.baseOf(run), 'model');
+    if (!(await this.pull(run, folder))) return;
+    try {
+      run.shared = mayShareRuntime(run.plan) && !(await bringsPythonCode(folder));
+      if (run.shared) {
+        run.url = (await this.sharedProcess()).url;
+        await this.load(run);
+      } else {
+        const port = await freePort(this.host);
+        run.url = `http://${this.host}:${port}`;
+        await this.startOwn(run, folder, port);
       }
-      run.tail.splice(0, Math.max(0, run.tail.length - TAIL_LINES));
-    };
-    proc.stdout?.on('data', keep);
-    proc.stderr?.on('data', keep);
-    proc.once('error', (err) =>
-      this.fail(run, 'RuntimeNotStarted', `could not run ${this.opts.mlserver}: ${err.message}`),
-    );
-    proc.once('exit', (code, signal) => {
-      logFile.end();
-      if (run.stopped) return;
-      const last = run.tail.slice(-3).join(' | ');
-      this.fail(run, 'RuntimeExited', `MLServer exited (${signal ?? `code ${code}`}): ${last}`);
-      const delay = Math.min(MAX_RESTART_DELAY_MS, 1_000 * 2 ** run.restarts);
-      run.restarts++;
-      setTimeout(() => {
+    } catch (err) {
+      this.fail(run, 'RuntimeNotStarted', `could not start MLServer: ${(err as Error).message}`);
+    }
+  }
+
+  private async startOwn(run: Run, folder: string, port: number): Promise<void> {
+    const base = this.baseOf(run);
+    const extraEnv = Object.fromEntries((run.plan.model.spec.env ?? []).map((e) => [e.name, e.value]));
+    const own = new MlserverProcess({
+      mlserver: this.opts.mlserver,
+      host: this.host,
+      port,
+      folder,
+      cwd: base,
+      env: { ...process.env, ...extraEnv },
+      parallelWorkers: this.opts.parallelWorkers ?? 0,
+      log: this.opts.log,
+      name: run.ref.name,
+      onExit: (message) => this.fail(run, 'RuntimeExited', message),
+      onRestart: () => {
         if (run.stopped) return;
         run.failure = undefined;
-        run.tail = [];
         this.onChange(run.ref);
-        void this.serve(run, plan, port);
-      }, delay).unref();
+        void this.waitReady(run);
+      },
+      onSpawnFailed: (message) => this.fail(run, 'RuntimeNotStarted', message),
     });
-    log.info({ model: metadata.name, url: run.url, pid: proc.pid }, 'MLServer starting');
-    await this.waitReady(run, metadata.name);
+    run.own = own;
+    await own.start();
+    await this.waitReady(run);
   }
 
-  private async waitReady(run: Run, model: string): Promise<void> {
+  /** The shared process, started on first use. */
+  private sharedProcess(): Promise<MlserverProcess> {
+    this.shared ??= (async () => {
+      // The repository is the work directory: MLServer finds each model-settings.json under it.
+      const root = this.opts.workDir;
+      const cwd = path.join(root, '.shared');
+      await mkdir(cwd, { recursive: true });
+      const shared = new MlserverProcess({
+        mlserver: this.opts.mlserver,
+        host: this.host,
+        port: await freePort(this.host),
+        folder: root,
+        cwd,
+        // Models are loaded one by one through the repository API, as they become ready to serve.
+        env: {
+          ...process.env,
+          MLSERVER_LOAD_MODELS_AT_STARTUP: 'false',
+          MLSERVER_MODEL_REPOSITORY_ROOT: root,
+        },
+        parallelWorkers: this.opts.parallelWorkers ?? 0,
+        log: this.opts.log,
+        name: 'shared',
+        onExit: (message) => {
+          for (const run of this.sharedRuns()) this.fail(run, 'RuntimeExited', message);
+        },
+        // A restarted process has lost its models: load them again.
+        onRestart: () => {
+          for (const run of this.sharedRuns()) {
+            run.failure = undefined;
+            this.onChange(run.ref);
+            void this.load(run);
+          }
+        },
+        onSpawnFailed: (message) => {
+          for (const run of this.sharedRuns()) this.fail(run, 'RuntimeNotStarted', message);
+        },
+      });
+      await shared.start();
+      return shared;
+    })();
+    return this.shared;
+  }
+
+  private sharedRuns(): Run[] {
+    return [...this.runs.values()].filter((r) => r.shared && !r.stopped);
+  }
+
+  private async stopShared(): Promise<void> {
+    const shared = this.shared;
+    this.shared = undefined;
+    if (shared !== undefined) await (await shared).stop();
+  }
+
+  /** Loads the Model into the shared process once it answers, then waits for it to be ready. */
+  private async load(run: Run): Promise<void> {
+    const name = run.ref.name;
+    const poll = this.opts.readyPollMs ?? 250;
+    while (!run.stopped && run.failure === undefined) {
+      let res: Response;
+      try {
+        res = await fetch(`${run.url}/v2/repository/models/${name}/load`, {
+          method: 'POST',
+          signal: AbortSignal.timeout(120_000),
+        });
+      } catch {
+        await new Promise((resolve) => setTimeout(resolve, poll)); // not listening yet
+        continue;
+      }
+      if (res.ok) return this.waitReady(run);
+      const text = await res.text();
+      let detail = text;
+      try {
+        detail = (JSON.parse(text) as { error?: string }).error ?? text;
+      } catch {
+        // not JSON: the text as it is
+      }
+      return this.fail(run, 'ModelLoadFailed', `MLServer could not load ${name}: ${detail.slice(0, 2000)}`);
+    }
+  }
+
+  private async unload(run: Run): Promise<void> {
+    try {
+      const res = await fetch(`${run.url}/v2/repository/models/${run.ref.name}/unload`, {
+        method: 'POST',
+        signal: AbortSignal.timeout(30_000),
+      });
+      await res.body?.cancel();
+    } catch {
+      // the shared process is gone or restarting: nothing is loaded there
+    }
+  }
+
+  private async waitReady(run: Run): Promise<void> {
+    const model = run.ref.name;
     const poll = this.opts.readyPollMs ?? 250;
     while (!run.stopped && run.failure === undefined) {
       try {
@@ -229,7 +319,7 @@ export class LocalMlserverDriver implements RuntimeDriver {
         });
         if (res.status === 200) {
           run.ready = true;
-          this.opts.log.info({ model, url: run.url }, 'MLServer ready');
+          this.opts.log.info({ model, url: run.url, shared: run.shared }, 'MLServer ready');
           this.onChange(run.ref);
           return;
         }
@@ -240,18 +330,10 @@ export class LocalMlserverDriver implements RuntimeDriver {
     }
   }
 
-  private async halt(run: Run): Promise<void> {
+  private async halt(run: Run, unload = true): Promise<void> {
     run.stopped = true;
     run.abort.abort();
-    const proc = run.proc;
-    if (proc === undefined || proc.exitCode !== null || proc.signalCode !== null) return;
-    await new Promise<void>((resolve) => {
-      const force = setTimeout(() => proc.kill('SIGKILL'), STOP_GRACE_MS);
-      proc.once('exit', () => {
-        clearTimeout(force);
-        resolve();
-      });
-      proc.kill('SIGTERM');
-    });
+    if (run.shared && unload) await this.unload(run);
+    await run.own?.stop();
   }
 }

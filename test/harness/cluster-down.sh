@@ -26,6 +26,21 @@ for pass in 1 2 3; do
   kill -KILL $procs 2>/dev/null
   sleep 0.3
 done
+# 2b. The containers' own cgroups. The kubelet runs without per-QoS cgroups, so containerd puts
+#     each container in /k8s.io/<container id> of every hierarchy, outside the cluster's cgroup.
+#     Its state directory names this cluster's tasks even when containerd is already gone (the
+#     harness stops the processes before it runs this script).
+tasks="$dir/containerd/state/io.containerd.runtime.v2.task/k8s.io"
+ids=$(ls "$tasks" 2>/dev/null)
+for pass in 1 2 3; do
+  procs=""
+  for id in $ids; do
+    procs="$procs $(cat /sys/fs/cgroup/*/k8s.io/"$id"/cgroup.procs 2>/dev/null | sort -u)"
+  done
+  [ -n "${procs// /}" ] || break
+  kill -KILL $procs 2>/dev/null
+  sleep 0.3
+done
 # 3. The component processes and the shims: all name the cluster's directory in their arguments.
 for pid in $(pgrep -f -- "$dir/" 2>/dev/null); do
   [ "$pid" = "$$" ] || [ "$pid" = "$PPID" ] || kill -KILL "$pid" 2>/dev/null
@@ -39,9 +54,14 @@ awk -v d="$dir/" 'index($5, d) == 1 { print $5 }' /proc/self/mountinfo | sort -r
 done
 # 5. The node's network namespace: its veth (and the host end), bridge, routes and iptables go too.
 ip netns delete "$NETNS" 2>/dev/null
-# 6. The cgroups, deepest first.
+# 6. The cgroups, deepest first: the cluster's, and its containers'.
 for h in /sys/fs/cgroup/*/"$CGROUP"; do
   [ -d "$h" ] && find "$h" -depth -type d -exec rmdir {} \; 2>/dev/null
+done
+for id in $ids; do
+  for h in /sys/fs/cgroup/*/k8s.io/"$id"; do
+    [ -d "$h" ] && rmdir "$h" 2>/dev/null
+  done
 done
 rm -rf "$dir"
 exit 0

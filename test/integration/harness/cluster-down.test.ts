@@ -38,6 +38,22 @@ describe('cluster-down.sh', () => {
     const pid = victim.pid!;
     mkdirSync(`/sys/fs/cgroup/pids/${cgroup}/pod`, { recursive: true });
     writeFileSync(`/sys/fs/cgroup/pids/${cgroup}/pod/cgroup.procs`, String(pid));
+    // A container as containerd places it: its own /k8s.io/<id> cgroup, outside the cluster's,
+    // known from the task directory in containerd's state; and another machine's container,
+    // which must be left alone.
+    const containerId = `tgtest${id}`;
+    const foreignId = `tgforeign${id}`;
+    const container = spawn('sleep', ['600'], { detached: true, stdio: 'ignore' });
+    container.unref();
+    const foreign = spawn('sleep', ['600'], { detached: true, stdio: 'ignore' });
+    foreign.unref();
+    for (const [cid, p] of [
+      [containerId, container.pid!],
+      [foreignId, foreign.pid!],
+    ] as const) {
+      mkdirSync(`/sys/fs/cgroup/pids/k8s.io/${cid}`, { recursive: true });
+      writeFileSync(`/sys/fs/cgroup/pids/k8s.io/${cid}/cgroup.procs`, String(p));
+    }
     // A volume mount, the node namespace with its veth to the host, and a route through it.
     sh('mount', ['-t', 'tmpfs', 'tmpfs', join(dir, 'containerd', 'state')]);
     sh('ip', ['netns', 'add', netns]);
@@ -47,10 +63,20 @@ describe('cluster-down.sh', () => {
     sh('ip', ['link', 'set', hostVeth, 'up']);
     sh('ip', ['route', 'add', '10.249.0.0/24', 'via', '10.249.255.2', 'dev', hostVeth]);
     expect(readFileSync('/proc/self/mountinfo', 'utf8')).toContain(dir);
+    // The task directory lives in the (mounted) state directory, as containerd's does.
+    mkdirSync(join(dir, 'containerd', 'state', 'io.containerd.runtime.v2.task', 'k8s.io', containerId), {
+      recursive: true,
+    });
 
     execFileSync('bash', [join(repoRoot, 'test/harness/cluster-down.sh'), dir]);
 
     expect(running(pid)).toBe(false);
+    expect(running(container.pid!)).toBe(false);
+    expect(existsSync(`/sys/fs/cgroup/pids/k8s.io/${containerId}`)).toBe(false);
+    expect(running(foreign.pid!)).toBe(true);
+    process.kill(foreign.pid!, 'SIGKILL');
+    for (let i = 0; i < 50 && running(foreign.pid!); i++) execFileSync('sleep', ['0.1']);
+    execFileSync('rmdir', [`/sys/fs/cgroup/pids/k8s.io/${foreignId}`]);
     expect(readFileSync('/proc/self/mountinfo', 'utf8')).not.toContain(dir);
     expect(sh('ip', ['netns', 'list'])).not.toContain(netns);
     expect(sh('ip', ['link', 'show'])).not.toContain(hostVeth);

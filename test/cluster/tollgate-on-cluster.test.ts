@@ -49,6 +49,7 @@ beforeAll(async () => {
   const started = Date.now();
   t = await installTollgate();
   times['install (cluster start + helm install, every pod Ready)'] = Date.now() - started;
+  times['of which the cluster start (node Ready, images imported, CoreDNS and Traefik Ready)'] = t.c.startMs;
   const s3 = await clusterMinio();
   iris = await irisModel(s3);
   await iris.upload(BUCKET, 'iris/v1', MODEL);

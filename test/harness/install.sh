@@ -159,6 +159,14 @@ case "$what" in
   go) need_go ;;
   venv) need_venv ;;
   cluster) need_cluster ;;
-  all) need_apt; need_go; need_venv; need_cluster ;;
+  # The venv (mostly downloads) is made while the Go builds (mostly CPU) run.
+  all)
+    need_apt
+    need_venv &
+    venv_pid=$!
+    need_go
+    need_cluster
+    wait "$venv_pid" || { log "creating the venv failed"; exit 1; }
+    ;;
   *) echo "usage: install.sh [all|apt|go|venv|cluster]" >&2; exit 2 ;;
 esac

@@ -132,10 +132,15 @@ export class ServedModels {
       });
       const state = await this.driver.apply(plan);
       if (state.failure !== undefined) throw new Error(`${model.metadata.name}: ${state.failure.message}`);
-      if (state.readyReplicas > 0) {
-        const routes = new RouteWriter(this.redis);
-        const source = `model/default/${model.metadata.name}`;
-        const workflow = model.spec.workflow;
+      const routes = new RouteWriter(this.redis);
+      const source = `model/default/${model.metadata.name}`;
+      const workflow = model.spec.workflow;
+      if (state.readyReplicas === 0) {
+        // As the operator does: a model's routes exist only while it has a ready replica.
+        await routes.remove(redisKeys.modelRoute(model.metadata.name), source);
+        if (workflow !== undefined)
+          await routes.remove(redisKeys.bdaRoute(workflow, model.metadata.name), source);
+      } else {
         await routes.put(redisKeys.modelRoute(model.metadata.name), {
           url: state.url,
           source,

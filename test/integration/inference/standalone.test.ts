@@ -23,6 +23,15 @@ async function until<T>(what: string, probe: () => Promise<T | undefined>, timeo
   }
 }
 
+/** A V2 readiness endpoint that answers 200. */
+const readyAt = async (url: string): Promise<boolean> => {
+  try {
+    return (await fetch(url, { signal: AbortSignal.timeout(1_000) })).status === 200;
+  } catch {
+    return false;
+  }
+};
+
 const answers = async (url: string): Promise<boolean> => {
   try {
     await fetch(url, { signal: AbortSignal.timeout(1_000) });
@@ -142,10 +151,11 @@ describe('tollgate dev: standalone mode', () => {
     });
   });
 
-  test('deleting a manifest stops its MLServer and the model is gone', async () => {
+  test('the models share one MLServer; deleting a manifest unloads its model and the others go on', async () => {
     const url = (await status('model-iris'))?.url;
     expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
-    expect(await answers(`${url}/v2/health/live`)).toBe(true);
+    expect((await status('model-reviews'))?.url).toBe(url);
+    expect(await readyAt(`${url}/v2/models/model-iris/ready`)).toBe(true);
     await rm(path.join(state, 'models', 'model-iris.yaml'));
     await until(
       'model-iris gone',
@@ -153,15 +163,16 @@ describe('tollgate dev: standalone mode', () => {
       30_000,
     );
     await until(
-      'its MLServer stopped',
-      async () => ((await answers(`${url}/v2/health/live`)) ? undefined : true),
+      'model-iris unloaded',
+      async () => ((await readyAt(`${url}/v2/models/model-iris/ready`)) ? undefined : true),
       30_000,
     );
+    expect(await readyAt(`${url}/v2/models/model-reviews/ready`)).toBe(true);
   });
 
-  test('an MLServer that dies is started again, and the model answers again', async () => {
-    const folder = path.join(state, 'runtimes', 'default', 'model-reviews', 'model');
-    const { stdout } = await run('pgrep', ['-f', `mlserver start ${folder}$`]);
+  test('an MLServer that dies is started again, and its models are loaded and answer again', async () => {
+    // The shared process serves the runtimes directory as its repository.
+    const { stdout } = await run('pgrep', ['-f', `mlserver start ${path.join(state, 'runtimes')}$`]);
     const pid = Number(stdout.trim().split('\n')[0]);
     expect(pid).toBeGreaterThan(0);
     process.kill(pid, 'SIGKILL');

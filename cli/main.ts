@@ -14,6 +14,7 @@ const commands: Array<() => Promise<{ register: (p: Command) => void }>> = [
   () => import('./commands/pull.js'),
   () => import('./commands/validate.js'),
   () => import('./commands/gateway.js'),
+  () => import('./commands/sidecar.js'),
   () => import('./commands/token.js'),
   () => import('./commands/route.js'),
   () => import('./commands/dev.js'),

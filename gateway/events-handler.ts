@@ -15,11 +15,24 @@ import { workflowInference } from './v2/handler.js';
  * no per-request construction of clients. The key and route lookups answer synchronously when
  * their caches hold the entry, so a cached call runs straight through to the upstream request
  * without waiting on a promise; only a Redis round trip or the upstream itself is awaited.
+ *
+ * The routing decision is the placement's: the central gateway resolves `/events/...` through its
+ * route table; a sidecar resolves every path to the one workload it protects (gateway/sidecar/).
+ * Everything else (the key check, rate limit, usage, proxy, errors, metrics) is this one code.
  */
+export type ResolveTarget = (
+  method: string,
+  path: NormalisedPath,
+  grant: KeyGrant,
+) => Promise<EventsTarget> | EventsTarget;
+
+export type CallHandler = (req: IncomingMessage, res: ServerResponse, path: NormalisedPath) => void;
+
 export function createEventsHandler(
   s: GatewayServices,
-): (req: IncomingMessage, res: ServerResponse, path: NormalisedPath) => void {
-  return (req, res, path) => new EventsCall(s, req, res, path).start();
+  resolve: ResolveTarget = (method, path, grant) => s.events.resolve(method, path, grant),
+): CallHandler {
+  return (req, res, path) => new EventsCall(s, resolve, req, res, path).start();
 }
 
 /** One `/events` call, step by step; each step continues synchronously or when its promise settles. */
@@ -30,12 +43,14 @@ class EventsCall {
 
   constructor(
     private readonly s: GatewayServices,
+    private readonly resolve: ResolveTarget,
     private readonly req: IncomingMessage,
     private readonly res: ServerResponse,
     private readonly path: NormalisedPath,
   ) {
     this.requestId = requestIdOf(req);
-    const area = path.segments[1];
+    // A sidecar's calls have no /events prefix: every one of them is its workflow's (bda).
+    const area = path.segments[0] === 'events' ? path.segments[1] : 'bda';
     this.kind = area === 'bda' || area === 'platform' ? area : 'none';
   }
 
@@ -59,7 +74,7 @@ class EventsCall {
     this.module = grant.module;
     let target: EventsTarget | Promise<EventsTarget>;
     try {
-      target = this.s.events.resolve(this.req.method ?? 'GET', this.path, grant);
+      target = this.resolve(this.req.method ?? 'GET', this.path, grant);
     } catch (err) {
       this.fail(err);
       return;

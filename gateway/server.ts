@@ -1,4 +1,4 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { TollgateError } from '../common/errors.js';
@@ -26,7 +26,30 @@ export interface GatewayServer {
 export function createGatewayServer(s: GatewayServices, v2: V2Handler): GatewayServer {
   const events = createEventsHandler(s);
   const app = createApp(s);
+  return createHttpServer(s, (req, res, path) => {
+    const first = path.segments[0];
+    if (first === 'events') {
+      events(req, res, path);
+    } else if (first === 'v2') {
+      res.once('finish', () => s.metrics.request('v2', res.statusCode, 'none'));
+      Promise.resolve(v2(req, res, path)).catch((err: unknown) => sendError(res, err, s.log));
+    } else {
+      res.once('finish', () => s.metrics.request('management', res.statusCode, 'none'));
+      app(req, res);
+    }
+  });
+}
 
+/**
+ * The HTTP shell both placements share (the central gateway above, the sidecar in
+ * gateway/sidecar/): limits, the path normalised once and refused when it could cross from one
+ * workflow, service or resource to another, errors before a request exists, the drain and the
+ * graceful shutdown. `dispatch` gets every request whose path is sound.
+ */
+export function createHttpServer(
+  s: GatewayServices,
+  dispatch: (req: IncomingMessage, res: ServerResponse, path: NormalisedPath) => void,
+): GatewayServer {
   const server = createServer(
     {
       maxHeaderSize: s.config.headerLimitBytes,
@@ -38,24 +61,14 @@ export function createGatewayServer(s: GatewayServices, v2: V2Handler): GatewayS
     (req, res) => {
       // Draining: this answer is the connection's last, so its client reconnects elsewhere.
       if (draining) res.setHeader('connection', 'close');
-      const url = req.url ?? '/';
       let path: NormalisedPath;
       try {
-        path = normalisePath(url);
+        path = normalisePath(req.url ?? '/');
       } catch (err) {
         s.metrics.request('none', sendError(res, err, s.log).status, 'none');
         return;
       }
-      const first = path.segments[0];
-      if (first === 'events') {
-        events(req, res, path);
-      } else if (first === 'v2') {
-        res.once('finish', () => s.metrics.request('v2', res.statusCode, 'none'));
-        Promise.resolve(v2(req, res, path)).catch((err: unknown) => sendError(res, err, s.log));
-      } else {
-        res.once('finish', () => s.metrics.request('management', res.statusCode, 'none'));
-        app(req, res);
-      }
+      dispatch(req, res, path);
     },
   );
 

@@ -11,10 +11,29 @@ import { expressErrorHandler, sendError } from './errors.js';
  * fine here; `/events` and `/v2` never reach it.
  */
 export function createApp(s: GatewayServices): Express {
+  const app = bareApp();
+
+  mountOperations(app, s);
+
+  app.use('/panel', createPanelRouter());
+  if (s.management !== undefined) {
+    if (s.management.jwks !== undefined) app.get(JWKS_PATH, s.management.jwks);
+    app.use('/api/v1', s.management.router);
+  }
+
+  mountFallthrough(app, s);
+  return app;
+}
+
+function bareApp(): Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
+  return app;
+}
 
+/** `/healthz`, `/readyz` and `/metrics`, as both placements serve them. */
+function mountOperations(app: Express, s: GatewayServices): void {
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
   });
@@ -37,16 +56,23 @@ export function createApp(s: GatewayServices): Express {
     res.setHeader('content-type', s.metrics.registry.contentType);
     res.end(await s.metrics.registry.metrics());
   });
+}
 
-  app.use('/panel', createPanelRouter());
-  if (s.management !== undefined) {
-    if (s.management.jwks !== undefined) app.get(JWKS_PATH, s.management.jwks);
-    app.use('/api/v1', s.management.router);
-  }
+/**
+ * A sidecar's operations port: health, readiness and metrics only. They live apart from the port
+ * the workload's traffic comes through, where every path is the workload's.
+ */
+export function createOperationsApp(s: GatewayServices): Express {
+  const app = bareApp();
+  mountOperations(app, s);
+  mountFallthrough(app, s);
+  return app;
+}
 
+/** Unknown endpoints and thrown errors, answered in the gateway's JSON error shape. */
+function mountFallthrough(app: Express, s: GatewayServices): void {
   app.use((req, res) => {
     sendError(res, new TollgateError('unknown_endpoint', `no such endpoint: ${req.method} ${req.path}`));
   });
   app.use(expressErrorHandler(s.log));
-  return app;
 }

@@ -133,7 +133,7 @@ export class EventsRouter {
 }
 
 /** The base path, then the raw segments from `from` on, the trailing slash and the query, as sent. */
-function upstreamPath(basePath: string, path: NormalisedPath, from: number): string {
+export function upstreamPath(basePath: string, path: NormalisedPath, from: number): string {
   const rest = path.raw.slice(from);
   const tail = rest.length === 0 ? '/' : `/${rest.join('/')}${path.trailingSlash ? '/' : ''}`;
   return basePath + tail + path.query;

@@ -1,0 +1,221 @@
+// The gateway as a sidecar in front of one workload: the same key check, errors, metrics and
+// fail-closed behaviour as the central gateway, every path being the workload's own. In-process
+// for the behaviour, and `tollgate sidecar` as a process for the command itself.
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { promisify } from 'node:util';
+import type { Redis } from 'ioredis';
+import { KeyIndexWriter } from '../../../common/apikey/index-writer.js';
+import { createLogger } from '../../../common/logger.js';
+import { loadGatewayConfig } from '../../../gateway/config.js';
+import { createGatewayServices, type GatewayServices } from '../../../gateway/services.js';
+import { createSidecar, type Sidecar } from '../../../gateway/sidecar/sidecar.js';
+import { freePort, redis, restartRedis, stopRedis } from '../../harness/index.js';
+import { apikey, createKey, redisClient, send, startUpstream, uniqueName, type Upstream } from './support.js';
+
+const run = promisify(execFile);
+const TSX = new URL('../../../node_modules/tsx/dist/cli.mjs', import.meta.url).pathname;
+const CLI = new URL('../../../cli/main.ts', import.meta.url).pathname;
+const TAG = 'sidecar';
+
+describe('the gateway as a sidecar', () => {
+  let rc: Redis;
+  let upstream: Upstream;
+  let services: GatewayServices;
+  let sidecar: Sidecar;
+  let base: string;
+  let ops: Server;
+  let opsBase: string;
+  const workflow = uniqueName('wf-side');
+
+  beforeAll(async () => {
+    const r = await redis(TAG);
+    rc = redisClient(r.url);
+    upstream = await startUpstream();
+    const config = loadGatewayConfig({
+      env: {},
+      overrides: { host: '127.0.0.1', port: 0, redisUrl: r.url, shutdownDrainMs: 0 },
+    });
+    services = await createGatewayServices(config, createLogger('sidecar-test', 'silent'));
+    sidecar = createSidecar(services, {
+      upstream: new URL(`${upstream.url}/base`),
+      workflow,
+      service: 'scorer',
+    });
+    base = `http://127.0.0.1:${(await sidecar.traffic.listen(0, '127.0.0.1')).port}`;
+    ops = sidecar.operations.listen(0, '127.0.0.1');
+    await new Promise((r) => ops.once('listening', r));
+    opsBase = `http://127.0.0.1:${(ops.address() as AddressInfo).port}`;
+  });
+
+  afterAll(async () => {
+    ops?.close();
+    await sidecar?.traffic.shutdown();
+    await upstream?.close();
+    rc?.disconnect();
+  });
+
+  it('passes a bda key of its workflow to the workload: the path as sent, the grant, never the key', async () => {
+    const { key, grant } = await createKey(rc, 'bda', [workflow]);
+    const before = upstream.seen.length;
+    const r = await send(base, '/score/42?explain=1&x=%2F', {
+      method: 'POST',
+      headers: { ...apikey(key), 'content-type': 'application/json', 'x-tollgate-roles': 'admin' },
+      body: '{"amount":1}',
+    });
+    expect(r.status).toBe(200);
+    const seen = upstream.seen[before];
+    expect(seen?.url).toBe('/base/score/42?explain=1&x=%2F');
+    expect(seen?.body.toString()).toBe('{"amount":1}');
+    expect(seen?.headers['authorization']).toBeUndefined();
+    expect(seen?.headers['x-tollgate-key-id']).toBe(grant.id);
+    // The caller's own X-Tollgate-* headers never reach the workload.
+    expect(seen?.headers['x-tollgate-roles']).toBe(workflow);
+    expect(r.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  it('refuses everything else with the central gateway’s codes, before the workload sees it', async () => {
+    const before = upstream.seen.length;
+    const none = await send(base, '/score');
+    expect([none.status, none.json.code, none.headers['www-authenticate']]).toEqual([
+      401,
+      'missing_api_key',
+      'Apikey',
+    ]);
+    const other = await createKey(rc, 'bda', [uniqueName('wf-other')]);
+    const wrong = await send(base, '/score', { headers: apikey(other.key) });
+    expect([wrong.status, wrong.json.code]).toEqual([403, 'workflow_not_allowed']);
+    const platform = await createKey(rc, 'platform', ['editor']);
+    const mismatch = await send(base, '/score', { headers: apikey(platform.key) });
+    expect([mismatch.status, mismatch.json.code]).toEqual([403, 'module_mismatch']);
+    const garbage = await send(base, '/score', { headers: { authorization: 'Apikey tgb_not-a-key' } });
+    expect([garbage.status, garbage.json.code]).toEqual([401, 'malformed_api_key']);
+    const own = await createKey(rc, 'bda', [workflow]);
+    for (const sneaky of ['/a/..%2f..%2fadmin', '/a/%2e%2e/admin', '/a//b']) {
+      const r = await send(base, sneaky, { headers: apikey(own.key) });
+      expect(r.status).toBe(400);
+    }
+    expect(upstream.seen.length).toBe(before);
+  });
+
+  it('refuses a revoked key at once', async () => {
+    const { key, grant, hash } = await createKey(rc, 'bda', [workflow]);
+    expect((await send(base, '/score', { headers: apikey(key) })).status).toBe(200);
+    await new KeyIndexWriter(rc).delete({ hash, id: grant.id });
+    const deadline = Date.now() + 1_000;
+    let r = await send(base, '/score', { headers: apikey(key) });
+    while (r.status === 200 && Date.now() < deadline)
+      r = await send(base, '/score', { headers: apikey(key) });
+    expect([r.status, r.json.code]).toEqual([401, 'unknown_api_key']);
+  });
+
+  it('serves health, readiness and metrics on its operations port only', async () => {
+    expect((await send(opsBase, '/healthz')).status).toBe(200);
+    expect((await send(opsBase, '/readyz')).status).toBe(200);
+    const metrics = await send(opsBase, '/metrics');
+    expect(metrics.status).toBe(200);
+    expect(metrics.text).toMatch(
+      /tollgate_gateway_requests_total\{kind="bda",status="200",module="bda"\} \d+/,
+    );
+    // On the traffic port, /healthz is the workload's path like any other: it needs a key.
+    expect((await send(base, '/healthz')).json.code).toBe('missing_api_key');
+  });
+
+  it('fails closed when Redis is down: 503, never a pass, and not ready', async () => {
+    const { key } = await createKey(rc, 'bda', [workflow]);
+    await stopRedis(TAG);
+    try {
+      const deadline = Date.now() + 5_000;
+      let r = await send(base, '/score', { headers: apikey(key) });
+      while (r.status === 200 && Date.now() < deadline) {
+        await new Promise((res) => setTimeout(res, 100));
+        r = await send(base, '/score', { headers: apikey(key) });
+      }
+      expect([r.status, r.json.code]).toEqual([503, 'redis_unavailable']);
+      expect((await send(opsBase, '/readyz')).status).toBe(503);
+      // Once the outage is noticed, nothing passes unchecked.
+      const after = upstream.seen.length;
+      for (let i = 0; i < 5; i++) {
+        expect((await send(base, '/score', { headers: apikey(key) })).status).toBe(503);
+      }
+      expect(upstream.seen.length).toBe(after);
+    } finally {
+      await restartRedis(TAG);
+    }
+  });
+});
+
+describe('tollgate sidecar (the command)', () => {
+  let proc: ChildProcess | undefined;
+  afterEach(() => {
+    if (proc?.exitCode === null) proc.kill('SIGKILL');
+  });
+
+  it('refuses bad flags with what to fix', async () => {
+    const fails = (args: string[]) =>
+      run(process.execPath, [TSX, CLI, 'sidecar', ...args]).then(
+        () => undefined,
+        (e: { code: number; stderr: string }) => e,
+      );
+    const base = ['--upstream', 'http://127.0.0.1:9', '--workflow', 'wf', '--service', 'svc'];
+    const bad = await fails([...base.slice(0, 4), '--service', 'a:b']);
+    expect(bad?.code).toBe(2);
+    expect(bad?.stderr).toContain("--service: 1 to 63 letters, digits, '-', '_' or '.'");
+    const url = await fails(['--upstream', 'file:///etc', ...base.slice(2)]);
+    expect(url?.stderr).toContain('--upstream must be an http:// or https:// URL');
+    expect((await fails(base.slice(2)))?.stderr).toContain("required option '--upstream <url>'");
+  });
+
+  it('guards a local process: its workflow’s key passes, no key does not', async () => {
+    const r = await redis();
+    const rc = redisClient(r.url);
+    const upstream = await startUpstream();
+    try {
+      const workflow = uniqueName('wf-cli');
+      const { key } = await createKey(rc, 'bda', [workflow]);
+      const [port, opsPort] = [await freePort(), await freePort()];
+      proc = spawn(
+        process.execPath,
+        [
+          TSX,
+          CLI,
+          'sidecar',
+          '--upstream',
+          upstream.url,
+          '--workflow',
+          workflow,
+          '--service',
+          'svc',
+          '--host',
+          '127.0.0.1',
+          '--port',
+          String(port),
+          '--operations-port',
+          String(opsPort),
+          '--redis-url',
+          r.url,
+        ],
+        { stdio: 'ignore' },
+      );
+      const base = `http://127.0.0.1:${port}`;
+      const deadline = Date.now() + 30_000;
+      for (;;) {
+        const ready = await send(`http://127.0.0.1:${opsPort}`, '/readyz').catch(() => undefined);
+        if (ready?.status === 200) break;
+        if (Date.now() > deadline) throw new Error('tollgate sidecar did not become ready');
+        await new Promise((res) => setTimeout(res, 200));
+      }
+      expect((await send(base, '/hello', { headers: apikey(key) })).status).toBe(200);
+      expect(upstream.seen.at(-1)?.url).toBe('/hello');
+      expect((await send(base, '/hello')).status).toBe(401);
+      const exited = new Promise((res) => proc?.once('exit', res));
+      proc.kill('SIGTERM');
+      await exited;
+      expect(proc.exitCode).toBe(0);
+    } finally {
+      await upstream.close();
+      rc.disconnect();
+    }
+  });
+});

@@ -56,6 +56,12 @@ export const gatewayConfigSchema = z.strictObject({
   cacheEntries: z.coerce.number().int().positive().default(10_000),
   /** Namespace of the ApiKey resources on a cluster (defaults to the pod's own). */
   namespace: z.string().min(1).default('default'),
+  /**
+   * The key the gateway signs grants for sidecars with (ES256 JWK, made on first use); its public
+   * half is written beside it as `<key>.public.json` for the sidecars' --grant-keys. Unset: calls
+   * reach workflow services without a grant, and their sidecars check the key in full.
+   */
+  grantSigningKeyFile: z.string().min(1).optional(),
   /** Where standalone mode keeps its manifests (ApiKey, Service, Model). */
   stateDir: z.string().min(1).default('.tollgate'),
   /** OIDC settings for the management API, read by the keys code; optional here. */
@@ -86,6 +92,7 @@ const ENV: ReadonlyArray<readonly [string, keyof GatewayConfigInput]> = [
   ['TOLLGATE_USAGE_FLUSH_MS', 'usageFlushMs'],
   ['TOLLGATE_CACHE_ENTRIES', 'cacheEntries'],
   ['TOLLGATE_STATE_DIR', 'stateDir'],
+  ['TOLLGATE_GRANT_SIGNING_KEY_FILE', 'grantSigningKeyFile'],
   ['POD_NAMESPACE', 'namespace'],
   ['TOLLGATE_NAMESPACE', 'namespace'],
 ];

@@ -4,6 +4,7 @@ import type { KeyGrant } from '../common/resources/grant.js';
 import { sendError } from './http/errors.js';
 import type { MetricsRouteKind } from './metrics.js';
 import { requestIdOf, upstreamRequestHeaders } from './proxy/headers.js';
+import { countedUpstream, GRANT_HEADER } from './auth/signed-grant.js';
 import { forward } from './proxy/forward.js';
 import type { EventsTarget } from './routing/events-router.js';
 import type { NormalisedPath } from './routing/normalise.js';
@@ -26,13 +27,17 @@ export type ResolveTarget = (
   grant: KeyGrant,
 ) => Promise<EventsTarget> | EventsTarget;
 
+/** Who is calling: the key check, or (a sidecar) a grant the central gateway signed. */
+export type Authenticate = (req: IncomingMessage) => KeyGrant | Promise<KeyGrant>;
+
 export type CallHandler = (req: IncomingMessage, res: ServerResponse, path: NormalisedPath) => void;
 
 export function createEventsHandler(
   s: GatewayServices,
   resolve: ResolveTarget = (method, path, grant) => s.events.resolve(method, path, grant),
+  authenticate: Authenticate = (req) => s.keys.check(req.headers.authorization),
 ): CallHandler {
-  return (req, res, path) => new EventsCall(s, resolve, req, res, path).start();
+  return (req, res, path) => new EventsCall(s, resolve, authenticate, req, res, path).start();
 }
 
 /** One `/events` call, step by step; each step continues synchronously or when its promise settles. */
@@ -44,6 +49,7 @@ class EventsCall {
   constructor(
     private readonly s: GatewayServices,
     private readonly resolve: ResolveTarget,
+    private readonly authenticate: Authenticate,
     private readonly req: IncomingMessage,
     private readonly res: ServerResponse,
     private readonly path: NormalisedPath,
@@ -57,7 +63,7 @@ class EventsCall {
   start(): void {
     let grant: KeyGrant | Promise<KeyGrant>;
     try {
-      grant = this.s.keys.check(this.req.headers.authorization);
+      grant = this.authenticate(this.req);
     } catch (err) {
       this.fail(err);
       return;
@@ -98,7 +104,8 @@ class EventsCall {
 
   private send(grant: KeyGrant, target: EventsTarget): void {
     const { s, req, res, requestId } = this;
-    s.usage.record(grant.id);
+    // A grant the central gateway signed was counted (and rate-limited) there already.
+    if (!countedUpstream(grant)) s.usage.record(grant.id);
     if ('builtIn' in target) {
       res.setHeader('x-request-id', requestId);
       Promise.resolve()
@@ -113,6 +120,26 @@ class EventsCall {
     }
     const started = performance.now();
     const headers = upstreamRequestHeaders(req, grant, requestId);
+    // A workflow service behind a sidecar gets the grant signed, so it need not ask Redis again.
+    const signer = s.grantSigner;
+    if (signer !== undefined && target.kind === 'bda') {
+      const [, , workflow = '', service = ''] = this.path.segments;
+      signer.sign(grant, workflow, service).then(
+        (token) => this.proxy(target, headers.concat(GRANT_HEADER, token), started, grant),
+        (err: unknown) => this.fail(err),
+      );
+      return;
+    }
+    this.proxy(target, headers, started, grant);
+  }
+
+  private proxy(
+    target: Extract<EventsTarget, { proxy: unknown }>,
+    headers: string[],
+    started: number,
+    grant: KeyGrant,
+  ): void {
+    const { s, req, res, requestId } = this;
     // A model published as a workflow service gets the V2 request checks before it is sent on.
     const answered =
       workflowInference(s, req, res, this.path, target, grant, requestId) ??

@@ -1,9 +1,11 @@
+import { writeFile } from 'node:fs/promises';
 import { Redis, type RedisOptions } from 'ioredis';
 import { RoleCatalogue } from '../common/apikey/roles.js';
 import type { Logger } from '../common/logger.js';
 import type { Management } from './api/management.js';
 import { MetadataCache } from './v2/metadata-cache.js';
 import { KeyChecker } from './auth/key-check.js';
+import { GrantSigner } from './auth/signed-grant.js';
 import { RateLimiter } from './auth/rate-limit.js';
 import { UsageRecorder } from './auth/usage.js';
 import type { GatewayConfig } from './config.js';
@@ -33,6 +35,8 @@ export interface GatewayServices {
   events: EventsRouter;
   management: Management | undefined;
   upstreams: UpstreamPools;
+  /** Signs grants for the sidecars of workflow services, when configured. */
+  grantSigner: GrantSigner | undefined;
   /** Models' V2 metadata, shared by /v2 and the workflow route to the same models. */
   metadata: MetadataCache;
   /** Set once shutdown begins: /readyz fails, so the replica leaves its Service's endpoints. */
@@ -95,6 +99,7 @@ export async function createGatewayServices(
   });
   const metadata = new MetadataCache(upstreams, invalidation, log, config.cacheEntries);
   const management = await extras.management?.({ roles });
+  const grantSigner = await openGrantSigner(config.grantSigningKeyFile);
   invalidation.start();
   usage.start();
 
@@ -117,6 +122,7 @@ export async function createGatewayServices(
     management,
     upstreams,
     metadata,
+    grantSigner,
     draining: false,
     async close() {
       await usage.stop();
@@ -127,6 +133,17 @@ export async function createGatewayServices(
       subscriber.disconnect();
     },
   };
+}
+
+/** Where the public half of a grant signing key is written: `<key>.public.json`. */
+export const grantPublicKeysFile = (keyFile: string): string => keyFile.replace(/(\.json)?$/, '.public.json');
+
+/** The grant signer, and its public JWKS written beside the key for the sidecars to read. */
+async function openGrantSigner(file: string | undefined): Promise<GrantSigner | undefined> {
+  if (file === undefined) return undefined;
+  const { signer, jwks } = await GrantSigner.open(file);
+  await writeFile(grantPublicKeysFile(file), JSON.stringify(jwks));
+  return signer;
 }
 
 function waitReady(redis: Redis, timeoutMs: number): Promise<void> {

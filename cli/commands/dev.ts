@@ -72,6 +72,9 @@ export function register(program: Command): void {
           port: flags.port,
           redisUrl: flags.redisUrl,
           stateDir,
+          // Grants for sidecars beside local processes (`tollgate sidecar --grant-keys
+          // <state-dir>/grant-signing-key.public.json`).
+          grantSigningKeyFile: path.join(stateDir, 'grant-signing-key.json'),
           // No load balancer in front of a standalone gateway: nothing to drain towards.
           shutdownDrainMs: 0,
         };

@@ -5,6 +5,7 @@ import { createLogger } from '../../common/logger.js';
 import { WORKFLOW_ID_PATTERN } from '../../common/resources/workflow-service.js';
 import { loadGatewayConfig, type GatewayConfigInput } from '../../gateway/config.js';
 import { createGatewayServices } from '../../gateway/services.js';
+import { GrantVerifier } from '../../gateway/auth/signed-grant.js';
 import { createSidecar } from '../../gateway/sidecar/sidecar.js';
 
 const id = (what: string) =>
@@ -17,6 +18,7 @@ const flagsSchema = z.object({
   host: z.string().min(1),
   port: z.coerce.number().int().min(0).max(65535),
   operationsPort: z.coerce.number().int().min(0).max(65535),
+  grantKeys: z.string().min(1).optional(),
   redisUrl: z
     .url({ protocol: /^rediss?$/, error: '--redis-url must be a redis:// or rediss:// URL' })
     .optional(),
@@ -38,6 +40,10 @@ export function register(program: Command): void {
     .option('-p, --port <port>', 'port of the workload’s traffic', process.env.TOLLGATE_PORT ?? '8080')
     .option('--operations-port <port>', 'port of /healthz, /readyz and /metrics', '9091')
     .option('--redis-url <url>', 'Redis holding the key index (TOLLGATE_REDIS_URL)')
+    .option(
+      '--grant-keys <file>',
+      'the central gateway’s grant keys (JWKS); calls it signed a grant for pass without a Redis lookup',
+    )
     .action(async (raw: unknown) => {
       const log = createLogger('sidecar');
       const parsed = flagsSchema.safeParse(raw);
@@ -56,7 +62,11 @@ export function register(program: Command): void {
           workflow: flags.workflow,
           service: flags.service,
         };
-        const sidecar = createSidecar(services, target);
+        const grants =
+          flags.grantKeys === undefined
+            ? undefined
+            : await GrantVerifier.fromJwksFile(flags.grantKeys, flags.workflow, flags.service);
+        const sidecar = createSidecar(services, target, grants);
         const address = await sidecar.traffic.listen(config.port, config.host);
         const operations = sidecar.operations.listen(flags.operationsPort, config.host);
         await new Promise((resolve, reject) => {

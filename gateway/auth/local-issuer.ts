@@ -1,9 +1,7 @@
-import { link, mkdir, readFile, unlink, writeFile } from 'node:fs/promises';
-import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import type { RequestHandler } from 'express';
-import { SignJWT, calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, type JWK } from 'jose';
-import { z } from 'zod';
+import { SignJWT, importJWK, type JWK } from 'jose';
+import { ALG, openKeyFile, publicJwk, readKeyFile, type StoredKey } from './key-file.js';
 import type { OidcConfig } from './oidc.js';
 
 /**
@@ -15,7 +13,6 @@ import type { OidcConfig } from './oidc.js';
 export const LOCAL_ISSUER = 'urn:tollgate:standalone';
 export const LOCAL_AUDIENCE = 'tollgate';
 export const JWKS_PATH = '/.well-known/jwks.json';
-const ALG = 'ES256';
 const FILE = 'signing-key.json';
 
 /** The OIDC settings under which a gateway at `baseUrl` accepts locally minted tokens. */
@@ -23,15 +20,6 @@ export const localOidcConfig = (baseUrl: string): OidcConfig => ({
   issuer: LOCAL_ISSUER,
   audience: LOCAL_AUDIENCE,
   jwksUrl: new URL(JWKS_PATH, baseUrl).toString(),
-});
-
-const storedKeySchema = z.object({
-  kty: z.literal('EC'),
-  crv: z.literal('P-256'),
-  d: z.string(),
-  x: z.string(),
-  y: z.string(),
-  kid: z.string(),
 });
 
 export class LocalIssuer {
@@ -45,23 +33,7 @@ export class LocalIssuer {
    * so a gateway and a CLI starting together end up with the same key.
    */
   static async open(stateDir: string): Promise<LocalIssuer> {
-    const file = join(stateDir, FILE);
-    const found = await LocalIssuer.existing(stateDir);
-    if (found !== undefined) return found;
-    await mkdir(stateDir, { recursive: true, mode: 0o700 });
-    const { privateKey } = await generateKeyPair(ALG, { extractable: true });
-    const jwk = await exportJWK(privateKey);
-    const kid = await calculateJwkThumbprint(jwk);
-    const temp = `${file}.${randomBytes(6).toString('hex')}.tmp`;
-    await writeFile(temp, JSON.stringify({ ...jwk, kid }), { mode: 0o600 });
-    try {
-      await link(temp, file);
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
-    } finally {
-      await unlink(temp);
-    }
-    return LocalIssuer.fromJwk(JSON.parse(await readFile(file, 'utf8')));
+    return LocalIssuer.fromKey(await openKeyFile(join(stateDir, FILE)));
   }
 
   /**
@@ -70,12 +42,8 @@ export class LocalIssuer {
    * would give tokens that gateway refuses.
    */
   static async existing(stateDir: string): Promise<LocalIssuer | undefined> {
-    try {
-      return LocalIssuer.fromJwk(JSON.parse(await readFile(join(stateDir, FILE), 'utf8')));
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-      throw e;
-    }
+    const key = await readKeyFile(join(stateDir, FILE));
+    return key === undefined ? undefined : LocalIssuer.fromKey(key);
   }
 
   /** Where the signing key of `stateDir` lives. */
@@ -83,10 +51,8 @@ export class LocalIssuer {
     return join(stateDir, FILE);
   }
 
-  private static fromJwk(value: unknown): LocalIssuer {
-    const stored = storedKeySchema.parse(value);
-    const { d: _d, ...publicJwk } = stored;
-    return new LocalIssuer(stored, { ...publicJwk, alg: ALG, use: 'sig' });
+  private static fromKey(stored: StoredKey): LocalIssuer {
+    return new LocalIssuer(stored, publicJwk(stored));
   }
 
   get jwks(): { keys: JWK[] } {

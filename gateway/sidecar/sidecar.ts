@@ -1,6 +1,7 @@
 import type { Express } from 'express';
 import { TollgateError } from '../../common/errors.js';
-import { createEventsHandler, type ResolveTarget } from '../events-handler.js';
+import { GRANT_HEADER, type GrantVerifier } from '../auth/signed-grant.js';
+import { createEventsHandler, type Authenticate, type ResolveTarget } from '../events-handler.js';
 import { createOperationsApp } from '../http/app.js';
 import { upstreamPath } from '../routing/events-router.js';
 import { createHttpServer, type GatewayServer } from '../server.js';
@@ -48,9 +49,19 @@ export interface Sidecar {
   operations: Express;
 }
 
-export function createSidecar(s: GatewayServices, target: SidecarTarget): Sidecar {
+/**
+ * With `grants`, a call that came through the central gateway is let in on the grant it signed
+ * (no Redis round trip); a grant that does not verify is refused, never taken for a missing one.
+ * Any other call is checked in full on its key.
+ */
+export function createSidecar(s: GatewayServices, target: SidecarTarget, grants?: GrantVerifier): Sidecar {
+  const authenticate: Authenticate = (req) => {
+    const token = req.headers[GRANT_HEADER];
+    if (grants !== undefined && typeof token === 'string') return grants.verify(token);
+    return s.keys.check(req.headers.authorization);
+  };
   return {
-    traffic: createHttpServer(s, createEventsHandler(s, sidecarResolver(target))),
+    traffic: createHttpServer(s, createEventsHandler(s, sidecarResolver(target), authenticate)),
     operations: createOperationsApp(s),
   };
 }

@@ -2,6 +2,11 @@
 // fail-closed behaviour as the central gateway, every path being the workload's own. In-process
 // for the behaviour, and `tollgate sidecar` as a process for the command itself.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { importJWK, SignJWT, type JWK } from 'jose';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { promisify } from 'node:util';
@@ -9,10 +14,26 @@ import type { Redis } from 'ioredis';
 import { KeyIndexWriter } from '../../../common/apikey/index-writer.js';
 import { createLogger } from '../../../common/logger.js';
 import { loadGatewayConfig } from '../../../gateway/config.js';
-import { createGatewayServices, type GatewayServices } from '../../../gateway/services.js';
+import {
+  createGatewayServices,
+  grantPublicKeysFile,
+  type GatewayServices,
+} from '../../../gateway/services.js';
+import { GrantSigner, GrantVerifier } from '../../../gateway/auth/signed-grant.js';
 import { createSidecar, type Sidecar } from '../../../gateway/sidecar/sidecar.js';
 import { freePort, redis, restartRedis, stopRedis } from '../../harness/index.js';
-import { apikey, createKey, redisClient, send, startUpstream, uniqueName, type Upstream } from './support.js';
+import {
+  apikey,
+  createKey,
+  redisClient,
+  registerService,
+  send,
+  startGateway,
+  startUpstream,
+  uniqueName,
+  type TestGateway,
+  type Upstream,
+} from './support.js';
 
 const run = promisify(execFile);
 const TSX = new URL('../../../node_modules/tsx/dist/cli.mjs', import.meta.url).pathname;
@@ -143,6 +164,115 @@ describe('the gateway as a sidecar', () => {
     } finally {
       await restartRedis(TAG);
     }
+  });
+});
+
+describe('central gateway and sidecar together: a signed grant instead of a second lookup', () => {
+  let rc: Redis;
+  let upstream: Upstream;
+  let central: TestGateway;
+  let services: GatewayServices;
+  let sidecar: Sidecar;
+  let sidecarUrl: string;
+  let keyFile: string;
+  let dir: string;
+  const workflow = uniqueName('wf-grant');
+
+  beforeAll(async () => {
+    const r = await redis();
+    rc = redisClient(r.url);
+    upstream = await startUpstream();
+    dir = await mkdtemp(path.join(tmpdir(), 'tollgate-grants-'));
+    keyFile = path.join(dir, 'grant-signing-key.json');
+    central = await startGateway({ redisUrl: r.url, grantSigningKeyFile: keyFile });
+    const config = loadGatewayConfig({
+      env: {},
+      overrides: { host: '127.0.0.1', port: 0, redisUrl: r.url, shutdownDrainMs: 0 },
+    });
+    services = await createGatewayServices(config, createLogger('sidecar-grant-test', 'silent'));
+    const verifier = await GrantVerifier.fromJwksFile(grantPublicKeysFile(keyFile), workflow, 'scorer');
+    sidecar = createSidecar(
+      services,
+      { upstream: new URL(upstream.url), workflow, service: 'scorer' },
+      verifier,
+    );
+    sidecarUrl = `http://127.0.0.1:${(await sidecar.traffic.listen(0, '127.0.0.1')).port}`;
+    // The workflow service's route goes to its sidecar, as a pod's Service targets the sidecar.
+    await registerService(rc, workflow, 'scorer', sidecarUrl);
+  });
+
+  afterAll(async () => {
+    await sidecar?.traffic.shutdown();
+    await central?.stop();
+    await upstream?.close();
+    rc?.disconnect();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  /** A grant as the central gateway signs it, with the same key, for tests of what is refused. */
+  async function craft(
+    claims: { aud?: string; exp?: number; jti?: string },
+    file = keyFile,
+  ): Promise<string> {
+    const stored = JSON.parse(await readFile(file, 'utf8')) as JWK & { kid: string };
+    const now = Math.floor(Date.now() / 1000);
+    return new SignJWT({ kid: '0123456789abcdef0123', own: 'alice', mod: 'bda', roles: [workflow] })
+      .setProtectedHeader({ alg: 'ES256', kid: stored.kid, typ: 'tollgate-grant+jwt' })
+      .setIssuer('urn:tollgate:gateway')
+      .setAudience(claims.aud ?? `urn:tollgate:service:${workflow}/scorer`)
+      .setJti(claims.jti ?? randomUUID())
+      .setIssuedAt(now - 30)
+      .setExpirationTime(claims.exp ?? now + 10)
+      .sign(await importJWK(stored, 'ES256'));
+  }
+
+  it('a call through the central gateway passes the sidecar on its grant, with no key lookup there', async () => {
+    const { key, grant, hash } = await createKey(rc, 'bda', [workflow]);
+    expect(
+      (await send(central.url, `/events/bda/${workflow}/scorer/warm`, { headers: apikey(key) })).status,
+    ).toBe(200);
+    // The index entry vanishes without an announcement: the central gateway's cache still holds
+    // the key, but a lookup in Redis would now fail. The sidecar must not look.
+    await rc.del(`tg:key:${hash}`);
+    const before = upstream.seen.length;
+    const r = await send(central.url, `/events/bda/${workflow}/scorer/score?x=1`, { headers: apikey(key) });
+    expect(r.status).toBe(200);
+    const seen = upstream.seen[before];
+    expect(seen?.url).toBe('/score?x=1');
+    expect(seen?.headers['x-tollgate-key-id']).toBe(grant.id);
+    // The workload never sees the grant (nor the key).
+    expect(seen?.headers['x-tollgate-grant']).toBeUndefined();
+    expect(seen?.headers['authorization']).toBeUndefined();
+    // Without the grant, the sidecar checks the key in full, and Redis no longer knows it.
+    const direct = await send(sidecarUrl, '/score', { headers: apikey(key) });
+    expect([direct.status, direct.json.code]).toEqual([401, 'unknown_api_key']);
+  });
+
+  it('refuses forged, foreign, expired and replayed grants, whatever key comes with them', async () => {
+    const before = upstream.seen.length;
+    const call = (token: string, headers: Record<string, string> = {}) =>
+      send(sidecarUrl, '/score', { headers: { 'x-tollgate-grant': token, ...headers } });
+    const expectRefused = async (token: string, why: RegExp) => {
+      const r = await call(token);
+      expect([r.status, r.json.code]).toEqual([401, 'invalid_grant']);
+      expect(r.json.error).toMatch(why);
+    };
+    await expectRefused('not-a-jwt', /signature or its shape/);
+    // Signed with another key: a forgery.
+    const other = path.join(dir, 'other-key.json');
+    await GrantSigner.open(other);
+    await expectRefused(await craft({}, other), /signature or its shape/);
+    await expectRefused(await craft({ aud: `urn:tollgate:service:${workflow}/other` }), /another service/);
+    await expectRefused(await craft({ exp: Math.floor(Date.now() / 1000) - 60 }), /expired/);
+    // A valid grant passes once; its replay is refused.
+    const once = await craft({});
+    expect((await call(once)).status).toBe(200);
+    await expectRefused(once, /used already/);
+    // A good key does not rescue a bad grant: a grant that fails is never taken for a missing one.
+    const { key } = await createKey(rc, 'bda', [workflow]);
+    const withKey = await call('forged', apikey(key));
+    expect([withKey.status, withKey.json.code]).toEqual([401, 'invalid_grant']);
+    expect(upstream.seen.length).toBe(before + 1);
   });
 });
 

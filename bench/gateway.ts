@@ -1,8 +1,6 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import autocannon from 'autocannon';
 import { Redis } from 'ioredis';
 import { Agent, request } from 'undici';
@@ -13,7 +11,18 @@ import { throwawayRedisArgs } from '../common/redis/throwaway-args.js';
 import type { KeyGrant } from '../common/resources/grant.js';
 import { RouteWriter } from '../common/routes/workflow-routes.js';
 import { redisKeys } from '../common/redis/schema.js';
-import type { Result as OpenLoopResult } from './open-loop.js';
+import {
+  CLI,
+  fixedRate,
+  fmtFixed,
+  ROOT,
+  SECONDS,
+  start,
+  stop,
+  stopAll,
+  UPSTREAM,
+  waitFor,
+} from './support.js';
 
 /**
  * The gateway against the reference a platform team would otherwise deploy, in one run:
@@ -26,77 +35,15 @@ import type { Result as OpenLoopResult } from './open-loop.js';
  * BENCH_ROUNDS (default 3) how many interleaved rounds of throughput runs.
  */
 const WORKERS = Number(process.env.BENCH_WORKERS ?? 1);
-const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 /** Throughput runs are interleaved (a, b, c, d, a, b, ...) and the median kept: on a shared machine one run proves little. */
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
-const ROOT = join(import.meta.dirname, '..');
-const TSX = join(ROOT, 'node_modules', 'tsx', 'dist', 'cli.mjs');
-
-const children: ChildProcess[] = [];
-process.on('exit', () => {
-  for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
-});
-
-function start(name: string, command: string, args: string[], env: NodeJS.ProcessEnv = {}): ChildProcess {
-  const child = spawn(command, args, {
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  let err = '';
-  child.stderr?.on('data', (c: Buffer) => (err = (err + c.toString()).slice(-4000)));
-  child.once('exit', (code, signal) => {
-    if (code !== 0 && signal === null) console.error(`${name} exited with ${code}:\n${err}`);
-  });
-  children.push(child);
-  return child;
-}
-
-async function stop(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null) return;
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  child.kill('SIGTERM');
-  await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 5000))]);
-  if (child.exitCode === null) child.kill('SIGKILL');
-}
-
-async function waitFor(url: string, headers: Record<string, string> = {}, want = 200): Promise<void> {
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    try {
-      const res = await fetch(url, { headers });
-      await res.arrayBuffer();
-      if (res.status === want) return;
-    } catch {
-      // not up yet
-    }
-    if (Date.now() > deadline) throw new Error(`${url} did not answer ${want} within 20 s`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
 
 interface Figures {
   rps: number;
   p50: number;
   p99: number;
   bad: number;
-}
-
-const TICKS_PER_SECOND = 100;
-
-/** User + system CPU seconds of a process and its children (nginx workers, cluster workers). */
-function cpuSeconds(pid: number): number {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    const own = (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
-    const children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim();
-    return (
-      own + (children === '' ? 0 : children.split(' ').reduce((sum, c) => sum + cpuSeconds(Number(c)), 0))
-    );
-  } catch {
-    return NaN;
-  }
 }
 
 /** Saturating load (closed loop, CONNECTIONS connections): throughput. */
@@ -109,54 +56,6 @@ async function load(url: string, headers: Record<string, string>): Promise<Figur
     bad: result.non2xx + result.errors + result.timeouts,
   };
 }
-
-interface FixedRate extends OpenLoopResult {
-  /** CPU time of the measured process tree per request, in microseconds (Linux only). */
-  cpuUsPerRequest: number;
-}
-
-/**
- * Latency at a fixed rate, in microseconds: bench/open-loop.ts in its own process, after a 2 s
- * warm-up at the same rate; the CPU of `pid` (and its children) is read over the measured part.
- */
-async function fixedRate(
-  url: string,
-  headers: Record<string, string>,
-  rate: number,
-  pid: number,
-): Promise<FixedRate> {
-  const spec = { url, headers, rate, seconds: SECONDS, warmSeconds: 2 };
-  const child = spawn(process.execPath, [TSX, join(ROOT, 'bench', 'open-loop.ts'), JSON.stringify(spec)], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  let cpuBefore = NaN;
-  let result: OpenLoopResult | undefined;
-  let cpu = NaN;
-  for await (const line of createInterface({ input: child.stdout })) {
-    if (line === 'measuring') cpuBefore = cpuSeconds(pid);
-    else {
-      cpu = cpuSeconds(pid) - cpuBefore;
-      result = JSON.parse(line) as OpenLoopResult;
-    }
-  }
-  if (!result) throw new Error(`the load generator gave no result (exit ${child.exitCode})`);
-  return { ...result, cpuUsPerRequest: (cpu * 1e6) / result.requests };
-}
-
-const ms = (us: number): string => (us / 1000).toFixed(3).padStart(7);
-
-const fmtFixed = (f: FixedRate): string =>
-  `p50 ${ms(f.p50)} ms   p90 ${ms(f.p90)} ms   p99 ${ms(f.p99)} ms   max ${ms(f.max)} ms   ` +
-  `CPU ${f.cpuUsPerRequest.toFixed(0)} µs/request   (${f.requests} requests${f.bad > 0 ? `, ${f.bad} non-200/errors` : ''}; ` +
-  `generator lag p99 ${ms(f.lagP99).trim()} ms)`;
-
-const UPSTREAM = `
-const http = require('node:http');
-http.createServer((req, res) => {
-  req.resume();
-  req.on('end', () => { res.writeHead(200, { 'content-type': 'text/plain', 'content-length': '12' }); res.end('hello world\\n'); });
-}).listen(Number(process.env.PORT), '127.0.0.1');
-`;
 
 /**
  * For context, not a competitor: the floor of any Node proxy here, node:http in front of an undici
@@ -313,7 +212,7 @@ export async function run(): Promise<void> {
       TOLLGATE_PORT: String(port),
       TOLLGATE_REDIS_URL: redisUrl,
     });
-    const cli = join(ROOT, 'bin', 'tollgate.js');
+    const cli = CLI;
     const gatewayProc = start(
       'gateway',
       process.execPath,
@@ -390,7 +289,7 @@ export async function run(): Promise<void> {
     redis.disconnect();
     await Promise.all([stop(secondProc), stop(gatewayProc)]);
   } finally {
-    await Promise.all(children.map((c) => stop(c)));
+    await stopAll();
     rmSync(dir, { recursive: true, force: true });
   }
 }

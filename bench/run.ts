@@ -5,6 +5,7 @@
  */
 const benchmarks: Record<string, () => Promise<{ run: () => Promise<void> }>> = {
   gateway: () => import('./gateway.js'),
+  sidecar: () => import('./sidecar.js'),
   inference: () => import('./inference.js'),
   puller: () => import('./puller.js'),
   cluster: () => import('./cluster.js'),

@@ -9,17 +9,21 @@ const program = new Command()
   .description('Kubernetes-native API keys, a key-checking gateway, and V2 serving for scikit-learn models')
   .version('0.1.0');
 
-const commands: Array<() => Promise<{ register: (p: Command) => void }>> = [
-  () => import('./commands/operator.js'),
-  () => import('./commands/pull.js'),
-  () => import('./commands/validate.js'),
-  () => import('./commands/gateway.js'),
-  () => import('./commands/sidecar.js'),
-  () => import('./commands/token.js'),
-  () => import('./commands/route.js'),
-  () => import('./commands/dev.js'),
-];
+const commands: Record<string, () => Promise<{ register: (p: Command) => void }>> = {
+  operator: () => import('./commands/operator.js'),
+  pull: () => import('./commands/pull.js'),
+  validate: () => import('./commands/validate.js'),
+  gateway: () => import('./commands/gateway.js'),
+  sidecar: () => import('./commands/sidecar.js'),
+  token: () => import('./commands/token.js'),
+  route: () => import('./commands/route.js'),
+  dev: () => import('./commands/dev.js'),
+};
 
-for (const load of commands) (await load()).register(program);
+// Only the command being run is loaded: a sidecar or a puller container should not carry the
+// Kubernetes client and the rest in memory. Help, or an unknown command, loads them all.
+const named = process.argv[2];
+const wanted = named !== undefined && named in commands ? [commands[named]] : Object.values(commands);
+for (const load of wanted) if (load !== undefined) (await load()).register(program);
 
 await program.parseAsync(process.argv);

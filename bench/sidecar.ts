@@ -1,0 +1,140 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import { generateKey, hashKey } from '../common/apikey/format.js';
+import { KeyIndexWriter } from '../common/apikey/index-writer.js';
+import { freePort } from '../common/net/free-port.js';
+import { redisKeys } from '../common/redis/schema.js';
+import { throwawayRedisArgs } from '../common/redis/throwaway-args.js';
+import { RouteWriter } from '../common/routes/workflow-routes.js';
+import { grantPublicKeysFile } from '../gateway/services.js';
+import {
+  CLI,
+  fixedRate,
+  fmtFixed,
+  memoryMiB,
+  ms,
+  SECONDS,
+  start,
+  stopAll,
+  UPSTREAM,
+  waitFor,
+} from './support.js';
+
+/**
+ * The sidecar's figures, in one run on loopback: its memory idle and after 1,000 req/s, the
+ * latency it adds in front of a workload against calling the workload directly, and what a call
+ * through the central gateway costs with a sidecar behind it (the central gateway signs the grant,
+ * the sidecar verifies it offline) against the central gateway alone. Latency at a fixed
+ * 1,000 req/s, open loop (bench/open-loop.ts). Without a grant a sidecar behind the central
+ * gateway could not let the call in at all: the central gateway never forwards the key.
+ */
+const RATE = 1000;
+const WORKFLOW = 'bench';
+
+export async function run(): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'tollgate-bench-sidecar-'));
+  const ports = await Promise.all(Array.from({ length: 5 }, () => freePort()));
+  const [upstreamPort, redisPort, centralPort, sidecarPort, opsPort] = ports as [
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
+  try {
+    const workload = start('upstream', process.execPath, ['-e', UPSTREAM], { PORT: String(upstreamPort) });
+    start('redis', 'redis-server', throwawayRedisArgs(redisPort));
+    const upstream = `http://127.0.0.1:${upstreamPort}`;
+    await waitFor(`${upstream}/`);
+    const redisUrl = `redis://127.0.0.1:${redisPort}`;
+    const redis = new Redis(redisUrl);
+    const key = generateKey('bda');
+    await new KeyIndexWriter(redis).put(hashKey(key), {
+      id: '0123456789abcdef0123',
+      owner: 'bench',
+      module: 'bda',
+      roles: [WORKFLOW],
+    });
+    // Two services of the workflow: one reached directly, one behind its sidecar.
+    const routes = new RouteWriter(redis);
+    for (const [service, url] of [
+      ['direct', upstream],
+      ['guarded', `http://127.0.0.1:${sidecarPort}`],
+    ] as const) {
+      await routes.put(redisKeys.bdaRoute(WORKFLOW, service), { url, owner: 'bench', workflow: WORKFLOW });
+    }
+    const auth = { authorization: `Apikey ${key}` };
+    const keyFile = join(dir, 'grant-signing-key.json');
+    const central = start('central gateway', process.execPath, [CLI, 'gateway'], {
+      NODE_OPTIONS: '',
+      LOG_LEVEL: 'warn',
+      TOLLGATE_HOST: '127.0.0.1',
+      TOLLGATE_PORT: String(centralPort),
+      TOLLGATE_REDIS_URL: redisUrl,
+      TOLLGATE_GRANT_SIGNING_KEY_FILE: keyFile,
+    });
+    await waitFor(`http://127.0.0.1:${centralPort}/healthz`);
+    const sidecar = start(
+      'sidecar',
+      process.execPath,
+      [
+        CLI,
+        'sidecar',
+        '--upstream',
+        upstream,
+        '--workflow',
+        WORKFLOW,
+        '--service',
+        'guarded',
+        '--host',
+        '127.0.0.1',
+        '--port',
+        String(sidecarPort),
+        '--operations-port',
+        String(opsPort),
+        '--redis-url',
+        redisUrl,
+        '--grant-keys',
+        grantPublicKeysFile(keyFile),
+      ],
+      { NODE_OPTIONS: '', LOG_LEVEL: 'warn' },
+    );
+    await waitFor(`http://127.0.0.1:${opsPort}/readyz`);
+    const idle = memoryMiB(sidecar.pid as number);
+
+    console.log(`at a fixed ${RATE} req/s (open loop, ${SECONDS} s after a 2 s warm-up):`);
+    const direct = await fixedRate(`${upstream}/`, {}, RATE, workload.pid as number);
+    console.log(`  workload directly          ${fmtFixed(direct)}`);
+    const alone = await fixedRate(`http://127.0.0.1:${sidecarPort}/`, auth, RATE, sidecar.pid as number);
+    console.log(`  sidecar, key check         ${fmtFixed(alone)}`);
+    const busy = memoryMiB(sidecar.pid as number);
+    const centralOnly = await fixedRate(
+      `http://127.0.0.1:${centralPort}/events/bda/${WORKFLOW}/direct/`,
+      auth,
+      RATE,
+      central.pid as number,
+    );
+    console.log(`  central gateway alone      ${fmtFixed(centralOnly)}`);
+    const both = await fixedRate(
+      `http://127.0.0.1:${centralPort}/events/bda/${WORKFLOW}/guarded/`,
+      auth,
+      RATE,
+      sidecar.pid as number,
+    );
+    console.log(`  central + sidecar (grant)  ${fmtFixed(both)}   (CPU: the sidecar's)`);
+    console.log(
+      `the sidecar adds p50 ${ms(alone.p50 - direct.p50).trim()} ms, p99 ${ms(alone.p99 - direct.p99).trim()} ms in front of the workload; ` +
+        `behind the central gateway it adds p50 ${ms(both.p50 - centralOnly.p50).trim()} ms, p99 ${ms(both.p99 - centralOnly.p99).trim()} ms ` +
+        `(sign + verify of the grant, one more hop)`,
+    );
+    console.log(
+      `sidecar RSS idle ${idle.rss.toFixed(0)} MiB, after ${RATE} req/s ${busy.rss.toFixed(0)} MiB (peak ${busy.peak.toFixed(0)} MiB; target < 60 MiB)`,
+    );
+    redis.disconnect();
+  } finally {
+    await stopAll();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,136 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import type { Result as OpenLoopResult } from './open-loop.js';
+
+/** What the benchmarks share: their processes, readiness waits, CPU and memory readings, the open-loop runs. */
+export const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
+export const ROOT = join(import.meta.dirname, '..');
+export const TSX = join(ROOT, 'node_modules', 'tsx', 'dist', 'cli.mjs');
+export const CLI = join(ROOT, 'bin', 'tollgate.js');
+
+const children: ChildProcess[] = [];
+process.on('exit', () => {
+  for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
+});
+
+export function start(
+  name: string,
+  command: string,
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+): ChildProcess {
+  const child = spawn(command, args, {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let err = '';
+  child.stderr?.on('data', (c: Buffer) => (err = (err + c.toString()).slice(-4000)));
+  child.once('exit', (code, signal) => {
+    if (code !== 0 && signal === null) console.error(`${name} exited with ${code}:\n${err}`);
+  });
+  children.push(child);
+  return child;
+}
+
+export async function stop(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return;
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.kill('SIGTERM');
+  await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 5000))]);
+  if (child.exitCode === null) child.kill('SIGKILL');
+}
+
+/** Stops every process the benchmark started. */
+export async function stopAll(): Promise<void> {
+  await Promise.all(children.map((c) => stop(c)));
+}
+
+export async function waitFor(url: string, headers: Record<string, string> = {}, want = 200): Promise<void> {
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    try {
+      const res = await fetch(url, { headers });
+      await res.arrayBuffer();
+      if (res.status === want) return;
+    } catch {
+      // not up yet
+    }
+    if (Date.now() > deadline) throw new Error(`${url} did not answer ${want} within 20 s`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+const TICKS_PER_SECOND = 100;
+
+/** User + system CPU seconds of a process and its children (nginx workers, cluster workers). */
+export function cpuSeconds(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const own = (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
+    const children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim();
+    return (
+      own + (children === '' ? 0 : children.split(' ').reduce((sum, c) => sum + cpuSeconds(Number(c)), 0))
+    );
+  } catch {
+    return NaN;
+  }
+}
+
+/** Resident memory of a process, in MiB (VmRSS), and its peak so far (VmHWM). */
+export function memoryMiB(pid: number): { rss: number; peak: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kib = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN);
+  return { rss: kib('VmRSS') / 1024, peak: kib('VmHWM') / 1024 };
+}
+
+/** A tiny upstream on loopback: 200 "hello world" to everything. */
+export const UPSTREAM = `
+const http = require('node:http');
+http.createServer((req, res) => {
+  req.resume();
+  req.on('end', () => { res.writeHead(200, { 'content-type': 'text/plain', 'content-length': '12' }); res.end('hello world\\n'); });
+}).listen(Number(process.env.PORT), '127.0.0.1');
+`;
+
+export interface FixedRate extends OpenLoopResult {
+  /** CPU time of the measured process tree per request, in microseconds (Linux only). */
+  cpuUsPerRequest: number;
+}
+
+/**
+ * Latency at a fixed rate, in microseconds: bench/open-loop.ts in its own process, after a 2 s
+ * warm-up at the same rate; the CPU of `pid` (and its children) is read over the measured part.
+ */
+export async function fixedRate(
+  url: string,
+  headers: Record<string, string>,
+  rate: number,
+  pid: number,
+): Promise<FixedRate> {
+  const spec = { url, headers, rate, seconds: SECONDS, warmSeconds: 2 };
+  const child = spawn(process.execPath, [TSX, join(ROOT, 'bench', 'open-loop.ts'), JSON.stringify(spec)], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let cpuBefore = NaN;
+  let result: OpenLoopResult | undefined;
+  let cpu = NaN;
+  for await (const line of createInterface({ input: child.stdout })) {
+    if (line === 'measuring') cpuBefore = cpuSeconds(pid);
+    else {
+      cpu = cpuSeconds(pid) - cpuBefore;
+      result = JSON.parse(line) as OpenLoopResult;
+    }
+  }
+  if (!result) throw new Error(`the load generator gave no result (exit ${child.exitCode})`);
+  return { ...result, cpuUsPerRequest: (cpu * 1e6) / result.requests };
+}
+
+export const ms = (us: number): string => (us / 1000).toFixed(3).padStart(7);
+
+export const fmtFixed = (f: FixedRate): string =>
+  `p50 ${ms(f.p50)} ms   p90 ${ms(f.p90)} ms   p99 ${ms(f.p99)} ms   max ${ms(f.max)} ms   ` +
+  `CPU ${f.cpuUsPerRequest.toFixed(0)} µs/request   (${f.requests} requests${f.bad > 0 ? `, ${f.bad} non-200/errors` : ''}; ` +
+  `generator lag p99 ${ms(f.lagP99).trim()} ms)`;

@@ -194,6 +194,38 @@ async function main(): Promise<void> {
   );
   await waitFor('the gateway', async () => (await fetch(`${base}/readyz`)).ok, 30_000, dev);
 
+  // The scorer listens on loopback and answers only through its sidecar, which lets in calls
+  // with a fraud key, or with the grant the central gateway signed for a call it already checked.
+  step(`guarding ${WORKFLOW}/${WORKFLOW_SERVICE} with \`tollgate sidecar\``);
+  const [sidecarPort, sidecarOpsPort] = [await freePort(), await freePort()];
+  const guardedUrl = `http://127.0.0.1:${sidecarPort}`;
+  const sidecar = start('sidecar', process.execPath, [
+    CLI,
+    'sidecar',
+    '--upstream',
+    scorerUrl,
+    '--workflow',
+    WORKFLOW,
+    '--service',
+    WORKFLOW_SERVICE,
+    '--host',
+    '127.0.0.1',
+    '--port',
+    String(sidecarPort),
+    '--operations-port',
+    String(sidecarOpsPort),
+    '--redis-url',
+    redisUrl,
+    '--grant-keys',
+    path.join(STATE, 'grant-signing-key.public.json'),
+  ]);
+  await waitFor(
+    'the sidecar',
+    async () => (await fetch(`http://127.0.0.1:${sidecarOpsPort}/readyz`)).ok,
+    30_000,
+    sidecar,
+  );
+
   step(`registering ${WORKFLOW}/${WORKFLOW_SERVICE} with \`tollgate route add\` (a Service manifest)`);
   execFileSync(process.execPath, [
     CLI,
@@ -204,7 +236,7 @@ async function main(): Promise<void> {
     '--service',
     WORKFLOW_SERVICE,
     '--url',
-    scorerUrl,
+    guardedUrl,
     '--owner',
     USER,
     '--state-dir',
@@ -276,7 +308,7 @@ async function main(): Promise<void> {
       `export BDA_KEY=${bdaKey}`,
       `export TOLLGATE_STATE_DIR=${STATE}`,
       `export TOLLGATE_REDIS_URL=${redisUrl}`,
-      `export SCORER_URL=${scorerUrl}`,
+      `export SCORER_URL=${guardedUrl}`,
       `export DATASETS_URL=${datasetsUrl}`,
       '',
     ].join('\n'),

@@ -237,6 +237,7 @@ async function main(): Promise<void> {
     WORKFLOW_SERVICE,
     '--url',
     guardedUrl,
+    '--sidecar',
     '--owner',
     USER,
     '--state-dir',

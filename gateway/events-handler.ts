@@ -122,9 +122,8 @@ class EventsCall {
     const headers = upstreamRequestHeaders(req, grant, requestId);
     // A workflow service behind a sidecar gets the grant signed, so it need not ask Redis again.
     const signer = s.grantSigner;
-    if (signer !== undefined && target.kind === 'bda') {
-      const [, , workflow = '', service = ''] = this.path.segments;
-      signer.sign(grant, workflow, service).then(
+    if (signer !== undefined && target.grantFor !== undefined) {
+      signer.sign(grant, target.grantFor.workflow, target.grantFor.service).then(
         (token) => this.proxy(target, headers.concat(GRANT_HEADER, token), started, grant),
         (err: unknown) => this.fail(err),
       );

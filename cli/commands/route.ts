@@ -33,20 +33,31 @@ export function register(program: Command): void {
     .requiredOption('--service <id>', 'the service id inside the workflow')
     .requiredOption('--url <url>', 'base URL of the service, e.g. http://127.0.0.1:9000')
     .requiredOption('--owner <subject>', 'the user who owns the workflow (their token subject)')
+    .option('--sidecar', 'the URL is the service’s `tollgate sidecar`: calls carry a signed grant for it')
     .option(...stateOption)
-    .action((flags: StateFlag & { workflow: string; service: string; url: string; owner: string }) =>
-      withManifests(flags, async (services, dir) => {
-        const name = await services.add({
-          workflow: flags.workflow,
-          service: flags.service,
-          url: flags.url,
-          owner: flags.owner,
-        });
-        process.stdout.write(
-          `routed /events/bda/${flags.workflow}/${flags.service}/ to ${flags.url} (owner ${flags.owner}): ` +
-            `${path.join(dir, SERVICES_PLURAL, name)}.yaml\n`,
-        );
-      }),
+    .action(
+      (
+        flags: StateFlag & {
+          workflow: string;
+          service: string;
+          url: string;
+          owner: string;
+          sidecar?: boolean;
+        },
+      ) =>
+        withManifests(flags, async (services, dir) => {
+          const name = await services.add({
+            workflow: flags.workflow,
+            service: flags.service,
+            url: flags.url,
+            owner: flags.owner,
+            ...(flags.sidecar === true ? { sidecar: true } : {}),
+          });
+          process.stdout.write(
+            `routed /events/bda/${flags.workflow}/${flags.service}/ to ${flags.url} (owner ${flags.owner}): ` +
+              `${path.join(dir, SERVICES_PLURAL, name)}.yaml\n`,
+          );
+        }),
     );
 
   route

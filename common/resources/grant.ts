@@ -37,6 +37,11 @@ export const routeSchema = z.object({
   /** For bda routes: the workflow's owner; for model routes: the model's workflow, if any. */
   owner: z.string().optional(),
   workflow: z.string().optional(),
+  /**
+   * The service answers through a Tollgate sidecar: the central gateway signs each call's grant
+   * for it (X-Tollgate-Grant), so the sidecar need not look the key up again.
+   */
+  sidecar: z.boolean().optional(),
   /** What created the route, for debugging: `service/<ns>/<name>`, `model/<ns>/<name>`, `manifest`. */
   source: z.string().optional(),
 });

@@ -22,3 +22,8 @@ export const URL_ANNOTATION = 'tollgate.dev/url';
  * Deployment anyway.
  */
 export const RUNTIME_ANNOTATION = 'tollgate.dev/runtime';
+/**
+ * `"true"` on a workflow Service whose pods answer through a Tollgate sidecar: its route says so,
+ * and the central gateway hands the sidecar a signed grant with each call.
+ */
+export const SIDECAR_ANNOTATION = 'tollgate.dev/sidecar';

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { TollgateError } from '../errors.js';
 import type { ManifestCollection } from './manifest-dir.js';
-import { OWNER_KEY, SERVICE_LABEL, URL_ANNOTATION, WORKFLOW_LABEL } from './labels.js';
+import { OWNER_KEY, SERVICE_LABEL, SIDECAR_ANNOTATION, URL_ANNOTATION, WORKFLOW_LABEL } from './labels.js';
 
 /**
  * A workflow service is a Kubernetes Service with the `tollgate.dev/workflow` and
@@ -42,6 +42,8 @@ export const workflowServiceInputSchema = z.strictObject({
   service: idSchema('service'),
   url: z.url({ protocol: /^https?$/, error: 'url must be an http:// or https:// base URL of the service' }),
   owner: z.string().min(1).max(255),
+  /** It answers through `tollgate sidecar`: calls through the central gateway carry a signed grant. */
+  sidecar: z.boolean().optional(),
 });
 export type WorkflowServiceInput = z.infer<typeof workflowServiceInputSchema>;
 
@@ -107,7 +109,10 @@ export class WorkflowServiceManifests {
       metadata: {
         name,
         labels: { [WORKFLOW_LABEL]: s.workflow, [SERVICE_LABEL]: s.service, [OWNER_KEY]: s.owner },
-        annotations: { [URL_ANNOTATION]: s.url },
+        annotations: {
+          [URL_ANNOTATION]: s.url,
+          ...(s.sidecar === true ? { [SIDECAR_ANNOTATION]: 'true' } : {}),
+        },
       },
     });
     return name;

@@ -25,7 +25,12 @@ export type PlatformResourceHandler = (
 ) => void | Promise<void>;
 
 export type EventsTarget =
-  | { kind: RouteKind; proxy: { origin: string; path: string } }
+  | {
+      kind: RouteKind;
+      proxy: { origin: string; path: string };
+      /** The service behind a sidecar: the grant to sign for it (see auth/signed-grant.ts). */
+      grantFor?: { workflow: string; service: string };
+    }
   | { kind: 'platform'; builtIn: PlatformResourceHandler; resource: string };
 
 const PLATFORM_METHODS = new Set(['GET', 'PUT', 'POST']);
@@ -89,7 +94,11 @@ export class EventsRouter {
       if (route === null) {
         throw notFound('unknown_service', `workflow "${workflow}" exposes no service "${service}"`);
       }
-      return { kind: 'bda', proxy: { origin: route.origin, path: upstreamPath(route.basePath, path, 4) } };
+      return {
+        kind: 'bda',
+        proxy: { origin: route.origin, path: upstreamPath(route.basePath, path, 4) },
+        ...(route.route.sidecar === true ? { grantFor: { workflow, service } } : {}),
+      };
     };
     return found instanceof Promise ? found.then(toTarget) : toTarget(found);
   }

@@ -3,6 +3,7 @@ import {
   OWNER_KEY,
   PORT_ANNOTATION,
   SERVICE_LABEL,
+  SIDECAR_ANNOTATION,
   URL_ANNOTATION,
   WORKFLOW_LABEL,
 } from '../../common/resources/labels.js';
@@ -59,6 +60,7 @@ export function workflowRoute(
       workflow,
       source: serviceSource({ namespace: ns, name: svc.metadata.name }),
       ...(owner ? { owner } : {}),
+      ...(svc.metadata.annotations?.[SIDECAR_ANNOTATION] === 'true' ? { sidecar: true } : {}),
     },
   };
 }

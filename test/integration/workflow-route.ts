@@ -8,12 +8,13 @@ import { RouteWriter } from '../../common/routes/workflow-routes.js';
  */
 export async function putWorkflowRoute(
   redis: Redis,
-  r: { workflow: string; service: string; url: string; owner: string },
+  r: { workflow: string; service: string; url: string; owner: string; sidecar?: boolean },
 ): Promise<void> {
   await new RouteWriter(redis).put(redisKeys.bdaRoute(r.workflow, r.service), {
     url: r.url,
     owner: r.owner,
     workflow: r.workflow,
     source: `service/test/${r.workflow}-${r.service}`,
+    ...(r.sidecar === true ? { sidecar: true } : {}),
   });
 }

@@ -34,6 +34,7 @@ import {
   type TestGateway,
   type Upstream,
 } from './support.js';
+import { putWorkflowRoute } from '../workflow-route.js';
 
 const run = promisify(execFile);
 const TSX = new URL('../../../node_modules/tsx/dist/cli.mjs', import.meta.url).pathname;
@@ -198,7 +199,15 @@ describe('central gateway and sidecar together: a signed grant instead of a seco
     );
     sidecarUrl = `http://127.0.0.1:${(await sidecar.traffic.listen(0, '127.0.0.1')).port}`;
     // The workflow service's route goes to its sidecar, as a pod's Service targets the sidecar.
-    await registerService(rc, workflow, 'scorer', sidecarUrl);
+    await putWorkflowRoute(rc, {
+      workflow,
+      service: 'scorer',
+      url: sidecarUrl,
+      owner: 'alice',
+      sidecar: true,
+    });
+    // A service of the same workflow without a sidecar: its calls carry no grant.
+    await registerService(rc, workflow, 'plain', upstream.url);
   });
 
   afterAll(async () => {
@@ -246,6 +255,16 @@ describe('central gateway and sidecar together: a signed grant instead of a seco
     // Without the grant, the sidecar checks the key in full, and Redis no longer knows it.
     const direct = await send(sidecarUrl, '/score', { headers: apikey(key) });
     expect([direct.status, direct.json.code]).toEqual([401, 'unknown_api_key']);
+  });
+
+  it('signs grants only for services behind a sidecar: other workloads never see one', async () => {
+    const { key } = await createKey(rc, 'bda', [workflow]);
+    const before = upstream.seen.length;
+    expect(
+      (await send(central.url, `/events/bda/${workflow}/plain/x`, { headers: apikey(key) })).status,
+    ).toBe(200);
+    expect(upstream.seen[before]?.url).toBe('/x');
+    expect(upstream.seen[before]?.headers['x-tollgate-grant']).toBeUndefined();
   });
 
   it('refuses forged, foreign, expired and replayed grants, whatever key comes with them', async () => {

@@ -67,6 +67,23 @@ describe('workflow service manifests (standalone `tollgate route add`)', () => {
     });
   });
 
+  it('marks a service behind a sidecar, and its route says so', async () => {
+    const name = await services.add({
+      workflow: 'wf',
+      service: 'guarded',
+      url: 'http://127.0.0.1:8081',
+      owner: 'alice',
+      sidecar: true,
+    });
+    const svc = await read(`${name}.yaml`);
+    expect(svc.metadata.annotations?.['tollgate.dev/sidecar']).toBe('true');
+    expect(workflowRoute(svc, annotatedServiceAddress)?.route.sidecar).toBe(true);
+    const plain = await read(
+      `${await services.add({ workflow: 'wf', service: 'open', url: 'http://127.0.0.1:1', owner: 'alice' })}.yaml`,
+    );
+    expect(workflowRoute(plain, annotatedServiceAddress)?.route).not.toHaveProperty('sidecar');
+  });
+
   it('updates the same service in place, and adds services to a workflow of the same owner', async () => {
     const first = await services.add({
       workflow: 'wf',

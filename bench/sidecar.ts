@@ -59,12 +59,17 @@ export async function run(): Promise<void> {
     });
     // Two services of the workflow: one reached directly, one behind its sidecar.
     const routes = new RouteWriter(redis);
-    for (const [service, url] of [
-      ['direct', upstream],
-      ['guarded', `http://127.0.0.1:${sidecarPort}`],
-    ] as const) {
-      await routes.put(redisKeys.bdaRoute(WORKFLOW, service), { url, owner: 'bench', workflow: WORKFLOW });
-    }
+    await routes.put(redisKeys.bdaRoute(WORKFLOW, 'direct'), {
+      url: upstream,
+      owner: 'bench',
+      workflow: WORKFLOW,
+    });
+    await routes.put(redisKeys.bdaRoute(WORKFLOW, 'guarded'), {
+      url: `http://127.0.0.1:${sidecarPort}`,
+      owner: 'bench',
+      workflow: WORKFLOW,
+      sidecar: true,
+    });
     const auth = { authorization: `Apikey ${key}` };
     const keyFile = join(dir, 'grant-signing-key.json');
     const central = start('central gateway', process.execPath, [CLI, 'gateway'], {

@@ -3,6 +3,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import type { Command } from 'commander';
 import { Redis } from 'ioredis';
 import { isTollgateError } from '../../common/errors.js';
+import { stopOnSignals } from '../stop-on-signals.js';
 import { createLogger } from '../../common/logger.js';
 import { WorkflowRoutes } from '../../common/routes/workflow-routes.js';
 import { loadGatewayConfig, parseUpstreamList, type GatewayConfigInput } from '../../gateway/config.js';
@@ -82,21 +83,7 @@ export function register(program: Command): void {
         const gateway = createGatewayServer(services, createV2Handler(services, kubeModels(kubeConfig)));
         const address = await gateway.listen(config.port, config.host);
         log.info({ host: address.address, port: address.port, pid: process.pid }, 'gateway listening');
-        const stop = (signal: string): void => {
-          log.info({ signal }, 'shutting down: finishing in-flight requests');
-          gateway.shutdown().then(
-            () => {
-              log.info('gateway stopped');
-              process.exit(0);
-            },
-            (err: unknown) => {
-              log.error({ err }, 'shutdown failed');
-              process.exit(1);
-            },
-          );
-        };
-        process.once('SIGTERM', () => stop('SIGTERM'));
-        process.once('SIGINT', () => stop('SIGINT'));
+        stopOnSignals(log, 'gateway', () => gateway.shutdown());
       } catch (err) {
         log.error({ code: isTollgateError(err) ? err.code : undefined }, (err as Error).message);
         process.exit(1);

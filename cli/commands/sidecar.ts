@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { z } from 'zod';
 import { isTollgateError } from '../../common/errors.js';
+import { stopOnSignals } from '../stop-on-signals.js';
 import { createLogger } from '../../common/logger.js';
 import { WORKFLOW_ID_PATTERN } from '../../common/resources/workflow-service.js';
 import { loadGatewayConfig, type GatewayConfigInput } from '../../gateway/config.js';
@@ -83,19 +84,10 @@ export function register(program: Command): void {
           },
           'sidecar listening',
         );
-        const stop = (signal: string): void => {
-          log.info({ signal }, 'shutting down: finishing in-flight requests');
+        stopOnSignals(log, 'sidecar', () => {
           operations.close();
-          sidecar.traffic.shutdown().then(
-            () => process.exit(0),
-            (err: unknown) => {
-              log.error({ err }, 'shutdown failed');
-              process.exit(1);
-            },
-          );
-        };
-        process.once('SIGTERM', () => stop('SIGTERM'));
-        process.once('SIGINT', () => stop('SIGINT'));
+          return sidecar.traffic.shutdown();
+        });
       } catch (err) {
         log.error({ code: isTollgateError(err) ? err.code : undefined }, (err as Error).message);
         process.exit(1);

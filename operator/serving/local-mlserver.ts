@@ -257,7 +257,12 @@ export class LocalMlserverDriver implements RuntimeDriver {
       await shared.start();
       return shared;
     })();
-    return this.shared;
+    // A start that failed (no free port, no work directory) is not kept: the next Model tries again.
+    const starting = this.shared;
+    starting.catch(() => {
+      if (this.shared === starting) this.shared = undefined;
+    });
+    return starting;
   }
 
   private sharedRuns(): Run[] {
@@ -283,6 +288,9 @@ export class LocalMlserverDriver implements RuntimeDriver {
         });
       } catch {
         await new Promise((resolve) => setTimeout(resolve, poll)); // not listening yet
+        // The shared process may have been stopped meanwhile (its last other Model removed): a
+        // new one is started for this Model.
+        run.url = (await this.sharedProcess()).url;
         continue;
       }
       if (res.ok) return this.waitReady(run);

@@ -8,7 +8,9 @@ import { freePort } from '../common/net/free-port.js';
 import { redisKeys } from '../common/redis/schema.js';
 import { throwawayRedisArgs } from '../common/redis/throwaway-args.js';
 import { RouteWriter } from '../common/routes/workflow-routes.js';
-import { grantPublicKeysFile } from '../gateway/services.js';
+import { openKeyFile, publicJwk } from '../common/crypto/key-file.js';
+import { writeGrantKeys } from '../common/redis/grant-keys.js';
+import { grantAudience } from '../common/resources/grant.js';
 import {
   CLI,
   fixedRate,
@@ -68,7 +70,7 @@ export async function run(): Promise<void> {
       url: `http://127.0.0.1:${sidecarPort}`,
       owner: 'bench',
       workflow: WORKFLOW,
-      sidecar: true,
+      grantAudience: grantAudience.service(WORKFLOW, 'guarded'),
     });
     const auth = { authorization: `Apikey ${key}` };
     const keyFile = join(dir, 'grant-signing-key.json');
@@ -81,6 +83,8 @@ export async function run(): Promise<void> {
       TOLLGATE_GRANT_SIGNING_KEY_FILE: keyFile,
     });
     await waitFor(`http://127.0.0.1:${centralPort}/healthz`);
+    // What the operator does on a cluster: publish the signing key's public half for the sidecars.
+    await writeGrantKeys(redis, { keys: [publicJwk(await openKeyFile(keyFile))] });
     const sidecar = start(
       'sidecar',
       process.execPath,
@@ -101,8 +105,6 @@ export async function run(): Promise<void> {
         String(opsPort),
         '--redis-url',
         redisUrl,
-        '--grant-keys',
-        grantPublicKeysFile(keyFile),
       ],
       { NODE_OPTIONS: '', LOG_LEVEL: 'warn' },
     );

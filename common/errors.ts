@@ -109,6 +109,7 @@ export const ERROR_STATUS = {
   size_mismatch: 502,
   upstream_connection_failed: 502,
   // 503
+  grant_signer_unavailable: 503,
   identity_provider_unavailable: 503,
   key_store_unavailable: 503,
   model_directory_unavailable: 503,

@@ -216,8 +216,6 @@ async function main(): Promise<void> {
     String(sidecarOpsPort),
     '--redis-url',
     redisUrl,
-    '--grant-keys',
-    path.join(STATE, 'grant-signing-key.public.json'),
   ]);
   await waitFor(
     'the sidecar',

@@ -57,9 +57,9 @@ export const gatewayConfigSchema = z.strictObject({
   /** Namespace of the ApiKey resources on a cluster (defaults to the pod's own). */
   namespace: z.string().min(1).default('default'),
   /**
-   * The key the gateway signs grants for sidecars with (ES256 JWK, made on first use); its public
-   * half is written beside it as `<key>.public.json` for the sidecars' --grant-keys. Unset: calls
-   * reach workflow services without a grant, and their sidecars check the key in full.
+   * The key the gateway signs grants for sidecars with (ES256 JWK; standalone: made on first use;
+   * on a cluster: the operator's Secret, mounted). The operator publishes its public half in Redis
+   * for the sidecars. Unset: a route behind a sidecar answers 503 grant_signer_unavailable.
    */
   grantSigningKeyFile: z.string().min(1).optional(),
   /** Where standalone mode keeps its manifests (ApiKey, Service, Model). */

@@ -4,7 +4,7 @@ import type { KeyGrant } from '../common/resources/grant.js';
 import { sendError } from './http/errors.js';
 import type { MetricsRouteKind } from './metrics.js';
 import { requestIdOf, upstreamRequestHeaders } from './proxy/headers.js';
-import { countedUpstream, GRANT_HEADER } from './auth/signed-grant.js';
+import { countedUpstream, withSignedGrant } from './auth/signed-grant.js';
 import { forward } from './proxy/forward.js';
 import type { EventsTarget } from './routing/events-router.js';
 import type { NormalisedPath } from './routing/normalise.js';
@@ -119,38 +119,9 @@ class EventsCall {
       return;
     }
     const started = performance.now();
-    const headers = upstreamRequestHeaders(req, grant, requestId);
-    // A workflow service behind a sidecar gets the grant signed, so it need not ask Redis again.
-    const signer = s.grantSigner;
-    if (signer !== undefined && target.grantFor !== undefined) {
-      signer.sign(grant, target.grantFor.workflow, target.grantFor.service).then(
-        (token) => this.proxy(target, headers.concat(GRANT_HEADER, token), started, grant),
-        (err: unknown) => this.fail(err),
-      );
-      return;
-    }
-    this.proxy(target, headers, started, grant);
-  }
-
-  private proxy(
-    target: Extract<EventsTarget, { proxy: unknown }>,
-    headers: string[],
-    started: number,
-    grant: KeyGrant,
-  ): void {
-    const { s, req, res, requestId } = this;
     // A model published as a workflow service gets the V2 request checks before it is sent on.
     const answered =
-      workflowInference(s, req, res, this.path, target, grant, requestId) ??
-      forward(
-        req,
-        res,
-        s.upstreams.get(target.proxy.origin),
-        target.proxy.path,
-        headers,
-        requestId,
-        s.config.bodyLimitBytes,
-      );
+      workflowInference(s, req, res, this.path, target, grant, requestId) ?? this.forward(target, grant);
     answered.then(
       (status) => {
         s.metrics.upstreamDuration(this.kind, (performance.now() - started) / 1000);
@@ -158,6 +129,24 @@ class EventsCall {
       },
       (err: unknown) => this.fail(err),
     );
+  }
+
+  private forward(target: Extract<EventsTarget, { proxy: unknown }>, grant: KeyGrant): Promise<number> {
+    const { s, req, res, requestId } = this;
+    const headers = upstreamRequestHeaders(req, grant, requestId);
+    const send = (h: string[]) =>
+      forward(
+        req,
+        res,
+        s.upstreams.get(target.proxy.origin),
+        target.proxy.path,
+        h,
+        requestId,
+        s.config.bodyLimitBytes,
+      );
+    // Only a service behind a sidecar pays for a signature (it then need not ask Redis again).
+    if (target.grantAudience === undefined) return send(headers);
+    return withSignedGrant(s.grantSigner, headers, grant, target.grantAudience).then(send);
   }
 
   private fail(thrown: unknown): void {

@@ -1,4 +1,3 @@
-import { writeFile } from 'node:fs/promises';
 import { Redis, type RedisOptions } from 'ioredis';
 import { RoleCatalogue } from '../common/apikey/roles.js';
 import type { Logger } from '../common/logger.js';
@@ -97,9 +96,12 @@ export async function createGatewayServices(
     connectTimeoutMs: config.connectTimeoutMs,
     upstreamTimeoutMs: config.upstreamTimeoutMs,
   });
-  const metadata = new MetadataCache(upstreams, invalidation, log, config.cacheEntries);
+  // On a cluster the key is the operator's Secret, mounted; standalone, a file made on first use.
+  // The operator publishes its public half for the sidecars (common/redis/grant-keys.ts).
+  const grantSigner =
+    config.grantSigningKeyFile === undefined ? undefined : await GrantSigner.open(config.grantSigningKeyFile);
+  const metadata = new MetadataCache(upstreams, grantSigner, invalidation, log, config.cacheEntries);
   const management = await extras.management?.({ roles });
-  const grantSigner = await openGrantSigner(config.grantSigningKeyFile);
   invalidation.start();
   usage.start();
 
@@ -133,17 +135,6 @@ export async function createGatewayServices(
       subscriber.disconnect();
     },
   };
-}
-
-/** Where the public half of a grant signing key is written: `<key>.public.json`. */
-export const grantPublicKeysFile = (keyFile: string): string => keyFile.replace(/(\.json)?$/, '.public.json');
-
-/** The grant signer, and its public JWKS written beside the key for the sidecars to read. */
-async function openGrantSigner(file: string | undefined): Promise<GrantSigner | undefined> {
-  if (file === undefined) return undefined;
-  const { signer, jwks } = await GrantSigner.open(file);
-  await writeFile(grantPublicKeysFile(file), JSON.stringify(jwks));
-  return signer;
 }
 
 function waitReady(redis: Redis, timeoutMs: number): Promise<void> {

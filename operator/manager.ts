@@ -36,6 +36,9 @@ import { UsageStatusSync } from './usage-status.js';
 import type { RuntimeDriver } from './serving/runtime-driver.js';
 import type { ResourceSource, WatchedSource } from './framework/resource-source.js';
 import type { CredentialsResolver } from './storage/credentials.js';
+import { publicJwk, type StoredKey } from '../common/crypto/key-file.js';
+import { writeGrantKeys } from '../common/redis/grant-keys.js';
+import type { ModelGateway } from '../common/resources/model.js';
 
 /** How long a rebuild waits for failed reconciles to succeed on retry before it sweeps. */
 const SETTLE_MS = 15_000;
@@ -67,6 +70,13 @@ export interface OperatorOptions {
   usageSyncMs?: number;
   /** The MLServer image of Models that name none (default: MLServer's published images). */
   runtimeImage?: string;
+  /** Where a Model's calls are checked when its spec does not say (default: central). */
+  modelGateway?: ModelGateway;
+  /**
+   * The central gateways' grant signing key (a Secret on a cluster, a key file standalone): its
+   * public half is published in Redis for the sidecars on every rebuild.
+   */
+  grantKey?: () => Promise<StoredKey>;
 }
 
 /** Creates the sources for one leadership term (informers cannot be restarted after stop). */
@@ -177,6 +187,7 @@ class Term {
       routes,
       log,
       ...(opts.runtimeImage ? { runtimeImage: opts.runtimeImage } : {}),
+      ...(opts.modelGateway ? { defaultGateway: opts.modelGateway } : {}),
     });
     this.keyReconciler = new ApiKeyReconciler(sources.apiKeys, new KeyIndexWriter(redis));
     this.serviceReconciler = new WorkflowServiceReconciler(
@@ -264,6 +275,8 @@ class Term {
       ]);
       if (this.opts.namespace !== undefined)
         await sweepStaleKeys(this.redis, this.sources.apiKeys, this.opts.namespace);
+      if (this.opts.grantKey !== undefined)
+        await writeGrantKeys(this.redis, { keys: [publicJwk(await this.opts.grantKey())] });
       await this.redis.set(redisKeys.indexMarker, new Date().toISOString());
     } catch (err) {
       this.opts.log.warn({ err }, 'index rebuild incomplete; retrying on the next check');

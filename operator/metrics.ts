@@ -34,6 +34,18 @@ export class OperatorMetrics {
     registers: [this.registry],
   });
 
+  readonly admissions = new Counter({
+    name: 'tollgate_operator_webhook_admissions_total',
+    help: 'Pods seen by the sidecar webhook, by result (injected, skipped, refused, error).',
+    labelNames: ['result'] as const,
+    registers: [this.registry],
+  });
+  readonly webhookCertRotations = new Counter({
+    name: 'tollgate_operator_webhook_certificate_issued_total',
+    help: 'Webhook serving certificates issued by this replica (first issue and rotations).',
+    registers: [this.registry],
+  });
+
   constructor(opts: { defaultMetrics?: boolean } = {}) {
     if (opts.defaultMetrics) collectDefaultMetrics({ register: this.registry });
   }

@@ -18,6 +18,7 @@ import { OperatorManager } from '../../operator/manager.js';
 import { standaloneSources } from '../../operator/standalone-sources.js';
 import { LocalMlserverDriver } from '../../operator/serving/local-mlserver.js';
 import { ProcessEnvCredentials } from '../../operator/storage/credentials.js';
+import { openKeyFile } from '../../common/crypto/key-file.js';
 
 const flagsSchema = z.object({
   stateDir: z.string().min(1),
@@ -66,15 +67,15 @@ export function register(program: Command): void {
       }
       const flags = parsed.data;
       const stateDir = path.resolve(flags.stateDir);
+      const grantSigningKeyFile = path.join(stateDir, 'grant-signing-key.json');
       try {
         const overrides: Partial<GatewayConfigInput> = {
           host: flags.host,
           port: flags.port,
           redisUrl: flags.redisUrl,
           stateDir,
-          // Grants for sidecars beside local processes (`tollgate sidecar --grant-keys
-          // <state-dir>/grant-signing-key.public.json`).
-          grantSigningKeyFile: path.join(stateDir, 'grant-signing-key.json'),
+          // Grants for sidecars beside local processes: the operator below publishes its public half.
+          grantSigningKeyFile,
           // No load balancer in front of a standalone gateway: nothing to drain towards.
           shutdownDrainMs: 0,
         };
@@ -93,6 +94,7 @@ export function register(program: Command): void {
         const operator = new OperatorManager(() => standaloneSources(manifests, runtime, log), {
           redisUrl: flags.redisUrl,
           log: log.child({ component: 'operator' }),
+          grantKey: () => openKeyFile(grantSigningKeyFile),
         });
 
         const selfUrl = `http://${flags.host === '0.0.0.0' ? '127.0.0.1' : flags.host}:${flags.port}`;

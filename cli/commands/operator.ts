@@ -7,6 +7,10 @@ import { loadKubeConfig } from '../../operator/kube-config.js';
 import { kubeSources } from '../../operator/kube-sources.js';
 import { OperatorManager } from '../../operator/manager.js';
 import { OperatorMetrics } from '../../operator/metrics.js';
+import { MODEL_GATEWAYS, type ModelGateway } from '../../common/resources/model.js';
+import { grantKeySecret } from '../../operator/grant-key.js';
+import { CertificateKeeper } from '../../operator/webhook/certificate-keeper.js';
+import { WebhookServer } from '../../operator/webhook/server.js';
 
 interface OperatorFlags {
   redisUrl: string;
@@ -18,6 +22,27 @@ interface OperatorFlags {
   leaseNamespace: string;
   leaseName: string;
   metricsPort: number;
+  modelGateway: string;
+  grantKeySecret?: string;
+  webhookPort: number;
+  webhookService: string;
+  webhookSecret: string;
+  webhookConfig: string;
+  webhookCerts: string;
+  webhookCertValidity: string;
+  sidecarRedisUrl?: string;
+}
+
+const MS = { h: 3_600_000, m: 60_000, s: 1000, d: 86_400_000 } as const;
+
+/** `90d`, `12h`, `30m`, `45s` as milliseconds. */
+function duration(flag: string, value: string): number {
+  const m = /^(\d+)([dhms])$/.exec(value);
+  if (!m) {
+    process.stderr.write(`tollgate operator: ${flag} must be a number and a unit (d, h, m, s), e.g. 90d\n`);
+    process.exit(2);
+  }
+  return Number(m[1]) * MS[m[2] as keyof typeof MS];
 }
 
 /** `tollgate operator`: reconciles Models, ApiKeys and workflow Services on a cluster. */
@@ -46,10 +71,58 @@ export function register(program: Command): void {
     .option('--lease-namespace <ns>', 'namespace of the leader Lease', process.env.POD_NAMESPACE ?? 'default')
     .option('--lease-name <name>', 'name of the leader Lease', 'tollgate-operator')
     .option('--metrics-port <port>', 'serves /metrics, /healthz and /readyz', (v) => Number(v), 9090)
+    .option(
+      '--model-gateway <where>',
+      'where Models without spec.gateway are checked: central or sidecar',
+      'central',
+    )
+    .option(
+      '--grant-key-secret <name>',
+      'Secret (in the operator’s namespace) with the gateways’ grant signing key; made if missing, its public half published for sidecars',
+    )
+    .option(
+      '--webhook-port <port>',
+      'HTTPS port of the sidecar injection webhook (0: no webhook)',
+      (v) => Number(v),
+      0,
+    )
+    .option(
+      '--webhook-service <name>',
+      'the Service in front of the webhook (its certificate’s name)',
+      'tollgate-webhook',
+    )
+    .option('--webhook-secret <name>', 'Secret holding the webhook’s certificates', 'tollgate-webhook-tls')
+    .option(
+      '--webhook-config <name>',
+      'MutatingWebhookConfiguration whose caBundle to keep',
+      'tollgate-sidecar',
+    )
+    .option(
+      '--webhook-certs <who>',
+      'self: the operator issues and rotates them; external: cert-manager does',
+      'self',
+    )
+    .option('--webhook-cert-validity <duration>', 'validity of the certificates the operator issues', '90d')
+    .option('--sidecar-redis-url <url>', 'Redis URL injected sidecars use (default: --redis-url)')
     .action(async (flags: OperatorFlags) => {
       const log = createLogger('operator');
       const kc = loadKubeConfig(flags.kubeconfig);
       const metrics = new OperatorMetrics({ defaultMetrics: true });
+      if (!(MODEL_GATEWAYS as readonly string[]).includes(flags.modelGateway)) {
+        process.stderr.write(`tollgate operator: --model-gateway must be central or sidecar\n`);
+        process.exit(2);
+      }
+      if (flags.webhookCerts !== 'self' && flags.webhookCerts !== 'external') {
+        process.stderr.write(`tollgate operator: --webhook-certs must be self or external\n`);
+        process.exit(2);
+      }
+      const ownNamespace = flags.leaseNamespace;
+      const grantKey =
+        flags.grantKeySecret === undefined
+          ? undefined
+          : grantKeySecret(kc, ownNamespace, flags.grantKeySecret);
+      // Made before leading: the gateway pods mount it and wait for it.
+      await grantKey?.().catch((err: unknown) => log.warn({ err }, 'grant signing key not ready yet'));
       const manager = new OperatorManager(
         () =>
           kubeSources(kc, log, {
@@ -62,6 +135,8 @@ export function register(program: Command): void {
           metrics,
           ...(flags.namespace ? { namespace: flags.namespace } : {}),
           ...(flags.runtimeImage ? { runtimeImage: flags.runtimeImage } : {}),
+          modelGateway: flags.modelGateway as ModelGateway,
+          ...(grantKey ? { grantKey } : {}),
           ...(flags.leaderElect
             ? {
                 leaderElection: {
@@ -88,9 +163,44 @@ export function register(program: Command): void {
         }
       });
       server.listen(flags.metricsPort);
+      // Every replica serves the webhook, leader or not: injection must not pause while the Lease moves.
+      let webhook: { server: WebhookServer; keeper: CertificateKeeper } | undefined;
+      if (flags.webhookPort > 0) {
+        const server = new WebhookServer(
+          flags.webhookPort,
+          {
+            image: flags.pullerImage,
+            redisUrl: flags.sidecarRedisUrl ?? flags.redisUrl,
+            ...(process.env.TOLLGATE_IMAGE_PULL_POLICY
+              ? { imagePullPolicy: process.env.TOLLGATE_IMAGE_PULL_POLICY }
+              : {}),
+          },
+          log.child({ component: 'webhook' }),
+          metrics,
+        );
+        const keeper = new CertificateKeeper(
+          kc,
+          {
+            namespace: ownNamespace,
+            secret: flags.webhookSecret,
+            service: flags.webhookService,
+            webhookConfiguration: flags.webhookConfig,
+            issue: flags.webhookCerts === 'self',
+            validityMs: duration('--webhook-cert-validity', flags.webhookCertValidity),
+            checkMs: 10_000,
+          },
+          (tls) => server.useCertificates(tls),
+          log.child({ component: 'webhook-certs' }),
+          metrics,
+        );
+        keeper.start();
+        webhook = { server, keeper };
+      }
       const shutdown = async (signal: string) => {
         log.info({ signal }, 'shutting down');
         server.close();
+        await webhook?.keeper.stop();
+        await webhook?.server.close();
         await manager.stop();
         kc.close();
         process.exit(0);

@@ -6,45 +6,76 @@ import { createLogger } from '../../common/logger.js';
 import { WORKFLOW_ID_PATTERN } from '../../common/resources/workflow-service.js';
 import { loadGatewayConfig, type GatewayConfigInput } from '../../gateway/config.js';
 import { createGatewayServices } from '../../gateway/services.js';
-import { GrantVerifier } from '../../gateway/auth/signed-grant.js';
-import { createSidecar } from '../../gateway/sidecar/sidecar.js';
+import { createSidecar, type SidecarTarget } from '../../gateway/sidecar/sidecar.js';
+import { APP_PROBES_ENV, parseAppProbes } from '../../gateway/sidecar/app-probes.js';
+import { isModelName } from '../../common/resources/model-name.js';
 
 const id = (what: string) =>
   z.string().regex(WORKFLOW_ID_PATTERN, `--${what}: 1 to 63 letters, digits, '-', '_' or '.'`);
 
-const flagsSchema = z.object({
-  upstream: z.url({ protocol: /^https?$/, error: '--upstream must be an http:// or https:// URL' }),
-  workflow: id('workflow'),
-  service: id('service'),
-  host: z.string().min(1),
-  port: z.coerce.number().int().min(0).max(65535),
-  operationsPort: z.coerce.number().int().min(0).max(65535),
-  grantKeys: z.string().min(1).optional(),
-  redisUrl: z
-    .url({ protocol: /^rediss?$/, error: '--redis-url must be a redis:// or rediss:// URL' })
-    .optional(),
-});
+const flagsSchema = z
+  .object({
+    upstream: z.url({ protocol: /^https?$/, error: '--upstream must be an http:// or https:// URL' }),
+    workflow: id('workflow').optional(),
+    service: id('service').optional(),
+    model: z
+      .string()
+      .refine(isModelName, '--model: a model name, model-<id> (lower-case letters, digits and dashes)')
+      .optional(),
+    host: z.string().min(1),
+    port: z.coerce.number().int().min(0).max(65535),
+    operationsPort: z.coerce.number().int().min(0).max(65535),
+    redisUrl: z
+      .url({ protocol: /^rediss?$/, error: '--redis-url must be a redis:// or rediss:// URL' })
+      .optional(),
+  })
+  .refine((f) => (f.model === undefined) !== (f.service === undefined), {
+    error: 'guard either a workflow service (--workflow W --service S) or a model (--model model-<id>)',
+  })
+  .refine((f) => f.service === undefined || f.workflow !== undefined, {
+    error: '--service needs --workflow: the workflow whose bda keys may call it',
+  });
+
+function targetOf(flags: z.infer<typeof flagsSchema>): SidecarTarget {
+  const upstream = new URL(flags.upstream);
+  if (flags.model !== undefined) {
+    return {
+      kind: 'model',
+      upstream,
+      model: flags.model,
+      ...(flags.workflow === undefined ? {} : { workflow: flags.workflow }),
+    };
+  }
+  return { kind: 'workflow', upstream, workflow: flags.workflow ?? '', service: flags.service ?? '' };
+}
 
 /**
- * `tollgate sidecar`: the gateway in front of one workload, checking every call's key for the
- * workload's workflow (gateway/sidecar/). Beside a local process, or as the container the sidecar
+ * `tollgate sidecar`: the gateway in front of one workload, a workflow's service or a model's
+ * runtime, checking every call's key or the grant the central gateway signed (gateway/sidecar/). Beside a local process, or as the container the sidecar
  * placement adds to a pod.
  */
 export function register(program: Command): void {
   program
     .command('sidecar')
-    .description('Guard one workload: every call needs a bda key of its workflow (the gateway as a sidecar)')
-    .requiredOption('--upstream <url>', 'where the workload listens, e.g. http://127.0.0.1:9000')
-    .requiredOption('--workflow <id>', 'the workflow the workload belongs to (its keys pass)')
-    .requiredOption('--service <id>', 'the service id of the workload inside the workflow')
-    .option('--host <host>', 'address to listen on', process.env.TOLLGATE_HOST ?? '0.0.0.0')
-    .option('-p, --port <port>', 'port of the workload’s traffic', process.env.TOLLGATE_PORT ?? '8080')
-    .option('--operations-port <port>', 'port of /healthz, /readyz and /metrics', '9091')
-    .option('--redis-url <url>', 'Redis holding the key index (TOLLGATE_REDIS_URL)')
-    .option(
-      '--grant-keys <file>',
-      'the central gateway’s grant keys (JWKS); calls it signed a grant for pass without a Redis lookup',
+    .description(
+      'Guard one workload (a workflow service or a model): every call needs a key for it (the gateway as a sidecar)',
     )
+    .requiredOption('--upstream <url>', 'where the workload listens, e.g. http://127.0.0.1:9000')
+    .option('--workflow <id>', 'the workflow the workload belongs to (its bda keys pass)')
+    .option('--service <id>', 'the service id of the workload inside the workflow')
+    .option('--model <name>', 'guard a model’s runtime instead: its V2 endpoints, for the keys /v2 takes')
+    .option(
+      '--host <host>',
+      'address to listen on (in a pod: its own IP)',
+      process.env.TOLLGATE_HOST ?? '0.0.0.0',
+    )
+    .option('-p, --port <port>', 'port of the workload’s traffic', process.env.TOLLGATE_PORT ?? '8080')
+    .option(
+      '--operations-port <port>',
+      'port of /healthz, /readyz, /metrics and the workload’s probes',
+      '9091',
+    )
+    .option('--redis-url <url>', 'Redis holding the key index (TOLLGATE_REDIS_URL)')
     .action(async (raw: unknown) => {
       const log = createLogger('sidecar');
       const parsed = flagsSchema.safeParse(raw);
@@ -58,16 +89,9 @@ export function register(program: Command): void {
         if (flags.redisUrl !== undefined) overrides.redisUrl = flags.redisUrl;
         const config = loadGatewayConfig({ overrides });
         const services = await createGatewayServices(config, log);
-        const target = {
-          upstream: new URL(flags.upstream),
-          workflow: flags.workflow,
-          service: flags.service,
-        };
-        const grants =
-          flags.grantKeys === undefined
-            ? undefined
-            : await GrantVerifier.fromJwksFile(flags.grantKeys, flags.workflow, flags.service);
-        const sidecar = createSidecar(services, target, grants);
+        const sidecar = createSidecar(services, targetOf(flags), {
+          probes: parseAppProbes(process.env[APP_PROBES_ENV]),
+        });
         const address = await sidecar.traffic.listen(config.port, config.host);
         const operations = sidecar.operations.listen(flags.operationsPort, config.host);
         await new Promise((resolve, reject) => {
@@ -79,8 +103,7 @@ export function register(program: Command): void {
             port: address.port,
             operationsPort: (operations.address() as { port: number }).port,
             upstream: flags.upstream,
-            workflow: flags.workflow,
-            service: flags.service,
+            guards: flags.model ?? `${flags.workflow ?? ''}/${flags.service ?? ''}`,
           },
           'sidecar listening',
         );

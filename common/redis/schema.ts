@@ -18,6 +18,8 @@
  *   tg:usage:<id>  hash lastUsed, count      the gateway's UsageRecorder; the operator reads it
  *   tg:rl:*        counter                   the gateway's RateLimiter
  *   tg:index:built marker                    the operator, after a full rebuild
+ *   tg:grant:keys  JWKS (public)             the operator, from the grant signing key it keeps
+ *                                            (a Secret; standalone: a key file); sidecars read it
  */
 export const KEY_PREFIX = 'tg:';
 
@@ -37,6 +39,8 @@ export const redisKeys = {
    * restarted empty, and the operator rebuilds the index and the routes.
    */
   indexMarker: `${KEY_PREFIX}index:built`,
+  /** String: the JWKS of the central gateways' grant signing key (common/redis/grant-keys.ts). */
+  grantKeys: `${KEY_PREFIX}grant:keys`,
 } as const;
 
 export const redisChannels = {

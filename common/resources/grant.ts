@@ -38,14 +38,24 @@ export const routeSchema = z.object({
   owner: z.string().optional(),
   workflow: z.string().optional(),
   /**
-   * The service answers through a Tollgate sidecar: the central gateway signs each call's grant
-   * for it (X-Tollgate-Grant), so the sidecar need not look the key up again.
+   * The service answers through a Tollgate sidecar that takes grants for this audience (see
+   * `grantAudience`): the central gateway signs each call's grant for it (X-Tollgate-Grant), so
+   * the sidecar need not look the key up again.
    */
-  sidecar: z.boolean().optional(),
+  grantAudience: z.string().min(1).optional(),
   /** What created the route, for debugging: `service/<ns>/<name>`, `model/<ns>/<name>`, `manifest`. */
   source: z.string().optional(),
 });
 export type Route = z.infer<typeof routeSchema>;
+
+/**
+ * Who a signed grant is for: one sidecar's workload. A workflow service's sidecar takes grants for
+ * its workflow and service, a model's sidecar for its model; neither takes the other's.
+ */
+export const grantAudience = {
+  service: (workflow: string, service: string): string => `urn:tollgate:service:${workflow}/${service}`,
+  model: (model: string): string => `urn:tollgate:model:${model}`,
+} as const;
 
 /**
  * A stored JSON value checked against its schema: the value, or the first issue when the entry is

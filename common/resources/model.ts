@@ -25,5 +25,9 @@ export const DEFAULT_MLFLOW_IMAGE = 'seldonio/mlserver:1.7.1-mlflow';
 /** MLServer's HTTP port, also the Service's. */
 export const MODEL_HTTP_PORT = 8080;
 
+/** Where a Model's calls are checked (`spec.gateway`): by the central gateway only, or also in its pods. */
+export type ModelGateway = 'central' | 'sidecar';
+export const MODEL_GATEWAYS: readonly ModelGateway[] = ['central', 'sidecar'];
+
 export type ModelPhase = 'Pending' | 'Loading' | 'Ready' | 'Failed';
 export type ModelCondition = NonNullable<ModelStatusType['conditions']>[number];

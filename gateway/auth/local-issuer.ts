@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import type { RequestHandler } from 'express';
 import { SignJWT, importJWK, type JWK } from 'jose';
-import { ALG, openKeyFile, publicJwk, readKeyFile, type StoredKey } from './key-file.js';
+import { ALG, openKeyFile, publicJwk, readKeyFile, type StoredKey } from '../../common/crypto/key-file.js';
 import type { OidcConfig } from './oidc.js';
 
 /**

@@ -1,31 +1,33 @@
 import { randomUUID } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
+import type { Redis } from 'ioredis';
 import {
   SignJWT,
   createLocalJWKSet,
+  errors as joseErrors,
   importJWK,
   jwtVerify,
   type CryptoKey,
-  type JWK,
   type JWTVerifyGetKey,
 } from 'jose';
 import { LRUCache } from 'lru-cache';
 import { z } from 'zod';
 import { TollgateError } from '../../common/errors.js';
+import { readGrantKeys } from '../../common/redis/grant-keys.js';
 import type { KeyGrant } from '../../common/resources/grant.js';
-import { ALG, openKeyFile, publicJwk } from './key-file.js';
+import { redisUnavailable } from '../../common/redis/unavailable.js';
+import { ALG, openKeyFile } from '../../common/crypto/key-file.js';
 
 /**
  * A grant the central gateway hands to a sidecar: the key's grant, signed (ES256, jose) for one
  * workflow service and a few seconds, in the `X-Tollgate-Grant` header of the forwarded call. The
- * sidecar verifies it offline instead of looking the key up in Redis again. Forged (another key,
+ * sidecar verifies it offline instead of looking the key up in Redis again. The audience is the one
+ * workload the grant is for (common/resources/grant.ts `grantAudience`). Forged (another key,
  * another audience), expired and replayed grants are refused; each grant passes once per sidecar
  * (its id is remembered until it expires).
  */
 export const GRANT_HEADER = 'x-tollgate-grant';
 const ISSUER = 'urn:tollgate:gateway';
 const TTL_SECONDS = 10;
-const audience = (workflow: string, service: string) => `urn:tollgate:service:${workflow}/${service}`;
 
 const claimsSchema = z.object({
   kid: z.string().min(1),
@@ -42,25 +44,42 @@ export class GrantSigner {
     private readonly kid: string,
   ) {}
 
-  /** The signing key in `file` (made on first use); its public JWKS is `signer.jwks`. */
-  static async open(file: string): Promise<{ signer: GrantSigner; jwks: { keys: JWK[] } }> {
+  /** The signing key in `file` (made on first use; on a cluster, the operator's Secret mounted). */
+  static async open(file: string): Promise<GrantSigner> {
     const stored = await openKeyFile(file);
-    return {
-      signer: new GrantSigner(await importJWK(stored, ALG), stored.kid),
-      jwks: { keys: [publicJwk(stored)] },
-    };
+    return new GrantSigner(await importJWK(stored, ALG), stored.kid);
   }
 
-  sign(grant: KeyGrant, workflow: string, service: string): Promise<string> {
+  sign(grant: KeyGrant, audience: string): Promise<string> {
     return new SignJWT({ kid: grant.id, own: grant.owner, mod: grant.module, roles: grant.roles })
       .setProtectedHeader({ alg: ALG, kid: this.kid, typ: 'tollgate-grant+jwt' })
       .setIssuer(ISSUER)
-      .setAudience(audience(workflow, service))
+      .setAudience(audience)
       .setJti(randomUUID())
       .setIssuedAt()
       .setExpirationTime(`${TTL_SECONDS}s`)
       .sign(this.key);
   }
+}
+
+/**
+ * The headers of a call to a workload: `headers` as they are, or, for a workload behind a sidecar
+ * (its route names the audience), with the caller's grant signed for it.
+ */
+export async function withSignedGrant(
+  signer: GrantSigner | undefined,
+  headers: string[],
+  grant: KeyGrant,
+  audience: string | undefined,
+): Promise<string[]> {
+  if (audience === undefined) return headers;
+  if (signer === undefined) {
+    throw new TollgateError(
+      'grant_signer_unavailable',
+      'this service answers through a Tollgate sidecar, and this gateway has no grant signing key to vouch for the call (set grantSigningKeyFile; the chart mounts the operator’s)',
+    );
+  }
+  return headers.concat(GRANT_HEADER, await signer.sign(grant, audience));
 }
 
 /** Grants that came signed from the central gateway, which has counted their use already. */
@@ -77,18 +96,14 @@ export class GrantVerifier {
   /** Ids of grants already used, until they expire. */
   private readonly seen = new LRUCache<string, true>({ max: 100_000, ttl: (TTL_SECONDS + 5) * 1000 });
 
-  private constructor(
+  constructor(
     private readonly keys: JWTVerifyGetKey,
-    private readonly workflow: string,
-    private readonly service: string,
+    private readonly audience: string,
   ) {}
 
-  /** The public keys of the central gateways (a JWKS file), for the sidecar of one service. */
-  static async fromJwksFile(file: string, workflow: string, service: string): Promise<GrantVerifier> {
-    const jwks = z
-      .object({ keys: z.array(z.record(z.string(), z.unknown())).min(1) })
-      .parse(JSON.parse(await readFile(file, 'utf8')));
-    return new GrantVerifier(createLocalJWKSet(jwks as { keys: JWK[] }), workflow, service);
+  /** The public keys the operator publishes in Redis (a cluster's sidecars, `tollgate dev`). */
+  static fromRedis(redis: Redis, audience: string): GrantVerifier {
+    return new GrantVerifier(publishedKeys(redis), audience);
   }
 
   async verify(token: string): Promise<KeyGrant> {
@@ -96,13 +111,14 @@ export class GrantVerifier {
     try {
       const { payload } = await jwtVerify(token, this.keys, {
         issuer: ISSUER,
-        audience: audience(this.workflow, this.service),
+        audience: this.audience,
         algorithms: [ALG],
         typ: 'tollgate-grant+jwt',
         clockTolerance: 2,
       });
       claims = claimsSchema.parse(payload);
     } catch (err) {
+      if (err instanceof TollgateError) throw err;
       const code = (err as { code?: string }).code;
       if (code === 'ERR_JWT_EXPIRED') throw invalid('it has expired; a grant is good for a few seconds');
       if (code === 'ERR_JWT_CLAIM_VALIDATION_FAILED') throw invalid('it was made for another service');
@@ -114,4 +130,38 @@ export class GrantVerifier {
     signed.add(grant);
     return grant;
   }
+}
+
+/** How often at most an unknown `kid` sends the sidecar back to Redis for the published keys. */
+const RELOAD_MS = 1_000;
+
+/**
+ * The published grant keys, read from Redis at first use and again when a grant names a key not
+ * held yet (a new signing key), at most once a second so forged `kid`s cannot hammer Redis.
+ */
+function publishedKeys(redis: Redis): JWTVerifyGetKey {
+  let keys: JWTVerifyGetKey | undefined;
+  let loadedAt = 0;
+  const load = async (): Promise<void> => {
+    loadedAt = Date.now();
+    let jwks;
+    try {
+      jwks = await readGrantKeys(redis);
+    } catch (cause) {
+      throw redisUnavailable(cause);
+    }
+    if (jwks !== undefined) keys = createLocalJWKSet(jwks);
+  };
+  return async (header, token) => {
+    if (keys === undefined && Date.now() - loadedAt >= RELOAD_MS) await load();
+    try {
+      if (keys === undefined) throw invalid('no grant keys are published yet (the operator publishes them)');
+      return await keys(header, token);
+    } catch (err) {
+      if (!(err instanceof joseErrors.JWKSNoMatchingKey) || Date.now() - loadedAt < RELOAD_MS) throw err;
+      await load();
+      if (keys === undefined) throw err;
+      return keys(header, token);
+    }
+  };
 }

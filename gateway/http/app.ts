@@ -62,9 +62,10 @@ function mountOperations(app: Express, s: GatewayServices): void {
  * A sidecar's operations port: health, readiness and metrics only. They live apart from the port
  * the workload's traffic comes through, where every path is the workload's.
  */
-export function createOperationsApp(s: GatewayServices): Express {
+export function createOperationsApp(s: GatewayServices, mount?: (app: Express) => void): Express {
   const app = bareApp();
   mountOperations(app, s);
+  mount?.(app);
   mountFallthrough(app, s);
   return app;
 }

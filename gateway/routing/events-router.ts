@@ -28,8 +28,8 @@ export type EventsTarget =
   | {
       kind: RouteKind;
       proxy: { origin: string; path: string };
-      /** The service behind a sidecar: the grant to sign for it (see auth/signed-grant.ts). */
-      grantFor?: { workflow: string; service: string };
+      /** The service answers through a sidecar: the audience to sign the grant for (auth/signed-grant.ts). */
+      grantAudience?: string;
     }
   | { kind: 'platform'; builtIn: PlatformResourceHandler; resource: string };
 
@@ -97,7 +97,7 @@ export class EventsRouter {
       return {
         kind: 'bda',
         proxy: { origin: route.origin, path: upstreamPath(route.basePath, path, 4) },
-        ...(route.route.sidecar === true ? { grantFor: { workflow, service } } : {}),
+        ...(route.route.grantAudience === undefined ? {} : { grantAudience: route.route.grantAudience }),
       };
     };
     return found instanceof Promise ? found.then(toTarget) : toTarget(found);

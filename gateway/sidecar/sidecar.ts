@@ -1,28 +1,41 @@
 import type { Express } from 'express';
 import { TollgateError } from '../../common/errors.js';
-import { GRANT_HEADER, type GrantVerifier } from '../auth/signed-grant.js';
+import { grantAudience } from '../../common/resources/grant.js';
+import { GRANT_HEADER, GrantVerifier } from '../auth/signed-grant.js';
 import { createEventsHandler, type Authenticate, type ResolveTarget } from '../events-handler.js';
 import { createOperationsApp } from '../http/app.js';
+import { sendError } from '../http/errors.js';
 import { upstreamPath } from '../routing/events-router.js';
+import { resolveRoute } from '../routing/route-table.js';
 import { createHttpServer, type GatewayServer } from '../server.js';
 import type { GatewayServices } from '../services.js';
+import { createV2Handler } from '../v2/handler.js';
+import { appHealthHandler, appHealthPath, type AppProbes } from './app-probes.js';
 
 /**
- * The gateway as a sidecar: in front of one workload (a workflow's service), in its pod or beside
- * it on one machine. Every path is the workload's own, sent on as it came; a call passes only with
- * a bda key of the workload's workflow. It is the central gateway's code in another placement: the
- * same key check and caches (trusted only while the invalidation channel is live), rate limits,
- * usage, proxy, error bodies and metrics. Health, readiness and metrics answer on a port of their
- * own, since every path of the traffic port belongs to the workload.
+ * The gateway as a sidecar: in front of one workload, in its pod or beside it on one machine. The
+ * workload is a workflow's service (every path is the workload's own, sent on as it came; a call
+ * passes with a bda key of that workflow) or a model's MLServer (the V2 endpoints of that one
+ * model, with the keys the central gateway's /v2 takes for it). It is the central gateway's code in
+ * another placement: the same key check and caches (trusted only while the invalidation channel is
+ * live), rate limits, usage, proxy, V2 checks, error bodies and metrics. Health, readiness, metrics
+ * and the workload's own probes answer on a port of their own, since every path of the traffic
+ * port belongs to the workload.
  */
-export interface SidecarTarget {
-  /** Where the workload listens (in a pod: loopback only, so nothing reaches it but the sidecar). */
-  upstream: URL;
-  workflow: string;
-  service: string;
-}
+export type SidecarTarget =
+  | {
+      kind: 'workflow';
+      /** Where the workload listens (in a pod: loopback only, so nothing reaches it but the sidecar). */
+      upstream: URL;
+      workflow: string;
+      service: string;
+    }
+  | { kind: 'model'; upstream: URL; model: string; workflow?: string };
 
-export function sidecarResolver(target: SidecarTarget): ResolveTarget {
+export const sidecarAudience = (t: SidecarTarget): string =>
+  t.kind === 'workflow' ? grantAudience.service(t.workflow, t.service) : grantAudience.model(t.model);
+
+export function workflowResolver(target: Extract<SidecarTarget, { kind: 'workflow' }>): ResolveTarget {
   const origin = target.upstream.origin;
   const basePath = target.upstream.pathname.replace(/\/+$/, '');
   return (_method, path, grant) => {
@@ -45,23 +58,69 @@ export function sidecarResolver(target: SidecarTarget): ResolveTarget {
 export interface Sidecar {
   /** The workload's traffic. */
   traffic: GatewayServer;
-  /** /healthz, /readyz, /metrics. */
+  /** /healthz, /readyz, /metrics and /app-health/<container>/<probe>. */
   operations: Express;
 }
 
+export interface SidecarOptions {
+  /** Verifies the grants the central gateway signs (default: the keys the operator publishes in Redis). */
+  grants?: GrantVerifier;
+  /** The workload's own probes, run on its loopback for the kubelet. */
+  probes?: AppProbes;
+}
+
 /**
- * With `grants`, a call that came through the central gateway is let in on the grant it signed
- * (no Redis round trip); a grant that does not verify is refused, never taken for a missing one.
- * Any other call is checked in full on its key.
+ * A call that came through the central gateway is let in on the grant it signed (no Redis round
+ * trip); a grant that does not verify is refused, never taken for a missing one. Any other call is
+ * checked in full on its key.
  */
-export function createSidecar(s: GatewayServices, target: SidecarTarget, grants?: GrantVerifier): Sidecar {
+export function createSidecar(s: GatewayServices, target: SidecarTarget, opts: SidecarOptions = {}): Sidecar {
+  const grants = opts.grants ?? GrantVerifier.fromRedis(s.redis, sidecarAudience(target));
   const authenticate: Authenticate = (req) => {
     const token = req.headers[GRANT_HEADER];
-    if (grants !== undefined && typeof token === 'string') return grants.verify(token);
+    if (typeof token === 'string') return grants.verify(token);
     return s.keys.check(req.headers.authorization);
   };
-  return {
-    traffic: createHttpServer(s, createEventsHandler(s, sidecarResolver(target), authenticate)),
-    operations: createOperationsApp(s),
+  const operations = createOperationsApp(s, (app) =>
+    app.get(appHealthPath(':container', ':probe'), appHealthHandler(opts.probes ?? {})),
+  );
+  if (target.kind === 'workflow') {
+    return {
+      traffic: createHttpServer(s, createEventsHandler(s, workflowResolver(target), authenticate)),
+      operations,
+    };
+  }
+  return { traffic: createHttpServer(s, modelDispatch(s, target, authenticate)), operations };
+}
+
+/** A model's sidecar: the V2 endpoints of its one model, whose runtime is the pod's MLServer. */
+function modelDispatch(
+  s: GatewayServices,
+  target: Extract<SidecarTarget, { kind: 'model' }>,
+  authenticate: Authenticate,
+): Parameters<typeof createHttpServer>[1] {
+  const runtime = resolveRoute({ url: target.upstream.toString() });
+  const info = { workflow: target.workflow };
+  const v2 = createV2Handler(
+    s,
+    {
+      find: async (name) => (name === target.model ? info : undefined),
+      list: async () => [{ name: target.model, ...info }],
+    },
+    { authenticate, modelRoute: (name) => (name === target.model ? runtime : null) },
+  );
+  return (req, res, path) => {
+    res.once('finish', () => s.metrics.request('v2', res.statusCode, 'none'));
+    if (path.segments[0] !== 'v2') {
+      sendError(
+        res,
+        new TollgateError(
+          'unknown_endpoint',
+          `this is model '${target.model}': call /v2/models/${target.model}[/ready|/infer]`,
+        ),
+      );
+      return;
+    }
+    v2(req, res, path).catch((err: unknown) => sendError(res, err, s.log));
   };
 }

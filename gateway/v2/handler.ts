@@ -12,6 +12,9 @@ import type { ModelDirectory } from './model-directory.js';
 import { readBody } from './read-body.js';
 import { runtimeError, runtimeUnreachable } from './runtime-errors.js';
 import { validateInferRequest } from './validate-infer.js';
+import { countedUpstream, withSignedGrant } from '../auth/signed-grant.js';
+import type { Authenticate } from '../events-handler.js';
+import type { ResolvedRoute } from '../routing/route-table.js';
 
 /**
  * The V2 (Open Inference Protocol) endpoints on the gateway's root:
@@ -29,6 +32,21 @@ import { validateInferRequest } from './validate-infer.js';
  * (see `workflowInference`).
  */
 export type V2Handler = (req: IncomingMessage, res: ServerResponse, path: NormalisedPath) => Promise<void>;
+
+/**
+ * What differs between the placements: who the caller is, and where a model's runtime answers.
+ * The central gateway checks keys and reads the route table; a model's sidecar also takes the
+ * grants the central gateway signed, and knows one runtime, its pod's (gateway/sidecar/).
+ */
+export interface V2Placement {
+  authenticate: Authenticate;
+  modelRoute(name: string): Promise<ResolvedRoute | null> | ResolvedRoute | null;
+}
+
+export const centralPlacement = (s: GatewayServices): V2Placement => ({
+  authenticate: (req) => s.keys.check(req.headers.authorization),
+  modelRoute: (name) => s.routes.model(name),
+});
 
 /** Largest error body read from a runtime (a traceback can be long; only its last line is used). */
 const MAX_ERROR_BODY = 256 * 1024;
@@ -57,8 +75,19 @@ function forbidden(message: string): TollgateError {
   return new TollgateError('model_access_denied', message);
 }
 
-export function createV2Handler(s: GatewayServices, models: ModelDirectory): V2Handler {
+export function createV2Handler(
+  s: GatewayServices,
+  models: ModelDirectory,
+  placement: V2Placement = centralPlacement(s),
+): V2Handler {
   const cache = s.metadata;
+
+  /** A grant the central gateway signed was rate-limited and counted there already. */
+  async function admit(grant: KeyGrant): Promise<void> {
+    if (countedUpstream(grant)) return;
+    if (grant.rateLimit !== undefined) await s.rateLimiter.take(grant);
+    s.usage.record(grant.id);
+  }
 
   /** A platform key must allow inference; a bda key may call its workflow's models only. */
   function checkInferenceRole(grant: KeyGrant): void {
@@ -73,10 +102,9 @@ export function createV2Handler(s: GatewayServices, models: ModelDirectory): V2H
   async function callableModels(
     req: IncomingMessage,
   ): Promise<Array<{ name: string; workflow: string | undefined; ready: boolean }>> {
-    const grant = await s.keys.check(req.headers.authorization);
+    const grant = await placement.authenticate(req);
     checkInferenceRole(grant);
-    if (grant.rateLimit !== undefined) await s.rateLimiter.take(grant);
-    s.usage.record(grant.id);
+    await admit(grant);
     const mine = (await models.list())
       .filter(
         (m) => grant.module === 'platform' || (m.workflow !== undefined && m.workflow === grant.roles[0]),
@@ -86,7 +114,7 @@ export function createV2Handler(s: GatewayServices, models: ModelDirectory): V2H
       mine.map(async (m) => ({
         name: m.name,
         workflow: m.workflow,
-        ready: (await s.routes.model(m.name)) !== null,
+        ready: (await placement.modelRoute(m.name)) !== null,
       })),
     );
   }
@@ -153,7 +181,7 @@ export function createV2Handler(s: GatewayServices, models: ModelDirectory): V2H
   /** The runtime of a model this grant may call; 403, 404 or 503 with the reason otherwise. */
   async function runtimeFor(model: string, grant: KeyGrant): Promise<RuntimeAddress> {
     checkInferenceRole(grant);
-    const route = await s.routes.model(model);
+    const route = await placement.modelRoute(model);
     let workflow = route?.route.workflow;
     if (route === null) {
       const info = await models.find(model);
@@ -177,14 +205,19 @@ export function createV2Handler(s: GatewayServices, models: ModelDirectory): V2H
         headers: { 'retry-after': '1' },
       });
     }
-    return { origin: route.origin, basePath: route.basePath };
+    const audience = route.route.grantAudience;
+    return {
+      origin: route.origin,
+      basePath: route.basePath,
+      ...(audience === undefined ? {} : { grantAudience: audience }),
+    };
   }
 
   async function authorised(
     req: IncomingMessage,
     model: string,
   ): Promise<{ grant: KeyGrant; runtime: RuntimeAddress }> {
-    const grant = await s.keys.check(req.headers.authorization);
+    const grant = await placement.authenticate(req);
     if (!isModelName(model)) {
       throw new TollgateError(
         'model_not_found',
@@ -192,8 +225,7 @@ export function createV2Handler(s: GatewayServices, models: ModelDirectory): V2H
       );
     }
     const runtime = await runtimeFor(model, grant);
-    if (grant.rateLimit !== undefined) await s.rateLimiter.take(grant);
-    s.usage.record(grant.id);
+    await admit(grant);
     return { grant, runtime };
   }
 
@@ -221,7 +253,7 @@ export function createV2Handler(s: GatewayServices, models: ModelDirectory): V2H
       const answer = await s.upstreams.get(runtime.origin).request({
         method: 'GET',
         path: `${runtime.basePath}/v2/models/${model}/ready`,
-        headers: upstreamRequestHeaders(req, grant, requestId),
+        headers: await runtimeHeaders(s, req, call(grant, requestId, runtime)),
       });
       status = answer.statusCode;
       await answer.body.dump();
@@ -251,8 +283,8 @@ export function createV2Handler(s: GatewayServices, models: ModelDirectory): V2H
     }
     if (action === undefined) {
       if (req.method !== 'GET') throw methodNotAllowed('GET');
-      const { runtime } = await authorised(req, model);
-      const { raw } = await cache.get(model, runtime);
+      const { grant, runtime } = await authorised(req, model);
+      const { raw } = await cache.get(model, runtime, grant);
       res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(raw.length) });
       res.end(raw);
       return;
@@ -279,6 +311,22 @@ interface InferCall {
   query: string;
 }
 
+const call = (grant: KeyGrant, requestId: string, runtime: RuntimeAddress) => ({ grant, requestId, runtime });
+
+/** The headers of a call to a model's runtime: the grant as always, and signed when a sidecar guards it. */
+function runtimeHeaders(
+  s: GatewayServices,
+  req: IncomingMessage,
+  c: Pick<InferCall, 'grant' | 'requestId' | 'runtime'>,
+): Promise<string[]> {
+  return withSignedGrant(
+    s.grantSigner,
+    upstreamRequestHeaders(req, c.grant, c.requestId),
+    c.grant,
+    c.runtime.grantAudience,
+  );
+}
+
 /**
  * Reads the request (bounded), checks it against the model's metadata, sends it to the runtime
  * and answers with the runtime's response, or with its error in the V2 shape. Resolves with the
@@ -301,15 +349,16 @@ async function infer(
   }
   checkJsonContentType(req);
   const body = await readBody(req, s.config.bodyLimitBytes);
-  const { metadata } = await cache.get(model, runtime);
+  const { metadata } = await cache.get(model, runtime, call.grant);
   validateInferRequest(body, metadata);
 
+  const headers = await runtimeHeaders(s, req, call);
   let answer: Dispatcher.ResponseData;
   try {
     answer = await s.upstreams.get(runtime.origin).request({
       method: 'POST',
       path: `${runtime.basePath}/v2/models/${model}/infer${call.query}`,
-      headers: upstreamRequestHeaders(req, call.grant, call.requestId),
+      headers,
       body,
     });
   } catch (err) {
@@ -367,7 +416,7 @@ export function workflowInference(
   req: IncomingMessage,
   res: ServerResponse,
   path: NormalisedPath,
-  target: { kind: string; proxy: { origin: string; path: string } },
+  target: { kind: string; proxy: { origin: string; path: string }; grantAudience?: string },
   grant: KeyGrant,
   requestId: string,
 ): Promise<number> | undefined {
@@ -389,6 +438,10 @@ export function workflowInference(
   const suffix = `/v2/models/${model}/infer${path.query}`;
   const { origin, path: upstreamPath } = target.proxy;
   if (!upstreamPath.endsWith(suffix)) return undefined;
-  const runtime = { origin, basePath: upstreamPath.slice(0, -suffix.length) };
+  const runtime: RuntimeAddress = {
+    origin,
+    basePath: upstreamPath.slice(0, -suffix.length),
+    ...(target.grantAudience === undefined ? {} : { grantAudience: target.grantAudience }),
+  };
   return infer(s, s.metadata, req, res, { model, runtime, grant, requestId, query: path.query });
 }

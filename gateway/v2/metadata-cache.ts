@@ -3,6 +3,8 @@ import type { Logger } from '../../common/logger.js';
 import { redisChannels, redisKeys } from '../../common/redis/schema.js';
 import { InvalidatedCache, type CacheInvalidation } from '../invalidation.js';
 import type { UpstreamPools } from '../proxy/upstream-pools.js';
+import type { KeyGrant } from '../../common/resources/grant.js';
+import { withSignedGrant, type GrantSigner } from '../auth/signed-grant.js';
 import { modelMetadataSchema, type ModelMetadata } from './metadata.js';
 import { runtimeUnreachable } from './runtime-errors.js';
 
@@ -10,6 +12,8 @@ import { runtimeUnreachable } from './runtime-errors.js';
 export interface RuntimeAddress {
   origin: string;
   basePath: string;
+  /** The runtime answers through a Tollgate sidecar: calls to it carry a grant for this audience. */
+  grantAudience?: string;
 }
 
 /** A model's metadata, parsed for the validator and as the runtime sent it, for GET /v2/models/<m>. */
@@ -37,6 +41,7 @@ export class MetadataCache {
 
   constructor(
     private readonly upstreams: UpstreamPools,
+    private readonly signer: GrantSigner | undefined,
     invalidation: CacheInvalidation,
     private readonly log: Logger,
     entries: number,
@@ -48,14 +53,15 @@ export class MetadataCache {
     });
   }
 
-  get(model: string, runtime: RuntimeAddress): Promise<CachedMetadata> | CachedMetadata {
+  /** `grant`: the caller's, which a sidecar in front of the runtime must see signed. */
+  get(model: string, runtime: RuntimeAddress, grant: KeyGrant): Promise<CachedMetadata> | CachedMetadata {
     const address = runtime.origin + runtime.basePath;
     const hit = this.cache.get(model);
     if (hit !== undefined && hit.address === address) return hit;
     const key = `${model} ${address}`;
     let pending = this.inflight.get(key);
     if (pending === undefined) {
-      pending = this.fetch(model, runtime, address).finally(() => this.inflight.delete(key));
+      pending = this.fetch(model, runtime, address, grant).finally(() => this.inflight.delete(key));
       this.inflight.set(key, pending);
     }
     return pending;
@@ -66,15 +72,26 @@ export class MetadataCache {
     this.cache.delete(model);
   }
 
-  private async fetch(model: string, runtime: RuntimeAddress, address: string): Promise<CachedMetadata> {
+  private async fetch(
+    model: string,
+    runtime: RuntimeAddress,
+    address: string,
+    grant: KeyGrant,
+  ): Promise<CachedMetadata> {
     const epoch = this.cache.epoch;
+    const headers = await withSignedGrant(
+      this.signer,
+      ['accept', 'application/json'],
+      grant,
+      runtime.grantAudience,
+    );
     let status: number;
     let raw: Buffer;
     try {
       const res = await this.upstreams.get(runtime.origin).request({
         method: 'GET',
         path: `${runtime.basePath}/v2/models/${encodeURIComponent(model)}`,
-        headers: { accept: 'application/json' },
+        headers,
       });
       status = res.statusCode;
       raw = Buffer.from(await res.body.arrayBuffer());

@@ -9,6 +9,7 @@ import {
   MODEL_API_VERSION,
   MODEL_KIND,
   type Model,
+  type ModelGateway,
 } from '../../common/resources/model.js';
 import type { RouteWriter } from '../../common/routes/workflow-routes.js';
 import type { EventRecorder } from '../events.js';
@@ -53,6 +54,8 @@ export interface ModelControllerDeps {
   log: Logger;
   /** Replaces both default images (an image built from images/mlserver serves both kinds). */
   runtimeImage?: string;
+  /** Where a Model's calls are checked when its spec does not say. */
+  defaultGateway?: ModelGateway;
 }
 
 const isConflict = (e: unknown) => e instanceof ConflictError;
@@ -151,7 +154,13 @@ export class ModelReconciler implements Reconciler {
       model.spec.runtime?.image ??
       this.deps.runtimeImage ??
       (check.generated ? DEFAULT_MLFLOW_IMAGE : DEFAULT_SKLEARN_IMAGE);
-    return { model, settings, settingsGenerated: check.generated || override !== undefined, image };
+    return {
+      model,
+      settings,
+      settingsGenerated: check.generated || override !== undefined,
+      image,
+      gateway: model.spec.gateway ?? this.deps.defaultGateway ?? 'central',
+    };
   }
 
   private async observe(model: Model): Promise<Observation> {
@@ -196,6 +205,7 @@ export class ModelReconciler implements Reconciler {
       source: routeSource(ref),
       ...(workflow ? { workflow } : {}),
       ...(owner ? { owner } : {}),
+      ...(state.grantAudience === undefined ? {} : { grantAudience: state.grantAudience }),
     };
     const keys = [
       redisKeys.modelRoute(ref.name),

@@ -8,7 +8,7 @@ import {
   WORKFLOW_LABEL,
 } from '../../common/resources/labels.js';
 import { redisKeys } from '../../common/redis/schema.js';
-import { routeSchema, type Route } from '../../common/resources/grant.js';
+import { grantAudience, routeSchema, type Route } from '../../common/resources/grant.js';
 import { WORKFLOW_ID_PATTERN, type WorkflowService } from '../../common/resources/workflow-service.js';
 import type { RouteWriter } from '../../common/routes/workflow-routes.js';
 import { parseRefKey, refKey, type ResourceRef, type WatchedSource } from '../framework/resource-source.js';
@@ -60,7 +60,9 @@ export function workflowRoute(
       workflow,
       source: serviceSource({ namespace: ns, name: svc.metadata.name }),
       ...(owner ? { owner } : {}),
-      ...(svc.metadata.annotations?.[SIDECAR_ANNOTATION] === 'true' ? { sidecar: true } : {}),
+      ...(svc.metadata.annotations?.[SIDECAR_ANNOTATION] === 'true'
+        ? { grantAudience: grantAudience.service(workflow, service) }
+        : {}),
     },
   };
 }

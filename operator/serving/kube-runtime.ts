@@ -5,8 +5,10 @@ import {
   PatchStrategy,
   type KubeConfig,
   type V1Deployment,
+  type V1Service,
 } from '@kubernetes/client-node';
 import { isApiStatus } from '../../common/kube/custom-objects.js';
+import { grantAudience } from '../../common/resources/grant.js';
 import type { Logger } from '../../common/logger.js';
 import { KubeLabelledSource } from '../framework/kube-source.js';
 import type { ResourceRef } from '../framework/resource-source.js';
@@ -85,9 +87,14 @@ export class KubeRuntimeDriver implements RuntimeDriver {
         PatchStrategy.ServerSideApply,
       );
     }
-    if (!this.services.get(ref)) {
+    // The Service follows the placement (a sidecar serves no gRPC port): written when missing or
+    // when its ports are not the plan's.
+    const service = modelService(plan);
+    const ports = (svc: unknown) =>
+      ((svc as V1Service | undefined)?.spec?.ports ?? []).map((p) => p.name).join(',');
+    if (ports(this.services.get(ref)) !== ports(service)) {
       await this.objects.patch(
-        modelService(plan.model),
+        service,
         undefined,
         undefined,
         FIELD_MANAGER,
@@ -95,7 +102,9 @@ export class KubeRuntimeDriver implements RuntimeDriver {
         PatchStrategy.ServerSideApply,
       );
     }
-    return stateOf(live, ref);
+    const state = stateOf(live, ref);
+    if (plan.gateway === 'sidecar') state.grantAudience = grantAudience.model(ref.name);
+    return state;
   }
 
   async remove(ref: ResourceRef): Promise<void> {

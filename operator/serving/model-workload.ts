@@ -7,6 +7,10 @@ import type {
 import { createHash } from 'node:crypto';
 import { MODEL_API_VERSION, MODEL_HTTP_PORT, MODEL_KIND, type Model } from '../../common/resources/model.js';
 import type { RuntimePlan } from './runtime-driver.js';
+import { WORKFLOW_LABEL } from '../../common/resources/labels.js';
+
+/** The label a pod carries to get the Tollgate sidecar from the operator's webhook. */
+export const INJECT_LABEL = 'tollgate.dev/inject';
 
 /**
  * The Deployment and Service that serve one Model, as pure functions of the plan (unit-testable,
@@ -59,11 +63,18 @@ export function modelDeployment(plan: RuntimePlan, opts: WorkloadOptions): V1Dep
   const name = model.metadata.name;
   const folder = `${MODELS_DIR}/${name}`;
   const labels = labelsFor(model);
+  const sidecar = plan.gateway === 'sidecar';
+  // Behind a sidecar, MLServer listens on the pod's loopback only and the operator's webhook adds
+  // the Tollgate container in front of it (operator/webhook/inject.ts); a pod the webhook did not
+  // reach serves nobody, since nothing outside the pod can reach MLServer.
+  const podLabels = sidecar ? { ...labels, [INJECT_LABEL]: 'true' } : labels;
+  const podAnnotations: Record<string, string> =
+    sidecar && model.spec.workflow !== undefined ? { [WORKFLOW_LABEL]: model.spec.workflow } : {};
   const credentials = model.spec.credentials?.secretName;
   const pullArgs = ['pull', model.spec.storageUri, folder];
   if (plan.settingsGenerated) pullArgs.push('--settings', JSON.stringify(plan.settings));
   const template: V1PodTemplateSpec = {
-    metadata: { labels },
+    metadata: { labels: podLabels },
     spec: {
       automountServiceAccountToken: false,
       enableServiceLinks: false,
@@ -95,6 +106,7 @@ export function modelDeployment(plan: RuntimePlan, opts: WorkloadOptions): V1Dep
             { name: 'MLSERVER_GRPC_PORT', value: String(GRPC_PORT) },
             { name: 'MLSERVER_METRICS_PORT', value: String(METRICS_PORT) },
             { name: 'MLSERVER_LOAD_MODELS_AT_STARTUP', value: 'true' },
+            ...(sidecar ? [{ name: 'MLSERVER_HOST', value: '127.0.0.1' }] : []),
             ...(model.spec.env ?? []),
           ],
           ports: [
@@ -135,12 +147,12 @@ export function modelDeployment(plan: RuntimePlan, opts: WorkloadOptions): V1Dep
   // The hash of everything the pods run: stamped on the template (a changed spec rolls out) and on
   // the Deployment (a reconcile with nothing new skips the write).
   const hash = createHash('sha256')
-    .update(JSON.stringify([template, model.spec.replicas ?? 1]))
+    .update(JSON.stringify([template, podAnnotations, model.spec.replicas ?? 1]))
     .digest('hex')
     .slice(0, 16);
   const withHash = {
     ...template,
-    metadata: { ...template.metadata, annotations: { [TEMPLATE_HASH_ANNOTATION]: hash } },
+    metadata: { ...template.metadata, annotations: { ...podAnnotations, [TEMPLATE_HASH_ANNOTATION]: hash } },
   };
   return {
     apiVersion: 'apps/v1',
@@ -177,7 +189,9 @@ function containerResources(model: Model): V1ResourceRequirements {
   return out;
 }
 
-export function modelService(model: Model): V1Service {
+/** The model's Service; behind a sidecar only its HTTP port, where the sidecar answers. */
+export function modelService(plan: Pick<RuntimePlan, 'model' | 'gateway'>): V1Service {
+  const { model } = plan;
   const name = model.metadata.name;
   return {
     apiVersion: 'v1',
@@ -193,7 +207,9 @@ export function modelService(model: Model): V1Service {
       selector: { [MODEL_LABEL]: name },
       ports: [
         { name: 'http', port: MODEL_HTTP_PORT, targetPort: 'http', protocol: 'TCP' },
-        { name: 'grpc', port: GRPC_PORT, targetPort: 'grpc', protocol: 'TCP' },
+        ...(plan.gateway === 'sidecar'
+          ? []
+          : [{ name: 'grpc', port: GRPC_PORT, targetPort: 'grpc', protocol: 'TCP' }]),
       ],
     },
   };

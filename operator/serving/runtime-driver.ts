@@ -1,5 +1,5 @@
 import type { ModelSettings } from '../../common/model-settings/types.js';
-import type { Model } from '../../common/resources/model.js';
+import type { Model, ModelGateway } from '../../common/resources/model.js';
 import type { ResourceRef } from '../framework/resource-source.js';
 
 /**
@@ -15,6 +15,11 @@ export interface RuntimePlan {
   settingsGenerated: boolean;
   /** Container image (Kubernetes) or a hint of the runtime flavour (local). */
   image: string;
+  /**
+   * Where calls are checked. `sidecar`: the runtime listens only where a Tollgate sidecar in front
+   * of it reaches it (a runtime that has no such placement, a local process, serves as central).
+   */
+  gateway: ModelGateway;
 }
 
 export interface RuntimeState {
@@ -25,6 +30,8 @@ export interface RuntimeState {
   url: string;
   /** True while a rollout of the current plan is still replacing replicas. */
   rollingOut: boolean;
+  /** The runtime answers through a sidecar that takes grants for this audience. */
+  grantAudience?: string;
   /** Set when the runtime gave up (e.g. progress deadline exceeded): the reason and the message. */
   failure?: { reason: string; message: string };
 }

@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
 import { redisKeys } from '../../common/redis/schema.js';
 import { RouteWriter } from '../../common/routes/workflow-routes.js';
+import { grantAudience } from '../../common/resources/grant.js';
 
 /**
  * Puts a workflow route in Redis as the operator does for a labelled Service (the same writer),
@@ -15,6 +16,6 @@ export async function putWorkflowRoute(
     owner: r.owner,
     workflow: r.workflow,
     source: `service/test/${r.workflow}-${r.service}`,
-    ...(r.sidecar === true ? { sidecar: true } : {}),
+    ...(r.sidecar === true ? { grantAudience: grantAudience.service(r.workflow, r.service) } : {}),
   });
 }

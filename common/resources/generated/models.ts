@@ -11,6 +11,8 @@ export const modelSpecSchema = z.object({
   storageUri: z.string().max(1024).regex(new RegExp('^(s3|file)://.+')),
   /** A workflow (bda) id. The model is then also reachable as that workflow's service and callable with the workflow's bda keys. */
   workflow: z.string().max(128).regex(new RegExp('^[A-Za-z0-9][A-Za-z0-9_.-]*$')).optional(),
+  /** Where the model's calls are checked. central: by the central gateway only (the model's pods answer anyone who reaches them inside the cluster). sidecar: a Tollgate container in each model pod checks every call, from outside or inside the cluster; MLServer listens on the pod's loopback only. Default: the chart's models.gateway. */
+  gateway: z.enum(['central', 'sidecar']).optional(),
   /** MLServer replicas. 0 keeps the resource but serves nothing. */
   replicas: z.int().min(0).max(50).optional(),
   /** Compute resources of the MLServer container (as a container's resources). */

@@ -14,12 +14,10 @@ import type { Redis } from 'ioredis';
 import { KeyIndexWriter } from '../../../common/apikey/index-writer.js';
 import { createLogger } from '../../../common/logger.js';
 import { loadGatewayConfig } from '../../../gateway/config.js';
-import {
-  createGatewayServices,
-  grantPublicKeysFile,
-  type GatewayServices,
-} from '../../../gateway/services.js';
-import { GrantSigner, GrantVerifier } from '../../../gateway/auth/signed-grant.js';
+import { createGatewayServices, type GatewayServices } from '../../../gateway/services.js';
+import { GrantSigner } from '../../../gateway/auth/signed-grant.js';
+import { openKeyFile, publicJwk } from '../../../common/crypto/key-file.js';
+import { writeGrantKeys } from '../../../common/redis/grant-keys.js';
 import { createSidecar, type Sidecar } from '../../../gateway/sidecar/sidecar.js';
 import { freePort, redis, restartRedis, stopRedis } from '../../harness/index.js';
 import {
@@ -61,6 +59,7 @@ describe('the gateway as a sidecar', () => {
     });
     services = await createGatewayServices(config, createLogger('sidecar-test', 'silent'));
     sidecar = createSidecar(services, {
+      kind: 'workflow',
       upstream: new URL(`${upstream.url}/base`),
       workflow,
       service: 'scorer',
@@ -191,12 +190,14 @@ describe('central gateway and sidecar together: a signed grant instead of a seco
       overrides: { host: '127.0.0.1', port: 0, redisUrl: r.url, shutdownDrainMs: 0 },
     });
     services = await createGatewayServices(config, createLogger('sidecar-grant-test', 'silent'));
-    const verifier = await GrantVerifier.fromJwksFile(grantPublicKeysFile(keyFile), workflow, 'scorer');
-    sidecar = createSidecar(
-      services,
-      { upstream: new URL(upstream.url), workflow, service: 'scorer' },
-      verifier,
-    );
+    // What the operator does: publish the central gateway's public key where sidecars look.
+    await writeGrantKeys(rc, { keys: [publicJwk(await openKeyFile(keyFile))] });
+    sidecar = createSidecar(services, {
+      kind: 'workflow',
+      upstream: new URL(upstream.url),
+      workflow,
+      service: 'scorer',
+    });
     sidecarUrl = `http://127.0.0.1:${(await sidecar.traffic.listen(0, '127.0.0.1')).port}`;
     // The workflow service's route goes to its sidecar, as a pod's Service targets the sidecar.
     await putWorkflowRoute(rc, {

@@ -121,7 +121,13 @@ export class ServedModels {
       model.metadata.name,
     );
     if (!check.ok) throw new Error(`${model.metadata.name}: ${JSON.stringify(check.problems)}`);
-    const plan = { model, settings: check.settings, settingsGenerated: check.generated, image: '' };
+    const plan = {
+      model,
+      settings: check.settings,
+      settingsGenerated: check.generated,
+      image: '',
+      gateway: 'central' as const,
+    };
     for (;;) {
       const changed = new Promise<void>((resolve) => {
         const wake = (): void => {

@@ -49,6 +49,7 @@ describe('standalone runtime driver', () => {
         parameters: { uri: './model.joblib' },
       },
       settingsGenerated: false,
+      gateway: 'central',
       image: '',
     };
 
@@ -96,6 +97,7 @@ describe('standalone runtime driver: one shared MLServer process', () => {
       parameters: { uri: './model.joblib' },
     },
     settingsGenerated: false,
+    gateway: 'central',
     image: '',
   });
 

@@ -77,11 +77,13 @@ describe('workflow service manifests (standalone `tollgate route add`)', () => {
     });
     const svc = await read(`${name}.yaml`);
     expect(svc.metadata.annotations?.['tollgate.dev/sidecar']).toBe('true');
-    expect(workflowRoute(svc, annotatedServiceAddress)?.route.sidecar).toBe(true);
+    expect(workflowRoute(svc, annotatedServiceAddress)?.route.grantAudience).toBe(
+      'urn:tollgate:service:wf/guarded',
+    );
     const plain = await read(
       `${await services.add({ workflow: 'wf', service: 'open', url: 'http://127.0.0.1:1', owner: 'alice' })}.yaml`,
     );
-    expect(workflowRoute(plain, annotatedServiceAddress)?.route).not.toHaveProperty('sidecar');
+    expect(workflowRoute(plain, annotatedServiceAddress)?.route).not.toHaveProperty('grantAudience');
   });
 
   it('updates the same service in place, and adds services to a workflow of the same owner', async () => {

@@ -35,11 +35,8 @@ export async function openKeyFile(file: string): Promise<StoredKey> {
   const found = await readKeyFile(file);
   if (found !== undefined) return found;
   await mkdir(dirname(file), { recursive: true, mode: 0o700 });
-  const { privateKey } = await generateKeyPair(ALG, { extractable: true });
-  const jwk = await exportJWK(privateKey);
-  const kid = await calculateJwkThumbprint(jwk);
   const temp = `${file}.${randomBytes(6).toString('hex')}.tmp`;
-  await writeFile(temp, JSON.stringify({ ...jwk, kid }), { mode: 0o600 });
+  await writeFile(temp, JSON.stringify(await generateStoredKey()), { mode: 0o600 });
   try {
     await link(temp, file);
   } catch (e) {
@@ -48,6 +45,13 @@ export async function openKeyFile(file: string): Promise<StoredKey> {
     await unlink(temp);
   }
   return storedKeySchema.parse(JSON.parse(await readFile(file, 'utf8')));
+}
+
+/** A new key, with its thumbprint as `kid`. */
+export async function generateStoredKey(): Promise<StoredKey> {
+  const { privateKey } = await generateKeyPair(ALG, { extractable: true });
+  const jwk = await exportJWK(privateKey);
+  return storedKeySchema.parse({ ...jwk, kid: await calculateJwkThumbprint(jwk) });
 }
 
 /** The public half, for a JWKS. */

@@ -1,0 +1,230 @@
+import type { V1Container, V1Pod, V1Probe } from '@kubernetes/client-node';
+import { isModelName } from '../../common/resources/model-name.js';
+import { PORT_ANNOTATION, SERVICE_LABEL, WORKFLOW_LABEL } from '../../common/resources/labels.js';
+import { WORKFLOW_ID_PATTERN } from '../../common/resources/workflow-service.js';
+import { APP_PROBES_ENV, appHealthPath, type AppProbe } from '../../gateway/sidecar/app-probes.js';
+import { INJECT_LABEL, MODEL_LABEL } from '../serving/model-workload.js';
+
+export { INJECT_LABEL };
+
+/**
+ * What the mutating webhook does to a pod that asks for the sidecar (`tollgate.dev/inject: "true"`),
+ * as a pure function of the pod: the JSON patch that adds the Tollgate container, or the reason
+ * the pod is refused. A pod that asked to be guarded and cannot be is refused, never let through
+ * unguarded.
+ *
+ * The sidecar takes the workload's port on the pod's IP; the workload keeps the same port on the
+ * pod's loopback (127.0.0.1), where only containers of the pod reach it. A Service keeps targeting
+ * the same port number or name and now reaches the sidecar. A workload that listens on every
+ * address collides with the sidecar on that port, so it cannot run unguarded by mistake. The
+ * workload's probes on that port are pointed at the sidecar, which runs them on loopback.
+ */
+export const INJECTED_ANNOTATION = 'tollgate.dev/injected';
+export const SIDECAR_CONTAINER = 'tollgate';
+export const OPERATIONS_PORT = 15021;
+
+export interface InjectionConfig {
+  /** The Tollgate image (entrypoint `tollgate`). */
+  image: string;
+  imagePullPolicy?: string;
+  /** Redis holding the key index, as the sidecar reaches it from any namespace. */
+  redisUrl: string;
+}
+
+export type JsonPatchOp = { op: 'add' | 'replace'; path: string; value: unknown };
+
+export type Injection =
+  | { kind: 'inject'; patch: JsonPatchOp[]; guards: string }
+  | { kind: 'skip'; reason: string }
+  | { kind: 'refuse'; reason: string };
+
+const PROBES = [
+  ['readinessProbe', 'ready'],
+  ['livenessProbe', 'live'],
+  ['startupProbe', 'startup'],
+] as const;
+
+const pointer = (s: string) => s.replace(/~/g, '~0').replace(/\//g, '~1');
+
+function labelOrAnnotation(pod: V1Pod, key: string): string | undefined {
+  return pod.metadata?.labels?.[key] ?? pod.metadata?.annotations?.[key];
+}
+
+/** The guarded port and the container that listens on it. */
+function workloadPort(pod: V1Pod): { port: number; container: V1Container } | string {
+  const containers = pod.spec?.containers ?? [];
+  const wanted = pod.metadata?.annotations?.[PORT_ANNOTATION];
+  const all = containers.flatMap((c) => (c.ports ?? []).map((p) => ({ c, p })));
+  if (wanted !== undefined) {
+    const byName = all.find(({ p }) => p.name === wanted);
+    if (byName) return { port: byName.p.containerPort, container: byName.c };
+    const n = Number(wanted);
+    if (!Number.isInteger(n) || n < 1 || n > 65535) {
+      return `${PORT_ANNOTATION} is "${wanted}": give the port the workload listens on, as a number or the name of a container port`;
+    }
+    const byNumber = all.find(({ p }) => p.containerPort === n);
+    const container = byNumber?.c ?? containers[0];
+    if (!container) return 'the pod has no container';
+    return { port: n, container };
+  }
+  const first = all.find(({ p }) => p.name === 'http') ?? all[0];
+  if (!first) {
+    return `no container declares a port: set the annotation ${PORT_ANNOTATION} to the port the workload listens on (on 127.0.0.1)`;
+  }
+  return { port: first.p.containerPort, container: first.c };
+}
+
+/** The port a probe's handler names, as a number (a name is looked up in the container's ports). */
+function probePort(port: number | string | undefined, container: V1Container): number | undefined {
+  if (typeof port === 'number') return port;
+  if (port === undefined) return undefined;
+  const n = Number(port);
+  if (Number.isInteger(n)) return n;
+  return container.ports?.find((p) => p.name === port)?.containerPort;
+}
+
+/** The probe as the sidecar runs it, if it checks the guarded port; else undefined (left as it is). */
+function takeOver(probe: V1Probe, container: V1Container, port: number): AppProbe | undefined {
+  const timeout = probe.timeoutSeconds === undefined ? {} : { timeoutSeconds: probe.timeoutSeconds };
+  if (probe.httpGet && probePort(probe.httpGet.port, container) === port) {
+    return {
+      httpGet: {
+        path: probe.httpGet.path ?? '/',
+        port,
+        httpHeaders: (probe.httpGet.httpHeaders ?? []).map((h) => ({ name: h.name, value: h.value })),
+      },
+      ...timeout,
+    };
+  }
+  if (probe.tcpSocket && probePort(probe.tcpSocket.port, container) === port) {
+    return { tcpSocket: { port }, ...timeout };
+  }
+  return undefined;
+}
+
+export function planInjection(pod: V1Pod, cfg: InjectionConfig): Injection {
+  if (pod.metadata?.labels?.[INJECT_LABEL] !== 'true') return { kind: 'skip', reason: 'not asked for' };
+  const spec = pod.spec;
+  if (!spec) return { kind: 'refuse', reason: 'the pod has no spec' };
+  if ([...spec.containers, ...(spec.initContainers ?? [])].some((c) => c.name === SIDECAR_CONTAINER)) {
+    return { kind: 'skip', reason: 'already has the sidecar' };
+  }
+
+  const model = pod.metadata?.labels?.[MODEL_LABEL];
+  const workflow = labelOrAnnotation(pod, WORKFLOW_LABEL);
+  const service = labelOrAnnotation(pod, SERVICE_LABEL);
+  if (workflow !== undefined && !WORKFLOW_ID_PATTERN.test(workflow)) {
+    return {
+      kind: 'refuse',
+      reason: `${WORKFLOW_LABEL} "${workflow}" is not a workflow id (letters, digits, '-', '_', '.')`,
+    };
+  }
+  let guardArgs: string[];
+  let guards: string;
+  if (model !== undefined) {
+    if (!isModelName(model))
+      return { kind: 'refuse', reason: `${MODEL_LABEL} "${model}" is not a model name (model-<id>)` };
+    guardArgs = ['--model', model, ...(workflow === undefined ? [] : ['--workflow', workflow])];
+    guards = `model ${model}`;
+  } else {
+    if (workflow === undefined || service === undefined) {
+      return {
+        kind: 'refuse',
+        reason: `a pod labelled ${INJECT_LABEL}=true needs the labels (or annotations) ${WORKFLOW_LABEL} and ${SERVICE_LABEL}: the workflow whose bda keys may call it, and its service id`,
+      };
+    }
+    if (!WORKFLOW_ID_PATTERN.test(service)) {
+      return {
+        kind: 'refuse',
+        reason: `${SERVICE_LABEL} "${service}" is not a service id (letters, digits, '-', '_', '.')`,
+      };
+    }
+    guardArgs = ['--workflow', workflow, '--service', service];
+    guards = `workflow service ${workflow}/${service}`;
+  }
+
+  const found = workloadPort(pod);
+  if (typeof found === 'string') return { kind: 'refuse', reason: found };
+  const { port } = found;
+  if (port === OPERATIONS_PORT) {
+    return {
+      kind: 'refuse',
+      reason: `port ${OPERATIONS_PORT} is the sidecar's own; the workload must listen on another`,
+    };
+  }
+
+  const patch: JsonPatchOp[] = [];
+  const appProbes: Record<string, AppProbe> = {};
+  spec.containers.forEach((c, i) => {
+    for (const [field, kind] of PROBES) {
+      const probe = c[field];
+      if (!probe) continue;
+      const original = takeOver(probe, c, port);
+      if (!original) continue;
+      appProbes[`${c.name}/${kind}`] = original;
+      const { httpGet: _h, tcpSocket: _t, ...timing } = probe;
+      patch.push({
+        op: 'replace',
+        path: `/spec/containers/${i}/${field}`,
+        value: {
+          ...timing,
+          httpGet: { path: appHealthPath(c.name, kind), port: OPERATIONS_PORT, scheme: 'HTTP' },
+        },
+      });
+    }
+  });
+
+  const ops = { port: OPERATIONS_PORT, scheme: 'HTTP' };
+  const sidecar: V1Container = {
+    name: SIDECAR_CONTAINER,
+    image: cfg.image,
+    ...(cfg.imagePullPolicy ? { imagePullPolicy: cfg.imagePullPolicy } : {}),
+    // A native sidecar (Kubernetes ≥ 1.29): started before the workload, stopped after it, and
+    // restarted on its own when it dies; its readiness is part of the pod's.
+    restartPolicy: 'Always',
+    args: [
+      'sidecar',
+      '--upstream',
+      `http://127.0.0.1:${port}`,
+      '--host',
+      '$(POD_IP)',
+      '--port',
+      String(port),
+      '--operations-port',
+      String(OPERATIONS_PORT),
+      ...guardArgs,
+    ],
+    env: [
+      { name: 'POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } },
+      { name: 'TOLLGATE_REDIS_URL', value: cfg.redisUrl },
+      { name: APP_PROBES_ENV, value: JSON.stringify(appProbes) },
+      // A sidecar leaves with its pod: no load balancer drain of its own to wait for.
+      { name: 'TOLLGATE_SHUTDOWN_DRAIN_MS', value: '0' },
+    ],
+    ports: [{ name: 'tollgate-ops', containerPort: OPERATIONS_PORT, protocol: 'TCP' }],
+    startupProbe: { httpGet: { path: '/healthz', ...ops }, periodSeconds: 1, failureThreshold: 60 },
+    readinessProbe: { httpGet: { path: '/readyz', ...ops }, periodSeconds: 2, failureThreshold: 1 },
+    livenessProbe: { httpGet: { path: '/healthz', ...ops }, periodSeconds: 10, failureThreshold: 3 },
+    resources: { requests: { cpu: '50m', memory: '64Mi' }, limits: { memory: '256Mi' } },
+    securityContext: {
+      allowPrivilegeEscalation: false,
+      readOnlyRootFilesystem: true,
+      runAsNonRoot: true,
+      runAsUser: 10001,
+      runAsGroup: 10001,
+      capabilities: { drop: ['ALL'] },
+      seccompProfile: { type: 'RuntimeDefault' },
+    },
+  };
+  patch.push(
+    spec.initContainers === undefined
+      ? { op: 'add', path: '/spec/initContainers', value: [sidecar] }
+      : { op: 'add', path: '/spec/initContainers/-', value: sidecar },
+  );
+  patch.push(
+    pod.metadata?.annotations === undefined
+      ? { op: 'add', path: '/metadata/annotations', value: { [INJECTED_ANNOTATION]: guards } }
+      : { op: 'add', path: `/metadata/annotations/${pointer(INJECTED_ANNOTATION)}`, value: guards },
+  );
+  return { kind: 'inject', patch, guards };
+}

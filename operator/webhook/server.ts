@@ -1,0 +1,120 @@
+import { createServer, type Server } from 'node:https';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { V1Pod } from '@kubernetes/client-node';
+import { z } from 'zod';
+import type { Logger } from '../../common/logger.js';
+import type { OperatorMetrics } from '../metrics.js';
+import { planInjection, type InjectionConfig } from './inject.js';
+
+/**
+ * The mutating admission webhook's HTTPS server (`POST /mutate-v1-pod`, the kubebuilder path).
+ * Every operator replica serves it, leader or not, so injection does not stop while the Lease
+ * moves. It starts once the first certificate is known and takes new ones without a restart.
+ */
+export const MUTATE_PATH = '/mutate-v1-pod';
+const MAX_REVIEW_BYTES = 4 * 1024 * 1024;
+
+const reviewSchema = z.object({
+  apiVersion: z.string(),
+  kind: z.literal('AdmissionReview'),
+  request: z.object({
+    uid: z.string(),
+    namespace: z.string().optional(),
+    object: z.looseObject({}),
+  }),
+});
+
+export class WebhookServer {
+  private server: Server | undefined;
+
+  constructor(
+    private readonly port: number,
+    private readonly config: InjectionConfig,
+    private readonly log: Logger,
+    private readonly metrics: OperatorMetrics,
+  ) {}
+
+  /** Starts serving with these certificates, or swaps them in for new connections. */
+  async useCertificates(tls: { cert: string; key: string }): Promise<void> {
+    if (this.server !== undefined) {
+      this.server.setSecureContext(tls);
+      this.log.info('webhook serving certificate reloaded');
+      return;
+    }
+    const server = createServer({ ...tls, minVersion: 'TLSv1.2' }, (req, res) => void this.handle(req, res));
+    this.server = server;
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(this.port, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+    this.log.info({ port: this.port }, 'sidecar webhook listening');
+  }
+
+  close(): Promise<void> {
+    const server = this.server;
+    this.server = undefined;
+    if (server === undefined) return Promise.resolve();
+    return new Promise((resolve) => {
+      server.close(() => resolve());
+      server.closeAllConnections();
+    });
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const path = (req.url ?? '').split('?')[0];
+    if (path === '/healthz') return void res.writeHead(200).end('ok\n');
+    if (path !== MUTATE_PATH || req.method !== 'POST') return void res.writeHead(404).end();
+    let review: z.infer<typeof reviewSchema>;
+    try {
+      review = reviewSchema.parse(JSON.parse((await readLimited(req)).toString('utf8')));
+    } catch (err) {
+      this.metrics.admissions.inc({ result: 'error' });
+      res
+        .writeHead(400, { 'content-type': 'text/plain' })
+        .end(`not an AdmissionReview: ${(err as Error).message}\n`);
+      return;
+    }
+    const { uid, namespace } = review.request;
+    const pod = review.request.object as V1Pod;
+    const name = pod.metadata?.name ?? pod.metadata?.generateName ?? '';
+    const plan = planInjection(pod, this.config);
+    this.metrics.admissions.inc({
+      result: plan.kind === 'inject' ? 'injected' : plan.kind === 'skip' ? 'skipped' : 'refused',
+    });
+    let response: Record<string, unknown>;
+    if (plan.kind === 'inject') {
+      this.log.info({ namespace, pod: name, guards: plan.guards }, 'sidecar injected');
+      response = {
+        uid,
+        allowed: true,
+        patchType: 'JSONPatch',
+        patch: Buffer.from(JSON.stringify(plan.patch)).toString('base64'),
+      };
+    } else if (plan.kind === 'refuse') {
+      this.log.warn({ namespace, pod: name, reason: plan.reason }, 'pod refused by the sidecar webhook');
+      response = {
+        uid,
+        allowed: false,
+        status: { code: 403, reason: 'Forbidden', message: `tollgate sidecar: ${plan.reason}` },
+      };
+    } else {
+      response = { uid, allowed: true };
+    }
+    const body = JSON.stringify({ apiVersion: review.apiVersion, kind: 'AdmissionReview', response });
+    res.writeHead(200, { 'content-type': 'application/json' }).end(body);
+  }
+}
+
+async function readLimited(req: IncomingMessage): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > MAX_REVIEW_BYTES) throw new Error(`larger than ${MAX_REVIEW_BYTES} bytes`);
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks);
+}

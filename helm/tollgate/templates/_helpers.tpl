@@ -104,3 +104,22 @@ prometheus.io/port: {{ .port | quote }}
 prometheus.io/path: /metrics
 {{- end }}
 {{- end -}}
+
+{{/* The Redis URL injected sidecars use, from any namespace (empty: the operator's own). */}}
+{{- define "tollgate.sidecarRedisUrl" -}}
+{{- if .Values.sidecar.redisUrl -}}
+{{ .Values.sidecar.redisUrl }}
+{{- else if .Values.redis.external.url -}}
+{{ .Values.redis.external.url }}
+{{- else if (include "tollgate.bundledRedis" .) -}}
+{{ printf "redis://%s.%s.svc:6379" (include "tollgate.redisName" .) .Release.Namespace }}
+{{- end -}}
+{{- end -}}
+
+{{- define "tollgate.webhookName" -}}
+{{- include "tollgate.componentName" (dict "root" . "component" "webhook") -}}
+{{- end -}}
+
+{{- define "tollgate.grantKeySecret" -}}
+{{- include "tollgate.componentName" (dict "root" . "component" "grant-key") -}}
+{{- end -}}

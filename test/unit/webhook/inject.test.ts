@@ -1,0 +1,219 @@
+import { describe, expect, it } from '@jest/globals';
+import type { V1Container, V1Pod } from '@kubernetes/client-node';
+import { X509Certificate } from 'node:crypto';
+import {
+  issueWebhookCertificates,
+  notAfter,
+  serviceDnsNames,
+} from '../../../operator/webhook/certificates.js';
+import {
+  INJECTED_ANNOTATION,
+  OPERATIONS_PORT,
+  planInjection,
+  SIDECAR_CONTAINER,
+  type JsonPatchOp,
+} from '../../../operator/webhook/inject.js';
+import { parseAppProbes } from '../../../gateway/sidecar/app-probes.js';
+
+const cfg = { image: 'tollgate/tollgate:dev', redisUrl: 'redis://redis.tollgate-system.svc:6379' };
+
+function pod(over: {
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+  containers?: V1Container[];
+  initContainers?: V1Container[];
+}): V1Pod {
+  return {
+    metadata: {
+      name: 'scorer-1',
+      labels: { 'tollgate.dev/inject': 'true', ...over.labels },
+      ...(over.annotations ? { annotations: over.annotations } : {}),
+    },
+    spec: {
+      containers: over.containers ?? [
+        {
+          name: 'app',
+          image: 'app:1',
+          ports: [{ name: 'http', containerPort: 8000 }],
+          readinessProbe: { httpGet: { path: '/health', port: 'http' }, periodSeconds: 1 },
+          livenessProbe: { tcpSocket: { port: 8000 } },
+          startupProbe: { exec: { command: ['true'] } },
+        },
+      ],
+      ...(over.initContainers ? { initContainers: over.initContainers } : {}),
+    },
+  };
+}
+
+const workflowPod = (over: Parameters<typeof pod>[0] = {}) =>
+  pod({
+    ...over,
+    labels: { 'tollgate.dev/workflow': 'fraud', 'tollgate.dev/service': 'scorer', ...over.labels },
+  });
+
+function injected(p: V1Pod) {
+  const plan = planInjection(p, cfg);
+  if (plan.kind !== 'inject') throw new Error(`not injected: ${JSON.stringify(plan)}`);
+  const sidecarOp = plan.patch.find((o) => o.path.startsWith('/spec/initContainers')) as JsonPatchOp;
+  const sidecar = (Array.isArray(sidecarOp.value) ? sidecarOp.value[0] : sidecarOp.value) as V1Container;
+  return { plan, sidecar, sidecarOp };
+}
+
+describe('the sidecar injection plan', () => {
+  it('adds a native sidecar that takes the workload port on the pod IP, the workload on loopback', () => {
+    const { plan, sidecar, sidecarOp } = injected(workflowPod());
+    expect(plan.guards).toBe('workflow service fraud/scorer');
+    expect(sidecarOp).toMatchObject({ op: 'add', path: '/spec/initContainers' });
+    expect(sidecar.name).toBe(SIDECAR_CONTAINER);
+    expect(sidecar.restartPolicy).toBe('Always');
+    expect(sidecar.image).toBe(cfg.image);
+    expect(sidecar.args).toEqual([
+      'sidecar',
+      '--upstream',
+      'http://127.0.0.1:8000',
+      '--host',
+      '$(POD_IP)',
+      '--port',
+      '8000',
+      '--operations-port',
+      String(OPERATIONS_PORT),
+      '--workflow',
+      'fraud',
+      '--service',
+      'scorer',
+    ]);
+    const env = Object.fromEntries((sidecar.env ?? []).map((e) => [e.name, e.value ?? e.valueFrom]));
+    expect(env['TOLLGATE_REDIS_URL']).toBe(cfg.redisUrl);
+    expect(env['POD_IP']).toEqual({ fieldRef: { fieldPath: 'status.podIP' } });
+    expect(sidecar.readinessProbe?.httpGet).toMatchObject({ path: '/readyz', port: OPERATIONS_PORT });
+    expect(sidecar.securityContext).toMatchObject({ runAsNonRoot: true, readOnlyRootFilesystem: true });
+    expect(plan.patch).toContainEqual({
+      op: 'add',
+      path: '/metadata/annotations',
+      value: { [INJECTED_ANNOTATION]: 'workflow service fraud/scorer' },
+    });
+  });
+
+  it('points the workload’s probes on its port at the sidecar, which runs the originals on loopback', () => {
+    const { plan, sidecar } = injected(workflowPod());
+    const replaced = plan.patch.filter((o) => o.op === 'replace');
+    expect(replaced).toEqual([
+      {
+        op: 'replace',
+        path: '/spec/containers/0/readinessProbe',
+        value: {
+          periodSeconds: 1,
+          httpGet: { path: '/app-health/app/ready', port: OPERATIONS_PORT, scheme: 'HTTP' },
+        },
+      },
+      {
+        op: 'replace',
+        path: '/spec/containers/0/livenessProbe',
+        value: { httpGet: { path: '/app-health/app/live', port: OPERATIONS_PORT, scheme: 'HTTP' } },
+      },
+    ]);
+    // The exec probe is the workload's own business and stays as it was.
+    const probes = parseAppProbes(sidecar.env?.find((e) => e.name === 'TOLLGATE_APP_PROBES')?.value);
+    expect(probes).toEqual({
+      'app/ready': { httpGet: { path: '/health', port: 8000, httpHeaders: [] }, timeoutSeconds: 1 },
+      'app/live': { tcpSocket: { port: 8000 }, timeoutSeconds: 1 },
+    });
+  });
+
+  it('guards a Model’s pod as that model, after its puller, with the model’s workflow', () => {
+    const { plan, sidecar, sidecarOp } = injected(
+      pod({
+        labels: { 'tollgate.dev/model': 'model-iris' },
+        annotations: { 'tollgate.dev/workflow': 'fraud' },
+        initContainers: [{ name: 'pull', image: 'tollgate/tollgate:dev' }],
+        containers: [
+          {
+            name: 'mlserver',
+            image: 'mlserver',
+            ports: [
+              { name: 'http', containerPort: 8080 },
+              { name: 'grpc', containerPort: 8081 },
+            ],
+            readinessProbe: { httpGet: { path: '/v2/models/model-iris/ready', port: 'http' } },
+          },
+        ],
+      }),
+    );
+    expect(plan.guards).toBe('model model-iris');
+    expect(sidecarOp).toMatchObject({ op: 'add', path: '/spec/initContainers/-' });
+    expect(sidecar.args?.slice(-4)).toEqual(['--model', 'model-iris', '--workflow', 'fraud']);
+    expect(sidecar.args).toContain('http://127.0.0.1:8080');
+    expect(plan.patch).toContainEqual({
+      op: 'add',
+      path: '/metadata/annotations/tollgate.dev~1injected',
+      value: 'model model-iris',
+    });
+  });
+
+  it('takes the port from tollgate.dev/port, by number or name', () => {
+    const byNumber = injected(workflowPod({ annotations: { 'tollgate.dev/port': '9000' } }));
+    expect(byNumber.sidecar.args).toContain('http://127.0.0.1:9000');
+    // The probes on 8000 are no longer the guarded port's: left alone.
+    expect(byNumber.plan.patch.filter((o) => o.op === 'replace')).toEqual([]);
+    const byName = injected(workflowPod({ annotations: { 'tollgate.dev/port': 'http' } }));
+    expect(byName.sidecar.args).toContain('http://127.0.0.1:8000');
+  });
+
+  it('leaves pods alone that did not ask, or have the sidecar already', () => {
+    const unlabelled = workflowPod();
+    unlabelled.metadata!.labels!['tollgate.dev/inject'] = 'false';
+    expect(planInjection(unlabelled, cfg).kind).toBe('skip');
+    expect(planInjection(workflowPod({ initContainers: [{ name: SIDECAR_CONTAINER }] }), cfg).kind).toBe(
+      'skip',
+    );
+  });
+
+  it('refuses a pod that asked to be guarded and cannot be, saying what to set', () => {
+    const refused = (p: V1Pod) => {
+      const plan = planInjection(p, cfg);
+      expect(plan.kind).toBe('refuse');
+      return plan.kind === 'refuse' ? plan.reason : '';
+    };
+    expect(refused(pod({}))).toMatch(/tollgate\.dev\/workflow and tollgate\.dev\/service/);
+    expect(refused(pod({ labels: { 'tollgate.dev/workflow': 'fraud' } }))).toMatch(/tollgate\.dev\/service/);
+    expect(refused(workflowPod({ containers: [{ name: 'app', image: 'x' }] }))).toMatch(
+      /set the annotation tollgate\.dev\/port/,
+    );
+    expect(refused(workflowPod({ annotations: { 'tollgate.dev/port': 'nope' } }))).toMatch(
+      /tollgate\.dev\/port is "nope"/,
+    );
+    expect(refused(workflowPod({ annotations: { 'tollgate.dev/port': String(OPERATIONS_PORT) } }))).toMatch(
+      /the sidecar's own/,
+    );
+    expect(refused(pod({ labels: { 'tollgate.dev/model': 'Iris' } }))).toMatch(/not a model name/);
+    expect(refused(pod({ labels: { 'tollgate.dev/workflow': 'a:b', 'tollgate.dev/service': 's' } }))).toMatch(
+      /not a workflow id/,
+    );
+  });
+});
+
+describe('the webhook certificates', () => {
+  it('are a CA and a serving certificate for the Service’s names, signed by it', () => {
+    const now = new Date();
+    const c = issueWebhookCertificates({
+      service: 'tg-webhook',
+      namespace: 'tg',
+      validityMs: 3_600_000,
+      now,
+    });
+    const ca = new X509Certificate(c.ca);
+    const cert = new X509Certificate(c.cert);
+    expect(ca.ca).toBe(true);
+    expect(cert.ca).toBe(false);
+    expect(cert.verify(ca.publicKey)).toBe(true);
+    expect(cert.checkIssued(ca)).toBe(true);
+    for (const name of serviceDnsNames('tg-webhook', 'tg')) expect(cert.checkHost(name)).toBe(name);
+    expect(cert.checkHost('other.tg.svc')).toBeUndefined();
+    const left = notAfter(c.cert).getTime() - now.getTime();
+    expect(left).toBeGreaterThan(3_500_000);
+    expect(left).toBeLessThanOrEqual(3_600_000);
+    // Every issue is a new CA: a rotation is not a re-signing with a leaked key.
+    const again = issueWebhookCertificates({ service: 'tg-webhook', namespace: 'tg', validityMs: 3_600_000 });
+    expect(new X509Certificate(again.cert).verify(ca.publicKey)).toBe(false);
+  });
+});

@@ -105,12 +105,10 @@ prometheus.io/path: /metrics
 {{- end }}
 {{- end -}}
 
-{{/* The Redis URL injected sidecars use, from any namespace (empty: the operator's own). */}}
+{{/* The Redis URL injected sidecars use, from any namespace (empty: the operator's own, from its Secret). */}}
 {{- define "tollgate.sidecarRedisUrl" -}}
 {{- if .Values.sidecar.redisUrl -}}
 {{ .Values.sidecar.redisUrl }}
-{{- else if .Values.redis.external.url -}}
-{{ .Values.redis.external.url }}
 {{- else if (include "tollgate.bundledRedis" .) -}}
 {{ printf "redis://%s.%s.svc:6379" (include "tollgate.redisName" .) .Release.Namespace }}
 {{- end -}}

@@ -109,6 +109,10 @@ describe('helm chart: lint and render', () => {
         'Deployment/t1-tollgate-gateway',
         'Deployment/t1-tollgate-operator',
         'Deployment/t1-tollgate-redis',
+        'MutatingWebhookConfiguration/t1-tollgate-webhook',
+        'Role/t1-tollgate-operator-secrets',
+        'RoleBinding/t1-tollgate-operator-secrets',
+        'Service/t1-tollgate-webhook',
         'NetworkPolicy/t1-tollgate-redis',
         'PodDisruptionBudget/t1-tollgate-gateway',
         'Role/t1-tollgate-operator-leader-election',
@@ -119,7 +123,9 @@ describe('helm chart: lint and render', () => {
         'ServiceAccount/t1-tollgate-operator',
       ].sort(),
     );
-    for (const o of objects.filter((x) => !x.kind.startsWith('Cluster')))
+    for (const o of objects.filter(
+      (x) => !x.kind.startsWith('Cluster') && x.kind !== 'MutatingWebhookConfiguration',
+    ))
       expect(o.metadata.namespace).toBe(namespace);
 
     const gateway = deployment(objects, 't1-tollgate-gateway');
@@ -142,7 +148,21 @@ describe('helm chart: lint and render', () => {
     expect(operator.replicas).toBe(1);
     const op = operator.template.spec.containers[0] as Container;
     // The operator's own flags and variables (cli/commands/operator.ts).
-    expect(op.args).toEqual(['operator', '--metrics-port=9090', '--lease-name=t1-tollgate-operator']);
+    expect(op.args).toEqual([
+      'operator',
+      '--metrics-port=9090',
+      '--lease-name=t1-tollgate-operator',
+      '--model-gateway=central',
+      '--grant-key-secret=t1-tollgate-grant-key',
+      '--webhook-port=9443',
+      '--webhook-service=t1-tollgate-webhook',
+      '--webhook-secret=t1-tollgate-webhook-tls',
+      '--webhook-config=t1-tollgate-webhook',
+      '--webhook-certs=self',
+      '--webhook-cert-validity=90d',
+      // Sidecars in other namespaces reach the bundled Redis by its full name.
+      '--sidecar-redis-url=redis://t1-tollgate-redis.tollgate-chart-test.svc:6379',
+    ]);
     expect(envOf(op, 'REDIS_URL')?.value).toBe('redis://t1-tollgate-redis:6379');
     expect(envOf(op, 'TOLLGATE_IMAGE')?.value).toBe('tollgate/tollgate:0.1.0');
     expect(envOf(op, 'POD_NAMESPACE')).toEqual({
@@ -218,6 +238,64 @@ describe('helm chart: lint and render', () => {
     expect(can('t1-tollgate-gateway', '', 'services', 'list')).toBe(false);
   });
 
+  it('renders the sidecar webhook as the README says: labelled pods only, never its own namespace, fail closed', async () => {
+    const { objects } = await render();
+    const hook = find(objects, 'MutatingWebhookConfiguration', 't1-tollgate-webhook') as unknown as {
+      webhooks: Array<{
+        failurePolicy: string;
+        sideEffects: string;
+        clientConfig: { service: { name: string; namespace: string; path: string }; caBundle?: string };
+        objectSelector: unknown;
+        namespaceSelector: { matchExpressions: Array<{ key: string; operator: string; values: string[] }> };
+        rules: Array<{ operations: string[]; resources: string[] }>;
+      }>;
+    };
+    const [w] = hook.webhooks;
+    expect(w?.failurePolicy).toBe('Fail');
+    expect(w?.sideEffects).toBe('None');
+    expect(w?.clientConfig.service).toMatchObject({
+      name: 't1-tollgate-webhook',
+      namespace,
+      path: '/mutate-v1-pod',
+    });
+    // The operator fills it in (and an upgrade keeps what it wrote).
+    expect(w?.clientConfig.caBundle).toBeUndefined();
+    expect(w?.objectSelector).toEqual({ matchLabels: { 'tollgate.dev/inject': 'true' } });
+    expect(w?.namespaceSelector.matchExpressions[0]).toMatchObject({
+      key: 'kubernetes.io/metadata.name',
+      operator: 'NotIn',
+    });
+    expect(w?.namespaceSelector.matchExpressions[0]?.values).toEqual([
+      namespace,
+      'kube-system',
+      'kube-node-lease',
+      'kube-public',
+    ]);
+    expect(w?.rules).toMatchObject([{ operations: ['CREATE'], resources: ['pods'] }]);
+    // The operator keeps only this configuration's caBundle, and only its own Secrets.
+    const operatorRules = find(objects, 'ClusterRole', 't1-tollgate-operator').rules ?? [];
+    expect(operatorRules).toContainEqual({
+      apiGroups: ['admissionregistration.k8s.io'],
+      resources: ['mutatingwebhookconfigurations'],
+      resourceNames: ['t1-tollgate-webhook'],
+      verbs: ['get', 'patch'],
+    });
+    expect(find(objects, 'Role', 't1-tollgate-operator-secrets').rules).toEqual([
+      { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'create', 'update'] },
+    ]);
+    // The gateways sign grants with the operator's key, mounted read-only.
+    const gw = deployment(objects, 't1-tollgate-gateway').template.spec.containers[0] as Container;
+    expect(envOf(gw, 'TOLLGATE_GRANT_SIGNING_KEY_FILE')?.value).toBe('/var/run/tollgate/grant/key.json');
+    const certManager = await render(['sidecar.webhook.certificates.source=certManager']);
+    expect(certManager.objects.map((o) => o.kind)).toEqual(expect.arrayContaining(['Issuer', 'Certificate']));
+    expect(
+      find(certManager.objects, 'MutatingWebhookConfiguration', 't1-tollgate-webhook').metadata.annotations,
+    ).toEqual({
+      'cert-manager.io/inject-ca-from': `${namespace}/t1-tollgate-webhook`,
+    });
+    await expect(render(['sidecar.webhook.failurePolicy=Sometimes'])).rejects.toThrow(/failurePolicy/);
+  });
+
   it('writes the gateway config file from OIDC, upstream and role values', async () => {
     const { objects } = await render([
       'oidc.issuer=https://idp.example.test/realms/data',
@@ -279,7 +357,11 @@ describe('helm chart: lint and render', () => {
   });
 
   it('passes the operator its namespace and leader-election choices as flags', async () => {
-    const { objects } = await render(['operator.leaderElection=false', 'operator.watchNamespace=data']);
+    const { objects } = await render([
+      'operator.leaderElection=false',
+      'operator.watchNamespace=data',
+      'sidecar.webhook.enabled=false',
+    ]);
     const op = deployment(objects, 't1-tollgate-operator').template.spec.containers[0] as Container;
     expect(op.args).toEqual([
       'operator',
@@ -287,6 +369,8 @@ describe('helm chart: lint and render', () => {
       '--lease-name=t1-tollgate-operator',
       '--no-leader-elect',
       '--namespace=data',
+      '--model-gateway=central',
+      '--grant-key-secret=t1-tollgate-grant-key',
     ]);
   });
 

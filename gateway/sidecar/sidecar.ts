@@ -99,7 +99,10 @@ function modelDispatch(
   target: Extract<SidecarTarget, { kind: 'model' }>,
   authenticate: Authenticate,
 ): Parameters<typeof createHttpServer>[1] {
-  const runtime = resolveRoute({ url: target.upstream.toString() });
+  const runtime = resolveRoute({
+    url: target.upstream.toString(),
+    ...(target.workflow === undefined ? {} : { workflow: target.workflow }),
+  });
   const info = { workflow: target.workflow };
   const v2 = createV2Handler(
     s,

@@ -1,0 +1,166 @@
+// A model's sidecar beside a real MLServer, on one machine (the placement a Model with
+// spec.gateway: sidecar gets in its pod): the V2 endpoints of its one model, with the keys and the
+// request checks of the central gateway's /v2, and the central gateway's signed grants.
+import { execFile } from 'node:child_process';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import type { Redis } from 'ioredis';
+import { openKeyFile, publicJwk } from '../../../common/crypto/key-file.js';
+import { createLogger } from '../../../common/logger.js';
+import { writeGrantKeys } from '../../../common/redis/grant-keys.js';
+import { redisKeys } from '../../../common/redis/schema.js';
+import { grantAudience } from '../../../common/resources/grant.js';
+import { RouteWriter } from '../../../common/routes/workflow-routes.js';
+import { loadGatewayConfig } from '../../../gateway/config.js';
+import { createGatewayServices } from '../../../gateway/services.js';
+import { createSidecar, type Sidecar } from '../../../gateway/sidecar/sidecar.js';
+import { redis, startMlserver, venv } from '../../harness/index.js';
+import {
+  apikey,
+  createKey,
+  redisClient,
+  send,
+  startGateway,
+  uniqueName,
+  type TestGateway,
+} from './support.js';
+
+const run = promisify(execFile);
+const FIXTURE = new URL('../harness/fixtures/train_iris.py', import.meta.url).pathname;
+
+describe('a model’s sidecar in front of MLServer', () => {
+  const model = `model-${uniqueName('side')}`;
+  const workflow = uniqueName('wf-model');
+  let dir: string;
+  let rc: Redis;
+  let ml: Awaited<ReturnType<typeof startMlserver>>;
+  let sidecar: Sidecar;
+  let sidecarUrl: string;
+  let central: TestGateway;
+  let unsigned: TestGateway;
+  let expected: { rows: number[][]; predictions: number[] };
+
+  const infer = (rows: number[][]) => ({
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({
+      inputs: [{ name: 'input-0', datatype: 'FP64', shape: [rows.length, 4], data: rows.flat() }],
+    }),
+  });
+  const withKey = (key: string, init: ReturnType<typeof infer>) => ({
+    ...init,
+    headers: { ...init.headers, ...apikey(key) },
+  });
+
+  beforeAll(async () => {
+    dir = await mkdtemp(path.join(tmpdir(), 'tollgate-model-sidecar-'));
+    await run(venv().python, [FIXTURE, dir, model]);
+    expected = JSON.parse(await readFile(path.join(dir, 'expected.json'), 'utf8')) as typeof expected;
+    ml = await startMlserver(dir);
+    const r = await redis();
+    rc = redisClient(r.url);
+    const keyFile = path.join(dir, 'grant-signing-key.json');
+    central = await startGateway({ redisUrl: r.url, grantSigningKeyFile: keyFile });
+    unsigned = await startGateway({ redisUrl: r.url });
+    await writeGrantKeys(rc, { keys: [publicJwk(await openKeyFile(keyFile))] });
+    const config = loadGatewayConfig({
+      env: {},
+      overrides: { host: '127.0.0.1', port: 0, redisUrl: r.url, shutdownDrainMs: 0 },
+    });
+    const services = await createGatewayServices(config, createLogger('model-sidecar-test', 'silent'));
+    sidecar = createSidecar(services, { kind: 'model', upstream: new URL(ml.url), model, workflow });
+    sidecarUrl = `http://127.0.0.1:${(await sidecar.traffic.listen(0, '127.0.0.1')).port}`;
+    // As the operator writes it for a Model behind its sidecar.
+    await new RouteWriter(rc).put(redisKeys.modelRoute(model), {
+      url: sidecarUrl,
+      workflow,
+      source: `model/default/${model}`,
+      grantAudience: grantAudience.model(model),
+    });
+  }, 180_000);
+
+  afterAll(async () => {
+    await sidecar?.traffic.shutdown();
+    await central?.stop();
+    await unsigned?.stop();
+    await ml?.stop();
+    rc?.disconnect();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('answers its model’s V2 calls with a key /v2 takes, as scikit-learn does', async () => {
+    const { key } = await createKey(rc, 'platform', ['models:inference']);
+    const r = await send(sidecarUrl, `/v2/models/${model}/infer`, withKey(key, infer(expected.rows)));
+    expect(r.status).toBe(200);
+    expect((r.json.outputs as Array<{ data: number[] }>)[0]?.data).toEqual(expected.predictions);
+    const wf = await createKey(rc, 'bda', [workflow]);
+    expect((await send(sidecarUrl, `/v2/models/${model}/ready`, { headers: apikey(wf.key) })).json).toEqual({
+      name: model,
+      ready: true,
+    });
+    const meta = await send(sidecarUrl, `/v2/models/${model}`, { headers: apikey(key) });
+    expect([meta.status, meta.json.name]).toEqual([200, model]);
+  });
+
+  it('refuses every other call with the central gateway’s codes', async () => {
+    const none = await send(sidecarUrl, `/v2/models/${model}/infer`, infer(expected.rows));
+    expect([none.status, none.json.code]).toEqual([401, 'missing_api_key']);
+    const viewer = await createKey(rc, 'platform', ['models:viewer']);
+    const denied = await send(
+      sidecarUrl,
+      `/v2/models/${model}/infer`,
+      withKey(viewer.key, infer(expected.rows)),
+    );
+    expect([denied.status, denied.json.code]).toEqual([403, 'model_access_denied']);
+    const other = await createKey(rc, 'bda', [uniqueName('wf-other')]);
+    const foreign = await send(
+      sidecarUrl,
+      `/v2/models/${model}/infer`,
+      withKey(other.key, infer(expected.rows)),
+    );
+    expect([foreign.status, foreign.json.code]).toEqual([403, 'model_access_denied']);
+    const { key } = await createKey(rc, 'platform', ['models:inference']);
+    const elsewhere = await send(
+      sidecarUrl,
+      '/v2/models/model-else/infer',
+      withKey(key, infer(expected.rows)),
+    );
+    expect([elsewhere.status, elsewhere.json.code]).toEqual([404, 'model_not_found']);
+    const notV2 = await send(sidecarUrl, '/metrics', { headers: apikey(key) });
+    expect([notV2.status, notV2.json.code]).toEqual([404, 'unknown_endpoint']);
+    const bad = await send(sidecarUrl, `/v2/models/${model}/infer`, {
+      ...withKey(key, infer(expected.rows)),
+      body: JSON.stringify({
+        inputs: [{ name: 'input-0', datatype: 'FP64', shape: [2, 4], data: [1, 2, 3] }],
+      }),
+    });
+    expect([bad.status, bad.json.code]).toEqual([400, 'shape_data_mismatch']);
+    const forged = await send(sidecarUrl, `/v2/models/${model}/infer`, {
+      ...infer(expected.rows),
+      headers: { ...infer(expected.rows).headers, 'x-tollgate-grant': 'forged' },
+    });
+    expect([forged.status, forged.json.code]).toEqual([401, 'invalid_grant']);
+  });
+
+  it('lets the central gateway’s calls in on their signed grant, metadata fetch included', async () => {
+    const { key, hash } = await createKey(rc, 'platform', ['models:inference']);
+    const first = await send(central.url, `/v2/models/${model}/infer`, withKey(key, infer(expected.rows)));
+    expect(first.status).toBe(200);
+    // The key's index entry vanishes unannounced: the central gateway's cache still has it, a
+    // lookup would fail. The sidecar does not look: the grant is enough.
+    await rc.del(`tg:key:${hash}`);
+    const r = await send(central.url, `/v2/models/${model}/infer`, withKey(key, infer(expected.rows)));
+    expect(r.status).toBe(200);
+    expect((r.json.outputs as Array<{ data: number[] }>)[0]?.data).toEqual(expected.predictions);
+    const direct = await send(sidecarUrl, `/v2/models/${model}/infer`, withKey(key, infer(expected.rows)));
+    expect([direct.status, direct.json.code]).toEqual([401, 'unknown_api_key']);
+  });
+
+  it('a gateway without the signing key says so instead of sending calls the sidecar must refuse', async () => {
+    const { key } = await createKey(rc, 'platform', ['models:inference']);
+    const r = await send(unsigned.url, `/v2/models/${model}/infer`, withKey(key, infer(expected.rows)));
+    expect([r.status, r.json.code]).toEqual([503, 'grant_signer_unavailable']);
+  });
+});

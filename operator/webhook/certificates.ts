@@ -71,7 +71,7 @@ export function issueWebhookCertificates(opts: IssueOptions): WebhookCertificate
 
   const caKey = newRsaKey();
   const ca = certificate(
-    `tollgate-webhook-ca@${Math.floor(now.getTime() / 1000)}`,
+    `tollgate-webhook-ca-${Math.floor(now.getTime() / 1000)}`,
     caKey.publicKey,
     notBefore,
     notAfter,

@@ -209,6 +209,9 @@ describe('the webhook certificates', () => {
     expect(cert.checkIssued(ca)).toBe(true);
     for (const name of serviceDnsNames('tg-webhook', 'tg')) expect(cert.checkHost(name)).toBe(name);
     expect(cert.checkHost('other.tg.svc')).toBeUndefined();
+    // Subjects as PrintableString allows them: Go's x509 (the API server) refuses anything else.
+    for (const subject of [ca.subject, cert.subject])
+      expect(subject).toMatch(/^CN=[A-Za-z0-9 '()+,\-./:=?]+$/);
     const left = notAfter(c.cert).getTime() - now.getTime();
     expect(left).toBeGreaterThan(3_500_000);
     expect(left).toBeLessThanOrEqual(3_600_000);

@@ -99,6 +99,9 @@ function setUpNetwork(net: Net): void {
   // (kube-proxy's service rules for a pod calling a service backed by another pod on the bridge).
   inNode('sysctl', '-qw', 'net.ipv4.ip_forward=1');
   inNode('sysctl', '-qw', 'net.bridge.bridge-nf-call-iptables=1');
+  // The node's own processes reach ClusterIPs too (the API server calls admission webhooks by
+  // their Service): a route to pick, then kube-proxy's OUTPUT rules rewrite it to a pod.
+  inNode('ip', 'route', 'add', net.serviceCidr, 'dev', net.nodeVeth);
   // The host reaches pods and services through the node, and nothing else through it.
   sh('ip', ['route', 'add', net.podCidr, 'via', net.nodeIp, 'dev', net.hostVeth]);
   sh('ip', ['route', 'add', net.serviceCidr, 'via', net.nodeIp, 'dev', net.hostVeth]);

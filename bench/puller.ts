@@ -16,7 +16,8 @@ import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { pullFolder } from '../operator/puller/pull.js';
-import { S3Store, s3ClientFromEnv } from '../operator/storage/s3-store.js';
+import { s3ClientFromEnv } from '../common/storage/s3-client.js';
+import { S3Store } from '../operator/storage/s3-store.js';
 import { startMinio } from '../test/harness/components/minio.js';
 import { ProcessRegistry } from '../test/harness/processes.js';
 

@@ -63,10 +63,12 @@ export const ERROR_STATUS = {
   malformed_authorization: 401,
   missing_api_key: 401,
   missing_token: 401,
+  rolled_api_key: 401,
   token_expired: 401,
   unknown_api_key: 401,
   // 403
   access_denied: 403,
+  address_not_allowed: 403,
   model_access_denied: 403,
   module_mismatch: 403,
   role_not_allowed: 403,
@@ -87,6 +89,9 @@ export const ERROR_STATUS = {
   // 405
   method_not_allowed: 405,
   // 409
+  key_already_rolled: 409,
+  key_changed: 409,
+  key_expired: 409,
   model_conflict: 409,
   model_exists: 409,
   workflow_owned_by_another_user: 409,
@@ -109,6 +114,8 @@ export const ERROR_STATUS = {
   size_mismatch: 502,
   upstream_connection_failed: 502,
   // 503
+  audit_not_configured: 503,
+  audit_store_unavailable: 503,
   grant_signer_unavailable: 503,
   identity_provider_unavailable: 503,
   key_store_unavailable: 503,

@@ -52,6 +52,29 @@ export const gatewayConfigSchema = z.strictObject({
   shutdownDrainMs: z.coerce.number().int().nonnegative().default(3_000),
   /** Usage figures (last used, request count) are batched and written this often. */
   usageFlushMs: z.coerce.number().int().positive().default(1_000),
+  /**
+   * Proxies in front of the gateway whose X-Forwarded-For entry is trusted (an ingress controller:
+   * 1). The client address a key's network allowlist and the audit trail see is the one that many
+   * hops back; 0 takes the connection's peer.
+   */
+  trustedProxies: z.coerce.number().int().min(0).max(10).default(0),
+  /** The longest grace period a rolled key may keep working for (`POST /apikeys/{id}/roll`). */
+  maxRollGraceSeconds: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(90 * 86_400)
+    .default(7 * 86_400),
+  /**
+   * Where the audit trail of key events is kept: `file:///dir` or `s3://bucket/prefix` (S3
+   * credentials from the AWS_* variables). Standalone defaults to `<stateDir>/audit`; unset on a
+   * cluster, events only reach the log.
+   */
+  auditUri: z.string().min(1).optional(),
+  auditRetentionDays: z.coerce.number().int().min(1).max(3650).default(90),
+  auditFlushMs: z.coerce.number().int().positive().default(1_000),
+  /** A key's refused uses are recorded at most once per this interval (the rest are counted). */
+  auditRefusalIntervalMs: z.coerce.number().int().nonnegative().default(60_000),
   /** Entries in the in-process key and route caches. */
   cacheEntries: z.coerce.number().int().positive().default(10_000),
   /** Namespace of the ApiKey resources on a cluster (defaults to the pod's own). */
@@ -91,6 +114,12 @@ const ENV: ReadonlyArray<readonly [string, keyof GatewayConfigInput]> = [
   ['TOLLGATE_SHUTDOWN_DRAIN_MS', 'shutdownDrainMs'],
   ['TOLLGATE_USAGE_FLUSH_MS', 'usageFlushMs'],
   ['TOLLGATE_CACHE_ENTRIES', 'cacheEntries'],
+  ['TOLLGATE_TRUSTED_PROXIES', 'trustedProxies'],
+  ['TOLLGATE_MAX_ROLL_GRACE_SECONDS', 'maxRollGraceSeconds'],
+  ['TOLLGATE_AUDIT_URI', 'auditUri'],
+  ['TOLLGATE_AUDIT_RETENTION_DAYS', 'auditRetentionDays'],
+  ['TOLLGATE_AUDIT_FLUSH_MS', 'auditFlushMs'],
+  ['TOLLGATE_AUDIT_REFUSAL_INTERVAL_MS', 'auditRefusalIntervalMs'],
   ['TOLLGATE_STATE_DIR', 'stateDir'],
   ['TOLLGATE_GRANT_SIGNING_KEY_FILE', 'grantSigningKeyFile'],
   ['POD_NAMESPACE', 'namespace'],

@@ -8,6 +8,7 @@ import { countedUpstream, withSignedGrant } from './auth/signed-grant.js';
 import { forward } from './proxy/forward.js';
 import type { EventsTarget } from './routing/events-router.js';
 import type { NormalisedPath } from './routing/normalise.js';
+import { noteRefusal } from './auth/refusals.js';
 import type { GatewayServices } from './services.js';
 import { workflowInference } from './v2/handler.js';
 
@@ -35,7 +36,7 @@ export type CallHandler = (req: IncomingMessage, res: ServerResponse, path: Norm
 export function createEventsHandler(
   s: GatewayServices,
   resolve: ResolveTarget = (method, path, grant) => s.events.resolve(method, path, grant),
-  authenticate: Authenticate = (req) => s.keys.check(req.headers.authorization),
+  authenticate: Authenticate = (req) => s.keys.check(req),
 ): CallHandler {
   return (req, res, path) => new EventsCall(s, resolve, authenticate, req, res, path).start();
 }
@@ -45,6 +46,7 @@ class EventsCall {
   private readonly requestId: string;
   private readonly kind: MetricsRouteKind;
   private module = 'none';
+  private grant: KeyGrant | undefined;
 
   constructor(
     private readonly s: GatewayServices,
@@ -78,6 +80,7 @@ class EventsCall {
 
   private authenticated(grant: KeyGrant): void {
     this.module = grant.module;
+    this.grant = grant;
     let target: EventsTarget | Promise<EventsTarget>;
     try {
       target = this.resolve(this.req.method ?? 'GET', this.path, grant);
@@ -105,7 +108,7 @@ class EventsCall {
   private send(grant: KeyGrant, target: EventsTarget): void {
     const { s, req, res, requestId } = this;
     // A grant the central gateway signed was counted (and rate-limited) there already.
-    if (!countedUpstream(grant)) s.usage.record(grant.id);
+    if (!countedUpstream(grant)) s.usage.record(grant.id, this.endpoint());
     if ('builtIn' in target) {
       res.setHeader('x-request-id', requestId);
       Promise.resolve()
@@ -149,11 +152,22 @@ class EventsCall {
     return withSignedGrant(s.grantSigner, headers, grant, target.grantAudience).then(send);
   }
 
+  /**
+   * The endpoint usage is counted under: the workflow service or platform resource, not the full
+   * path (ids in paths would make every call its own endpoint).
+   */
+  private endpoint(): string {
+    const { segments } = this.path;
+    const depth = segments[1] === 'bda' ? 4 : segments[1] === 'platform' ? 5 : 2;
+    return `${this.req.method ?? 'GET'} /${segments.slice(0, depth).join('/')}`;
+  }
+
   private fail(thrown: unknown): void {
     const { s, res } = this;
     if (!res.headersSent) res.setHeader('x-request-id', this.requestId);
     const err = sendError(res, thrown, s.log);
     if (err.status === 401) s.metrics.authFailure(err.code);
+    if (this.grant !== undefined) noteRefusal(s.refused, this.grant, err, this.req);
     s.metrics.request(this.kind, err.status, this.module);
   }
 }

@@ -2,8 +2,11 @@ import { Redis, type RedisOptions } from 'ioredis';
 import { RoleCatalogue } from '../common/apikey/roles.js';
 import type { Logger } from '../common/logger.js';
 import type { Management } from './api/management.js';
+import { AuditLog } from './audit/audit-log.js';
+import { openSegmentStore } from './audit/segment-store.js';
 import { MetadataCache } from './v2/metadata-cache.js';
 import { KeyChecker } from './auth/key-check.js';
+import type { RefusalSink } from './auth/refusals.js';
 import { GrantSigner } from './auth/signed-grant.js';
 import { RateLimiter } from './auth/rate-limit.js';
 import { UsageRecorder } from './auth/usage.js';
@@ -28,6 +31,9 @@ export interface GatewayServices {
   metrics: GatewayMetrics;
   roles: RoleCatalogue;
   keys: KeyChecker;
+  audit: AuditLog;
+  /** Refusals of calls whose key exists: audited and counted (gateway/auth/refusals.ts). */
+  refused: RefusalSink;
   rateLimiter: RateLimiter;
   usage: UsageRecorder;
   routes: RouteTable;
@@ -51,7 +57,7 @@ export interface ServiceExtras {
    * Builds the management API (and, standalone, the local issuer's JWKS), mounted by the Express
    * app; given the services' role catalogue so both check roles against the same one.
    */
-  management?: (shared: { roles: RoleCatalogue }) => Promise<Management | undefined>;
+  management?: (shared: { roles: RoleCatalogue; audit: AuditLog }) => Promise<Management | undefined>;
 }
 
 function redisOptions(): RedisOptions {
@@ -87,10 +93,24 @@ export async function createGatewayServices(
   const metrics = new GatewayMetrics();
   metrics.trackCacheLive(() => invalidation.live);
   const roles = new RoleCatalogue({ resources: Object.keys(config.upstreams), roles: config.roles });
-  const keys = new KeyChecker(redis, invalidation, log, config.cacheEntries);
+  const audit = new AuditLog(
+    config.auditUri === undefined ? undefined : openSegmentStore(config.auditUri, process.env),
+    log.child({ component: 'audit' }),
+    {
+      flushMs: config.auditFlushMs,
+      retentionDays: config.auditRetentionDays,
+      trustedProxies: config.trustedProxies,
+      refusalIntervalMs: config.auditRefusalIntervalMs,
+    },
+  );
+  const usage = new UsageRecorder(redis, log, config.usageFlushMs);
+  const refused: RefusalSink = (grant, code, req) => {
+    audit.refused(grant, code, req);
+    usage.refused(grant.id);
+  };
+  const keys = new KeyChecker(redis, invalidation, log, config.cacheEntries, config.trustedProxies, refused);
   const routes = new RouteTable(redis, invalidation, log, config.cacheEntries);
   const events = new EventsRouter(routes, roles, config.upstreams, extras.platformResources ?? new Map());
-  const usage = new UsageRecorder(redis, log, config.usageFlushMs);
   const upstreams = new UpstreamPools({
     connections: config.upstreamConnections,
     connectTimeoutMs: config.connectTimeoutMs,
@@ -101,9 +121,10 @@ export async function createGatewayServices(
   const grantSigner =
     config.grantSigningKeyFile === undefined ? undefined : await GrantSigner.open(config.grantSigningKeyFile);
   const metadata = new MetadataCache(upstreams, grantSigner, invalidation, log, config.cacheEntries);
-  const management = await extras.management?.({ roles });
+  const management = await extras.management?.({ roles, audit });
   invalidation.start();
   usage.start();
+  audit.start();
 
   // Start answering even if Redis is away (every checked call then gets 503), but give it a
   // moment so a normal start does not begin with a burst of refusals.
@@ -117,6 +138,8 @@ export async function createGatewayServices(
     metrics,
     roles,
     keys,
+    audit,
+    refused,
     rateLimiter: new RateLimiter(redis),
     usage,
     routes,
@@ -128,6 +151,7 @@ export async function createGatewayServices(
     draining: false,
     async close() {
       await usage.stop();
+      await audit.stop();
       await upstreams.close();
       invalidation.stop();
       await Promise.allSettled([redis.quit(), subscriber.quit()]);

@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import type { Command } from 'commander';
 import { Redis } from 'ioredis';
 import { z } from 'zod';
@@ -76,6 +77,8 @@ export function register(program: Command): void {
           stateDir,
           // Grants for sidecars beside local processes: the operator below publishes its public half.
           grantSigningKeyFile,
+          // The audit trail beside the manifests: a Redis flush leaves both.
+          auditUri: process.env.TOLLGATE_AUDIT_URI ?? pathToFileURL(path.join(stateDir, 'audit')).href,
           // No load balancer in front of a standalone gateway: nothing to drain towards.
           shutdownDrainMs: 0,
         };
@@ -105,12 +108,14 @@ export function register(program: Command): void {
         managementRedis.on('error', (err: Error) => log.warn({ err: err.message }, 'redis error'));
         const workflows = new WorkflowRoutes(managementRedis);
         const services = await createGatewayServices(config, log, {
-          management: ({ roles }) =>
+          management: ({ roles, audit }) =>
             createManagement({
               redis: managementRedis,
               workflows,
               log,
               roles,
+              audit,
+              maxRollGraceSeconds: config.maxRollGraceSeconds,
               keys: { stateDir },
               identity: { local: { stateDir, selfUrl } },
             }),

@@ -16,6 +16,7 @@ import { createV2Handler } from '../../gateway/v2/handler.js';
 import { kubeModels } from '../../gateway/v2/model-directory.js';
 import type { RoleCatalogue } from '../../common/apikey/roles.js';
 import type { Logger } from '../../common/logger.js';
+import type { AuditLog } from '../../gateway/audit/audit-log.js';
 
 interface GatewayFlags {
   config?: string;
@@ -72,7 +73,8 @@ export function register(program: Command): void {
         editRedis.on('error', (err: Error) => log.warn({ err: err.message }, 'redis error (management)'));
         const workflows = new WorkflowRoutes(editRedis);
         const services = await createGatewayServices(config, log, {
-          management: ({ roles }) => clusterManagement(config, roles, kubeConfig, log, editRedis, workflows),
+          management: ({ roles, audit }) =>
+            clusterManagement(config, { roles, audit }, kubeConfig, log, editRedis, workflows),
           platformResources: new Map([
             [
               'models',
@@ -98,7 +100,7 @@ export function register(program: Command): void {
  */
 async function clusterManagement(
   config: GatewayConfig,
-  roles: RoleCatalogue,
+  { roles, audit }: { roles: RoleCatalogue; audit: AuditLog },
   kubeConfig: KubeConfig,
   log: Logger,
   redis: Redis,
@@ -113,6 +115,8 @@ async function clusterManagement(
     workflows,
     log,
     roles,
+    audit,
+    maxRollGraceSeconds: config.maxRollGraceSeconds,
     keys: { kubeConfig, namespace: config.namespace },
     identity: { oidc: config.oidc },
   });

@@ -1,11 +1,12 @@
-import { API_KEY_PLURAL, apiKeyName, apiKeySchema, type ApiKey } from '../resources/apikey.js';
+import { API_KEY_PLURAL, apiKeyId, apiKeyName, apiKeySchema, type ApiKey } from '../resources/apikey.js';
 import type { ManifestCollection, ManifestDir } from '../resources/manifest-dir.js';
 import { apiServerTimestamp } from '../resources/object-meta.js';
-import { pageOf, type ApiKeyFilters, type ApiKeyPage, type ApiKeyStore } from './store.js';
+import { keyChanged, pageOf, type ApiKeyFilters, type ApiKeyPage, type ApiKeyStore } from './store.js';
 
 /** ApiKey manifests in the standalone state directory (`<dir>/apikeys/key-<id>.yaml`). */
 export class DirApiKeyStore implements ApiKeyStore {
   private readonly keys: ManifestCollection<ApiKey>;
+  private updates: Promise<unknown> = Promise.resolve();
 
   constructor(dir: ManifestDir) {
     this.keys = dir.collection(API_KEY_PLURAL, apiKeySchema);
@@ -28,6 +29,29 @@ export class DirApiKeyStore implements ApiKeyStore {
   async get(owner: string, id: string): Promise<ApiKey | undefined> {
     const key = await this.keys.get(apiKeyName(id));
     return key?.spec.owner === owner ? key : undefined;
+  }
+
+  update(key: ApiKey): Promise<ApiKey> {
+    // Updates run one at a time, so the version check and the write below are one step.
+    const next = this.updates.then(() => this.compareAndPut(key));
+    this.updates = next.catch(() => undefined);
+    return next;
+  }
+
+  /**
+   * A resourceVersion as the API server keeps one, so a write over a newer manifest is refused
+   * here too.
+   */
+  private async compareAndPut(key: ApiKey): Promise<ApiKey> {
+    const current = await this.keys.get(key.metadata.name);
+    const version = current?.metadata.resourceVersion ?? '0';
+    if (current === undefined || (key.metadata.resourceVersion ?? '0') !== version) {
+      throw keyChanged(apiKeyId(key));
+    }
+    return this.keys.put({
+      ...key,
+      metadata: { ...key.metadata, resourceVersion: String(Number(version) + 1) },
+    });
   }
 
   async delete(owner: string, id: string): Promise<boolean> {

@@ -11,11 +11,12 @@ import {
   API_KEY_GROUP,
   API_KEY_PLURAL,
   API_KEY_VERSION,
+  apiKeyId,
   apiKeyName,
   apiKeySchema,
   type ApiKey,
 } from '../resources/apikey.js';
-import { pageOf, type ApiKeyFilters, type ApiKeyPage, type ApiKeyStore } from './store.js';
+import { keyChanged, pageOf, type ApiKeyFilters, type ApiKeyPage, type ApiKeyStore } from './store.js';
 
 /**
  * ApiKey resources in one namespace of the API server. Owners are subjects of any shape (emails,
@@ -68,6 +69,20 @@ export class KubeApiKeyStore implements ApiKeyStore {
     return found?.spec.owner === owner ? found : undefined;
   }
 
+  async update(key: ApiKey): Promise<ApiKey> {
+    try {
+      // The resourceVersion read with the key makes the API server refuse a write over a newer one.
+      return apiKeySchema.parse(
+        await this.call('update', () =>
+          this.api.replaceNamespacedCustomObject({ ...this.resource, name: key.metadata.name, body: key }),
+        ),
+      );
+    } catch (e) {
+      if (isApiStatus(e, 404) || isApiStatus(e, 409)) throw keyChanged(apiKeyId(key));
+      throw e;
+    }
+  }
+
   async delete(owner: string, id: string): Promise<boolean> {
     const found = await this.get(owner, id);
     if (found === undefined) return false;
@@ -105,7 +120,7 @@ export class KubeApiKeyStore implements ApiKeyStore {
     try {
       return await fn();
     } catch (e) {
-      if (isApiStatus(e, 404)) throw e;
+      if (isApiStatus(e, 404) || isApiStatus(e, 409)) throw e;
       throw new TollgateError(
         'key_store_unavailable',
         `the Kubernetes API refused to ${verb} ApiKey resources (${apiFailureDetail(e)}); check the API server and the gateway's RBAC`,

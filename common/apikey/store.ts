@@ -13,6 +13,11 @@ export interface ApiKeyStore {
   create(key: ApiKey): Promise<ApiKey>;
   list(owner: string, filters?: ApiKeyFilters): Promise<ApiKeyPage>;
   get(owner: string, id: string): Promise<ApiKey | undefined>;
+  /**
+   * Writes a changed key read from this store; a key changed by someone else since it was read
+   * (or deleted) is refused with key_changed, never overwritten.
+   */
+  update(key: ApiKey): Promise<ApiKey>;
   /** Removes the key; false if the owner has no key of that id. */
   delete(owner: string, id: string): Promise<boolean>;
 }
@@ -35,6 +40,10 @@ export interface ApiKeyPage {
 
 export const DEFAULT_PAGE_SIZE = 50;
 export const MAX_PAGE_SIZE = 200;
+
+/** Someone else changed or deleted the key between our read and our write. */
+export const keyChanged = (id: string): TollgateError =>
+  new TollgateError('key_changed', `API key ${id} was changed or deleted meanwhile; read it again and retry`);
 
 /** A cursor that does not decode: the caller sent something no page ever returned. */
 const invalidCursor = (): TollgateError =>

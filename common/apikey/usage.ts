@@ -6,6 +6,7 @@ import { redisKeys } from '../redis/schema.js';
 export interface KeyUsage {
   lastUsed?: string;
   count: number;
+  refused: number;
 }
 
 /** Usage of several keys in one round trip; a key never used has no entry. */
@@ -13,7 +14,7 @@ export async function readKeyUsage(redis: Redis, ids: readonly string[]): Promis
   const usage = new Map<string, KeyUsage>();
   if (ids.length === 0) return usage;
   const pipeline = redis.pipeline();
-  for (const id of ids) pipeline.hmget(redisKeys.keyUsage(id), 'lastUsed', 'count');
+  for (const id of ids) pipeline.hmget(redisKeys.keyUsage(id), 'lastUsed', 'count', 'refused');
   let results: Array<[Error | null, unknown]> | null;
   try {
     results = await pipeline.exec();
@@ -25,9 +26,9 @@ export async function readKeyUsage(redis: Redis, ids: readonly string[]): Promis
   ids.forEach((id, i) => {
     const value = results[i]?.[1];
     if (!Array.isArray(value)) return;
-    const [lastUsed, count] = value as Array<string | null>;
-    if (lastUsed === null && count === null) return;
-    const entry: KeyUsage = { count: Number(count ?? 0) || 0 };
+    const [lastUsed, count, refused] = value as Array<string | null>;
+    if (lastUsed === null && count === null && refused === null) return;
+    const entry: KeyUsage = { count: Number(count ?? 0) || 0, refused: Number(refused ?? 0) || 0 };
     if (lastUsed !== null && lastUsed !== undefined) entry.lastUsed = lastUsed;
     usage.set(id, entry);
   });
@@ -35,3 +36,96 @@ export async function readKeyUsage(redis: Redis, ids: readonly string[]): Promis
 }
 
 const USAGE_UNREADABLE = 'could not read key usage from Redis';
+
+/** The Redis buckets an instant falls in (UTC): its day and minute of day, its month and hour. */
+export function usageBuckets(ms: number): {
+  day: string;
+  minuteOfDay: number;
+  month: string;
+  hourOfMonth: string;
+} {
+  const iso = new Date(ms).toISOString();
+  const d = new Date(ms);
+  return {
+    day: iso.slice(0, 10),
+    minuteOfDay: d.getUTCHours() * 60 + d.getUTCMinutes(),
+    month: iso.slice(0, 7),
+    hourOfMonth: `${iso.slice(8, 10)}-${iso.slice(11, 13)}`,
+  };
+}
+
+export interface UsagePoint {
+  /** Start of the bucket (ISO). */
+  at: string;
+  requests: number;
+  refusals: number;
+}
+
+export interface UsageSeries {
+  /** The last 24 hours, a point per minute, oldest first (1,440 points). */
+  perMinute: UsagePoint[];
+  /** The last 30 days, a point per hour, oldest first (720 points). */
+  perHour: UsagePoint[];
+  /** The busiest endpoints, busiest first. */
+  topEndpoints: Array<{ endpoint: string; requests: number }>;
+}
+
+const MINUTE = 60_000;
+const HOUR = 3_600_000;
+
+/** A key's usage over time, read in one round trip (4 day/month hashes and the endpoints). */
+export async function readUsageSeries(
+  redis: Redis,
+  id: string,
+  nowMs = Date.now(),
+  top = 10,
+): Promise<UsageSeries> {
+  const firstMinute = Math.floor(nowMs / MINUTE) * MINUTE - 1_439 * MINUTE;
+  const firstHour = Math.floor(nowMs / HOUR) * HOUR - 719 * HOUR;
+  const days = [...new Set([usageBuckets(firstMinute).day, usageBuckets(nowMs).day])];
+  const months = [
+    ...new Set(
+      Array.from({ length: 31 }, (_, i) => usageBuckets(firstHour + i * 24 * HOUR).month).concat(
+        usageBuckets(nowMs).month,
+      ),
+    ),
+  ];
+  const pipeline = redis.pipeline();
+  for (const day of days) pipeline.hgetall(redisKeys.keyUsageMinutes(id, day));
+  for (const month of months) pipeline.hgetall(redisKeys.keyUsageHours(id, month));
+  pipeline.zrevrange(redisKeys.keyUsageEndpoints(id), 0, top - 1, 'WITHSCORES');
+  let results: Array<[Error | null, unknown]> | null;
+  try {
+    results = await pipeline.exec();
+  } catch (cause) {
+    throw redisUnavailable(cause, USAGE_UNREADABLE);
+  }
+  const failed = results?.find(([err]) => err !== null)?.[0];
+  if (results === null || failed) throw redisUnavailable(failed, USAGE_UNREADABLE);
+  const hashes = results.map(([, v]) => v);
+  const minuteHashes = new Map(days.map((d, i) => [d, (hashes[i] ?? {}) as Record<string, string>]));
+  const hourHashes = new Map(
+    months.map((m, i) => [m, (hashes[days.length + i] ?? {}) as Record<string, string>]),
+  );
+  const point = (ms: number, fields: Record<string, string> | undefined, field: string): UsagePoint => ({
+    at: new Date(ms).toISOString(),
+    requests: Number(fields?.[`${field}r`] ?? 0),
+    refusals: Number(fields?.[`${field}x`] ?? 0),
+  });
+  const perMinute = Array.from({ length: 1_440 }, (_, i) => {
+    const ms = firstMinute + i * MINUTE;
+    const b = usageBuckets(ms);
+    return point(ms, minuteHashes.get(b.day), String(b.minuteOfDay));
+  });
+  const perHour = Array.from({ length: 720 }, (_, i) => {
+    const ms = firstHour + i * HOUR;
+    const b = usageBuckets(ms);
+    return point(ms, hourHashes.get(b.month), b.hourOfMonth);
+  });
+  const ranked = (hashes.at(-1) ?? []) as string[];
+  const topEndpoints: UsageSeries['topEndpoints'] = [];
+  for (let i = 0; i + 1 < ranked.length; i += 2) {
+    topEndpoints.push({ endpoint: ranked[i] ?? '', requests: Number(ranked[i + 1]) });
+  }
+  return { perMinute, perHour, topEndpoints };
+}

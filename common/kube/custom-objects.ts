@@ -38,5 +38,15 @@ export const isApiStatus = (e: unknown, code: number): boolean =>
   e instanceof ApiException && e.code === code;
 
 /** A failed API call in a few words, for a message that says where to look. */
-export const apiFailureDetail = (e: unknown): string =>
-  e instanceof ApiException ? `HTTP ${e.code}` : e instanceof Error ? e.message : String(e);
+export function apiFailureDetail(e: unknown): string {
+  if (!(e instanceof ApiException)) return e instanceof Error ? e.message : String(e);
+  // The API server's Status says why (a CRD validation rule's message, a quota): keep it.
+  const body: unknown = e.body;
+  let message: unknown;
+  try {
+    message = (typeof body === 'string' ? (JSON.parse(body) as { message?: unknown }) : undefined)?.message;
+  } catch {
+    message = undefined;
+  }
+  return typeof message === 'string' ? `HTTP ${e.code}: ${message}` : `HTTP ${e.code}`;
+}

@@ -15,7 +15,12 @@
  *                                            that `tollgate route add` writes). The management API
  *                                            reads the workflow half (WorkflowRoutes) and never
  *                                            writes it
- *   tg:usage:<id>  hash lastUsed, count      the gateway's UsageRecorder; the operator reads it
+ *   tg:usage:<id>  hash lastUsed, count,     the gateway's UsageRecorder; the operator reads it
+ *                  refused
+ *   tg:usage:<id>:m:<day>    hash            the UsageRecorder: per minute of a UTC day, fields
+ *                                            <minute>r (requests) and <minute>x (refusals); 26 h TTL
+ *   tg:usage:<id>:h:<month>  hash            the same per hour of a UTC month, <dd>-<hh>r/x; 62 d TTL
+ *   tg:usage:<id>:ep zset                    requests per endpoint, the top 100 kept
  *   tg:rl:*        counter                   the gateway's RateLimiter
  *   tg:index:built marker                    the operator, after a full rebuild
  *   tg:grant:keys  JWKS (public)             the operator, from the grant signing key it keeps
@@ -28,6 +33,12 @@ export const redisKeys = {
   apiKey: (hash: string) => `${KEY_PREFIX}key:${hash}`,
   /** Hash: { lastUsed: ISO time, count: integer } per key id. */
   keyUsage: (id: string) => `${KEY_PREFIX}usage:${id}`,
+  /** Hash: requests (`<minute>r`) and refusals (`<minute>x`) per minute of one UTC day (yyyy-mm-dd). */
+  keyUsageMinutes: (id: string, day: string) => `${KEY_PREFIX}usage:${id}:m:${day}`,
+  /** Hash: the same per hour of one UTC month (yyyy-mm), fields `<dd>-<hh>r` and `<dd>-<hh>x`. */
+  keyUsageHours: (id: string, month: string) => `${KEY_PREFIX}usage:${id}:h:${month}`,
+  /** Sorted set: requests per endpoint (`GET /events/bda/wf/svc`), the top 100 kept. */
+  keyUsageEndpoints: (id: string) => `${KEY_PREFIX}usage:${id}:ep`,
   /** String counter for a fixed rate-limit window: key id + window start (epoch seconds). */
   rateLimit: (id: string, windowStart: number) => `${KEY_PREFIX}rl:${id}:${windowStart}`,
   /** String: JSON Route for a workflow service. */

@@ -4,6 +4,7 @@ import {
   apiKeySpecSchema as generatedApiKeySpec,
   apiKeyStatusSchema as generatedApiKeyStatus,
 } from './generated/apikeys.js';
+import { isCidr } from '../net/cidr.js';
 import type { KeyGrant } from './grant.js';
 
 /**
@@ -30,13 +31,15 @@ export const rateLimitSchema = z.strictObject({
 
 // The field rules come from crds/apikeys.yaml (one source: common/resources/generated/); the
 // cross-field rule the CRD states in CEL is restated here for input that has not reached the API server.
-export const apiKeySpecSchema = generatedApiKeySpec.refine(
-  (s) => s.module !== 'bda' || s.roles.length === 1,
-  {
+export const apiKeySpecSchema = generatedApiKeySpec
+  .refine((s) => s.module !== 'bda' || s.roles.length === 1, {
     message: 'a bda key has exactly one role, the id of the workflow it calls',
     path: ['roles'],
-  },
-);
+  })
+  .refine((s) => (s.allowedCidrs ?? []).every(isCidr), {
+    message: 'each allowedCidrs entry must be a CIDR such as 10.0.0.0/8 or 2001:db8::/32',
+    path: ['allowedCidrs'],
+  });
 
 export const apiKeyStatusSchema = generatedApiKeyStatus;
 
@@ -72,10 +75,22 @@ export function newApiKey(id: string, spec: ApiKeySpec): ApiKey {
 
 /** The Redis key-index entry for a key: what it grants, never the hash or the key. */
 export function toKeyGrant(key: ApiKey): KeyGrant {
-  const { module, roles, owner, name, expiresAt, rateLimit } = key.spec;
+  const { module, roles, owner, name, rateLimit, allowedCidrs, rolled } = key.spec;
   const grant: KeyGrant = { id: apiKeyId(key), owner, module, roles: [...roles] };
   if (name !== undefined) grant.name = name;
+  const expiresAt = stopsAt(key.spec);
   if (expiresAt !== undefined) grant.expiresAt = expiresAt;
   if (rateLimit !== undefined) grant.rateLimit = { ...rateLimit };
+  if (allowedCidrs !== undefined) grant.allowedCidrs = [...allowedCidrs];
+  // Only a grace period that ends before the key's own expiry makes the key stop as "rolled".
+  if (rolled !== undefined && expiresAt === rolled.graceEndsAt) grant.rolledTo = rolled.to;
   return grant;
+}
+
+/** When the key stops being accepted: its expiry, or the end of its grace period once rolled. */
+export function stopsAt(spec: ApiKeySpec): string | undefined {
+  const { expiresAt, rolled } = spec;
+  if (rolled === undefined) return expiresAt;
+  if (expiresAt === undefined) return rolled.graceEndsAt;
+  return Date.parse(rolled.graceEndsAt) < Date.parse(expiresAt) ? rolled.graceEndsAt : expiresAt;
 }

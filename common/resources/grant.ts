@@ -27,6 +27,10 @@ export const keyGrantSchema = z.object({
   /** ISO 8601; absent means the key does not expire. */
   expiresAt: z.string().optional(),
   rateLimit: rateLimitSchema.optional(),
+  /** Client networks the key may be used from; absent means anywhere. */
+  allowedCidrs: z.array(z.string()).optional(),
+  /** The key was rolled to this key id: `expiresAt` is the end of its grace period. */
+  rolledTo: z.string().optional(),
 });
 export type KeyGrant = z.infer<typeof keyGrantSchema>;
 

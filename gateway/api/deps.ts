@@ -4,6 +4,7 @@ import type { RoleCatalogue } from '../../common/apikey/roles.js';
 import type { ApiKeyStore } from '../../common/apikey/store.js';
 import type { Logger } from '../../common/logger.js';
 import type { WorkflowRoutes } from '../../common/routes/workflow-routes.js';
+import type { AuditLog } from '../audit/audit-log.js';
 import type { TokenVerifier } from '../auth/oidc.js';
 
 /** What the management API is built from; the gateway builds each once and injects it. */
@@ -15,5 +16,9 @@ export interface ManagementDeps {
   workflows: WorkflowRoutes;
   roles: RoleCatalogue;
   verifyToken: TokenVerifier;
+  /** Every key event is recorded here; `GET /audit` reads it. */
+  audit: AuditLog;
+  /** The longest grace period a roll may give the old key. */
+  maxRollGraceSeconds: number;
   log: Logger;
 }

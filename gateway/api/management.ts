@@ -11,6 +11,7 @@ import { ManifestDir } from '../../common/resources/manifest-dir.js';
 import type { WorkflowRoutes } from '../../common/routes/workflow-routes.js';
 import { LocalIssuer, localOidcConfig } from '../auth/local-issuer.js';
 import { createTokenVerifier, type OidcConfig } from '../auth/oidc.js';
+import type { AuditLog } from '../audit/audit-log.js';
 import { createManagementRouter } from './router.js';
 
 /**
@@ -25,6 +26,8 @@ export interface ManagementOptions {
   workflows: WorkflowRoutes;
   log: Logger;
   roles: RoleCatalogue;
+  audit: AuditLog;
+  maxRollGraceSeconds: number;
   keys: { kubeConfig: KubeConfig; namespace: string } | { stateDir: string };
   /** A real provider, or the local issuer of `stateDir`, verified through the gateway at `selfUrl`. */
   identity: { oidc: OidcConfig } | { local: { stateDir: string; selfUrl: string } };
@@ -55,6 +58,8 @@ export async function createManagement(opts: ManagementOptions): Promise<Managem
     workflows: opts.workflows,
     roles: opts.roles,
     verifyToken: createTokenVerifier(oidc),
+    audit: opts.audit,
+    maxRollGraceSeconds: opts.maxRollGraceSeconds,
     log: opts.log,
   });
   return issuer === undefined ? { router } : { router, jwks: issuer.jwksHandler() };

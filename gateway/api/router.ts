@@ -8,6 +8,9 @@ import { deleteKey } from './routes/delete-key.js';
 import { getKey } from './routes/get-key.js';
 import { listKeys } from './routes/list-keys.js';
 import { listModules } from './routes/list-modules.js';
+import { keyUsage } from './routes/key-usage.js';
+import { listAudit } from './routes/list-audit.js';
+import { rollKey } from './routes/roll-key.js';
 
 export type { ManagementDeps } from './deps.js';
 
@@ -40,6 +43,12 @@ export function createManagementRouter(deps: ManagementDeps): Router {
     .post(express.json({ limit: BODY_LIMIT, strict: true }), createKey(deps))
     .all(methodNotAllowed('GET, POST'));
   router.route('/apikeys/:id').get(getKey(deps)).delete(deleteKey(deps)).all(methodNotAllowed('GET, DELETE'));
+  router
+    .route('/apikeys/:id/roll')
+    .post(express.json({ limit: BODY_LIMIT, strict: true }), rollKey(deps))
+    .all(methodNotAllowed('POST'));
+  router.route('/apikeys/:id/usage').get(keyUsage(deps)).all(methodNotAllowed('GET'));
+  router.route('/audit').get(listAudit(deps)).all(methodNotAllowed('GET'));
   router.route('/modules').get(listModules(deps)).all(methodNotAllowed('GET'));
   router.use((req) => {
     throw new TollgateError('unknown_endpoint', `no management API endpoint at ${req.baseUrl}${req.path}`);

@@ -1,3 +1,4 @@
+import type { IncomingMessage } from 'node:http';
 import type { Redis } from 'ioredis';
 import { hashKey } from '../../common/apikey/format.js';
 import { TollgateError } from '../../common/errors.js';
@@ -7,12 +8,17 @@ import { keyGrantSchema, parseStored, type KeyGrant } from '../../common/resourc
 import { InvalidatedCache, type CacheInvalidation } from '../invalidation.js';
 import { parseAuthorizationHeader } from './authorization-header.js';
 import { redisUnavailable } from '../../common/redis/unavailable.js';
+import { CidrAllowlist } from '../../common/net/cidr.js';
+import { clientAddress } from '../http/client-address.js';
+import type { RefusalSink } from './refusals.js';
 
 /** The index entry as written by the keys code; checked here because Redis is outside our process. */
 interface CachedGrant {
   grant: KeyGrant;
   /** Epoch milliseconds; Infinity when the key does not expire. */
   expiresAtMs: number;
+  /** Built once per cached entry: the check on every call is a lookup. */
+  allowlist: CidrAllowlist | undefined;
 }
 
 /**
@@ -28,24 +34,30 @@ export class KeyChecker {
     invalidation: CacheInvalidation,
     private readonly log: Logger,
     cacheEntries: number,
+    private readonly trustedProxies = 0,
+    /** Told of each refusal of a key that exists (expired, rolled, from a network it may not use). */
+    private readonly onRefused: RefusalSink = () => undefined,
   ) {
     this.cache = new InvalidatedCache<CachedGrant>(invalidation, { max: cacheEntries });
     // Messages on the keys channel carry the hash of a key whose entry changed or was deleted.
     invalidation.on(redisChannels.keys, (hash) => this.cache.delete(hash));
   }
 
-  /** Resolves the grant, or rejects with a 401 (credentials) or 503 (Redis) TollgateError. */
-  check(header: string | undefined): Promise<KeyGrant> | KeyGrant {
-    const { key } = parseAuthorizationHeader(header);
+  /**
+   * Resolves the grant of the request's key, or rejects with a 401 (credentials), a 403 (a client
+   * address outside the key's allowlist) or a 503 (Redis) TollgateError.
+   */
+  check(req: IncomingMessage): Promise<KeyGrant> | KeyGrant {
+    const { key } = parseAuthorizationHeader(req.headers.authorization);
     const hash = hashKey(key);
     // A cached grant is only trusted while the command connection is up too: when Redis is down,
     // nothing passes.
     const cached = this.redis.status === 'ready' ? this.cache.get(hash) : undefined;
-    if (cached !== undefined) return this.unexpired(cached);
-    return this.lookup(hash);
+    if (cached !== undefined) return this.admitted(cached, req);
+    return this.lookup(hash).then((entry) => this.admitted(entry, req));
   }
 
-  private async lookup(hash: string): Promise<KeyGrant> {
+  private async lookup(hash: string): Promise<CachedGrant> {
     const epoch = this.cache.epoch;
     let raw: string | null;
     try {
@@ -58,7 +70,7 @@ export class KeyChecker {
     }
     const entry = this.toCached(raw, hash);
     this.cache.set(hash, entry, epoch);
-    return this.unexpired(entry);
+    return entry;
   }
 
   private toCached(raw: string, hash: string): CachedGrant {
@@ -70,13 +82,38 @@ export class KeyChecker {
     }
     const grant: KeyGrant = parsed.value;
     const expiresAtMs = grant.expiresAt === undefined ? Infinity : Date.parse(grant.expiresAt);
-    return { grant, expiresAtMs: Number.isNaN(expiresAtMs) ? -Infinity : expiresAtMs };
+    return {
+      grant,
+      expiresAtMs: Number.isNaN(expiresAtMs) ? -Infinity : expiresAtMs,
+      allowlist: grant.allowedCidrs === undefined ? undefined : new CidrAllowlist(grant.allowedCidrs),
+    };
   }
 
-  private unexpired(entry: CachedGrant): KeyGrant {
+  private admitted(entry: CachedGrant, req: IncomingMessage): KeyGrant {
+    const refusal = this.refusal(entry, req);
+    if (refusal === undefined) return entry.grant;
+    this.onRefused(entry.grant, refusal.code, req);
+    throw refusal;
+  }
+
+  private refusal(entry: CachedGrant, req: IncomingMessage): TollgateError | undefined {
+    const { grant } = entry;
     if (Date.now() >= entry.expiresAtMs) {
-      throw new TollgateError('expired_api_key', 'this key has expired; create a new one');
+      if (grant.rolledTo !== undefined) {
+        return new TollgateError(
+          'rolled_api_key',
+          `this key was rolled and its grace period ended at ${grant.expiresAt ?? ''}; use the key that replaced it (id ${grant.rolledTo})`,
+        );
+      }
+      return new TollgateError('expired_api_key', 'this key has expired; create a new one');
     }
-    return entry.grant;
+    if (entry.allowlist === undefined) return undefined;
+    const address = clientAddress(req, this.trustedProxies);
+    if (entry.allowlist.allows(address)) return undefined;
+    return new TollgateError(
+      'address_not_allowed',
+      // The allowed networks are the owner's business, not the caller's: not named here.
+      `this key may not be used from ${address ?? 'an unknown address'}; its owner must add that network to the key's allowedCidrs`,
+    );
   }
 }

@@ -1,16 +1,26 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from '../../common/logger.js';
 import { redisKeys } from '../../common/redis/schema.js';
+import { usageBuckets } from '../../common/apikey/usage.js';
 
 interface Pending {
   count: number;
+  refused: number;
   lastUsedMs: number;
+  /** Per minute (epoch minute): [requests, refusals]. */
+  minutes: Map<number, [number, number]>;
+  endpoints: Map<string, number>;
 }
 
+const MINUTE_TTL_S = 26 * 3600;
+const HOUR_TTL_S = 62 * 86_400;
+const TOP_ENDPOINTS = 100;
+
 /**
- * Last-used time and request counts per key, kept in memory on the request path (a map update)
- * and written to Redis in one pipeline every `flushMs`. A failed flush keeps the figures and
- * retries with the next one, so a Redis blip loses nothing.
+ * Usage figures per key, kept in memory on the request path (a few map updates) and written to
+ * Redis in one pipeline every `flushMs`: totals and last use, requests and refusals per minute (a
+ * day's hash, kept 26 h) and per hour (a month's hash, kept 62 days), and requests per endpoint.
+ * A failed flush keeps the figures and retries with the next one, so a Redis blip loses nothing.
  */
 export class UsageRecorder {
   private pending = new Map<string, Pending>();
@@ -23,13 +33,20 @@ export class UsageRecorder {
     private readonly flushMs: number,
   ) {}
 
-  record(keyId: string, nowMs = Date.now()): void {
-    const entry = this.pending.get(keyId);
-    if (entry === undefined) this.pending.set(keyId, { count: 1, lastUsedMs: nowMs });
-    else {
-      entry.count++;
-      entry.lastUsedMs = nowMs;
-    }
+  /** An authorised call of `endpoint` (`POST /v2/models/m/infer`). */
+  record(keyId: string, endpoint: string, nowMs = Date.now()): void {
+    const entry = this.entry(keyId);
+    entry.count++;
+    entry.lastUsedMs = Math.max(entry.lastUsedMs, nowMs);
+    this.minute(entry, nowMs)[0]++;
+    entry.endpoints.set(endpoint, (entry.endpoints.get(endpoint) ?? 0) + 1);
+  }
+
+  /** A call refused although its key exists (expired, rolled, denied, rate-limited). */
+  refused(keyId: string, nowMs = Date.now()): void {
+    const entry = this.entry(keyId);
+    entry.refused++;
+    this.minute(entry, nowMs)[1]++;
   }
 
   start(): void {
@@ -50,31 +67,86 @@ export class UsageRecorder {
     return this.flushing;
   }
 
+  private entry(keyId: string): Pending {
+    let entry = this.pending.get(keyId);
+    if (entry === undefined) {
+      entry = { count: 0, refused: 0, lastUsedMs: 0, minutes: new Map(), endpoints: new Map() };
+      this.pending.set(keyId, entry);
+    }
+    return entry;
+  }
+
+  private minute(entry: Pending, nowMs: number): [number, number] {
+    const minute = Math.floor(nowMs / 60_000);
+    let bucket = entry.minutes.get(minute);
+    if (bucket === undefined) {
+      bucket = [0, 0];
+      entry.minutes.set(minute, bucket);
+    }
+    return bucket;
+  }
+
   private async write(): Promise<void> {
     if (this.pending.size === 0) return;
     const batch = this.pending;
     this.pending = new Map();
     const pipeline = this.redis.pipeline();
-    for (const [id, { count, lastUsedMs }] of batch) {
-      const key = redisKeys.keyUsage(id);
-      pipeline.hincrby(key, 'count', count);
-      pipeline.hset(key, 'lastUsed', new Date(lastUsedMs).toISOString());
+    for (const [id, p] of batch) {
+      const totals = redisKeys.keyUsage(id);
+      if (p.count > 0) {
+        pipeline.hincrby(totals, 'count', p.count);
+        pipeline.hset(totals, 'lastUsed', new Date(p.lastUsedMs).toISOString());
+      }
+      if (p.refused > 0) pipeline.hincrby(totals, 'refused', p.refused);
+      for (const [minute, [requests, refusals]] of p.minutes) {
+        const b = usageBuckets(minute * 60_000);
+        const minutes = redisKeys.keyUsageMinutes(id, b.day);
+        const hours = redisKeys.keyUsageHours(id, b.month);
+        if (requests > 0) {
+          pipeline.hincrby(minutes, `${b.minuteOfDay}r`, requests);
+          pipeline.hincrby(hours, `${b.hourOfMonth}r`, requests);
+        }
+        if (refusals > 0) {
+          pipeline.hincrby(minutes, `${b.minuteOfDay}x`, refusals);
+          pipeline.hincrby(hours, `${b.hourOfMonth}x`, refusals);
+        }
+        pipeline.expire(minutes, MINUTE_TTL_S);
+        pipeline.expire(hours, HOUR_TTL_S);
+      }
+      if (p.endpoints.size > 0) {
+        const endpoints = redisKeys.keyUsageEndpoints(id);
+        for (const [endpoint, n] of p.endpoints) pipeline.zincrby(endpoints, n, endpoint);
+        // Only the busiest endpoints are kept: paths with ids in them cannot grow it without bound.
+        pipeline.zremrangebyrank(endpoints, 0, -(TOP_ENDPOINTS + 1));
+        pipeline.expire(endpoints, HOUR_TTL_S);
+      }
     }
     let results: Awaited<ReturnType<typeof pipeline.exec>>;
     try {
       results = await pipeline.exec();
     } catch (err) {
-      // Put the figures back (merged with what arrived meanwhile) for the next flush.
-      for (const [id, { count, lastUsedMs }] of batch) {
-        const now = this.pending.get(id);
-        if (now === undefined) this.pending.set(id, { count, lastUsedMs });
-        else now.count += count;
-      }
+      this.restore(batch);
       this.log.warn({ err: (err as Error).message, keys: batch.size }, 'usage flush failed; will retry');
       return;
     }
     // A command refused by Redis (not a lost connection) would fail again: report, do not retry.
     const refused = results?.find(([err]) => err !== null);
     if (refused) this.log.error({ err: refused[0]?.message }, 'usage write refused by redis');
+  }
+
+  /** Puts a batch that could not be written back, merged with what arrived meanwhile. */
+  private restore(batch: Map<string, Pending>): void {
+    for (const [id, old] of batch) {
+      const now = this.entry(id);
+      now.count += old.count;
+      now.refused += old.refused;
+      now.lastUsedMs = Math.max(now.lastUsedMs, old.lastUsedMs);
+      for (const [minute, [r, x]] of old.minutes) {
+        const bucket = this.minute(now, minute * 60_000);
+        bucket[0] += r;
+        bucket[1] += x;
+      }
+      for (const [e, n] of old.endpoints) now.endpoints.set(e, (now.endpoints.get(e) ?? 0) + n);
+    }
   }
 }

@@ -79,7 +79,7 @@ export function createSidecar(s: GatewayServices, target: SidecarTarget, opts: S
   const authenticate: Authenticate = (req) => {
     const token = req.headers[GRANT_HEADER];
     if (typeof token === 'string') return grants.verify(token);
-    return s.keys.check(req.headers.authorization);
+    return s.keys.check(req);
   };
   const operations = createOperationsApp(s, (app) =>
     app.get(appHealthPath(':container', ':probe'), appHealthHandler(opts.probes ?? {})),

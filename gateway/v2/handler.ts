@@ -12,6 +12,7 @@ import type { ModelDirectory } from './model-directory.js';
 import { readBody } from './read-body.js';
 import { runtimeError, runtimeUnreachable } from './runtime-errors.js';
 import { validateInferRequest } from './validate-infer.js';
+import { noteRefusal } from '../auth/refusals.js';
 import { countedUpstream, withSignedGrant } from '../auth/signed-grant.js';
 import type { Authenticate } from '../events-handler.js';
 import type { ResolvedRoute } from '../routing/route-table.js';
@@ -44,7 +45,7 @@ export interface V2Placement {
 }
 
 export const centralPlacement = (s: GatewayServices): V2Placement => ({
-  authenticate: (req) => s.keys.check(req.headers.authorization),
+  authenticate: (req) => s.keys.check(req),
   modelRoute: (name) => s.routes.model(name),
 });
 
@@ -83,10 +84,20 @@ export function createV2Handler(
   const cache = s.metadata;
 
   /** A grant the central gateway signed was rate-limited and counted there already. */
-  async function admit(grant: KeyGrant): Promise<void> {
+  async function admit(grant: KeyGrant, req: IncomingMessage, endpoint: string): Promise<void> {
     if (countedUpstream(grant)) return;
     if (grant.rateLimit !== undefined) await s.rateLimiter.take(grant);
-    s.usage.record(grant.id);
+    s.usage.record(grant.id, `${req.method ?? 'GET'} ${endpoint}`);
+  }
+
+  /** A refusal (403, 429) of a key that exists is a key event: audited and counted. */
+  async function refusalsNoted<T>(grant: KeyGrant, req: IncomingMessage, step: () => Promise<T>): Promise<T> {
+    try {
+      return await step();
+    } catch (err) {
+      noteRefusal(s.refused, grant, err, req);
+      throw err;
+    }
   }
 
   /** A platform key must allow inference; a bda key may call its workflow's models only. */
@@ -103,8 +114,10 @@ export function createV2Handler(
     req: IncomingMessage,
   ): Promise<Array<{ name: string; workflow: string | undefined; ready: boolean }>> {
     const grant = await placement.authenticate(req);
-    checkInferenceRole(grant);
-    await admit(grant);
+    await refusalsNoted(grant, req, async () => {
+      checkInferenceRole(grant);
+      await admit(grant, req, '/v2/models');
+    });
     const mine = (await models.list())
       .filter(
         (m) => grant.module === 'platform' || (m.workflow !== undefined && m.workflow === grant.roles[0]),
@@ -224,9 +237,11 @@ export function createV2Handler(
         `no model named '${model}'; model names look like model-<id>`,
       );
     }
-    const runtime = await runtimeFor(model, grant);
-    await admit(grant);
-    return { grant, runtime };
+    return refusalsNoted(grant, req, async () => {
+      const runtime = await runtimeFor(model, grant);
+      await admit(grant, req, `/v2/models/${model}`);
+      return { grant, runtime };
+    });
   }
 
   async function health(req: IncomingMessage, res: ServerResponse, which: string): Promise<void> {

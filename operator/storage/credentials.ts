@@ -1,7 +1,7 @@
 import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { isApiStatus } from '../../common/kube/custom-objects.js';
 import { TollgateError } from '../../common/errors.js';
-import type { Env } from './s3-store.js';
+import type { Env } from '../../common/storage/s3-client.js';
 
 /** The AWS variables to read a Model's storage with. */
 export interface CredentialsResolver {

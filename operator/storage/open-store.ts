@@ -1,7 +1,8 @@
 import { FileStore } from './file-store.js';
 import type { ObjectStore } from './object-store.js';
-import { S3Store, s3ClientFromEnv, type Env } from './s3-store.js';
-import { parseStorageUri } from './storage-uri.js';
+import { s3ClientFromEnv, type Env } from '../../common/storage/s3-client.js';
+import { parseStorageUri } from '../../common/storage/storage-uri.js';
+import { S3Store } from './s3-store.js';
 
 /** The store behind a storageUri, with credentials and endpoint from `env` (AWS variables). */
 export function openStore(uri: string, env: Env, opts: { maxAttempts?: number } = {}): ObjectStore {

@@ -190,7 +190,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await iris?.close();
-  await t?.cleanup();
+  await t?.cleanup(NS);
   process.stderr.write(
     `sidecar figures:\n${Object.entries(figures)
       .map(([k, v]) => `  ${k}: ${v}`)

@@ -30,7 +30,12 @@ export interface Installed {
   ingress: string;
   kubectl(...args: string[]): Promise<string>;
   token(user: string): Promise<string>;
-  cleanup(): Promise<void>;
+  /**
+   * Leaves the cluster as the install found it, for the next test file: deletes the Models and
+   * ApiKeys (while the operator still runs to take its finalizers off), the test's namespaces, the release and its
+   * namespace (the operator's Secrets with it), waiting for each to be gone.
+   */
+  cleanup(...namespaces: string[]): Promise<void>;
 }
 
 export async function kubectlFor(c: ClusterInfo, ...args: string[]): Promise<string> {
@@ -125,7 +130,26 @@ export async function installTollgate(extraSets: string[] = []): Promise<Install
     ingress: c.ingress.url,
     kubectl,
     token: (user) => issuer.mint(user),
-    cleanup: () => rm(idpDir, { recursive: true, force: true }),
+    cleanup: async (...namespaces) => {
+      // Both carry the operator's finalizers: deleted while it still runs to take them off.
+      await kubectl('delete', 'models,apikeys', '--all', '--all-namespaces', '--wait', '--timeout=120s');
+      if (namespaces.length > 0) {
+        await kubectl('delete', 'namespace', ...namespaces, '--ignore-not-found', '--wait', '--timeout=180s');
+      }
+      await run(join(binDir, 'helm'), [
+        '--kubeconfig',
+        c.kubeconfig,
+        'uninstall',
+        RELEASE,
+        '--namespace',
+        NAMESPACE,
+        '--wait',
+        '--timeout',
+        '3m',
+      ]);
+      await kubectl('delete', 'namespace', NAMESPACE, '--wait', '--timeout=180s');
+      await rm(idpDir, { recursive: true, force: true });
+    },
   };
 }
 

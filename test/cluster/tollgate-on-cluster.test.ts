@@ -62,7 +62,7 @@ beforeAll(async () => {
 }, 900_000);
 
 afterAll(async () => {
-  await t?.cleanup();
+  await t?.cleanup(MODELS_NS);
   await iris?.close();
   process.stderr.write(
     `cluster figures:\n${Object.entries(times)

@@ -28,6 +28,21 @@ export const apiKeySpecSchema = z.object({
       windowSeconds: z.int().min(1).max(86400),
     })
     .optional(),
+  /** The id of the key this one replaced when that key was rolled. */
+  rolledFrom: z.string().regex(new RegExp('^[0-9a-f]{20}$')).optional(),
+  /** Set when the key is rolled: the key that replaced it, and the end of its grace period, after which it is refused. */
+  rolled: z
+    .object({
+      /** The id of the key that replaced this one. */
+      to: z.string().regex(new RegExp('^[0-9a-f]{20}$')),
+      /** When the key was rolled. */
+      at: z.iso.datetime({ offset: true }),
+      /** When this key stops being accepted. */
+      graceEndsAt: z.iso.datetime({ offset: true }),
+    })
+    .optional(),
+  /** Client networks (CIDR, IPv4 or IPv6) the key may be used from. Absent means from anywhere. */
+  allowedCidrs: z.array(z.string().min(3).max(49)).min(1).max(32).optional(),
 });
 export type ApiKeySpec = z.infer<typeof apiKeySpecSchema>;
 

@@ -9,6 +9,7 @@ import {
   toKeyGrant,
   type ApiKeySpec,
 } from '../../../common/resources/apikey.js';
+import { isCidr } from '../../../common/net/cidr.js';
 import { callerOf } from '../../auth/oidc.js';
 import type { ManagementDeps } from '../deps.js';
 import { validate } from '../validate.js';
@@ -45,6 +46,18 @@ const bodySchema = z.strictObject({
     })
     .optional(),
   rateLimit: rateLimitSchema.optional(),
+  allowedCidrs: z
+    .array(
+      z
+        .string({ error: 'each allowedCidrs entry is a string' })
+        .max(49, 'a CIDR is at most 49 characters')
+        .refine(isCidr, 'each allowedCidrs entry must be a CIDR such as 10.0.0.0/8 or 2001:db8::/32'),
+      { error: 'allowedCidrs must be an array of CIDRs, e.g. ["10.0.0.0/8"]' },
+    )
+    .min(1, 'allowedCidrs lists at least one network; leave it out to allow any')
+    .max(32, 'a key has at most 32 allowedCidrs')
+    .refine((l) => new Set(l).size === l.length, 'allowedCidrs lists a network twice; list each once')
+    .optional(),
 });
 type CreateKeyBody = z.output<typeof bodySchema>;
 
@@ -82,6 +95,7 @@ export function createKey(deps: ManagementDeps): RequestHandler {
     // Normalised to UTC so the CRD, the index and the listing all carry the same string.
     if (body.expiresAt !== undefined) spec.expiresAt = new Date(body.expiresAt).toISOString();
     if (body.rateLimit !== undefined) spec.rateLimit = body.rateLimit;
+    if (body.allowedCidrs !== undefined) spec.allowedCidrs = body.allowedCidrs;
 
     const created = await deps.store.create(newApiKey(newKeyId(), spec));
     try {
@@ -101,6 +115,7 @@ export function createKey(deps: ManagementDeps): RequestHandler {
     }
     const view = toApiKeyView(created, undefined);
     deps.log.info({ id: view.id, owner, module: view.module, roles: view.roles }, 'api key created');
+    deps.audit.record({ action: 'key.created', keyId: view.id, owner, actor: owner, req });
     res
       .status(201)
       .set({ Location: `${req.baseUrl}/apikeys/${view.id}`, 'Cache-Control': 'no-store' })

@@ -17,6 +17,7 @@ export function deleteKey(deps: ManagementDeps): RequestHandler {
     await deps.index.delete({ hash: key.spec.hash, id });
     if (!(await deps.store.delete(owner, id))) throw keyNotFound(id);
     deps.log.info({ id, owner }, 'api key deleted');
+    deps.audit.record({ action: 'key.deleted', keyId: id, owner, actor: owner, req });
     res.status(204).end();
   };
 }

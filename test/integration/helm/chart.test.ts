@@ -33,6 +33,7 @@ interface Container {
   image: string;
   args?: string[];
   env?: Array<{ name: string; value?: string; valueFrom?: { secretKeyRef?: { name: string; key: string } } }>;
+  envFrom?: Array<{ secretRef?: { name: string } }>;
   readinessProbe?: { httpGet?: { path: string } };
   livenessProbe?: { httpGet?: { path: string } };
   securityContext?: Record<string, unknown>;
@@ -312,6 +313,9 @@ describe('helm chart: lint and render', () => {
       upstreamTimeoutMs: 60000,
       shutdownTimeoutMs: 30000,
       shutdownDrainMs: 3000,
+      trustedProxies: 0,
+      maxRollGraceSeconds: 604800,
+      auditRetentionDays: 90,
       oidc: {
         issuer: 'https://idp.example.test/realms/data',
         audience: 'tollgate',
@@ -332,6 +336,32 @@ describe('helm chart: lint and render', () => {
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
+  });
+
+  it('points the gateways at the audit storage, with its credentials from a Secret', async () => {
+    const { objects } = await render([
+      'audit.storageUri=s3://audit-trail/tollgate',
+      'audit.credentialsSecret=audit-s3',
+      'audit.retentionDays=30',
+      'gateway.trustedProxies=1',
+      'keys.maxRollGraceSeconds=3600',
+    ]);
+    const config = find(objects, 'ConfigMap', 't1-tollgate-gateway').data?.['gateway.yaml'] ?? '';
+    expect(parseAllDocuments(config)[0]?.toJS()).toMatchObject({
+      auditUri: 's3://audit-trail/tollgate',
+      auditRetentionDays: 30,
+      trustedProxies: 1,
+      maxRollGraceSeconds: 3600,
+    });
+    const gw = deployment(objects, 't1-tollgate-gateway').template.spec.containers[0] as Container;
+    expect(gw.envFrom).toEqual([{ secretRef: { name: 'audit-s3' } }]);
+    // Without storage the config names none (events reach the log only), and no Secret is read.
+    const plain = await render([]);
+    const plainConfig = find(plain.objects, 'ConfigMap', 't1-tollgate-gateway').data?.['gateway.yaml'] ?? '';
+    expect(parseAllDocuments(plainConfig)[0]?.toJS()).not.toHaveProperty('auditUri');
+    const plainGw = deployment(plain.objects, 't1-tollgate-gateway').template.spec.containers[0] as Container;
+    expect(plainGw.envFrom).toBeUndefined();
+    await expect(render(['audit.storageUri=ftp://nowhere'])).rejects.toThrow(/storageUri/);
   });
 
   it('uses an external Redis from a URL (kept in a Secret) and renders no bundled Redis', async () => {

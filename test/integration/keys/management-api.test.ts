@@ -1,3 +1,4 @@
+import { unusedAudit } from '../../harness/audit.js';
 import { putWorkflowRoute } from '../workflow-route.js';
 import { readdir, readFile } from 'node:fs/promises';
 import type { Server } from 'node:http';
@@ -82,6 +83,7 @@ describe.each(stores)('management API over HTTP (keys on %s)', (label, openStore
   const bobsWorkflow = `payroll-${suffix}`;
   let aliceToken: string;
   let bobToken: string;
+  let store: ApiKeyStore;
 
   beforeAll(async () => {
     idp = await loopbackIdentityProvider();
@@ -100,9 +102,11 @@ describe.each(stores)('management API over HTTP (keys on %s)', (label, openStore
     app.use(
       '/api/v1',
       createManagementRouter({
-        store: await openStore(stateDir),
+        store: (store = await openStore(stateDir)),
         index: new KeyIndexWriter(client),
         redis: client,
+        audit: unusedAudit(),
+        maxRollGraceSeconds: 3_600,
         workflows: new WorkflowRoutes(client),
         roles: new RoleCatalogue({ resources: ['datasets'] }),
         verifyToken: createTokenVerifier({
@@ -540,6 +544,56 @@ describe.each(stores)('management API over HTTP (keys on %s)', (label, openStore
       expectError(patch, 405, 'method_not_allowed');
       expect(patch.headers.get('allow')).toBe('GET, DELETE');
       expectError(await call('GET', '/secrets'), 404, 'unknown_endpoint');
+    });
+  });
+
+  describe('rolling', () => {
+    it('links the two resources; the old one gains spec.rolled and may change in nothing else', async () => {
+      const created = await create({
+        module: 'platform',
+        roles: ['viewer'],
+        name: 'to roll',
+        allowedCidrs: ['192.0.2.0/24'],
+      });
+      expect(created.status).toBe(201);
+      const id = created.body.id as string;
+      const rolled = await call('POST', `/apikeys/${id}/roll`, { body: { gracePeriodSeconds: 30 } });
+      expect(rolled.status).toBe(201);
+      const newId = rolled.body.id as string;
+      expect((await call('GET', `/apikeys/${id}`)).body).toMatchObject({
+        state: 'rolled',
+        rolled: { to: newId },
+      });
+      expect((await call('GET', `/apikeys/${newId}`)).body).toMatchObject({
+        state: 'active',
+        rolledFrom: id,
+        name: 'to roll',
+        allowedCidrs: ['192.0.2.0/24'],
+      });
+      // The old key's index entry stops at the end of the grace period, and says it was rolled.
+      const entry = JSON.parse(
+        (await client.get(redisKeys.apiKey(hashKey(created.body.key as string)))) ?? '{}',
+      ) as { expiresAt?: string; rolledTo?: string; allowedCidrs?: string[] };
+      const old = await store.get(alice, id);
+      expect(entry).toMatchObject({
+        expiresAt: old?.spec.rolled?.graceEndsAt,
+        rolledTo: newId,
+        allowedCidrs: ['192.0.2.0/24'],
+      });
+      if (label === 'Kubernetes' && old !== undefined) {
+        // The CRD's rules hold for kubectl and GitOps tools too, not only for this API.
+        await expect(store.update({ ...old, spec: { ...old.spec, name: 'renamed' } })).rejects.toThrow(
+          /immutable/,
+        );
+        const other = { ...old.spec.rolled!, graceEndsAt: new Date(Date.now() + 86_400_000).toISOString() };
+        await expect(store.update({ ...old, spec: { ...old.spec, rolled: other } })).rejects.toThrow(
+          /set once/,
+        );
+        const fresh = await store.get(alice, newId);
+        await expect(
+          store.update({ ...fresh!, spec: { ...fresh!.spec, allowedCidrs: ['not-a-cidr'] } }),
+        ).rejects.toThrow(/CIDR|immutable/);
+      }
     });
   });
 });

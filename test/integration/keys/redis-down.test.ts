@@ -1,3 +1,4 @@
+import { unusedAudit } from '../../harness/audit.js';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
@@ -40,6 +41,8 @@ describe('management API with Redis down', () => {
         store,
         index: new KeyIndexWriter(client),
         redis: client,
+        audit: unusedAudit(),
+        maxRollGraceSeconds: 3_600,
         workflows: new WorkflowRoutes(client),
         roles: new RoleCatalogue(),
         verifyToken: createTokenVerifier({

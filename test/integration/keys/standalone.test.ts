@@ -1,3 +1,4 @@
+import { unusedAudit } from '../../harness/audit.js';
 import { WorkflowRoutes } from '../../../common/routes/workflow-routes.js';
 import { execFile } from 'node:child_process';
 import { readdir } from 'node:fs/promises';
@@ -62,6 +63,8 @@ describe('standalone management API with the CLI', () => {
       workflows: new WorkflowRoutes(client),
       log: createLogger('standalone-test', 'silent'),
       roles: new RoleCatalogue(),
+      audit: unusedAudit(),
+      maxRollGraceSeconds: 3_600,
       keys: { stateDir },
       identity: { local: { stateDir, selfUrl: base } },
     });

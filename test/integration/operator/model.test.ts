@@ -3,7 +3,7 @@ import { redisChannels, redisKeys } from '../../../common/redis/schema.js';
 import type { Model } from '../../../common/resources/model.js';
 import type { OperatorManager } from '../../../operator/manager.js';
 import { CreateBucketCommand, PutObjectCommand } from '@aws-sdk/client-s3';
-import { s3ClientFromEnv } from '../../../operator/storage/s3-store.js';
+import { s3ClientFromEnv } from '../../../common/storage/s3-client.js';
 import { minio, redis } from '../../harness/index.js';
 import {
   apiKeyBody,

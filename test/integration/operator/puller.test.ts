@@ -11,7 +11,7 @@ import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { s3ClientFromEnv } from '../../../operator/storage/s3-store.js';
+import { s3ClientFromEnv } from '../../../common/storage/s3-client.js';
 import { minio, type MinioInfo } from '../../harness/index.js';
 import { ROOT, eventually } from './support.js';
 

@@ -1,3 +1,4 @@
+import type { AuditLog } from '../../../gateway/audit/audit-log.js';
 import { noModels } from '../../../gateway/v2/model-directory.js';
 import { putWorkflowRoute } from '../workflow-route.js';
 import { createHash } from 'node:crypto';
@@ -77,12 +78,14 @@ beforeAll(async () => {
     env: {},
     overrides: { redisUrl: r.url, port, host: '127.0.0.1', upstreams: { datasets: upstreamUrl } },
   });
-  const management = ({ roles }: { roles: RoleCatalogue }) =>
+  const management = ({ roles, audit }: { roles: RoleCatalogue; audit: AuditLog }) =>
     createManagement({
       redis: redisClient,
       workflows: new WorkflowRoutes(redisClient),
       log,
       roles,
+      audit,
+      maxRollGraceSeconds: config.maxRollGraceSeconds,
       keys: { stateDir },
       identity: { local: { stateDir, selfUrl: gatewayBase } },
     });

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { TollgateError } from '../../common/errors.js';
+import { TollgateError } from '../errors.js';
 
 /**
  * A model folder's location. An S3 prefix is a folder: `s3://b/models/a` means the objects under

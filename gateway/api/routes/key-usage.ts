@@ -1,0 +1,30 @@
+import type { RequestHandler } from 'express';
+import { readKeyUsage, readUsageSeries } from '../../../common/apikey/usage.js';
+import { callerOf } from '../../auth/oidc.js';
+import type { ManagementDeps } from '../deps.js';
+import { toApiKeyView } from '../views.js';
+import { keyIdParam, keyNotFound } from './key-id.js';
+
+/**
+ * GET /apikeys/{id}/usage: requests and refusals per minute for the last 24 hours and per hour for
+ * the last 30 days, the totals, the last use and the busiest endpoints.
+ */
+export function keyUsage(deps: ManagementDeps): RequestHandler {
+  return async (req, res) => {
+    const id = keyIdParam(req.params);
+    const key = await deps.store.get(callerOf(res).subject, id);
+    if (key === undefined) throw keyNotFound(id);
+    const [totals, series] = await Promise.all([
+      readKeyUsage(deps.redis, [id]),
+      readUsageSeries(deps.redis, id),
+    ]);
+    const view = toApiKeyView(key, totals.get(id));
+    res.json({
+      id,
+      requestCount: view.requestCount,
+      refusalCount: totals.get(id)?.refused ?? 0,
+      ...(view.lastUsed === undefined ? {} : { lastUsed: view.lastUsed }),
+      ...series,
+    });
+  };
+}

@@ -1,0 +1,320 @@
+import { createHash, randomBytes } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import { LRUCache } from 'lru-cache';
+import { z } from 'zod';
+import { TollgateError } from '../../common/errors.js';
+import type { Logger } from '../../common/logger.js';
+import { clientAddress } from '../http/client-address.js';
+import type { SegmentStore } from './segment-store.js';
+
+export const AUDIT_ACTIONS = [
+  'key.created',
+  'key.rolled',
+  'key.deleted',
+  'key.expired',
+  'key.refused',
+] as const;
+export type AuditAction = (typeof AUDIT_ACTIONS)[number];
+
+/** One line of a segment: what happened to which key, who did it, when, from where. Never a key. */
+export const auditEventSchema = z.object({
+  id: z.string(),
+  at: z.string(),
+  action: z.enum(AUDIT_ACTIONS),
+  keyId: z.string(),
+  /** Whose key it is: the user who may read the event. */
+  owner: z.string(),
+  /** The token's subject for management actions; `key:<id>` for a use of the key. */
+  actor: z.string(),
+  address: z.string().optional(),
+  detail: z.record(z.string(), z.union([z.string(), z.number()])).optional(),
+});
+export type AuditEvent = z.infer<typeof auditEventSchema>;
+
+export interface AuditRecord {
+  action: AuditAction;
+  keyId: string;
+  owner: string;
+  actor: string;
+  req?: IncomingMessage;
+  detail?: Record<string, string | number>;
+}
+
+export interface AuditQuery {
+  keyId?: string;
+  action?: AuditAction;
+  /** ISO date-times; `since` defaults to the retention limit. */
+  since?: string;
+  until?: string;
+  limit: number;
+  cursor?: string;
+}
+
+export interface AuditPage {
+  items: AuditEvent[];
+  nextCursor?: string;
+}
+
+export interface AuditSettings {
+  flushMs: number;
+  retentionDays: number;
+  trustedProxies: number;
+  /** Refusals of one key recorded at most once per this many ms (the rest are counted). */
+  refusalIntervalMs: number;
+}
+
+const DAY_MS = 86_400_000;
+/** Events held when the store keeps failing; past this the oldest are dropped (and logged). */
+const MAX_PENDING = 100_000;
+
+const ownerDigest = (owner: string): string => createHash('sha256').update(owner).digest('hex').slice(0, 32);
+const dayOf = (ms: number): string => new Date(ms).toISOString().slice(0, 10);
+
+const invalidCursor = (): TollgateError =>
+  new TollgateError('invalid_cursor', 'cursor is not one this API returned; start again without it', {
+    field: 'cursor',
+  });
+
+type Position = Pick<AuditEvent, 'at' | 'id'>;
+
+/** Newest first; same-millisecond events by id. */
+const newerFirst = (a: Position, b: Position): number =>
+  a.at !== b.at ? (a.at < b.at ? 1 : -1) : a.id < b.id ? 1 : a.id > b.id ? -1 : 0;
+
+/**
+ * The audit trail of key events. Recording is a push to memory; every `flushMs` the events are
+ * written as new immutable segments, one per owner and day, to a SegmentStore outside Redis (a
+ * directory standalone, object storage on a cluster), so the trail survives a Redis flush and any
+ * restart, and replicas never write the same object. Reads go to the store (after flushing what
+ * this replica holds); segments are immutable, so they are cached once read. Segments older than
+ * the retention limit are deleted by an hourly sweep.
+ *
+ * Without a store (a cluster with no audit storage configured) events still reach the log, and
+ * reads answer audit_not_configured.
+ */
+export class AuditLog {
+  private pending: AuditEvent[] = [];
+  private flushing: Promise<void> | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private sweeper: NodeJS.Timeout | undefined;
+  private seq = 0;
+  private readonly replica = randomBytes(4).toString('hex');
+  private readonly segments = new LRUCache<string, AuditEvent[]>({ max: 2_000 });
+  /** Per key: when its last refusal was recorded, and how many were not recorded since. */
+  private readonly refusals = new LRUCache<string, { at: number; suppressed: number }>({ max: 10_000 });
+
+  constructor(
+    private readonly store: SegmentStore | undefined,
+    private readonly log: Logger,
+    private readonly settings: AuditSettings,
+  ) {}
+
+  get configured(): boolean {
+    return this.store !== undefined;
+  }
+
+  start(): void {
+    if (this.store === undefined) return;
+    this.timer = setInterval(() => void this.flush(), this.settings.flushMs);
+    this.timer.unref();
+    this.sweeper = setInterval(() => void this.sweep(), 3_600_000);
+    this.sweeper.unref();
+    void this.sweep();
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.timer);
+    clearInterval(this.sweeper);
+    await this.flush();
+  }
+
+  record(r: AuditRecord, nowMs = Date.now()): void {
+    const event: AuditEvent = {
+      id: `${nowMs.toString(36).padStart(9, '0')}-${this.replica}-${(this.seq++).toString(36)}`,
+      at: new Date(nowMs).toISOString(),
+      action: r.action,
+      keyId: r.keyId,
+      owner: r.owner,
+      actor: r.actor,
+    };
+    const address = r.req === undefined ? undefined : clientAddress(r.req, this.settings.trustedProxies);
+    if (address !== undefined) event.address = address;
+    if (r.detail !== undefined) event.detail = r.detail;
+    this.log.info({ audit: event }, 'audit');
+    if (this.store === undefined) return;
+    if (this.pending.length >= MAX_PENDING) {
+      this.pending.shift();
+      this.log.error({ store: this.store.uri }, 'audit store unreachable for too long: oldest event dropped');
+    }
+    this.pending.push(event);
+  }
+
+  /**
+   * A refused use of a key: recorded at most once per key per refusalIntervalMs, carrying how many
+   * refusals were not recorded before it, so a flood of bad calls cannot fill the trail.
+   */
+  refused(
+    grant: { id: string; owner: string },
+    code: string,
+    req: IncomingMessage,
+    nowMs = Date.now(),
+  ): void {
+    const last = this.refusals.get(grant.id);
+    if (last !== undefined && nowMs - last.at < this.settings.refusalIntervalMs) {
+      last.suppressed++;
+      return;
+    }
+    this.refusals.set(grant.id, { at: nowMs, suppressed: 0 });
+    const detail: Record<string, string | number> = { code };
+    if (last !== undefined && last.suppressed > 0) detail['unrecordedBefore'] = last.suppressed;
+    const action: AuditAction = code === 'expired_api_key' ? 'key.expired' : 'key.refused';
+    this.record(
+      { action, keyId: grant.id, owner: grant.owner, actor: `key:${grant.id}`, req, detail },
+      nowMs,
+    );
+  }
+
+  flush(): Promise<void> {
+    this.flushing ??= this.write().finally(() => {
+      this.flushing = undefined;
+    });
+    return this.flushing;
+  }
+
+  /** One page of `owner`'s events, newest first. */
+  async query(owner: string, q: AuditQuery): Promise<AuditPage> {
+    const store = this.requireStore();
+    await this.flush();
+    const now = Date.now();
+    const oldest = now - this.settings.retentionDays * DAY_MS;
+    const since = Math.max(q.since === undefined ? oldest : Date.parse(q.since), oldest);
+    const until = q.until === undefined ? now + DAY_MS : Date.parse(q.until);
+    const after = q.cursor === undefined ? undefined : decodeCursor(q.cursor);
+    const prefix = `${ownerDigest(owner)}/`;
+    let names: string[];
+    try {
+      names = await store.list(prefix);
+    } catch (cause) {
+      throw this.unavailable(cause);
+    }
+    const [firstDay, lastDay] = [dayOf(since), dayOf(until)];
+    const wanted = names.filter((n) => {
+      const day = n.slice(prefix.length, prefix.length + 10);
+      return day >= firstDay && day <= lastDay;
+    });
+    const events = (await Promise.all(wanted.map((n) => this.readSegment(n)))).flat();
+    const selected = events
+      .filter((e) => e.owner === owner)
+      .filter((e) => q.keyId === undefined || e.keyId === q.keyId)
+      .filter((e) => q.action === undefined || e.action === q.action)
+      .filter((e) => {
+        const at = Date.parse(e.at);
+        return at >= since && at <= until;
+      })
+      .filter((e) => after === undefined || newerFirst(e, after) > 0)
+      .sort(newerFirst);
+    const items = selected.slice(0, q.limit);
+    const last = items.at(-1);
+    return selected.length > q.limit && last !== undefined
+      ? { items, nextCursor: Buffer.from(JSON.stringify([last.at, last.id])).toString('base64url') }
+      : { items };
+  }
+
+  private async readSegment(name: string): Promise<AuditEvent[]> {
+    const cached = this.segments.get(name);
+    if (cached !== undefined) return cached;
+    let text: string | undefined;
+    try {
+      text = await this.requireStore().get(name);
+    } catch (cause) {
+      throw this.unavailable(cause);
+    }
+    const events: AuditEvent[] = [];
+    for (const line of (text ?? '').split('\n')) {
+      if (line === '') continue;
+      try {
+        const parsed = auditEventSchema.safeParse(JSON.parse(line));
+        if (parsed.success) events.push(parsed.data);
+        else this.log.warn({ segment: name }, 'audit line not in the event shape: skipped');
+      } catch {
+        this.log.warn({ segment: name }, 'audit line not JSON: skipped');
+      }
+    }
+    if (text !== undefined) this.segments.set(name, events);
+    return events;
+  }
+
+  private async write(): Promise<void> {
+    const store = this.store;
+    if (store === undefined || this.pending.length === 0) return;
+    const batch = this.pending;
+    this.pending = [];
+    const groups = new Map<string, AuditEvent[]>();
+    for (const e of batch) {
+      const name = `${ownerDigest(e.owner)}/${dayOf(Date.parse(e.at))}/`;
+      groups.set(name, [...(groups.get(name) ?? []), e]);
+    }
+    const failed: AuditEvent[] = [];
+    const stamp = `${Date.now()}-${this.replica}-${(this.seq++).toString(36)}`;
+    await Promise.all(
+      [...groups].map(async ([dir, events]) => {
+        try {
+          await store.put(`${dir}${stamp}.jsonl`, events.map((e) => JSON.stringify(e)).join('\n') + '\n');
+        } catch (err) {
+          failed.push(...events);
+          this.log.warn({ err: (err as Error).message, store: store.uri }, 'audit write failed; will retry');
+        }
+      }),
+    );
+    // Kept, in order, ahead of what arrived meanwhile.
+    if (failed.length > 0) this.pending = [...failed, ...this.pending];
+  }
+
+  private async sweep(): Promise<void> {
+    const store = this.store;
+    if (store === undefined) return;
+    const keepFrom = dayOf(Date.now() - this.settings.retentionDays * DAY_MS);
+    try {
+      const old = (await store.list('')).filter((n) => {
+        const day = n.split('/')[1] ?? '';
+        return /^\d{4}-\d{2}-\d{2}$/.test(day) && day < keepFrom;
+      });
+      if (old.length > 0) {
+        await store.delete(old);
+        this.log.info({ segments: old.length, before: keepFrom }, 'audit segments past retention deleted');
+      }
+    } catch (err) {
+      this.log.warn({ err: (err as Error).message }, 'audit retention sweep failed; next one in an hour');
+    }
+  }
+
+  private requireStore(): SegmentStore {
+    if (this.store === undefined) {
+      throw new TollgateError(
+        'audit_not_configured',
+        'this gateway keeps no audit trail to read; set its auditUri (chart: audit.storageUri) to a file:// or s3:// location',
+      );
+    }
+    return this.store;
+  }
+
+  private unavailable(cause: unknown): TollgateError {
+    return new TollgateError(
+      'audit_store_unavailable',
+      `could not read the audit trail from ${this.store?.uri ?? 'its store'}; try again shortly`,
+      { cause },
+    );
+  }
+}
+
+function decodeCursor(cursor: string): Position {
+  try {
+    const value: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+    if (Array.isArray(value) && typeof value[0] === 'string' && typeof value[1] === 'string') {
+      return { at: value[0], id: value[1] };
+    }
+  } catch {
+    // Reported below.
+  }
+  throw invalidCursor();
+}

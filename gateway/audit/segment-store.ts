@@ -1,0 +1,28 @@
+import { parseStorageUri } from '../../common/storage/storage-uri.js';
+import { s3ClientFromEnv, type Env } from '../../common/storage/s3-client.js';
+import { FileSegments } from './file-segments.js';
+import { S3Segments } from './s3-segments.js';
+
+/**
+ * Where the audit trail's segments live: immutable text objects named
+ * `<owner-digest>/<yyyy-mm-dd>/<segment>.jsonl`. Objects are written whole and never changed,
+ * so several gateway replicas share one place without coordinating.
+ */
+export interface SegmentStore {
+  /** For messages: the URI the store was opened from. */
+  readonly uri: string;
+  put(name: string, body: string): Promise<void>;
+  /** Names under `prefix` (which ends with '/'), in any order. */
+  list(prefix: string): Promise<string[]>;
+  /** The object's text; undefined if it is gone (retention may remove it between list and get). */
+  get(name: string): Promise<string | undefined>;
+  delete(names: readonly string[]): Promise<void>;
+}
+
+/** `file:///var/lib/tollgate/audit` or `s3://bucket/audit` (credentials as for model storage). */
+export function openSegmentStore(uri: string, env: Env): SegmentStore {
+  const loc = parseStorageUri(uri);
+  return loc.scheme === 'file'
+    ? new FileSegments(uri, loc.dir)
+    : new S3Segments(uri, s3ClientFromEnv(env, { maxAttempts: 2 }), loc.bucket, loc.prefix);
+}

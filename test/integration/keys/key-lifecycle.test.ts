@@ -1,0 +1,510 @@
+// Keys beyond create and delete, on real processes: `tollgate dev` (management API, operator, audit
+// trail in its state directory) and a second `tollgate gateway` process on the same Redis, as two
+// replicas would be. Rotation with a grace period honoured by both, the per-key network allowlist,
+// usage over time, and the audit trail surviving a Redis flush and a restart.
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { pathToFileURL } from 'node:url';
+import { promisify } from 'node:util';
+import { Redis } from 'ioredis';
+import { freePort, redis } from '../../harness/index.js';
+import { spawnGateway, type GatewayProcess } from '../gateway/process.js';
+import { startUpstream, type Upstream } from '../gateway/support.js';
+import { removeTempDirs, tempDir } from './fixtures.js';
+
+const run = promisify(execFile);
+const ROOT = join(import.meta.dirname, '..', '..', '..');
+const BIN = join(ROOT, 'bin', 'tollgate.js');
+
+interface Json {
+  status: number;
+  body: Record<string, unknown>;
+}
+
+let stateDir: string;
+let redisUrl: string;
+let client: Redis;
+let upstream: Upstream;
+let dev: ChildProcess | undefined;
+let devLog = '';
+let devUrl: string;
+let devPort: number;
+let replica: GatewayProcess;
+/** The second replica trusts one proxy in front of it (X-Forwarded-For's last entry). */
+let behindProxy: GatewayProcess;
+let alice: string;
+let bob: string;
+
+const auditUri = () => pathToFileURL(join(stateDir, 'audit')).href;
+
+function sharedEnv(): Record<string, string> {
+  return {
+    NODE_OPTIONS: '',
+    TOLLGATE_REDIS_URL: redisUrl,
+    TOLLGATE_UPSTREAMS: `datasets=${upstream.url}`,
+    TOLLGATE_AUDIT_URI: auditUri(),
+    TOLLGATE_AUDIT_FLUSH_MS: '200',
+    TOLLGATE_MAX_ROLL_GRACE_SECONDS: '600',
+    LOG_LEVEL: 'warn',
+  };
+}
+
+async function startDev(): Promise<void> {
+  dev = spawn(
+    process.execPath,
+    [BIN, 'dev', '--port', String(devPort), '--state-dir', stateDir, '--redis-url', redisUrl],
+    {
+      env: { ...process.env, ...sharedEnv() },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
+  const keep = (c: Buffer): void => void (devLog = (devLog + c.toString()).slice(-20_000));
+  dev.stdout?.on('data', keep);
+  dev.stderr?.on('data', keep);
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    if (dev.exitCode !== null) throw new Error(`tollgate dev exited at start:\n${devLog}`);
+    try {
+      if ((await fetch(`${devUrl}/readyz`)).ok) return;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) throw new Error(`tollgate dev did not start in 30 s:\n${devLog}`);
+    await sleep(100);
+  }
+}
+
+async function stopDev(): Promise<void> {
+  if (dev === undefined || dev.exitCode !== null) return;
+  const exited = new Promise((r) => dev?.once('exit', r));
+  dev.kill('SIGTERM');
+  await exited;
+}
+
+async function token(user: string): Promise<string> {
+  const { stdout } = await run(process.execPath, [BIN, 'token', '--user', user, '--state-dir', stateDir], {
+    env: { ...process.env, NODE_OPTIONS: '' },
+  });
+  return stdout.trim();
+}
+
+async function api(
+  method: string,
+  path: string,
+  opts: { token?: string; body?: unknown; raw?: string; contentType?: string } = {},
+): Promise<Json> {
+  const headers: Record<string, string> = { authorization: `Bearer ${opts.token ?? alice}` };
+  let body: string | undefined;
+  if (opts.body !== undefined || opts.raw !== undefined) {
+    body = opts.raw ?? JSON.stringify(opts.body);
+    headers['content-type'] = opts.contentType ?? 'application/json';
+  }
+  const res = await fetch(`${devUrl}/api/v1${path}`, { method, headers, body });
+  const text = await res.text();
+  return { status: res.status, body: text === '' ? {} : (JSON.parse(text) as Record<string, unknown>) };
+}
+
+async function newKey(extra: Record<string, unknown> = {}): Promise<{ id: string; key: string }> {
+  const r = await api('POST', '/apikeys', { body: { module: 'platform', roles: ['viewer'], ...extra } });
+  expect(r.status).toBe(201);
+  return { id: r.body['id'] as string, key: r.body['key'] as string };
+}
+
+/** A GET of the datasets resource with `key` through `base`; the status and the error code. */
+async function use(
+  base: string,
+  key: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; code?: string; message?: string }> {
+  const res = await fetch(`${base}/events/platform/api/v1/datasets`, {
+    headers: { authorization: `Apikey ${key}`, ...headers },
+  });
+  const body = (await res.json()) as { code?: string; error?: string };
+  return { status: res.status, ...(res.ok ? {} : { code: body.code, message: body.error }) };
+}
+
+async function eventually<T>(
+  what: string,
+  probe: () => Promise<T | undefined>,
+  timeoutMs = 10_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await probe();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(100);
+  }
+}
+
+beforeAll(async () => {
+  stateDir = await tempDir('tollgate-lifecycle-');
+  redisUrl = (await redis('key-lifecycle')).url;
+  client = new Redis(redisUrl);
+  upstream = await startUpstream();
+  devPort = await freePort();
+  devUrl = `http://127.0.0.1:${devPort}`;
+  await startDev();
+  replica = await spawnGateway(sharedEnv());
+  behindProxy = await spawnGateway({ ...sharedEnv(), TOLLGATE_TRUSTED_PROXIES: '1' });
+  alice = await token('alice@example.com');
+  bob = await token('bob@example.com');
+}, 120_000);
+
+afterAll(async () => {
+  await stopDev();
+  for (const g of [replica, behindProxy]) g?.child.kill('SIGKILL');
+  client?.disconnect();
+  await upstream?.close();
+  await removeTempDirs();
+});
+
+describe('rolling a key', () => {
+  it('returns a new key with the same grant; the old one works on every replica until its grace ends', async () => {
+    const old = await newKey({ name: 'ci deploy', rateLimit: { requests: 1000, windowSeconds: 60 } });
+    for (const base of [devUrl, replica.url]) expect((await use(base, old.key)).status).toBe(200);
+
+    const rolled = await api('POST', `/apikeys/${old.id}/roll`, { body: { gracePeriodSeconds: 3 } });
+    expect(rolled.status).toBe(201);
+    const fresh = rolled.body as {
+      id: string;
+      key: string;
+      name: string;
+      roles: string[];
+      rolledFrom: string;
+      rateLimit: unknown;
+      rolled: { rolled: { to: string; graceEndsAt: string } };
+    };
+    expect(fresh.key).toMatch(/^tgp_/);
+    expect(fresh.key).not.toBe(old.key);
+    expect(fresh).toMatchObject({
+      name: 'ci deploy',
+      roles: ['viewer'],
+      rolledFrom: old.id,
+      rateLimit: { requests: 1000, windowSeconds: 60 },
+    });
+    expect(fresh.rolled.rolled.to).toBe(fresh.id);
+    const graceEnds = Date.parse(fresh.rolled.rolled.graceEndsAt);
+    expect(graceEnds - Date.now()).toBeGreaterThan(1_000);
+
+    // During the grace period both keys work, on both replicas.
+    for (const base of [devUrl, replica.url]) {
+      expect((await use(base, old.key)).status).toBe(200);
+      expect((await use(base, fresh.key)).status).toBe(200);
+    }
+    // The list shows both, linked, with the old one's end.
+    const list = await api('GET', '/apikeys');
+    const items = list.body['items'] as Array<{
+      id: string;
+      state: string;
+      rolled?: { to: string; graceEndsAt: string };
+      rolledFrom?: string;
+    }>;
+    expect(items.find((k) => k.id === old.id)).toMatchObject({
+      state: 'rolled',
+      rolled: { to: fresh.id, graceEndsAt: fresh.rolled.rolled.graceEndsAt },
+    });
+    expect(items.find((k) => k.id === fresh.id)).toMatchObject({ state: 'active', rolledFrom: old.id });
+
+    await sleep(Math.max(0, graceEnds - Date.now()) + 100);
+    for (const base of [devUrl, replica.url]) {
+      const refused = await use(base, old.key);
+      expect(refused).toMatchObject({ status: 401, code: 'rolled_api_key' });
+      expect(refused.message).toContain(fresh.id);
+      expect((await use(base, fresh.key)).status).toBe(200);
+    }
+    const after = await api('GET', `/apikeys/${old.id}`);
+    expect(after.body['state']).toBe('expired');
+  });
+
+  it('with a grace of 0 stops the old key at once on every replica, cached or not', async () => {
+    const old = await newKey();
+    // Both replicas have the key cached now.
+    for (const base of [devUrl, replica.url]) expect((await use(base, old.key)).status).toBe(200);
+    const rolled = await api('POST', `/apikeys/${old.id}/roll`, { body: { gracePeriodSeconds: 0 } });
+    expect(rolled.status).toBe(201);
+    for (const base of [devUrl, replica.url]) {
+      await eventually(
+        'old key refused',
+        async () => ((await use(base, old.key)).code === 'rolled_api_key' ? true : undefined),
+        2_000,
+      );
+      expect((await use(base, rolled.body['key'] as string)).status).toBe(200);
+    }
+  });
+
+  it('without a body keeps the old key a day (capped by the gateway setting)', async () => {
+    const old = await newKey();
+    const res = await fetch(`${devUrl}/api/v1/apikeys/${old.id}/roll`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${alice}` },
+    });
+    const body = (await res.json()) as { rolled: { rolled: { at: string; graceEndsAt: string } } };
+    expect({ status: res.status, body }).toMatchObject({ status: 201 });
+    // The gateway allows at most 600 s here (TOLLGATE_MAX_ROLL_GRACE_SECONDS).
+    expect(Date.parse(body.rolled.rolled.graceEndsAt) - Date.parse(body.rolled.rolled.at)).toBe(600_000);
+    expect((await use(replica.url, old.key)).status).toBe(200);
+  });
+
+  it('refuses what it cannot do, saying why', async () => {
+    const old = await newKey();
+    const cases: Array<[string, Parameters<typeof api>[2], number, string]> = [
+      ['too long a grace', { body: { gracePeriodSeconds: 601 } }, 400, 'invalid_field'],
+      ['a negative grace', { body: { gracePeriodSeconds: -1 } }, 400, 'invalid_field'],
+      ['a fractional grace', { body: { gracePeriodSeconds: 1.5 } }, 400, 'invalid_field'],
+      ['a grace as text', { body: { gracePeriodSeconds: '60' } }, 400, 'invalid_field'],
+      ['an unknown field', { body: { grace: 60 } }, 400, 'unknown_field'],
+      [
+        'not JSON',
+        { raw: 'grace=60', contentType: 'application/x-www-form-urlencoded' },
+        415,
+        'unsupported_media_type',
+      ],
+      [
+        'broken JSON',
+        { raw: '{"gracePeriodSeconds":', contentType: 'application/json' },
+        400,
+        'invalid_json',
+      ],
+    ];
+    for (const [what, opts, status, code] of cases) {
+      const r = await api('POST', `/apikeys/${old.id}/roll`, opts);
+      expect({ what, status: r.status, code: r.body['code'] }).toEqual({ what, status, code });
+      expect(typeof r.body['error']).toBe('string');
+    }
+    // None of those rolled it: it rolls once now, and never twice.
+    expect((await api('POST', `/apikeys/${old.id}/roll`, { body: { gracePeriodSeconds: 60 } })).status).toBe(
+      201,
+    );
+    const again = await api('POST', `/apikeys/${old.id}/roll`, { body: { gracePeriodSeconds: 60 } });
+    expect(again).toMatchObject({ status: 409, body: { code: 'key_already_rolled' } });
+    // Another user's key is not found, exactly like a key that does not exist.
+    expect((await api('POST', `/apikeys/${old.id}/roll`, { token: bob, body: {} })).body['code']).toBe(
+      'key_not_found',
+    );
+    expect((await api('POST', `/apikeys/0123456789abcdef0123/roll`, { body: {} })).status).toBe(404);
+    expect((await api('POST', `/apikeys/not-an-id/roll`, { body: {} })).status).toBe(400);
+    expect((await api('GET', `/apikeys/${old.id}/roll`)).status).toBe(405);
+  });
+
+  it('refuses to roll an expired key', async () => {
+    const k = await newKey({ expiresAt: new Date(Date.now() + 1_500).toISOString() });
+    await sleep(1_600);
+    const r = await api('POST', `/apikeys/${k.id}/roll`, { body: {} });
+    expect(r).toMatchObject({ status: 409, body: { code: 'key_expired' } });
+  });
+
+  it('two concurrent rolls of one key: one wins, the other is refused and leaves no key behind', async () => {
+    const old = await newKey();
+    const before = ((await api('GET', '/apikeys?limit=200')).body['items'] as unknown[]).length;
+    const [a, b] = await Promise.all([
+      api('POST', `/apikeys/${old.id}/roll`, { body: { gracePeriodSeconds: 5 } }),
+      api('POST', `/apikeys/${old.id}/roll`, { body: { gracePeriodSeconds: 5 } }),
+    ]);
+    expect([a.status, b.status].sort()).toEqual([201, 409]);
+    const loser = a.status === 409 ? a : b;
+    expect(['key_changed', 'key_already_rolled']).toContain(loser.body['code']);
+    const after = ((await api('GET', '/apikeys?limit=200')).body['items'] as unknown[]).length;
+    expect(after).toBe(before + 1);
+  });
+});
+
+describe('a key limited to networks', () => {
+  it('is refused from elsewhere with 403 address_not_allowed, on every replica', async () => {
+    const k = await newKey({ allowedCidrs: ['10.0.0.0/8', '2001:db8::/32'] });
+    for (const base of [devUrl, replica.url]) {
+      const r = await use(base, k.key);
+      expect(r).toMatchObject({ status: 403, code: 'address_not_allowed' });
+      expect(r.message).toContain('127.0.0.1');
+      // The owner's networks are not told to the caller.
+      expect(r.message).not.toContain('10.0.0.0');
+    }
+    const local = await newKey({ allowedCidrs: ['127.0.0.0/8'] });
+    for (const base of [devUrl, replica.url]) expect((await use(base, local.key)).status).toBe(200);
+    expect((await api('GET', `/apikeys/${local.id}`)).body['allowedCidrs']).toEqual(['127.0.0.0/8']);
+  });
+
+  it('takes the client address from X-Forwarded-For only as far as proxies are trusted', async () => {
+    const k = await newKey({ allowedCidrs: ['10.0.0.0/8'] });
+    const forwarded = { 'x-forwarded-for': '10.1.2.3' };
+    // One trusted proxy: the last entry is the client.
+    expect((await use(behindProxy.url, k.key, forwarded)).status).toBe(200);
+    // A client cannot forge its way in by adding entries on the left.
+    expect((await use(behindProxy.url, k.key, { 'x-forwarded-for': '10.1.2.3, 192.0.2.7' })).status).toBe(
+      403,
+    );
+    // No trusted proxy: the header is the client's word and proves nothing.
+    expect((await use(devUrl, k.key, forwarded)).status).toBe(403);
+  });
+
+  it('refuses networks that are not CIDRs, saying which', async () => {
+    const cases: unknown[] = [
+      ['10.0.0.0'],
+      ['10.0.0.0/33'],
+      ['example.com/8'],
+      [],
+      ['10.0.0.0/8', '10.0.0.0/8'],
+      '10.0.0.0/8',
+      [42],
+    ];
+    for (const allowedCidrs of cases) {
+      const r = await api('POST', '/apikeys', {
+        body: { module: 'platform', roles: ['viewer'], allowedCidrs },
+      });
+      expect({ allowedCidrs, status: r.status, code: r.body['code'], field: r.body['field'] }).toEqual({
+        allowedCidrs,
+        status: 400,
+        code: 'invalid_field',
+        field: 'allowedCidrs',
+      });
+    }
+  });
+});
+
+describe('usage over time', () => {
+  it('counts requests and refusals per minute and per hour, and the busiest endpoints', async () => {
+    const k = await newKey({ rateLimit: { requests: 5, windowSeconds: 60 } });
+    for (let i = 0; i < 5; i++) expect((await use(replica.url, k.key)).status).toBe(200);
+    // Refused although the key exists: rate-limited (twice) and a method its role does not allow.
+    for (let i = 0; i < 2; i++) expect((await use(replica.url, k.key)).status).toBe(429);
+    const denied = await fetch(`${replica.url}/events/platform/api/v1/datasets`, {
+      method: 'POST',
+      headers: { authorization: `Apikey ${k.key}`, 'content-type': 'application/json' },
+      body: '{}',
+    });
+    expect(denied.status).toBe(403);
+
+    const usage = await eventually('usage flushed', async () => {
+      const r = await api('GET', `/apikeys/${k.id}/usage`);
+      return r.body['requestCount'] === 5 && r.body['refusalCount'] === 3 ? r.body : undefined;
+    });
+    const perMinute = usage['perMinute'] as Array<{ at: string; requests: number; refusals: number }>;
+    const perHour = usage['perHour'] as Array<{ at: string; requests: number; refusals: number }>;
+    expect(perMinute).toHaveLength(1_440);
+    expect(perHour).toHaveLength(720);
+    const sum = (points: typeof perMinute, f: 'requests' | 'refusals') =>
+      points.reduce((n, p) => n + p[f], 0);
+    expect([sum(perMinute, 'requests'), sum(perMinute, 'refusals')]).toEqual([5, 3]);
+    expect([sum(perHour, 'requests'), sum(perHour, 'refusals')]).toEqual([5, 3]);
+    // Oldest first, a minute apart, the last one the current minute.
+    expect(Date.parse(perMinute[1]!.at) - Date.parse(perMinute[0]!.at)).toBe(60_000);
+    expect(Date.now() - Date.parse(perMinute.at(-1)!.at)).toBeLessThan(120_000);
+    expect(usage['topEndpoints']).toEqual([
+      { endpoint: 'GET /events/platform/api/v1/datasets', requests: 5 },
+    ]);
+    expect(typeof usage['lastUsed']).toBe('string');
+    // The list carries the totals too.
+    const listed = await api('GET', `/apikeys/${k.id}`);
+    expect(listed.body).toMatchObject({ requestCount: 5, refusalCount: 3 });
+    // Another user's key is not found.
+    expect((await api('GET', `/apikeys/${k.id}/usage`, { token: bob })).status).toBe(404);
+  });
+});
+
+interface AuditItem {
+  id: string;
+  at: string;
+  action: string;
+  keyId: string;
+  actor: string;
+  address?: string;
+  detail?: Record<string, unknown>;
+}
+
+describe('the audit trail', () => {
+  const audit = async (query: string, user = alice): Promise<{ items: AuditItem[]; nextCursor?: string }> => {
+    const r = await api('GET', `/audit${query}`, { token: user });
+    expect(r.status).toBe(200);
+    return r.body as never;
+  };
+
+  it('records who did what to a key, when and from where, and refused uses at a bounded rate', async () => {
+    const k = await newKey();
+    const rolled = await api('POST', `/apikeys/${k.id}/roll`, { body: { gracePeriodSeconds: 0 } });
+    expect(rolled).toMatchObject({ status: 201 });
+    const newId = rolled.body['id'] as string;
+    // A flood of refused uses of the old key makes one event (per key per minute), not fifty.
+    for (let i = 0; i < 50; i++) expect((await use(replica.url, k.key)).status).toBe(401);
+    expect((await api('DELETE', `/apikeys/${newId}`)).status).toBe(204);
+
+    const mine = await eventually('the events', async () => {
+      const page = await audit(`?keyId=${k.id}`);
+      return page.items.some((e) => e.action === 'key.refused') ? page.items : undefined;
+    });
+    expect(mine.map((e) => e.action)).toEqual(['key.refused', 'key.rolled', 'key.created']);
+    const [refused, roll, created] = mine as [AuditItem, AuditItem, AuditItem];
+    expect(created).toMatchObject({ actor: 'alice@example.com', address: '127.0.0.1' });
+    expect(roll).toMatchObject({ actor: 'alice@example.com', detail: { to: newId } });
+    expect(refused).toMatchObject({
+      actor: `key:${k.id}`,
+      address: '127.0.0.1',
+      detail: { code: 'rolled_api_key' },
+    });
+    const deleted = (await audit(`?keyId=${newId}&action=key.deleted`)).items;
+    expect(deleted).toHaveLength(1);
+    expect(deleted[0]).toMatchObject({ actor: 'alice@example.com', keyId: newId });
+    // Never a key, nor its hash.
+    const all = JSON.stringify((await audit('?limit=500')).items);
+    expect(all).not.toContain(k.key);
+    expect(all).not.toContain(rolled.body['key'] as string);
+    expect(all).not.toMatch(/tg[bp]_[0-9A-Za-z]{20,}/);
+  });
+
+  it('shows each owner only the events of their keys, pages without overlap, and checks its query', async () => {
+    expect((await audit('', bob)).items).toEqual([]);
+    const first = await audit('?limit=2');
+    expect(first.items).toHaveLength(2);
+    expect(first.nextCursor).toBeDefined();
+    const second = await audit(`?limit=2&cursor=${first.nextCursor ?? ''}`);
+    expect(second.items.map((e) => e.id)).not.toContain(first.items[0]!.id);
+    expect(second.items.map((e) => e.id)).not.toContain(first.items[1]!.id);
+    expect(Date.parse(second.items[0]!.at)).toBeLessThanOrEqual(Date.parse(first.items[1]!.at));
+    const future = await audit(
+      `?since=${encodeURIComponent(new Date(Date.now() + 3_600_000).toISOString())}`,
+    );
+    expect(future.items).toEqual([]);
+
+    const bad: Array<[string, string, string]> = [
+      ['?action=key.eaten', 'invalid_field', 'action'],
+      ['?since=yesterday', 'invalid_field', 'since'],
+      ['?since=2030-01-02T00:00:00Z&until=2030-01-01T00:00:00Z', 'invalid_field', 'since'],
+      ['?limit=0', 'invalid_field', 'limit'],
+      ['?keyId=KEY', 'invalid_field', 'keyId'],
+      ['?colour=red', 'unknown_field', 'colour'],
+      ['?cursor=bm90LW91cnM', 'invalid_cursor', 'cursor'],
+    ];
+    for (const [query, code, field] of bad) {
+      const r = await api('GET', `/audit${query}`);
+      expect({ query, status: r.status, code: r.body['code'], field: r.body['field'] }).toEqual({
+        query,
+        status: 400,
+        code,
+        field,
+      });
+    }
+    const noToken = await fetch(`${devUrl}/api/v1/audit`);
+    expect(noToken.status).toBe(401);
+  });
+
+  it('survives a Redis flush and a restart of every gateway', async () => {
+    const before = (await audit('?limit=500')).items;
+    expect(before.length).toBeGreaterThan(5);
+    await client.flushall();
+    await stopDev();
+    replica.child.kill('SIGTERM');
+    await replica.exited;
+    await startDev();
+    replica = await spawnGateway(sharedEnv());
+    const after = (await audit('?limit=500')).items;
+    expect(after.map((e) => e.id)).toEqual(before.map((e) => e.id));
+    // And the trail goes on: a key created now is recorded after the restart.
+    const k = await newKey();
+    const page = await eventually('a new event', async () => {
+      const p = await audit(`?keyId=${k.id}`);
+      return p.items.length > 0 ? p.items : undefined;
+    });
+    expect(page[0]?.action).toBe('key.created');
+  });
+});

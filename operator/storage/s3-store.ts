@@ -1,4 +1,5 @@
-import { GetObjectCommand, ListObjectsV2Command, S3Client, S3ServiceException } from '@aws-sdk/client-s3';
+import type { S3Client} from '@aws-sdk/client-s3';
+import { GetObjectCommand, ListObjectsV2Command, S3ServiceException } from '@aws-sdk/client-s3';
 import type { Readable } from 'node:stream';
 import { TollgateError } from '../../common/errors.js';
 import type { ObjectStore, StoredObject } from './object-store.js';

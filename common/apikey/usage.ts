@@ -129,3 +129,45 @@ export async function readUsageSeries(
   }
   return { perMinute, perHour, topEndpoints };
 }
+
+/**
+ * Requests per hour over the last `hours` hours for each key, oldest first: the panel's small
+ * chart per row. One pipeline of HMGETs on the hour hashes (one or two months per key).
+ */
+export async function readRecentHours(
+  redis: Redis,
+  ids: readonly string[],
+  hours = 24,
+  nowMs = Date.now(),
+): Promise<Map<string, number[]>> {
+  const out = new Map<string, number[]>();
+  if (ids.length === 0) return out;
+  const first = Math.floor(nowMs / HOUR) * HOUR - (hours - 1) * HOUR;
+  const buckets = Array.from({ length: hours }, (_, i) => usageBuckets(first + i * HOUR));
+  const months = [...new Set(buckets.map((b) => b.month))];
+  const pipeline = redis.pipeline();
+  for (const id of ids) {
+    for (const month of months) {
+      const fields = buckets.filter((b) => b.month === month).map((b) => `${b.hourOfMonth}r`);
+      pipeline.hmget(redisKeys.keyUsageHours(id, month), ...fields);
+    }
+  }
+  let results: Array<[Error | null, unknown]> | null;
+  try {
+    results = await pipeline.exec();
+  } catch (cause) {
+    throw redisUnavailable(cause, USAGE_UNREADABLE);
+  }
+  const failed = results?.find(([err]) => err !== null)?.[0];
+  if (results === null || failed) throw redisUnavailable(failed, USAGE_UNREADABLE);
+  ids.forEach((id, i) => {
+    const values = months.flatMap(
+      (_, m) => (results[i * months.length + m]?.[1] ?? []) as Array<string | null>,
+    );
+    out.set(
+      id,
+      values.map((v) => Number(v ?? 0)),
+    );
+  });
+  return out;
+}

@@ -1,7 +1,7 @@
 import type { RequestHandler } from 'express';
 import { z } from 'zod';
 import { MAX_PAGE_SIZE } from '../../../common/apikey/store.js';
-import { readKeyUsage } from '../../../common/apikey/usage.js';
+import { readKeyUsage, readRecentHours } from '../../../common/apikey/usage.js';
 import { apiKeyId } from '../../../common/resources/apikey.js';
 import { callerOf } from '../../auth/oidc.js';
 import type { ManagementDeps } from '../deps.js';
@@ -29,8 +29,16 @@ export function listKeys(deps: ManagementDeps): RequestHandler {
   return async (req, res) => {
     const query = validate(querySchema, req.query, 'query');
     const page = await deps.store.list(callerOf(res).subject, query);
-    const usage = await readKeyUsage(deps.redis, page.items.map(apiKeyId));
-    const items = page.items.map((k) => toApiKeyView(k, usage.get(apiKeyId(k))));
+    const ids = page.items.map(apiKeyId);
+    const [usage, recent] = await Promise.all([
+      readKeyUsage(deps.redis, ids),
+      readRecentHours(deps.redis, ids),
+    ]);
+    // Each row's small chart: requests per hour over the last day, oldest first.
+    const items = page.items.map((k) => ({
+      ...toApiKeyView(k, usage.get(apiKeyId(k))),
+      requestsPerHour: recent.get(apiKeyId(k)) ?? [],
+    }));
     res.json(page.nextCursor === undefined ? { items } : { items, nextCursor: page.nextCursor });
   };
 }

@@ -7,6 +7,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { Redis } from 'ioredis';
 import type { Browser, Page } from 'playwright-core';
 import type { RoleCatalogue } from '../../../common/apikey/roles.js';
@@ -76,7 +77,15 @@ beforeAll(async () => {
   gatewayBase = `http://127.0.0.1:${port}`;
   const config = loadGatewayConfig({
     env: {},
-    overrides: { redisUrl: r.url, port, host: '127.0.0.1', upstreams: { datasets: upstreamUrl } },
+    overrides: {
+      redisUrl: r.url,
+      port,
+      host: '127.0.0.1',
+      upstreams: { datasets: upstreamUrl },
+      // The audit trail beside the manifests, as `tollgate dev` keeps it.
+      auditUri: pathToFileURL(join(stateDir, 'audit')).href,
+      usageFlushMs: 100,
+    },
   });
   const management = ({ roles, audit }: { roles: RoleCatalogue; audit: AuditLog }) =>
     createManagement({
@@ -465,5 +474,111 @@ describe('management panel', () => {
     const viaGateway = await fetch(`${gatewayBase}/panel/js/main.js`);
     expect(viaGateway.status).toBe(200);
     expect(viaGateway.headers.get('content-type')).toMatch(/javascript/);
+  });
+});
+
+describe('rotation, usage and the audit trail in the panel', () => {
+  let carol: Page;
+  let oldKey: string;
+  let newKey: string;
+
+  const row = (page: Page, text: string) => page.locator('#keys-body tr', { hasText: text });
+
+  it('rolls a key from its row: the new key is shown once, both are listed, linked, and the old one stops', async () => {
+    carol = await openPanel('carol');
+    oldKey = await createKeyThroughDialog(carol, {
+      module: 'platform',
+      roles: ['viewer'],
+      name: 'nightly job',
+    });
+    await closeReveal(carol);
+    await rows(carol).first().waitFor();
+    const oldId = await row(carol, 'nightly job').getAttribute('data-key-id');
+
+    await row(carol, 'nightly job')
+      .getByRole('button', { name: /Roll key nightly job/ })
+      .click();
+    const dialog = carol.getByRole('dialog', { name: 'Roll this key?' });
+    await dialog.waitFor();
+    await dialog.getByLabel('Keep the old key working for').selectOption('0');
+    await carol.screenshot({ path: '/tmp/panel-roll.png' });
+    await dialog.getByRole('button', { name: 'Roll key' }).click();
+    const reveal = carol.getByRole('dialog', { name: 'Your new API key' });
+    await reveal.waitFor();
+    newKey = await reveal.getByLabel('API key').inputValue();
+    expect(newKey).toMatch(/^tgp_/);
+    expect(newKey).not.toBe(oldKey);
+    await closeReveal(carol);
+    expect(await pageContents(carol)).not.toContain(newKey);
+
+    // Both rows, the new one naming the key it replaces, the old one stopped and not rollable.
+    await rows(carol).nth(1).waitFor();
+    const oldRow = carol.locator(`#keys-body tr[data-key-id="${oldId ?? ''}"]`);
+    await expect(oldRow.getAttribute('data-state')).resolves.toBe('expired');
+    expect(await oldRow.innerText()).toMatch(/Rolled, stopped/);
+    expect(await oldRow.getByRole('button', { name: /Roll key/ }).count()).toBe(0);
+    const newRow = carol.locator('#keys-body tr[data-state="active"]', { hasText: 'nightly job' });
+    expect(await newRow.innerText()).toContain(`replaces ${(oldId ?? '').slice(0, 8)}`);
+
+    const refused = await callGateway('/events/platform/api/v1/datasets', oldKey);
+    expect(refused).toMatchObject({ status: 401, body: { code: 'rolled_api_key' } });
+    expect((await callGateway('/events/platform/api/v1/datasets', newKey)).status).toBe(200);
+  });
+
+  it("shows a key's usage in its row and, in its details, per minute, per hour, by endpoint, with its events", async () => {
+    for (let i = 0; i < 2; i++) {
+      expect((await callGateway('/events/platform/api/v1/datasets', newKey)).status).toBe(200);
+    }
+    // A refusal although the key exists: viewer may not write.
+    const denied = await fetch(`${gatewayBase}/events/platform/api/v1/datasets`, {
+      method: 'POST',
+      headers: { authorization: `Apikey ${newKey}`, 'content-type': 'application/json' },
+      body: '{}',
+    });
+    expect(denied.status).toBe(403);
+    await new Promise((r) => setTimeout(r, 300));
+    await carol.reload();
+    const newRow = carol.locator('#keys-body tr[data-state="active"]', { hasText: 'nightly job' });
+    await newRow.waitFor();
+    await newRow.getByRole('img', { name: '3 requests in the last 24 hours' }).waitFor();
+
+    await newRow.getByRole('button', { name: /Details of key nightly job/ }).click();
+    const details = carol.getByRole('dialog', { name: 'nightly job' });
+    await details.waitFor();
+    await details.getByText('3 (1 refused)').waitFor();
+    await details.getByText('GET /events/platform/api/v1/datasets').waitFor();
+    // One bar group per minute that saw calls, its figures in its title.
+    const minute = details.locator('#details-minutes svg g');
+    await expect(minute.count()).resolves.toBe(1);
+    expect(await minute.locator('title').textContent()).toMatch(/3 requests, 1 refused/);
+    await expect(details.locator('#details-hours svg g').count()).resolves.toBe(1);
+    await details.locator('#details-events li[data-action="key.refused"]').waitFor();
+    expect(await details.locator('#details-events').innerText()).toMatch(/Created by carol/);
+    await carol.screenshot({ path: '/tmp/panel-details.png' });
+    await details.getByRole('button', { name: 'Close' }).click();
+    await details.waitFor({ state: 'hidden' });
+  });
+
+  it('lists the audit trail of the signed-in user, filtered by event', async () => {
+    await carol.getByRole('link', { name: 'Audit log' }).click();
+    await carol.getByRole('heading', { name: 'Audit log' }).waitFor();
+    await carol.locator('#audit-body tr[data-action="key.rolled"]').waitFor();
+    const all = await carol.locator('#audit-body tr').count();
+    expect(all).toBeGreaterThanOrEqual(4);
+    await carol.getByLabel('Event').selectOption('key.rolled');
+    await carol.getByText('1 event', { exact: true }).waitFor();
+    expect(await carol.locator('#audit-body tr').first().innerText()).toMatch(/Rolled[\s\S]*carol/);
+    await carol.screenshot({ path: '/tmp/panel-audit.png' });
+    // Never a key on the page.
+    const contents = await pageContents(carol);
+    expect(contents).not.toContain(oldKey);
+    expect(contents).not.toContain(newKey);
+
+    // Another user's audit log holds none of carol's events.
+    const dave = await openPanel('dave');
+    await dave.getByRole('link', { name: 'Audit log' }).click();
+    await dave.getByText('No events').waitFor();
+    await dave.context().close();
+    await carol.context().close();
   });
 });

@@ -6,7 +6,19 @@ import { getToken } from './auth.js';
 /**
  * @typedef {'bda' | 'platform'} Module
  * @typedef {{ id: string; start: string; module: Module; roles: string[]; name?: string;
- *   createdAt: string; lastUsed?: string; expiresAt?: string; requestCount?: number }} KeySummary
+ *   createdAt: string; lastUsed?: string; expiresAt?: string; requestCount?: number;
+ *   refusalCount?: number; state?: 'active' | 'rolled' | 'expired'; rolledFrom?: string;
+ *   rolled?: { to: string; at: string; graceEndsAt: string }; allowedCidrs?: string[];
+ *   requestsPerHour?: number[] }} KeySummary
+ * @typedef {KeySummary & { key: string; rolled: KeySummary }} RolledKey the roll answer: the new
+ *   key (its value sent once) and the old one as it is now
+ * @typedef {{ at: string; requests: number; refusals: number }} UsagePoint
+ * @typedef {{ id: string; requestCount: number; refusalCount: number; lastUsed?: string;
+ *   perMinute: UsagePoint[]; perHour: UsagePoint[];
+ *   topEndpoints: Array<{ endpoint: string; requests: number }> }} KeyUsage
+ * @typedef {{ id: string; at: string; action: string; keyId: string; actor: string;
+ *   address?: string; detail?: Record<string, string | number> }} AuditEvent
+ * @typedef {{ items: AuditEvent[]; nextCursor?: string }} AuditPage
  * @typedef {KeySummary & { key: string }} CreatedKey the create answer: the key value, sent once
  * @typedef {{ module: Module; roles: string[]; name?: string; expiresAt?: string }} CreateRequest
  * @typedef {{ id: string; description?: string }} RoleChoice
@@ -109,4 +121,37 @@ export async function deleteKey(id) {
  */
 export async function listModules() {
   return /** @type {{ modules: ModuleChoice[] }} */ (await call('GET', 'modules'));
+}
+
+/**
+ * Rolls a key: a new key with the same grant; the old one works for `gracePeriodSeconds` more.
+ * @param {string} id
+ * @param {number} gracePeriodSeconds
+ * @returns {Promise<RolledKey>}
+ */
+export async function rollKey(id, gracePeriodSeconds) {
+  return /** @type {RolledKey} */ (
+    await call('POST', `apikeys/${encodeURIComponent(id)}/roll`, { body: { gracePeriodSeconds } })
+  );
+}
+
+/**
+ * @param {string} id
+ * @returns {Promise<KeyUsage>}
+ */
+export async function keyUsage(id) {
+  return /** @type {KeyUsage} */ (await call('GET', `apikeys/${encodeURIComponent(id)}/usage`));
+}
+
+/**
+ * One page of the audit trail of the caller's keys, newest first.
+ * @param {{ keyId?: string; action?: string; cursor?: string; limit?: number }} [options]
+ * @returns {Promise<AuditPage>}
+ */
+export async function listAudit({ keyId, action, cursor, limit } = {}) {
+  return /** @type {AuditPage} */ (
+    await call('GET', 'audit', {
+      query: { keyId, action, cursor, limit: limit === undefined ? undefined : String(limit) },
+    })
+  );
 }

@@ -1,5 +1,7 @@
-// The "API keys" page: the caller's keys in a table, a server-side search, paging and delete.
+// The "API keys" page: the caller's keys in a table with a day's usage per row, a server-side
+// search, paging, and the actions on a key (details, roll, delete).
 import { listKeys } from './api.js';
+import { sparkline } from './chart.js';
 import { $, el, debounce } from './dom.js';
 import { formatDate, formatDateTime, formatRelative } from './format.js';
 
@@ -8,9 +10,10 @@ import { formatDate, formatDateTime, formatRelative } from './format.js';
 const SEARCH_DELAY_MS = 250;
 
 /**
- * @param {{ onError: (error: unknown) => void; onDelete: (key: KeySummary) => void }} handlers
+ * @param {{ onError: (error: unknown) => void; onDelete: (key: KeySummary) => void;
+ *   onRoll: (key: KeySummary) => void; onDetails: (key: KeySummary) => void }} handlers
  */
-export function createKeysPage({ onError, onDelete }) {
+export function createKeysPage({ onError, onDelete, onRoll, onDetails }) {
   const body = $('keys-body');
   const table = $('keys-table');
   const empty = $('keys-empty');
@@ -62,18 +65,75 @@ export function createKeysPage({ onError, onDelete }) {
     count.hidden = keys.length === 0 && !searching;
   }
 
+  /**
+   * @param {string} text
+   * @param {string} label
+   * @param {() => void} action
+   */
+  function actionButton(text, label, action) {
+    const button = el('button', {
+      className: 'btn btn-icon btn-small',
+      text,
+      attrs: { type: 'button', 'aria-label': label },
+    });
+    button.addEventListener('click', action);
+    return button;
+  }
+
+  /** @param {KeySummary} key */
+  function stateCell(key) {
+    if (key.state === 'rolled' && key.rolled) {
+      return el('time', {
+        className: 'rolled',
+        text: `Rolled · stops ${formatRelative(key.rolled.graceEndsAt)}`,
+        attrs: {
+          datetime: key.rolled.graceEndsAt,
+          title: `Replaced by ${key.rolled.to}; works until ${formatDateTime(key.rolled.graceEndsAt)}`,
+        },
+      });
+    }
+    const ends = key.rolled?.graceEndsAt ?? key.expiresAt;
+    if (key.state === 'expired' && ends) {
+      return el('time', {
+        className: 'expired',
+        text: key.rolled ? `Rolled, stopped ${formatDate(ends)}` : `Expired ${formatDate(ends)}`,
+        attrs: { datetime: ends, title: formatDateTime(ends) },
+      });
+    }
+    return key.expiresAt
+      ? el('time', {
+          text: formatDate(key.expiresAt),
+          attrs: { datetime: key.expiresAt, title: formatDateTime(key.expiresAt) },
+        })
+      : el('span', { className: 'muted', text: 'Never' });
+  }
+
+  /** @param {KeySummary} key */
+  function usageCell(key) {
+    const hours = key.requestsPerHour ?? [];
+    const day = hours.reduce((n, v) => n + v, 0);
+    return el('div', { className: 'usage-cell' }, [
+      sparkline(hours, { label: `${day} requests in the last 24 hours` }),
+      el('span', { className: 'muted usage-total', text: `${day}` }),
+    ]);
+  }
+
   /** @param {KeySummary} key */
   function row(key) {
-    const expired = key.expiresAt !== undefined && new Date(key.expiresAt).getTime() <= Date.now();
     const label = key.name || 'Unnamed key';
-    const remove = el('button', {
-      className: 'btn btn-icon btn-small',
-      text: 'Delete',
-      attrs: { type: 'button', 'aria-label': `Delete key ${label} (${key.start}…)` },
-    });
-    remove.addEventListener('click', () => onDelete(key));
-    return el('tr', { attrs: { 'data-key-id': key.id } }, [
-      el('td', {}, [el('span', { className: key.name ? 'key-name' : 'key-name unnamed', text: label })]),
+    const named = `${label} (${key.start}…)`;
+    const actions = [actionButton('Details', `Details of key ${named}`, () => onDetails(key))];
+    // A rolled or expired key cannot be rolled again; it can still be looked at and deleted.
+    if ((key.state ?? 'active') === 'active')
+      actions.push(actionButton('Roll', `Roll key ${named}`, () => onRoll(key)));
+    actions.push(actionButton('Delete', `Delete key ${named}`, () => onDelete(key)));
+    return el('tr', { attrs: { 'data-key-id': key.id, 'data-state': key.state ?? 'active' } }, [
+      el('td', {}, [
+        el('span', { className: key.name ? 'key-name' : 'key-name unnamed', text: label }),
+        ...(key.rolledFrom
+          ? [el('span', { className: 'muted link-note', text: ` replaces ${key.rolledFrom.slice(0, 8)}…` })]
+          : []),
+      ]),
       el('td', { className: 'mono', text: `${key.start}…` }),
       el('td', {}, [el('span', { className: `badge badge-${key.module}`, text: key.module })]),
       el(
@@ -95,16 +155,9 @@ export function createKeysPage({ onError, onDelete }) {
             })
           : el('span', { className: 'muted', text: 'Never' }),
       ]),
-      el('td', {}, [
-        key.expiresAt
-          ? el('time', {
-              className: expired ? 'expired' : '',
-              text: expired ? `Expired ${formatDate(key.expiresAt)}` : formatDate(key.expiresAt),
-              attrs: { datetime: key.expiresAt, title: formatDateTime(key.expiresAt) },
-            })
-          : el('span', { className: 'muted', text: 'Never' }),
-      ]),
-      el('td', { className: 'row-actions' }, [remove]),
+      el('td', {}, [usageCell(key)]),
+      el('td', {}, [stateCell(key)]),
+      el('td', { className: 'row-actions' }, actions),
     ]);
   }
 

@@ -3,11 +3,14 @@
 // banner; a refused token sends the user back to the sign-in box with the server's reason.
 import { ApiError } from './api.js';
 import { clearToken, displayName, getToken, setToken, takeTokenFromUrl } from './auth.js';
+import { createAuditPage } from './audit-page.js';
 import { createCreateDialog } from './create-dialog.js';
 import { createDeleteDialog } from './delete-dialog.js';
+import { createDetailsDialog } from './details-dialog.js';
 import { $, messageOf, setFieldError, showBanner } from './dom.js';
 import { createKeysPage } from './keys-page.js';
 import { createRevealDialog } from './reveal-dialog.js';
+import { createRollDialog } from './roll-dialog.js';
 
 const banner = $('banner');
 const bannerText = $('banner-text');
@@ -21,8 +24,40 @@ function showError(error) {
   showBanner(banner, bannerText, messageOf(error));
 }
 
-const page = createKeysPage({ onError: showError, onDelete: (key) => deleteDialog.open(key) });
+const page = createKeysPage({
+  onError: showError,
+  onDelete: (key) => deleteDialog.open(key),
+  onRoll: (key) => rollDialog.open(key),
+  onDetails: (key) => void detailsDialog.open(key),
+});
+const auditPage = createAuditPage({ onError: showError });
 const reveal = createRevealDialog();
+const rollDialog = createRollDialog({
+  onRolled: (rolled) => {
+    showBanner(banner, bannerText, null);
+    reveal.show(rolled);
+    page.reload();
+  },
+  onAuthError: showError,
+});
+const detailsDialog = createDetailsDialog({ onAuthError: showError });
+
+/** The page the address names (`#keys`, `#audit`); keys when it names none. */
+function currentPage() {
+  return location.hash === '#audit' ? 'audit' : 'keys';
+}
+
+function showPage() {
+  const name = currentPage();
+  $('keys-page').hidden = name !== 'keys';
+  $('audit-page').hidden = name !== 'audit';
+  for (const link of document.querySelectorAll('.nav-item')) {
+    if (link.getAttribute('data-page') === name) link.setAttribute('aria-current', 'page');
+    else link.removeAttribute('aria-current');
+  }
+  if (name === 'audit') auditPage.reload();
+  else page.reload();
+}
 const createDialog = createCreateDialog({
   onCreated: (created) => {
     showBanner(banner, bannerText, null);
@@ -39,18 +74,18 @@ const deleteDialog = createDeleteDialog({
 function signedIn() {
   const token = getToken() ?? '';
   $('sign-in').hidden = true;
-  $('keys-page').hidden = false;
   const who = displayName(token);
   $('whoami').textContent = who ? `Signed in as ${who}` : 'Signed in';
   $('whoami').hidden = false;
   $('sign-out').hidden = false;
-  page.reload();
+  showPage();
 }
 
 /** @param {string} [message] why the user is signed out, shown in the banner */
 function signOut(message) {
   clearToken();
   $('keys-page').hidden = true;
+  $('audit-page').hidden = true;
   $('whoami').hidden = true;
   $('sign-out').hidden = true;
   $('sign-in').hidden = false;
@@ -76,6 +111,9 @@ $('sign-in-form').addEventListener('submit', (event) => {
 });
 
 $('sign-out').addEventListener('click', () => signOut());
+window.addEventListener('hashchange', () => {
+  if (getToken()) showPage();
+});
 $('banner-close').addEventListener('click', () => showBanner(banner, bannerText, null));
 $('create-open').addEventListener('click', () => createDialog.open());
 

@@ -575,10 +575,10 @@ describe('rotation, usage and the audit trail in the panel', () => {
     expect(contents).not.toContain(newKey);
 
     // Another user's audit log holds none of carol's events.
-    const dave = await openPanel('dave');
-    await dave.getByRole('link', { name: 'Audit log' }).click();
-    await dave.getByText('No events').waitFor();
-    await dave.context().close();
+    const frank = await openPanel('frank');
+    await frank.getByRole('link', { name: 'Audit log' }).click();
+    await frank.getByText('No events').waitFor();
+    await frank.context().close();
     await carol.context().close();
   });
 });

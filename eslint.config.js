@@ -3,7 +3,7 @@ import globals from 'globals';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/', 'node_modules/', '.venv/', 'coverage/'] },
+  { ignores: ['dist/', 'node_modules/', '.venv/', '.venv-tools/', 'coverage/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

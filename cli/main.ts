@@ -1,3 +1,4 @@
+import { TOLLGATE_VERSION } from '../common/version.js';
 import { Command } from 'commander';
 
 /**
@@ -7,7 +8,7 @@ import { Command } from 'commander';
 const program = new Command()
   .name('tollgate')
   .description('Kubernetes-native API keys, a key-checking gateway, and V2 serving for scikit-learn models')
-  .version('0.1.0');
+  .version(TOLLGATE_VERSION);
 
 const commands: Record<string, () => Promise<{ register: (p: Command) => void }>> = {
   operator: () => import('./commands/operator.js'),

@@ -2,7 +2,9 @@ import express, { type RequestHandler, type Router } from 'express';
 import { TollgateError } from '../../common/errors.js';
 import { authenticateUser } from '../auth/oidc.js';
 import { expressErrorHandler } from '../http/errors.js';
+import { TOLLGATE_VERSION } from '../../common/version.js';
 import type { ManagementDeps } from './deps.js';
+import { openApiDocument } from './openapi.js';
 import { createKey } from './routes/create-key.js';
 import { deleteKey } from './routes/delete-key.js';
 import { getKey } from './routes/get-key.js';
@@ -36,6 +38,17 @@ export function createManagementRouter(deps: ManagementDeps): Router {
     res.set('Cache-Control', 'no-store');
     next();
   });
+  // The contract is public: a client generator or a fuzzer reads it before it has a token.
+  const contract = openApiDocument({
+    maxRollGraceSeconds: deps.maxRollGraceSeconds,
+    version: TOLLGATE_VERSION,
+  });
+  router
+    .route('/openapi.json')
+    .get((_req, res) => {
+      res.json(contract);
+    })
+    .all(methodNotAllowed('GET'));
   router.use(authenticateUser(deps.verifyToken));
   router
     .route('/apikeys')

@@ -1,28 +1,89 @@
+import { z } from 'zod';
 import type { KeyUsage } from '../../common/apikey/usage.js';
-import { apiKeyId, stopsAt, type ApiKey } from '../../common/resources/apikey.js';
-import type { Module, RateLimit } from '../../common/resources/grant.js';
+import {
+  apiKeyId,
+  KEY_ID_PATTERN,
+  rateLimitSchema,
+  stopsAt,
+  type ApiKey,
+} from '../../common/resources/apikey.js';
+
+/**
+ * What the management API answers, as zod schemas: the handlers build these shapes, and the
+ * OpenAPI document (openapi.ts) is generated from them, so the contract and the code are one.
+ */
+const dateTime = z.iso.datetime({ offset: true });
 
 /** A key as the management API shows it: never the hash, never the key. */
-export interface ApiKeyView {
-  id: string;
-  name?: string;
-  start: string;
-  module: Module;
-  roles: string[];
-  createdAt?: string;
-  lastUsed?: string;
-  requestCount: number;
-  expiresAt?: string;
-  rateLimit?: RateLimit;
-  allowedCidrs?: string[];
-  /** The key this one replaced, when it was made by a roll. */
-  rolledFrom?: string;
-  /** Set once the key was rolled: the key that replaced it and the end of its grace period. */
-  rolled?: { to: string; at: string; graceEndsAt: string };
-  refusalCount: number;
-  /** `rolled` while its grace period runs; `expired` once refused for its expiry or its grace end. */
-  state: 'active' | 'rolled' | 'expired';
-}
+export const apiKeyViewSchema = z.object({
+  id: z.string().regex(KEY_ID_PATTERN),
+  name: z.string().optional(),
+  start: z.string().describe('The first 8 characters of the key'),
+  module: z.enum(['bda', 'platform']),
+  roles: z.array(z.string()),
+  createdAt: dateTime.optional(),
+  lastUsed: dateTime.optional(),
+  requestCount: z.int().min(0),
+  refusalCount: z.int().min(0).describe('Calls refused although the key exists'),
+  expiresAt: dateTime.optional(),
+  rateLimit: rateLimitSchema.optional(),
+  allowedCidrs: z.array(z.string()).optional(),
+  rolledFrom: z.string().optional().describe('The key this one replaced, when it was made by a roll'),
+  rolled: z
+    .object({ to: z.string(), at: dateTime, graceEndsAt: dateTime })
+    .optional()
+    .describe('Set once the key was rolled: the key that replaced it and the end of its grace period'),
+  state: z
+    .enum(['active', 'rolled', 'expired'])
+    .describe('rolled while its grace period runs; expired once past its expiry or its grace end'),
+});
+export type ApiKeyView = z.infer<typeof apiKeyViewSchema>;
+
+export const keyPageSchema = z.object({
+  items: z.array(
+    apiKeyViewSchema.extend({
+      requestsPerHour: z
+        .array(z.int().min(0))
+        .describe('Requests per hour over the last 24 hours, oldest first'),
+    }),
+  ),
+  nextCursor: z.string().optional(),
+});
+
+export const createdKeySchema = apiKeyViewSchema.extend({
+  key: z.string().describe('The key itself: shown in this answer only, never again'),
+});
+
+export const rolledKeySchema = createdKeySchema.extend({
+  rolled: apiKeyViewSchema.describe('The old key, as it is after the roll'),
+});
+
+const usagePointSchema = z.object({ at: dateTime, requests: z.int().min(0), refusals: z.int().min(0) });
+export const keyUsageSchema = z.object({
+  id: z.string(),
+  requestCount: z.int().min(0),
+  refusalCount: z.int().min(0),
+  lastUsed: dateTime.optional(),
+  perMinute: z.array(usagePointSchema).describe('The last 24 hours, oldest first'),
+  perHour: z.array(usagePointSchema).describe('The last 30 days, oldest first'),
+  topEndpoints: z.array(z.object({ endpoint: z.string(), requests: z.int().min(0) })),
+});
+
+export const modulesSchema = z.object({
+  modules: z.array(
+    z.object({
+      module: z.enum(['bda', 'platform']),
+      description: z.string(),
+      roles: z.array(z.object({ id: z.string(), description: z.string().optional() })),
+    }),
+  ),
+});
+
+export const errorSchema = z.object({
+  error: z.string().describe('What went wrong and what to do about it'),
+  code: z.string().describe('Stable, machine-readable'),
+  field: z.string().optional().describe('The request field at fault'),
+});
 
 const later = (a: string | undefined, b: string | undefined): string | undefined =>
   a === undefined ? b : b === undefined ? a : Date.parse(a) >= Date.parse(b) ? a : b;

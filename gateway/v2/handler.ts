@@ -1,3 +1,4 @@
+import { TOLLGATE_VERSION } from '../../common/version.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { pipeline } from 'node:stream/promises';
 import type { Dispatcher } from 'undici';
@@ -53,7 +54,7 @@ export const centralPlacement = (s: GatewayServices): V2Placement => ({
 const MAX_ERROR_BODY = 256 * 1024;
 
 /** GET /v2: the protocol's server metadata (open, like health). */
-const SERVER_METADATA = { name: 'tollgate', version: '0.1.0', extensions: [] };
+const SERVER_METADATA = { name: 'tollgate', version: TOLLGATE_VERSION, extensions: [] };
 
 const notFound = (message: string): TollgateError => new TollgateError('unknown_endpoint', message);
 

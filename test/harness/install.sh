@@ -35,6 +35,8 @@ MINIO_TIME=2025-09-07T16:13:09Z # the same release, as MinIO's own version strin
 MINIO_COMMIT=07c3a429bfed       # from the pseudo-version in go/minio/go.mod
 requirements="$root/images/mlserver"
 VENV_KEY=$(cat "$requirements/requirements.txt" "$requirements/requirements.lock" | sha256sum | cut -c1-12)
+tools="$here/tools"
+TOOLS_KEY=$(cat "$tools/requirements.txt" "$tools/requirements.lock" | sha256sum | cut -c1-12)
 
 log() { printf '[install] %s\n' "$*" >&2; }
 
@@ -104,6 +106,19 @@ need_venv() {
   ln -sfn "$venv" "$root/.venv"
 }
 
+# Test tools (schemathesis) in a venv of their own: the MLServer venv mirrors the runtime image.
+need_tools_venv() {
+  local venv="$cache/tools-venv-$TOOLS_KEY"
+  if [ ! -f "$venv/.complete" ]; then
+    log "creating the test tools venv (schemathesis) at $venv"
+    rm -rf "$venv"
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install -q -r "$tools/requirements.txt" -c "$tools/requirements.lock"
+    touch "$venv/.complete"
+  fi
+  ln -sfn "$venv" "$root/.venv-tools"
+}
+
 apt_install() {
   local sudo=""
   [ "$(id -u)" = 0 ] || sudo=sudo
@@ -158,15 +173,16 @@ case "$what" in
   apt) need_apt ;;
   go) need_go ;;
   venv) need_venv ;;
+  tools) need_tools_venv ;;
   cluster) need_cluster ;;
   # The venv (mostly downloads) is made while the Go builds (mostly CPU) run.
   all)
     need_apt
-    need_venv &
+    { need_venv && need_tools_venv; } &
     venv_pid=$!
     need_go
     need_cluster
     wait "$venv_pid" || { log "creating the venv failed"; exit 1; }
     ;;
-  *) echo "usage: install.sh [all|apt|go|venv|cluster]" >&2; exit 2 ;;
+  *) echo "usage: install.sh [all|apt|go|venv|tools|cluster]" >&2; exit 2 ;;
 esac

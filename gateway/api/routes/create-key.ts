@@ -18,48 +18,60 @@ import { toApiKeyView } from '../views.js';
 // Printable text only: a name is shown in the panel and in `kubectl get`.
 const PRINTABLE = /^[^\p{Cc}\p{Cf}\p{Zl}\p{Zp}]*$/u;
 
-const bodySchema = z.strictObject({
-  module: z.enum(['bda', 'platform'], { error: 'module must be "bda" or "platform"' }),
-  roles: z
-    .array(
-      z
-        .string({ error: 'each role is a string' })
-        .min(1, 'a role cannot be empty')
-        .max(128, 'a role is at most 128 characters'),
+export const createKeyBodySchema = z
+  .strictObject({
+    module: z.enum(['bda', 'platform'], { error: 'module must be "bda" or "platform"' }),
+    roles: z
+      .array(
+        z
+          .string({ error: 'each role is a string' })
+          .min(1, 'a role cannot be empty')
+          .max(128, 'a role is at most 128 characters'),
+        {
+          error: 'roles must be an array of role names, e.g. ["viewer"]',
+        },
+      )
+      .min(1, 'choose at least one role')
+      .max(32, 'a key has at most 32 roles'),
+    name: z
+      .string({ error: 'name must be a string' })
+      .trim()
+      .min(1, 'name cannot be blank; leave it out for an unnamed key')
+      .max(100, 'name is at most 100 characters')
+      .regex(PRINTABLE, 'name cannot hold control characters')
+      .optional(),
+    expiresAt: z.iso
+      .datetime({
+        offset: true,
+        error: 'expiresAt must be an ISO 8601 date-time with a time zone, e.g. 2030-01-31T23:59:59Z',
+      })
+      .optional(),
+    rateLimit: rateLimitSchema.optional(),
+    allowedCidrs: z
+      .array(
+        z
+          .string({ error: 'each allowedCidrs entry is a string' })
+          .max(49, 'a CIDR is at most 49 characters')
+          .refine(isCidr, 'each allowedCidrs entry must be a CIDR such as 10.0.0.0/8 or 2001:db8::/32'),
+        { error: 'allowedCidrs must be an array of CIDRs, e.g. ["10.0.0.0/8"]' },
+      )
+      .min(1, 'allowedCidrs lists at least one network; leave it out to allow any')
+      .max(32, 'a key has at most 32 allowedCidrs')
+      .refine((l) => new Set(l).size === l.length, 'allowedCidrs lists a network twice; list each once')
+      .optional(),
+  })
+  .meta({
+    examples: [
+      { module: 'platform', roles: ['viewer'], name: 'nightly export' },
       {
-        error: 'roles must be an array of role names, e.g. ["viewer"]',
+        module: 'platform',
+        roles: ['viewer'],
+        allowedCidrs: ['10.0.0.0/8'],
+        rateLimit: { requests: 100, windowSeconds: 60 },
       },
-    )
-    .min(1, 'choose at least one role')
-    .max(32, 'a key has at most 32 roles'),
-  name: z
-    .string({ error: 'name must be a string' })
-    .trim()
-    .min(1, 'name cannot be blank; leave it out for an unnamed key')
-    .max(100, 'name is at most 100 characters')
-    .regex(PRINTABLE, 'name cannot hold control characters')
-    .optional(),
-  expiresAt: z.iso
-    .datetime({
-      offset: true,
-      error: 'expiresAt must be an ISO 8601 date-time with a time zone, e.g. 2030-01-31T23:59:59Z',
-    })
-    .optional(),
-  rateLimit: rateLimitSchema.optional(),
-  allowedCidrs: z
-    .array(
-      z
-        .string({ error: 'each allowedCidrs entry is a string' })
-        .max(49, 'a CIDR is at most 49 characters')
-        .refine(isCidr, 'each allowedCidrs entry must be a CIDR such as 10.0.0.0/8 or 2001:db8::/32'),
-      { error: 'allowedCidrs must be an array of CIDRs, e.g. ["10.0.0.0/8"]' },
-    )
-    .min(1, 'allowedCidrs lists at least one network; leave it out to allow any')
-    .max(32, 'a key has at most 32 allowedCidrs')
-    .refine((l) => new Set(l).size === l.length, 'allowedCidrs lists a network twice; list each once')
-    .optional(),
-});
-type CreateKeyBody = z.output<typeof bodySchema>;
+    ],
+  });
+type CreateKeyBody = z.output<typeof createKeyBodySchema>;
 
 /** POST /apikeys: creates a key; the answer carries the key value, the only time it is ever sent. */
 export function createKey(deps: ManagementDeps): RequestHandler {
@@ -70,7 +82,7 @@ export function createKey(deps: ManagementDeps): RequestHandler {
         'send the new key as JSON with "Content-Type: application/json"',
       );
     }
-    const body = validate(bodySchema, req.body, 'body');
+    const body = validate(createKeyBodySchema, req.body, 'body');
     const owner = callerOf(res).subject;
     await checkRoles(deps, owner, body);
     if (body.expiresAt !== undefined && Date.parse(body.expiresAt) <= Date.now()) {

@@ -3,14 +3,14 @@ import { TollgateError } from '../../../common/errors.js';
 import { KEY_ID_PATTERN } from '../../../common/resources/apikey.js';
 import { validate } from '../validate.js';
 
-const paramsSchema = z.object({
+export const keyIdParamsSchema = z.object({
   id: z
     .string()
     .regex(KEY_ID_PATTERN, 'a key id is 20 lowercase hexadecimal characters, as listed by GET /apikeys'),
 });
 
 /** The `{id}` of `/apikeys/{id}`, checked. */
-export const keyIdParam = (params: unknown): string => validate(paramsSchema, params, 'path').id;
+export const keyIdParam = (params: unknown): string => validate(keyIdParamsSchema, params, 'path').id;
 
 /** Another user's key is reported exactly like a key that does not exist, so ids do not leak. */
 export const keyNotFound = (id: string): TollgateError =>

@@ -1,7 +1,7 @@
 import type { RequestHandler } from 'express';
 import { z } from 'zod';
 import { KEY_ID_PATTERN } from '../../../common/resources/apikey.js';
-import { AUDIT_ACTIONS } from '../../audit/audit-log.js';
+import { AUDIT_ACTIONS, auditEventSchema } from '../../audit/audit-log.js';
 import { callerOf } from '../../auth/oidc.js';
 import type { ManagementDeps } from '../deps.js';
 import { validate } from '../validate.js';
@@ -50,3 +50,8 @@ export function listAudit(deps: ManagementDeps): RequestHandler {
     res.json(page);
   };
 }
+
+export const auditPageSchema = z.object({
+  items: z.array(auditEventSchema),
+  nextCursor: z.string().optional(),
+});

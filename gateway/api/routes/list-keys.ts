@@ -8,7 +8,7 @@ import type { ManagementDeps } from '../deps.js';
 import { validate } from '../validate.js';
 import { toApiKeyView } from '../views.js';
 
-const querySchema = z.strictObject({
+export const listKeysQuerySchema = z.strictObject({
   search: z.string().max(200, 'search is at most 200 characters').optional(),
   module: z.enum(['bda', 'platform'], { error: 'module must be "bda" or "platform"' }).optional(),
   limit: z.coerce
@@ -27,7 +27,7 @@ const querySchema = z.strictObject({
 /** GET /apikeys: one page of the caller's keys, newest first. */
 export function listKeys(deps: ManagementDeps): RequestHandler {
   return async (req, res) => {
-    const query = validate(querySchema, req.query, 'query');
+    const query = validate(listKeysQuerySchema, req.query, 'query');
     const page = await deps.store.list(callerOf(res).subject, query);
     const ids = page.items.map(apiKeyId);
     const [usage, recent] = await Promise.all([

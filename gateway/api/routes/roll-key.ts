@@ -20,7 +20,7 @@ import { keyIdParam, keyNotFound } from './key-id.js';
 /** Without a choice, the old key works one more day (or the gateway's maximum, if shorter). */
 export const DEFAULT_ROLL_GRACE_SECONDS = 86_400;
 
-const bodySchema = (maxGrace: number) =>
+export const rollKeyBodySchema = (maxGrace: number) =>
   z.strictObject({
     gracePeriodSeconds: z
       .int({ error: 'gracePeriodSeconds must be a whole number of seconds' })
@@ -128,7 +128,7 @@ async function markRolled(
   }
 }
 
-function readBody(req: Request, maxGrace: number): z.output<ReturnType<typeof bodySchema>> {
+function readBody(req: Request, maxGrace: number): z.output<ReturnType<typeof rollKeyBodySchema>> {
   const hasBody =
     Number(req.headers['content-length'] ?? 0) > 0 || req.headers['transfer-encoding'] !== undefined;
   // No body at all is a roll with the default grace.
@@ -139,7 +139,7 @@ function readBody(req: Request, maxGrace: number): z.output<ReturnType<typeof bo
       'send the roll options as JSON with "Content-Type: application/json", or send no body',
     );
   }
-  return validate(bodySchema(maxGrace), req.body, 'body');
+  return validate(rollKeyBodySchema(maxGrace), req.body, 'body');
 }
 
 function refuseRolled(key: ApiKey): void {

@@ -168,9 +168,16 @@ async function revocationLatency(
 
 export async function run(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'tollgate-bench-'));
-  const [upstreamPort, nginxPort, redisPort, gatewayPort, secondPort, barePort] = (await Promise.all(
-    Array.from({ length: 6 }, () => freePort()),
-  )) as [number, number, number, number, number, number];
+  const [upstreamPort, nginxPort, redisPort, gatewayPort, secondPort, barePort, plainPort] =
+    (await Promise.all(Array.from({ length: 7 }, () => freePort()))) as [
+      number,
+      number,
+      number,
+      number,
+      number,
+      number,
+      number,
+    ];
   try {
     start('upstream', process.execPath, ['-e', UPSTREAM], { PORT: String(upstreamPort) });
     start('redis', 'redis-server', throwawayRedisArgs(redisPort));
@@ -223,6 +230,15 @@ export async function run(): Promise<void> {
     await waitFor(gateway, auth);
     await waitFor(gateway, {}, 401);
 
+    // The same gateway counting totals only: what usage over time (per minute, per hour, per
+    // endpoint) costs is the distance between the two.
+    start('gateway, totals only', process.execPath, [cli, 'gateway', '--workers', String(WORKERS)], {
+      ...gatewayEnv(plainPort),
+      TOLLGATE_USAGE_SERIES: 'false',
+    });
+    const plain = `http://127.0.0.1:${plainPort}/events/bda/${workflow}/svc/`;
+    await waitFor(plain, auth);
+
     start('bare proxy', process.execPath, ['-e', BARE_PROXY], {
       PORT: String(barePort),
       UPSTREAM: `http://127.0.0.1:${upstreamPort}`,
@@ -241,9 +257,16 @@ export async function run(): Promise<void> {
       direct: { url: upstream, headers: {} },
       nginx: { url: nginx, headers: auth },
       gateway: { url: gateway, headers: auth },
+      plain: { url: plain, headers: auth },
       bare: { url: bare, headers: {} },
     };
-    const runs: Record<keyof typeof targets, Figures[]> = { direct: [], nginx: [], gateway: [], bare: [] };
+    const runs: Record<keyof typeof targets, Figures[]> = {
+      direct: [],
+      nginx: [],
+      gateway: [],
+      plain: [],
+      bare: [],
+    };
     for (const { url, headers } of Object.values(targets))
       await autocannon({ url, headers, connections: CONNECTIONS, duration: 2 });
     for (let round = 0; round < ROUNDS; round++) {
@@ -257,11 +280,19 @@ export async function run(): Promise<void> {
     const viaNginx = median(runs.nginx);
     const viaGateway = median(runs.gateway);
     const viaBare = median(runs.bare);
+    const viaPlain = median(runs.plain);
     console.log(`(a) upstream direct   ${fmt(direct)}`);
     console.log(`(b) nginx + key check ${fmt(viaNginx)}`);
     console.log(`(c) tollgate gateway  ${fmt(viaGateway)}`);
     console.log(
       `(d) bare node proxy   ${fmt(viaBare)}   (no checks: the floor of a Node proxy, for context)`,
+    );
+    console.log(
+      `(e) gateway, totals   ${fmt(viaPlain)}   (usageSeries off: no per-minute/hour/endpoint counting)`,
+    );
+    console.log(
+      `usage over time costs: gateway/gateway-with-totals-only ${(viaGateway.rps / viaPlain.rps).toFixed(3)} ` +
+        `(target >= 0.95; per round: ${runs.gateway.map((g, i) => (g.rps / (runs.plain[i]?.rps ?? NaN)).toFixed(3)).join(', ')})`,
     );
     console.log(
       `ratios: gateway/nginx ${(viaGateway.rps / viaNginx.rps).toFixed(2)} (target >= 0.40; per round: ` +

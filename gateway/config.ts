@@ -50,6 +50,11 @@ export const gatewayConfigSchema = z.strictObject({
    * request instead of racing a closing socket.
    */
   shutdownDrainMs: z.coerce.number().int().nonnegative().default(3_000),
+  /**
+   * Usage over time (requests and refusals per minute and hour, top endpoints) besides the totals.
+   * Off saves Redis memory on very many keys; `make bench` measures what it costs.
+   */
+  usageSeries: z.union([z.boolean(), z.enum(['true', 'false']).transform((v) => v === 'true')]).default(true),
   /** Usage figures (last used, request count) are batched and written this often. */
   usageFlushMs: z.coerce.number().int().positive().default(1_000),
   /**
@@ -113,6 +118,7 @@ const ENV: ReadonlyArray<readonly [string, keyof GatewayConfigInput]> = [
   ['TOLLGATE_SHUTDOWN_TIMEOUT_MS', 'shutdownTimeoutMs'],
   ['TOLLGATE_SHUTDOWN_DRAIN_MS', 'shutdownDrainMs'],
   ['TOLLGATE_USAGE_FLUSH_MS', 'usageFlushMs'],
+  ['TOLLGATE_USAGE_SERIES', 'usageSeries'],
   ['TOLLGATE_CACHE_ENTRIES', 'cacheEntries'],
   ['TOLLGATE_TRUSTED_PROXIES', 'trustedProxies'],
   ['TOLLGATE_MAX_ROLL_GRACE_SECONDS', 'maxRollGraceSeconds'],

@@ -103,7 +103,7 @@ export async function createGatewayServices(
       refusalIntervalMs: config.auditRefusalIntervalMs,
     },
   );
-  const usage = new UsageRecorder(redis, log, config.usageFlushMs);
+  const usage = new UsageRecorder(redis, log, config.usageFlushMs, config.usageSeries);
   const refused: RefusalSink = (grant, code, req) => {
     audit.refused(grant, code, req);
     usage.refused(grant.id);

@@ -31,6 +31,8 @@ export class UsageRecorder {
     private readonly redis: Redis,
     private readonly log: Logger,
     private readonly flushMs: number,
+    /** Off: totals and last use only (the gateway's usageSeries setting). */
+    private readonly series = true,
   ) {}
 
   /** An authorised call of `endpoint` (`POST /v2/models/m/infer`). */
@@ -38,6 +40,7 @@ export class UsageRecorder {
     const entry = this.entry(keyId);
     entry.count++;
     entry.lastUsedMs = Math.max(entry.lastUsedMs, nowMs);
+    if (!this.series) return;
     this.minute(entry, nowMs)[0]++;
     entry.endpoints.set(endpoint, (entry.endpoints.get(endpoint) ?? 0) + 1);
   }
@@ -46,7 +49,7 @@ export class UsageRecorder {
   refused(keyId: string, nowMs = Date.now()): void {
     const entry = this.entry(keyId);
     entry.refused++;
-    this.minute(entry, nowMs)[1]++;
+    if (this.series) this.minute(entry, nowMs)[1]++;
   }
 
   start(): void {

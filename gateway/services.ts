@@ -94,7 +94,7 @@ export async function createGatewayServices(
   metrics.trackCacheLive(() => invalidation.live);
   const roles = new RoleCatalogue({ resources: Object.keys(config.upstreams), roles: config.roles });
   const audit = new AuditLog(
-    config.auditUri === undefined ? undefined : openSegmentStore(config.auditUri, process.env),
+    config.auditUri === undefined ? undefined : await openSegmentStore(config.auditUri, process.env),
     log.child({ component: 'audit' }),
     {
       flushMs: config.auditFlushMs,

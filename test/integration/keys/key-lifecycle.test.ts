@@ -395,9 +395,17 @@ describe('usage over time', () => {
       { endpoint: 'GET /events/platform/api/v1/datasets', requests: 5 },
     ]);
     expect(typeof usage['lastUsed']).toBe('string');
-    // The list carries the totals too.
+    // The key carries the totals too, and the list each key's last 24 hours.
     const listed = await api('GET', `/apikeys/${k.id}`);
     expect(listed.body).toMatchObject({ requestCount: 5, refusalCount: 3 });
+    const row = (
+      (await api('GET', '/apikeys?limit=200')).body['items'] as Array<{
+        id: string;
+        requestsPerHour: number[];
+      }>
+    ).find((i) => i.id === k.id);
+    expect(row?.requestsPerHour).toHaveLength(24);
+    expect(row?.requestsPerHour.reduce((n, v) => n + v, 0)).toBe(5);
     // Another user's key is not found.
     expect((await api('GET', `/apikeys/${k.id}/usage`, { token: bob })).status).toBe(404);
   });

@@ -411,6 +411,51 @@ describe('usage over time', () => {
   });
 });
 
+describe('standalone state', () => {
+  it('routes and keys are manifests first: a Redis flush loses neither', async () => {
+    const workflow = 'wf-survivor';
+    const { stdout } = await run(
+      process.execPath,
+      [
+        BIN,
+        'route',
+        'add',
+        '--workflow',
+        workflow,
+        '--service',
+        'api',
+        '--url',
+        upstream.url,
+        '--owner',
+        'alice@example.com',
+        '--state-dir',
+        stateDir,
+      ],
+      { env: { ...process.env, NODE_OPTIONS: '' } },
+    );
+    expect(stdout).toMatch(/^routed \/events\/bda\/wf-survivor\/api\//);
+    const created = await eventually('the workflow offered', async () => {
+      const r = await api('POST', '/apikeys', { body: { module: 'bda', roles: [workflow] } });
+      return r.status === 201 ? r.body : undefined;
+    });
+    const call = async () =>
+      (
+        await fetch(`${replica.url}/events/bda/${workflow}/api/ping`, {
+          headers: { authorization: `Apikey ${created['key'] as string}` },
+        })
+      ).status;
+    expect(await call()).toBe(200);
+    await client.flushall();
+    // The operator notices the empty Redis and rebuilds the key index and the routes from the
+    // manifests; nothing is restarted.
+    await eventually(
+      'the call through the rebuilt route',
+      async () => ((await call()) === 200 ? true : undefined),
+      15_000,
+    );
+  });
+});
+
 interface AuditItem {
   id: string;
   at: string;

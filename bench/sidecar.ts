@@ -72,6 +72,8 @@ export async function run(): Promise<void> {
       workflow: WORKFLOW,
       grantAudience: grantAudience.service(WORKFLOW, 'guarded'),
     });
+    // As the operator marks a complete index.
+    await redis.set(redisKeys.indexMarker, new Date().toISOString());
     const auth = { authorization: `Apikey ${key}` };
     const keyFile = join(dir, 'grant-signing-key.json');
     const central = start('central gateway', process.execPath, [CLI, 'gateway'], {

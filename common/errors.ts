@@ -5,7 +5,7 @@
  * a condition message. A code is added here before anything can throw it.
  */
 export type ErrorStatus =
-  400 | 401 | 403 | 404 | 405 | 409 | 413 | 415 | 422 | 429 | 431 | 500 | 502 | 503 | 504;
+  400 | 401 | 403 | 404 | 405 | 408 | 409 | 413 | 415 | 422 | 429 | 431 | 500 | 502 | 503 | 504;
 
 export const ERROR_STATUS = {
   // 400
@@ -88,6 +88,8 @@ export const ERROR_STATUS = {
   unknown_service: 404,
   // 405
   method_not_allowed: 405,
+  // 408
+  request_timeout: 408,
   // 409
   key_already_rolled: 409,
   key_changed: 409,
@@ -118,6 +120,7 @@ export const ERROR_STATUS = {
   audit_store_unavailable: 503,
   grant_signer_unavailable: 503,
   identity_provider_unavailable: 503,
+  index_rebuilding: 503,
   key_store_unavailable: 503,
   model_directory_unavailable: 503,
   model_not_ready: 503,

@@ -35,6 +35,13 @@ export const gatewayConfigSchema = z.strictObject({
     .min(1024)
     .max(1024 * 1024)
     .default(16 * 1024),
+  /**
+   * Longest time to receive a request's head, and its whole body: a client trickling its body a
+   * byte at a time would otherwise hold a connection and an upstream request open for as long as
+   * it likes. Past either, the answer is 408 request_timeout and the connection is closed.
+   */
+  requestHeadersTimeoutMs: z.coerce.number().int().min(1_000).max(600_000).default(10_000),
+  requestBodyTimeoutMs: z.coerce.number().int().min(1_000).max(3_600_000).default(60_000),
   /** Time to connect to an upstream. */
   connectTimeoutMs: z.coerce.number().int().positive().default(5_000),
   /** Time for the upstream to send its response head, and the longest pause inside its body. */
@@ -80,6 +87,11 @@ export const gatewayConfigSchema = z.strictObject({
   auditFlushMs: z.coerce.number().int().positive().default(1_000),
   /** A key's refused uses are recorded at most once per this interval (the rest are counted). */
   auditRefusalIntervalMs: z.coerce.number().int().nonnegative().default(60_000),
+  /**
+   * How often the invalidation subscriber is pinged (and the index marker checked). A frozen Redis
+   * lets cached keys pass for at most twice this; a flushed one is noticed within it.
+   */
+  redisHeartbeatMs: z.coerce.number().int().min(50).max(10_000).default(250),
   /** Entries in the in-process key and route caches. */
   cacheEntries: z.coerce.number().int().positive().default(10_000),
   /** Namespace of the ApiKey resources on a cluster (defaults to the pod's own). */
@@ -112,6 +124,8 @@ const ENV: ReadonlyArray<readonly [string, keyof GatewayConfigInput]> = [
   ['TOLLGATE_REDIS_URL', 'redisUrl'],
   ['TOLLGATE_BODY_LIMIT_BYTES', 'bodyLimitBytes'],
   ['TOLLGATE_HEADER_LIMIT_BYTES', 'headerLimitBytes'],
+  ['TOLLGATE_REQUEST_HEADERS_TIMEOUT_MS', 'requestHeadersTimeoutMs'],
+  ['TOLLGATE_REQUEST_BODY_TIMEOUT_MS', 'requestBodyTimeoutMs'],
   ['TOLLGATE_CONNECT_TIMEOUT_MS', 'connectTimeoutMs'],
   ['TOLLGATE_UPSTREAM_TIMEOUT_MS', 'upstreamTimeoutMs'],
   ['TOLLGATE_UPSTREAM_CONNECTIONS', 'upstreamConnections'],
@@ -120,6 +134,7 @@ const ENV: ReadonlyArray<readonly [string, keyof GatewayConfigInput]> = [
   ['TOLLGATE_USAGE_FLUSH_MS', 'usageFlushMs'],
   ['TOLLGATE_USAGE_SERIES', 'usageSeries'],
   ['TOLLGATE_CACHE_ENTRIES', 'cacheEntries'],
+  ['TOLLGATE_REDIS_HEARTBEAT_MS', 'redisHeartbeatMs'],
   ['TOLLGATE_TRUSTED_PROXIES', 'trustedProxies'],
   ['TOLLGATE_MAX_ROLL_GRACE_SECONDS', 'maxRollGraceSeconds'],
   ['TOLLGATE_AUDIT_URI', 'auditUri'],

@@ -15,13 +15,21 @@ import type { Logger } from '../common/logger.js';
  * - Every transition clears the caches, since messages sent while we were away are lost.
  * - A socket that stays open while Redis stops answering (a partition, a frozen server) would
  *   never report a drop, so the subscriber is pinged every `heartbeatMs`; a missed pong tears
- *   the connection down, which makes it not live, and reconnects.
+ *   the connection down, which makes it not live, and reconnects. A frozen Redis therefore lets
+ *   cached grants pass for at most two heartbeats (the ping's interval and its deadline).
+ * - A Redis flushed (or restarted empty) under a live connection sends no message either: with
+ *   `watchIndex`, each heartbeat also reads the operator's index marker on the command
+ *   connection, and any change of it (gone, or rewritten by a rebuild) clears the caches as a lost
+ *   connection does.
  */
 export class CacheInvalidation {
   private liveNow = false;
   private readonly handlers = new Map<string, Array<(message: string) => void>>();
   private readonly resets: Array<() => void> = [];
   private heartbeat: NodeJS.Timeout | undefined;
+  private indexProbe: (() => Promise<string | null>) | undefined;
+  /** The index marker's value at the last check; undefined before the first. */
+  private indexSeen: string | null | undefined;
 
   constructor(
     private readonly subscriber: Redis,
@@ -55,8 +63,18 @@ export class CacheInvalidation {
     this.resets.push(reset);
   }
 
+  /**
+   * Clears the caches whenever `probe` (the index marker's value, written by the operator after
+   * each full rebuild) changes: Redis lost its data while the subscription stayed up, whether the
+   * marker is still missing or already rewritten by a rebuild quicker than one heartbeat.
+   */
+  watchIndex(probe: () => Promise<string | null>): void {
+    this.indexProbe = probe;
+  }
+
   start(): void {
     if (this.subscriber.status === 'ready') void this.subscribe();
+    void this.checkIndex();
     this.heartbeat = setInterval(() => this.ping(), this.heartbeatMs);
     this.heartbeat.unref();
   }
@@ -76,6 +94,7 @@ export class CacheInvalidation {
   }
 
   private ping(): void {
+    void this.checkIndex();
     if (!this.liveNow) return;
     const timer = setTimeout(() => {
       this.log.warn('redis subscriber missed a heartbeat; reconnecting');
@@ -87,6 +106,24 @@ export class CacheInvalidation {
       () => clearTimeout(timer),
       () => undefined,
     );
+  }
+
+  private async checkIndex(): Promise<void> {
+    if (this.indexProbe === undefined) return;
+    let marker: string | null;
+    try {
+      marker = await this.indexProbe();
+    } catch {
+      return; // Redis is away: the connection's own events handle that.
+    }
+    if (this.indexSeen !== undefined && marker !== this.indexSeen) {
+      this.log.warn(
+        { marker },
+        'the Redis index was lost or rebuilt (flushed or restarted empty): caches cleared',
+      );
+      for (const reset of this.resets) reset();
+    }
+    this.indexSeen = marker;
   }
 
   private setLive(live: boolean): void {

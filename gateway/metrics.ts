@@ -13,6 +13,7 @@ export class GatewayMetrics {
   private readonly requests: Counter<'kind' | 'status' | 'module'>;
   private readonly authFailures: Counter<'code'>;
   private readonly upstreamSeconds: Histogram<'kind'>;
+  private readonly requestTimeouts: Counter<'phase'>;
   private readonly requestCounts = new Map<string, number>();
   private readonly authCounts = new Map<string, number>();
   private readonly upstreamChildren = new Map<string, { observe(value: number): void }>();
@@ -42,6 +43,12 @@ export class GatewayMetrics {
         for (const [code, count] of this.authCounts) this.authFailures.inc({ code }, count);
       },
     });
+    this.requestTimeouts = new Counter({
+      name: 'tollgate_gateway_request_timeouts_total',
+      help: 'Connections cut because the request head or body did not arrive in time (slow clients)',
+      labelNames: ['phase'],
+      registers: [this.registry],
+    });
     this.upstreamSeconds = new Histogram({
       name: 'tollgate_gateway_upstream_duration_seconds',
       help: 'Time from sending a request upstream to the end of its response, by route kind',
@@ -63,6 +70,10 @@ export class GatewayMetrics {
     });
   }
 
+  /** A request whose head or body did not arrive within its bound (rare: prom-client directly). */
+  requestTimeout(phase: 'headers' | 'body'): void {
+    this.requestTimeouts.inc({ phase });
+  }
   request(kind: MetricsRouteKind, status: number, module: string): void {
     const id = `${kind}|${status}|${module}`;
     this.requestCounts.set(id, (this.requestCounts.get(id) ?? 0) + 1);

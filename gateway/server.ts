@@ -54,13 +54,17 @@ export function createHttpServer(
     {
       maxHeaderSize: s.config.headerLimitBytes,
       keepAliveTimeout: 65_000,
-      // Slowloris guard for the request head; bodies are bounded by the upstream timeouts.
-      headersTimeout: 30_000,
+      // Slowloris guards: Node bounds the head; the body is bounded per request below (Node's own
+      // requestTimeout would answer in its format, and would also cut a slow upstream's answer).
+      headersTimeout: s.config.requestHeadersTimeoutMs,
       requestTimeout: 0,
+      // How often Node checks the head bound: its default (30 s) would make a 10 s bound 40 s.
+      connectionsCheckingInterval: 1_000,
     },
     (req, res) => {
       // Draining: this answer is the connection's last, so its client reconnects elsewhere.
       if (draining) res.setHeader('connection', 'close');
+      boundBody(req, res, s);
       let path: NormalisedPath;
       try {
         path = normalisePath(req.url ?? '/');
@@ -74,7 +78,15 @@ export function createHttpServer(
 
   // Errors found before a request exists (head too large, not HTTP) are answered on the socket.
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
-    if (err.code === 'ECONNRESET' || err.code === 'ERR_HTTP_REQUEST_TIMEOUT' || !socket.writable) {
+    if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+      s.metrics.requestTimeout('headers');
+      s.metrics.request('none', 408, 'none');
+      if (socket.writable)
+        socket.end(rawErrorResponse(headTimeout(s.config.requestHeadersTimeoutMs), 'Request Timeout'));
+      else socket.destroy();
+      return;
+    }
+    if (err.code === 'ECONNRESET' || !socket.writable) {
       socket.destroy();
       return;
     }
@@ -113,6 +125,44 @@ export function createHttpServer(
       return shuttingDown;
     },
   };
+}
+
+const headTimeout = (ms: number): TollgateError =>
+  new TollgateError('request_timeout', `the request head did not arrive within ${ms} ms; send it at once`);
+
+/**
+ * Bounds the time to receive a request's body (requestBodyTimeoutMs): past it, the caller gets 408
+ * request_timeout (unless an answer has begun), the connection is closed, and the upstream request
+ * fed by that body is aborted with it.
+ */
+function boundBody(req: IncomingMessage, res: ServerResponse, s: GatewayServices): void {
+  const length = req.headers['content-length'];
+  const hasBody = (length !== undefined && length !== '0') || req.headers['transfer-encoding'] !== undefined;
+  if (!hasBody || req.complete) return;
+  const ms = s.config.requestBodyTimeoutMs;
+  const timer = setTimeout(() => {
+    if (req.complete) return;
+    s.metrics.requestTimeout('body');
+    // Destroyed with an error, so whatever reads the body (the upstream request) fails at once
+    // instead of waiting for bytes that will not come.
+    const cut = (): void => {
+      req.destroy(new Error(`request body not received within ${ms} ms`));
+    };
+    if (res.headersSent) {
+      cut();
+      return;
+    }
+    const err = new TollgateError(
+      'request_timeout',
+      `the request body did not arrive within ${ms} ms; send it faster, or ask for a larger requestBodyTimeoutMs`,
+      { headers: { connection: 'close' } },
+    );
+    res.once('finish', cut);
+    sendError(res, err, s.log);
+  }, ms);
+  timer.unref();
+  req.once('end', () => clearTimeout(timer));
+  req.once('close', () => clearTimeout(timer));
 }
 
 /**

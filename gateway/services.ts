@@ -5,6 +5,7 @@ import type { Management } from './api/management.js';
 import { AuditLog } from './audit/audit-log.js';
 import { openSegmentStore } from './audit/segment-store.js';
 import { MetadataCache } from './v2/metadata-cache.js';
+import { redisKeys } from '../common/redis/schema.js';
 import { KeyChecker } from './auth/key-check.js';
 import type { RefusalSink } from './auth/refusals.js';
 import { GrantSigner } from './auth/signed-grant.js';
@@ -89,7 +90,8 @@ export async function createGatewayServices(
   });
   redis.on('error', (err: Error) => log.warn({ err: err.message }, 'redis error'));
 
-  const invalidation = new CacheInvalidation(subscriber, log);
+  const invalidation = new CacheInvalidation(subscriber, log, config.redisHeartbeatMs);
+  invalidation.watchIndex(() => redis.get(redisKeys.indexMarker));
   const metrics = new GatewayMetrics();
   metrics.trackCacheLive(() => invalidation.live);
   const roles = new RoleCatalogue({ resources: Object.keys(config.upstreams), roles: config.roles });

@@ -7,7 +7,7 @@ import { redisChannels, redisKeys } from '../../common/redis/schema.js';
 import { keyGrantSchema, parseStored, type KeyGrant } from '../../common/resources/grant.js';
 import { InvalidatedCache, type CacheInvalidation } from '../invalidation.js';
 import { parseAuthorizationHeader } from './authorization-header.js';
-import { redisUnavailable } from '../../common/redis/unavailable.js';
+import { indexRebuilding, redisUnavailable } from '../../common/redis/unavailable.js';
 import { CidrAllowlist } from '../../common/net/cidr.js';
 import { clientAddress } from '../http/client-address.js';
 import type { RefusalSink } from './refusals.js';
@@ -60,12 +60,18 @@ export class KeyChecker {
   private async lookup(hash: string): Promise<CachedGrant> {
     const epoch = this.cache.epoch;
     let raw: string | null;
+    let indexBuilt: string | null;
     try {
-      raw = await this.redis.get(redisKeys.apiKey(hash));
+      // One round trip: the entry, and whether the index is known complete.
+      [raw, indexBuilt] = (await this.redis.mget(redisKeys.apiKey(hash), redisKeys.indexMarker)) as [
+        string | null,
+        string | null,
+      ];
     } catch (err) {
       throw redisUnavailable(err);
     }
     if (raw === null) {
+      if (indexBuilt === null) throw indexRebuilding();
       throw new TollgateError('unknown_api_key', 'this key does not exist or was deleted; create a new one');
     }
     const entry = this.toCached(raw, hash);

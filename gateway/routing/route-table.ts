@@ -2,7 +2,7 @@ import type { Redis } from 'ioredis';
 import type { Logger } from '../../common/logger.js';
 import { redisChannels, redisKeys } from '../../common/redis/schema.js';
 import { parseStored, routeSchema, type Route } from '../../common/resources/grant.js';
-import { redisUnavailable } from '../../common/redis/unavailable.js';
+import { indexRebuilding, redisUnavailable } from '../../common/redis/unavailable.js';
 import { InvalidatedCache, type CacheInvalidation } from '../invalidation.js';
 
 /** A route as the proxy needs it: the origin picks the connection pool, the base prefixes the path. */
@@ -65,11 +65,17 @@ export class RouteTable {
     const epoch = this.found.epoch;
     const missingEpoch = this.missing.epoch;
     let raw: string | null;
+    let indexBuilt: string | null;
     try {
-      raw = await this.redis.get(redisKey);
+      [raw, indexBuilt] = (await this.redis.mget(redisKey, redisKeys.indexMarker)) as [
+        string | null,
+        string | null,
+      ];
     } catch (err) {
       throw redisUnavailable(err);
     }
+    // No route while the index is being rebuilt proves nothing: retry, and remember nothing.
+    if (raw === null && indexBuilt === null) throw indexRebuilding();
     const resolved = raw === null ? null : this.parse(redisKey, raw);
     if (resolved === null) this.missing.set(redisKey, { resolved }, missingEpoch);
     else this.found.set(redisKey, { resolved }, epoch);

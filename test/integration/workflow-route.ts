@@ -4,6 +4,15 @@ import { RouteWriter } from '../../common/routes/workflow-routes.js';
 import { grantAudience } from '../../common/resources/grant.js';
 
 /**
+ * What the operator writes after a full rebuild of the index: without it, a gateway answers a key
+ * or route it cannot find with 503 index_rebuilding instead of 401 or 404. Tests that fill Redis
+ * themselves, standing in for the operator, say so with this.
+ */
+export async function markIndexBuilt(redis: Redis): Promise<void> {
+  await redis.set(redisKeys.indexMarker, new Date().toISOString());
+}
+
+/**
  * Puts a workflow route in Redis as the operator does for a labelled Service (the same writer),
  * for tests of the gateway and the management API that run without an operator.
  */
@@ -18,4 +27,5 @@ export async function putWorkflowRoute(
     source: `service/test/${r.workflow}-${r.service}`,
     ...(r.sidecar === true ? { grantAudience: grantAudience.service(r.workflow, r.service) } : {}),
   });
+  await markIndexBuilt(redis);
 }

@@ -1,6 +1,7 @@
 // A model's sidecar beside a real MLServer, on one machine (the placement a Model with
 // spec.gateway: sidecar gets in its pod): the V2 endpoints of its one model, with the keys and the
 // request checks of the central gateway's /v2, and the central gateway's signed grants.
+import { markIndexBuilt } from '../workflow-route.js';
 import { execFile } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -79,6 +80,7 @@ describe('a model’s sidecar in front of MLServer', () => {
       source: `model/default/${model}`,
       grantAudience: grantAudience.model(model),
     });
+    await markIndexBuilt(rc);
   }, 180_000);
 
   afterAll(async () => {

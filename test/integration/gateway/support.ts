@@ -1,5 +1,5 @@
 import { noModels } from '../../../gateway/v2/model-directory.js';
-import { putWorkflowRoute } from '../workflow-route.js';
+import { markIndexBuilt, putWorkflowRoute } from '../workflow-route.js';
 import {
   createServer,
   type IncomingHttpHeaders,
@@ -120,6 +120,7 @@ export async function createKey(
   const grant: KeyGrant = { id: newId(), owner: 'alice', module, roles, ...extra };
   const hash = hashKey(key);
   await new KeyIndexWriter(redis).put(hash, grant);
+  await markIndexBuilt(redis);
   return { key, grant, hash };
 }
 

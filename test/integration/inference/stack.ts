@@ -159,6 +159,8 @@ export class ServedModels {
             workflow,
           });
         }
+        // The operator marks its index complete once it has written it.
+        await this.redis.set(redisKeys.indexMarker, new Date().toISOString());
         return state;
       }
       await changed;

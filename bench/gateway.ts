@@ -1,7 +1,8 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import autocannon from 'autocannon';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
 import { Agent, request } from 'undici';
 import { generateKey, hashKey } from '../common/apikey/format.js';
@@ -13,6 +14,7 @@ import { RouteWriter } from '../common/routes/workflow-routes.js';
 import { redisKeys } from '../common/redis/schema.js';
 import {
   CLI,
+  cpuSeconds,
   fixedRate,
   fmtFixed,
   ROOT,
@@ -35,6 +37,7 @@ import {
  * BENCH_ROUNDS (default 3) how many interleaved rounds of throughput runs.
  */
 const WORKERS = Number(process.env.BENCH_WORKERS ?? 1);
+const exec = promisify(execFile);
 /** Throughput runs are interleaved (a, b, c, d, a, b, ...) and the median kept: on a shared machine one run proves little. */
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
@@ -44,16 +47,38 @@ interface Figures {
   p50: number;
   p99: number;
   bad: number;
+  /** CPU time of the target's process tree per request, in microseconds. */
+  cpuUs: number;
 }
 
-/** Saturating load (closed loop, CONNECTIONS connections): throughput. */
-async function load(url: string, headers: Record<string, string>): Promise<Figures> {
-  const result = await autocannon({ url, headers, connections: CONNECTIONS, duration: SECONDS });
+/** wrk's `50%    1.23ms` latency lines, in milliseconds. */
+function wrkLatency(text: string, pct: string): number {
+  const m = new RegExp(`^\\s*${pct}%\\s+([\\d.]+)(us|ms|s)\\s*$`, 'm').exec(text);
+  if (m === null) return NaN;
+  const v = Number(m[1]);
+  return m[2] === 'us' ? v / 1000 : m[2] === 's' ? v * 1000 : v;
+}
+
+/**
+ * Saturating load (closed loop, CONNECTIONS connections) from wrk, a C load generator on one
+ * thread: the target, not the generator, sets the ceiling. CPU per request is the target's process
+ * tree over the run.
+ */
+async function load(url: string, headers: Record<string, string>, pid: number): Promise<Figures> {
+  const args = ['-t1', `-c${CONNECTIONS}`, `-d${SECONDS}s`, '--latency'];
+  for (const [name, value] of Object.entries(headers)) args.push('-H', `${name}: ${value}`);
+  const cpuBefore = cpuSeconds(pid);
+  const { stdout } = await exec('wrk', [...args, url], { maxBuffer: 1 << 20 });
+  const cpu = cpuSeconds(pid) - cpuBefore;
+  const total = Number(/^\s*(\d+) requests in/m.exec(stdout)?.[1] ?? NaN);
+  const non2xx = Number(/Non-2xx or 3xx responses: (\d+)/.exec(stdout)?.[1] ?? 0);
+  const socketErrors = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(stdout);
   return {
-    rps: result.requests.average,
-    p50: result.latency.p50,
-    p99: result.latency.p99,
-    bad: result.non2xx + result.errors + result.timeouts,
+    rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(stdout)?.[1] ?? NaN),
+    p50: wrkLatency(stdout, '50'),
+    p99: wrkLatency(stdout, '99'),
+    bad: non2xx + (socketErrors === null ? 0 : socketErrors.slice(1).reduce((n, v) => n + Number(v), 0)),
+    cpuUs: (cpu / total) * 1e6,
   };
 }
 
@@ -121,7 +146,9 @@ function median(runs: Figures[]): Figures {
 const fmt = (f: Figures): string =>
   `${Math.round(f.rps).toString().padStart(7)} req/s   p50 ${f.p50.toFixed(2).padStart(6)} ms   p99 ${f.p99
     .toFixed(2)
-    .padStart(6)} ms${f.bad > 0 ? `   (${f.bad} non-2xx/errors)` : ''}`;
+    .padStart(
+      6,
+    )} ms   CPU ${f.cpuUs.toFixed(0).padStart(4)} µs/request${f.bad > 0 ? `   (${f.bad} non-2xx/errors)` : ''}`;
 
 async function revocationLatency(
   redis: Redis,
@@ -179,7 +206,9 @@ export async function run(): Promise<void> {
       number,
     ];
   try {
-    start('upstream', process.execPath, ['-e', UPSTREAM], { PORT: String(upstreamPort) });
+    const upstreamProc = start('upstream', process.execPath, ['-e', UPSTREAM], {
+      PORT: String(upstreamPort),
+    });
     start('redis', 'redis-server', throwawayRedisArgs(redisPort));
     const upstream = `http://127.0.0.1:${upstreamPort}/`;
     await waitFor(upstream);
@@ -234,14 +263,19 @@ export async function run(): Promise<void> {
 
     // The same gateway counting totals only: what usage over time (per minute, per hour, per
     // endpoint) costs is the distance between the two.
-    start('gateway, totals only', process.execPath, [cli, 'gateway', '--workers', String(WORKERS)], {
-      ...gatewayEnv(plainPort),
-      TOLLGATE_USAGE_SERIES: 'false',
-    });
+    const plainProc = start(
+      'gateway, totals only',
+      process.execPath,
+      [cli, 'gateway', '--workers', String(WORKERS)],
+      {
+        ...gatewayEnv(plainPort),
+        TOLLGATE_USAGE_SERIES: 'false',
+      },
+    );
     const plain = `http://127.0.0.1:${plainPort}/events/bda/${workflow}/svc/`;
     await waitFor(plain, auth);
 
-    start('bare proxy', process.execPath, ['-e', BARE_PROXY], {
+    const bareProc = start('bare proxy', process.execPath, ['-e', BARE_PROXY], {
       PORT: String(barePort),
       UPSTREAM: `http://127.0.0.1:${upstreamPort}`,
       UNDICI: join(ROOT, 'node_modules', 'undici'),
@@ -252,15 +286,16 @@ export async function run(): Promise<void> {
     console.log(
       `loopback, ${CONNECTIONS} connections, ${ROUNDS} interleaved rounds of ${SECONDS} s per target (medians shown), ` +
         `after a 2 s warm-up each; nginx worker_processes ${WORKERS}, gateway ` +
-        `${WORKERS === 1 ? '1 process (no cluster)' : `${WORKERS} Node cluster workers`}; autocannon shares the machine; ` +
+        `${WORKERS === 1 ? '1 process (no cluster)' : `${WORKERS} Node cluster workers`}; load from wrk (1 thread) on the same machine; ` +
         `load average at start ${loadavg()[0]?.toFixed(1)} on ${cpus().length} CPUs`,
     );
+    const pid = (p: { pid?: number | undefined }): number => p.pid as number;
     const targets = {
-      direct: { url: upstream, headers: {} },
-      nginx: { url: nginx, headers: auth },
-      gateway: { url: gateway, headers: auth },
-      plain: { url: plain, headers: auth },
-      bare: { url: bare, headers: {} },
+      direct: { url: upstream, headers: {}, pid: pid(upstreamProc) },
+      nginx: { url: nginx, headers: auth, pid: pid(nginxProc) },
+      gateway: { url: gateway, headers: auth, pid: pid(gatewayProc) },
+      plain: { url: plain, headers: auth, pid: pid(plainProc) },
+      bare: { url: bare, headers: {}, pid: pid(bareProc) },
     };
     const runs: Record<keyof typeof targets, Figures[]> = {
       direct: [],
@@ -270,12 +305,18 @@ export async function run(): Promise<void> {
       bare: [],
     };
     for (const { url, headers } of Object.values(targets))
-      await autocannon({ url, headers, connections: CONNECTIONS, duration: 2 });
+      await exec('wrk', [
+        '-t1',
+        `-c${CONNECTIONS}`,
+        '-d2s',
+        ...Object.entries(headers).flatMap(([n, v]) => ['-H', `${n}: ${v}`]),
+        url,
+      ]);
     for (let round = 0; round < ROUNDS; round++) {
-      for (const [name, { url, headers }] of Object.entries(targets) as Array<
+      for (const [name, { url, headers, pid: target }] of Object.entries(targets) as Array<
         [keyof typeof targets, (typeof targets)['direct']]
       >) {
-        runs[name].push(await load(url, headers));
+        runs[name].push(await load(url, headers, target));
       }
     }
     const direct = median(runs.direct);
@@ -297,9 +338,10 @@ export async function run(): Promise<void> {
         `(target >= 0.95; per round: ${runs.gateway.map((g, i) => (g.rps / (runs.plain[i]?.rps ?? NaN)).toFixed(3)).join(', ')})`,
     );
     console.log(
-      `ratios: gateway/nginx ${(viaGateway.rps / viaNginx.rps).toFixed(2)} (target >= 0.40; per round: ` +
+      `ratios: gateway/nginx ${(viaGateway.rps / viaNginx.rps).toFixed(2)} (target >= 0.6; per round: ` +
         `${runs.gateway.map((g, i) => (g.rps / (runs.nginx[i]?.rps ?? NaN)).toFixed(2)).join(', ')}), ` +
-        `gateway/direct ${(viaGateway.rps / direct.rps).toFixed(2)}, bare node proxy/nginx ${(viaBare.rps / viaNginx.rps).toFixed(2)}`,
+        `gateway/direct ${(viaGateway.rps / direct.rps).toFixed(2)}, bare node proxy/nginx ${(viaBare.rps / viaNginx.rps).toFixed(2)}; ` +
+        `CPU per request gateway/nginx ${(viaGateway.cpuUs / viaNginx.cpuUs).toFixed(2)} (target <= 2)`,
     );
 
     console.log(

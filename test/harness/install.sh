@@ -44,6 +44,7 @@ need_apt() {
   local missing=()
   command -v redis-server >/dev/null || missing+=(redis-server)
   command -v nginx >/dev/null || missing+=(nginx-light)
+  command -v wrk >/dev/null || missing+=(wrk)
   command -v chromium >/dev/null || missing+=(chromium)
   command -v openssl >/dev/null || missing+=(openssl)
   python3 -c 'import ensurepip' 2>/dev/null || missing+=(python3-venv)

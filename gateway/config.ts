@@ -3,6 +3,7 @@ import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { roleDefinitionSchema } from '../common/apikey/roles.js';
 import { TollgateError } from '../common/errors.js';
+import { redisUrlSchema } from '../common/redis/connect.js';
 
 /**
  * Gateway configuration: defaults, then a YAML/JSON file (`TOLLGATE_CONFIG` or `--config`), then
@@ -17,7 +18,8 @@ const httpUrl = z.url({ protocol: /^https?$/ });
 export const gatewayConfigSchema = z.strictObject({
   host: z.string().min(1).default('0.0.0.0'),
   port: z.coerce.number().int().min(0).max(65535).default(8080),
-  redisUrl: z.url({ protocol: /^rediss?$/ }).default('redis://127.0.0.1:6379'),
+  /** redis://, rediss:// (TLS), or redis+sentinel://s1,s2,s3/<primary> (common/redis/connect.ts). */
+  redisUrl: redisUrlSchema.default('redis://127.0.0.1:6379'),
   /** Platform resource → upstream base URL; the upstream receives `/api/v1/<resource>[/...]` below it. */
   upstreams: z.record(resourceName, httpUrl).default({}),
   /** Platform roles added to (or replacing, by name) the default catalogue. */

@@ -1,4 +1,6 @@
-import { Redis, type RedisOptions } from 'ioredis';
+import { connectRedis } from '../common/redis/connect.js';
+import type { Redis } from 'ioredis';
+import { type RedisOptions } from 'ioredis';
 import { RoleCatalogue } from '../common/apikey/roles.js';
 import type { Logger } from '../common/logger.js';
 import type { Management } from './api/management.js';
@@ -79,9 +81,9 @@ export async function createGatewayServices(
   log: Logger,
   extras: ServiceExtras = {},
 ): Promise<GatewayServices> {
-  const redis = new Redis(config.redisUrl, { ...redisOptions(), connectionName: 'tollgate-gateway' });
+  const redis = connectRedis(config.redisUrl, { ...redisOptions(), connectionName: 'tollgate-gateway' });
   // The subscriber must queue its SUBSCRIBE until connected, and never time out while waiting.
-  const subscriber = new Redis(config.redisUrl, {
+  const subscriber = connectRedis(config.redisUrl, {
     ...redisOptions(),
     enableOfflineQueue: true,
     commandTimeout: undefined,

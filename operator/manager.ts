@@ -1,3 +1,4 @@
+import { connectRedis } from '../common/redis/connect.js';
 /**
  * The operator: three controllers (Model, ApiKey, workflow Service) over one Redis, started while
  * this replica leads.
@@ -17,7 +18,7 @@
  * election. The controllers cannot tell the difference.
  */
 import type { KubeConfig } from '@kubernetes/client-node';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { KeyIndexWriter } from '../common/apikey/index-writer.js';
 import type { Logger } from '../common/logger.js';
 import { redisKeys } from '../common/redis/schema.js';
@@ -95,7 +96,7 @@ export class OperatorManager {
   ) {
     this.metrics = opts.metrics ?? new OperatorMetrics();
     // Fail fast while Redis is down: the reconcile errors and is retried with backoff.
-    this.redis = new Redis(opts.redisUrl, {
+    this.redis = connectRedis(opts.redisUrl, {
       enableOfflineQueue: false,
       maxRetriesPerRequest: 1,
       lazyConnect: true,
@@ -170,7 +171,19 @@ class Term {
   private indexTimer: NodeJS.Timeout | undefined;
   private rebuilding: Promise<void> | undefined;
   private stopped = false;
-  private readonly onRedisReady = () => void this.checkIndex();
+  /**
+   * A reconnect may reach another server (a Sentinel failover promotes a replica) that never got
+   * the last writes: a deleted key's entry could be back. So every reconnect after the first
+   * resyncs the whole index from the resources, and the new marker tells the gateways to drop
+   * their caches.
+   */
+  private readonly onRedisReady = () => {
+    if (this.connectedBefore) this.resyncPending = true;
+    this.connectedBefore = true;
+    void this.checkIndex();
+  };
+  private connectedBefore = false;
+  private resyncPending = false;
   /** The last rebuild left its sweep for later (a reconcile was failing): the next check does it. */
   private sweepPending = false;
 
@@ -210,6 +223,8 @@ class Term {
     // and tear down its route and Deployment. Events seen meanwhile wait in the queues.
     for (const c of this.controllers) c.start();
     this.firstRebuild = this.rebuild(false);
+    // Connected already: the next 'ready' is a reconnect.
+    this.connectedBefore = this.redis.status === 'ready';
     this.redis.on('ready', this.onRedisReady);
     this.indexTimer = setInterval(() => void this.checkIndex(), this.opts.indexCheckMs ?? 2000);
     this.usage.start(this.opts.usageSyncMs ?? 30_000);
@@ -226,13 +241,16 @@ class Term {
 
   private async checkIndex(): Promise<void> {
     if (this.stopped || this.rebuilding) return;
+    const resync = this.resyncPending;
     try {
-      if (!this.sweepPending && (await this.redis.exists(redisKeys.indexMarker)) === 1) return;
+      if (!resync && !this.sweepPending && (await this.redis.exists(redisKeys.indexMarker)) === 1) return;
     } catch {
       return; // Redis is down; checked again when it is back.
     }
-    const fromEmpty = !this.sweepPending;
-    if (fromEmpty)
+    this.resyncPending = false;
+    const fromEmpty = resync || !this.sweepPending;
+    if (resync) this.opts.log.warn('Redis reconnected (perhaps to a new primary); resyncing the index');
+    else if (fromEmpty)
       this.opts.log.warn(
         'the Redis index is missing (flushed or restarted empty); rebuilding it from the resources',
       );

@@ -1,7 +1,7 @@
+import { connectRedis, redisUrlSchema } from '../../common/redis/connect.js';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Command } from 'commander';
-import { Redis } from 'ioredis';
 import { z } from 'zod';
 import { isTollgateError } from '../../common/errors.js';
 import { createLogger } from '../../common/logger.js';
@@ -25,7 +25,7 @@ const flagsSchema = z.object({
   stateDir: z.string().min(1),
   host: z.string().min(1),
   port: z.coerce.number().int().min(0).max(65535),
-  redisUrl: z.url({ protocol: /^rediss?$/ }),
+  redisUrl: redisUrlSchema,
   mlserver: z.string().min(1),
 });
 
@@ -101,7 +101,7 @@ export function register(program: Command): void {
         });
 
         const selfUrl = `http://${flags.host === '0.0.0.0' ? '127.0.0.1' : flags.host}:${flags.port}`;
-        const managementRedis = new Redis(flags.redisUrl, {
+        const managementRedis = connectRedis(flags.redisUrl, {
           maxRetriesPerRequest: 1,
           connectionName: 'tollgate-dev-management',
         });

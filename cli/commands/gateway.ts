@@ -1,7 +1,8 @@
+import { connectRedis } from '../../common/redis/connect.js';
 import cluster from 'node:cluster';
 import { KubeConfig } from '@kubernetes/client-node';
 import type { Command } from 'commander';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { isTollgateError } from '../../common/errors.js';
 import { stopOnSignals } from '../stop-on-signals.js';
 import { createLogger } from '../../common/logger.js';
@@ -66,7 +67,7 @@ export function register(program: Command): void {
         kubeConfig.loadFromDefault();
         // One connection and one workflow route table for the management API and the models
         // resource (fail fast: an edit waits for no reconnect).
-        const editRedis = new Redis(config.redisUrl, {
+        const editRedis = connectRedis(config.redisUrl, {
           maxRetriesPerRequest: 1,
           connectionName: 'tollgate-edit',
         });

@@ -1,3 +1,4 @@
+import { redisUrlSchema } from '../../common/redis/connect.js';
 import type { Command } from 'commander';
 import { z } from 'zod';
 import { isTollgateError } from '../../common/errors.js';
@@ -25,9 +26,7 @@ const flagsSchema = z
     host: z.string().min(1),
     port: z.coerce.number().int().min(0).max(65535),
     operationsPort: z.coerce.number().int().min(0).max(65535),
-    redisUrl: z
-      .url({ protocol: /^rediss?$/, error: '--redis-url must be a redis:// or rediss:// URL' })
-      .optional(),
+    redisUrl: redisUrlSchema.optional(),
   })
   .refine((f) => (f.model === undefined) !== (f.service === undefined), {
     error: 'guard either a workflow service (--workflow W --service S) or a model (--model model-<id>)',

@@ -14,7 +14,15 @@
  */
 import { request } from 'node:http';
 import { HARNESS_URL_ENV } from './run-state.js';
-import type { ClusterInfo, KubeInfo, MinioInfo, MlserverInfo, MlserverOptions, RedisInfo } from './types.js';
+import type {
+  ClusterInfo,
+  KubeInfo,
+  MinioInfo,
+  MlserverInfo,
+  MlserverOptions,
+  RedisInfo,
+  SentinelInfo,
+} from './types.js';
 
 export type {
   ClusterInfo,
@@ -23,6 +31,7 @@ export type {
   MlserverInfo,
   MlserverOptions,
   RedisInfo,
+  SentinelInfo,
   VenvInfo,
 } from './types.js';
 export { freePort } from '../../common/net/free-port.js';
@@ -80,6 +89,19 @@ export async function stopRedis(tag: string): Promise<void> {
 /** Starts a tagged Redis again on the same port, empty ("Redis restarted and lost its data"). */
 export function restartRedis(tag: string): Promise<RedisInfo> {
   return call<RedisInfo>('/redis/restart', { tag });
+}
+
+/**
+ * A Sentinel-managed Redis for `tag`: primary, replica, three Sentinels (started once per tag).
+ * Connect with its `url` (common/redis/connect.ts); kill members with killInSentinelGroup.
+ */
+export function sentinelGroup(tag: string): Promise<SentinelInfo> {
+  return call<SentinelInfo>('/redis-sentinel', { tag });
+}
+
+/** SIGKILLs the data node or Sentinel listening on `port` in `tag`'s group (a crash). */
+export async function killInSentinelGroup(tag: string, port: number): Promise<void> {
+  await call('/redis-sentinel/kill', { tag, port: String(port) });
 }
 
 /** The run's Kubernetes control plane (kube-apiserver + etcd), shared by all tests. */

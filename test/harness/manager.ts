@@ -7,9 +7,10 @@ import { startKube } from './components/kube.js';
 import { startMinio } from './components/minio.js';
 import { startMlserver, type MlserverInstance, type MlserverOptions } from './components/mlserver.js';
 import { startRedis, type RedisInstance } from './components/redis.js';
+import { startSentinelGroup, type SentinelGroup } from './components/sentinel.js';
 import { ProcessRegistry } from './processes.js';
 import { waitUntil } from './wait.js';
-import type { ClusterInfo, KubeInfo, MinioInfo, MlserverInfo, RedisInfo } from './types.js';
+import type { ClusterInfo, KubeInfo, MinioInfo, MlserverInfo, RedisInfo, SentinelInfo } from './types.js';
 
 type Body = Record<string, unknown>;
 
@@ -46,6 +47,7 @@ export class ComponentManager {
   private clusterServers = 0;
   private minioP?: Promise<MinioInfo>;
   private readonly mlservers = new Map<string, MlserverInstance>();
+  private readonly sentinelGroups = new Map<string, Promise<SentinelGroup>>();
   private mlserverSeq = 0;
   private server?: Server;
 
@@ -95,6 +97,10 @@ export class ComponentManager {
         return this.stopRedis(str(body, 'tag'));
       case '/redis/restart':
         return this.restartRedis(str(body, 'tag'));
+      case '/redis-sentinel':
+        return this.sentinelGroup(str(body, 'tag'));
+      case '/redis-sentinel/kill':
+        return this.killInGroup(str(body, 'tag'), Number(str(body, 'port')));
       case '/kube':
         this.kubeP ??= startKube(this.reg, this.runDir);
         return this.kubeP;
@@ -154,6 +160,27 @@ export class ComponentManager {
     entry.running = startRedis(this.reg, redisName(tag), entry.port);
     const inst = await entry.running;
     return { url: inst.url, port: inst.port, tag };
+  }
+
+  private async sentinelGroup(tag: string): Promise<SentinelInfo> {
+    let group = this.sentinelGroups.get(tag);
+    if (group === undefined) {
+      group = startSentinelGroup(this.reg, this.runDir, tag);
+      this.sentinelGroups.set(tag, group);
+      group.catch(() => this.sentinelGroups.delete(tag));
+    }
+    const g = await group;
+    return { url: g.url, name: g.name, nodes: [...g.nodes.keys()], sentinels: [...g.sentinels.keys()] };
+  }
+
+  /** SIGKILL, as a crash: the process on `port` (a data node or a Sentinel) of the group. */
+  private async killInGroup(tag: string, port: number): Promise<Body> {
+    const g = await this.sentinelGroups.get(tag);
+    const proc = g?.nodes.get(port) ?? g?.sentinels.get(port);
+    if (proc === undefined) throw new Error(`no process on port ${port} in sentinel group "${tag}"`);
+    if (!proc.hasExited()) process.kill(proc.pid, 'SIGKILL');
+    await proc.exited;
+    return {};
   }
 
   /** A MinIO inside the cluster's node namespace: pods and the host both reach it there. */

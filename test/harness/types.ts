@@ -4,6 +4,12 @@ export interface RedisInfo {
   port: number;
   tag: string; // 'shared' for the run's shared instance
 }
+export interface SentinelInfo {
+  url: string; // redis+sentinel://127.0.0.1:<s1>,127.0.0.1:<s2>,127.0.0.1:<s3>/<name>
+  name: string;
+  nodes: number[]; // data nodes' ports; the first started as the primary
+  sentinels: number[];
+}
 export interface KubeInfo {
   kubeconfig: string; // path to a kubeconfig usable by @kubernetes/client-node and kubectl
   server: string; // https://127.0.0.1:<port>

@@ -15,14 +15,7 @@ export async function readKeyUsage(redis: Redis, ids: readonly string[]): Promis
   if (ids.length === 0) return usage;
   const pipeline = redis.pipeline();
   for (const id of ids) pipeline.hmget(redisKeys.keyUsage(id), 'lastUsed', 'count', 'refused');
-  let results: Array<[Error | null, unknown]> | null;
-  try {
-    results = await pipeline.exec();
-  } catch (cause) {
-    throw redisUnavailable(cause, USAGE_UNREADABLE);
-  }
-  const failed = results?.find(([err]) => err !== null)?.[0];
-  if (results === null || failed) throw redisUnavailable(failed, USAGE_UNREADABLE);
+  const results = await readPipeline(pipeline);
   ids.forEach((id, i) => {
     const value = results[i]?.[1];
     if (!Array.isArray(value)) return;
@@ -94,14 +87,7 @@ export async function readUsageSeries(
   for (const day of days) pipeline.hgetall(redisKeys.keyUsageMinutes(id, day));
   for (const month of months) pipeline.hgetall(redisKeys.keyUsageHours(id, month));
   pipeline.zrevrange(redisKeys.keyUsageEndpoints(id), 0, top - 1, 'WITHSCORES');
-  let results: Array<[Error | null, unknown]> | null;
-  try {
-    results = await pipeline.exec();
-  } catch (cause) {
-    throw redisUnavailable(cause, USAGE_UNREADABLE);
-  }
-  const failed = results?.find(([err]) => err !== null)?.[0];
-  if (results === null || failed) throw redisUnavailable(failed, USAGE_UNREADABLE);
+  const results = await readPipeline(pipeline);
   const hashes = results.map(([, v]) => v);
   const minuteHashes = new Map(days.map((d, i) => [d, (hashes[i] ?? {}) as Record<string, string>]));
   const hourHashes = new Map(
@@ -152,14 +138,7 @@ export async function readRecentHours(
       pipeline.hmget(redisKeys.keyUsageHours(id, month), ...fields);
     }
   }
-  let results: Array<[Error | null, unknown]> | null;
-  try {
-    results = await pipeline.exec();
-  } catch (cause) {
-    throw redisUnavailable(cause, USAGE_UNREADABLE);
-  }
-  const failed = results?.find(([err]) => err !== null)?.[0];
-  if (results === null || failed) throw redisUnavailable(failed, USAGE_UNREADABLE);
+  const results = await readPipeline(pipeline);
   ids.forEach((id, i) => {
     const values = months.flatMap(
       (_, m) => (results[i * months.length + m]?.[1] ?? []) as Array<string | null>,
@@ -170,4 +149,19 @@ export async function readRecentHours(
     );
   });
   return out;
+}
+
+/** Runs a pipeline of reads: every reply, or 503 redis_unavailable if any failed. */
+async function readPipeline(
+  pipeline: ReturnType<Redis['pipeline']>,
+): Promise<Array<[Error | null, unknown]>> {
+  let results: Array<[Error | null, unknown]> | null;
+  try {
+    results = await pipeline.exec();
+  } catch (cause) {
+    throw redisUnavailable(cause, USAGE_UNREADABLE);
+  }
+  const failed = results?.find(([err]) => err !== null)?.[0];
+  if (results === null || failed) throw redisUnavailable(failed, USAGE_UNREADABLE);
+  return results;
 }

@@ -240,6 +240,38 @@ describe('keys through the gateway pods', () => {
   });
 });
 
+describe('rolling a key on the cluster', () => {
+  it('links the ApiKey resources (GitOps sees it) and stops the old key on both gateway pods', async () => {
+    const old = await createKey(t, 'bob', { module: 'platform', roles: ['models:inference'], name: 'ci' });
+    const ips = await readyPodIps(t, NAMESPACE, 'app.kubernetes.io/component=gateway');
+    const meta = (ip: string, key: string) =>
+      call(`http://${ip}:8080/v2/models/${MODEL}`, { headers: { authorization: `Apikey ${key}` } });
+    for (const ip of ips) expect((await meta(ip, old.key)).status).toBe(200);
+
+    const rolled = await call(`${t.gateway}/api/v1/apikeys/${old.id}/roll`, {
+      headers: { authorization: `Bearer ${await t.token('bob')}` },
+      body: { gracePeriodSeconds: 0 },
+    });
+    expect(rolled.status).toBe(201);
+    const fresh = { id: String(rolled.body['id']), key: String(rolled.body['key']) };
+    const spec = async (id: string) =>
+      JSON.parse(
+        await t.kubectl('-n', NAMESPACE, 'get', 'apikey', `key-${id}`, '-o', 'jsonpath={.spec}'),
+      ) as {
+        rolled?: { to: string };
+        rolledFrom?: string;
+        name?: string;
+      };
+    expect((await spec(old.id)).rolled?.to).toBe(fresh.id);
+    expect(await spec(fresh.id)).toMatchObject({ rolledFrom: old.id, name: 'ci' });
+    for (const ip of ips) {
+      const r = await meta(ip, old.key);
+      expect([r.status, r.body['code']]).toEqual([401, 'rolled_api_key']);
+      expect((await meta(ip, fresh.key)).status).toBe(200);
+    }
+  });
+});
+
 describe('a workflow Service', () => {
   beforeAll(async () => {
     const echo = [

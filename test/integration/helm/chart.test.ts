@@ -231,6 +231,9 @@ describe('helm chart: lint and render', () => {
 
     expect(can('t1-tollgate-gateway', 'tollgate.dev', 'apikeys', 'create')).toBe(true);
     expect(can('t1-tollgate-gateway', 'tollgate.dev', 'apikeys', 'delete')).toBe(true);
+    // A roll marks the old key: an update, never a patch of anything else.
+    expect(can('t1-tollgate-gateway', 'tollgate.dev', 'apikeys', 'update')).toBe(true);
+    expect(can('t1-tollgate-gateway', 'tollgate.dev', 'apikeys/status', 'update')).toBe(false);
     expect(can('t1-tollgate-gateway', 'tollgate.dev', 'models', 'update')).toBe(true);
     // The gateway never deletes models nor touches Deployments or Secrets.
     expect(can('t1-tollgate-gateway', 'tollgate.dev', 'models', 'delete')).toBe(false);
@@ -515,6 +518,7 @@ describe('helm chart: accepted by a real kube-apiserver', () => {
         ['operator', 'create', 'apikeys.tollgate.dev', 'no'],
         ['gateway', 'create', 'apikeys.tollgate.dev', 'yes'],
         ['gateway', 'delete', 'apikeys.tollgate.dev', 'yes'],
+        ['gateway', 'update', 'apikeys.tollgate.dev', 'yes'],
         ['gateway', 'update', 'models.tollgate.dev', 'yes'],
         ['gateway', 'list', 'models.tollgate.dev', 'yes'],
         ['gateway', 'delete', 'models.tollgate.dev', 'no'],

@@ -73,9 +73,14 @@ export function rollKey(deps: ManagementDeps): RequestHandler {
       await undo(deps, created);
       throw e;
     }
-    // Past this point the roll has happened; a failure below is fixed by the operator's rebuild
-    // (it derives the same entry from the resource), but is still reported to the caller.
-    await deps.index.put(marked.spec.hash, toKeyGrant(marked));
+    // Past this point the roll has happened and the new key must reach the caller: a failure to
+    // shorten the old key's index entry now is repaired by the operator, which reconciles the
+    // changed resource into the same entry.
+    await deps.index
+      .put(marked.spec.hash, toKeyGrant(marked))
+      .catch((err: unknown) =>
+        deps.log.warn({ err, id }, 'rolled key: index entry not shortened now; the operator will'),
+      );
 
     deps.log.info({ id: newId, rolledFrom: id, owner, graceSeconds }, 'api key rolled');
     deps.audit.record({

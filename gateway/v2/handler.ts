@@ -264,17 +264,22 @@ export function createV2Handler(
     requestId: string,
   ): Promise<void> {
     const { grant, runtime } = await authorised(req, model);
-    let status: number;
-    try {
-      const answer = await s.upstreams.get(runtime.origin).request({
-        method: 'GET',
-        path: `${runtime.basePath}/v2/models/${model}/ready`,
-        headers: await runtimeHeaders(s, req, call(grant, requestId, runtime)),
-      });
-      status = answer.statusCode;
-      await answer.body.dump();
-    } catch {
-      status = 503;
+    let status = 503;
+    // A GET may be sent again: once more if the runtime dropped a kept-alive connection just as
+    // it was reused (a race every keep-alive client has), so that race never reads as "not ready".
+    for (let attempt = 1; attempt <= 2; attempt++) {
+      try {
+        const answer = await s.upstreams.get(runtime.origin).request({
+          method: 'GET',
+          path: `${runtime.basePath}/v2/models/${model}/ready`,
+          headers: await runtimeHeaders(s, req, call(grant, requestId, runtime)),
+        });
+        status = answer.statusCode;
+        await answer.body.dump();
+        break;
+      } catch {
+        status = 503;
+      }
     }
     sendJson(res, status === 200 ? 200 : 503, { name: model, ready: status === 200 });
   }

@@ -67,6 +67,7 @@ export const ERROR_STATUS = {
   token_expired: 401,
   unknown_api_key: 401,
   // 403
+  admin_required: 403,
   access_denied: 403,
   address_not_allowed: 403,
   model_access_denied: 403,

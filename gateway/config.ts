@@ -106,14 +106,50 @@ export const gatewayConfigSchema = z.strictObject({
   grantSigningKeyFile: z.string().min(1).optional(),
   /** Where standalone mode keeps its manifests (ApiKey, Service, Model). */
   stateDir: z.string().min(1).default('.tollgate'),
-  /** OIDC settings for the management API, read by the keys code; optional here. */
+  /**
+   * The identity provider of the management API and the panel. Tokens are verified with the
+   * provider's JWKS (`jwksUrl`, or the one its discovery document names). With `clientId` the
+   * panel offers "Sign in": the authorization code flow with PKCE, run in the browser against
+   * `issuer` for a public client (docs in the README).
+   */
   oidc: z
     .strictObject({
-      issuer: z.string().min(1),
+      issuer: httpUrl,
       audience: z.string().min(1),
-      jwksUrl: httpUrl,
+      jwksUrl: httpUrl.optional(),
+      clientId: z.string().min(1).max(255).optional(),
+      scopes: z
+        .string()
+        .regex(
+          /^[\x21\x23-\x5b\x5d-\x7e]+( [\x21\x23-\x5b\x5d-\x7e]+)*$/,
+          'scopes are separated by single spaces',
+        )
+        .refine((s) => s.split(' ').includes('openid'), 'scopes must include openid')
+        .default('openid profile email groups'),
+      /** Where the provider sends the browser back: the panel's own address unless set. */
+      redirectPath: z
+        .string()
+        .regex(/^\/[^\s?#]*$/, 'redirectPath is an absolute path such as /panel/')
+        .optional(),
     })
     .optional(),
+  /** The token claim that lists the user's groups (Keycloak, Dex and Okta: groups; Entra ID: groups or roles). */
+  groupsClaim: z.string().min(1).max(100).default('groups'),
+  /**
+   * Members of any of these groups are administrators: they may list, search and revoke every
+   * user's keys, and offboard a user. Empty: nobody is.
+   */
+  adminGroups: z
+    .union([
+      z.array(z.string().min(1).max(255)),
+      z.string().transform((list) =>
+        list
+          .split(',')
+          .map((g) => g.trim())
+          .filter((g) => g !== ''),
+      ),
+    ])
+    .default([]),
 });
 
 export type GatewayConfig = z.infer<typeof gatewayConfigSchema>;
@@ -145,9 +181,20 @@ const ENV: ReadonlyArray<readonly [string, keyof GatewayConfigInput]> = [
   ['TOLLGATE_AUDIT_REFUSAL_INTERVAL_MS', 'auditRefusalIntervalMs'],
   ['TOLLGATE_STATE_DIR', 'stateDir'],
   ['TOLLGATE_GRANT_SIGNING_KEY_FILE', 'grantSigningKeyFile'],
+  ['TOLLGATE_GROUPS_CLAIM', 'groupsClaim'],
+  ['TOLLGATE_ADMIN_GROUPS', 'adminGroups'],
   ['POD_NAMESPACE', 'namespace'],
   ['TOLLGATE_NAMESPACE', 'namespace'],
 ];
+
+const OIDC_ENV = [
+  ['TOLLGATE_OIDC_ISSUER', 'issuer'],
+  ['TOLLGATE_OIDC_AUDIENCE', 'audience'],
+  ['TOLLGATE_OIDC_JWKS_URL', 'jwksUrl'],
+  ['TOLLGATE_OIDC_CLIENT_ID', 'clientId'],
+  ['TOLLGATE_OIDC_SCOPES', 'scopes'],
+  ['TOLLGATE_OIDC_REDIRECT_PATH', 'redirectPath'],
+] as const;
 
 /** Parses `datasets=http://a:1,services=http://b:2` into a map; the schema checks names and URLs. */
 export function parseUpstreamList(list: string): Record<string, string> {
@@ -173,13 +220,10 @@ function fromEnv(env: NodeJS.ProcessEnv): Partial<GatewayConfigInput> {
     if (value !== undefined && value !== '') out[field] = value;
   }
   if (env.TOLLGATE_UPSTREAMS) out.upstreams = parseUpstreamList(env.TOLLGATE_UPSTREAMS);
-  if (env.TOLLGATE_OIDC_ISSUER || env.TOLLGATE_OIDC_AUDIENCE || env.TOLLGATE_OIDC_JWKS_URL) {
-    out.oidc = {
-      issuer: env.TOLLGATE_OIDC_ISSUER,
-      audience: env.TOLLGATE_OIDC_AUDIENCE,
-      jwksUrl: env.TOLLGATE_OIDC_JWKS_URL,
-    };
-  }
+  const oidc = Object.fromEntries(
+    OIDC_ENV.flatMap(([name, field]) => (env[name] ? [[field, env[name]]] : [])),
+  );
+  if (Object.keys(oidc).length > 0) out.oidc = oidc;
   return out as Partial<GatewayConfigInput>;
 }
 

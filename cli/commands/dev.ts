@@ -117,7 +117,9 @@ export function register(program: Command): void {
               audit,
               maxRollGraceSeconds: config.maxRollGraceSeconds,
               keys: { stateDir },
-              identity: { local: { stateDir, selfUrl } },
+              // A configured provider replaces the local issuer (and the panel offers "Sign in").
+              identity: config.oidc === undefined ? { local: { stateDir, selfUrl } } : { oidc: config.oidc },
+              admin: { groupsClaim: config.groupsClaim, adminGroups: config.adminGroups },
             }),
           platformResources: new Map([
             ['models', modelsPlatformResource({ workflows, log, models: { stateDir } })],

@@ -108,7 +108,7 @@ async function clusterManagement(
   workflows: WorkflowRoutes,
 ) {
   if (config.oidc === undefined) {
-    log.warn('no OIDC settings (oidc.issuer, oidc.audience, oidc.jwksUrl): the management API is not served');
+    log.warn('no OIDC settings (oidc.issuer, oidc.audience): the management API is not served');
     return undefined;
   }
   return createManagement({
@@ -120,6 +120,7 @@ async function clusterManagement(
     maxRollGraceSeconds: config.maxRollGraceSeconds,
     keys: { kubeConfig, namespace: config.namespace },
     identity: { oidc: config.oidc },
+    admin: { groupsClaim: config.groupsClaim, adminGroups: config.adminGroups },
   });
 }
 

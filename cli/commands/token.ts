@@ -12,6 +12,9 @@ const flagsSchema = z.object({
     .int()
     .min(60, '--ttl is at least 60 seconds')
     .max(30 * 86_400, '--ttl is at most 30 days'),
+  group: z
+    .array(z.string().min(1, '--group cannot be empty').max(255, '--group is at most 255 characters'))
+    .default([]),
 });
 
 /**
@@ -27,13 +30,18 @@ export function register(program: Command): void {
     .requiredOption('--user <name>', 'the user the token identifies (its subject)')
     .option('--state-dir <dir>', STATE_DIR_HELP, defaultStateDir())
     .option('--ttl <seconds>', 'lifetime of the token in seconds', '43200')
+    .option(
+      '--group <name>',
+      "a group the user belongs to, in the token's groups claim (repeatable; the gateway's adminGroups make administrators)",
+      (value: string, previous: string[] = []) => [...previous, value],
+    )
     .action(async (raw: unknown) => {
       const parsed = flagsSchema.safeParse(raw);
       if (!parsed.success) {
         process.stderr.write(`tollgate token: ${parsed.error.issues[0]?.message ?? 'invalid flags'}\n`);
         process.exit(2);
       }
-      const { user, stateDir, ttl } = parsed.data;
+      const { user, stateDir, ttl, group } = parsed.data;
       const issuer = await LocalIssuer.existing(stateDir);
       if (issuer === undefined) {
         process.stderr.write(
@@ -45,6 +53,6 @@ export function register(program: Command): void {
         );
         process.exit(1);
       }
-      process.stdout.write(`${await issuer.mint(user, { ttlSeconds: ttl })}\n`);
+      process.stdout.write(`${await issuer.mint(user, { ttlSeconds: ttl, groups: group })}\n`);
     });
 }

@@ -27,8 +27,22 @@ export class DirApiKeyStore implements ApiKeyStore {
   }
 
   async get(owner: string, id: string): Promise<ApiKey | undefined> {
-    const key = await this.keys.get(apiKeyName(id));
+    const key = await this.find(id);
     return key?.spec.owner === owner ? key : undefined;
+  }
+
+  async listEvery(filters: ApiKeyFilters & { owner?: string } = {}): Promise<ApiKeyPage> {
+    const { owner } = filters;
+    const all = await this.keys.list();
+    return pageOf(
+      all.filter((k) => owner === undefined || k.spec.owner === owner),
+      filters,
+      true,
+    );
+  }
+
+  find(id: string): Promise<ApiKey | undefined> {
+    return this.keys.get(apiKeyName(id));
   }
 
   update(key: ApiKey): Promise<ApiKey> {

@@ -69,6 +69,22 @@ export class KubeApiKeyStore implements ApiKeyStore {
     return found?.spec.owner === owner ? found : undefined;
   }
 
+  async listEvery(filters: ApiKeyFilters & { owner?: string } = {}): Promise<ApiKeyPage> {
+    const { owner } = filters;
+    const selector = owner === undefined ? undefined : `${OWNER_LABEL}=${ownerLabelValue(owner)}`;
+    const items = await this.call('list', () => listAllCustomObjects(this.api, this.resource, selector));
+    const keys: ApiKey[] = [];
+    for (const item of items) {
+      const parsed = apiKeySchema.safeParse(item);
+      if (parsed.success && (owner === undefined || parsed.data.spec.owner === owner)) keys.push(parsed.data);
+    }
+    return pageOf(keys, filters, true);
+  }
+
+  find(id: string): Promise<ApiKey | undefined> {
+    return this.read(id);
+  }
+
   async update(key: ApiKey): Promise<ApiKey> {
     try {
       // The resourceVersion read with the key makes the API server refuse a write over a newer one.

@@ -14,6 +14,13 @@ export interface ApiKeyStore {
   list(owner: string, filters?: ApiKeyFilters): Promise<ApiKeyPage>;
   get(owner: string, id: string): Promise<ApiKey | undefined>;
   /**
+   * Administrators only: every owner's keys (or one owner's, by `owner`), the search also matching
+   * the owner and the owner's name.
+   */
+  listEvery(filters?: ApiKeyFilters & { owner?: string }): Promise<ApiKeyPage>;
+  /** Administrators only: a key whoever owns it. */
+  find(id: string): Promise<ApiKey | undefined>;
+  /**
    * Writes a changed key read from this store; a key changed by someone else since it was read
    * (or deleted) is refused with key_changed, never overwritten.
    */
@@ -85,20 +92,24 @@ function decodeCursor(cursor: string): Position {
   throw invalidCursor();
 }
 
-function matches(key: ApiKey, search: string): boolean {
-  const { name, start, module, roles } = key.spec;
+function matches(key: ApiKey, search: string, withOwner: boolean): boolean {
+  const { name, start, module, roles, owner, ownerName } = key.spec;
   const needle = search.toLowerCase();
-  return [name ?? '', start, module, ...roles].some((field) => field.toLowerCase().includes(needle));
+  const fields = [name ?? '', start, module, ...roles, ...(withOwner ? [owner, ownerName ?? ''] : [])];
+  return fields.some((field) => field.toLowerCase().includes(needle));
 }
 
-/** One page of `keys` (all of one owner's keys, in any order) under `filters`. */
-export function pageOf(keys: readonly ApiKey[], filters: ApiKeyFilters = {}): ApiKeyPage {
+/**
+ * One page of `keys` (in any order) under `filters`: all of one owner's keys, or, for an
+ * administrator's listing (`withOwner`), anyone's, searched by owner too.
+ */
+export function pageOf(keys: readonly ApiKey[], filters: ApiKeyFilters = {}, withOwner = false): ApiKeyPage {
   const limit = Math.min(filters.limit ?? DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE);
   const after = filters.cursor === undefined ? undefined : decodeCursor(filters.cursor);
   const search = filters.search?.trim();
   const selected = keys
     .filter((k) => filters.module === undefined || k.spec.module === filters.module)
-    .filter((k) => search === undefined || search === '' || matches(k, search))
+    .filter((k) => search === undefined || search === '' || matches(k, search, withOwner))
     .map((key) => ({ key, position: { created: createdOf(key), id: apiKeyId(key) } }))
     .filter((k) => after === undefined || compare(k.position, after) > 0)
     .sort((a, b) => compare(a.position, b.position));

@@ -10,7 +10,7 @@ import type { Logger } from '../../common/logger.js';
 import { ManifestDir } from '../../common/resources/manifest-dir.js';
 import type { WorkflowRoutes } from '../../common/routes/workflow-routes.js';
 import { LocalIssuer, localOidcConfig } from '../auth/local-issuer.js';
-import { createTokenVerifier, type OidcConfig } from '../auth/oidc.js';
+import { createTokenVerifier, type AdminPolicy, type OidcConfig } from '../auth/oidc.js';
 import type { AuditLog } from '../audit/audit-log.js';
 import { createManagementRouter } from './router.js';
 
@@ -31,6 +31,8 @@ export interface ManagementOptions {
   keys: { kubeConfig: KubeConfig; namespace: string } | { stateDir: string };
   /** A real provider, or the local issuer of `stateDir`, verified through the gateway at `selfUrl`. */
   identity: { oidc: OidcConfig } | { local: { stateDir: string; selfUrl: string } };
+  /** Who may act on every user's keys. */
+  admin: AdminPolicy;
 }
 
 export interface Management {
@@ -57,7 +59,8 @@ export async function createManagement(opts: ManagementOptions): Promise<Managem
     redis: opts.redis,
     workflows: opts.workflows,
     roles: opts.roles,
-    verifyToken: createTokenVerifier(oidc),
+    verifyToken: createTokenVerifier(oidc, opts.admin),
+    admin: opts.admin,
     audit: opts.audit,
     maxRollGraceSeconds: opts.maxRollGraceSeconds,
     log: opts.log,

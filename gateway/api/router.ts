@@ -13,6 +13,10 @@ import { listModules } from './routes/list-modules.js';
 import { keyUsage } from './routes/key-usage.js';
 import { listAudit } from './routes/list-audit.js';
 import { rollKey } from './routes/roll-key.js';
+import { adminDeleteKey } from './routes/admin-delete-key.js';
+import { adminListKeys } from './routes/admin-list-keys.js';
+import { offboard } from './routes/offboard.js';
+import { whoami } from './routes/whoami.js';
 
 export type { ManagementDeps } from './deps.js';
 
@@ -28,7 +32,7 @@ const methodNotAllowed =
 
 /**
  * The management API behind the panel, mounted at `/api/v1`. Every route acts as the user of the
- * OIDC bearer token and sees only that user's keys. Errors leave through the gateway's one mapper,
+ * OIDC bearer token and sees only that user's keys, but for `/admin/...`, for administrators only. Errors leave through the gateway's one mapper,
  * so the router answers correctly wherever it is mounted.
  */
 export function createManagementRouter(deps: ManagementDeps): Router {
@@ -63,6 +67,14 @@ export function createManagementRouter(deps: ManagementDeps): Router {
   router.route('/apikeys/:id/usage').get(keyUsage(deps)).all(methodNotAllowed('GET'));
   router.route('/audit').get(listAudit(deps)).all(methodNotAllowed('GET'));
   router.route('/modules').get(listModules(deps)).all(methodNotAllowed('GET'));
+  router.route('/me').get(whoami()).all(methodNotAllowed('GET'));
+  // Administrators' routes: each refuses a caller outside the admin groups with 403.
+  router.route('/admin/apikeys').get(adminListKeys(deps)).all(methodNotAllowed('GET'));
+  router.route('/admin/apikeys/:id').delete(adminDeleteKey(deps)).all(methodNotAllowed('DELETE'));
+  router
+    .route('/admin/offboard')
+    .post(express.json({ limit: BODY_LIMIT, strict: true }), offboard(deps))
+    .all(methodNotAllowed('POST'));
   router.use((req) => {
     throw new TollgateError('unknown_endpoint', `no management API endpoint at ${req.baseUrl}${req.path}`);
   });

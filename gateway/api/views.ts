@@ -39,15 +39,36 @@ export const apiKeyViewSchema = z.object({
 });
 export type ApiKeyView = z.infer<typeof apiKeyViewSchema>;
 
+const keyRowSchema = apiKeyViewSchema.extend({
+  requestsPerHour: z.array(z.int().min(0)).describe('Requests per hour over the last 24 hours, oldest first'),
+});
+
 export const keyPageSchema = z.object({
+  items: z.array(keyRowSchema),
+  nextCursor: z.string().optional(),
+});
+
+/** An administrator's listing: anyone's keys, each with its owner. */
+export const ownedKeyPageSchema = z.object({
   items: z.array(
-    apiKeyViewSchema.extend({
-      requestsPerHour: z
-        .array(z.int().min(0))
-        .describe('Requests per hour over the last 24 hours, oldest first'),
+    keyRowSchema.extend({
+      owner: z.string().describe('The subject of the user who created the key'),
+      ownerName: z.string().optional().describe('Their name when they created it'),
     }),
   ),
   nextCursor: z.string().optional(),
+});
+
+export const callerSchema = z.object({
+  subject: z.string(),
+  name: z.string().optional(),
+  groups: z.array(z.string()),
+  admin: z.boolean().describe('A member of an administrator group: may act on every user’s keys'),
+});
+
+export const offboardResultSchema = z.object({
+  owner: z.string(),
+  revoked: z.array(z.string()).describe('Ids of the keys revoked now'),
 });
 
 export const createdKeySchema = apiKeyViewSchema.extend({

@@ -59,13 +59,14 @@ export class LocalIssuer {
     return { keys: [this.publicJwk] };
   }
 
-  /** A token for `user`, valid for `ttlSeconds`. */
+  /** A token for `user` (a member of `groups`), valid for `ttlSeconds`. */
   async mint(
     user: string,
-    opts: { ttlSeconds?: number; issuer?: string; audience?: string } = {},
+    opts: { ttlSeconds?: number; issuer?: string; audience?: string; groups?: readonly string[] } = {},
   ): Promise<string> {
     const key = await importJWK(this.privateJwk, ALG);
-    return new SignJWT({ preferred_username: user })
+    const groups = opts.groups === undefined || opts.groups.length === 0 ? {} : { groups: [...opts.groups] };
+    return new SignJWT({ preferred_username: user, ...groups })
       .setProtectedHeader({ alg: ALG, kid: this.privateJwk.kid, typ: 'JWT' })
       .setSubject(user)
       .setIssuer(opts.issuer ?? LOCAL_ISSUER)

@@ -1,6 +1,7 @@
 import type { RequestHandler, Response } from 'express';
-import { createRemoteJWKSet, errors, jwtVerify } from 'jose';
+import { createRemoteJWKSet, errors, jwtVerify, type JWTPayload } from 'jose';
 import { TollgateError } from '../../common/errors.js';
+import { discoverProvider } from './discovery.js';
 
 /**
  * Users of the management API are identified by an OIDC bearer token (a JWT), verified against the
@@ -10,12 +11,24 @@ import { TollgateError } from '../../common/errors.js';
 export interface OidcConfig {
   issuer: string;
   audience: string;
-  jwksUrl: string;
+  /** Absent: the `jwks_uri` of the issuer's discovery document. */
+  jwksUrl?: string | undefined;
+}
+
+/** Who is an administrator: members of any of `adminGroups`, read from the `groupsClaim` claim. */
+export interface AdminPolicy {
+  groupsClaim: string;
+  adminGroups: readonly string[];
 }
 
 /** The authenticated user: `subject` is the token's `sub`, the owner recorded on keys. */
 export interface Caller {
   subject: string;
+  /** A readable name for listings (preferred_username, email or name), when the token has one. */
+  name?: string;
+  groups: string[];
+  /** A member of an administrator group: may act on every user's keys. */
+  admin: boolean;
 }
 
 export type TokenVerifier = (token: string) => Promise<Caller>;
@@ -29,23 +42,34 @@ const challenge = (error?: string): Record<string, string> => ({
     error === undefined ? 'Bearer realm="tollgate"' : `Bearer realm="tollgate", error="${error}"`,
 });
 
-export function createTokenVerifier(config: OidcConfig): TokenVerifier {
+export function createTokenVerifier(config: OidcConfig, policy: AdminPolicy): TokenVerifier {
   // jose caches the key set and refetches it (rate-limited) when a token names an unknown kid, so
   // a key rotation at the provider is picked up without a restart.
-  const jwks = createRemoteJWKSet(new URL(config.jwksUrl));
+  let jwks: Promise<ReturnType<typeof createRemoteJWKSet>> | undefined;
+  const keySet = (): Promise<ReturnType<typeof createRemoteJWKSet>> => {
+    jwks ??= (async () => {
+      const url = config.jwksUrl ?? (await discoverProvider(config.issuer)).jwks_uri;
+      if (url === undefined) throw new Error(`the discovery document of ${config.issuer} names no jwks_uri`);
+      return createRemoteJWKSet(new URL(url));
+    })();
+    // A provider that was down at the first call is asked again at the next one.
+    jwks.catch(() => (jwks = undefined));
+    return jwks;
+  };
+  const admins = new Set(policy.adminGroups);
   return async (token) => {
-    let subject: unknown;
+    let payload: JWTPayload;
     try {
-      const { payload } = await jwtVerify(token, jwks, {
+      ({ payload } = await jwtVerify(token, await keySet(), {
         issuer: config.issuer,
         audience: config.audience,
         requiredClaims: ['sub', 'exp'],
         clockTolerance: CLOCK_TOLERANCE_SECONDS,
-      });
-      subject = payload.sub;
+      }));
     } catch (e) {
       throw tokenError(e);
     }
+    const subject = payload.sub;
     // The subject becomes the owner recorded on every key the user creates. jose checks only that
     // `sub` is present, so a signed token could still carry a number, null or "" there.
     if (typeof subject !== 'string' || subject === '' || subject.length > MAX_SUBJECT_LENGTH) {
@@ -57,8 +81,35 @@ export function createTokenVerifier(config: OidcConfig): TokenVerifier {
         },
       );
     }
-    return { subject };
+    const groups = stringsOf(payload[policy.groupsClaim]);
+    const name = displayNameOf(payload);
+    return {
+      subject,
+      ...(name === undefined ? {} : { name }),
+      groups,
+      admin: groups.some((g) => admins.has(g)),
+    };
   };
+}
+
+/** A groups claim is a list of names (most providers) or one name; anything else holds none. */
+function stringsOf(claim: unknown): string[] {
+  if (typeof claim === 'string') return [claim];
+  return Array.isArray(claim) ? claim.filter((g): g is string => typeof g === 'string') : [];
+}
+
+const NAME_CLAIMS = ['preferred_username', 'email', 'name'] as const;
+const MAX_NAME_LENGTH = 100;
+
+function displayNameOf(payload: JWTPayload): string | undefined {
+  for (const claim of NAME_CLAIMS) {
+    const value = payload[claim];
+    // Printable text only: the name is shown to administrators in the panel.
+    if (typeof value === 'string' && value !== '' && !/[\p{Cc}\p{Cf}]/u.test(value)) {
+      return value.slice(0, MAX_NAME_LENGTH);
+    }
+  }
+  return undefined;
 }
 
 function tokenError(e: unknown): TollgateError {
@@ -71,7 +122,7 @@ function tokenError(e: unknown): TollgateError {
   if (e instanceof errors.JWKSTimeout || !(e instanceof errors.JOSEError)) {
     return new TollgateError(
       'identity_provider_unavailable',
-      'the identity provider’s keys (JWKS) cannot be fetched; retry shortly',
+      'the identity provider’s discovery document or keys (JWKS) cannot be fetched; retry shortly',
       {
         cause: e,
       },
@@ -116,4 +167,13 @@ export function callerOf(res: Response): Caller {
   const caller = res.locals.caller as Caller | undefined;
   if (caller === undefined) throw new Error('callerOf used on a route without authenticateUser');
   return caller;
+}
+
+/** Refuses, with 403 admin_required, a caller who is not an administrator. */
+export function requireAdmin(caller: Caller, groupsClaim: string): void {
+  if (caller.admin) return;
+  throw new TollgateError(
+    'admin_required',
+    `this needs an administrator: a member of one of the gateway's adminGroups (read from the token's "${groupsClaim}" claim)`,
+  );
 }

@@ -17,6 +17,8 @@ export const apiKeySpecSchema = z.object({
   roles: z.array(z.string().min(1).max(128)).min(1).max(32),
   /** The subject of the user who created the key. */
   owner: z.string().min(1).max(255),
+  /** The owner's name when the key was created (preferred_username, email or name of the token), shown to administrators. */
+  ownerName: z.string().max(100).optional(),
   /** A label chosen by the owner. */
   name: z.string().max(100).optional(),
   /** After this instant the key is refused. Absent means it does not expire. */

@@ -83,7 +83,8 @@ export function createKey(deps: ManagementDeps): RequestHandler {
       );
     }
     const body = validate(createKeyBodySchema, req.body, 'body');
-    const owner = callerOf(res).subject;
+    const caller = callerOf(res);
+    const owner = caller.subject;
     await checkRoles(deps, owner, body);
     if (body.expiresAt !== undefined && Date.parse(body.expiresAt) <= Date.now()) {
       throw new TollgateError(
@@ -103,6 +104,7 @@ export function createKey(deps: ManagementDeps): RequestHandler {
       roles: body.roles,
       owner,
     };
+    if (caller.name !== undefined) spec.ownerName = caller.name;
     if (body.name !== undefined) spec.name = body.name;
     // Normalised to UTC so the CRD, the index and the listing all carry the same string.
     if (body.expiresAt !== undefined) spec.expiresAt = new Date(body.expiresAt).toISOString();

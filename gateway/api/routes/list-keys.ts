@@ -1,12 +1,10 @@
 import type { RequestHandler } from 'express';
 import { z } from 'zod';
 import { MAX_PAGE_SIZE } from '../../../common/apikey/store.js';
-import { readKeyUsage, readRecentHours } from '../../../common/apikey/usage.js';
-import { apiKeyId } from '../../../common/resources/apikey.js';
 import { callerOf } from '../../auth/oidc.js';
 import type { ManagementDeps } from '../deps.js';
+import { keyRows } from '../key-rows.js';
 import { validate } from '../validate.js';
-import { toApiKeyView } from '../views.js';
 
 export const listKeysQuerySchema = z.strictObject({
   search: z.string().max(200, 'search is at most 200 characters').optional(),
@@ -29,16 +27,7 @@ export function listKeys(deps: ManagementDeps): RequestHandler {
   return async (req, res) => {
     const query = validate(listKeysQuerySchema, req.query, 'query');
     const page = await deps.store.list(callerOf(res).subject, query);
-    const ids = page.items.map(apiKeyId);
-    const [usage, recent] = await Promise.all([
-      readKeyUsage(deps.redis, ids),
-      readRecentHours(deps.redis, ids),
-    ]);
-    // Each row's small chart: requests per hour over the last day, oldest first.
-    const items = page.items.map((k) => ({
-      ...toApiKeyView(k, usage.get(apiKeyId(k))),
-      requestsPerHour: recent.get(apiKeyId(k)) ?? [],
-    }));
+    const items = await keyRows(deps, page.items);
     res.json(page.nextCursor === undefined ? { items } : { items, nextCursor: page.nextCursor });
   };
 }

@@ -68,11 +68,13 @@ beforeAll(async () => {
       maxRollGraceSeconds: config.maxRollGraceSeconds,
       keys: { stateDir },
       identity: { local: { stateDir, selfUrl: base } },
+      // The fuzzer is an administrator, so the admin routes are exercised too.
+      admin: { groupsClaim: 'groups', adminGroups: ['tollgate-admins'] },
     });
   const services = await createGatewayServices(config, log, { management });
   gateway = createGatewayServer(services, createV2Handler(services, noModels));
   await gateway.listen(port, '127.0.0.1');
-  token = await (await LocalIssuer.open(stateDir)).mint('fuzz@example.com');
+  token = await (await LocalIssuer.open(stateDir)).mint('fuzz@example.com', { groups: ['tollgate-admins'] });
   const res = await fetch(`${base}/api/v1/openapi.json`);
   expect(res.status).toBe(200);
   document = (await res.json()) as typeof document;

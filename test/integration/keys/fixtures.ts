@@ -10,6 +10,9 @@ import { CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node
 import { kube } from '../../harness/index.js';
 import { LocalIssuer } from '../../../gateway/auth/local-issuer.js';
 
+/** An admin policy under which nobody is an administrator. */
+export const NO_ADMINS = { groupsClaim: 'groups', adminGroups: [] };
+
 const CRD_FILE = fileURLToPath(new URL('../../../crds/apikeys.yaml', import.meta.url));
 const run = promisify(execFile);
 

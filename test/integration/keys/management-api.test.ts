@@ -59,6 +59,8 @@ interface KeyJson {
   rateLimit?: { requests: number; windowSeconds: number };
 }
 
+const adminPolicy = { groupsClaim: 'groups', adminGroups: ['tollgate-admins', 'platform-ops'] };
+
 const stores: Array<[string, (dir: string) => Promise<ApiKeyStore>]> = [
   ['manifest directory', async (dir) => new DirApiKeyStore(new ManifestDir(dir, () => undefined))],
   [
@@ -109,11 +111,11 @@ describe.each(stores)('management API over HTTP (keys on %s)', (label, openStore
         maxRollGraceSeconds: 3_600,
         workflows: new WorkflowRoutes(client),
         roles: new RoleCatalogue({ resources: ['datasets'] }),
-        verifyToken: createTokenVerifier({
-          issuer: 'urn:tollgate:standalone',
-          audience: 'tollgate',
-          jwksUrl: idp.jwksUrl,
-        }),
+        verifyToken: createTokenVerifier(
+          { issuer: 'urn:tollgate:standalone', audience: 'tollgate', jwksUrl: idp.jwksUrl },
+          adminPolicy,
+        ),
+        admin: adminPolicy,
         log,
       }),
     );
@@ -594,6 +596,179 @@ describe.each(stores)('management API over HTTP (keys on %s)', (label, openStore
           store.update({ ...fresh!, spec: { ...fresh!.spec, allowedCidrs: ['not-a-cidr'] } }),
         ).rejects.toThrow(/CIDR|immutable/);
       }
+    });
+  });
+
+  describe('administrators', () => {
+    const dave = `dave-${suffix}@example.com`;
+    const erin = `erin-${suffix}@example.com`;
+    let adminToken: string;
+    let daveToken: string;
+    let erinToken: string;
+
+    beforeAll(async () => {
+      adminToken = await idp.issuer.mint(`root-${suffix}`, { groups: ['staff', 'platform-ops'] });
+      daveToken = await idp.issuer.mint(dave, { groups: ['staff', 'tollgate-admins-not'] });
+      erinToken = await idp.issuer.mint(erin);
+    });
+
+    const indexed = async (key: string) => (await client.exists(redisKeys.apiKey(hashKey(key)))) === 1;
+
+    it('tells the caller who they are and whether they are an administrator', async () => {
+      const me = await call('GET', '/me', { token: adminToken });
+      expect(me.status).toBe(200);
+      expect(me.body).toEqual({
+        subject: `root-${suffix}`,
+        name: `root-${suffix}`,
+        groups: ['staff', 'platform-ops'],
+        admin: true,
+      });
+      expect((await call('GET', '/me', { token: daveToken })).body).toMatchObject({ admin: false });
+      expectError(await call('GET', '/me', { token: null }), 401, 'missing_token');
+    });
+
+    it('refuses every administrator action to a non-administrator, and keeps others’ keys 404', async () => {
+      const daves = await create({ module: 'platform', roles: ['viewer'], name: 'dave’s' }, daveToken);
+      const erins = await create({ module: 'platform', roles: ['viewer'], name: 'erin’s' }, erinToken);
+      expect([daves.status, erins.status]).toEqual([201, 201]);
+      const erinsId = erins.body.id as string;
+      for (const a of [
+        await call('GET', '/admin/apikeys', { token: daveToken }),
+        await call('GET', `/admin/apikeys?owner=${encodeURIComponent(erin)}`, { token: daveToken }),
+        await call('DELETE', `/admin/apikeys/${erinsId}`, { token: daveToken }),
+        await call('POST', '/admin/offboard', { token: daveToken, body: { owner: erin } }),
+      ]) {
+        expectError(a, 403, 'admin_required');
+        expect(a.body.error).toContain('"groups" claim');
+      }
+      // What a user sees of another's key is unchanged: nothing.
+      expectError(await call('GET', `/apikeys/${erinsId}`, { token: daveToken }), 404, 'key_not_found');
+      expectError(await call('DELETE', `/apikeys/${erinsId}`, { token: daveToken }), 404, 'key_not_found');
+      expect(await indexed(erins.body.key as string)).toBe(true);
+      // An administrator's own listing is still their own.
+      expect(items(await call('GET', '/apikeys', { token: adminToken }))).toEqual([]);
+    });
+
+    it('lists and searches every user’s keys with their owner, and revokes any of them', async () => {
+      const made = await create({ module: 'platform', roles: ['editor'], name: 'erin deploy' }, erinToken);
+      const id = made.body.id as string;
+      const all = await call('GET', '/admin/apikeys?limit=200', { token: adminToken });
+      expect(all.status).toBe(200);
+      const rows = all.body.items as Array<KeyJson & { owner: string; ownerName?: string }>;
+      expect(rows.find((r) => r.id === id)).toMatchObject({
+        owner: erin,
+        ownerName: erin,
+        name: 'erin deploy',
+      });
+      expect(new Set(rows.map((r) => r.owner))).toEqual(
+        expect.objectContaining({ size: expect.any(Number) }),
+      );
+      expect(rows.map((r) => r.owner)).toEqual(expect.arrayContaining([alice, erin, dave]));
+      expect(JSON.stringify(all.body)).not.toContain('hash');
+
+      // Search matches the owner; `owner` narrows to one user.
+      const byName = items(
+        await call('GET', `/admin/apikeys?search=${encodeURIComponent(`erin-${suffix}`)}`, {
+          token: adminToken,
+        }),
+      );
+      expect(byName.length).toBeGreaterThanOrEqual(2);
+      expect(byName.every((r) => (r as unknown as { owner: string }).owner === erin)).toBe(true);
+      const onlyDave = items(
+        await call('GET', `/admin/apikeys?owner=${encodeURIComponent(dave)}`, { token: adminToken }),
+      );
+      expect(onlyDave.map((r) => r.name)).toEqual(['dave’s']);
+      expectError(
+        await call('GET', '/admin/apikeys?owner=', { token: adminToken }),
+        400,
+        'invalid_field',
+        'owner',
+      );
+      expectError(
+        await call('GET', '/admin/apikeys?colour=red', { token: adminToken }),
+        400,
+        'unknown_field',
+        'colour',
+      );
+
+      // Revoked by an administrator: gone from the owner's list and from the index at once.
+      const revoke = await call('DELETE', `/admin/apikeys/${id}`, { token: adminToken });
+      expect(revoke.status).toBe(204);
+      expect(await indexed(made.body.key as string)).toBe(false);
+      expectError(await call('GET', `/apikeys/${id}`, { token: erinToken }), 404, 'key_not_found');
+      expectError(await call('DELETE', `/admin/apikeys/${id}`, { token: adminToken }), 404, 'key_not_found');
+      expectError(
+        await call('DELETE', '/admin/apikeys/not-an-id', { token: adminToken }),
+        400,
+        'invalid_field',
+        'id',
+      );
+      expectError(
+        await call('PUT', `/admin/apikeys/${id}`, { token: adminToken }),
+        405,
+        'method_not_allowed',
+      );
+    });
+
+    it('offboards a user: every key of theirs revoked in one action, nobody else’s', async () => {
+      const leaver = `leaver-${suffix}@example.com`;
+      const leaverToken = await idp.issuer.mint(leaver);
+      const keys: string[] = [];
+      for (const roles of [['viewer'], ['editor'], ['datasets:viewer']]) {
+        const a = await create({ module: 'platform', roles }, leaverToken);
+        expect(a.status).toBe(201);
+        keys.push(a.body.key as string);
+      }
+      const stays = await create({ module: 'platform', roles: ['viewer'], name: 'stays' }, erinToken);
+
+      const done = await call('POST', '/admin/offboard', { token: adminToken, body: { owner: leaver } });
+      expect(done.status).toBe(200);
+      expect(done.body.owner).toBe(leaver);
+      expect((done.body.revoked as string[]).length).toBe(3);
+      for (const key of keys) expect(await indexed(key)).toBe(false);
+      expect(items(await call('GET', '/apikeys', { token: leaverToken }))).toEqual([]);
+      expect(await indexed(stays.body.key as string)).toBe(true);
+
+      // Again, or for a subject nobody has: nothing to revoke, said plainly.
+      expect(
+        (await call('POST', '/admin/offboard', { token: adminToken, body: { owner: leaver } })).body,
+      ).toEqual({
+        owner: leaver,
+        revoked: [],
+      });
+      expectError(
+        await call('POST', '/admin/offboard', { token: adminToken, body: {} }),
+        400,
+        'invalid_field',
+        'owner',
+      );
+      expectError(
+        await call('POST', '/admin/offboard', { token: adminToken, body: { owner: '' } }),
+        400,
+        'invalid_field',
+        'owner',
+      );
+      expectError(
+        await call('POST', '/admin/offboard', { token: adminToken, body: { owner: leaver, all: true } }),
+        400,
+        'unknown_field',
+        'all',
+      );
+      expectError(
+        await call('POST', '/admin/offboard', {
+          token: adminToken,
+          raw: `owner=${leaver}`,
+          contentType: 'text/plain',
+        }),
+        415,
+        'unsupported_media_type',
+      );
+      expectError(
+        await call('POST', '/admin/offboard', { token: adminToken, raw: '{"owner":' }),
+        400,
+        'invalid_json',
+        'body',
+      );
     });
   });
 });

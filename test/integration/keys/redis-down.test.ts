@@ -12,7 +12,7 @@ import { WorkflowRoutes } from '../../../common/routes/workflow-routes.js';
 import { createManagementRouter } from '../../../gateway/api/router.js';
 import { createTokenVerifier } from '../../../gateway/auth/oidc.js';
 import { redis, restartRedis, stopRedis } from '../../harness/index.js';
-import { loopbackIdentityProvider, removeTempDirs, tempDir } from './fixtures.js';
+import { loopbackIdentityProvider, NO_ADMINS, removeTempDirs, tempDir } from './fixtures.js';
 
 afterAll(removeTempDirs);
 
@@ -45,11 +45,11 @@ describe('management API with Redis down', () => {
         maxRollGraceSeconds: 3_600,
         workflows: new WorkflowRoutes(client),
         roles: new RoleCatalogue(),
-        verifyToken: createTokenVerifier({
-          issuer: 'urn:tollgate:standalone',
-          audience: 'tollgate',
-          jwksUrl: idp.jwksUrl,
-        }),
+        verifyToken: createTokenVerifier(
+          { issuer: 'urn:tollgate:standalone', audience: 'tollgate', jwksUrl: idp.jwksUrl },
+          NO_ADMINS,
+        ),
+        admin: NO_ADMINS,
         log: createLogger('redis-down-test', 'silent'),
       }),
     );

@@ -67,6 +67,7 @@ describe('standalone management API with the CLI', () => {
       maxRollGraceSeconds: 3_600,
       keys: { stateDir },
       identity: { local: { stateDir, selfUrl: base } },
+      admin: { groupsClaim: 'groups', adminGroups: [] },
     });
     if (management.jwks !== undefined) app.get(JWKS_PATH, management.jwks);
     app.use('/api/v1', management.router);

@@ -97,6 +97,7 @@ beforeAll(async () => {
       maxRollGraceSeconds: config.maxRollGraceSeconds,
       keys: { stateDir },
       identity: { local: { stateDir, selfUrl: gatewayBase } },
+      admin: { groupsClaim: 'groups', adminGroups: [] },
     });
   const services = await createGatewayServices(config, log, { management });
   gateway = createGatewayServer(services, createV2Handler(services, noModels));

@@ -1,0 +1,29 @@
+import type { RequestHandler } from 'express';
+import { TollgateError } from '../../../common/errors.js';
+import { callerOf, requireAdmin } from '../../auth/oidc.js';
+import type { ManagementDeps } from '../deps.js';
+import { revokeKey } from '../revoke.js';
+import { keyIdParam } from './key-id.js';
+
+const noSuchKey = (id: string): TollgateError =>
+  new TollgateError(
+    'key_not_found',
+    `no user has an API key with id ${id}; GET /api/v1/admin/apikeys lists them`,
+  );
+
+/** DELETE /admin/apikeys/{id}: revokes anyone's key; the audit trail names the administrator. */
+export function adminDeleteKey(deps: ManagementDeps): RequestHandler {
+  return async (req, res) => {
+    const caller = callerOf(res);
+    requireAdmin(caller, deps.admin.groupsClaim);
+    const id = keyIdParam(req.params);
+    const key = await deps.store.find(id);
+    if (key === undefined) throw noSuchKey(id);
+    if (
+      !(await revokeKey(deps, key, { actor: caller.subject, req, reason: 'revoked by an administrator' }))
+    ) {
+      throw noSuchKey(id);
+    }
+    res.status(204).end();
+  };
+}

@@ -1,0 +1,31 @@
+import type { RequestHandler } from 'express';
+import { z } from 'zod';
+import { callerOf, requireAdmin } from '../../auth/oidc.js';
+import type { ManagementDeps } from '../deps.js';
+import { keyRows } from '../key-rows.js';
+import { validate } from '../validate.js';
+import { listKeysQuerySchema } from './list-keys.js';
+
+export const adminListKeysQuerySchema = listKeysQuerySchema.extend({
+  owner: z
+    .string()
+    .min(1, 'owner cannot be empty; leave it out for every user')
+    .max(255, 'owner is a token subject of at most 255 characters')
+    .optional()
+    .describe('Only this user’s keys (the subject shown as `owner`)'),
+});
+
+/** GET /admin/apikeys: every user's keys (or one user's), searchable by owner too. */
+export function adminListKeys(deps: ManagementDeps): RequestHandler {
+  return async (req, res) => {
+    requireAdmin(callerOf(res), deps.admin.groupsClaim);
+    const query = validate(adminListKeysQuerySchema, req.query, 'query');
+    const page = await deps.store.listEvery(query);
+    const rows = await keyRows(deps, page.items);
+    const items = rows.map((row, i) => {
+      const { owner, ownerName } = page.items[i]?.spec ?? { owner: '' };
+      return { ...row, owner, ...(ownerName === undefined ? {} : { ownerName }) };
+    });
+    res.json(page.nextCursor === undefined ? { items } : { items, nextCursor: page.nextCursor });
+  };
+}

@@ -126,6 +126,8 @@ export const gatewayConfigSchema = z.strictObject({
         )
         .refine((s) => s.split(' ').includes('openid'), 'scopes must include openid')
         .default('openid profile email groups'),
+      /** Leeway for the token's expiry and not-before times, for clocks that drift apart. */
+      clockToleranceSeconds: z.coerce.number().int().min(0).max(300).default(30),
       /** Where the provider sends the browser back: the panel's own address unless set. */
       redirectPath: z
         .string()
@@ -194,6 +196,7 @@ const OIDC_ENV = [
   ['TOLLGATE_OIDC_CLIENT_ID', 'clientId'],
   ['TOLLGATE_OIDC_SCOPES', 'scopes'],
   ['TOLLGATE_OIDC_REDIRECT_PATH', 'redirectPath'],
+  ['TOLLGATE_OIDC_CLOCK_TOLERANCE_SECONDS', 'clockToleranceSeconds'],
 ] as const;
 
 /** Parses `datasets=http://a:1,services=http://b:2` into a map; the schema checks names and URLs. */

@@ -5,14 +5,19 @@ import { createKeyBodySchema } from './routes/create-key.js';
 import { keyIdParamsSchema } from './routes/key-id.js';
 import { auditPageSchema, auditQuerySchema } from './routes/list-audit.js';
 import { listKeysQuerySchema } from './routes/list-keys.js';
+import { adminListKeysQuerySchema } from './routes/admin-list-keys.js';
+import { offboardBodySchema } from './routes/offboard.js';
 import { rollKeyBodySchema } from './routes/roll-key.js';
 import {
   apiKeyViewSchema,
+  callerSchema,
   createdKeySchema,
   errorSchema,
   keyPageSchema,
   keyUsageSchema,
   modulesSchema,
+  offboardResultSchema,
+  ownedKeyPageSchema,
   rolledKeySchema,
 } from './views.js';
 
@@ -42,7 +47,7 @@ interface Operation {
 const ERROR_TEXT: Record<number, string> = {
   400: 'The request is invalid: `field` names what to fix',
   401: 'Missing, malformed, unknown or expired credentials',
-  403: 'The credentials do not allow this',
+  403: 'The credentials do not allow this (admin routes: not an administrator)',
   404: 'Not found (another user’s key is not found either)',
   405: 'Method not allowed here (see Allow)',
   409: 'The key changed meanwhile, was already rolled, or has expired',
@@ -99,6 +104,7 @@ const COMPONENTS: Record<string, z.ZodType> = {
   Error: errorSchema,
   ApiKey: apiKeyViewSchema,
   ApiKeyPage: keyPageSchema,
+  OwnedApiKeyPage: ownedKeyPageSchema,
   CreatedApiKey: createdKeySchema,
   RolledApiKey: rolledKeySchema,
   ApiKeyUsage: keyUsageSchema,
@@ -238,6 +244,45 @@ function operations(maxRollGraceSeconds: number): Operation[] {
       security: 'bearer',
       ok: { status: 200, description: 'The modules and their roles', schema: modulesSchema },
       errors: [401, 503],
+    },
+    {
+      method: 'get',
+      path: '/api/v1/me',
+      operationId: 'whoami',
+      summary: 'Who your token says you are, and whether you are an administrator',
+      security: 'bearer',
+      ok: { status: 200, description: 'The caller', schema: callerSchema },
+      errors: [401],
+    },
+    {
+      method: 'get',
+      path: '/api/v1/admin/apikeys',
+      operationId: 'adminListApiKeys',
+      summary: 'Administrators: one page of every user’s keys (or one user’s), with their owner',
+      security: 'bearer',
+      query: adminListKeysQuerySchema,
+      ok: { status: 200, description: 'A page of keys', schema: ownedKeyPageSchema },
+      errors: [400, 401, 403, 503],
+    },
+    {
+      method: 'delete',
+      path: '/api/v1/admin/apikeys/{id}',
+      operationId: 'adminDeleteApiKey',
+      summary: 'Administrators: revoke anyone’s key (recorded in the audit trail)',
+      security: 'bearer',
+      ...keyPath,
+      ok: { status: 204, description: 'Revoked' },
+      errors: [400, 401, 403, 404, 503],
+    },
+    {
+      method: 'post',
+      path: '/api/v1/admin/offboard',
+      operationId: 'offboardUser',
+      summary: 'Administrators: revoke every key of one user in one action',
+      security: 'bearer',
+      body: { schema: offboardBodySchema, required: true },
+      ok: { status: 200, description: 'The keys revoked', schema: offboardResultSchema },
+      errors: [400, 401, 403, 413, 415, 503],
     },
     {
       method: 'get',

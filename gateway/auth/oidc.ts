@@ -13,6 +13,8 @@ export interface OidcConfig {
   audience: string;
   /** Absent: the `jwks_uri` of the issuer's discovery document. */
   jwksUrl?: string | undefined;
+  /** Leeway for exp and nbf; 30 s when absent. */
+  clockToleranceSeconds?: number;
 }
 
 /** Who is an administrator: members of any of `adminGroups`, read from the `groupsClaim` claim. */
@@ -64,7 +66,7 @@ export function createTokenVerifier(config: OidcConfig, policy: AdminPolicy): To
         issuer: config.issuer,
         audience: config.audience,
         requiredClaims: ['sub', 'exp'],
-        clockTolerance: CLOCK_TOLERANCE_SECONDS,
+        clockTolerance: config.clockToleranceSeconds ?? CLOCK_TOLERANCE_SECONDS,
       }));
     } catch (e) {
       throw tokenError(e);

@@ -15,7 +15,20 @@ export function createApp(s: GatewayServices): Express {
 
   mountOperations(app, s);
 
-  app.use('/panel', createPanelRouter());
+  const oidc = s.config.oidc;
+  app.use(
+    '/panel',
+    createPanelRouter(
+      oidc?.clientId === undefined
+        ? undefined
+        : {
+            issuer: oidc.issuer,
+            clientId: oidc.clientId,
+            scopes: oidc.scopes,
+            redirectPath: oidc.redirectPath,
+          },
+    ),
+  );
   if (s.management !== undefined) {
     if (s.management.jwks !== undefined) app.get(JWKS_PATH, s.management.jwks);
     app.use('/api/v1', s.management.router);

@@ -9,6 +9,7 @@
  *   const k = await kube();                  // kube-apiserver + etcd, k.kubeconfig
  *   const c = await cluster();               // a real node: kubelet, containerd, images, DNS
  *   const m = await minio();                 // S3 endpoint + throw-away credentials
+ *   const d = await dex('panel', {...});     // an OIDC provider with static users
  *   const ml = await startMlserver(dir);     // MLServer on `dir`; await ml.stop()
  *   const browser = await launchChromium();  // playwright Browser on Debian's chromium
  */
@@ -16,6 +17,8 @@ import { request } from 'node:http';
 import { HARNESS_URL_ENV } from './run-state.js';
 import type {
   ClusterInfo,
+  DexInfo,
+  DexOptions,
   KubeInfo,
   MinioInfo,
   MlserverInfo,
@@ -26,6 +29,8 @@ import type {
 
 export type {
   ClusterInfo,
+  DexInfo,
+  DexOptions,
   KubeInfo,
   MinioInfo,
   MlserverInfo,
@@ -125,6 +130,14 @@ export function serveInCluster(dir: string): Promise<{ url: string }> {
 /** A MinIO inside the cluster's node namespace (pods and tests reach `endpoint`): own bucket. */
 export function clusterMinio(): Promise<MinioInfo> {
   return call<MinioInfo>('/cluster/minio');
+}
+
+/**
+ * A Dex OpenID Connect provider for `tag` (started once per tag, with its first caller's options):
+ * static users alice (groups tollgate-admins, staff) and bob (staff), one public client.
+ */
+export function dex(tag: string, options: DexOptions): Promise<DexInfo> {
+  return call<DexInfo>('/dex', { tag, options });
 }
 
 /** The run's MinIO, shared by all tests: use a bucket of your own. */

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs, idempotently, every real component the tests and the demo start:
 # Debian packages (redis-server, nginx-light, chromium, python3-venv, openssl), kube-apiserver +
-# kubectl + etcd + MinIO built from Go modules at pinned versions, the Python venv with MLServer,
+# kubectl + etcd + MinIO + Dex built from Go modules at pinned versions, the Python venv with MLServer,
 # and the test cluster's node: kubelet, kube-proxy, kube-controller-manager, kube-scheduler and
 # CoreDNS from Go modules, the pause binary from the Kubernetes module's source, containerd, runc,
 # the CNI plugins, iptables, buildah and debootstrap from Debian. Slow builds are cached outside
@@ -33,6 +33,7 @@ ETCD_VERSION=v3.6.4
 MINIO_VERSION=RELEASE.2025-09-07T16-13-09Z
 MINIO_TIME=2025-09-07T16:13:09Z # the same release, as MinIO's own version string
 MINIO_COMMIT=07c3a429bfed       # from the pseudo-version in go/minio/go.mod
+DEX_VERSION=v2.45.1             # go/dex/go.mod pins its commit (Dex tags are not module versions)
 requirements="$root/images/mlserver"
 VENV_KEY=$(cat "$requirements/requirements.txt" "$requirements/requirements.lock" | sha256sum | cut -c1-12)
 tools="$here/tools"
@@ -87,10 +88,13 @@ need_go() {
   go_build "$here/go/etcd" go.etcd.io/etcd/server/v3 "$bin/etcd-$ETCD_VERSION"
   go_build "$here/go/minio" github.com/minio/minio "$bin/minio-$MINIO_VERSION" \
     "-X github.com/minio/minio/cmd.Version=$MINIO_TIME -X github.com/minio/minio/cmd.ReleaseTag=$MINIO_VERSION -X github.com/minio/minio/cmd.CommitID=$MINIO_COMMIT -X github.com/minio/minio/cmd.ShortCommitID=$MINIO_COMMIT"
+  # The OpenID Connect provider of the panel's sign-in tests.
+  go_build "$here/go/dex" github.com/dexidp/dex/cmd/dex "$bin/dex-$DEX_VERSION"
   ln -sfn "kube-apiserver-$KUBE_VERSION" "$bin/kube-apiserver"
   ln -sfn "kubectl-$KUBE_VERSION" "$bin/kubectl"
   ln -sfn "etcd-$ETCD_VERSION" "$bin/etcd"
   ln -sfn "minio-$MINIO_VERSION" "$bin/minio"
+  ln -sfn "dex-$DEX_VERSION" "$bin/dex"
 }
 
 need_venv() {

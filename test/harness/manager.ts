@@ -4,13 +4,23 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { startCluster } from './components/cluster.js';
 import { startKube } from './components/kube.js';
+import { startDex } from './components/dex.js';
 import { startMinio } from './components/minio.js';
 import { startMlserver, type MlserverInstance, type MlserverOptions } from './components/mlserver.js';
 import { startRedis, type RedisInstance } from './components/redis.js';
 import { startSentinelGroup, type SentinelGroup } from './components/sentinel.js';
 import { ProcessRegistry } from './processes.js';
 import { waitUntil } from './wait.js';
-import type { ClusterInfo, KubeInfo, MinioInfo, MlserverInfo, RedisInfo, SentinelInfo } from './types.js';
+import type {
+  ClusterInfo,
+  DexInfo,
+  DexOptions,
+  KubeInfo,
+  MinioInfo,
+  MlserverInfo,
+  RedisInfo,
+  SentinelInfo,
+} from './types.js';
 
 type Body = Record<string, unknown>;
 
@@ -48,6 +58,7 @@ export class ComponentManager {
   private minioP?: Promise<MinioInfo>;
   private readonly mlservers = new Map<string, MlserverInstance>();
   private readonly sentinelGroups = new Map<string, Promise<SentinelGroup>>();
+  private readonly dexes = new Map<string, Promise<DexInfo>>();
   private mlserverSeq = 0;
   private server?: Server;
 
@@ -114,6 +125,8 @@ export class ComponentManager {
       case '/minio':
         this.minioP ??= startMinio(this.reg, this.runDir);
         return this.minioP;
+      case '/dex':
+        return this.dex(str(body, 'tag'), body['options'] as DexOptions);
       case '/mlserver/start':
         return this.startMlserver(str(body, 'modelsDir'), (body['options'] ?? {}) as MlserverOptions);
       case '/mlserver/stop':
@@ -160,6 +173,17 @@ export class ComponentManager {
     entry.running = startRedis(this.reg, redisName(tag), entry.port);
     const inst = await entry.running;
     return { url: inst.url, port: inst.port, tag };
+  }
+
+  /** A Dex per tag, started once with the options of its first caller. */
+  private dex(tag: string, options: DexOptions): Promise<DexInfo> {
+    let running = this.dexes.get(tag);
+    if (running === undefined) {
+      running = startDex(this.reg, this.runDir, tag, options);
+      this.dexes.set(tag, running);
+      running.catch(() => this.dexes.delete(tag));
+    }
+    return running;
   }
 
   private async sentinelGroup(tag: string): Promise<SentinelInfo> {

@@ -14,6 +14,7 @@ export const bins = {
   kubeApiserver: join(binDir, 'kube-apiserver'),
   etcd: join(binDir, 'etcd'),
   minio: join(binDir, 'minio'),
+  dex: join(binDir, 'dex'),
   // The kubectl built with kube-apiserver (same version); the system's one otherwise.
   kubectl: existsSync(join(binDir, 'kubectl')) ? join(binDir, 'kubectl') : 'kubectl',
   chromium: process.env['TOLLGATE_CHROMIUM'] ?? '/usr/bin/chromium',

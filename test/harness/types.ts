@@ -34,6 +34,20 @@ export interface MinioInfo {
   region: string;
 }
 export type { VenvInfo } from './venv.js';
+/** A Dex: its static users sign in with `password`; the client is public (PKCE, no secret). */
+export interface DexInfo {
+  issuer: string;
+  clientId: string;
+  users: Array<{ username: string; email: string; password: string; groups: string[] }>;
+}
+export interface DexOptions {
+  /** Where Dex may send the browser back (the panels under test). */
+  redirectUris: string[];
+  /** Origins whose pages may call Dex's discovery and token endpoints (CORS). */
+  allowedOrigins: string[];
+  /** Lifetime of ID and access tokens, as Dex reads durations ("10m", "8s"). */
+  tokenTtl?: string;
+}
 export interface MlserverInfo {
   url: string; // http://127.0.0.1:<port>
   grpcPort: number;

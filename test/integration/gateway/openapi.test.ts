@@ -121,11 +121,15 @@ describe('the OpenAPI document', () => {
   it('is OpenAPI 3.1, describes every management operation and parts of /v2 and /events', () => {
     expect(document.openapi).toBe('3.1.0');
     expect(Object.keys(document.paths).sort()).toEqual([
+      '/api/v1/admin/apikeys',
+      '/api/v1/admin/apikeys/{id}',
+      '/api/v1/admin/offboard',
       '/api/v1/apikeys',
       '/api/v1/apikeys/{id}',
       '/api/v1/apikeys/{id}/roll',
       '/api/v1/apikeys/{id}/usage',
       '/api/v1/audit',
+      '/api/v1/me',
       '/api/v1/modules',
       '/events/platform/api/v1/{resource}',
       '/v2/health/live',

@@ -155,3 +155,47 @@ export async function listAudit({ keyId, action, cursor, limit } = {}) {
     })
   );
 }
+
+/**
+ * @typedef {{ subject: string; name?: string; groups: string[]; admin: boolean }} Caller
+ * @typedef {KeySummary & { owner: string; ownerName?: string }} OwnedKey
+ * @typedef {{ items: OwnedKey[]; nextCursor?: string }} OwnedKeyPage
+ */
+
+/**
+ * Who the token says the caller is, and whether they are an administrator.
+ * @returns {Promise<Caller>}
+ */
+export async function whoami() {
+  return /** @type {Caller} */ (await call('GET', 'me'));
+}
+
+/**
+ * Administrators: one page of every user's keys.
+ * @param {{ search?: string; owner?: string; cursor?: string }} [options]
+ * @returns {Promise<OwnedKeyPage>}
+ */
+export async function adminListKeys({ search, owner, cursor } = {}) {
+  return /** @type {OwnedKeyPage} */ (
+    await call('GET', 'admin/apikeys', { query: { search, owner, cursor } })
+  );
+}
+
+/**
+ * Administrators: revokes anyone's key.
+ * @param {string} id
+ */
+export async function adminDeleteKey(id) {
+  await call('DELETE', `admin/apikeys/${encodeURIComponent(id)}`);
+}
+
+/**
+ * Administrators: revokes every key of one user.
+ * @param {string} owner the user's subject
+ * @returns {Promise<{ owner: string; revoked: string[] }>}
+ */
+export async function offboardUser(owner) {
+  return /** @type {{ owner: string; revoked: string[] }} */ (
+    await call('POST', 'admin/offboard', { body: { owner } })
+  );
+}

@@ -1,7 +1,11 @@
-// The panel acts as the signed-in user with an OIDC bearer token. It arrives in the URL fragment
-// (`#token=...`, never sent to a server) from `tollgate dev`, or is pasted in the sign-in box. It is
-// kept in sessionStorage only: closing the tab signs out.
-const STORAGE_KEY = 'tollgate.token';
+// The panel acts as the signed-in user with an OIDC access token. It comes from "Sign in" (the
+// authorization code flow with PKCE, signin.js), from the paste box, or from a `#token=` fragment
+// (`tollgate dev`; a fragment is never sent to a server). It is kept in this tab's sessionStorage
+// only: never in a URL, never in localStorage or a cookie; closing the tab signs out. The page's
+// Content-Security-Policy lets no script but the panel's own run beside it.
+const TOKEN_KEY = 'tollgate.token';
+// The provider's ID token, kept only to name the session when signing out at the provider.
+const ID_TOKEN_KEY = 'tollgate.idToken';
 
 /** Moves a `#token=` fragment into sessionStorage and removes it from the address bar and history. */
 export function takeTokenFromUrl() {
@@ -17,16 +21,27 @@ export function takeTokenFromUrl() {
 
 /** @returns {string | null} */
 export function getToken() {
-  return window.sessionStorage.getItem(STORAGE_KEY);
+  return window.sessionStorage.getItem(TOKEN_KEY);
 }
 
-/** @param {string} token */
-export function setToken(token) {
-  window.sessionStorage.setItem(STORAGE_KEY, token.trim());
+/**
+ * @param {string} token the access token
+ * @param {string} [idToken] the ID token, when the provider's sign-in gave one
+ */
+export function setToken(token, idToken) {
+  window.sessionStorage.setItem(TOKEN_KEY, token.trim());
+  if (idToken) window.sessionStorage.setItem(ID_TOKEN_KEY, idToken);
+  else window.sessionStorage.removeItem(ID_TOKEN_KEY);
+}
+
+/** @returns {string | null} */
+export function getIdToken() {
+  return window.sessionStorage.getItem(ID_TOKEN_KEY);
 }
 
 export function clearToken() {
-  window.sessionStorage.removeItem(STORAGE_KEY);
+  window.sessionStorage.removeItem(TOKEN_KEY);
+  window.sessionStorage.removeItem(ID_TOKEN_KEY);
 }
 
 /**

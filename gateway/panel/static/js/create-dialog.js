@@ -10,6 +10,7 @@ import { endOfDayUtc } from './format.js';
  * @typedef {import('./api.js').Module} Module
  * @typedef {import('./api.js').ModuleChoice} ModuleChoice
  * @typedef {[HTMLElement | null, HTMLElement]} ErrorSlot a field's control and its error text
+ * @typedef {import('./signin.js').CreateDraft} CreateDraft
  */
 
 /**
@@ -153,12 +154,9 @@ export function createCreateDialog({ onCreated, onAuthError }) {
       dialog.close();
       onCreated(created);
     } catch (error) {
-      if (error instanceof ApiError && error.status === 401) {
-        dialog.close();
-        onAuthError(error);
-      } else {
-        showServerError(error, request.module);
-      }
+      // The dialog stays as it is: a session that expired is renewed and the draft comes back.
+      if (error instanceof ApiError && error.status === 401) onAuthError(error);
+      else showServerError(error, request.module);
     } finally {
       save.disabled = false;
     }
@@ -166,17 +164,38 @@ export function createCreateDialog({ onCreated, onAuthError }) {
 
   find(dialog, '[data-close]').addEventListener('click', () => dialog.close());
 
+  /** @param {CreateDraft} draft */
+  function applyDraft(draft) {
+    const radio = form.querySelector(`input[name="module"][value="${draft.module}"]`);
+    if (radio instanceof HTMLInputElement) radio.checked = true;
+    showModule();
+    if (draft.module === 'bda') bdaSelect.value = draft.roles[0] ?? '';
+    for (const box of platformList.querySelectorAll('input')) {
+      if (box instanceof HTMLInputElement) box.checked = draft.roles.includes(box.value);
+    }
+    name.value = draft.name;
+    expiry.value = draft.expiry;
+  }
+
   return {
-    async open() {
+    /** What the user has filled in so far, if the dialog is open (kept across a new sign-in). */
+    draft() {
+      if (!dialog.open) return null;
+      const { module, roles } = readForm();
+      return { module, roles, name: name.value, expiry: expiry.value };
+    },
+
+    /** @param {CreateDraft | null} [draft] fields to fill in again */
+    async open(draft = null) {
       form.reset();
       showModule();
       save.disabled = true;
       dialog.showModal();
       try {
         fillRoles((await listModules()).modules);
+        if (draft !== null) applyDraft(draft);
       } catch (error) {
         if (error instanceof ApiError && error.status === 401) {
-          dialog.close();
           onAuthError(error);
           return;
         }

@@ -91,3 +91,19 @@ export function debounce(fn, ms) {
 export function messageOf(error) {
   return error instanceof Error ? error.message : String(error);
 }
+
+/**
+ * A row's action button; `label` names the action and its object for screen readers.
+ * @param {string} text
+ * @param {string} label
+ * @param {() => void} action
+ */
+export function actionButton(text, label, action) {
+  const button = el('button', {
+    className: 'btn btn-icon btn-small',
+    text,
+    attrs: { type: 'button', 'aria-label': label },
+  });
+  button.addEventListener('click', action);
+  return button;
+}

@@ -2,7 +2,7 @@
 // search, paging, and the actions on a key (details, roll, delete).
 import { listKeys } from './api.js';
 import { sparkline } from './chart.js';
-import { $, el, debounce } from './dom.js';
+import { $, actionButton, el, debounce } from './dom.js';
 import { formatDate, formatDateTime, formatRelative } from './format.js';
 
 /** @typedef {import('./api.js').KeySummary} KeySummary */
@@ -63,21 +63,6 @@ export function createKeysPage({ onError, onDelete, onRoll, onDetails }) {
     const shown = `${keys.length} key${keys.length === 1 ? '' : 's'}${nextCursor ? ' shown' : ''}`;
     count.textContent = searching ? `${shown} matching “${search.value.trim()}”` : shown;
     count.hidden = keys.length === 0 && !searching;
-  }
-
-  /**
-   * @param {string} text
-   * @param {string} label
-   * @param {() => void} action
-   */
-  function actionButton(text, label, action) {
-    const button = el('button', {
-      className: 'btn btn-icon btn-small',
-      text,
-      attrs: { type: 'button', 'aria-label': label },
-    });
-    button.addEventListener('click', action);
-    return button;
   }
 
   /** @param {KeySummary} key */

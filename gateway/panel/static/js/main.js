@@ -1,9 +1,12 @@
-// The management panel's entry point: sign-in state, the side menu, and wiring the page to the
+// The management panel's entry point: sign-in state, the side menu, and wiring the pages to the
 // dialogs. Every API failure ends up either next to a field, in a dialog's banner, or in the page
-// banner; a refused token sends the user back to the sign-in box with the server's reason.
-import { ApiError } from './api.js';
-import { clearToken, displayName, getToken, setToken, takeTokenFromUrl } from './auth.js';
+// banner. A session that expired goes back through the provider's sign-in and returns to what the
+// user was doing; any other refused token ends on the sign-in page with the server's reason.
+import { ApiError, whoami } from './api.js';
+import { clearToken, displayName, getIdToken, getToken, setToken, takeTokenFromUrl } from './auth.js';
+import { createAdminPage } from './admin-page.js';
 import { createAuditPage } from './audit-page.js';
+import { createConfirmDialog } from './confirm-dialog.js';
 import { createCreateDialog } from './create-dialog.js';
 import { createDeleteDialog } from './delete-dialog.js';
 import { createDetailsDialog } from './details-dialog.js';
@@ -11,17 +14,68 @@ import { $, messageOf, setFieldError, showBanner } from './dom.js';
 import { createKeysPage } from './keys-page.js';
 import { createRevealDialog } from './reveal-dialog.js';
 import { createRollDialog } from './roll-dialog.js';
+import {
+  beginSignIn,
+  completeSignIn,
+  isSignInResponse,
+  loadSignInConfig,
+  signOutAtProvider,
+} from './signin.js';
+
+/** @typedef {import('./signin.js').Resume} Resume */
 
 const banner = $('banner');
 const bannerText = $('banner-text');
+const PAGES = ['keys', 'audit', 'admin'];
+/** @type {import('./signin.js').SignInConfig | null} */
+let signInConfig = null;
+let isAdmin = false;
+
+/** @param {string | null} message */
+const say = (message) => showBanner(banner, bannerText, message);
 
 /** @param {unknown} error */
 function showError(error) {
   if (error instanceof ApiError && error.status === 401) {
-    signOut(`Your sign-in was refused: ${error.message}`);
+    if (error.code === 'token_expired' && signInConfig !== null) {
+      void renewSession();
+      return;
+    }
+    signOut(refusedMessage(error));
     return;
   }
-  showBanner(banner, bannerText, messageOf(error));
+  say(messageOf(error));
+}
+
+/** @param {ApiError} error */
+function refusedMessage(error) {
+  // A token straight from the provider that this gateway refuses is a configuration mismatch
+  // (audience, issuer), not something signing in again would fix.
+  if (getIdToken() !== null && error.code === 'invalid_token') {
+    return (
+      `You signed in at the identity provider, but this gateway does not accept its token: ${error.message}. ` +
+      'Ask an administrator to check the gateway’s OIDC settings (oidc.issuer, and oidc.audience: the audience ' +
+      'the provider puts in its access tokens, usually the client id).'
+    );
+  }
+  return `Your sign-in was refused: ${error.message}`;
+}
+
+/** Back through the provider's sign-in, keeping where the user was and what they had typed. */
+async function renewSession() {
+  if (signInConfig === null) return;
+  /** @type {Resume} */
+  const resume = {
+    hash: window.location.hash,
+    search: $('search', HTMLInputElement).value,
+    create: createDialog.draft(),
+    expired: true,
+  };
+  try {
+    await beginSignIn(signInConfig, resume);
+  } catch (error) {
+    signOut(`Your session expired, and signing in again failed: ${messageOf(error)}`);
+  }
 }
 
 const page = createKeysPage({
@@ -31,10 +85,16 @@ const page = createKeysPage({
   onDetails: (key) => void detailsDialog.open(key),
 });
 const auditPage = createAuditPage({ onError: showError });
+const confirmDialog = createConfirmDialog({ onAuthError: showError });
+const adminPage = createAdminPage({
+  onError: showError,
+  confirm: (action) => confirmDialog.ask(action),
+  onDone: (message) => say(message),
+});
 const reveal = createRevealDialog();
 const rollDialog = createRollDialog({
   onRolled: (rolled) => {
-    showBanner(banner, bannerText, null);
+    say(null);
     reveal.show(rolled);
     page.reload();
   },
@@ -42,25 +102,27 @@ const rollDialog = createRollDialog({
 });
 const detailsDialog = createDetailsDialog({ onAuthError: showError });
 
-/** The page the address names (`#keys`, `#audit`); keys when it names none. */
+/** The page the address names (`#keys`, `#audit`, `#admin`); keys when it names none it may show. */
 function currentPage() {
-  return location.hash === '#audit' ? 'audit' : 'keys';
+  const name = window.location.hash.slice(1);
+  if (name === 'admin' && !isAdmin) return 'keys';
+  return PAGES.includes(name) ? name : 'keys';
 }
 
 function showPage() {
   const name = currentPage();
-  $('keys-page').hidden = name !== 'keys';
-  $('audit-page').hidden = name !== 'audit';
+  for (const p of PAGES) $(`${p}-page`).hidden = p !== name;
   for (const link of document.querySelectorAll('.nav-item')) {
     if (link.getAttribute('data-page') === name) link.setAttribute('aria-current', 'page');
     else link.removeAttribute('aria-current');
   }
   if (name === 'audit') auditPage.reload();
+  else if (name === 'admin') adminPage.reload();
   else page.reload();
 }
 const createDialog = createCreateDialog({
   onCreated: (created) => {
-    showBanner(banner, bannerText, null);
+    say(null);
     reveal.show(created);
     page.reload();
   },
@@ -71,28 +133,53 @@ const deleteDialog = createDeleteDialog({
   onAuthError: showError,
 });
 
-function signedIn() {
+/** Shows the signed-in panel; who the user is (and whether an administrator) comes from the API. */
+async function signedIn() {
   const token = getToken() ?? '';
   $('sign-in').hidden = true;
   const who = displayName(token);
   $('whoami').textContent = who ? `Signed in as ${who}` : 'Signed in';
   $('whoami').hidden = false;
   $('sign-out').hidden = false;
+  try {
+    const me = await whoami();
+    isAdmin = me.admin;
+    $('nav-admin').hidden = !isAdmin;
+    $('whoami').textContent = `Signed in as ${me.name ?? me.subject}${isAdmin ? ' (administrator)' : ''}`;
+  } catch (error) {
+    showError(error);
+    return false;
+  }
   showPage();
+  return true;
 }
 
 /** @param {string} [message] why the user is signed out, shown in the banner */
 function signOut(message) {
   clearToken();
-  $('keys-page').hidden = true;
-  $('audit-page').hidden = true;
+  isAdmin = false;
+  for (const open of document.querySelectorAll('dialog[open]')) {
+    if (open instanceof HTMLDialogElement) open.close();
+  }
+  for (const p of PAGES) $(`${p}-page`).hidden = true;
+  $('nav-admin').hidden = true;
   $('whoami').hidden = true;
   $('sign-out').hidden = true;
   $('sign-in').hidden = false;
-  showBanner(banner, bannerText, message ?? null);
+  say(message ?? null);
   const input = $('token-input', HTMLTextAreaElement);
   input.value = '';
-  input.focus();
+  if (signInConfig !== null) $('provider-sign-in-button').focus();
+  else input.focus();
+}
+
+/** @param {Resume} resume */
+function restore(resume) {
+  $('search', HTMLInputElement).value = resume.search;
+  if (resume.expired) {
+    say('Your session had expired. You are signed in again, and the panel is as you left it.');
+  }
+  if (resume.create) void createDialog.open(resume.create);
 }
 
 $('sign-in-form').addEventListener('submit', (event) => {
@@ -106,17 +193,54 @@ $('sign-in-form').addEventListener('submit', (event) => {
   }
   setFieldError(input, $('token-error'), null);
   setToken(token);
-  showBanner(banner, bannerText, null);
-  signedIn();
+  say(null);
+  void signedIn();
 });
 
-$('sign-out').addEventListener('click', () => signOut());
+$('provider-sign-in-button').addEventListener('click', async () => {
+  if (signInConfig === null) return;
+  say(null);
+  try {
+    await beginSignIn(signInConfig, { hash: window.location.hash, search: '' });
+  } catch (error) {
+    say(messageOf(error));
+  }
+});
+
+$('sign-out').addEventListener('click', async () => {
+  const idToken = getIdToken();
+  clearToken();
+  if (signInConfig !== null && idToken !== null && (await signOutAtProvider(signInConfig, idToken))) return;
+  signOut(
+    idToken === null
+      ? 'You are signed out.'
+      : 'You are signed out of Tollgate. Your identity provider does not offer to end its own session from here: on a shared computer, sign out there too.',
+  );
+});
 window.addEventListener('hashchange', () => {
   if (getToken()) showPage();
 });
-$('banner-close').addEventListener('click', () => showBanner(banner, bannerText, null));
+$('banner-close').addEventListener('click', () => say(null));
 $('create-open').addEventListener('click', () => createDialog.open());
 
-takeTokenFromUrl();
-if (getToken()) signedIn();
-else signOut();
+async function start() {
+  signInConfig = await loadSignInConfig();
+  $('provider-sign-in').hidden = signInConfig === null;
+  // With a provider, the token box stays for scripts and tests, folded away.
+  $('token-sign-in', HTMLDetailsElement).open = signInConfig === null;
+  if (signInConfig !== null && isSignInResponse()) {
+    try {
+      const done = await completeSignIn(signInConfig);
+      setToken(done.accessToken, done.idToken);
+      if (await signedIn()) restore(done.resume);
+    } catch (error) {
+      signOut(messageOf(error));
+    }
+    return;
+  }
+  takeTokenFromUrl();
+  if (getToken()) await signedIn();
+  else signOut();
+}
+
+void start();

@@ -114,7 +114,8 @@ export const gatewayConfigSchema = z.strictObject({
    */
   oidc: z
     .strictObject({
-      issuer: httpUrl,
+      /** An https URL (a URN, e.g. a test issuer, needs jwksUrl and cannot offer "Sign in"). */
+      issuer: z.string().min(1),
       audience: z.string().min(1),
       jwksUrl: httpUrl.optional(),
       clientId: z.string().min(1).max(255).optional(),
@@ -133,6 +134,15 @@ export const gatewayConfigSchema = z.strictObject({
         .string()
         .regex(/^\/[^\s?#]*$/, 'redirectPath is an absolute path such as /panel/')
         .optional(),
+    })
+    // Discovery, and the panel's sign-in, need the issuer to be where its documents are served.
+    .refine((o) => o.jwksUrl !== undefined || httpUrl.safeParse(o.issuer).success, {
+      message: 'set jwksUrl: an issuer that is not an http(s) URL publishes no discovery document',
+      path: ['jwksUrl'],
+    })
+    .refine((o) => o.clientId === undefined || httpUrl.safeParse(o.issuer).success, {
+      message: 'the panel signs in at the issuer, so with clientId the issuer must be an http(s) URL',
+      path: ['issuer'],
     })
     .optional(),
   /** The token claim that lists the user's groups (Keycloak, Dex and Okta: groups; Entra ID: groups or roles). */

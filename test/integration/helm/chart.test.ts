@@ -304,6 +304,8 @@ describe('helm chart: lint and render', () => {
     const { objects } = await render([
       'oidc.issuer=https://idp.example.test/realms/data',
       'oidc.jwksUrl=https://idp.example.test/realms/data/certs',
+      'oidc.clientId=tollgate-panel',
+      'oidc.adminGroups={platform-admins,security}',
       'platform.upstreams.datasets=http://datasets.platform.svc:8080',
     ]);
     const config = find(objects, 'ConfigMap', 't1-tollgate-gateway').data?.['gateway.yaml'] ?? '';
@@ -323,7 +325,12 @@ describe('helm chart: lint and render', () => {
         issuer: 'https://idp.example.test/realms/data',
         audience: 'tollgate',
         jwksUrl: 'https://idp.example.test/realms/data/certs',
+        clientId: 'tollgate-panel',
+        scopes: 'openid profile email groups',
+        clockToleranceSeconds: 30,
       },
+      groupsClaim: 'groups',
+      adminGroups: ['platform-admins', 'security'],
     });
     // The gateway's own loader accepts the file as the chart mounts it.
     const dir = await mkdtemp(join(tmpdir(), 'tollgate-chart-'));
@@ -335,6 +342,8 @@ describe('helm chart: lint and render', () => {
       });
       expect(loaded.upstreams).toEqual({ datasets: 'http://datasets.platform.svc:8080' });
       expect(loaded.oidc?.jwksUrl).toBe('https://idp.example.test/realms/data/certs');
+      expect(loaded.oidc?.clientId).toBe('tollgate-panel');
+      expect(loaded.adminGroups).toEqual(['platform-admins', 'security']);
       expect(loaded.redisUrl).toBe('redis://t1-tollgate-redis:6379');
     } finally {
       await rm(dir, { recursive: true, force: true });
@@ -408,9 +417,12 @@ describe('helm chart: lint and render', () => {
   });
 
   it('refuses values that cannot work, with a message saying what to set', async () => {
-    await expect(render(['oidc.issuer=https://idp.example.test'])).rejects.toThrow(
-      /oidc\.jwksUrl is required/,
+    await expect(render(['oidc.clientId=tollgate-panel'])).rejects.toThrow(
+      /oidc\.clientId needs oidc\.issuer/,
     );
+    await expect(
+      render(['oidc.issuer=https://idp.example.test', 'oidc.scopes=profile email']),
+    ).rejects.toThrow(/oidc\/scopes/);
     // values.schema.json: wrong types, misspelt keys and unusable URLs stop the install.
     await expect(render(['gateway.replicas=two'])).rejects.toThrow(
       /gateway\/replicas': got string, want integer/,

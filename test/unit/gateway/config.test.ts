@@ -4,7 +4,30 @@ import { join } from 'node:path';
 import { TollgateError } from '../../../common/errors.js';
 import { loadGatewayConfig } from '../../../gateway/config.js';
 
+const OIDC = { TOLLGATE_OIDC_ISSUER: 'https://idp.example/realms/data', TOLLGATE_OIDC_AUDIENCE: 'tollgate' };
+
 describe('loadGatewayConfig', () => {
+  it('reads the sign-in and administrator settings, with defaults a provider works with', () => {
+    const config = loadGatewayConfig({
+      env: {
+        ...OIDC,
+        TOLLGATE_OIDC_CLIENT_ID: 'tollgate-panel',
+        TOLLGATE_ADMIN_GROUPS: ' platform-admins, security ,',
+      },
+    });
+    expect(config.oidc).toEqual({
+      issuer: 'https://idp.example/realms/data',
+      audience: 'tollgate',
+      clientId: 'tollgate-panel',
+      scopes: 'openid profile email groups',
+      clockToleranceSeconds: 30,
+    });
+    expect(config.adminGroups).toEqual(['platform-admins', 'security']);
+    expect(config.groupsClaim).toBe('groups');
+    // Nobody is an administrator unless configured.
+    expect(loadGatewayConfig({ env: OIDC }).adminGroups).toEqual([]);
+  });
+
   it('layers defaults, file, environment and flags, merging upstreams', () => {
     const dir = mkdtempSync(join(tmpdir(), 'tg-config-'));
     const file = join(dir, 'gateway.yaml');
@@ -28,6 +51,20 @@ describe('loadGatewayConfig', () => {
     [{ TOLLGATE_UPSTREAMS: 'datasets=ftp://x' }, 'upstreams.datasets'],
     [{ TOLLGATE_UPSTREAMS: 'Bad_Name=http://x' }, 'upstreams.Bad_Name'],
     [{ TOLLGATE_REDIS_URL: 'http://x' }, 'redisUrl'],
+    [{ TOLLGATE_OIDC_ISSUER: 'urn:test', TOLLGATE_OIDC_AUDIENCE: 'tollgate' }, 'oidc.jwksUrl'],
+    [
+      {
+        TOLLGATE_OIDC_ISSUER: 'urn:test',
+        TOLLGATE_OIDC_AUDIENCE: 'tollgate',
+        TOLLGATE_OIDC_JWKS_URL: 'https://idp.example/keys',
+        TOLLGATE_OIDC_CLIENT_ID: 'panel',
+      },
+      'oidc.issuer',
+    ],
+    [{ ...OIDC, TOLLGATE_OIDC_SCOPES: 'profile email' }, 'oidc.scopes'],
+    [{ ...OIDC, TOLLGATE_OIDC_SCOPES: 'openid  email' }, 'oidc.scopes'],
+    [{ ...OIDC, TOLLGATE_OIDC_REDIRECT_PATH: 'panel/' }, 'oidc.redirectPath'],
+    [{ ...OIDC, TOLLGATE_OIDC_CLOCK_TOLERANCE_SECONDS: '-1' }, 'oidc.clockToleranceSeconds'],
   ])('refuses %p naming the field', (env, field) => {
     try {
       loadGatewayConfig({ env });

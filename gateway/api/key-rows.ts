@@ -5,8 +5,15 @@ import { toApiKeyView, type ApiKeyView } from './views.js';
 
 export type KeyRow = ApiKeyView & { requestsPerHour: number[] };
 
-/** Listing rows: each key's view with its usage, and its small chart (requests per hour, 24 h). */
-export async function keyRows(deps: ManagementDeps, keys: readonly ApiKey[]): Promise<KeyRow[]> {
+/**
+ * Listing rows: each key's view with its usage, its small chart (requests per hour, 24 h), and
+ * what `extra` adds from the key (an administrator's listing adds the owner).
+ */
+export async function keyRows<T extends object>(
+  deps: ManagementDeps,
+  keys: readonly ApiKey[],
+  extra: (key: ApiKey) => T,
+): Promise<Array<KeyRow & T>> {
   const ids = keys.map(apiKeyId);
   const [usage, recent] = await Promise.all([
     readKeyUsage(deps.redis, ids),
@@ -15,5 +22,6 @@ export async function keyRows(deps: ManagementDeps, keys: readonly ApiKey[]): Pr
   return keys.map((k) => ({
     ...toApiKeyView(k, usage.get(apiKeyId(k))),
     requestsPerHour: recent.get(apiKeyId(k)) ?? [],
+    ...extra(k),
   }));
 }

@@ -21,11 +21,10 @@ export function adminListKeys(deps: ManagementDeps): RequestHandler {
     requireAdmin(callerOf(res), deps.admin.groupsClaim);
     const query = validate(adminListKeysQuerySchema, req.query, 'query');
     const page = await deps.store.listEvery(query);
-    const rows = await keyRows(deps, page.items);
-    const items = rows.map((row, i) => {
-      const { owner, ownerName } = page.items[i]?.spec ?? { owner: '' };
-      return { ...row, owner, ...(ownerName === undefined ? {} : { ownerName }) };
-    });
+    const items = await keyRows(deps, page.items, ({ spec: { owner, ownerName } }) => ({
+      owner,
+      ...(ownerName === undefined ? {} : { ownerName }),
+    }));
     res.json(page.nextCursor === undefined ? { items } : { items, nextCursor: page.nextCursor });
   };
 }

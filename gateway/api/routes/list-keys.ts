@@ -27,7 +27,7 @@ export function listKeys(deps: ManagementDeps): RequestHandler {
   return async (req, res) => {
     const query = validate(listKeysQuerySchema, req.query, 'query');
     const page = await deps.store.list(callerOf(res).subject, query);
-    const items = await keyRows(deps, page.items);
+    const items = await keyRows(deps, page.items, () => ({}));
     res.json(page.nextCursor === undefined ? { items } : { items, nextCursor: page.nextCursor });
   };
 }

@@ -17,6 +17,7 @@ export interface CheckedInferenceRequest {
 
 /** The content types a BYTES input may carry: text, or binary such as an image. */
 const BYTES_CONTENT_TYPES = ['str', 'base64'] as const;
+const NUMERIC_CONTENT_TYPE = 'np';
 
 const DATATYPES: ReadonlySet<string> = new Set(V2_DATATYPES);
 
@@ -199,8 +200,19 @@ function checkContentType(
       `inputs[${name}].parameters.content_type`,
     );
   }
-  if (datatype !== 'BYTES') return contentType;
   const field = `inputs[${name}].parameters.content_type`;
+  if (datatype !== 'BYTES') {
+    // MLServer decodes numeric and boolean tensors with its NumPy codec only; any other name
+    // would be passed along and ignored, or fail inside the model.
+    if (contentType !== undefined && contentType !== NUMERIC_CONTENT_TYPE) {
+      throw bad(
+        'invalid_content_type',
+        `input '${name}': content_type "${contentType}" cannot decode ${datatype} data; use "${NUMERIC_CONTENT_TYPE}" or leave it out`,
+        field,
+      );
+    }
+    return contentType;
+  }
   if (contentType === undefined) {
     throw bad(
       'missing_content_type',

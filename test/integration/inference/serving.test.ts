@@ -363,6 +363,25 @@ describe('the checklist, answered by the gateway before the runtime', () => {
     expect(named.status).toBe(200);
   });
 
+  test('a content_type the runtime cannot decode on a numeric input is refused, naming the input', async () => {
+    const withType = (contentType: string) => ({
+      inputs: [
+        { ...features([1, 4], [5.1, 3.5, 1.4, 0.2]).inputs[0], parameters: { content_type: contentType } },
+      ],
+    });
+    const refused = await infer('model-iris', withType('xml'), apikey(keys.platform));
+    expect([refused.status, refused.json.code, refused.json.field]).toEqual([
+      400,
+      'invalid_content_type',
+      'inputs[features].parameters.content_type',
+    ]);
+    expect(refused.json.error).toBe(
+      `input 'features': content_type "xml" cannot decode FP32 data; use "np" or leave it out`,
+    );
+    // The NumPy codec's own name is what MLServer decodes numbers with: accepted.
+    expect((await infer('model-iris', withType('np'), apikey(keys.platform))).status).toBe(200);
+  });
+
   test('a body declared as a form or text is 415 with what to send; no Content-Type is accepted', async () => {
     for (const type of [
       'application/x-www-form-urlencoded',

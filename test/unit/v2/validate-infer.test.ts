@@ -399,6 +399,40 @@ describe('each rule of the checklist has its own 400', () => {
     );
   });
 
+  test.each([['xml'], ['str'], ['pd'], ['']])('a numeric input with content_type %p', (contentType) => {
+    const body = JSON.stringify({
+      inputs: [
+        {
+          name: 'features',
+          datatype: 'FP32',
+          shape: [1, 4],
+          data: [5.1, 3.5, 1.4, 0.2],
+          parameters: { content_type: contentType },
+        },
+      ],
+    });
+    expectRejected(
+      body,
+      'invalid_content_type',
+      `input 'features': content_type "${contentType}" cannot decode FP32 data; use "np" or leave it out`,
+    );
+  });
+
+  test('a numeric input with content_type np passes', () => {
+    const body = JSON.stringify({
+      inputs: [
+        {
+          name: 'features',
+          datatype: 'FP32',
+          shape: [1, 4],
+          data: [5.1, 3.5, 1.4, 0.2],
+          parameters: { content_type: 'np' },
+        },
+      ],
+    });
+    expect(validateInferRequest(body, iris)).toEqual({});
+  });
+
   test('content_type different from the declared one', () => {
     const body = JSON.stringify({
       inputs: [

@@ -13,6 +13,7 @@ import type { ModelDirectory } from './model-directory.js';
 import { readBody } from './read-body.js';
 import { runtimeError, runtimeUnreachable } from './runtime-errors.js';
 import { validateInferRequest } from './validate-infer.js';
+import { decodeBinaryRequest, encodeBinaryResponse, type BinaryOutputs } from './binary-tensors.js';
 import { noteRefusal } from '../auth/refusals.js';
 import { countedUpstream, withSignedGrant } from '../auth/signed-grant.js';
 import type { Authenticate } from '../events-handler.js';
@@ -154,7 +155,7 @@ export function createV2Handler(
    */
   async function repositoryIndex(req: IncomingMessage, res: ServerResponse): Promise<void> {
     if (req.method !== 'POST') throw methodNotAllowed('POST');
-    checkJsonContentType(req);
+    checkContentType(req);
     const raw = (await readBody(req, 4096)).toString('utf8').trim();
     let readyOnly = false;
     if (raw !== '') {
@@ -361,19 +362,17 @@ async function infer(
   call: InferCall,
 ): Promise<number> {
   const { model, runtime } = call;
-  if (req.headers['inference-header-content-length'] !== undefined) {
-    throw new TollgateError(
-      'binary_data_unsupported',
-      'the binary tensor extension is not supported by the model runtime; send JSON data (tritonclient: binary_data=False)',
-      { field: 'body' },
-    );
-  }
-  checkJsonContentType(req);
-  const body = await readBody(req, s.config.bodyLimitBytes);
+  // The binary tensor extension (tritonclient's default) arrives as a JSON header and raw bytes.
+  const declared = req.headers['inference-header-content-length'];
+  const binaryHeader = Array.isArray(declared) ? declared.join(',') : declared;
+  checkContentType(req, binaryHeader !== undefined);
+  const raw = await readBody(req, s.config.bodyLimitBytes);
   const { metadata } = await cache.get(model, runtime, call.grant);
-  validateInferRequest(body, metadata);
+  const body = binaryHeader === undefined ? raw : decodeBinaryRequest(raw, binaryHeader, metadata);
+  const { binaryOutputs } = validateInferRequest(body, metadata);
 
-  const headers = await runtimeHeaders(s, req, call);
+  const sent = await runtimeHeaders(s, req, call);
+  const headers = body === raw ? sent : asJsonBody(sent);
   let answer: Dispatcher.ResponseData;
   try {
     answer = await s.upstreams.get(runtime.origin).request({
@@ -387,6 +386,8 @@ async function infer(
   }
   if (answer.statusCode === 200) {
     res.setHeader('x-request-id', call.requestId);
+    if (binaryOutputs !== undefined)
+      return sendBinaryOutputs(res, answer, binaryOutputs, s.config.bodyLimitBytes);
     res.writeHead(200, clientResponseHeaders(answer.headers));
     await pipeline(answer.body, res);
     return 200;
@@ -398,16 +399,59 @@ async function infer(
   throw err;
 }
 
+/** Headers for a body the gateway rewrote as JSON: the client's length and binary framing no longer apply. */
+function asJsonBody(headers: string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < headers.length; i += 2) {
+    const name = (headers[i] as string).toLowerCase();
+    if (name === 'content-length' || name === 'content-type' || name === 'inference-header-content-length')
+      continue;
+    out.push(headers[i] as string, headers[i + 1] as string);
+  }
+  out.push('content-type', 'application/json');
+  return out;
+}
+
+/**
+ * The runtime's JSON answer, with the outputs the client asked for in binary moved into raw bytes
+ * after the JSON header (`Inference-Header-Content-Length` says where the header ends).
+ */
+async function sendBinaryOutputs(
+  res: ServerResponse,
+  answer: Dispatcher.ResponseData,
+  wanted: BinaryOutputs,
+  limit: number,
+): Promise<number> {
+  const json = Buffer.from(await readLimited(answer.body, limit), 'utf8');
+  const encoded = encodeBinaryResponse(json, wanted);
+  const headers = clientResponseHeaders(answer.headers);
+  if (encoded === undefined) {
+    res.writeHead(200, { ...headers, 'content-length': String(json.length) });
+    res.end(json);
+    return 200;
+  }
+  res.writeHead(200, {
+    ...headers,
+    'content-type': 'application/octet-stream',
+    'content-length': String(encoded.body.length),
+    'inference-header-content-length': String(encoded.headerLength),
+  });
+  res.end(encoded.body);
+  return 200;
+}
+
 /**
  * A body declared as anything but JSON is refused before it is read: `curl -d` sends a form type,
  * which MLServer would answer with a pydantic message about dictionaries. No Content-Type at all
- * is accepted, since tritonclient sends its JSON requests without one.
+ * is accepted, since tritonclient sends its JSON requests without one; a binary-extension body
+ * may also say it is bytes.
  */
-function checkJsonContentType(req: IncomingMessage): void {
+function checkContentType(req: IncomingMessage, binary = false): void {
   const declared = req.headers['content-type'];
   if (declared === undefined) return;
   const type = declared.split(';')[0]?.trim().toLowerCase() ?? '';
   if (type === 'application/json' || /^application\/[a-z0-9.+-]*\+json$/.test(type)) return;
+  if (binary && type === 'application/octet-stream') return;
   throw new TollgateError(
     'unsupported_media_type',
     `the body is declared as ${JSON.stringify(type)}; send the V2 request as JSON with Content-Type: application/json (curl: -H 'Content-Type: application/json')`,

@@ -1,5 +1,6 @@
 import { TollgateError, type ErrorCode } from '../../common/errors.js';
 import { V2_DATATYPES, type V2Datatype } from '../../common/model-settings/types.js';
+import { binaryOutputsWanted, type BinaryOutputs } from './binary-tensors.js';
 import type { ModelMetadata, TensorMetadata } from './metadata.js';
 
 /**
@@ -13,6 +14,8 @@ import type { ModelMetadata, TensorMetadata } from './metadata.js';
 export interface CheckedInferenceRequest {
   /** The client's request id, if it sent one (the response echoes it). */
   id: string | undefined;
+  /** The outputs to answer as raw bytes (the binary tensor extension), if any were asked for so. */
+  binaryOutputs?: BinaryOutputs;
 }
 
 /** The content types a BYTES input may carry: text, or binary such as an image. */
@@ -352,21 +355,12 @@ export function validateInferRequest(
     );
   }
   checkOutputs(request);
-  return { id };
+  const binaryOutputs = binaryOutputsWanted(request);
+  return binaryOutputs === undefined ? { id } : { id, binaryOutputs };
 }
 
-const BINARY_OUTPUT =
-  'the binary tensor extension is not supported by the model runtime; ask for JSON outputs (drop binary_data; tritonclient: binary_data=False)';
-
-/**
- * Requested outputs: each an object with a name. Binary outputs (the binary tensor extension) are
- * refused: MLServer ignores the request and answers JSON, which a client that asked for binary
- * would then misread.
- */
+/** Requested outputs: each an object with a name (binary ones are encoded by binary-tensors.ts). */
 function checkOutputs(request: Record<string, unknown>): void {
-  if (isObject(request.parameters) && request.parameters.binary_data_output === true) {
-    throw bad('binary_data_unsupported', BINARY_OUTPUT, 'parameters.binary_data_output');
-  }
   const { outputs } = request;
   if (outputs === undefined) return;
   if (!Array.isArray(outputs)) {
@@ -379,9 +373,6 @@ function checkOutputs(request: Record<string, unknown>): void {
         `outputs[${position}] must be an object with a "name" string`,
         `outputs[${position}]`,
       );
-    }
-    if (isObject(output.parameters) && output.parameters.binary_data === true) {
-      throw bad('binary_data_unsupported', BINARY_OUTPUT, `outputs[${output.name}].parameters.binary_data`);
     }
   });
 }

@@ -208,7 +208,7 @@ describe('each case of the spec, through the gateway, equals scikit-learn in-pro
 });
 
 describe('the official V2 client against the gateway', () => {
-  test('tritonclient[http]: metadata, readiness and inference with the Apikey header', async () => {
+  test('tritonclient[http] with its defaults: metadata, readiness and inference in binary and JSON tensors', async () => {
     const { stdout } = await promisify(execFile)(
       venv().python,
       [
@@ -225,16 +225,25 @@ describe('the official V2 client against the gateway', () => {
       server: { name: string };
       id: string;
       metadata: { inputs: unknown[] };
+      binary_outputs: string[];
       predict: number[];
       predict_proba: number[];
+      every_predict: number[];
+      json_predict: number[];
+      json_predict_proba: number[];
     };
     expect(got.ready).toBe(true);
     expect(got.live).toBe(true);
     expect(got.server.name).toBe('tollgate');
     expect(got.id).toBe('triton-1');
     expect(got.metadata.inputs).toEqual([{ name: 'features', datatype: 'FP32', shape: [-1, 4] }]);
+    // Its defaults (binary tensors) work, and give what the JSON tensors give.
+    expect(got.binary_outputs).toEqual(['predict', 'predict_proba']);
     expect(got.predict).toEqual([0, 2]);
     expect(got.predict_proba).toHaveLength(6);
+    expect(got.every_predict).toEqual([0, 2]);
+    expect(got.json_predict).toEqual(got.predict);
+    expect(got.json_predict_proba).toEqual(got.predict_proba);
   });
 });
 
@@ -334,28 +343,81 @@ describe('the checklist, answered by the gateway before the runtime', () => {
     expect([uneven.status, uneven.json.code]).toEqual([400, 'batch_mismatch']);
   });
 
-  test("tritonclient's binary tensors (binary_data=True) are refused with the fix", async () => {
-    const a = await infer('model-iris', features([1, 4], [1, 2, 3, 4]), {
-      ...json({}).headers,
-      'inference-header-content-length': '120',
+  test('binary tensors (the extension tritonclient uses by default) are translated for the JSON runtime', async () => {
+    const rows = [5.1, 3.5, 1.4, 0.2, 6.7, 3.0, 5.2, 2.3];
+    const header = Buffer.from(
+      JSON.stringify({
+        id: 'bin-1',
+        inputs: [{ name: 'features', datatype: 'FP32', shape: [2, 4], parameters: { binary_data_size: 32 } }],
+        outputs: [{ name: 'predict', parameters: { binary_data: true } }, { name: 'predict_proba' }],
+      }),
+    );
+    const post = (body: Buffer, headerLength: number) =>
+      fetch(`${base}/v2/models/model-iris/infer`, {
+        method: 'POST',
+        headers: { ...apikey(keys.platform), 'inference-header-content-length': String(headerLength) },
+        body,
+      });
+    const res = await post(
+      Buffer.concat([header, Buffer.from(new Float32Array(rows).buffer)]),
+      header.length,
+    );
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe('application/octet-stream');
+    const answer = Buffer.from(await res.arrayBuffer());
+    const length = Number(res.headers.get('inference-header-content-length'));
+    const head = JSON.parse(answer.subarray(0, length).toString()) as {
+      id: string;
+      outputs: Array<{
+        name: string;
+        datatype: string;
+        data?: number[];
+        parameters?: { binary_data_size?: number };
+      }>;
+    };
+    expect(head.id).toBe('bin-1');
+    const predict = head.outputs.find((o) => o.name === 'predict');
+    expect(predict).toMatchObject({ datatype: 'INT64', parameters: { binary_data_size: 16 } });
+    expect(predict?.data).toBeUndefined();
+    const raw = answer.subarray(length);
+    expect([raw.readBigInt64LE(0), raw.readBigInt64LE(8)]).toEqual([0n, 2n]);
+    // The output not asked for in binary stays JSON, as the same request in JSON gets it.
+    const asJson = await infer('model-iris', {
+      ...features([2, 4], rows),
+      outputs: [{ name: 'predict' }, { name: 'predict_proba' }],
     });
-    expect([a.status, a.json.code]).toEqual([400, 'binary_data_unsupported']);
-    expect(a.json.error).toMatch(/binary_data=False/);
+    const proba = (asJson.json.outputs as Array<{ name: string; data: number[] }>).find(
+      (o) => o.name === 'predict_proba',
+    );
+    expect(head.outputs.find((o) => o.name === 'predict_proba')?.data).toEqual(proba?.data);
+
+    // Binary data that does not add up is the gateway's 400, naming what to fix.
+    const short = await post(Buffer.concat([header, Buffer.alloc(28)]), header.length);
+    expect(short.status).toBe(400);
+    expect(await short.json()).toMatchObject({
+      code: 'invalid_binary_data',
+      field: 'inputs[features].parameters.binary_data_size',
+    });
+    const past = await post(header, header.length + 10);
+    expect([past.status, ((await past.json()) as { code: string }).code]).toEqual([
+      400,
+      'invalid_binary_data',
+    ]);
   });
 
-  test('binary outputs asked for in JSON are refused too, not silently answered in JSON', async () => {
-    const perOutput = await infer('model-iris', {
-      ...features([1, 4], [1, 2, 3, 4]),
-      outputs: [{ name: 'predict', parameters: { binary_data: true } }],
+  test('binary outputs asked for in a JSON request come back as raw bytes', async () => {
+    const res = await fetch(`${base}/v2/models/model-iris/infer`, {
+      ...json({ ...features([1, 4], [1, 2, 3, 4]), parameters: { binary_data_output: true } }),
     });
-    expect([perOutput.status, perOutput.json.code]).toEqual([400, 'binary_data_unsupported']);
-    expect(perOutput.json.error).toMatch(/ask for JSON outputs/);
-    const whole = await infer('model-iris', {
-      ...features([1, 4], [1, 2, 3, 4]),
-      parameters: { binary_data_output: true },
-    });
-    expect([whole.status, whole.json.code]).toEqual([400, 'binary_data_unsupported']);
-    // Asking for a JSON output by name still works.
+    expect(res.status).toBe(200);
+    const length = Number(res.headers.get('inference-header-content-length'));
+    const answer = Buffer.from(await res.arrayBuffer());
+    const head = JSON.parse(answer.subarray(0, length).toString()) as {
+      outputs: Array<{ name: string; data?: unknown; parameters: { binary_data_size: number } }>;
+    };
+    expect(head.outputs.every((o) => o.data === undefined && o.parameters.binary_data_size > 0)).toBe(true);
+    expect(answer.length).toBe(length + head.outputs.reduce((n, o) => n + o.parameters.binary_data_size, 0));
+    // Asking for a JSON output by name still answers JSON.
     const named = await infer('model-iris', {
       ...features([1, 4], [1, 2, 3, 4]),
       outputs: [{ name: 'predict', parameters: { binary_data: false } }],

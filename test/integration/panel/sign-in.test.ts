@@ -22,10 +22,10 @@ import { dex, freePort, launchChromium, redis, type DexInfo } from '../../harnes
  * in Chromium: the authorization code flow with PKCE run by the panel, tokens verified by the
  * gateway against Dex's JWKS, administrators from Dex's groups claim. Three gateways: one as an
  * operator would configure it, one whose audience is wrong, and one beside a Dex whose tokens
- * live 6 seconds (the expired-session case).
+ * live 12 seconds (the expired-session case).
  */
 const log = createLogger('sign-in-test', 'silent');
-const SHORT_TTL_SECONDS = 6;
+const SHORT_TTL_SECONDS = 12;
 
 let stateDir: string;
 let redisClient: Redis;
@@ -354,24 +354,28 @@ describe('panel sign-in through a real OpenID Connect provider (Dex)', () => {
 
   it('sends an expired session back through sign-in, keeping the half-filled dialog', async () => {
     const page = await newPage();
-    const signedInAt = Date.now();
     await signIn(page, shortLived, shortDex, 'alice');
+    const expiresAt = expiryOf((await tokenOf(page)) ?? '');
+    expect(expiresAt - Date.now()).toBeLessThanOrEqual(SHORT_TTL_SECONDS * 1000);
     await page.getByRole('button', { name: 'Create key' }).first().click();
     const dialog = page.getByRole('dialog', { name: 'Create an API key' });
     await dialog.locator('#role-platform input').first().waitFor({ state: 'attached' });
     await dialog.getByText('Platform REST resources').click();
     await dialog.locator('#role-platform input[value="datasets:viewer"]').check();
     await dialog.getByLabel('Name (optional)').fill('written before expiry');
-    // Past the token's lifetime (the gateway allows no clock leeway here).
-    await new Promise((r) =>
-      setTimeout(r, Math.max(0, signedInAt + (SHORT_TTL_SECONDS + 1) * 1000 - Date.now())),
-    );
+    // Past the token's own expiry (the gateway allows no clock leeway here).
+    await new Promise((r) => setTimeout(r, Math.max(0, expiresAt + 1_000 - Date.now())));
+
     await dialog.getByRole('button', { name: 'Create key' }).click();
 
     await signInAtDex(page, shortDex, 'alice');
     await dialog.waitFor();
     await expect(banner(page).textContent()).resolves.toContain('Your session had expired');
-    await expect(dialog.getByLabel('Name (optional)').inputValue()).resolves.toBe('written before expiry');
+    // The draft comes back once the dialog has its roles again.
+    await until(
+      async () => (await dialog.getByLabel('Name (optional)').inputValue()) === 'written before expiry',
+      'the draft to be restored',
+    );
     expect(await dialog.locator('#role-platform input[value="datasets:viewer"]').isChecked()).toBe(true);
     await dialog.getByRole('button', { name: 'Create key' }).click();
     const reveal = page.getByRole('dialog', { name: 'Your new API key' });
@@ -380,6 +384,14 @@ describe('panel sign-in through a real OpenID Connect provider (Dex)', () => {
     await page.context().close();
   });
 });
+
+/** When a JWT expires (its `exp`), in ms. */
+function expiryOf(token: string): number {
+  const payload = JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString()) as {
+    exp: number;
+  };
+  return payload.exp * 1000;
+}
 
 /** Polls `check` (from the test: the panel's CSP forbids Playwright's in-page polling). */
 async function until(check: () => Promise<boolean>, what: string, timeoutMs = 5_000): Promise<void> {

@@ -1,5 +1,16 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
+/** Inference latencies: a sklearn model answers in about a millisecond, a large one in seconds. */
+const MODEL_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+
+/** One inference call being measured (GatewayMetrics.modelCall). */
+export interface ModelCall {
+  /** The runtime's share of the call, in seconds. */
+  runtime(seconds: number): void;
+  /** The call's outcome; `rejected` when the gateway's V2 checks refused it. Only the first counts. */
+  end(status: number, code?: string, rejected?: boolean): void;
+}
+
 /** Route kinds as counted: the two `/events` areas, V2, and everything served by Express. */
 export type MetricsRouteKind = 'bda' | 'platform' | 'v2' | 'management' | 'none';
 
@@ -14,6 +25,19 @@ export class GatewayMetrics {
   private readonly authFailures: Counter<'code'>;
   private readonly upstreamSeconds: Histogram<'kind'>;
   private readonly requestTimeouts: Counter<'phase'>;
+  private readonly modelRequests: Counter<'model' | 'status' | 'code'>;
+  private readonly modelRejected: Counter<'model' | 'code'>;
+  private readonly modelSeconds: Histogram<'model'>;
+  private readonly modelRuntimeSeconds: Histogram<'model'>;
+  private readonly modelInFlight: Gauge<'model'>;
+  private readonly modelChildren = new Map<
+    string,
+    {
+      inFlight: { inc(): void; dec(): void };
+      seconds: { observe(v: number): void };
+      runtime: { observe(v: number): void };
+    }
+  >();
   private readonly requestCounts = new Map<string, number>();
   private readonly authCounts = new Map<string, number>();
   private readonly upstreamChildren = new Map<string, { observe(value: number): void }>();
@@ -49,6 +73,38 @@ export class GatewayMetrics {
       labelNames: ['phase'],
       registers: [this.registry],
     });
+    this.modelRequests = new Counter({
+      name: 'tollgate_model_requests_total',
+      help: 'Inference calls to each model, by HTTP status and error code ("" on success)',
+      labelNames: ['model', 'status', 'code'],
+      registers: [this.registry],
+    });
+    this.modelRejected = new Counter({
+      name: 'tollgate_model_rejected_total',
+      help: 'Inference calls the gateway refused against the model’s metadata before the runtime saw them, by code',
+      labelNames: ['model', 'code'],
+      registers: [this.registry],
+    });
+    this.modelSeconds = new Histogram({
+      name: 'tollgate_model_request_duration_seconds',
+      help: 'Time to answer an inference call, at the gateway (its checks, the runtime and the answer)',
+      labelNames: ['model'],
+      buckets: MODEL_BUCKETS,
+      registers: [this.registry],
+    });
+    this.modelRuntimeSeconds = new Histogram({
+      name: 'tollgate_model_runtime_duration_seconds',
+      help: 'The runtime’s share: from sending the call to the model’s runtime to its response head',
+      labelNames: ['model'],
+      buckets: MODEL_BUCKETS,
+      registers: [this.registry],
+    });
+    this.modelInFlight = new Gauge({
+      name: 'tollgate_model_in_flight',
+      help: 'Inference calls to each model being answered now',
+      labelNames: ['model'],
+      registers: [this.registry],
+    });
     this.upstreamSeconds = new Histogram({
       name: 'tollgate_gateway_upstream_duration_seconds',
       help: 'Time from sending a request upstream to the end of its response, by route kind',
@@ -56,6 +112,38 @@ export class GatewayMetrics {
       buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
       registers: [this.registry],
     });
+  }
+
+  /**
+   * One inference call to a model the caller may use (so the `model` label only ever holds names of
+   * models that exist): in flight until `end`, with the runtime's share of its time.
+   */
+  modelCall(model: string): ModelCall {
+    const started = performance.now();
+    let children = this.modelChildren.get(model);
+    if (children === undefined) {
+      // Per model, the label lookups are made once (prom-client hashes label objects on each use).
+      children = {
+        inFlight: this.modelInFlight.labels(model),
+        seconds: this.modelSeconds.labels(model),
+        runtime: this.modelRuntimeSeconds.labels(model),
+      };
+      this.modelChildren.set(model, children);
+    }
+    const { inFlight, seconds, runtime } = children;
+    inFlight.inc();
+    let ended = false;
+    return {
+      runtime: (s) => runtime.observe(s),
+      end: (status, code, rejected) => {
+        if (ended) return;
+        ended = true;
+        inFlight.dec();
+        seconds.observe((performance.now() - started) / 1000);
+        this.modelRequests.inc({ model, status: String(status), code: code ?? '' });
+        if (rejected && code !== undefined) this.modelRejected.inc({ model, code });
+      },
+    };
   }
 
   /** Exposes whether the in-process caches are trusted (their invalidation channel is live). */

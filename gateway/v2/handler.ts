@@ -7,6 +7,7 @@ import type { KeyGrant } from '../../common/resources/grant.js';
 import { isModelName } from '../../common/resources/model-name.js';
 import { clientResponseHeaders, requestIdOf, upstreamRequestHeaders } from '../proxy/headers.js';
 import type { NormalisedPath } from '../routing/normalise.js';
+import type { ModelCall } from '../metrics.js';
 import type { GatewayServices } from '../services.js';
 import type { MetadataCache, RuntimeAddress } from './metadata-cache.js';
 import type { ModelDirectory } from './model-directory.js';
@@ -361,6 +362,30 @@ async function infer(
   res: ServerResponse,
   call: InferCall,
 ): Promise<number> {
+  const observed = s.metrics.modelCall(call.model);
+  const progress = { checked: false };
+  try {
+    const status = await answerInference(s, cache, req, res, call, observed, progress);
+    observed.end(status);
+    return status;
+  } catch (err) {
+    const known = err instanceof TollgateError ? err : undefined;
+    // Refused by the gateway's own checks of the body, before the runtime saw it.
+    const rejected = !progress.checked && known !== undefined && known.status < 500;
+    observed.end(known?.status ?? 500, known?.code ?? 'internal_error', rejected);
+    throw err;
+  }
+}
+
+async function answerInference(
+  s: GatewayServices,
+  cache: MetadataCache,
+  req: IncomingMessage,
+  res: ServerResponse,
+  call: InferCall,
+  observed: ModelCall,
+  progress: { checked: boolean },
+): Promise<number> {
   const { model, runtime } = call;
   // The binary tensor extension (tritonclient's default) arrives as a JSON header and raw bytes.
   const declared = req.headers['inference-header-content-length'];
@@ -370,10 +395,12 @@ async function infer(
   const { metadata } = await cache.get(model, runtime, call.grant);
   const body = binaryHeader === undefined ? raw : decodeBinaryRequest(raw, binaryHeader, metadata);
   const { binaryOutputs } = validateInferRequest(body, metadata);
+  progress.checked = true;
 
   const sent = await runtimeHeaders(s, req, call);
   const headers = body === raw ? sent : asJsonBody(sent);
   let answer: Dispatcher.ResponseData;
+  const sentAt = performance.now();
   try {
     answer = await s.upstreams.get(runtime.origin).request({
       method: 'POST',
@@ -383,6 +410,8 @@ async function infer(
     });
   } catch (err) {
     throw runtimeUnreachable(model, err as Error);
+  } finally {
+    observed.runtime((performance.now() - sentAt) / 1000);
   }
   if (answer.statusCode === 200) {
     res.setHeader('x-request-id', call.requestId);

@@ -23,6 +23,8 @@ export const TEMPLATE_HASH_ANNOTATION = 'tollgate.dev/template-hash';
 export const MODELS_DIR = '/mnt/models';
 const GRPC_PORT = 8081;
 const METRICS_PORT = 8082;
+/** The injected sidecar's health, readiness and metrics port (operator/webhook/inject.ts). */
+export const SIDECAR_OPERATIONS_PORT = 15021;
 const RUN_AS = 1000;
 
 export interface WorkloadOptions {
@@ -68,8 +70,14 @@ export function modelDeployment(plan: RuntimePlan, opts: WorkloadOptions): V1Dep
   // the Tollgate container in front of it (operator/webhook/inject.ts); a pod the webhook did not
   // reach serves nobody, since nothing outside the pod can reach MLServer.
   const podLabels = sidecar ? { ...labels, [INJECT_LABEL]: 'true' } : labels;
-  const podAnnotations: Record<string, string> =
-    sidecar && model.spec.workflow !== undefined ? { [WORKFLOW_LABEL]: model.spec.workflow } : {};
+  const podAnnotations: Record<string, string> = {
+    ...(sidecar && model.spec.workflow !== undefined ? { [WORKFLOW_LABEL]: model.spec.workflow } : {}),
+    // Prometheus scrapes MLServer's own metrics; behind a sidecar MLServer listens on the pod's
+    // loopback only, so the sidecar's operations port is scraped instead (its per-model figures).
+    'prometheus.io/scrape': 'true',
+    'prometheus.io/port': String(sidecar ? SIDECAR_OPERATIONS_PORT : METRICS_PORT),
+    'prometheus.io/path': '/metrics',
+  };
   const credentials = model.spec.credentials?.secretName;
   const pullArgs = ['pull', model.spec.storageUri, folder];
   if (plan.settingsGenerated) pullArgs.push('--settings', JSON.stringify(plan.settings));

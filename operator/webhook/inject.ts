@@ -3,7 +3,7 @@ import { isModelName } from '../../common/resources/model-name.js';
 import { PORT_ANNOTATION, SERVICE_LABEL, WORKFLOW_LABEL } from '../../common/resources/labels.js';
 import { WORKFLOW_ID_PATTERN } from '../../common/resources/workflow-service.js';
 import { APP_PROBES_ENV, appHealthPath, type AppProbe } from '../../gateway/sidecar/app-probes.js';
-import { INJECT_LABEL, MODEL_LABEL } from '../serving/model-workload.js';
+import { INJECT_LABEL, MODEL_LABEL, SIDECAR_OPERATIONS_PORT } from '../serving/model-workload.js';
 
 export { INJECT_LABEL };
 
@@ -21,7 +21,6 @@ export { INJECT_LABEL };
  */
 export const INJECTED_ANNOTATION = 'tollgate.dev/injected';
 export const SIDECAR_CONTAINER = 'tollgate';
-export const OPERATIONS_PORT = 15021;
 
 export interface InjectionConfig {
   /** The Tollgate image (entrypoint `tollgate`). */
@@ -146,10 +145,10 @@ export function planInjection(pod: V1Pod, cfg: InjectionConfig): Injection {
   const found = workloadPort(pod);
   if (typeof found === 'string') return { kind: 'refuse', reason: found };
   const { port } = found;
-  if (port === OPERATIONS_PORT) {
+  if (port === SIDECAR_OPERATIONS_PORT) {
     return {
       kind: 'refuse',
-      reason: `port ${OPERATIONS_PORT} is the sidecar's own; the workload must listen on another`,
+      reason: `port ${SIDECAR_OPERATIONS_PORT} is the sidecar's own; the workload must listen on another`,
     };
   }
 
@@ -168,13 +167,13 @@ export function planInjection(pod: V1Pod, cfg: InjectionConfig): Injection {
         path: `/spec/containers/${i}/${field}`,
         value: {
           ...timing,
-          httpGet: { path: appHealthPath(c.name, kind), port: OPERATIONS_PORT, scheme: 'HTTP' },
+          httpGet: { path: appHealthPath(c.name, kind), port: SIDECAR_OPERATIONS_PORT, scheme: 'HTTP' },
         },
       });
     }
   });
 
-  const ops = { port: OPERATIONS_PORT, scheme: 'HTTP' };
+  const ops = { port: SIDECAR_OPERATIONS_PORT, scheme: 'HTTP' };
   const sidecar: V1Container = {
     name: SIDECAR_CONTAINER,
     image: cfg.image,
@@ -191,7 +190,7 @@ export function planInjection(pod: V1Pod, cfg: InjectionConfig): Injection {
       '--port',
       String(port),
       '--operations-port',
-      String(OPERATIONS_PORT),
+      String(SIDECAR_OPERATIONS_PORT),
       ...guardArgs,
     ],
     env: [
@@ -201,7 +200,7 @@ export function planInjection(pod: V1Pod, cfg: InjectionConfig): Injection {
       // A sidecar leaves with its pod: no load balancer drain of its own to wait for.
       { name: 'TOLLGATE_SHUTDOWN_DRAIN_MS', value: '0' },
     ],
-    ports: [{ name: 'tollgate-ops', containerPort: OPERATIONS_PORT, protocol: 'TCP' }],
+    ports: [{ name: 'tollgate-ops', containerPort: SIDECAR_OPERATIONS_PORT, protocol: 'TCP' }],
     startupProbe: { httpGet: { path: '/healthz', ...ops }, periodSeconds: 1, failureThreshold: 60 },
     readinessProbe: { httpGet: { path: '/readyz', ...ops }, periodSeconds: 2, failureThreshold: 1 },
     livenessProbe: { httpGet: { path: '/healthz', ...ops }, periodSeconds: 10, failureThreshold: 3 },

@@ -689,6 +689,57 @@ describe('listing the models a key may call', () => {
   });
 });
 
+describe('per-model metrics at the gateway', () => {
+  const features = (shape: number[], data: number[]) => ({
+    inputs: [{ name: 'features', datatype: 'FP32', shape, data }],
+  });
+
+  /** The value of one exact series in the gateway's /metrics, 0 when absent. */
+  async function series(): Promise<(name: string) => number> {
+    const text = await (await fetch(`${base}/metrics`)).text();
+    return (name) => {
+      const line = text.split('\n').find((l) => l.startsWith(`${name} `));
+      return line === undefined ? 0 : Number(line.slice(name.length + 1));
+    };
+  }
+
+  test('counts each model’s calls by status and code, its V2 rejections, and times the gateway and the runtime', async () => {
+    const ok = 'tollgate_model_requests_total{model="model-iris",status="200",code=""}';
+    const shape = 'tollgate_model_requests_total{model="model-iris",status="400",code="shape_data_mismatch"}';
+    const rejected = 'tollgate_model_rejected_total{model="model-iris",code="shape_data_mismatch"}';
+    const runtimeError =
+      'tollgate_model_requests_total{model="model-iris",status="400",code="inference_error"}';
+    const runtimeRejected = 'tollgate_model_rejected_total{model="model-iris",code="inference_error"}';
+    const total = 'tollgate_model_request_duration_seconds_count{model="model-iris"}';
+    const runtime = 'tollgate_model_runtime_duration_seconds_count{model="model-iris"}';
+    const before = await series();
+
+    for (let i = 0; i < 3; i++)
+      expect((await infer('model-iris', features([1, 4], [1, 2, 3, 4]))).status).toBe(200);
+    expect((await infer('model-iris', features([2, 4], [1, 2, 3, 4]))).status).toBe(400);
+    const scores = await infer('model-iris', {
+      ...features([1, 4], [1, 2, 3, 4]),
+      outputs: [{ name: 'scores' }],
+    });
+    expect(scores.json.code).toBe('inference_error');
+    // A model nobody has is not a label: names from the wire never become series.
+    expect((await infer('model-nobody', features([1, 4], [1, 2, 3, 4]))).status).toBe(404);
+
+    const after = await series();
+    const delta = (name: string) => after(name) - before(name);
+    expect(delta(ok)).toBe(3);
+    expect([delta(shape), delta(rejected)]).toEqual([1, 1]);
+    // The runtime's own refusal is counted, but is no rejection by the gateway's checks.
+    expect([delta(runtimeError), delta(runtimeRejected)]).toEqual([1, 0]);
+    // Every call is timed; only those that reached the runtime have a runtime share.
+    expect(delta(total)).toBe(5);
+    expect(delta(runtime)).toBe(4);
+    expect(after('tollgate_model_in_flight{model="model-iris"}')).toBe(0);
+    const text = await (await fetch(`${base}/metrics`)).text();
+    expect(text).not.toContain('model-nobody');
+  });
+});
+
 describe('a redeployed model', () => {
   test('its new metadata is used as soon as its route changes', async () => {
     // Version 2 of model-reviews names its input "review" instead of "text".

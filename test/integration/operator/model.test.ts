@@ -139,6 +139,13 @@ describe('Model reconciler on a real API server', () => {
     expect(main!.volumeMounts).toContainEqual({ name: 'models', mountPath: '/mnt/models', readOnly: true });
     expect(main!.securityContext).toMatchObject({ runAsNonRoot: true, capabilities: { drop: ['ALL'] } });
     expect(d.spec!.template.metadata?.annotations?.['tollgate.dev/template-hash']).toMatch(/^[0-9a-f]{16}$/);
+    // Prometheus finds MLServer's own metrics from the pod's annotations.
+    expect(d.spec!.template.metadata?.annotations).toMatchObject({
+      'prometheus.io/scrape': 'true',
+      'prometheus.io/port': '8082',
+      'prometheus.io/path': '/metrics',
+    });
+    expect(main!.ports).toContainEqual({ name: 'metrics', containerPort: 8082, protocol: 'TCP' });
 
     const svc = await eventually(() => c.core.readNamespacedService({ namespace: ns, name }), 'the Service');
     expect(svc.spec?.selector).toEqual({ 'tollgate.dev/model': name });

@@ -8,11 +8,11 @@ import {
 } from '../../../operator/webhook/certificates.js';
 import {
   INJECTED_ANNOTATION,
-  OPERATIONS_PORT,
   planInjection,
   SIDECAR_CONTAINER,
   type JsonPatchOp,
 } from '../../../operator/webhook/inject.js';
+import { SIDECAR_OPERATIONS_PORT } from '../../../operator/serving/model-workload.js';
 import { parseAppProbes } from '../../../gateway/sidecar/app-probes.js';
 
 const cfg = { image: 'tollgate/tollgate:dev', redisUrl: 'redis://redis.tollgate-system.svc:6379' };
@@ -76,7 +76,7 @@ describe('the sidecar injection plan', () => {
       '--port',
       '8000',
       '--operations-port',
-      String(OPERATIONS_PORT),
+      String(SIDECAR_OPERATIONS_PORT),
       '--workflow',
       'fraud',
       '--service',
@@ -85,7 +85,7 @@ describe('the sidecar injection plan', () => {
     const env = Object.fromEntries((sidecar.env ?? []).map((e) => [e.name, e.value ?? e.valueFrom]));
     expect(env['TOLLGATE_REDIS_URL']).toBe(cfg.redisUrl);
     expect(env['POD_IP']).toEqual({ fieldRef: { fieldPath: 'status.podIP' } });
-    expect(sidecar.readinessProbe?.httpGet).toMatchObject({ path: '/readyz', port: OPERATIONS_PORT });
+    expect(sidecar.readinessProbe?.httpGet).toMatchObject({ path: '/readyz', port: SIDECAR_OPERATIONS_PORT });
     expect(sidecar.securityContext).toMatchObject({ runAsNonRoot: true, readOnlyRootFilesystem: true });
     expect(plan.patch).toContainEqual({
       op: 'add',
@@ -103,13 +103,13 @@ describe('the sidecar injection plan', () => {
         path: '/spec/containers/0/readinessProbe',
         value: {
           periodSeconds: 1,
-          httpGet: { path: '/app-health/app/ready', port: OPERATIONS_PORT, scheme: 'HTTP' },
+          httpGet: { path: '/app-health/app/ready', port: SIDECAR_OPERATIONS_PORT, scheme: 'HTTP' },
         },
       },
       {
         op: 'replace',
         path: '/spec/containers/0/livenessProbe',
-        value: { httpGet: { path: '/app-health/app/live', port: OPERATIONS_PORT, scheme: 'HTTP' } },
+        value: { httpGet: { path: '/app-health/app/live', port: SIDECAR_OPERATIONS_PORT, scheme: 'HTTP' } },
       },
     ]);
     // The exec probe is the workload's own business and stays as it was.
@@ -182,9 +182,9 @@ describe('the sidecar injection plan', () => {
     expect(refused(workflowPod({ annotations: { 'tollgate.dev/port': 'nope' } }))).toMatch(
       /tollgate\.dev\/port is "nope"/,
     );
-    expect(refused(workflowPod({ annotations: { 'tollgate.dev/port': String(OPERATIONS_PORT) } }))).toMatch(
-      /the sidecar's own/,
-    );
+    expect(
+      refused(workflowPod({ annotations: { 'tollgate.dev/port': String(SIDECAR_OPERATIONS_PORT) } })),
+    ).toMatch(/the sidecar's own/);
     expect(refused(pod({ labels: { 'tollgate.dev/model': 'Iris' } }))).toMatch(/not a model name/);
     expect(refused(pod({ labels: { 'tollgate.dev/workflow': 'a:b', 'tollgate.dev/service': 's' } }))).toMatch(
       /not a workflow id/,

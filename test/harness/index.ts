@@ -24,6 +24,7 @@ import type {
   MlserverInfo,
   MlserverOptions,
   RedisInfo,
+  RedisTlsInfo,
   SentinelInfo,
 } from './types.js';
 
@@ -36,6 +37,7 @@ export type {
   MlserverInfo,
   MlserverOptions,
   RedisInfo,
+  RedisTlsInfo,
   SentinelInfo,
   VenvInfo,
 } from './types.js';
@@ -94,6 +96,11 @@ export async function stopRedis(tag: string): Promise<void> {
 /** Starts a tagged Redis again on the same port, empty ("Redis restarted and lost its data"). */
 export function restartRedis(tag: string): Promise<RedisInfo> {
   return call<RedisInfo>('/redis/restart', { tag });
+}
+
+/** A Redis for `tag` that speaks TLS only (the test CA in `caFile`) and admits one ACL user. */
+export function redisTls(tag: string): Promise<RedisTlsInfo> {
+  return call<RedisTlsInfo>('/redis-tls', { tag });
 }
 
 /**

@@ -8,6 +8,7 @@ import { startDex } from './components/dex.js';
 import { startMinio } from './components/minio.js';
 import { startMlserver, type MlserverInstance, type MlserverOptions } from './components/mlserver.js';
 import { startRedis, type RedisInstance } from './components/redis.js';
+import { startRedisTls } from './components/redis-tls.js';
 import { startSentinelGroup, type SentinelGroup } from './components/sentinel.js';
 import { ProcessRegistry } from './processes.js';
 import { waitUntil } from './wait.js';
@@ -19,6 +20,7 @@ import type {
   MinioInfo,
   MlserverInfo,
   RedisInfo,
+  RedisTlsInfo,
   SentinelInfo,
 } from './types.js';
 
@@ -59,6 +61,7 @@ export class ComponentManager {
   private readonly mlservers = new Map<string, MlserverInstance>();
   private readonly sentinelGroups = new Map<string, Promise<SentinelGroup>>();
   private readonly dexes = new Map<string, Promise<DexInfo>>();
+  private readonly redisTlses = new Map<string, Promise<RedisTlsInfo>>();
   private mlserverSeq = 0;
   private server?: Server;
 
@@ -108,6 +111,8 @@ export class ComponentManager {
         return this.stopRedis(str(body, 'tag'));
       case '/redis/restart':
         return this.restartRedis(str(body, 'tag'));
+      case '/redis-tls':
+        return this.redisTls(str(body, 'tag'));
       case '/redis-sentinel':
         return this.sentinelGroup(str(body, 'tag'));
       case '/redis-sentinel/kill':
@@ -173,6 +178,17 @@ export class ComponentManager {
     entry.running = startRedis(this.reg, redisName(tag), entry.port);
     const inst = await entry.running;
     return { url: inst.url, port: inst.port, tag };
+  }
+
+  /** A TLS-only Redis per tag. */
+  private redisTls(tag: string): Promise<RedisTlsInfo> {
+    let running = this.redisTlses.get(tag);
+    if (running === undefined) {
+      running = startRedisTls(this.reg, this.runDir, tag);
+      this.redisTlses.set(tag, running);
+      running.catch(() => this.redisTlses.delete(tag));
+    }
+    return running;
   }
 
   /** A Dex per tag, started once with the options of its first caller. */

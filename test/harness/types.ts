@@ -34,6 +34,14 @@ export interface MinioInfo {
   region: string;
 }
 export type { VenvInfo } from './venv.js';
+/** A Redis reached over TLS only, by one ACL user; clients must trust `caFile`. */
+export interface RedisTlsInfo {
+  url: string;
+  port: number;
+  caFile: string;
+  user: string;
+  password: string;
+}
 /** A Dex: its static users sign in with `password`; the client is public (PKCE, no secret). */
 export interface DexInfo {
   issuer: string;

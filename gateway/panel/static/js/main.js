@@ -2,13 +2,12 @@
 // dialogs. Every API failure ends up either next to a field, in a dialog's banner, or in the page
 // banner. A session that expired goes back through the provider's sign-in and returns to what the
 // user was doing; any other refused token ends on the sign-in page with the server's reason.
-import { ApiError, whoami } from './api.js';
+import { ApiError, deleteKey, whoami } from './api.js';
 import { clearToken, displayName, getIdToken, getToken, setToken, takeTokenFromUrl } from './auth.js';
 import { createAdminPage } from './admin-page.js';
 import { createAuditPage } from './audit-page.js';
 import { createConfirmDialog } from './confirm-dialog.js';
 import { createCreateDialog } from './create-dialog.js';
-import { createDeleteDialog } from './delete-dialog.js';
 import { createDetailsDialog } from './details-dialog.js';
 import { $, messageOf, setFieldError, showBanner } from './dom.js';
 import { createKeysPage } from './keys-page.js';
@@ -80,7 +79,7 @@ async function renewSession() {
 
 const page = createKeysPage({
   onError: showError,
-  onDelete: (key) => deleteDialog.open(key),
+  onDelete: (key) => confirmDelete(key),
   onRoll: (key) => rollDialog.open(key),
   onDetails: (key) => void detailsDialog.open(key),
 });
@@ -128,10 +127,27 @@ const createDialog = createCreateDialog({
   },
   onAuthError: showError,
 });
-const deleteDialog = createDeleteDialog({
-  onDeleted: (key) => page.remove(key.id),
-  onAuthError: showError,
-});
+/**
+ * Asks before deleting a key: programs using it stop working at once, on every gateway.
+ * @param {import('./api.js').KeySummary} key
+ */
+function confirmDelete(key) {
+  const label = key.name ? `“${key.name}” (${key.start}…)` : `${key.start}…`;
+  confirmDialog.ask({
+    title: 'Delete this key?',
+    text: `Key ${label} will stop working immediately for every program that uses it. This cannot be undone.`,
+    confirm: 'Delete key',
+    run: async () => {
+      try {
+        await deleteKey(key.id);
+      } catch (error) {
+        // Already gone (deleted in another tab): the outcome the user asked for.
+        if (!(error instanceof ApiError && error.status === 404)) throw error;
+      }
+      page.remove(key.id);
+    },
+  });
+}
 
 /** Shows the signed-in panel; who the user is (and whether an administrator) comes from the API. */
 async function signedIn() {

@@ -47,6 +47,8 @@ interface Run {
   failure?: { reason: string; message: string };
   /** The process of a Model that runs alone. */
   own?: MlserverProcess;
+  /** The process serving it, its own or the shared one (for its metrics address). */
+  process?: MlserverProcess;
   abort: AbortController;
   stopped: boolean;
 }
@@ -124,6 +126,7 @@ export class LocalMlserverDriver implements RuntimeDriver {
       replicas: 1,
       readyReplicas: run.ready ? 1 : 0,
       url: run.url,
+      ...(run.process?.metricsUrl === undefined ? {} : { metricsUrl: run.process.metricsUrl }),
       rollingOut: !run.ready && run.failure === undefined,
       ...(run.failure === undefined ? {} : { failure: run.failure }),
     };
@@ -178,7 +181,8 @@ export class LocalMlserverDriver implements RuntimeDriver {
     try {
       run.shared = mayShareRuntime(run.plan) && !(await bringsPythonCode(folder));
       if (run.shared) {
-        run.url = (await this.sharedProcess()).url;
+        run.process = await this.sharedProcess();
+        run.url = run.process.url;
         await this.load(run);
       } else {
         const port = await freePort(this.host);
@@ -213,6 +217,7 @@ export class LocalMlserverDriver implements RuntimeDriver {
       onSpawnFailed: (message) => this.fail(run, 'RuntimeNotStarted', message),
     });
     run.own = own;
+    run.process = own;
     await own.start();
     await this.waitReady(run);
   }

@@ -37,6 +37,8 @@ const MAX_RESTART_DELAY_MS = 30_000;
 
 export class MlserverProcess {
   readonly url: string;
+  /** MLServer's own Prometheus metrics, once spawned (a new port on each restart). */
+  metricsUrl: string | undefined;
   private proc: ChildProcess | undefined;
   private tail: string[] = [];
   private restarts = 0;
@@ -61,6 +63,7 @@ export class MlserverProcess {
     const [grpcPort, metricsPort] = [await freePort(opts.host), await freePort(opts.host)];
     // Stopped while the ports were found: never spawn a process nobody will stop.
     if (this.stopped) return;
+    this.metricsUrl = `http://${opts.host}:${metricsPort}/metrics`;
     const proc = spawn(opts.mlserver, ['start', opts.folder], {
       cwd: opts.cwd,
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -30,6 +30,8 @@ export interface RuntimeState {
   url: string;
   /** True while a rollout of the current plan is still replacing replicas. */
   rollingOut: boolean;
+  /** Where the runtime's own Prometheus metrics are, when a driver knows (standalone MLServer). */
+  metricsUrl?: string;
   /** The runtime answers through a sidecar that takes grants for this audience. */
   grantAudience?: string;
   /** Set when the runtime gave up (e.g. progress deadline exceeded): the reason and the message. */

@@ -23,6 +23,7 @@ import type {
   MinioInfo,
   MlserverInfo,
   MlserverOptions,
+  PrometheusInfo,
   RedisInfo,
   RedisTlsInfo,
   SentinelInfo,
@@ -36,6 +37,7 @@ export type {
   MinioInfo,
   MlserverInfo,
   MlserverOptions,
+  PrometheusInfo,
   RedisInfo,
   RedisTlsInfo,
   SentinelInfo,
@@ -96,6 +98,11 @@ export async function stopRedis(tag: string): Promise<void> {
 /** Starts a tagged Redis again on the same port, empty ("Redis restarted and lost its data"). */
 export function restartRedis(tag: string): Promise<RedisInfo> {
   return call<RedisInfo>('/redis/restart', { tag });
+}
+
+/** A Prometheus (Debian's) scraping `targets` (full /metrics URLs) every second; stopped with the run. */
+export function prometheus(tag: string, targets: string[]): Promise<PrometheusInfo> {
+  return call<PrometheusInfo>('/prometheus', { tag, targets });
 }
 
 /** A Redis for `tag` that speaks TLS only (the test CA in `caFile`) and admits one ACL user. */

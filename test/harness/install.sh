@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs, idempotently, every real component the tests and the demo start:
-# Debian packages (redis-server, nginx-light, chromium, python3-venv, openssl), kube-apiserver +
+# Debian packages (redis-server, nginx-light, chromium, python3-venv, openssl, prometheus), kube-apiserver +
 # kubectl + etcd + MinIO + Dex built from Go modules at pinned versions, the Python venv with MLServer,
 # and the test cluster's node: kubelet, kube-proxy, kube-controller-manager, kube-scheduler and
 # CoreDNS from Go modules, the pause binary from the Kubernetes module's source, containerd, runc,
@@ -48,6 +48,7 @@ need_apt() {
   command -v wrk >/dev/null || missing+=(wrk)
   command -v chromium >/dev/null || missing+=(chromium)
   command -v openssl >/dev/null || missing+=(openssl)
+  command -v prometheus >/dev/null || missing+=(prometheus)
   python3 -c 'import ensurepip' 2>/dev/null || missing+=(python3-venv)
   if [ ${#missing[@]} -gt 0 ]; then
     log "apt-get install ${missing[*]}"
@@ -56,10 +57,15 @@ need_apt() {
     $sudo apt-get update -q >/dev/null
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
   fi
-  # Debian's redis package starts a system service; the tests start their own instances.
-  if command -v systemctl >/dev/null && systemctl is-active --quiet redis-server 2>/dev/null; then
-    systemctl stop redis-server || true
-  fi
+  # Debian's redis and prometheus packages start system services; the tests start their own.
+  local service
+  for service in redis-server prometheus; do
+    if command -v systemctl >/dev/null && systemctl is-active --quiet "$service" 2>/dev/null; then
+      systemctl stop "$service" || true
+    elif [ -x "/etc/init.d/$service" ] && "/etc/init.d/$service" status >/dev/null 2>&1; then
+      "/etc/init.d/$service" stop >/dev/null 2>&1 || true
+    fi
+  done
 }
 
 # go_build <helper-module-dir> <package> <output> [ldflags]

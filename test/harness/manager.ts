@@ -9,6 +9,7 @@ import { startMinio } from './components/minio.js';
 import { startMlserver, type MlserverInstance, type MlserverOptions } from './components/mlserver.js';
 import { startRedis, type RedisInstance } from './components/redis.js';
 import { startRedisTls } from './components/redis-tls.js';
+import { startPrometheus } from './components/prometheus.js';
 import { startSentinelGroup, type SentinelGroup } from './components/sentinel.js';
 import { ProcessRegistry } from './processes.js';
 import { waitUntil } from './wait.js';
@@ -19,6 +20,7 @@ import type {
   KubeInfo,
   MinioInfo,
   MlserverInfo,
+  PrometheusInfo,
   RedisInfo,
   RedisTlsInfo,
   SentinelInfo,
@@ -111,6 +113,8 @@ export class ComponentManager {
         return this.stopRedis(str(body, 'tag'));
       case '/redis/restart':
         return this.restartRedis(str(body, 'tag'));
+      case '/prometheus':
+        return startPrometheus(this.reg, this.runDir, str(body, 'tag'), body['targets'] as string[]);
       case '/redis-tls':
         return this.redisTls(str(body, 'tag'));
       case '/redis-sentinel':

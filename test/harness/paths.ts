@@ -15,6 +15,7 @@ export const bins = {
   etcd: join(binDir, 'etcd'),
   minio: join(binDir, 'minio'),
   dex: join(binDir, 'dex'),
+  prometheus: '/usr/bin/prometheus',
   // The kubectl built with kube-apiserver (same version); the system's one otherwise.
   kubectl: existsSync(join(binDir, 'kubectl')) ? join(binDir, 'kubectl') : 'kubectl',
   chromium: process.env['TOLLGATE_CHROMIUM'] ?? '/usr/bin/chromium',

@@ -34,6 +34,10 @@ export interface MinioInfo {
   region: string;
 }
 export type { VenvInfo } from './venv.js';
+/** A Prometheus scraping the targets it was started with, every second. */
+export interface PrometheusInfo {
+  url: string;
+}
 /** A Redis reached over TLS only, by one ACL user; clients must trust `caFile`. */
 export interface RedisTlsInfo {
   url: string;

@@ -416,6 +416,32 @@ describe('helm chart: lint and render', () => {
     ]);
   });
 
+  it('renders PodMonitors and the Grafana dashboard when told to, and neither by default', async () => {
+    const plain = await render();
+    expect(plain.objects.filter((o) => o.kind === 'PodMonitor')).toEqual([]);
+    const { objects } = await render([
+      'metrics.podMonitors.enabled=true',
+      'metrics.podMonitors.labels.release=kube-prometheus-stack',
+      'metrics.grafanaDashboard.enabled=true',
+    ]);
+    const monitors = objects.filter((o) => o.kind === 'PodMonitor').map((o) => o.metadata.name);
+    expect(monitors.sort()).toEqual(['t1-tollgate-gateway', 't1-tollgate-models', 't1-tollgate-operator']);
+    const models = find(objects, 'PodMonitor', 't1-tollgate-models');
+    expect(models.spec).toMatchObject({
+      namespaceSelector: { any: true },
+      selector: { matchExpressions: [{ key: 'tollgate.dev/model', operator: 'Exists' }] },
+    });
+    const dashboard = find(objects, 'ConfigMap', 't1-tollgate-dashboard');
+    const json = JSON.parse(dashboard.data?.['tollgate.json'] ?? '{}') as {
+      uid?: string;
+      panels?: unknown[];
+    };
+    // The file in the chart, whole: the same JSON the dashboard test checks against Prometheus.
+    expect(json.uid).toBe('tollgate-models-keys');
+    expect(json.panels?.length).toBeGreaterThan(10);
+    await expect(render(['metrics.podMonitors.interval=often'])).rejects.toThrow(/podMonitors\/interval/);
+  });
+
   it('refuses values that cannot work, with a message saying what to set', async () => {
     await expect(render(['oidc.clientId=tollgate-panel'])).rejects.toThrow(
       /oidc\.clientId needs oidc\.issuer/,

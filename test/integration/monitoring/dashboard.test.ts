@@ -1,0 +1,136 @@
+import { readFile, rm } from 'node:fs/promises';
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { createLogger } from '../../../common/logger.js';
+import { ManifestDir } from '../../../common/resources/manifest-dir.js';
+import { modelSchema, type Model } from '../../../common/resources/model.js';
+import { loadGatewayConfig } from '../../../gateway/config.js';
+import { createGatewayServer, type GatewayServer } from '../../../gateway/server.js';
+import { createGatewayServices } from '../../../gateway/services.js';
+import { createV2Handler } from '../../../gateway/v2/handler.js';
+import { manifestModels } from '../../../gateway/v2/model-directory.js';
+import { prometheus, redis } from '../../harness/index.js';
+import {
+  apikey,
+  createKey,
+  redisClient,
+  registerService,
+  startUpstream,
+  type Upstream,
+} from '../gateway/support.js';
+import { modelResource, ROOT, ServedModels, trainExamples } from '../inference/stack.js';
+
+/**
+ * The chart's Grafana dashboard against a real Prometheus (Debian's) scraping a real gateway and
+ * the MLServer behind it: after some traffic, every query of every panel returns series. A
+ * renamed metric, a wrong label or a broken expression fails here, not in someone's Grafana.
+ */
+interface Dashboard {
+  panels: Array<{ type: string; title: string; targets?: Array<{ expr: string }> }>;
+}
+
+let models: string;
+let work: string;
+let served: ServedModels;
+let gateway: GatewayServer;
+let base: string;
+let rc: ReturnType<typeof redisClient>;
+let upstream: Upstream;
+
+beforeAll(async () => {
+  const r = await redis();
+  rc = redisClient(r.url);
+  upstream = await startUpstream();
+  await registerService(rc, 'wf-dash', 'api', upstream.url);
+  models = await trainExamples(['iris']);
+  work = await mkdtemp(path.join(tmpdir(), 'tollgate-dashboard-'));
+  served = new ServedModels(path.join(work, 'runtimes'), {}, rc);
+  const manifests = new ManifestDir(path.join(work, 'manifests'), () => undefined).collection<Model>(
+    'models',
+    modelSchema,
+  );
+  const folder = path.join(models, 'model-iris');
+  const model = modelResource('model-iris', pathToFileURL(folder).href);
+  await manifests.put(model);
+  const state = await served.serve(model, folder);
+  if (state.metricsUrl === undefined) throw new Error('the local runtime reports no metrics address');
+
+  const config = loadGatewayConfig({ env: {}, overrides: { host: '127.0.0.1', port: 0, redisUrl: r.url } });
+  const services = await createGatewayServices(config, createLogger('dashboard-test', 'silent'));
+  gateway = createGatewayServer(services, createV2Handler(services, manifestModels(manifests)));
+  base = `http://127.0.0.1:${(await gateway.listen(0, '127.0.0.1')).port}`;
+  promUrl = (await prometheus('dashboard', [`${base}/metrics`, state.metricsUrl])).url;
+}, 600_000);
+
+let promUrl: string;
+
+afterAll(async () => {
+  await gateway?.shutdown();
+  await served?.stop();
+  await upstream?.close();
+  rc?.disconnect();
+  for (const dir of [work, models]) if (dir !== undefined) await rm(dir, { recursive: true, force: true });
+});
+
+/** A panel's query as Grafana would send it with every model selected, over the last minute. */
+const resolve = (expr: string): string =>
+  expr.replaceAll('$__rate_interval', '1m').replaceAll('model=~"$model"', 'model=~".+"');
+
+async function query(expr: string): Promise<unknown[]> {
+  const res = await fetch(`${promUrl}/api/v1/query?query=${encodeURIComponent(expr)}`);
+  const body = (await res.json()) as { status: string; error?: string; data?: { result: unknown[] } };
+  if (body.status !== 'success') throw new Error(`${expr}: ${body.error ?? res.status}`);
+  return body.data?.result ?? [];
+}
+
+describe('the Grafana dashboard in the chart', () => {
+  it('has a query in every panel that returns series from a real Prometheus', async () => {
+    const dashboard = JSON.parse(
+      await readFile(path.join(ROOT, 'helm/tollgate/dashboards/tollgate.json'), 'utf8'),
+    ) as Dashboard;
+    const panels = dashboard.panels.filter((p) => p.type !== 'row');
+    expect(panels.length).toBeGreaterThanOrEqual(10);
+
+    // Traffic of every kind the panels show: answers, a V2 rejection, a runtime refusal, a bad key.
+    const { key } = await createKey(rc, 'platform', ['models:inference']);
+    const bda = (await createKey(rc, 'bda', ['wf-dash'])).key;
+    const workflowCall = (k: string) =>
+      fetch(`${base}/events/bda/wf-dash/api/orders`, { headers: apikey(k) });
+    const infer = (body: unknown) =>
+      fetch(`${base}/v2/models/model-iris/infer`, {
+        method: 'POST',
+        headers: { ...apikey(key), 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+    const features = (shape: number[], data: number[]) => ({
+      inputs: [{ name: 'features', datatype: 'FP32', shape, data }],
+    });
+    const deadline = Date.now() + 60_000;
+    let pending = panels.map((p) => ({
+      title: p.title,
+      exprs: (p.targets ?? []).map((t) => resolve(t.expr)),
+    }));
+    // Prometheus scrapes every second; rates need two samples: keep the traffic up until each
+    // panel has series (or the deadline says which do not).
+    while (pending.length > 0 && Date.now() < deadline) {
+      for (let i = 0; i < 5; i++)
+        expect((await infer(features([1, 4], [5.1, 3.5, 1.4, 0.2]))).status).toBe(200);
+      expect((await infer(features([2, 4], [1, 2, 3]))).status).toBe(400);
+      expect((await infer({ ...features([1, 4], [1, 2, 3, 4]), outputs: [{ name: 'scores' }] })).status).toBe(
+        400,
+      );
+      expect((await workflowCall(bda)).status).toBe(200);
+      expect((await workflowCall('tgb_not-a-key')).status).toBe(401);
+      await new Promise((r) => setTimeout(r, 1_000));
+      const still: typeof pending = [];
+      for (const panel of pending) {
+        const results = await Promise.all(panel.exprs.map(query));
+        if (panel.exprs.length === 0 || results.some((r) => r.length === 0)) still.push(panel);
+      }
+      pending = still;
+    }
+    expect(pending.map((p) => p.title)).toEqual([]);
+  });
+});

@@ -20,7 +20,6 @@ import type {
   KubeInfo,
   MinioInfo,
   MlserverInfo,
-  PrometheusInfo,
   RedisInfo,
   RedisTlsInfo,
   SentinelInfo,

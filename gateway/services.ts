@@ -7,6 +7,7 @@ import type { Management } from './api/management.js';
 import { AuditLog } from './audit/audit-log.js';
 import { openSegmentStore } from './audit/segment-store.js';
 import { MetadataCache } from './v2/metadata-cache.js';
+import { ModelUsageRecorder } from './v2/model-usage.js';
 import { redisKeys } from '../common/redis/schema.js';
 import { KeyChecker } from './auth/key-check.js';
 import type { RefusalSink } from './auth/refusals.js';
@@ -39,6 +40,8 @@ export interface GatewayServices {
   refused: RefusalSink;
   rateLimiter: RateLimiter;
   usage: UsageRecorder;
+  /** Each model's calls, errors and latency per minute, for the panel's Models page. */
+  modelUsage: ModelUsageRecorder;
   routes: RouteTable;
   events: EventsRouter;
   management: Management | undefined;
@@ -108,6 +111,7 @@ export async function createGatewayServices(
     },
   );
   const usage = new UsageRecorder(redis, log, config.usageFlushMs, config.usageSeries);
+  const modelUsage = new ModelUsageRecorder(redis, log, config.usageFlushMs);
   const refused: RefusalSink = (grant, code, req) => {
     audit.refused(grant, code, req);
     usage.refused(grant.id);
@@ -128,6 +132,7 @@ export async function createGatewayServices(
   const management = await extras.management?.({ roles, audit });
   invalidation.start();
   usage.start();
+  modelUsage.start();
   audit.start();
 
   // Start answering even if Redis is away (every checked call then gets 503), but give it a
@@ -146,6 +151,7 @@ export async function createGatewayServices(
     refused,
     rateLimiter: new RateLimiter(redis),
     usage,
+    modelUsage,
     routes,
     events,
     management,
@@ -155,6 +161,7 @@ export async function createGatewayServices(
     draining: false,
     async close() {
       await usage.stop();
+      await modelUsage.stop();
       await audit.stop();
       await upstreams.close();
       invalidation.stop();

@@ -21,6 +21,9 @@
  *                                            <minute>r (requests) and <minute>x (refusals); 26 h TTL
  *   tg:usage:<id>:h:<month>  hash            the same per hour of a UTC month, <dd>-<hh>r/x; 62 d TTL
  *   tg:usage:<id>:ep zset                    requests per endpoint, the top 100 kept
+ *   tg:model-usage:<model>:m:<day> hash      the gateway's ModelUsageRecorder: per minute of a UTC
+ *                                            day, <minute>r (calls), <minute>e (errors), <minute>l
+ *                                            (summed latency, ms); 26 h TTL; the panel's Models page
  *   tg:rl:*        counter                   the gateway's RateLimiter
  *   tg:index:built marker                    the operator, after a full rebuild
  *   tg:grant:keys  JWKS (public)             the operator, from the grant signing key it keeps
@@ -39,6 +42,8 @@ export const redisKeys = {
   keyUsageHours: (id: string, month: string) => `${KEY_PREFIX}usage:${id}:h:${month}`,
   /** Sorted set: requests per endpoint (`GET /events/bda/wf/svc`), the top 100 kept. */
   keyUsageEndpoints: (id: string) => `${KEY_PREFIX}usage:${id}:ep`,
+  /** Hash: a model's calls (`<minute>r`), errors (`<minute>e`) and latency sum in ms (`<minute>l`) per minute of one UTC day. */
+  modelUsageMinutes: (model: string, day: string) => `${KEY_PREFIX}model-usage:${model}:m:${day}`,
   /** String counter for a fixed rate-limit window: key id + window start (epoch seconds). */
   rateLimit: (id: string, windowStart: number) => `${KEY_PREFIX}rl:${id}:${windowStart}`,
   /** String: JSON Route for a workflow service. */

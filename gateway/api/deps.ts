@@ -5,6 +5,7 @@ import type { ApiKeyStore } from '../../common/apikey/store.js';
 import type { Logger } from '../../common/logger.js';
 import type { WorkflowRoutes } from '../../common/routes/workflow-routes.js';
 import type { AuditLog } from '../audit/audit-log.js';
+import type { ModelStore } from '../platform/models/store.js';
 import type { AdminPolicy, TokenVerifier } from '../auth/oidc.js';
 
 /** What the management API is built from; the gateway builds each once and injects it. */
@@ -16,6 +17,8 @@ export interface ManagementDeps {
   workflows: WorkflowRoutes;
   roles: RoleCatalogue;
   verifyToken: TokenVerifier;
+  /** The Models the panel's Models page lists (read only). */
+  models: ModelStore;
   /** Who is an administrator (the admin routes check it; errors name the claim). */
   admin: AdminPolicy;
   /** Every key event is recorded here; `GET /audit` reads it. */

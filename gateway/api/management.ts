@@ -12,6 +12,9 @@ import type { WorkflowRoutes } from '../../common/routes/workflow-routes.js';
 import { LocalIssuer, localOidcConfig } from '../auth/local-issuer.js';
 import { createTokenVerifier, type AdminPolicy, type OidcConfig } from '../auth/oidc.js';
 import type { AuditLog } from '../audit/audit-log.js';
+import { DirModelStore } from '../platform/models/dir-store.js';
+import { KubeModelStore } from '../platform/models/kube-store.js';
+import type { ModelStore } from '../platform/models/store.js';
 import { createManagementRouter } from './router.js';
 
 /**
@@ -51,6 +54,11 @@ export async function createManagement(opts: ManagementOptions): Promise<Managem
           ),
         )
       : new KubeApiKeyStore(opts.keys.kubeConfig.makeApiClient(CustomObjectsApi), opts.keys.namespace);
+  // The Models page reads the Models beside the keys: the same namespace, or the same directory.
+  const models: ModelStore =
+    'stateDir' in opts.keys
+      ? new DirModelStore(new ManifestDir(opts.keys.stateDir, () => undefined))
+      : new KubeModelStore(opts.keys.kubeConfig.makeApiClient(CustomObjectsApi), opts.keys.namespace);
   const issuer = 'local' in opts.identity ? await LocalIssuer.open(opts.identity.local.stateDir) : undefined;
   const oidc = 'local' in opts.identity ? localOidcConfig(opts.identity.local.selfUrl) : opts.identity.oidc;
   const router = createManagementRouter({
@@ -61,6 +69,7 @@ export async function createManagement(opts: ManagementOptions): Promise<Managem
     roles: opts.roles,
     verifyToken: createTokenVerifier(oidc, opts.admin),
     admin: opts.admin,
+    models,
     audit: opts.audit,
     maxRollGraceSeconds: opts.maxRollGraceSeconds,
     log: opts.log,

@@ -15,6 +15,7 @@ import {
   errorSchema,
   keyPageSchema,
   keyUsageSchema,
+  modelPageSchema,
   modulesSchema,
   offboardResultSchema,
   ownedKeyPageSchema,
@@ -243,6 +244,16 @@ function operations(maxRollGraceSeconds: number): Operation[] {
       summary: 'What a new key may be scoped to: your workflows, and the platform roles',
       security: 'bearer',
       ok: { status: 200, description: 'The modules and their roles', schema: modulesSchema },
+      errors: [401, 503],
+    },
+    {
+      method: 'get',
+      path: '/api/v1/models',
+      operationId: 'listModels',
+      summary:
+        'The Models: phase, replicas, what to fix, tensors, calls over the last hour, an example request',
+      security: 'bearer',
+      ok: { status: 200, description: 'Every Model', schema: modelPageSchema },
       errors: [401, 503],
     },
     {

@@ -17,6 +17,7 @@ import { adminDeleteKey } from './routes/admin-delete-key.js';
 import { adminListKeys } from './routes/admin-list-keys.js';
 import { offboard } from './routes/offboard.js';
 import { whoami } from './routes/whoami.js';
+import { listModels } from './routes/list-models.js';
 
 export type { ManagementDeps } from './deps.js';
 
@@ -68,6 +69,7 @@ export function createManagementRouter(deps: ManagementDeps): Router {
   router.route('/audit').get(listAudit(deps)).all(methodNotAllowed('GET'));
   router.route('/modules').get(listModules(deps)).all(methodNotAllowed('GET'));
   router.route('/me').get(whoami()).all(methodNotAllowed('GET'));
+  router.route('/models').get(listModels(deps)).all(methodNotAllowed('GET'));
   // Administrators' routes: each refuses a caller outside the admin groups with 403.
   router.route('/admin/apikeys').get(adminListKeys(deps)).all(methodNotAllowed('GET'));
   router.route('/admin/apikeys/:id').delete(adminDeleteKey(deps)).all(methodNotAllowed('DELETE'));

@@ -141,3 +141,43 @@ export function toApiKeyView(key: ApiKey, usage: KeyUsage | undefined): ApiKeyVi
   if (rolled !== undefined) view.rolled = { ...rolled };
   return view;
 }
+
+const tensorSchema = z.object({ name: z.string(), datatype: z.string(), shape: z.array(z.int()) });
+
+/** A Model as the panel's Models page shows it. */
+export const modelViewSchema = z.object({
+  name: z.string(),
+  workflow: z.string().optional(),
+  storageUri: z.string(),
+  phase: z.enum(['Pending', 'Loading', 'Ready', 'Failed']),
+  replicas: z.int().min(0),
+  readyReplicas: z.int().min(0),
+  message: z.string().optional().describe('The condition that is not met, and what to change'),
+  inputs: z.array(tensorSchema),
+  outputs: z.array(tensorSchema),
+  versions: z.array(z.object({ name: z.string(), traffic: z.int().min(0).max(100) })),
+  perMinute: z
+    .array(
+      z.object({
+        at: dateTime,
+        calls: z.int().min(0),
+        errors: z.int().min(0),
+        meanLatencyMs: z.number().min(0),
+      }),
+    )
+    .describe('Calls over the last hour, oldest first, from every gateway replica'),
+  exampleRequest: z
+    .object({
+      inputs: z.array(
+        tensorSchema.extend({
+          data: z.array(z.union([z.number(), z.string(), z.boolean()])),
+          parameters: z.object({ content_type: z.string() }).optional(),
+        }),
+      ),
+    })
+    .optional()
+    .describe('A V2 inference request built from the declared inputs'),
+});
+export type ModelView = z.infer<typeof modelViewSchema>;
+
+export const modelPageSchema = z.object({ items: z.array(modelViewSchema) });

@@ -364,15 +364,18 @@ async function infer(
 ): Promise<number> {
   const observed = s.metrics.modelCall(call.model);
   const progress = { checked: false };
+  const started = performance.now();
   try {
     const status = await answerInference(s, cache, req, res, call, observed, progress);
     observed.end(status);
+    s.modelUsage.record(call.model, status, performance.now() - started);
     return status;
   } catch (err) {
     const known = err instanceof TollgateError ? err : undefined;
     // Refused by the gateway's own checks of the body, before the runtime saw it.
     const rejected = !progress.checked && known !== undefined && known.status < 500;
     observed.end(known?.status ?? 500, known?.code ?? 'internal_error', rejected);
+    s.modelUsage.record(call.model, known?.status ?? 500, performance.now() - started);
     throw err;
   }
 }

@@ -130,6 +130,7 @@ describe('the OpenAPI document', () => {
       '/api/v1/apikeys/{id}/usage',
       '/api/v1/audit',
       '/api/v1/me',
+      '/api/v1/models',
       '/api/v1/modules',
       '/events/platform/api/v1/{resource}',
       '/v2/health/live',

@@ -18,6 +18,7 @@ import { redisChannels, redisKeys } from '../../../common/redis/schema.js';
 import { ManifestDir } from '../../../common/resources/manifest-dir.js';
 import { WorkflowRoutes } from '../../../common/routes/workflow-routes.js';
 import { createManagementRouter } from '../../../gateway/api/router.js';
+import { DirModelStore } from '../../../gateway/platform/models/dir-store.js';
 import { LOCAL_AUDIENCE, LOCAL_ISSUER, LocalIssuer } from '../../../gateway/auth/local-issuer.js';
 import { createTokenVerifier } from '../../../gateway/auth/oidc.js';
 import { redis } from '../../harness/index.js';
@@ -116,6 +117,7 @@ describe.each(stores)('management API over HTTP (keys on %s)', (label, openStore
           adminPolicy,
         ),
         admin: adminPolicy,
+        models: new DirModelStore(new ManifestDir(stateDir, () => undefined)),
         log,
       }),
     );

@@ -10,6 +10,7 @@ import { createLogger } from '../../../common/logger.js';
 import { ManifestDir } from '../../../common/resources/manifest-dir.js';
 import { WorkflowRoutes } from '../../../common/routes/workflow-routes.js';
 import { createManagementRouter } from '../../../gateway/api/router.js';
+import { DirModelStore } from '../../../gateway/platform/models/dir-store.js';
 import { createTokenVerifier } from '../../../gateway/auth/oidc.js';
 import { redis, restartRedis, stopRedis } from '../../harness/index.js';
 import { loopbackIdentityProvider, NO_ADMINS, removeTempDirs, tempDir } from './fixtures.js';
@@ -50,6 +51,7 @@ describe('management API with Redis down', () => {
           NO_ADMINS,
         ),
         admin: NO_ADMINS,
+        models: new DirModelStore(new ManifestDir(await tempDir('tollgate-down-models-'), () => undefined)),
         log: createLogger('redis-down-test', 'silent'),
       }),
     );

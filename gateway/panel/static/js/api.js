@@ -199,3 +199,21 @@ export async function offboardUser(owner) {
     await call('POST', 'admin/offboard', { body: { owner } })
   );
 }
+
+/**
+ * @typedef {{ name: string; datatype: string; shape: number[] }} Tensor
+ * @typedef {{ at: string; calls: number; errors: number; meanLatencyMs: number }} ModelMinute
+ * @typedef {{ name: string; workflow?: string; storageUri: string;
+ *   phase: 'Pending' | 'Loading' | 'Ready' | 'Failed'; replicas: number; readyReplicas: number;
+ *   message?: string; inputs: Tensor[]; outputs: Tensor[];
+ *   versions: Array<{ name: string; traffic: number }>; perMinute: ModelMinute[];
+ *   exampleRequest?: { inputs: unknown[] } }} ModelSummary
+ */
+
+/**
+ * Every Model, with its state, its calls over the last hour and an example request.
+ * @returns {Promise<{ items: ModelSummary[] }>}
+ */
+export async function listModels() {
+  return /** @type {{ items: ModelSummary[] }} */ (await call('GET', 'models'));
+}

@@ -11,6 +11,7 @@ import { createCreateDialog } from './create-dialog.js';
 import { createDetailsDialog } from './details-dialog.js';
 import { $, messageOf, setFieldError, showBanner } from './dom.js';
 import { createKeysPage } from './keys-page.js';
+import { createModelsPage } from './models-page.js';
 import { createRevealDialog } from './reveal-dialog.js';
 import { createRollDialog } from './roll-dialog.js';
 import {
@@ -25,7 +26,7 @@ import {
 
 const banner = $('banner');
 const bannerText = $('banner-text');
-const PAGES = ['keys', 'audit', 'admin'];
+const PAGES = ['keys', 'audit', 'models', 'admin'];
 /** @type {import('./signin.js').SignInConfig | null} */
 let signInConfig = null;
 let isAdmin = false;
@@ -84,6 +85,7 @@ const page = createKeysPage({
   onDetails: (key) => void detailsDialog.open(key),
 });
 const auditPage = createAuditPage({ onError: showError });
+const modelsPage = createModelsPage({ onError: showError });
 const confirmDialog = createConfirmDialog({ onAuthError: showError });
 const adminPage = createAdminPage({
   onError: showError,
@@ -101,7 +103,7 @@ const rollDialog = createRollDialog({
 });
 const detailsDialog = createDetailsDialog({ onAuthError: showError });
 
-/** The page the address names (`#keys`, `#audit`, `#admin`); keys when it names none it may show. */
+/** The page the address names (`#keys`, `#audit`, `#models`, `#admin`); keys when it names none it may show. */
 function currentPage() {
   const name = window.location.hash.slice(1);
   if (name === 'admin' && !isAdmin) return 'keys';
@@ -116,6 +118,7 @@ function showPage() {
     else link.removeAttribute('aria-current');
   }
   if (name === 'audit') auditPage.reload();
+  else if (name === 'models') modelsPage.reload();
   else if (name === 'admin') adminPage.reload();
   else page.reload();
 }

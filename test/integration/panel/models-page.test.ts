@@ -1,0 +1,178 @@
+import { execFile } from 'node:child_process';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { promisify } from 'node:util';
+import type { Browser, Page } from 'playwright-core';
+import type { RoleCatalogue } from '../../../common/apikey/roles.js';
+import { createLogger } from '../../../common/logger.js';
+import { ManifestDir } from '../../../common/resources/manifest-dir.js';
+import { modelSchema, type Model } from '../../../common/resources/model.js';
+import { WorkflowRoutes } from '../../../common/routes/workflow-routes.js';
+import { createManagement } from '../../../gateway/api/management.js';
+import type { AuditLog } from '../../../gateway/audit/audit-log.js';
+import { LocalIssuer } from '../../../gateway/auth/local-issuer.js';
+import { loadGatewayConfig } from '../../../gateway/config.js';
+import { createGatewayServer, type GatewayServer } from '../../../gateway/server.js';
+import { createGatewayServices } from '../../../gateway/services.js';
+import { createV2Handler } from '../../../gateway/v2/handler.js';
+import { manifestModels } from '../../../gateway/v2/model-directory.js';
+import { freePort, launchChromium, redis } from '../../harness/index.js';
+import { apikey, createKey, redisClient } from '../gateway/support.js';
+import { modelResource, ServedModels, trainExamples } from '../inference/stack.js';
+
+/**
+ * The panel's Models page in Chromium, over a real gateway and a real MLServer: a served model
+ * with the calls just made drawn in its charts and a call that works when pasted into a shell, and
+ * a broken one that says what to fix. The test stands in for the operator's status writer.
+ */
+const run = promisify(execFile);
+const log = createLogger('models-page-test', 'silent');
+
+let stateDir: string;
+let models: string;
+let served: ServedModels;
+let gateway: GatewayServer;
+let base: string;
+let browser: Browser;
+let rc: ReturnType<typeof redisClient>;
+let token: string;
+
+beforeAll(async () => {
+  const r = await redis('models-page');
+  rc = redisClient(r.url);
+  stateDir = await mkdtemp(path.join(tmpdir(), 'tollgate-models-page-'));
+  models = await trainExamples(['iris']);
+  const manifests = new ManifestDir(stateDir, () => undefined).collection<Model>('models', modelSchema);
+  const folder = path.join(models, 'model-iris');
+  const iris = modelResource('model-iris', pathToFileURL(folder).href);
+  await manifests.put(iris);
+  served = new ServedModels(path.join(stateDir, 'runtimes'), {}, rc);
+  await served.serve(iris, folder);
+  const settings = JSON.parse(await readFile(path.join(folder, 'model-settings.json'), 'utf8')) as {
+    inputs: Array<{ name: string; datatype: 'FP32'; shape: number[] }>;
+  };
+  const now = new Date().toISOString();
+  await manifests.put({
+    ...iris,
+    status: {
+      phase: 'Ready',
+      replicas: 1,
+      readyReplicas: 1,
+      inputs: settings.inputs.map(({ name, datatype, shape }) => ({ name, datatype, shape })),
+      conditions: [
+        { type: 'Ready', status: 'True', lastTransitionTime: now, reason: 'Serving', message: '' },
+      ],
+    },
+  });
+  await manifests.put({
+    ...modelResource('model-broken', 's3://models/broken'),
+    status: {
+      phase: 'Failed',
+      readyReplicas: 0,
+      conditions: [
+        {
+          type: 'SettingsValid',
+          status: 'False',
+          lastTransitionTime: now,
+          reason: 'SettingsInvalid',
+          message: 'model-settings.json names "model-other"; set "name" to "model-broken"',
+        },
+      ],
+    },
+  });
+
+  const port = await freePort();
+  base = `http://127.0.0.1:${port}`;
+  const config = loadGatewayConfig({
+    env: {},
+    overrides: { redisUrl: r.url, port, host: '127.0.0.1', usageFlushMs: 100 },
+  });
+  const management = ({ roles, audit }: { roles: RoleCatalogue; audit: AuditLog }) =>
+    createManagement({
+      redis: rc,
+      workflows: new WorkflowRoutes(rc),
+      log,
+      roles,
+      audit,
+      maxRollGraceSeconds: config.maxRollGraceSeconds,
+      keys: { stateDir },
+      identity: { local: { stateDir, selfUrl: base } },
+      admin: { groupsClaim: 'groups', adminGroups: [] },
+    });
+  const services = await createGatewayServices(config, log, { management });
+  gateway = createGatewayServer(services, createV2Handler(services, manifestModels(manifests)));
+  await gateway.listen(port, '127.0.0.1');
+  token = await (await LocalIssuer.open(stateDir)).mint('dana');
+  browser = await launchChromium();
+}, 600_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await gateway?.shutdown();
+  await served?.stop();
+  rc?.disconnect();
+  for (const dir of [stateDir, models])
+    if (dir !== undefined) await rm(dir, { recursive: true, force: true });
+});
+
+/** The heights of a sparkline's bars, oldest first. */
+const bars = (page: Page, label: string): Promise<number[]> =>
+  page.evaluate<number[]>(
+    `[...document.querySelector('svg[aria-label="${label}"]').querySelectorAll('rect')].map((r) => Number(r.getAttribute('height')))`,
+  );
+
+describe('the Models page', () => {
+  it('shows each model’s state, what to fix, its calls in charts, and a call that works when pasted', async () => {
+    const { key } = await createKey(rc, 'platform', ['models:inference']);
+    const infer = (data: number[]) =>
+      fetch(`${base}/v2/models/model-iris/infer`, {
+        method: 'POST',
+        headers: { ...apikey(key), 'content-type': 'application/json' },
+        body: JSON.stringify({
+          inputs: [{ name: 'features', datatype: 'FP32', shape: [1, data.length], data }],
+        }),
+      });
+    for (let i = 0; i < 4; i++) expect((await infer([5.1, 3.5, 1.4, 0.2])).status).toBe(200);
+    expect((await infer([1, 2, 3])).status).toBe(400);
+    await new Promise((r) => setTimeout(r, 300)); // one usage flush
+
+    const page = await (await browser.newContext({ viewport: { width: 1280, height: 1000 } })).newPage();
+    await page.goto(`${base}/panel/#token=${token}`);
+    await page.getByRole('heading', { name: 'API keys' }).waitFor();
+    await page.getByRole('link', { name: 'Models' }).click();
+    await page.getByRole('heading', { name: 'Models', exact: true }).waitFor();
+
+    const iris = page.locator('article[data-model="model-iris"]');
+    await iris.waitFor();
+    const text = (await iris.textContent()) ?? '';
+    expect(text).toContain('Ready');
+    expect(text).toContain('1/1 ready');
+    expect(text).toContain('default (100% of traffic)');
+    expect(text).toContain('features FP32 [-1,4]');
+    expect(text).toContain('Calls per minute (5 in the last hour)');
+    expect(text).toContain('Errors per minute (1)');
+    // The charts draw the calls just made: the last minute's bar stands above the empty ones.
+    const calls = await bars(page, 'calls of model-iris');
+    expect(calls).toHaveLength(60);
+    expect(Math.max(...calls)).toBeGreaterThan(1);
+    expect(Math.max(...(await bars(page, 'errors of model-iris')))).toBeGreaterThan(1);
+    const shot = await iris.screenshot({ path: '/tmp/panel-models.png' });
+    expect(shot.length).toBeGreaterThan(5_000);
+
+    const broken = page.locator('article[data-model="model-broken"]');
+    expect(await broken.getAttribute('data-phase')).toBe('Failed');
+    expect(await broken.getByRole('status').textContent()).toBe(
+      'SettingsInvalid: model-settings.json names "model-other"; set "name" to "model-broken"',
+    );
+    expect(await broken.locator('pre').count()).toBe(0);
+
+    // The call, pasted into a shell with a key in TOLLGATE_KEY, gets the model's answer.
+    const command = (await iris.locator('pre').textContent()) ?? '';
+    expect(command).toContain(`${base}/v2/models/model-iris/infer`);
+    const { stdout } = await run('bash', ['-c', command], { env: { ...process.env, TOLLGATE_KEY: key } });
+    expect(JSON.parse(stdout)).toMatchObject({ model_name: 'model-iris', outputs: [{ name: 'predict' }] });
+    await page.context().close();
+  });
+});

@@ -37,26 +37,32 @@ function toModelView(model: Model, perMinute: ModelView['perMinute']): ModelView
     // One version until versions exist: the model's current one.
     versions: [{ name: 'default', traffic: 100 }],
     perMinute,
-    ...(inputs.length === 0 ? {} : { exampleRequest: exampleRequest(inputs) }),
+    ...exampleRequest(inputs),
   };
 }
 
-/** A request the model accepts: each input with its declared shape (any size -1 as 1), zeros or "text". */
-function exampleRequest(inputs: NonNullable<ModelView['inputs']>): ModelView['exampleRequest'] {
-  return {
-    inputs: inputs.map((input) => {
-      const shape = input.shape.map((d) => (d < 0 ? 1 : d));
-      const count = shape.reduce((a, b) => a * b, 1);
-      const bytes = input.datatype === 'BYTES';
-      return {
-        name: input.name,
-        datatype: input.datatype,
-        shape,
-        data: Array.from({ length: Math.min(count, 64) }, () =>
-          bytes ? 'text' : input.datatype === 'BOOL' ? false : 0,
-        ),
-        ...(bytes ? { parameters: { content_type: 'str' } } : {}),
-      };
-    }),
-  };
+/** Inputs larger than this get no example: a call of that size is not something to paste. */
+const MAX_EXAMPLE_VALUES = 4096;
+
+/**
+ * A request the model accepts: each input with its declared shape (a size of -1 as 1), zeros, false
+ * or "text". None when the model declares no inputs, or they are too large to paste.
+ */
+function exampleRequest(inputs: ModelView['inputs']): Pick<ModelView, 'exampleRequest'> {
+  if (inputs.length === 0) return {};
+  const built = inputs.map((input) => {
+    const shape = input.shape.map((d) => (d < 0 ? 1 : d));
+    const count = shape.reduce((a, b) => a * b, 1);
+    const bytes = input.datatype === 'BYTES';
+    const value = bytes ? 'text' : input.datatype === 'BOOL' ? false : 0;
+    return {
+      name: input.name,
+      datatype: input.datatype,
+      shape,
+      data: count <= MAX_EXAMPLE_VALUES ? Array.from({ length: count }, () => value) : [],
+      ...(bytes ? { parameters: { content_type: 'str' } } : {}),
+    };
+  });
+  const values = built.reduce((n, b) => n + b.shape.reduce((a, c) => a * c, 1), 0);
+  return values > MAX_EXAMPLE_VALUES ? {} : { exampleRequest: { inputs: built } };
 }

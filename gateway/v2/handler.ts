@@ -267,21 +267,16 @@ export function createV2Handler(
   ): Promise<void> {
     const { grant, runtime } = await authorised(req, model);
     let status = 503;
-    // A GET may be sent again: once more if the runtime dropped a kept-alive connection just as
-    // it was reused (a race every keep-alive client has), so that race never reads as "not ready".
-    for (let attempt = 1; attempt <= 2; attempt++) {
-      try {
-        const answer = await s.upstreams.get(runtime.origin).request({
-          method: 'GET',
-          path: `${runtime.basePath}/v2/models/${model}/ready`,
-          headers: await runtimeHeaders(s, req, call(grant, requestId, runtime)),
-        });
-        status = answer.statusCode;
-        await answer.body.dump();
-        break;
-      } catch {
-        status = 503;
-      }
+    try {
+      const answer = await s.upstreams.idempotent(runtime.origin).request({
+        method: 'GET',
+        path: `${runtime.basePath}/v2/models/${model}/ready`,
+        headers: await runtimeHeaders(s, req, call(grant, requestId, runtime)),
+      });
+      status = answer.statusCode;
+      await answer.body.dump();
+    } catch {
+      // A runtime that cannot be reached is not ready.
     }
     sendJson(res, status === 200 ? 200 : 503, { name: model, ready: status === 200 });
   }

@@ -88,7 +88,7 @@ export class MetadataCache {
     let status: number;
     let raw: Buffer;
     try {
-      const res = await this.upstreams.get(runtime.origin).request({
+      const res = await this.upstreams.idempotent(runtime.origin).request({
         method: 'GET',
         path: `${runtime.basePath}/v2/models/${encodeURIComponent(model)}`,
         headers,

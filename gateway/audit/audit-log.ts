@@ -6,6 +6,7 @@ import { TollgateError } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
 import { clientAddress } from '../http/client-address.js';
 import type { SegmentStore } from './segment-store.js';
+import { PeriodicFlush } from '../periodic-flush.js';
 
 export const AUDIT_ACTIONS = [
   'key.created',
@@ -94,8 +95,7 @@ const newerFirst = (a: Position, b: Position): number =>
  */
 export class AuditLog {
   private pending: AuditEvent[] = [];
-  private flushing: Promise<void> | undefined;
-  private timer: NodeJS.Timeout | undefined;
+  private readonly flusher: PeriodicFlush;
   private sweeper: NodeJS.Timeout | undefined;
   private seq = 0;
   private readonly replica = randomBytes(4).toString('hex');
@@ -107,7 +107,9 @@ export class AuditLog {
     private readonly store: SegmentStore | undefined,
     private readonly log: Logger,
     private readonly settings: AuditSettings,
-  ) {}
+  ) {
+    this.flusher = new PeriodicFlush(() => this.write(), settings.flushMs);
+  }
 
   get configured(): boolean {
     return this.store !== undefined;
@@ -115,17 +117,15 @@ export class AuditLog {
 
   start(): void {
     if (this.store === undefined) return;
-    this.timer = setInterval(() => void this.flush(), this.settings.flushMs);
-    this.timer.unref();
+    this.flusher.start();
     this.sweeper = setInterval(() => void this.sweep(), 3_600_000);
     this.sweeper.unref();
     void this.sweep();
   }
 
   async stop(): Promise<void> {
-    clearInterval(this.timer);
     clearInterval(this.sweeper);
-    await this.flush();
+    await this.flusher.stop();
   }
 
   record(r: AuditRecord, nowMs = Date.now()): void {
@@ -175,10 +175,7 @@ export class AuditLog {
   }
 
   flush(): Promise<void> {
-    this.flushing ??= this.write().finally(() => {
-      this.flushing = undefined;
-    });
-    return this.flushing;
+    return this.flusher.flush();
   }
 
   /** One page of `owner`'s events, newest first. */

@@ -2,6 +2,7 @@ import type { Redis } from 'ioredis';
 import type { Logger } from '../../common/logger.js';
 import { redisKeys } from '../../common/redis/schema.js';
 import { usageBuckets } from '../../common/apikey/usage.js';
+import { PeriodicFlush } from '../periodic-flush.js';
 
 interface Pending {
   count: number;
@@ -24,16 +25,17 @@ const TOP_ENDPOINTS = 100;
  */
 export class UsageRecorder {
   private pending = new Map<string, Pending>();
-  private timer: NodeJS.Timeout | undefined;
-  private flushing: Promise<void> | undefined;
+  private readonly flusher: PeriodicFlush;
 
   constructor(
     private readonly redis: Redis,
     private readonly log: Logger,
-    private readonly flushMs: number,
+    flushMs: number,
     /** Off: totals and last use only (the gateway's usageSeries setting). */
     private readonly series = true,
-  ) {}
+  ) {
+    this.flusher = new PeriodicFlush(() => this.write(), flushMs);
+  }
 
   /** An authorised call of `endpoint` (`POST /v2/models/m/infer`). */
   record(keyId: string, endpoint: string, nowMs = Date.now()): void {
@@ -53,21 +55,16 @@ export class UsageRecorder {
   }
 
   start(): void {
-    this.timer = setInterval(() => void this.flush(), this.flushMs);
-    this.timer.unref();
+    this.flusher.start();
   }
 
   /** Stops the timer and writes what is left. */
-  async stop(): Promise<void> {
-    clearInterval(this.timer);
-    await this.flush();
+  stop(): Promise<void> {
+    return this.flusher.stop();
   }
 
   flush(): Promise<void> {
-    this.flushing ??= this.write().finally(() => {
-      this.flushing = undefined;
-    });
-    return this.flushing;
+    return this.flusher.flush();
   }
 
   private entry(keyId: string): Pending {

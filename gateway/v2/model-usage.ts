@@ -2,6 +2,7 @@ import type { Redis } from 'ioredis';
 import { usageBuckets } from '../../common/apikey/usage.js';
 import type { Logger } from '../../common/logger.js';
 import { redisKeys } from '../../common/redis/schema.js';
+import { PeriodicFlush } from '../periodic-flush.js';
 
 /**
  * Each model's calls, errors and latency per minute, shared by every gateway replica through
@@ -18,14 +19,15 @@ interface Minute {
 
 export class ModelUsageRecorder {
   private pending = new Map<string, Map<number, Minute>>();
-  private timer: NodeJS.Timeout | undefined;
-  private flushing: Promise<void> | undefined;
+  private readonly flusher: PeriodicFlush;
 
   constructor(
     private readonly redis: Redis,
     private readonly log: Logger,
-    private readonly flushMs: number,
-  ) {}
+    flushMs: number,
+  ) {
+    this.flusher = new PeriodicFlush(() => this.write(), flushMs);
+  }
 
   /** One answered call; an error is any answer but 200. */
   record(model: string, status: number, latencyMs: number, nowMs = Date.now()): void {
@@ -46,20 +48,11 @@ export class ModelUsageRecorder {
   }
 
   start(): void {
-    this.timer = setInterval(() => void this.flush(), this.flushMs);
-    this.timer.unref();
+    this.flusher.start();
   }
 
-  async stop(): Promise<void> {
-    clearInterval(this.timer);
-    await this.flush();
-  }
-
-  flush(): Promise<void> {
-    this.flushing ??= this.write().finally(() => {
-      this.flushing = undefined;
-    });
-    return this.flushing;
+  stop(): Promise<void> {
+    return this.flusher.stop();
   }
 
   private async write(): Promise<void> {

@@ -7,8 +7,11 @@ const MODEL_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 
 export interface ModelCall {
   /** The runtime's share of the call, in seconds. */
   runtime(seconds: number): void;
-  /** The call's outcome; `rejected` when the gateway's V2 checks refused it. Only the first counts. */
-  end(status: number, code?: string, rejected?: boolean): void;
+  /**
+   * The call's outcome; `rejected` when the gateway's V2 checks refused it. Only the first counts.
+   * Returns the call's time, in seconds.
+   */
+  end(status: number, code?: string, rejected?: boolean): number;
 }
 
 /** Route kinds as counted: the two `/events` areas, V2, and everything served by Express. */
@@ -136,12 +139,14 @@ export class GatewayMetrics {
     return {
       runtime: (s) => runtime.observe(s),
       end: (status, code, rejected) => {
-        if (ended) return;
+        const elapsed = (performance.now() - started) / 1000;
+        if (ended) return elapsed;
         ended = true;
         inFlight.dec();
-        seconds.observe((performance.now() - started) / 1000);
+        seconds.observe(elapsed);
         this.modelRequests.inc({ model, status: String(status), code: code ?? '' });
         if (rejected && code !== undefined) this.modelRejected.inc({ model, code });
+        return elapsed;
       },
     };
   }

@@ -359,18 +359,17 @@ async function infer(
 ): Promise<number> {
   const observed = s.metrics.modelCall(call.model);
   const progress = { checked: false };
-  const started = performance.now();
   try {
     const status = await answerInference(s, cache, req, res, call, observed, progress);
-    observed.end(status);
-    s.modelUsage.record(call.model, status, performance.now() - started);
+    s.modelUsage.record(call.model, status, observed.end(status) * 1000);
     return status;
   } catch (err) {
     const known = err instanceof TollgateError ? err : undefined;
+    const status = known?.status ?? 500;
     // Refused by the gateway's own checks of the body, before the runtime saw it.
-    const rejected = !progress.checked && known !== undefined && known.status < 500;
-    observed.end(known?.status ?? 500, known?.code ?? 'internal_error', rejected);
-    s.modelUsage.record(call.model, known?.status ?? 500, performance.now() - started);
+    const rejected = !progress.checked && known !== undefined && status < 500;
+    const seconds = observed.end(status, known?.code ?? 'internal_error', rejected);
+    s.modelUsage.record(call.model, status, seconds * 1000);
     throw err;
   }
 }

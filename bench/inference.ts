@@ -172,7 +172,16 @@ export async function runInferenceBench(): Promise<string[]> {
     let ready = (): void => undefined;
     const changed = new Promise<void>((resolve) => (ready = resolve));
     await driver.start(() => ready());
-    const plan = { model, settings, settingsGenerated: false, image: '', gateway: 'central' as const };
+    const plan = {
+      model,
+      workload: MODEL,
+      version: undefined,
+      storageUri: model.spec.storageUri ?? '',
+      settings,
+      settingsGenerated: false,
+      image: '',
+      gateway: 'central' as const,
+    };
     let state = await driver.apply(plan);
     while (state.readyReplicas === 0) {
       if (state.failure) throw new Error(state.failure.message);

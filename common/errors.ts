@@ -80,6 +80,7 @@ export const ERROR_STATUS = {
   empty_prefix: 404,
   key_not_found: 404,
   model_not_found: 404,
+  model_version_not_found: 404,
   no_such_bucket: 404,
   no_such_folder: 404,
   object_vanished: 404,

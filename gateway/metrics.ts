@@ -28,11 +28,11 @@ export class GatewayMetrics {
   private readonly authFailures: Counter<'code'>;
   private readonly upstreamSeconds: Histogram<'kind'>;
   private readonly requestTimeouts: Counter<'phase'>;
-  private readonly modelRequests: Counter<'model' | 'status' | 'code'>;
-  private readonly modelRejected: Counter<'model' | 'code'>;
-  private readonly modelSeconds: Histogram<'model'>;
-  private readonly modelRuntimeSeconds: Histogram<'model'>;
-  private readonly modelInFlight: Gauge<'model'>;
+  private readonly modelRequests: Counter<'model' | 'version' | 'status' | 'code'>;
+  private readonly modelRejected: Counter<'model' | 'version' | 'code'>;
+  private readonly modelSeconds: Histogram<'model' | 'version'>;
+  private readonly modelRuntimeSeconds: Histogram<'model' | 'version'>;
+  private readonly modelInFlight: Gauge<'model' | 'version'>;
   private readonly modelChildren = new Map<
     string,
     {
@@ -78,34 +78,34 @@ export class GatewayMetrics {
     });
     this.modelRequests = new Counter({
       name: 'tollgate_model_requests_total',
-      help: 'Inference calls to each model, by HTTP status and error code ("" on success)',
-      labelNames: ['model', 'status', 'code'],
+      help: 'Inference calls to each model and version ("" for an unversioned model), by HTTP status and error code ("" on success)',
+      labelNames: ['model', 'version', 'status', 'code'],
       registers: [this.registry],
     });
     this.modelRejected = new Counter({
       name: 'tollgate_model_rejected_total',
       help: 'Inference calls the gateway refused against the model’s metadata before the runtime saw them, by code',
-      labelNames: ['model', 'code'],
+      labelNames: ['model', 'version', 'code'],
       registers: [this.registry],
     });
     this.modelSeconds = new Histogram({
       name: 'tollgate_model_request_duration_seconds',
       help: 'Time to answer an inference call, at the gateway (its checks, the runtime and the answer)',
-      labelNames: ['model'],
+      labelNames: ['model', 'version'],
       buckets: MODEL_BUCKETS,
       registers: [this.registry],
     });
     this.modelRuntimeSeconds = new Histogram({
       name: 'tollgate_model_runtime_duration_seconds',
       help: 'The runtime’s share: from sending the call to the model’s runtime to its response head',
-      labelNames: ['model'],
+      labelNames: ['model', 'version'],
       buckets: MODEL_BUCKETS,
       registers: [this.registry],
     });
     this.modelInFlight = new Gauge({
       name: 'tollgate_model_in_flight',
-      help: 'Inference calls to each model being answered now',
-      labelNames: ['model'],
+      help: 'Inference calls to each model and version being answered now',
+      labelNames: ['model', 'version'],
       registers: [this.registry],
     });
     this.upstreamSeconds = new Histogram({
@@ -121,17 +121,18 @@ export class GatewayMetrics {
    * One inference call to a model the caller may use (so the `model` label only ever holds names of
    * models that exist): in flight until `end`, with the runtime's share of its time.
    */
-  modelCall(model: string): ModelCall {
+  modelCall(model: string, version = ''): ModelCall {
     const started = performance.now();
-    let children = this.modelChildren.get(model);
+    const key = `${model} ${version}`;
+    let children = this.modelChildren.get(key);
     if (children === undefined) {
-      // Per model, the label lookups are made once (prom-client hashes label objects on each use).
+      // Per version, the label lookups are made once (prom-client hashes label objects on each use).
       children = {
-        inFlight: this.modelInFlight.labels(model),
-        seconds: this.modelSeconds.labels(model),
-        runtime: this.modelRuntimeSeconds.labels(model),
+        inFlight: this.modelInFlight.labels(model, version),
+        seconds: this.modelSeconds.labels(model, version),
+        runtime: this.modelRuntimeSeconds.labels(model, version),
       };
-      this.modelChildren.set(model, children);
+      this.modelChildren.set(key, children);
     }
     const { inFlight, seconds, runtime } = children;
     inFlight.inc();
@@ -144,8 +145,8 @@ export class GatewayMetrics {
         ended = true;
         inFlight.dec();
         seconds.observe(elapsed);
-        this.modelRequests.inc({ model, status: String(status), code: code ?? '' });
-        if (rejected && code !== undefined) this.modelRejected.inc({ model, code });
+        this.modelRequests.inc({ model, version, status: String(status), code: code ?? '' });
+        if (rejected && code !== undefined) this.modelRejected.inc({ model, version, code });
         return elapsed;
       },
     };

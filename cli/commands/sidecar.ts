@@ -23,6 +23,11 @@ const flagsSchema = z
       .string()
       .refine(isModelName, '--model: a model name, model-<id> (lower-case letters, digits and dashes)')
       .optional(),
+    modelVersion: z
+      .string()
+      .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, '--model-version: lower-case letters, digits and dashes')
+      .max(20)
+      .optional(),
     host: z.string().min(1),
     port: z.coerce.number().int().min(0).max(65535),
     operationsPort: z.coerce.number().int().min(0).max(65535),
@@ -30,6 +35,9 @@ const flagsSchema = z
   })
   .refine((f) => (f.model === undefined) !== (f.service === undefined), {
     error: 'guard either a workflow service (--workflow W --service S) or a model (--model model-<id>)',
+  })
+  .refine((f) => f.modelVersion === undefined || f.model !== undefined, {
+    error: '--model-version needs --model: the model whose version the workload serves',
   })
   .refine((f) => f.service === undefined || f.workflow !== undefined, {
     error: '--service needs --workflow: the workflow whose bda keys may call it',
@@ -42,6 +50,7 @@ function targetOf(flags: z.infer<typeof flagsSchema>): SidecarTarget {
       kind: 'model',
       upstream,
       model: flags.model,
+      ...(flags.modelVersion === undefined ? {} : { version: flags.modelVersion }),
       ...(flags.workflow === undefined ? {} : { workflow: flags.workflow }),
     };
   }
@@ -63,6 +72,7 @@ export function register(program: Command): void {
     .option('--workflow <id>', 'the workflow the workload belongs to (its bda keys pass)')
     .option('--service <id>', 'the service id of the workload inside the workflow')
     .option('--model <name>', 'guard a model’s runtime instead: its V2 endpoints, for the keys /v2 takes')
+    .option('--model-version <version>', 'the version of the model the runtime serves, if it has versions')
     .option(
       '--host <host>',
       'address to listen on (in a pod: its own IP)',

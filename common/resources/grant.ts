@@ -49,6 +49,19 @@ export const routeSchema = z.object({
   grantAudience: z.string().min(1).optional(),
   /** What created the route, for debugging: `service/<ns>/<name>`, `model/<ns>/<name>`, `manifest`. */
   source: z.string().optional(),
+  /**
+   * A model with versions: each ready version, with the percentage of unversioned inference calls
+   * it takes (`url` is the one the unversioned metadata and readiness paths answer from).
+   */
+  versions: z
+    .array(
+      z.object({
+        name: z.string().min(1),
+        url: z.url({ protocol: /^https?$/ }),
+        percent: z.int().min(0).max(100),
+      }),
+    )
+    .optional(),
 });
 export type Route = z.infer<typeof routeSchema>;
 

@@ -148,14 +148,25 @@ const tensorSchema = z.object({ name: z.string(), datatype: z.string(), shape: z
 export const modelViewSchema = z.object({
   name: z.string(),
   workflow: z.string().optional(),
-  storageUri: z.string(),
+  storageUri: z.string().describe("The default version's model folder"),
   phase: z.enum(['Pending', 'Loading', 'Ready', 'Failed']),
   replicas: z.int().min(0),
   readyReplicas: z.int().min(0),
   message: z.string().optional().describe('The condition that is not met, and what to change'),
   inputs: z.array(tensorSchema),
   outputs: z.array(tensorSchema),
-  versions: z.array(z.object({ name: z.string(), traffic: z.int().min(0).max(100) })),
+  defaultVersion: z.string().optional(),
+  versions: z
+    .array(
+      z.object({
+        name: z.string(),
+        traffic: z.int().min(0).max(100),
+        phase: z.enum(['Pending', 'Loading', 'Ready', 'Failed', 'Draining']),
+        readyReplicas: z.int().min(0),
+        storageUri: z.string().optional(),
+      }),
+    )
+    .describe('Each version (one unnamed for a model without spec.versions), with its share of calls'),
   perMinute: z
     .array(
       z.object({

@@ -11,6 +11,15 @@ export interface ResolvedRoute {
   origin: string;
   /** The route URL's path without its trailing slash ("" for a bare origin). */
   basePath: string;
+  /** A model with versions: each ready version's address and share of unversioned inference calls. */
+  versions?: ResolvedVersion[];
+}
+
+export interface ResolvedVersion {
+  name: string;
+  origin: string;
+  basePath: string;
+  percent: number;
 }
 
 interface Entry {
@@ -96,6 +105,13 @@ export class RouteTable {
 }
 
 export function resolveRoute(route: Route): ResolvedRoute {
-  const url = new URL(route.url);
-  return { route, origin: url.origin, basePath: url.pathname.replace(/\/+$/, '') };
+  const resolved: ResolvedRoute = { route, ...address(route.url) };
+  if (route.versions !== undefined)
+    resolved.versions = route.versions.map((v) => ({ name: v.name, percent: v.percent, ...address(v.url) }));
+  return resolved;
+}
+
+function address(raw: string): { origin: string; basePath: string } {
+  const url = new URL(raw);
+  return { origin: url.origin, basePath: url.pathname.replace(/\/+$/, '') };
 }

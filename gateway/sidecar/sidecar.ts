@@ -30,7 +30,7 @@ export type SidecarTarget =
       workflow: string;
       service: string;
     }
-  | { kind: 'model'; upstream: URL; model: string; workflow?: string };
+  | { kind: 'model'; upstream: URL; model: string; version?: string; workflow?: string };
 
 export const sidecarAudience = (t: SidecarTarget): string =>
   t.kind === 'workflow' ? grantAudience.service(t.workflow, t.service) : grantAudience.model(t.model);
@@ -99,11 +99,17 @@ function modelDispatch(
   target: Extract<SidecarTarget, { kind: 'model' }>,
   authenticate: Authenticate,
 ): Parameters<typeof createHttpServer>[1] {
+  const url = target.upstream.toString();
+  // A version's runtime serves that one version, by its name and as the model's unversioned paths.
   const runtime = resolveRoute({
-    url: target.upstream.toString(),
+    url,
     ...(target.workflow === undefined ? {} : { workflow: target.workflow }),
+    ...(target.version === undefined ? {} : { versions: [{ name: target.version, url, percent: 100 }] }),
   });
-  const info = { workflow: target.workflow };
+  const info = {
+    workflow: target.workflow,
+    ...(target.version === undefined ? {} : { versions: [target.version] }),
+  };
   const v2 = createV2Handler(
     s,
     {

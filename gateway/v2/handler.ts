@@ -10,7 +10,7 @@ import type { NormalisedPath } from '../routing/normalise.js';
 import type { ModelCall } from '../metrics.js';
 import type { GatewayServices } from '../services.js';
 import type { MetadataCache, RuntimeAddress } from './metadata-cache.js';
-import type { ModelDirectory } from './model-directory.js';
+import type { ModelDirectory, ModelInfo } from './model-directory.js';
 import { readBody } from './read-body.js';
 import { runtimeError, runtimeUnreachable } from './runtime-errors.js';
 import { validateInferRequest } from './validate-infer.js';
@@ -59,6 +59,35 @@ const MAX_ERROR_BODY = 256 * 1024;
 const SERVER_METADATA = { name: 'tollgate', version: TOLLGATE_VERSION, extensions: [] };
 
 const notFound = (message: string): TollgateError => new TollgateError('unknown_endpoint', message);
+const ENDPOINTS =
+  'no such V2 endpoint: GET /v2/health/live|ready, GET /v2/models, POST /v2/repository/index, GET /v2/models/<model>[/versions/<version>][/ready], POST /v2/models/<model>[/versions/<version>]/infer';
+
+/** What a call asks of a model's versions: a named one, or (`split`) one drawn by the traffic split. */
+interface VersionWanted {
+  version: string | undefined;
+  split: boolean;
+}
+
+interface ModelVersionState {
+  name: string;
+  ready: boolean;
+}
+
+/** One version drawn with the weights of its percentages; undefined when none takes any traffic. */
+export function splitTraffic<V extends { percent: number }>(
+  versions: readonly V[],
+  draw = Math.random(),
+): V | undefined {
+  const total = versions.reduce((a, v) => a + v.percent, 0);
+  if (total <= 0) return undefined;
+  let left = draw * total;
+  for (const v of versions) {
+    if (v.percent <= 0) continue;
+    left -= v.percent;
+    if (left < 0) return v;
+  }
+  return versions.filter((v) => v.percent > 0).at(-1);
+}
 
 function methodNotAllowed(allowed: string): TollgateError {
   return new TollgateError('method_not_allowed', `use ${allowed} on this endpoint`, {
@@ -115,7 +144,9 @@ export function createV2Handler(
   /** The models this grant may call, by name, with whether each has a ready replica now. */
   async function callableModels(
     req: IncomingMessage,
-  ): Promise<Array<{ name: string; workflow: string | undefined; ready: boolean }>> {
+  ): Promise<
+    Array<{ name: string; workflow: string | undefined; ready: boolean; versions?: ModelVersionState[] }>
+  > {
     const grant = await placement.authenticate(req);
     await refusalsNoted(grant, req, async () => {
       checkInferenceRole(grant);
@@ -127,11 +158,18 @@ export function createV2Handler(
       )
       .sort((a, b) => (a.name < b.name ? -1 : 1));
     return Promise.all(
-      mine.map(async (m) => ({
-        name: m.name,
-        workflow: m.workflow,
-        ready: (await placement.modelRoute(m.name)) !== null,
-      })),
+      mine.map(async (m) => {
+        const route = await placement.modelRoute(m.name);
+        const readyVersions = new Set((route?.versions ?? []).map((v) => v.name));
+        return {
+          name: m.name,
+          workflow: m.workflow,
+          ready: route !== null,
+          ...(m.versions === undefined
+            ? {}
+            : { versions: m.versions.map((name) => ({ name, ready: readyVersions.has(name) })) }),
+        };
+      }),
     );
   }
 
@@ -143,8 +181,7 @@ export function createV2Handler(
       models: listed.map((m) => ({
         name: m.name,
         ready: m.ready,
-        // One version per model until versions exist: the model's current one, unnamed.
-        versions: [],
+        versions: (m.versions ?? []).map((v) => v.name),
         ...(m.workflow === undefined ? {} : { workflow: m.workflow }),
       })),
     });
@@ -180,27 +217,36 @@ export function createV2Handler(
       readyOnly = ready === true;
     }
     const listed = await callableModels(req);
+    // One entry per version, as MLServer lists a model's versions.
+    const entries = listed.flatMap((m) =>
+      (m.versions ?? [{ name: '', ready: m.ready }]).map((v) => ({
+        name: m.name,
+        version: v.name,
+        ready: v.ready,
+      })),
+    );
     sendJson(
       res,
       200,
-      listed
-        .filter((m) => !readyOnly || m.ready)
-        .map((m) => ({
-          name: m.name,
-          version: '',
-          state: m.ready ? 'READY' : 'UNAVAILABLE',
-          reason: m.ready ? '' : 'no ready replica yet',
+      entries
+        .filter((e) => !readyOnly || e.ready)
+        .map((e) => ({
+          name: e.name,
+          version: e.version,
+          state: e.ready ? 'READY' : 'UNAVAILABLE',
+          reason: e.ready ? '' : 'no ready replica yet',
         })),
     );
   }
 
   /** The runtime of a model this grant may call; 403, 404 or 503 with the reason otherwise. */
-  async function runtimeFor(model: string, grant: KeyGrant): Promise<RuntimeAddress> {
+  async function runtimeFor(model: string, grant: KeyGrant, want: VersionWanted): Promise<RuntimeAddress> {
     checkInferenceRole(grant);
     const route = await placement.modelRoute(model);
     let workflow = route?.route.workflow;
+    let info: ModelInfo | undefined;
     if (route === null) {
-      const info = await models.find(model);
+      info = await models.find(model);
       if (info === undefined) {
         throw new TollgateError(
           'model_not_found',
@@ -217,21 +263,70 @@ export function createV2Handler(
       );
     }
     if (route === null) {
+      if (want.version !== undefined) checkVersionExists(model, want.version, info);
       throw new TollgateError('model_not_ready', `model '${model}' has no ready replica yet; retry shortly`, {
         headers: { 'retry-after': '1' },
       });
     }
     const audience = route.route.grantAudience;
+    const chosen = await chooseVersion(model, route, want);
     return {
-      origin: route.origin,
-      basePath: route.basePath,
+      origin: chosen.origin,
+      basePath: chosen.basePath,
       ...(audience === undefined ? {} : { grantAudience: audience }),
+      ...(chosen.name === undefined ? {} : { version: chosen.name }),
     };
+  }
+
+  /**
+   * Which runtime answers: the version asked for; for an unversioned inference call, one drawn by
+   * the traffic split; otherwise the route's own address (the default version when it is ready).
+   */
+  async function chooseVersion(
+    model: string,
+    route: ResolvedRoute,
+    want: VersionWanted,
+  ): Promise<{ name?: string; origin: string; basePath: string }> {
+    const versions = route.versions;
+    if (versions === undefined) {
+      if (want.version !== undefined) {
+        throw new TollgateError(
+          'model_version_not_found',
+          `model '${model}' has no versions; call /v2/models/${model}/... without /versions/${want.version}`,
+        );
+      }
+      return route;
+    }
+    if (want.version !== undefined) {
+      const found = versions.find((v) => v.name === want.version);
+      if (found !== undefined) return found;
+      checkVersionExists(model, want.version, await models.find(model));
+      throw new TollgateError(
+        'model_not_ready',
+        `version '${want.version}' of model '${model}' has no ready replica yet; retry shortly`,
+        { headers: { 'retry-after': '1' } },
+      );
+    }
+    const main = versions.find((v) => v.origin === route.origin && v.basePath === route.basePath);
+    if (!want.split) return main ?? route;
+    return splitTraffic(versions) ?? main ?? route;
+  }
+
+  /** 404 for a version the Model does not list (a listed one is only not ready yet). */
+  function checkVersionExists(model: string, version: string, info: ModelInfo | undefined): void {
+    if (info?.versions?.includes(version)) return;
+    throw new TollgateError(
+      'model_version_not_found',
+      info?.versions === undefined
+        ? `model '${model}' has no versions; call /v2/models/${model}/... without /versions/${version}`
+        : `model '${model}' has no version '${version}'; its versions are ${info.versions.join(', ')}`,
+    );
   }
 
   async function authorised(
     req: IncomingMessage,
     model: string,
+    want: VersionWanted,
   ): Promise<{ grant: KeyGrant; runtime: RuntimeAddress }> {
     const grant = await placement.authenticate(req);
     if (!isModelName(model)) {
@@ -241,10 +336,21 @@ export function createV2Handler(
       );
     }
     return refusalsNoted(grant, req, async () => {
-      const runtime = await runtimeFor(model, grant);
+      const runtime = await runtimeFor(model, grant, want);
       await admit(grant, req, `/v2/models/${model}`);
       return { grant, runtime };
     });
+  }
+
+  /**
+   * The unversioned metadata of a model with versions, as the default version's runtime gave it,
+   * with `versions` listing every version ready now (each runtime knows only its own).
+   */
+  async function withModelVersions(model: string, raw: Buffer): Promise<Buffer> {
+    const versions = (await placement.modelRoute(model))?.versions;
+    if (versions === undefined) return raw;
+    const parsed = JSON.parse(raw.toString('utf8')) as Record<string, unknown>;
+    return Buffer.from(JSON.stringify({ ...parsed, versions: versions.map((v) => v.name) }));
   }
 
   async function health(req: IncomingMessage, res: ServerResponse, which: string): Promise<void> {
@@ -263,9 +369,10 @@ export function createV2Handler(
     req: IncomingMessage,
     res: ServerResponse,
     model: string,
+    version: string | undefined,
     requestId: string,
   ): Promise<void> {
-    const { grant, runtime } = await authorised(req, model);
+    const { grant, runtime } = await authorised(req, model, { version, split: false });
     let status = 503;
     try {
       const answer = await s.upstreams.idempotent(runtime.origin).request({
@@ -278,7 +385,11 @@ export function createV2Handler(
     } catch {
       // A runtime that cannot be reached is not ready.
     }
-    sendJson(res, status === 200 ? 200 : 503, { name: model, ready: status === 200 });
+    sendJson(res, status === 200 ? 200 : 503, {
+      name: model,
+      ...(version === undefined ? {} : { version }),
+      ready: status === 200,
+    });
   }
 
   return async (req, res, path) => {
@@ -294,30 +405,38 @@ export function createV2Handler(
     }
     if (area === 'models' && model === undefined) return listModels(req, res);
     if (area === 'repository' && model === 'index' && action === undefined) return repositoryIndex(req, res);
-    if (area !== 'models' || model === undefined || rest.length > 0) {
-      throw notFound(
-        'no such V2 endpoint: GET /v2/health/live|ready, GET /v2/models, POST /v2/repository/index, GET /v2/models/<model>[/ready], POST /v2/models/<model>/infer',
-      );
+    if (area !== 'models' || model === undefined) throw notFound(ENDPOINTS);
+    // /v2/models/<m>/versions/<v>[/ready|/infer] names a version; the same without it, the model.
+    let version: string | undefined;
+    let verb = action;
+    if (action === 'versions') {
+      [version, verb] = rest;
+      if (version === undefined || version === '' || rest.length > 2) throw notFound(ENDPOINTS);
+    } else if (rest.length > 0) {
+      throw notFound(ENDPOINTS);
     }
-    if (action === undefined) {
+    if (verb === undefined) {
       if (req.method !== 'GET') throw methodNotAllowed('GET');
-      const { grant, runtime } = await authorised(req, model);
+      const { grant, runtime } = await authorised(req, model, { version, split: false });
       const { raw } = await cache.get(model, runtime, grant);
-      res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(raw.length) });
-      res.end(raw);
+      const body = version === undefined ? await withModelVersions(model, raw) : raw;
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(body.length) });
+      res.end(body);
       return;
     }
-    if (action === 'ready') {
+    if (verb === 'ready') {
       if (req.method !== 'GET') throw methodNotAllowed('GET');
-      return ready(req, res, model, requestId);
+      return ready(req, res, model, version, requestId);
     }
-    if (action === 'infer') {
+    if (verb === 'infer') {
       if (req.method !== 'POST') throw methodNotAllowed('POST');
-      const { grant, runtime } = await authorised(req, model);
+      const { grant, runtime } = await authorised(req, model, { version, split: true });
       await infer(s, cache, req, res, { model, runtime, grant, requestId, query: path.query });
       return;
     }
-    throw notFound(`no such V2 endpoint for a model: /v2/models/${model}/${action}`);
+    throw notFound(
+      `no such V2 endpoint for a model: /v2/models/${model}/${action ?? ''}${version === undefined ? '' : `/${version}/${verb ?? ''}`}`,
+    );
   };
 }
 
@@ -357,7 +476,7 @@ async function infer(
   res: ServerResponse,
   call: InferCall,
 ): Promise<number> {
-  const observed = s.metrics.modelCall(call.model);
+  const observed = s.metrics.modelCall(call.model, call.runtime.version);
   const progress = { checked: false };
   try {
     const status = await answerInference(s, cache, req, res, call, observed, progress);

@@ -14,6 +14,8 @@ export interface RuntimeAddress {
   basePath: string;
   /** The runtime answers through a Tollgate sidecar: calls to it carry a grant for this audience. */
   grantAudience?: string;
+  /** The version it serves, for a model with versions. */
+  version?: string;
 }
 
 /** A model's metadata, parsed for the validator and as the runtime sent it, for GET /v2/models/<m>. */
@@ -36,7 +38,8 @@ const MAX_METADATA_BYTES = 1024 * 1024;
  * model's route changes. Concurrent misses share one fetch.
  */
 export class MetadataCache {
-  private readonly cache: InvalidatedCache<CachedMetadata>;
+  /** Per model, each runtime's metadata by address (a model's versions answer at different ones). */
+  private readonly cache: InvalidatedCache<ReadonlyMap<string, CachedMetadata>>;
   private readonly inflight = new Map<string, Promise<CachedMetadata>>();
 
   constructor(
@@ -46,7 +49,10 @@ export class MetadataCache {
     private readonly log: Logger,
     entries: number,
   ) {
-    this.cache = new InvalidatedCache<CachedMetadata>(invalidation, { max: entries, ttlMs: TTL_MS });
+    this.cache = new InvalidatedCache<ReadonlyMap<string, CachedMetadata>>(invalidation, {
+      max: entries,
+      ttlMs: TTL_MS,
+    });
     const prefix = redisKeys.modelRoute('');
     invalidation.on(redisChannels.routes, (redisKey) => {
       if (redisKey.startsWith(prefix)) this.cache.delete(redisKey.slice(prefix.length));
@@ -56,8 +62,8 @@ export class MetadataCache {
   /** `grant`: the caller's, which a sidecar in front of the runtime must see signed. */
   get(model: string, runtime: RuntimeAddress, grant: KeyGrant): Promise<CachedMetadata> | CachedMetadata {
     const address = runtime.origin + runtime.basePath;
-    const hit = this.cache.get(model);
-    if (hit !== undefined && hit.address === address) return hit;
+    const hit = this.cache.get(model)?.get(address);
+    if (hit !== undefined) return hit;
     const key = `${model} ${address}`;
     let pending = this.inflight.get(key);
     if (pending === undefined) {
@@ -119,7 +125,9 @@ export class MetadataCache {
       );
     }
     const entry = { metadata: parsed.data, raw, address };
-    this.cache.set(model, entry, epoch);
+    const known = new Map(this.cache.get(model));
+    known.set(address, entry);
+    this.cache.set(model, known, epoch);
     return entry;
   }
 }

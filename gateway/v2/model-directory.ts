@@ -12,7 +12,14 @@ import { MODEL_GROUP, MODEL_PLURAL, MODEL_VERSION, type Model } from '../../comm
  */
 export interface ModelInfo {
   workflow: string | undefined;
+  /** The names of spec.versions; undefined for a model with one unnamed version. */
+  versions?: string[];
 }
+
+const infoOf = (spec: { workflow?: string; versions?: Array<{ name: string }> } | undefined): ModelInfo => ({
+  workflow: spec?.workflow,
+  ...(spec?.versions === undefined ? {} : { versions: spec.versions.map((v) => v.name) }),
+});
 
 export interface ModelDirectory {
   find(name: string): Promise<ModelInfo | undefined>;
@@ -70,18 +77,18 @@ export function manifestModels(models: ManifestCollection<Model>): ModelDirector
   return cached({
     async find(name) {
       const model = await orUnavailable(models.get(name));
-      return model === undefined ? undefined : { workflow: model.spec.workflow };
+      return model === undefined ? undefined : infoOf(model.spec);
     },
     async list() {
       const all = await orUnavailable(models.list());
-      return all.map((m) => ({ name: m.metadata.name, workflow: m.spec.workflow }));
+      return all.map((m) => ({ name: m.metadata.name, ...infoOf(m.spec) }));
     },
   });
 }
 
 interface ModelItem {
   metadata?: { name?: string };
-  spec?: { workflow?: string };
+  spec?: { workflow?: string; versions?: Array<{ name: string }> };
 }
 
 /** On a cluster: Model resources of any namespace (model names are global to the gateway's /v2). */
@@ -99,7 +106,7 @@ export function kubeModels(kc: KubeConfig): ModelDirectory {
   return cached({
     async find(name) {
       const item = (await page({ fieldSelector: `metadata.name=${name}`, limit: 1 })).items?.[0];
-      return item === undefined ? undefined : { workflow: item.spec?.workflow };
+      return item === undefined ? undefined : infoOf(item.spec);
     },
     async list() {
       const out: Array<ModelInfo & { name: string }> = [];
@@ -107,7 +114,7 @@ export function kubeModels(kc: KubeConfig): ModelDirectory {
       do {
         const got = await page({ limit: 500, ...(next ? { _continue: next } : {}) });
         for (const item of got.items ?? []) {
-          if (item.metadata?.name) out.push({ name: item.metadata.name, workflow: item.spec?.workflow });
+          if (item.metadata?.name) out.push({ name: item.metadata.name, ...infoOf(item.spec) });
         }
         next = got.metadata?.continue || undefined;
       } while (next !== undefined);

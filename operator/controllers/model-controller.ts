@@ -10,10 +10,11 @@ import {
   MODEL_KIND,
   type Model,
   type ModelGateway,
+  type ModelStatus,
 } from '../../common/resources/model.js';
 import type { RouteWriter } from '../../common/routes/workflow-routes.js';
 import type { EventRecorder } from '../events.js';
-import type { RuntimeDriver, RuntimePlan, RuntimeState } from '../serving/runtime-driver.js';
+import type { RuntimeDriver, RuntimePlan } from '../serving/runtime-driver.js';
 import {
   ConflictError,
   parseRefKey,
@@ -30,11 +31,28 @@ import {
   type Watches,
 } from '../framework/controller.js';
 import { OWNER_KEY } from '../../common/resources/labels.js';
-import { desiredStatus, sameStatus, type Observation } from './model-status.js';
+import {
+  desiredStatus,
+  invalidVersionsStatus,
+  sameStatus,
+  type Observation,
+  type VersionResult,
+} from './model-status.js';
+import {
+  servedVersions,
+  versionProblems,
+  type ServedVersion,
+} from '../../common/resources/model-versions.js';
 
 export const MODEL_FINALIZER = 'tollgate.dev/model-routes';
 /** How often a Model whose folder is wrong looks again (the fix may be an upload, not an edit). */
 const RECHECK_MS = 30_000;
+/**
+ * How long a version removed from the spec keeps running once out of the routes: every gateway
+ * drops the route within a pub/sub message (or a 1 s missing-route cache), and the calls it was
+ * already given finish.
+ */
+export const DRAIN_MS = 15_000;
 /** Storage errors a user fixes (wrong bucket, missing secret): a condition, not a retry storm. */
 const USER_STORAGE_ERRORS: Record<string, string> = {
   no_such_bucket: 'NoSuchBucket',
@@ -56,6 +74,8 @@ export interface ModelControllerDeps {
   runtimeImage?: string;
   /** Where a Model's calls are checked when its spec does not say. */
   defaultGateway?: ModelGateway;
+  /** How long a removed version keeps running after it left the routes (default DRAIN_MS). */
+  drainMs?: number;
 }
 
 const isConflict = (e: unknown) => e instanceof ConflictError;
@@ -71,6 +91,9 @@ export class ModelReconciler implements Reconciler {
   private readonly checked = new Map<string, { stamp: string; check: FolderCheck }>();
   /** Each Model's workflow and the route keys it holds: drops the old bda route when the workflow changes, and tells the sweep what is live. */
   private readonly routed = new Map<string, { workflow: string | undefined; keys: string[] }>();
+  /** Since when each removed version's workload (by namespace/workload) has been draining. */
+  private readonly draining = new Map<string, number>();
+  private readonly drainMs: number;
   /** Workflows of Models deleted without the finalizer, to clean their routes. */
   private readonly tombstones = new Map<string, string | undefined>();
 
@@ -78,6 +101,7 @@ export class ModelReconciler implements Reconciler {
   readonly watches: Watches<Model>;
 
   constructor(private readonly deps: ModelControllerDeps) {
+    this.drainMs = deps.drainMs ?? DRAIN_MS;
     this.watches = {
       for: deps.models,
       onDeleted: (ref, gone) => this.noteDeleted(ref, gone),
@@ -99,7 +123,7 @@ export class ModelReconciler implements Reconciler {
       // Gone without the finalizer's pass: a standalone manifest is deleted at once, and a cluster
       // Model may have lost its finalizer by hand. Either way nothing may keep serving it.
       await this.removeRoutes(ref, this.tombstones.get(key));
-      await runtime.remove(ref);
+      await this.removeWorkloads(ref);
       this.tombstones.delete(key);
       this.forget(key);
       return undefined;
@@ -107,7 +131,7 @@ export class ModelReconciler implements Reconciler {
     if (model.metadata.deletionTimestamp) {
       if (!(model.metadata.finalizers ?? []).includes(MODEL_FINALIZER)) return undefined;
       await this.removeRoutes(ref, model.spec.workflow);
-      await runtime.remove(ref);
+      await this.removeWorkloads(ref);
       await withConflictRetry(
         model,
         () => models.read(ref),
@@ -132,46 +156,92 @@ export class ModelReconciler implements Reconciler {
       model = updated;
     }
 
-    const observation = await this.observe(model);
-    let state: RuntimeState | undefined;
-    if (observation.kind === 'settings' && observation.check.ok) {
-      state = await runtime.apply(this.plan(model, observation.check));
-      observation.runtime = state;
-    } else {
-      await runtime.remove(ref);
+    const problems = versionProblems(ref.name, model.spec);
+    if (problems.length > 0) {
+      // Only a manifest the API server never checked gets here: what runs stays as it was.
+      await this.writeStatus(model, (m, now) =>
+        invalidVersionsStatus(m, problems.map((p) => `${p.field}: ${p.message}`).join('; '), now),
+      );
+      return undefined;
     }
-    await this.syncRoutes(model, state);
-    await this.writeStatus(model, observation);
-    return observation.kind === 'settings' && observation.check.ok
-      ? undefined
-      : { requeueAfterMs: RECHECK_MS };
+    const results: VersionResult[] = [];
+    for (const version of servedVersions(ref.name, model.spec)) {
+      const obs = await this.observe(model, version);
+      if (obs.kind === 'settings' && obs.check.ok) {
+        obs.runtime = await runtime.apply(this.plan(model, version, obs.check));
+      } else {
+        await runtime.remove({ namespace: ref.namespace, name: version.workload });
+      }
+      results.push({ version, obs });
+    }
+    await this.syncRoutes(model, results);
+    const draining = await this.drain(ref, results);
+    await this.writeStatus(model, (m, now) => desiredStatus(m, results, draining.versions, now));
+    const wrong = results.some((r) => r.obs.kind !== 'settings' || !r.obs.check.ok);
+    const next = Math.min(wrong ? RECHECK_MS : Infinity, draining.nextMs);
+    return next === Infinity ? undefined : { requeueAfterMs: next };
   }
 
-  private plan(model: Model, check: Extract<FolderCheck, { ok: true }>): RuntimePlan {
+  /**
+   * Workloads of versions no longer in the spec: out of the routes already (syncRoutes ran), they
+   * keep running for the drain window so the calls they were given finish, then go.
+   */
+  private async drain(
+    ref: ResourceRef,
+    results: VersionResult[],
+  ): Promise<{ versions: string[]; nextMs: number }> {
+    const wanted = new Set(results.map((r) => r.version.workload));
+    const versions: string[] = [];
+    let nextMs = Infinity;
+    const now = Date.now();
+    for (const workload of this.deps.runtime.workloads(ref)) {
+      if (wanted.has(workload)) continue;
+      const key = refKey({ namespace: ref.namespace, name: workload });
+      const since = this.draining.get(key) ?? now;
+      this.draining.set(key, since);
+      const left = since + this.drainMs - now;
+      if (left <= 0) {
+        await this.deps.runtime.remove({ namespace: ref.namespace, name: workload });
+        this.draining.delete(key);
+        continue;
+      }
+      versions.push(workload === ref.name ? '' : workload.slice(ref.name.length + 1));
+      nextMs = Math.min(nextMs, left);
+    }
+    return { versions, nextMs };
+  }
+
+  private plan(model: Model, version: ServedVersion, check: Extract<FolderCheck, { ok: true }>): RuntimePlan {
     const override = model.spec.runtime?.implementation;
-    const settings = override ? { ...check.settings, implementation: override } : check.settings;
+    let settings = override ? { ...check.settings, implementation: override } : check.settings;
+    // MLServer then answers with model_version, and serves /v2/models/<m>/versions/<v>/... itself.
+    if (version.name !== undefined)
+      settings = { ...settings, parameters: { ...settings.parameters, version: version.name } };
     const image =
       model.spec.runtime?.image ??
       this.deps.runtimeImage ??
       (check.generated ? DEFAULT_MLFLOW_IMAGE : DEFAULT_SKLEARN_IMAGE);
     return {
       model,
+      workload: version.workload,
+      version: version.name,
+      storageUri: version.storageUri,
       settings,
-      settingsGenerated: check.generated || override !== undefined,
+      settingsGenerated: check.generated || override !== undefined || version.name !== undefined,
       image,
       gateway: model.spec.gateway ?? this.deps.defaultGateway ?? 'central',
     };
   }
 
-  private async observe(model: Model): Promise<Observation> {
+  private async observe(model: Model, version: ServedVersion): Promise<Observation> {
     const { namespace = 'default', name } = model.metadata;
-    const key = refKey({ namespace, name });
+    const key = refKey({ namespace, name: version.workload });
     const stamp = `${model.metadata.uid}:${model.metadata.generation}`;
     const cached = this.checked.get(key);
     if (cached?.stamp === stamp) return { kind: 'settings', check: cached.check };
     try {
       const env = await this.deps.credentials.envFor(namespace, model.spec.credentials?.secretName);
-      const store = openStore(model.spec.storageUri, env);
+      const store = openStore(version.storageUri, env);
       const files = (await store.list()).map((o) => o.path);
       const check = await checkModelFolder({ files, read: (p) => store.readText(p) }, name);
       if (check.ok) this.checked.set(key, { stamp, check });
@@ -184,7 +254,12 @@ export class ModelReconciler implements Reconciler {
     }
   }
 
-  private async syncRoutes(model: Model, state: RuntimeState | undefined): Promise<void> {
+  /**
+   * The model's route while any version has a ready replica: its URL is the default version's (or
+   * the ready version with most traffic), and a versioned Model lists each ready version with the
+   * share of unversioned inference calls it takes. One Redis value, so a shift is atomic.
+   */
+  private async syncRoutes(model: Model, results: VersionResult[]): Promise<void> {
     const ref = { namespace: model.metadata.namespace ?? 'default', name: model.metadata.name };
     const key = refKey(ref);
     const workflow = model.spec.workflow;
@@ -192,7 +267,14 @@ export class ModelReconciler implements Reconciler {
     if (previous !== undefined && previous !== workflow) {
       await this.deps.routes.remove(redisKeys.bdaRoute(previous, ref.name), routeSource(ref));
     }
-    if (!state || state.readyReplicas === 0) {
+    const ready = results.flatMap((r) => {
+      const state = r.obs.kind === 'settings' ? r.obs.runtime : undefined;
+      return state !== undefined && state.readyReplicas > 0 ? [{ version: r.version, state }] : [];
+    });
+    const main =
+      ready.find((r) => r.version.isDefault) ??
+      [...ready].sort((a, b) => b.version.percent - a.version.percent)[0];
+    if (main === undefined) {
       await this.removeRoutes(ref, workflow);
       this.routed.set(key, { workflow, keys: [] });
       return;
@@ -200,12 +282,22 @@ export class ModelReconciler implements Reconciler {
     // The workflow's owner, as the models platform API records it (`tollgate.dev/owner`, checked
     // there to own the workflow): without it the workflow would stop counting as its owner's.
     const owner = workflow ? model.metadata.annotations?.[OWNER_KEY] : undefined;
+    const versioned = main.version.name !== undefined;
     const route: Route = {
-      url: state.url,
+      url: main.state.url,
       source: routeSource(ref),
       ...(workflow ? { workflow } : {}),
       ...(owner ? { owner } : {}),
-      ...(state.grantAudience === undefined ? {} : { grantAudience: state.grantAudience }),
+      ...(main.state.grantAudience === undefined ? {} : { grantAudience: main.state.grantAudience }),
+      ...(versioned
+        ? {
+            versions: ready.map((r) => ({
+              name: r.version.name ?? '',
+              url: r.state.url,
+              percent: r.version.percent,
+            })),
+          }
+        : {}),
     };
     const keys = [
       redisKeys.modelRoute(ref.name),
@@ -225,15 +317,15 @@ export class ModelReconciler implements Reconciler {
     if (workflow) await this.deps.routes.remove(redisKeys.bdaRoute(workflow, ref.name), routeSource(ref));
   }
 
-  private async writeStatus(model: Model, obs: Observation): Promise<void> {
+  private async writeStatus(model: Model, desired: (m: Model, now: Date) => ModelStatus): Promise<void> {
     const ref = { namespace: model.metadata.namespace ?? 'default', name: model.metadata.name };
     const before = model.status;
-    const status = desiredStatus(model, obs, new Date());
+    const status = desired(model, new Date());
     if (sameStatus(before, status)) return;
     const written = await withConflictRetry(
       model,
       () => this.deps.models.read(ref),
-      (m) => this.deps.models.updateStatus({ ...m, status: desiredStatus(m, obs, new Date()) }),
+      (m) => this.deps.models.updateStatus({ ...m, status: desired(m, new Date()) }),
       isConflict,
     );
     if (!written || before?.phase === status.phase) return;
@@ -248,8 +340,18 @@ export class ModelReconciler implements Reconciler {
     );
   }
 
+  /** Every workload of the Model, of any version: nothing of a deleted Model keeps running. */
+  private async removeWorkloads(ref: ResourceRef): Promise<void> {
+    const names = new Set([ref.name, ...this.deps.runtime.workloads(ref)]);
+    for (const name of names) {
+      await this.deps.runtime.remove({ namespace: ref.namespace, name });
+      this.draining.delete(refKey({ namespace: ref.namespace, name }));
+    }
+  }
+
   private forget(key: string): void {
     this.routed.delete(key);
-    this.checked.delete(key);
+    // Checks are kept per workload: the Model's own name, or <name>-<version>.
+    for (const k of this.checked.keys()) if (k === key || k.startsWith(`${key}-`)) this.checked.delete(k);
   }
 }

@@ -1,6 +1,7 @@
 import type { FolderCheck } from '../../common/model-settings/check-folder.js';
 import { formatProblems } from '../../common/model-settings/check-folder.js';
 import type { Model, ModelCondition, ModelPhase, ModelStatus } from '../../common/resources/model.js';
+import type { ServedVersion } from '../../common/resources/model-versions.js';
 import type { RuntimeState } from '../serving/runtime-driver.js';
 
 /** What the reconciler learned this time round; the status is a pure function of it. */
@@ -10,103 +11,192 @@ export type Observation =
 
 type Cond = Omit<ModelCondition, 'lastTransitionTime' | 'observedGeneration'>;
 
-export function desiredStatus(model: Model, obs: Observation, now: Date): ModelStatus {
-  const generation = model.metadata.generation ?? 0;
-  let phase: ModelPhase;
-  let settings: Cond;
-  let ready: Cond;
-  const status: ModelStatus = {};
+/** One version of the Model and what was observed of it. */
+export interface VersionResult {
+  version: ServedVersion;
+  obs: Observation;
+}
+
+interface Evaluated {
+  phase: ModelPhase;
+  settings: Cond;
+  ready: Cond;
+  fields: ModelStatus;
+}
+
+/** A version's phase, conditions and figures, from what was observed of it. */
+function evaluate(obs: Observation): Evaluated {
+  const fields: ModelStatus = {};
   if (obs.kind === 'storage-error') {
+    return {
+      phase: 'Failed',
+      settings: { type: 'SettingsValid', status: 'False', reason: obs.reason, message: obs.message },
+      ready: {
+        type: 'Ready',
+        status: 'False',
+        reason: obs.reason,
+        message: 'not deployed: the model folder could not be read',
+      },
+      fields,
+    };
+  }
+  if (!obs.check.ok) {
+    return {
+      phase: 'Failed',
+      settings: {
+        type: 'SettingsValid',
+        status: 'False',
+        reason: 'SettingsInvalid',
+        message: formatProblems(obs.check.problems),
+      },
+      ready: {
+        type: 'Ready',
+        status: 'False',
+        reason: 'SettingsInvalid',
+        message: 'not deployed until the model settings are fixed',
+      },
+      fields,
+    };
+  }
+  const { check, runtime } = obs;
+  const settings: Cond = {
+    type: 'SettingsValid',
+    status: 'True',
+    reason: check.generated ? 'MlflowModel' : 'SettingsValid',
+    message: check.generated
+      ? `MLflow model: served with ${check.settings.implementation}`
+      : `model-settings.json is valid (${check.settings.implementation}, content_type ${check.declared.contentType ?? 'unset'})`,
+  };
+  if (check.declared.contentType) fields.contentType = check.declared.contentType;
+  fields.inputs = check.declared.inputs;
+  fields.outputs = check.declared.outputs;
+  if (runtime === undefined) {
+    return {
+      phase: 'Pending',
+      settings,
+      ready: { type: 'Ready', status: 'False', reason: 'Pending', message: 'waiting to deploy' },
+      fields,
+    };
+  }
+  fields.url = runtime.url;
+  fields.replicas = runtime.replicas;
+  fields.readyReplicas = runtime.readyReplicas;
+  const counts = `${runtime.readyReplicas}/${runtime.replicas} replicas ready`;
+  let phase: ModelPhase;
+  let ready: Cond;
+  if (runtime.failure) {
     phase = 'Failed';
-    settings = { type: 'SettingsValid', status: 'False', reason: obs.reason, message: obs.message };
     ready = {
       type: 'Ready',
       status: 'False',
-      reason: obs.reason,
-      message: 'not deployed: the model folder could not be read',
+      reason: runtime.failure.reason,
+      message: `${counts}: ${runtime.failure.message}`,
     };
-  } else if (!obs.check.ok) {
-    phase = 'Failed';
-    settings = {
-      type: 'SettingsValid',
-      status: 'False',
-      reason: 'SettingsInvalid',
-      message: formatProblems(obs.check.problems),
-    };
+  } else if (runtime.replicas === 0) {
+    phase = 'Pending';
     ready = {
       type: 'Ready',
       status: 'False',
-      reason: 'SettingsInvalid',
-      message: 'not deployed until the model settings are fixed',
+      reason: 'ScaledToZero',
+      message: 'spec.replicas is 0; nothing serves the model',
+    };
+  } else if (runtime.readyReplicas > 0) {
+    phase = 'Ready';
+    ready = {
+      type: 'Ready',
+      status: 'True',
+      reason: runtime.rollingOut ? 'RollingOut' : 'Ready',
+      message: runtime.rollingOut ? `${counts}; rolling out a new version` : counts,
     };
   } else {
-    const { check, runtime } = obs;
-    settings = {
-      type: 'SettingsValid',
-      status: 'True',
-      reason: check.generated ? 'MlflowModel' : 'SettingsValid',
-      message: check.generated
-        ? `MLflow model: served with ${check.settings.implementation}`
-        : `model-settings.json is valid (${check.settings.implementation}, content_type ${check.declared.contentType ?? 'unset'})`,
+    phase = 'Loading';
+    ready = {
+      type: 'Ready',
+      status: 'False',
+      reason: 'Loading',
+      message: `${counts}; pulling and loading the model`,
     };
-    if (check.declared.contentType) status.contentType = check.declared.contentType;
-    status.inputs = check.declared.inputs;
-    status.outputs = check.declared.outputs;
-    if (runtime === undefined) {
-      phase = 'Pending';
-      ready = { type: 'Ready', status: 'False', reason: 'Pending', message: 'waiting to deploy' };
-    } else {
-      status.url = runtime.url;
-      status.replicas = runtime.replicas;
-      status.readyReplicas = runtime.readyReplicas;
-      const counts = `${runtime.readyReplicas}/${runtime.replicas} replicas ready`;
-      if (runtime.failure) {
-        phase = 'Failed';
-        ready = {
-          type: 'Ready',
-          status: 'False',
-          reason: runtime.failure.reason,
-          message: `${counts}: ${runtime.failure.message}`,
-        };
-      } else if (runtime.replicas === 0) {
-        phase = 'Pending';
-        ready = {
-          type: 'Ready',
-          status: 'False',
-          reason: 'ScaledToZero',
-          message: 'spec.replicas is 0; nothing serves the model',
-        };
-      } else if (runtime.readyReplicas > 0) {
-        phase = 'Ready';
-        ready = {
-          type: 'Ready',
-          status: 'True',
-          reason: runtime.rollingOut ? 'RollingOut' : 'Ready',
-          message: runtime.rollingOut ? `${counts}; rolling out a new version` : counts,
-        };
-      } else {
-        phase = 'Loading';
-        ready = {
-          type: 'Ready',
-          status: 'False',
-          reason: 'Loading',
-          message: `${counts}; pulling and loading the model`,
-        };
-      }
-    }
   }
+  return { phase, settings, ready, fields };
+}
+
+/** A Model whose spec.versions break the CRD's rules (a standalone manifest the API server never saw). */
+export function invalidVersionsStatus(model: Model, message: string, now: Date): ModelStatus {
+  const cond: Cond = { type: 'SettingsValid', status: 'False', reason: 'VersionsInvalid', message };
+  const ready: Cond = {
+    type: 'Ready',
+    status: model.status?.phase === 'Ready' ? 'True' : 'False',
+    reason: 'VersionsInvalid',
+    message: 'still serving what the last valid spec deployed, until spec.versions is fixed',
+  };
+  return { ...model.status, phase: 'Failed', ...stamped(model, [cond, ready], now) };
+}
+
+/**
+ * The Model's status: the default version's phase, conditions and figures at the top (the whole
+ * status of a Model with one unnamed version), each version in `versions`, with the versions
+ * removed from the spec that are still draining.
+ */
+export function desiredStatus(
+  model: Model,
+  results: VersionResult[],
+  draining: string[],
+  now: Date,
+): ModelStatus {
+  const main = results.find((r) => r.version.isDefault) ?? results[0];
+  if (main === undefined) throw new Error('a Model has at least one version');
+  const top = evaluate(main.obs);
+  const status: ModelStatus = { ...top.fields };
+  let { settings, ready } = top;
+  if (main.version.name !== undefined) {
+    const label = (r: VersionResult) => `version "${r.version.name ?? ''}": `;
+    const each = results.map((r) => ({ r, e: evaluate(r.obs) }));
+    const broken = each.find(({ e }) => e.settings.status === 'False');
+    settings = broken
+      ? { ...broken.e.settings, message: label(broken.r) + broken.e.settings.message }
+      : { ...settings, message: label(main) + settings.message };
+    ready = { ...ready, message: label(main) + ready.message };
+    status.defaultVersion = main.version.name;
+    status.versions = [
+      ...each.map(({ r, e }) => ({
+        name: r.version.name ?? '',
+        phase: e.phase,
+        traffic: r.version.percent,
+        ...(e.fields.replicas === undefined ? {} : { replicas: e.fields.replicas }),
+        ...(e.fields.readyReplicas === undefined ? {} : { readyReplicas: e.fields.readyReplicas }),
+        ...(e.fields.url === undefined ? {} : { url: e.fields.url }),
+        message: e.phase === 'Failed' && e.settings.status === 'False' ? e.settings.message : e.ready.message,
+      })),
+      ...draining.map((name) => ({
+        name,
+        phase: 'Draining' as const,
+        traffic: 0,
+        message: 'removed from spec.versions: takes no new calls, and goes once its calls are done',
+      })),
+    ];
+  }
+  return { ...status, phase: top.phase, ...stamped(model, [settings, ready], now) };
+}
+
+/** observedGeneration, and each condition's lastTransitionTime kept while its status holds. */
+function stamped(
+  model: Model,
+  conditions: Cond[],
+  now: Date,
+): Pick<ModelStatus, 'observedGeneration' | 'conditions'> {
+  const generation = model.metadata.generation ?? 0;
   const old = model.status?.conditions ?? [];
-  status.phase = phase;
-  status.observedGeneration = generation;
-  status.conditions = [settings, ready].map((c) => {
-    const prev = old.find((o) => o.type === c.type);
-    const since =
-      prev && prev.status === c.status
-        ? prev.lastTransitionTime
-        : now.toISOString().replace(/\.\d{3}Z$/, 'Z');
-    return { ...c, observedGeneration: generation, lastTransitionTime: since };
-  });
-  return status;
+  return {
+    observedGeneration: generation,
+    conditions: conditions.map((c) => {
+      const prev = old.find((o) => o.type === c.type);
+      const since =
+        prev && prev.status === c.status
+          ? prev.lastTransitionTime
+          : now.toISOString().replace(/\.\d{3}Z$/, 'Z');
+      return { ...c, observedGeneration: generation, lastTransitionTime: since };
+    }),
+  };
 }
 
 /** Field order and absent fields do not matter: the API server returns its own order. */

@@ -72,7 +72,7 @@ export class KubeRuntimeDriver implements RuntimeDriver {
   }
 
   async apply(plan: RuntimePlan): Promise<RuntimeState> {
-    const ref = { namespace: plan.model.metadata.namespace ?? 'default', name: plan.model.metadata.name };
+    const ref = { namespace: plan.model.metadata.namespace ?? 'default', name: plan.workload };
     const desired = modelDeployment(plan, this.opts);
     const cached: V1Deployment | undefined = this.deployments.get(ref);
     const hash = desired.metadata?.annotations?.[TEMPLATE_HASH_ANNOTATION];
@@ -103,8 +103,20 @@ export class KubeRuntimeDriver implements RuntimeDriver {
       );
     }
     const state = stateOf(live, ref);
-    if (plan.gateway === 'sidecar') state.grantAudience = grantAudience.model(ref.name);
+    if (plan.gateway === 'sidecar') state.grantAudience = grantAudience.model(plan.model.metadata.name);
     return state;
+  }
+
+  workloads(model: ResourceRef): string[] {
+    const names = new Set<string>();
+    for (const source of [this.deployments, this.services]) {
+      for (const w of source.list()) {
+        const meta = w.metadata as Workload['metadata'] & { namespace?: string };
+        if (meta.namespace === model.namespace && meta.labels?.[MODEL_LABEL] === model.name)
+          names.add(meta.name);
+      }
+    }
+    return [...names];
   }
 
   async remove(ref: ResourceRef): Promise<void> {

@@ -38,7 +38,10 @@ export interface LocalMlserverOptions {
 }
 
 interface Run {
+  /** The workload: the Model's own name, or <model>-<version>. */
   ref: ResourceRef;
+  /** The Model it serves (what `onChange` reports). */
+  model: ResourceRef;
   plan: RuntimePlan;
   stamp: string;
   shared: boolean;
@@ -53,10 +56,17 @@ interface Run {
   stopped: boolean;
 }
 
-/** Whether a Model may run in the shared process, before its folder is seen (see the class comment). */
+/**
+ * Whether a Model may run in the shared process, before its folder is seen (see the class
+ * comment). A version never does: MLServer loads and unloads every version of a name at once.
+ */
 export function mayShareRuntime(plan: RuntimePlan): boolean {
   const { metadata, spec } = plan.model;
-  return (spec.env ?? []).length === 0 && metadata.annotations?.[RUNTIME_ANNOTATION] !== 'own';
+  return (
+    plan.version === undefined &&
+    (spec.env ?? []).length === 0 &&
+    metadata.annotations?.[RUNTIME_ANNOTATION] !== 'own'
+  );
 }
 
 async function bringsPythonCode(folder: string): Promise<boolean> {
@@ -87,7 +97,8 @@ export class LocalMlserverDriver implements RuntimeDriver {
 
   async apply(plan: RuntimePlan): Promise<RuntimeState> {
     const { metadata, spec } = plan.model;
-    const ref = { namespace: metadata.namespace ?? 'default', name: metadata.name };
+    const model = { namespace: metadata.namespace ?? 'default', name: metadata.name };
+    const ref = { namespace: model.namespace, name: plan.workload };
     const key = refKey(ref);
     if (spec.replicas === 0) {
       await this.remove(ref);
@@ -99,7 +110,7 @@ export class LocalMlserverDriver implements RuntimeDriver {
         JSON.stringify([
           metadata.uid,
           metadata.generation,
-          spec.storageUri,
+          plan.storageUri,
           spec.env,
           plan.settings,
           mayShareRuntime(plan),
@@ -111,6 +122,7 @@ export class LocalMlserverDriver implements RuntimeDriver {
       if (run !== undefined) await this.halt(run);
       run = {
         ref,
+        model,
         plan,
         stamp,
         shared: false,
@@ -130,6 +142,12 @@ export class LocalMlserverDriver implements RuntimeDriver {
       rollingOut: !run.ready && run.failure === undefined,
       ...(run.failure === undefined ? {} : { failure: run.failure }),
     };
+  }
+
+  workloads(model: ResourceRef): string[] {
+    return [...this.runs.values()]
+      .filter((r) => r.model.namespace === model.namespace && r.model.name === model.name)
+      .map((r) => r.ref.name);
   }
 
   async remove(ref: ResourceRef): Promise<void> {
@@ -152,24 +170,28 @@ export class LocalMlserverDriver implements RuntimeDriver {
     run.ready = false;
     run.failure = { reason, message };
     this.opts.log.warn({ model: refKey(run.ref), reason }, message);
-    this.onChange(run.ref);
+    this.onChange(run.model);
   }
 
   /** Pulls the Model's folder to `folder`; false (and the Model failed) if it could not. */
   private async pull(run: Run, folder: string): Promise<boolean> {
     const { spec, metadata } = run.plan.model;
+    const uri = run.plan.storageUri;
     try {
       await rm(folder, { recursive: true, force: true });
       await mkdir(folder, { recursive: true });
       const env = await this.opts.credentials.envFor(run.ref.namespace, spec.credentials?.secretName);
-      const summary = await pullFolder(openStore(spec.storageUri, env), folder, {
+      const summary = await pullFolder(openStore(uri, env), folder, {
         signal: run.abort.signal,
         ...(run.plan.settingsGenerated ? { settings: JSON.stringify(run.plan.settings, null, 2) } : {}),
       });
-      this.opts.log.info({ model: metadata.name, ...summary }, 'model folder pulled');
+      this.opts.log.info(
+        { model: metadata.name, version: run.plan.version, ...summary },
+        'model folder pulled',
+      );
       return !run.stopped;
     } catch (err) {
-      this.fail(run, 'PullFailed', `could not download ${spec.storageUri}: ${(err as Error).message}`);
+      this.fail(run, 'PullFailed', `could not download ${uri}: ${(err as Error).message}`);
       return false;
     }
   }
@@ -211,7 +233,7 @@ export class LocalMlserverDriver implements RuntimeDriver {
       onRestart: () => {
         if (run.stopped) return;
         run.failure = undefined;
-        this.onChange(run.ref);
+        this.onChange(run.model);
         void this.waitReady(run);
       },
       onSpawnFailed: (message) => this.fail(run, 'RuntimeNotStarted', message),
@@ -251,7 +273,7 @@ export class LocalMlserverDriver implements RuntimeDriver {
         onRestart: () => {
           for (const run of this.sharedRuns()) {
             run.failure = undefined;
-            this.onChange(run.ref);
+            this.onChange(run.model);
             void this.load(run);
           }
         },
@@ -282,7 +304,7 @@ export class LocalMlserverDriver implements RuntimeDriver {
 
   /** Loads the Model into the shared process once it answers, then waits for it to be ready. */
   private async load(run: Run): Promise<void> {
-    const name = run.ref.name;
+    const name = run.model.name;
     const poll = this.opts.readyPollMs ?? 250;
     while (!run.stopped && run.failure === undefined) {
       let res: Response;
@@ -312,7 +334,7 @@ export class LocalMlserverDriver implements RuntimeDriver {
 
   private async unload(run: Run): Promise<void> {
     try {
-      const res = await fetch(`${run.url}/v2/repository/models/${run.ref.name}/unload`, {
+      const res = await fetch(`${run.url}/v2/repository/models/${run.model.name}/unload`, {
         method: 'POST',
         signal: AbortSignal.timeout(30_000),
       });
@@ -323,7 +345,7 @@ export class LocalMlserverDriver implements RuntimeDriver {
   }
 
   private async waitReady(run: Run): Promise<void> {
-    const model = run.ref.name;
+    const model = run.model.name;
     const poll = this.opts.readyPollMs ?? 250;
     while (!run.stopped && run.failure === undefined) {
       try {
@@ -333,7 +355,7 @@ export class LocalMlserverDriver implements RuntimeDriver {
         if (res.status === 200) {
           run.ready = true;
           this.opts.log.info({ model, url: run.url, shared: run.shared }, 'MLServer ready');
-          this.onChange(run.ref);
+          this.onChange(run.model);
           return;
         }
       } catch {

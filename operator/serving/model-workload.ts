@@ -8,6 +8,7 @@ import { createHash } from 'node:crypto';
 import { MODEL_API_VERSION, MODEL_HTTP_PORT, MODEL_KIND, type Model } from '../../common/resources/model.js';
 import type { RuntimePlan } from './runtime-driver.js';
 import { WORKFLOW_LABEL } from '../../common/resources/labels.js';
+import { VERSION_LABEL } from '../../common/resources/model-versions.js';
 
 /** The label a pod carries to get the Tollgate sidecar from the operator's webhook. */
 export const INJECT_LABEL = 'tollgate.dev/inject';
@@ -35,11 +36,22 @@ export interface WorkloadOptions {
 export const modelUrl = (name: string, namespace: string): string =>
   `http://${name}.${namespace}.svc:${MODEL_HTTP_PORT}`;
 
-const labelsFor = (model: Model) => ({
+type Workload = Pick<RuntimePlan, 'model' | 'workload' | 'version'>;
+
+/**
+ * What selects a workload's pods. An unversioned Model's keeps the selector it always had (a
+ * Deployment's selector cannot change); a version's adds its version.
+ */
+const selectorFor = (w: Workload): Record<string, string> => ({
+  [MODEL_LABEL]: w.model.metadata.name,
+  ...(w.version === undefined ? {} : { [VERSION_LABEL]: w.version }),
+});
+
+const labelsFor = (w: Workload) => ({
   'app.kubernetes.io/name': 'mlserver',
-  'app.kubernetes.io/instance': model.metadata.name,
+  'app.kubernetes.io/instance': w.workload,
   [MANAGED_BY_LABEL]: MANAGED_BY,
-  [MODEL_LABEL]: model.metadata.name,
+  ...selectorFor(w),
 });
 
 const ownerRefs = (model: Model) => [
@@ -64,7 +76,7 @@ export function modelDeployment(plan: RuntimePlan, opts: WorkloadOptions): V1Dep
   const { model } = plan;
   const name = model.metadata.name;
   const folder = `${MODELS_DIR}/${name}`;
-  const labels = labelsFor(model);
+  const labels = labelsFor(plan);
   const sidecar = plan.gateway === 'sidecar';
   // Behind a sidecar, MLServer listens on the pod's loopback only and the operator's webhook adds
   // the Tollgate container in front of it (operator/webhook/inject.ts); a pod the webhook did not
@@ -79,7 +91,7 @@ export function modelDeployment(plan: RuntimePlan, opts: WorkloadOptions): V1Dep
     'prometheus.io/path': '/metrics',
   };
   const credentials = model.spec.credentials?.secretName;
-  const pullArgs = ['pull', model.spec.storageUri, folder];
+  const pullArgs = ['pull', plan.storageUri, folder];
   if (plan.settingsGenerated) pullArgs.push('--settings', JSON.stringify(plan.settings));
   const template: V1PodTemplateSpec = {
     metadata: { labels: podLabels },
@@ -166,7 +178,7 @@ export function modelDeployment(plan: RuntimePlan, opts: WorkloadOptions): V1Dep
     apiVersion: 'apps/v1',
     kind: 'Deployment',
     metadata: {
-      name,
+      name: plan.workload,
       namespace: model.metadata.namespace,
       labels,
       annotations: { [TEMPLATE_HASH_ANNOTATION]: hash },
@@ -174,7 +186,7 @@ export function modelDeployment(plan: RuntimePlan, opts: WorkloadOptions): V1Dep
     },
     spec: {
       replicas: model.spec.replicas ?? 1,
-      selector: { matchLabels: { [MODEL_LABEL]: name } },
+      selector: { matchLabels: selectorFor(plan) },
       progressDeadlineSeconds: 600,
       revisionHistoryLimit: 3,
       strategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } },
@@ -198,21 +210,22 @@ function containerResources(model: Model): V1ResourceRequirements {
 }
 
 /** The model's Service; behind a sidecar only its HTTP port, where the sidecar answers. */
-export function modelService(plan: Pick<RuntimePlan, 'model' | 'gateway'>): V1Service {
+export function modelService(
+  plan: Pick<RuntimePlan, 'model' | 'gateway' | 'workload' | 'version'>,
+): V1Service {
   const { model } = plan;
-  const name = model.metadata.name;
   return {
     apiVersion: 'v1',
     kind: 'Service',
     metadata: {
-      name,
+      name: plan.workload,
       namespace: model.metadata.namespace,
-      labels: labelsFor(model),
+      labels: labelsFor(plan),
       ownerReferences: ownerRefs(model),
     },
     spec: {
       type: 'ClusterIP',
-      selector: { [MODEL_LABEL]: name },
+      selector: selectorFor(plan),
       ports: [
         { name: 'http', port: MODEL_HTTP_PORT, targetPort: 'http', protocol: 'TCP' },
         ...(plan.gateway === 'sidecar'

@@ -9,6 +9,12 @@ import type { ResourceRef } from '../framework/resource-source.js';
  */
 export interface RuntimePlan {
   model: Model;
+  /** What serves this version: the Deployment and Service (or the local run) of that name. */
+  workload: string;
+  /** The version's name; undefined for a Model with one unnamed version (spec.storageUri). */
+  version: string | undefined;
+  /** The version's model folder. */
+  storageUri: string;
   /** The settings MLServer serves with (read from the folder, or written for an MLflow folder). */
   settings: ModelSettings;
   /** True when the settings were written by the operator: the runtime must place them in the folder. */
@@ -41,8 +47,10 @@ export interface RuntimeState {
 export interface RuntimeDriver {
   /** Creates or updates the runtime to match the plan (idempotent) and returns its state. */
   apply(plan: RuntimePlan): Promise<RuntimeState>;
-  /** Tears the runtime down (idempotent). */
+  /** Tears a workload down (idempotent); `ref.name` is the workload's name. */
   remove(ref: ResourceRef): Promise<void>;
+  /** The workloads that exist for a Model (every version, including ones no longer in its spec). */
+  workloads(model: ResourceRef): string[];
   /** Watches runtimes; calls `onChange` with the Model's ref when one changes (e.g. replicas become ready). */
   start(onChange: (ref: ResourceRef) => void): Promise<void>;
   stop(): Promise<void>;

@@ -1,5 +1,6 @@
 import type { V1Container, V1Pod, V1Probe } from '@kubernetes/client-node';
 import { isModelName } from '../../common/resources/model-name.js';
+import { VERSION_LABEL } from '../../common/resources/model-versions.js';
 import { PORT_ANNOTATION, SERVICE_LABEL, WORKFLOW_LABEL } from '../../common/resources/labels.js';
 import { WORKFLOW_ID_PATTERN } from '../../common/resources/workflow-service.js';
 import { APP_PROBES_ENV, appHealthPath, type AppProbe } from '../../gateway/sidecar/app-probes.js';
@@ -123,7 +124,13 @@ export function planInjection(pod: V1Pod, cfg: InjectionConfig): Injection {
   if (model !== undefined) {
     if (!isModelName(model))
       return { kind: 'refuse', reason: `${MODEL_LABEL} "${model}" is not a model name (model-<id>)` };
-    guardArgs = ['--model', model, ...(workflow === undefined ? [] : ['--workflow', workflow])];
+    const version = pod.metadata?.labels?.[VERSION_LABEL];
+    guardArgs = [
+      '--model',
+      model,
+      ...(version === undefined ? [] : ['--model-version', version]),
+      ...(workflow === undefined ? [] : ['--workflow', workflow]),
+    ];
     guards = `model ${model}`;
   } else {
     if (workflow === undefined || service === undefined) {

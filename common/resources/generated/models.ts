@@ -7,8 +7,33 @@ export const MODEL_API_VERSION = 'tollgate.dev/v1alpha1';
 export const MODEL_PLURAL = 'models';
 
 export const modelSpecSchema = z.object({
-  /** The model folder: s3://<bucket>/<folder> (every object under exactly that folder) or file:///<path>. It holds the model file and model-settings.json, or an MLflow model (MLmodel). */
-  storageUri: z.string().max(1024).regex(new RegExp('^(s3|file)://.+')),
+  /** The model folder: s3://<bucket>/<folder> (every object under exactly that folder) or file:///<path>. It holds the model file and model-settings.json, or an MLflow model (MLmodel). For a model with several versions, use versions instead. */
+  storageUri: z.string().max(1024).regex(new RegExp('^(s3|file)://.+')).optional(),
+  /** Versions of the model, each served by its own replicas and callable at /v2/models/<name>/versions/<version>/... A version removed from this list stops taking calls, drains, then goes. */
+  versions: z
+    .array(
+      z.object({
+        /** The version, e.g. "1" or "v2-retrained". */
+        name: z.string().max(20).regex(new RegExp('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')),
+        /** This version's model folder (as spec.storageUri). */
+        storageUri: z.string().max(1024).regex(new RegExp('^(s3|file)://.+')),
+      }),
+    )
+    .min(1)
+    .max(10)
+    .optional(),
+  /** The version the unversioned paths serve (/v2/models/<name>, .../ready, and the share of .../infer that spec.traffic leaves). Default: the first of versions. */
+  defaultVersion: z.string().max(20).optional(),
+  /** Canaries: the percentage of unversioned inference calls each other version takes; the default version takes the rest. Shift by editing the percentages, promote by changing defaultVersion, roll back by removing the canary's entry. */
+  traffic: z
+    .array(
+      z.object({
+        version: z.string().max(20),
+        percent: z.int().min(0).max(100),
+      }),
+    )
+    .max(9)
+    .optional(),
   /** A workflow (bda) id. The model is then also reachable as that workflow's service and callable with the workflow's bda keys. */
   workflow: z.string().max(128).regex(new RegExp('^[A-Za-z0-9][A-Za-z0-9_.-]*$')).optional(),
   /** Where the model's calls are checked. central: by the central gateway only (the model's pods answer anyone who reaches them inside the cluster). sidecar: a Tollgate container in each model pod checks every call, from outside or inside the cluster; MLServer listens on the pod's loopback only. Default: the chart's models.gateway. */
@@ -82,6 +107,24 @@ export const modelStatusSchema = z.object({
         name: z.string(),
         datatype: z.enum(['FP32', 'FP64', 'INT32', 'INT64', 'BOOL', 'BYTES']),
         shape: z.array(z.int()),
+      }),
+    )
+    .optional(),
+  /** The version the unversioned paths serve. */
+  defaultVersion: z.string().optional(),
+  /** Each version's phase and readiness (a model with spec.versions), including versions removed from the spec that are still draining. */
+  versions: z
+    .array(
+      z.object({
+        name: z.string(),
+        phase: z.enum(['Pending', 'Loading', 'Ready', 'Failed', 'Draining']),
+        /** Percentage of unversioned inference calls it takes now. */
+        traffic: z.int().optional(),
+        replicas: z.int().optional(),
+        readyReplicas: z.int().optional(),
+        url: z.string().optional(),
+        /** What the version is doing, or what to fix. */
+        message: z.string().optional(),
       }),
     )
     .optional(),

@@ -1,5 +1,6 @@
 import type { RequestHandler } from 'express';
 import type { Model } from '../../../common/resources/model.js';
+import { defaultVersionOf, servedVersions } from '../../../common/resources/model-versions.js';
 import { readModelUsage } from '../../v2/model-usage.js';
 import type { ManagementDeps } from '../deps.js';
 import type { ModelView } from '../views.js';
@@ -24,21 +25,53 @@ function toModelView(model: Model, perMinute: ModelView['perMinute']): ModelView
   const { status, spec } = model;
   const problem = status?.conditions?.find((c) => c.status === 'False' && c.message !== '');
   const inputs = status?.inputs ?? [];
+  const defaultName = defaultVersionOf(spec);
   return {
     name: model.metadata.name,
     ...(spec.workflow === undefined ? {} : { workflow: spec.workflow }),
-    storageUri: spec.storageUri,
+    storageUri: spec.storageUri ?? spec.versions?.find((v) => v.name === defaultName)?.storageUri ?? '',
     phase: status?.phase ?? 'Pending',
     replicas: spec.replicas ?? 1,
     readyReplicas: status?.readyReplicas ?? 0,
     ...(problem === undefined ? {} : { message: `${problem.reason}: ${problem.message}` }),
     inputs,
     outputs: status?.outputs ?? [],
-    // One version until versions exist: the model's current one.
-    versions: [{ name: 'default', traffic: 100 }],
+    ...(defaultName === undefined ? {} : { defaultVersion: defaultName }),
+    versions: versionsOf(model),
     perMinute,
     ...exampleRequest(inputs),
   };
+}
+
+/** The versions of the spec with what the status says of each, then the ones still draining. */
+function versionsOf(model: Model): ModelView['versions'] {
+  const { spec, status } = model;
+  if (spec.versions === undefined) {
+    return [
+      {
+        name: '',
+        traffic: 100,
+        phase: status?.phase ?? 'Pending',
+        readyReplicas: status?.readyReplicas ?? 0,
+        ...(spec.storageUri === undefined ? {} : { storageUri: spec.storageUri }),
+      },
+    ];
+  }
+  const reported = new Map((status?.versions ?? []).map((v) => [v.name, v]));
+  const listed = servedVersions(model.metadata.name, spec).map((v) => {
+    const seen = reported.get(v.name ?? '');
+    return {
+      name: v.name ?? '',
+      traffic: v.percent,
+      phase: seen?.phase ?? 'Pending',
+      readyReplicas: seen?.readyReplicas ?? 0,
+      storageUri: v.storageUri,
+    };
+  });
+  const draining = (status?.versions ?? [])
+    .filter((v) => v.phase === 'Draining')
+    .map((v) => ({ name: v.name, traffic: 0, phase: v.phase, readyReplicas: v.readyReplicas ?? 0 }));
+  return [...listed, ...draining];
 }
 
 /** Inputs larger than this get no example: a call of that size is not something to paste. */

@@ -17,6 +17,7 @@ import type { PlatformResourceHandler } from '../../routing/events-router.js';
 import { readJsonBody } from './read-json.js';
 import { OWNER_KEY } from '../../../common/resources/labels.js';
 import { RESERVED_PREFIX, modelNotFound, type ModelStore } from './store.js';
+import { versionProblems } from '../../../common/resources/model-versions.js';
 
 /**
  * The built-in `models` platform resource, `/events/platform/api/v1/models`:
@@ -172,7 +173,7 @@ async function create(
       },
     );
   }
-  const spec = body.spec as ModelSpec;
+  const spec = checkedSpec(name, body.spec as ModelSpec);
   await checkWorkflow(deps, grant, spec.workflow);
   const created = await deps.store.create({
     name,
@@ -202,7 +203,7 @@ async function update(
   }
   const current = isModelName(name) ? await deps.store.get(name) : undefined;
   if (current === undefined) throw modelNotFound(name);
-  const spec = body.spec as ModelSpec;
+  const spec = checkedSpec(name, body.spec as ModelSpec);
   // Changing a model that serves a workflow changes what that workflow's keys reach: only the
   // workflow's owner may, whether the change keeps, moves or detaches it.
   await checkWorkflow(deps, grant, current.spec.workflow);
@@ -217,6 +218,13 @@ async function update(
   });
   deps.log.info({ model: name, keyId: grant.id, owner: grant.owner }, 'model updated');
   send(res, 200, view(updated));
+}
+
+/** The CRD's cross-field rules on versions and traffic, for both stores (the API server checks them too). */
+function checkedSpec(name: string, spec: ModelSpec): ModelSpec {
+  const [first] = versionProblems(name, spec);
+  if (first !== undefined) throw new TollgateError('invalid_field', first.message, { field: first.field });
+  return spec;
 }
 
 /**

@@ -123,6 +123,9 @@ export class ServedModels {
     if (!check.ok) throw new Error(`${model.metadata.name}: ${JSON.stringify(check.problems)}`);
     const plan = {
       model,
+      workload: model.metadata.name,
+      version: undefined,
+      storageUri: model.spec.storageUri ?? '',
       settings: check.settings,
       settingsGenerated: check.generated,
       image: '',

@@ -43,6 +43,9 @@ describe('standalone runtime driver', () => {
     };
     const plan: RuntimePlan = {
       model,
+      workload: 'model-nul',
+      version: undefined,
+      storageUri: pathToFileURL(folder).href,
       settings: {
         name: 'model-nul',
         implementation: 'mlserver_sklearn.SKLearnModel',
@@ -91,6 +94,9 @@ describe('standalone runtime driver: one shared MLServer process', () => {
       },
       spec: { storageUri: pathToFileURL(path.join(models, name)).href, ...over },
     },
+    workload: name,
+    version: undefined,
+    storageUri: over.storageUri ?? pathToFileURL(path.join(models, name)).href,
     settings: {
       name,
       implementation: 'mlserver_sklearn.SKLearnModel',

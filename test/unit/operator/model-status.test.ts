@@ -1,6 +1,7 @@
 import type { FolderCheck } from '../../../common/model-settings/check-folder.js';
 import type { Model } from '../../../common/resources/model.js';
-import { desiredStatus, sameStatus } from '../../../operator/controllers/model-status.js';
+import { servedVersions } from '../../../common/resources/model-versions.js';
+import { desiredStatus, sameStatus, type Observation } from '../../../operator/controllers/model-status.js';
 
 const model = (status?: Model['status']): Model => ({
   apiVersion: 'tollgate.dev/v1alpha1',
@@ -26,23 +27,29 @@ const runtime = (ready: number, extra = {}) => ({
   rollingOut: false,
   ...extra,
 });
+/** The status of a Model with one unnamed version. */
+const one = (m: Model, obs: Observation, now: Date) =>
+  desiredStatus(
+    m,
+    servedVersions(m.metadata.name, m.spec).map((version) => ({ version, obs })),
+    [],
+    now,
+  );
 const t0 = new Date('2026-01-01T00:00:00Z');
 const t1 = new Date('2026-01-01T00:05:00Z');
 const ready = (s: Model['status']) => s?.conditions?.find((c) => c.type === 'Ready');
 
 describe('Model status', () => {
   test('phases follow the runtime: Loading, Ready, Failed, Pending at zero replicas', () => {
-    expect(desiredStatus(model(), { kind: 'settings', check: ok, runtime: runtime(0) }, t0).phase).toBe(
-      'Loading',
-    );
-    expect(desiredStatus(model(), { kind: 'settings', check: ok, runtime: runtime(1) }, t0)).toMatchObject({
+    expect(one(model(), { kind: 'settings', check: ok, runtime: runtime(0) }, t0).phase).toBe('Loading');
+    expect(one(model(), { kind: 'settings', check: ok, runtime: runtime(1) }, t0)).toMatchObject({
       phase: 'Ready',
       readyReplicas: 1,
       replicas: 2,
       observedGeneration: 3,
       url: 'http://model-a.ns.svc:8080',
     });
-    const stuck = desiredStatus(
+    const stuck = one(
       model(),
       {
         kind: 'settings',
@@ -58,27 +65,23 @@ describe('Model status', () => {
       reason: 'ProgressDeadlineExceeded',
       message: '0/2 replicas ready: ReplicaSet has timed out progressing',
     });
-    const zero = desiredStatus(
-      model(),
-      { kind: 'settings', check: ok, runtime: { ...runtime(0), replicas: 0 } },
-      t0,
-    );
+    const zero = one(model(), { kind: 'settings', check: ok, runtime: { ...runtime(0), replicas: 0 } }, t0);
     expect(zero.phase).toBe('Pending');
     expect(ready(zero)?.reason).toBe('ScaledToZero');
   });
 
   test('a condition keeps its transition time while its status holds, and takes a new one when it flips', () => {
-    const first = desiredStatus(model(), { kind: 'settings', check: ok, runtime: runtime(0) }, t0);
-    const same = desiredStatus(model(first), { kind: 'settings', check: ok, runtime: runtime(0) }, t1);
+    const first = one(model(), { kind: 'settings', check: ok, runtime: runtime(0) }, t0);
+    const same = one(model(first), { kind: 'settings', check: ok, runtime: runtime(0) }, t1);
     expect(ready(same)?.lastTransitionTime).toBe('2026-01-01T00:00:00Z');
     expect(sameStatus(first, same)).toBe(true);
-    const flipped = desiredStatus(model(first), { kind: 'settings', check: ok, runtime: runtime(1) }, t1);
+    const flipped = one(model(first), { kind: 'settings', check: ok, runtime: runtime(1) }, t1);
     expect(ready(flipped)?.lastTransitionTime).toBe('2026-01-01T00:05:00Z');
     expect(sameStatus(first, flipped)).toBe(false);
   });
 
   test('bad settings: SettingsValid False with every problem, no runtime fields', () => {
-    const s = desiredStatus(
+    const s = one(
       model(),
       {
         kind: 'settings',

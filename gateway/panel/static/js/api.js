@@ -206,7 +206,10 @@ export async function offboardUser(owner) {
  * @typedef {{ name: string; workflow?: string; storageUri: string;
  *   phase: 'Pending' | 'Loading' | 'Ready' | 'Failed'; replicas: number; readyReplicas: number;
  *   message?: string; inputs: Tensor[]; outputs: Tensor[];
- *   versions: Array<{ name: string; traffic: number }>; perMinute: ModelMinute[];
+ *   defaultVersion?: string;
+ *   versions: Array<{ name: string; traffic: number; phase: string; readyReplicas: number;
+ *     storageUri?: string }>;
+ *   perMinute: ModelMinute[];
  *   exampleRequest?: { inputs: unknown[] } }} ModelSummary
  */
 

@@ -64,7 +64,7 @@ export function createModelsPage({ onError }) {
           el('dt', { text: 'Storage' }),
           el('dd', { className: 'mono', text: model.storageUri }),
           el('dt', { text: 'Versions' }),
-          el('dd', { text: model.versions.map((v) => `${v.name} (${v.traffic}% of traffic)`).join(', ') }),
+          el('dd', {}, [versionList(model)]),
           el('dt', { text: 'Inputs' }),
           el('dd', {
             className: 'mono',
@@ -128,4 +128,24 @@ export function createModelsPage({ onError }) {
   }
 
   return { reload: () => load() };
+}
+
+/**
+ * Each version with its phase, ready replicas and share of calls; the default marked.
+ * @param {ModelSummary} model
+ */
+function versionList(model) {
+  if (model.defaultVersion === undefined) return el('span', { text: 'one version (100% of calls)' });
+  return el(
+    'ul',
+    { className: 'versions' },
+    model.versions.map((v) =>
+      el('li', { attrs: { 'data-version': v.name } }, [
+        el('span', { className: 'mono', text: v.name }),
+        el('span', {
+          text: ` ${v.phase}, ${v.readyReplicas} ready, ${v.traffic}% of calls${v.name === model.defaultVersion ? ' (default)' : ''}`,
+        }),
+      ]),
+    ),
+  );
 }

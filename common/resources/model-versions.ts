@@ -1,0 +1,112 @@
+import type { ModelSpec } from './generated/models.js';
+
+/**
+ * A Model's versions as the operator serves them and the gateway routes them. A Model with
+ * `spec.storageUri` has one unnamed version, served under the Model's own name (the shape every
+ * Model had before versions); one with `spec.versions` has one workload per version, named
+ * `<model>-<version>`, and a traffic split: each canary in `spec.traffic` takes its percentage of
+ * unversioned inference calls and the default version takes the rest.
+ */
+export interface ServedVersion {
+  /** undefined for the unnamed version of a Model with spec.storageUri. */
+  name: string | undefined;
+  storageUri: string;
+  /** The Deployment, Service (or local run) that serves it. */
+  workload: string;
+  isDefault: boolean;
+  /** Percentage of unversioned inference calls it is meant to take. */
+  percent: number;
+}
+
+/** The label a version's workload and pods carry (absent on an unversioned Model's). */
+export const VERSION_LABEL = 'tollgate.dev/model-version';
+
+export const versionWorkload = (model: string, version: string | undefined): string =>
+  version === undefined ? model : `${model}-${version}`;
+
+/** The version the unversioned metadata and readiness paths serve. */
+export function defaultVersionOf(spec: ModelSpec): string | undefined {
+  return spec.versions === undefined ? undefined : (spec.defaultVersion ?? spec.versions[0]?.name);
+}
+
+export function servedVersions(model: string, spec: ModelSpec): ServedVersion[] {
+  if (spec.versions === undefined) {
+    return [
+      { name: undefined, storageUri: spec.storageUri ?? '', workload: model, isDefault: true, percent: 100 },
+    ];
+  }
+  const fallback = defaultVersionOf(spec);
+  const canaries = new Map((spec.traffic ?? []).map((t) => [t.version, t.percent]));
+  const canaryTotal = [...canaries.values()].reduce((a, b) => a + b, 0);
+  return spec.versions.map((v) => {
+    const isDefault = v.name === fallback;
+    return {
+      name: v.name,
+      storageUri: v.storageUri,
+      workload: versionWorkload(model, v.name),
+      isDefault,
+      percent: isDefault ? Math.max(0, 100 - canaryTotal) : (canaries.get(v.name) ?? 0),
+    };
+  });
+}
+
+/**
+ * The CRD's cross-field rules (x-kubernetes-validations), for the stores the API server does not
+ * check (standalone manifests, the platform resource before a write): each problem with its field.
+ */
+export function versionProblems(model: string, spec: ModelSpec): Array<{ field: string; message: string }> {
+  const problems: Array<{ field: string; message: string }> = [];
+  const names = (spec.versions ?? []).map((v) => v.name);
+  if ((spec.storageUri === undefined) === (spec.versions === undefined)) {
+    problems.push({
+      field: 'spec.storageUri',
+      message: 'set either spec.storageUri (one unnamed version) or spec.versions, not both',
+    });
+  }
+  const seen = new Set<string>();
+  for (const name of names) {
+    if (seen.has(name))
+      problems.push({ field: 'spec.versions', message: `version "${name}" is listed twice` });
+    seen.add(name);
+    if (model.length + name.length > 62) {
+      problems.push({
+        field: 'spec.versions',
+        message: `"${model}" and version "${name}" together exceed 62 characters (each version is served as <name>-<version>); shorten one`,
+      });
+    }
+  }
+  if (spec.defaultVersion !== undefined && !names.includes(spec.defaultVersion)) {
+    problems.push({
+      field: 'spec.defaultVersion',
+      message: `spec.defaultVersion "${spec.defaultVersion}" must name one of spec.versions (${names.join(', ') || 'none'})`,
+    });
+  }
+  const fallback = defaultVersionOf(spec);
+  const traffic = spec.traffic ?? [];
+  const canaries = new Set<string>();
+  for (const t of traffic) {
+    if (!names.includes(t.version)) {
+      problems.push({
+        field: 'spec.traffic',
+        message: `spec.traffic names version "${t.version}", which is not one of spec.versions (${names.join(', ') || 'none'})`,
+      });
+    } else if (t.version === fallback) {
+      problems.push({
+        field: 'spec.traffic',
+        message: `"${t.version}" is the default version: spec.traffic lists canary versions only, and the default gets what they leave`,
+      });
+    }
+    if (canaries.has(t.version)) {
+      problems.push({ field: 'spec.traffic', message: `version "${t.version}" has two traffic entries` });
+    }
+    canaries.add(t.version);
+  }
+  const total = traffic.reduce((a, t) => a + t.percent, 0);
+  if (total > 100) {
+    problems.push({
+      field: 'spec.traffic',
+      message: `spec.traffic percentages add up to ${total}; they must add up to at most 100`,
+    });
+  }
+  return problems;
+}

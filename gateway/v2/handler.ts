@@ -343,14 +343,15 @@ export function createV2Handler(
   }
 
   /**
-   * The unversioned metadata of a model with versions, as the default version's runtime gave it,
-   * with `versions` listing every version ready now (each runtime knows only its own).
+   * A versioned model's metadata as its runtime gave it, with `versions` filled in (MLServer leaves
+   * it empty): the version asked for, or on the unversioned path every version ready now.
    */
-  async function withModelVersions(model: string, raw: Buffer): Promise<Buffer> {
-    const versions = (await placement.modelRoute(model))?.versions;
-    if (versions === undefined) return raw;
+  async function withVersions(model: string, version: string | undefined, raw: Buffer): Promise<Buffer> {
+    const listed =
+      version === undefined ? (await placement.modelRoute(model))?.versions?.map((v) => v.name) : [version];
+    if (listed === undefined) return raw;
     const parsed = JSON.parse(raw.toString('utf8')) as Record<string, unknown>;
-    return Buffer.from(JSON.stringify({ ...parsed, versions: versions.map((v) => v.name) }));
+    return Buffer.from(JSON.stringify({ ...parsed, versions: listed }));
   }
 
   async function health(req: IncomingMessage, res: ServerResponse, which: string): Promise<void> {
@@ -419,7 +420,7 @@ export function createV2Handler(
       if (req.method !== 'GET') throw methodNotAllowed('GET');
       const { grant, runtime } = await authorised(req, model, { version, split: false });
       const { raw } = await cache.get(model, runtime, grant);
-      const body = version === undefined ? await withModelVersions(model, raw) : raw;
+      const body = await withVersions(model, version, raw);
       res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(body.length) });
       res.end(body);
       return;

@@ -104,13 +104,14 @@ export class LocalMlserverDriver implements RuntimeDriver {
       await this.remove(ref);
       return { replicas: 0, readyReplicas: 0, url: '', rollingOut: false };
     }
-    // A new generation, storage, settings or placement means a new folder (and load or process).
+    // New storage, credentials, settings, environment or placement mean a new folder (and load or
+    // process); an edit of anything else (the traffic split, the workflow) leaves the run as it is.
     const stamp = createHash('sha256')
       .update(
         JSON.stringify([
           metadata.uid,
-          metadata.generation,
           plan.storageUri,
+          spec.credentials?.secretName,
           spec.env,
           plan.settings,
           mayShareRuntime(plan),

@@ -3,6 +3,7 @@
 // container and served by MLServer, keys, a workflow Service, and the faults a cluster has.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { clusterMinio } from '../harness/index.js';
+import { steadyLoad } from '../harness/steady-load.js';
 import {
   applyDoc,
   call,
@@ -165,6 +166,128 @@ describe('a model from object storage', () => {
     );
     expect(pods.trim()).toBe('');
     await t.kubectl('-n', MODELS_NS, 'delete', 'model', 'model-bad', '--wait=true');
+  });
+});
+
+describe('versions on the cluster', () => {
+  const NAME = 'model-ver';
+  interface Versioned {
+    status?: { defaultVersion?: string; versions?: Array<{ name: string; phase: string; traffic?: number }> };
+  }
+  const doc = (spec: Record<string, unknown>) => ({
+    apiVersion: 'tollgate.dev/v1alpha1',
+    kind: 'Model',
+    metadata: { name: NAME, namespace: MODELS_NS },
+    spec: {
+      credentials: { secretName: 'minio' },
+      // Small requests: both versions' pods share the one node with everything else.
+      resources: { requests: { cpu: '50m', memory: '256Mi' } },
+      versions: [
+        { name: '1', storageUri: `s3://${BUCKET}/ver/1` },
+        { name: '2', storageUri: `s3://${BUCKET}/ver/2` },
+      ],
+      ...spec,
+    },
+  });
+  const read = async () =>
+    JSON.parse(await t.kubectl('-n', MODELS_NS, 'get', 'model', NAME, '-o', 'json')) as Versioned;
+
+  it('serves each version from its own pods; a canary shift, a promotion and a rollback under load lose no call', async () => {
+    await iris.upload(BUCKET, 'ver/1', NAME);
+    await iris.upload(BUCKET, 'ver/2', NAME);
+    const applied = Date.now();
+    await applyDoc(t.c, doc({ defaultVersion: '1' }));
+    await eventually(
+      'both versions Ready',
+      async () => {
+        const v = (await read()).status?.versions ?? [];
+        return v.length === 2 && v.every((x) => x.phase === 'Ready') ? true : undefined;
+      },
+      300_000,
+    );
+    times['kubectl apply of a two-version Model to both versions Ready'] = Date.now() - applied;
+    const deployments = await t.kubectl('-n', MODELS_NS, 'get', 'deployments', '-l', `tollgate.dev/model=${NAME}`, '-o', 'name');
+    expect(deployments.trim().split('\n').sort()).toEqual([`deployment.apps/${NAME}-1`, `deployment.apps/${NAME}-2`]);
+
+    const { key } = await createKey(t, 'vera', { module: 'platform', roles: ['models:inference'] });
+    const auth = { authorization: `Apikey ${key}` };
+    const v2 = await eventually('version 2 answers', async () => {
+      const r = await call(`${t.gateway}/v2/models/${NAME}/versions/2/infer`, {
+        headers: auth,
+        body: irisInfer(iris.expected.rows),
+      });
+      return r.status === 200 ? r : undefined;
+    });
+    expect(v2.body['model_version']).toBe('2');
+    expect((v2.body['outputs'] as Array<{ data: number[] }>)[0]!.data).toEqual(iris.expected.predictions);
+
+    const load = steadyLoad(async () => {
+      const r = await call(`${t.gateway}/v2/models/${NAME}/infer`, { headers: auth, body: irisInfer([iris.expected.rows[0]!]) });
+      return { status: r.status, label: String(r.body['model_version'] ?? ''), detail: JSON.stringify(r.body) };
+    });
+    const settles = async (what: string, want: string[], tail = 30): Promise<void> => {
+      const mark = load.mark();
+      await eventually(
+        what,
+        async () => {
+          const seen = load.since(mark);
+          const last = seen.slice(-tail);
+          return seen.length >= tail && want.every((v) => seen.includes(v)) && last.every((v) => want.includes(v))
+            ? true
+            : undefined;
+        },
+        120_000,
+      );
+    };
+    const patch = (spec: unknown) =>
+      t.kubectl('-n', MODELS_NS, 'patch', 'model', NAME, '--type=merge', '-p', JSON.stringify({ spec }));
+    try {
+      await settles('steady on version 1', ['1']);
+      await patch({ traffic: [{ version: '2', percent: 50 }] });
+      await settles('half on version 2', ['1', '2'], 100);
+      await patch({ defaultVersion: '2', traffic: null });
+      await settles('promoted: all on version 2', ['2']);
+      await patch({ defaultVersion: '1' });
+      await settles('rolled back: all on version 1', ['1']);
+      // Removing version 2: out of the routes at once, its pods drain, then go.
+      await patch({ versions: [{ name: '1', storageUri: `s3://${BUCKET}/ver/1` }] });
+      await eventually('version 2 draining', async () =>
+        (await read()).status?.versions?.find((v) => v.name === '2')?.phase === 'Draining' ? true : undefined,
+      );
+      await eventually(
+        'version 2 gone',
+        async () =>
+          (await t.kubectl('-n', MODELS_NS, 'get', 'deployments', '-l', `tollgate.dev/model=${NAME}`, '-o', 'name')).trim() ===
+          `deployment.apps/${NAME}-1`
+            ? true
+            : undefined,
+        120_000,
+      );
+      await settles('still on version 1', ['1']);
+    } finally {
+      const tally = await load.stop();
+      times[`versions under load: ${tally.total} calls, by version ${JSON.stringify(tally.byLabel)}, failed`] =
+        (tally.total - (tally.byStatus['200'] ?? 0)) * 1000;
+      expect(tally.failures).toEqual([]);
+      expect(tally.total).toBeGreaterThan(200);
+    }
+  });
+
+  it('the API server refuses a traffic split naming no version, with the rule’s message', async () => {
+    const refused = await applyDoc(t.c, doc({ traffic: [{ version: '9', percent: 10 }] })).then(
+      () => '',
+      (err: Error) => err.message,
+    );
+    expect(refused).toMatch(/each spec.traffic entry must name one of spec.versions/);
+    const over = await applyDoc(
+      t.c,
+      doc({ defaultVersion: '1', traffic: [{ version: '2', percent: 101 }] }),
+    ).then(
+      () => '',
+      (err: Error) => err.message,
+    );
+    expect(over).toMatch(/percent/);
+    await t.kubectl('-n', MODELS_NS, 'delete', 'model', NAME, '--wait=true');
   });
 });
 

@@ -109,4 +109,55 @@ describe('Model status', () => {
     expect(sameStatus({ phase: 'Ready', url: 'u' }, { url: 'u', phase: 'Ready' })).toBe(true);
     expect(sameStatus(undefined, { phase: 'Ready' })).toBe(false);
   });
+
+  test('versions: the default’s figures at the top, each version’s phase and traffic, a broken canary named, draining ones listed', () => {
+    const m: Model = {
+      ...model(),
+      spec: {
+        versions: [
+          { name: '1', storageUri: 's3://b/1' },
+          { name: '2', storageUri: 's3://b/2' },
+          { name: '3', storageUri: 's3://b/3' },
+        ],
+        defaultVersion: '2',
+        traffic: [{ version: '1', percent: 25 }],
+      },
+    };
+    const [v1, v2, v3] = servedVersions('model-a', m.spec);
+    if (v1 === undefined || v2 === undefined || v3 === undefined) throw new Error('three versions');
+    const broken: Observation = {
+      kind: 'settings',
+      check: {
+        ok: false,
+        problems: [{ path: 'model-settings.json:name', message: 'set "name": "model-a"' }],
+      },
+    };
+    const s = desiredStatus(
+      m,
+      [
+        { version: v1, obs: { kind: 'settings', check: ok, runtime: runtime(0) } },
+        { version: v2, obs: { kind: 'settings', check: ok, runtime: runtime(2) } },
+        { version: v3, obs: broken },
+      ],
+      ['0'],
+      t0,
+    );
+    expect(s).toMatchObject({ phase: 'Ready', defaultVersion: '2', readyReplicas: 2 });
+    expect(s.versions).toEqual([
+      expect.objectContaining({ name: '1', phase: 'Loading', traffic: 25, readyReplicas: 0 }),
+      expect.objectContaining({ name: '2', phase: 'Ready', traffic: 75, readyReplicas: 2 }),
+      expect.objectContaining({
+        name: '3',
+        phase: 'Failed',
+        traffic: 0,
+        message: 'model-settings.json:name: set "name": "model-a"',
+      }),
+      expect.objectContaining({ name: '0', phase: 'Draining', traffic: 0 }),
+    ]);
+    expect(s.conditions?.find((c) => c.type === 'SettingsValid')).toMatchObject({
+      status: 'False',
+      message: 'version "3": model-settings.json:name: set "name": "model-a"',
+    });
+    expect(ready(s)).toMatchObject({ status: 'True', message: 'version "2": 2/2 replicas ready' });
+  });
 });

@@ -1,0 +1,68 @@
+/**
+ * A steady stream of calls from a few concurrent clients, for "no call lost while X changes"
+ * tests: every answer's status and label (e.g. the model version that answered) is counted.
+ */
+export interface LoadTally {
+  total: number;
+  /** Answers by status, e.g. { "200": 812 }. */
+  byStatus: Record<string, number>;
+  /** Successful answers by label (what `call` resolved with). */
+  byLabel: Record<string, number>;
+  /** The first few failures, for the assertion message. */
+  failures: string[];
+}
+
+export interface SteadyLoad {
+  /** The tally so far (a copy). */
+  tally(): LoadTally;
+  /** Labels of the successes since `mark()`, in order. */
+  since(mark: number): string[];
+  mark(): number;
+  stop(): Promise<LoadTally>;
+}
+
+/** `call` resolves with the status and a label; it must not throw (a thrown error counts as status "error"). */
+export function steadyLoad(
+  call: () => Promise<{ status: number; label: string; detail?: string }>,
+  concurrency = 4,
+): SteadyLoad {
+  const t: LoadTally = { total: 0, byStatus: {}, byLabel: {}, failures: [] };
+  const labels: string[] = [];
+  let running = true;
+  const worker = async (): Promise<void> => {
+    while (running) {
+      let status: string;
+      let label = '';
+      let detail = '';
+      try {
+        const r = await call();
+        status = String(r.status);
+        label = r.label;
+        detail = r.detail ?? '';
+      } catch (err) {
+        status = 'error';
+        detail = (err as Error).message;
+      }
+      t.total += 1;
+      t.byStatus[status] = (t.byStatus[status] ?? 0) + 1;
+      if (status === '200') {
+        t.byLabel[label] = (t.byLabel[label] ?? 0) + 1;
+        labels.push(label);
+      } else if (t.failures.length < 5) {
+        t.failures.push(`${status} ${detail}`.slice(0, 300));
+      }
+    }
+  };
+  const workers = Array.from({ length: concurrency }, () => worker());
+  const copy = (): LoadTally => structuredClone(t);
+  return {
+    tally: copy,
+    mark: () => labels.length,
+    since: (mark) => labels.slice(mark),
+    stop: async () => {
+      running = false;
+      await Promise.all(workers);
+      return copy();
+    },
+  };
+}

@@ -1,0 +1,324 @@
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { cp, mkdtemp, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { parse, stringify } from 'yaml';
+import { freePort, redis, venv } from '../../harness/index.js';
+import { steadyLoad } from '../../harness/steady-load.js';
+import { ROOT, trainExamples } from './stack.js';
+
+const run = promisify(execFile);
+const TSX = path.join(ROOT, 'node_modules/tsx/dist/cli.mjs');
+const CLI = path.join(ROOT, 'cli/main.ts');
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 180_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe().catch(() => undefined);
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs / 1000} s`);
+    await sleep(250);
+  }
+}
+
+interface VersionStatus {
+  name: string;
+  phase: string;
+  traffic?: number;
+  url?: string;
+  message?: string;
+}
+interface Status {
+  phase?: string;
+  defaultVersion?: string;
+  versions?: VersionStatus[];
+  conditions?: Array<{ type: string; status: string; reason: string; message: string }>;
+}
+
+/**
+ * Versions in standalone mode (`tollgate dev`), each served by a local MLServer of its own: the
+ * versioned V2 paths, the default behind the unversioned ones, and a canary shift, a promotion, a
+ * rollback and a version's removal made through the platform `models` resource while clients keep
+ * calling, counting every answer.
+ */
+describe('model versions (standalone)', () => {
+  let work: string;
+  let state: string;
+  let dev: ChildProcess;
+  let base: string;
+  let key: string;
+  let devLog = '';
+  const uri = (version: string) => `file://${path.join(work, 'iris', version)}`;
+  const request = () => readFile(path.join(work, 'requests', 'model-iris.json'));
+
+  const status = async (name = 'model-iris'): Promise<Status> => {
+    const doc = parse(await readFile(path.join(state, 'models', `${name}.yaml`), 'utf8')) as {
+      status?: Status;
+    };
+    return doc.status ?? {};
+  };
+  const call = (method: string, p: string, body?: Buffer | string) =>
+    fetch(`${base}${p}`, {
+      method,
+      headers: { authorization: `Apikey ${key}`, 'content-type': 'application/json' },
+      ...(body === undefined ? {} : { body }),
+    });
+  const json = async (res: Response): Promise<Record<string, unknown>> =>
+    (await res.json()) as Record<string, unknown>;
+  const putSpec = async (spec: Record<string, unknown>): Promise<Response> =>
+    call('PUT', '/events/platform/api/v1/models/model-iris', JSON.stringify({ spec }));
+  const versions = (names: string[]) => names.map((name) => ({ name, storageUri: uri(name) }));
+
+  beforeAll(async () => {
+    const r = await redis();
+    work = await trainExamples(['iris']);
+    // Two versions of one model: the same estimator, each folder served as its own version.
+    for (const v of ['1', '2'])
+      await cp(path.join(work, 'model-iris'), path.join(work, 'iris', v), { recursive: true });
+    state = await mkdtemp(path.join(tmpdir(), 'tollgate-versions-'));
+    await mkdir(path.join(state, 'models'));
+    await writeFile(
+      path.join(state, 'models', 'model-iris.yaml'),
+      stringify({
+        apiVersion: 'tollgate.dev/v1alpha1',
+        kind: 'Model',
+        metadata: { name: 'model-iris' },
+        spec: { versions: versions(['1', '2']), defaultVersion: '1' },
+      }),
+    );
+    const port = await freePort();
+    base = `http://127.0.0.1:${port}`;
+    const env = { ...process.env, TOLLGATE_STATE_DIR: state, REDIS_URL: r.url, LOG_LEVEL: 'info' };
+    dev = spawn(process.execPath, [TSX, CLI, 'dev', '--port', String(port), '--mlserver', venv().mlserver], {
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const keep = (c: Buffer): void => void (devLog = (devLog + c.toString()).slice(-20_000));
+    dev.stdout?.on('data', keep);
+    dev.stderr?.on('data', keep);
+    await until('the gateway', async () => ((await fetch(`${base}/readyz`)).ok ? true : undefined), 60_000);
+    const token = (await run(process.execPath, [TSX, CLI, 'token', '--user', 'vera'], { env })).stdout.trim();
+    const created = await fetch(`${base}/api/v1/apikeys`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ module: 'platform', roles: ['editor'], name: 'versions test' }),
+    });
+    expect(created.status).toBe(201);
+    key = ((await created.json()) as { key: string }).key;
+    await until('both versions ready', async () => {
+      const s = await status();
+      return s.versions?.length === 2 && s.versions.every((v) => v.phase === 'Ready') ? true : undefined;
+    });
+  }, 300_000);
+
+  afterAll(async () => {
+    if (dev !== undefined && dev.exitCode === null) {
+      const exited = new Promise((resolve) => dev.once('exit', resolve));
+      dev.kill('SIGTERM');
+      await Promise.race([exited, sleep(20_000)]);
+      if (dev.exitCode === null) dev.kill('SIGKILL');
+    }
+    if (process.env.TOLLGATE_TEST_VERBOSE) process.stderr.write(devLog);
+    for (const dir of [state, work]) if (dir !== undefined) await rm(dir, { recursive: true, force: true });
+  });
+
+  test('each version answers at its own path; the unversioned paths serve the default', async () => {
+    const s = await status();
+    expect(s.defaultVersion).toBe('1');
+    expect(s.phase).toBe('Ready');
+    expect(s.versions?.map((v) => [v.name, v.phase, v.traffic])).toEqual([
+      ['1', 'Ready', 100],
+      ['2', 'Ready', 0],
+    ]);
+    expect(new Set(s.versions?.map((v) => v.url)).size).toBe(2);
+
+    const meta = await call('GET', '/v2/models/model-iris');
+    expect(meta.status).toBe(200);
+    expect(await json(meta)).toMatchObject({ name: 'model-iris', versions: ['1', '2'] });
+    const meta2 = await call('GET', '/v2/models/model-iris/versions/2');
+    expect(await json(meta2)).toMatchObject({ name: 'model-iris', versions: ['2'] });
+    const ready2 = await call('GET', '/v2/models/model-iris/versions/2/ready');
+    expect([ready2.status, await json(ready2)]).toEqual([
+      200,
+      { name: 'model-iris', version: '2', ready: true },
+    ]);
+
+    const v2 = await call('POST', '/v2/models/model-iris/versions/2/infer', await request());
+    expect(v2.status).toBe(200);
+    expect(await json(v2)).toMatchObject({ model_name: 'model-iris', model_version: '2' });
+    for (let i = 0; i < 10; i++) {
+      const res = await call('POST', '/v2/models/model-iris/infer', await request());
+      expect((await json(res)).model_version).toBe('1');
+    }
+
+    const listed = await json(await call('GET', '/v2/models'));
+    expect(listed.models).toEqual([{ name: 'model-iris', ready: true, versions: ['1', '2'] }]);
+    const index = await call('POST', '/v2/repository/index', '{}');
+    expect(await index.json()).toEqual([
+      { name: 'model-iris', version: '1', state: 'READY', reason: '' },
+      { name: 'model-iris', version: '2', state: 'READY', reason: '' },
+    ]);
+  });
+
+  test('an unknown version is 404 with the versions there are; a bad split is refused with its field', async () => {
+    const unknown = await call('POST', '/v2/models/model-iris/versions/7/infer', await request());
+    expect([unknown.status, await json(unknown)]).toEqual([
+      404,
+      {
+        code: 'model_version_not_found',
+        error: "model 'model-iris' has no version '7'; its versions are 1, 2",
+      },
+    ]);
+    const bad = await putSpec({ versions: versions(['1', '2']), traffic: [{ version: '3', percent: 10 }] });
+    expect([bad.status, await json(bad)]).toEqual([
+      400,
+      {
+        code: 'invalid_field',
+        field: 'spec.traffic',
+        error: 'spec.traffic names version "3", which is not one of spec.versions (1, 2)',
+      },
+    ]);
+    const both = await putSpec({ storageUri: uri('1'), versions: versions(['1']) });
+    expect([both.status, (await json(both)).field]).toEqual([400, 'spec.storageUri']);
+    expect((await status()).defaultVersion).toBe('1');
+  });
+
+  test('a canary shift, a promotion and a rollback, under steady load, lose no call', async () => {
+    const body = await request();
+    const load = steadyLoad(async () => {
+      const res = await call('POST', '/v2/models/model-iris/infer', body);
+      const text = await res.text();
+      const version =
+        res.status === 200 ? String((JSON.parse(text) as { model_version?: string }).model_version) : '';
+      return { status: res.status, label: version, detail: text };
+    });
+    /** Waits until the answers since now hold `want` (each label in it, and nothing else in the last `tail`). */
+    const settles = async (what: string, want: string[], tail = 30): Promise<void> => {
+      const mark = load.mark();
+      await until(
+        what,
+        async () => {
+          const seen = load.since(mark);
+          const last = seen.slice(-tail);
+          return seen.length >= tail &&
+            want.every((v) => seen.includes(v)) &&
+            last.every((v) => want.includes(v))
+            ? true
+            : undefined;
+        },
+        60_000,
+      );
+    };
+    try {
+      await settles('steady on version 1', ['1']);
+      // Canary: version 2 takes half of the unversioned calls.
+      expect(
+        (await putSpec({ versions: versions(['1', '2']), traffic: [{ version: '2', percent: 50 }] })).status,
+      ).toBe(200);
+      await settles('half on version 2', ['1', '2'], 200);
+      await until(
+        'status shows the split',
+        async () => {
+          const s = await status();
+          return s.versions?.map((v) => v.traffic).join(',') === '50,50' ? true : undefined;
+        },
+        30_000,
+      );
+      // Promotion: version 2 is the default and takes every call.
+      expect((await putSpec({ versions: versions(['1', '2']), defaultVersion: '2' })).status).toBe(200);
+      await settles('all on version 2', ['2']);
+      // Rollback: back to version 1.
+      expect((await putSpec({ versions: versions(['1', '2']), defaultVersion: '1' })).status).toBe(200);
+      await settles('all on version 1 again', ['1']);
+    } finally {
+      const tally = await load.stop();
+      process.stdout.write(`versions: ${JSON.stringify(tally)}\n`);
+      expect(tally.failures).toEqual([]);
+      expect(Object.keys(tally.byStatus)).toEqual(['200']);
+      expect(tally.total).toBeGreaterThan(300);
+    }
+  }, 240_000);
+
+  test('a version removed from the spec stops taking calls, drains, then goes; nothing is lost', async () => {
+    const body = await request();
+    const url2 = (await status()).versions?.find((v) => v.name === '2')?.url;
+    expect(url2).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    const load = steadyLoad(async () => {
+      const res = await call('POST', '/v2/models/model-iris/infer', body);
+      return { status: res.status, label: '', detail: await res.text() };
+    });
+    try {
+      expect((await putSpec({ versions: versions(['1']) })).status).toBe(200);
+      const draining = await until(
+        'version 2 draining',
+        async () => {
+          const v = (await status()).versions?.find((x) => x.name === '2');
+          return v?.phase === 'Draining' ? v : undefined;
+        },
+        30_000,
+      );
+      expect(draining.message).toMatch(/takes no new calls/);
+      // Out of the routes at once: its path is now an unknown version.
+      await until(
+        'version 2 unknown',
+        async () =>
+          (await call('POST', '/v2/models/model-iris/versions/2/infer', body)).status === 404
+            ? true
+            : undefined,
+        30_000,
+      );
+      // Still running while it drains, then gone.
+      expect((await fetch(`${url2}/v2/health/live`)).status).toBe(200);
+      await until(
+        'version 2 gone',
+        async () => {
+          const s = await status();
+          return s.versions?.map((v) => v.name).join(',') === '1' ? true : undefined;
+        },
+        60_000,
+      );
+      await until(
+        'its MLServer stopped',
+        async () =>
+          (await fetch(`${url2}/v2/health/live`).then(
+            () => false,
+            () => true,
+          ))
+            ? true
+            : undefined,
+        30_000,
+      );
+    } finally {
+      const tally = await load.stop();
+      expect(tally.failures).toEqual([]);
+      expect(tally.total).toBeGreaterThan(50);
+    }
+  }, 180_000);
+
+  test('a hand-written manifest that breaks the rules gets a status saying what to fix', async () => {
+    await writeFile(
+      path.join(state, 'models', 'model-odd.yaml'),
+      stringify({
+        apiVersion: 'tollgate.dev/v1alpha1',
+        kind: 'Model',
+        metadata: { name: 'model-odd' },
+        spec: { versions: [{ name: '1', storageUri: uri('1') }], defaultVersion: '4' },
+      }),
+    );
+    const s = await until(
+      'model-odd refused',
+      async () => {
+        const got = await status('model-odd');
+        return got.phase === 'Failed' ? got : undefined;
+      },
+      30_000,
+    );
+    expect(s.conditions?.find((c) => c.type === 'SettingsValid')).toMatchObject({
+      status: 'False',
+      reason: 'VersionsInvalid',
+      message: 'spec.defaultVersion: spec.defaultVersion "4" must name one of spec.versions (1)',
+    });
+  });
+});

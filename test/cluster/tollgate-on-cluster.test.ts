@@ -206,8 +206,20 @@ describe('versions on the cluster', () => {
       300_000,
     );
     times['kubectl apply of a two-version Model to both versions Ready'] = Date.now() - applied;
-    const deployments = await t.kubectl('-n', MODELS_NS, 'get', 'deployments', '-l', `tollgate.dev/model=${NAME}`, '-o', 'name');
-    expect(deployments.trim().split('\n').sort()).toEqual([`deployment.apps/${NAME}-1`, `deployment.apps/${NAME}-2`]);
+    const deployments = await t.kubectl(
+      '-n',
+      MODELS_NS,
+      'get',
+      'deployments',
+      '-l',
+      `tollgate.dev/model=${NAME}`,
+      '-o',
+      'name',
+    );
+    expect(deployments.trim().split('\n').sort()).toEqual([
+      `deployment.apps/${NAME}-1`,
+      `deployment.apps/${NAME}-2`,
+    ]);
 
     const { key } = await createKey(t, 'vera', { module: 'platform', roles: ['models:inference'] });
     const auth = { authorization: `Apikey ${key}` };
@@ -222,8 +234,15 @@ describe('versions on the cluster', () => {
     expect((v2.body['outputs'] as Array<{ data: number[] }>)[0]!.data).toEqual(iris.expected.predictions);
 
     const load = steadyLoad(async () => {
-      const r = await call(`${t.gateway}/v2/models/${NAME}/infer`, { headers: auth, body: irisInfer([iris.expected.rows[0]!]) });
-      return { status: r.status, label: String(r.body['model_version'] ?? ''), detail: JSON.stringify(r.body) };
+      const r = await call(`${t.gateway}/v2/models/${NAME}/infer`, {
+        headers: auth,
+        body: irisInfer([iris.expected.rows[0]!]),
+      });
+      return {
+        status: r.status,
+        label: String(r.body['model_version'] ?? ''),
+        detail: JSON.stringify(r.body),
+      };
     });
     const settles = async (what: string, want: string[], tail = 30): Promise<void> => {
       const mark = load.mark();
@@ -232,7 +251,9 @@ describe('versions on the cluster', () => {
         async () => {
           const seen = load.since(mark);
           const last = seen.slice(-tail);
-          return seen.length >= tail && want.every((v) => seen.includes(v)) && last.every((v) => want.includes(v))
+          return seen.length >= tail &&
+            want.every((v) => seen.includes(v)) &&
+            last.every((v) => want.includes(v))
             ? true
             : undefined;
         },
@@ -257,8 +278,18 @@ describe('versions on the cluster', () => {
       await eventually(
         'version 2 gone',
         async () =>
-          (await t.kubectl('-n', MODELS_NS, 'get', 'deployments', '-l', `tollgate.dev/model=${NAME}`, '-o', 'name')).trim() ===
-          `deployment.apps/${NAME}-1`
+          (
+            await t.kubectl(
+              '-n',
+              MODELS_NS,
+              'get',
+              'deployments',
+              '-l',
+              `tollgate.dev/model=${NAME}`,
+              '-o',
+              'name',
+            )
+          ).trim() === `deployment.apps/${NAME}-1`
             ? true
             : undefined,
         120_000,
@@ -266,8 +297,7 @@ describe('versions on the cluster', () => {
       await settles('still on version 1', ['1']);
     } finally {
       const tally = await load.stop();
-      times[`versions under load: ${tally.total} calls, by version ${JSON.stringify(tally.byLabel)}, failed`] =
-        (tally.total - (tally.byStatus['200'] ?? 0)) * 1000;
+      process.stderr.write(`versions under load on the cluster: ${JSON.stringify(tally)}\n`);
       expect(tally.failures).toEqual([]);
       expect(tally.total).toBeGreaterThan(200);
     }

@@ -704,14 +704,17 @@ describe('per-model metrics at the gateway', () => {
   }
 
   test('counts each model’s calls by status and code, its V2 rejections, and times the gateway and the runtime', async () => {
-    const ok = 'tollgate_model_requests_total{model="model-iris",status="200",code=""}';
-    const shape = 'tollgate_model_requests_total{model="model-iris",status="400",code="shape_data_mismatch"}';
-    const rejected = 'tollgate_model_rejected_total{model="model-iris",code="shape_data_mismatch"}';
+    const ok = 'tollgate_model_requests_total{model="model-iris",version="",status="200",code=""}';
+    const shape =
+      'tollgate_model_requests_total{model="model-iris",version="",status="400",code="shape_data_mismatch"}';
+    const rejected =
+      'tollgate_model_rejected_total{model="model-iris",version="",code="shape_data_mismatch"}';
     const runtimeError =
-      'tollgate_model_requests_total{model="model-iris",status="400",code="inference_error"}';
-    const runtimeRejected = 'tollgate_model_rejected_total{model="model-iris",code="inference_error"}';
-    const total = 'tollgate_model_request_duration_seconds_count{model="model-iris"}';
-    const runtime = 'tollgate_model_runtime_duration_seconds_count{model="model-iris"}';
+      'tollgate_model_requests_total{model="model-iris",version="",status="400",code="inference_error"}';
+    const runtimeRejected =
+      'tollgate_model_rejected_total{model="model-iris",version="",code="inference_error"}';
+    const total = 'tollgate_model_request_duration_seconds_count{model="model-iris",version=""}';
+    const runtime = 'tollgate_model_runtime_duration_seconds_count{model="model-iris",version=""}';
     const before = await series();
 
     for (let i = 0; i < 3; i++)

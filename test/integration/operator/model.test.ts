@@ -89,7 +89,7 @@ describe('Model reconciler on a real API server', () => {
       '-o',
       'jsonpath={.spec.versions[0].additionalPrinterColumns[*].name}',
     );
-    expect(out.stdout).toBe('Phase Ready URL Age');
+    expect(out.stdout).toBe('Phase Ready Version URL Age');
   });
 
   test('a valid folder gets a Deployment and Service, field by field; readiness drives status, events and the route', async () => {

@@ -83,6 +83,28 @@ beforeAll(async () => {
     },
   });
 
+  await manifests.put({
+    apiVersion: 'tollgate.dev/v1alpha1',
+    kind: 'Model',
+    metadata: { name: 'model-canary', namespace: 'default' },
+    spec: {
+      versions: [
+        { name: '1', storageUri: 's3://models/canary/1' },
+        { name: '2', storageUri: 's3://models/canary/2' },
+      ],
+      traffic: [{ version: '2', percent: 10 }],
+    },
+    status: {
+      phase: 'Ready',
+      defaultVersion: '1',
+      versions: [
+        { name: '1', phase: 'Ready', traffic: 90, readyReplicas: 2 },
+        { name: '2', phase: 'Loading', traffic: 10, readyReplicas: 0 },
+        { name: '0', phase: 'Draining', traffic: 0, readyReplicas: 1 },
+      ],
+    },
+  });
+
   const port = await freePort();
   base = `http://127.0.0.1:${port}`;
   const config = loadGatewayConfig({
@@ -149,7 +171,7 @@ describe('the Models page', () => {
     const text = (await iris.textContent()) ?? '';
     expect(text).toContain('Ready');
     expect(text).toContain('1/1 ready');
-    expect(text).toContain('default (100% of traffic)');
+    expect(text).toContain('one version (100% of calls)');
     expect(text).toContain('features FP32 [-1,4]');
     expect(text).toContain('Calls per minute (5 in the last hour)');
     expect(text).toContain('Errors per minute (1)');
@@ -167,6 +189,14 @@ describe('the Models page', () => {
       'SettingsInvalid: model-settings.json names "model-other"; set "name" to "model-broken"',
     );
     expect(await broken.locator('pre').count()).toBe(0);
+
+    // A model with versions lists each, its phase, ready replicas and share of calls.
+    const canary = page.locator('article[data-model="model-canary"] ul.versions li');
+    expect(await canary.allTextContents()).toEqual([
+      '1 Ready, 2 ready, 90% of calls (default)',
+      '2 Loading, 0 ready, 10% of calls',
+      '0 Draining, 1 ready, 0% of calls',
+    ]);
 
     // The call, pasted into a shell with a key in TOLLGATE_KEY, gets the model's answer.
     const command = (await iris.locator('pre').textContent()) ?? '';

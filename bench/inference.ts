@@ -177,6 +177,7 @@ export async function runInferenceBench(): Promise<string[]> {
       workload: MODEL,
       version: undefined,
       storageUri: model.spec.storageUri ?? '',
+      replicas: 1,
       settings,
       settingsGenerated: false,
       image: '',

@@ -126,6 +126,7 @@ export const ERROR_STATUS = {
   key_store_unavailable: 503,
   model_directory_unavailable: 503,
   model_not_ready: 503,
+  model_scaling_up: 503,
   model_store_unavailable: 503,
   redis_unavailable: 503,
   shutting_down: 503,

@@ -8,6 +8,8 @@ import { AuditLog } from './audit/audit-log.js';
 import { openSegmentStore } from './audit/segment-store.js';
 import { MetadataCache } from './v2/metadata-cache.js';
 import { ModelUsageRecorder } from './v2/model-usage.js';
+import { LoadReporter } from './v2/load-reporter.js';
+import { Activator } from './v2/activator.js';
 import { redisKeys } from '../common/redis/schema.js';
 import { KeyChecker } from './auth/key-check.js';
 import type { RefusalSink } from './auth/refusals.js';
@@ -42,6 +44,10 @@ export interface GatewayServices {
   usage: UsageRecorder;
   /** Each model's calls, errors and latency per minute, for the panel's Models page. */
   modelUsage: ModelUsageRecorder;
+  /** Calls in flight per model version, reported for the operator's autoscaler. */
+  load: LoadReporter;
+  /** Holds calls to a model version scaled to zero until a replica is ready. */
+  activator: Activator;
   routes: RouteTable;
   events: EventsRouter;
   management: Management | undefined;
@@ -112,6 +118,8 @@ export async function createGatewayServices(
   );
   const usage = new UsageRecorder(redis, log, config.usageFlushMs, config.usageSeries);
   const modelUsage = new ModelUsageRecorder(redis, log, config.usageFlushMs);
+  const load = new LoadReporter(redis, log);
+  const activator = new Activator(redis, log);
   const refused: RefusalSink = (grant, code, req) => {
     audit.refused(grant, code, req);
     usage.refused(grant.id);
@@ -133,6 +141,7 @@ export async function createGatewayServices(
   invalidation.start();
   usage.start();
   modelUsage.start();
+  load.start();
   audit.start();
 
   // Start answering even if Redis is away (every checked call then gets 503), but give it a
@@ -152,6 +161,8 @@ export async function createGatewayServices(
     rateLimiter: new RateLimiter(redis),
     usage,
     modelUsage,
+    load,
+    activator,
     routes,
     events,
     management,
@@ -162,6 +173,7 @@ export async function createGatewayServices(
     async close() {
       await usage.stop();
       await modelUsage.stop();
+      await load.stop();
       await audit.stop();
       await upstreams.close();
       invalidation.stop();

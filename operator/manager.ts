@@ -26,6 +26,7 @@ import type { Model } from '../common/resources/model.js';
 import { ApiKeyReconciler, type ApiKeyResource } from './controllers/apikey-controller.js';
 import { Controller } from './framework/controller.js';
 import { ModelReconciler } from './controllers/model-controller.js';
+import { Autoscaler } from './scaling/autoscaler.js';
 import { WorkflowServiceReconciler, type ServiceAddress } from './controllers/workflow-service-controller.js';
 import type { WorkflowService } from '../common/resources/workflow-service.js';
 import type { EventRecorder } from './events.js';
@@ -63,6 +64,8 @@ export interface OperatorOptions {
   namespace?: string;
   /** With a KubeConfig, controllers run only while this replica holds the Lease. */
   leaderElection?: { kc: KubeConfig; options: LeaderElectionOptions };
+  /** How often the autoscaler reads the gateways' load reports (default 1 s). */
+  autoscaleTickMs?: number;
   /** How often to check that Redis still holds the index (a flush or an empty restart). */
   indexCheckMs?: number;
   /** Workers per reconciler, by its name (`model`, `apikey`, `workflow-service`). */
@@ -199,6 +202,13 @@ class Term {
       ...sources,
       routes,
       log,
+      scaler: new Autoscaler({
+        models: sources.models,
+        redis,
+        subscriber: redis.duplicate(),
+        log,
+        ...(opts.autoscaleTickMs === undefined ? {} : { tickMs: opts.autoscaleTickMs }),
+      }),
       ...(opts.runtimeImage ? { runtimeImage: opts.runtimeImage } : {}),
       ...(opts.modelGateway ? { defaultGateway: opts.modelGateway } : {}),
     });

@@ -51,6 +51,11 @@ export const redisKeys = {
   /** String: JSON Route for a model's runtime (present only while it has ready replicas). */
   modelRoute: (model: string) => `${KEY_PREFIX}route:model:${model}`,
   /**
+   * Hash: each gateway's load on a model's versions, field `<gateway>|<version>`, value JSON
+   * LoadReport (common/resources/model-scaling.ts); read by the operator's autoscaler.
+   */
+  modelLoad: (model: string) => `${KEY_PREFIX}model-load:${model}`,
+  /**
    * Written by the operator after a full rebuild. Its absence means Redis was flushed or
    * restarted empty, and the operator rebuilds the index and the routes.
    */
@@ -64,4 +69,6 @@ export const redisChannels = {
   keys: `${KEY_PREFIX}events:keys`,
   /** Message: the Redis key of a route that changed or was deleted. */
   routes: `${KEY_PREFIX}events:routes`,
+  /** Message: JSON WakeRequest, a call waiting at a gateway for a model version at zero. */
+  modelWake: `${KEY_PREFIX}events:model-wake`,
 } as const;

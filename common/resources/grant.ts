@@ -59,9 +59,15 @@ export const routeSchema = z.object({
         name: z.string().min(1),
         url: z.url({ protocol: /^https?$/ }),
         percent: z.int().min(0).max(100),
+        cold: z.boolean().optional(),
       }),
     )
     .optional(),
+  /**
+   * No replica is ready because the autoscaler scaled the model (or this version) to zero: a call
+   * waits at the gateway while one starts, instead of being refused.
+   */
+  cold: z.boolean().optional(),
 });
 export type Route = z.infer<typeof routeSchema>;
 

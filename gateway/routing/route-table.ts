@@ -20,6 +20,8 @@ export interface ResolvedVersion {
   origin: string;
   basePath: string;
   percent: number;
+  /** No ready replica: scaled to zero, or starting from it. */
+  cold?: boolean;
 }
 
 interface Entry {
@@ -107,7 +109,12 @@ export class RouteTable {
 export function resolveRoute(route: Route): ResolvedRoute {
   const resolved: ResolvedRoute = { route, ...address(route.url) };
   if (route.versions !== undefined)
-    resolved.versions = route.versions.map((v) => ({ name: v.name, percent: v.percent, ...address(v.url) }));
+    resolved.versions = route.versions.map((v) => ({
+      name: v.name,
+      percent: v.percent,
+      ...address(v.url),
+      ...(v.cold === true ? { cold: true } : {}),
+    }));
   return resolved;
 }
 

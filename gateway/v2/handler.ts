@@ -68,6 +68,17 @@ interface VersionWanted {
   split: boolean;
 }
 
+/** The runtime chosen for a call. */
+interface Chosen {
+  name?: string;
+  origin: string;
+  basePath: string;
+  cold?: boolean;
+}
+
+/** How long a call waits for a model at zero whose Model does not say (spec.scaling.activationTimeoutSeconds). */
+const DEFAULT_ACTIVATION_MS = 60_000;
+
 interface ModelVersionState {
   name: string;
   ready: boolean;
@@ -269,7 +280,8 @@ export function createV2Handler(
       });
     }
     const audience = route.route.grantAudience;
-    const chosen = await chooseVersion(model, route, want);
+    let chosen = await chooseVersion(model, route, want);
+    if (chosen.cold === true) chosen = await warmed(model, chosen.name);
     return {
       origin: chosen.origin,
       basePath: chosen.basePath,
@@ -282,11 +294,7 @@ export function createV2Handler(
    * Which runtime answers: the version asked for; for an unversioned inference call, one drawn by
    * the traffic split; otherwise the route's own address (the default version when it is ready).
    */
-  async function chooseVersion(
-    model: string,
-    route: ResolvedRoute,
-    want: VersionWanted,
-  ): Promise<{ name?: string; origin: string; basePath: string }> {
+  async function chooseVersion(model: string, route: ResolvedRoute, want: VersionWanted): Promise<Chosen> {
     const versions = route.versions;
     if (versions === undefined) {
       if (want.version !== undefined) {
@@ -295,7 +303,7 @@ export function createV2Handler(
           `model '${model}' has no versions; call /v2/models/${model}/... without /versions/${want.version}`,
         );
       }
-      return route;
+      return { origin: route.origin, basePath: route.basePath, cold: route.route.cold === true };
     }
     if (want.version !== undefined) {
       const found = versions.find((v) => v.name === want.version);
@@ -308,8 +316,33 @@ export function createV2Handler(
       );
     }
     const main = versions.find((v) => v.origin === route.origin && v.basePath === route.basePath);
-    if (!want.split) return main ?? route;
-    return splitTraffic(versions) ?? main ?? route;
+    const fallback = main ?? { origin: route.origin, basePath: route.basePath };
+    if (!want.split) return fallback;
+    return splitTraffic(versions) ?? fallback;
+  }
+
+  /**
+   * A version (or an unversioned model) with no ready replica because it was scaled to zero: the
+   * call is held while the operator starts one, then goes to it.
+   */
+  async function warmed(model: string, version: string | undefined, again = true): Promise<Chosen> {
+    const warmNow = async (): Promise<Chosen | undefined> => {
+      const route = await placement.modelRoute(model);
+      if (route === null) return undefined;
+      if (version === undefined) return route.route.cold === true ? undefined : route;
+      return route.versions?.find((v) => v.name === version && v.cold !== true);
+    };
+    const timeoutMs = (await models.find(model))?.activationTimeoutMs ?? DEFAULT_ACTIVATION_MS;
+    await s.activator.hold(model, version ?? '', timeoutMs, async () => (await warmNow()) !== undefined);
+    const chosen = await warmNow();
+    // Ready a moment ago and gone again (scaled back down, or the route rewritten): once more.
+    if (chosen === undefined && again) return warmed(model, version, false);
+    if (chosen === undefined) {
+      throw new TollgateError('model_scaling_up', `model '${model}' is starting a replica; retry shortly`, {
+        headers: { 'retry-after': '5' },
+      });
+    }
+    return chosen;
   }
 
   /** 404 for a version the Model does not list (a listed one is only not ready yet). */
@@ -478,6 +511,10 @@ async function infer(
   call: InferCall,
 ): Promise<number> {
   const observed = s.metrics.modelCall(call.model, call.runtime.version);
+  // A call a central gateway signed for this sidecar was counted there already.
+  const endLoad = countedUpstream(call.grant)
+    ? undefined
+    : s.load.begin(call.model, call.runtime.version ?? '');
   const progress = { checked: false };
   try {
     const status = await answerInference(s, cache, req, res, call, observed, progress);
@@ -491,6 +528,8 @@ async function infer(
     const seconds = observed.end(status, known?.code ?? 'internal_error', rejected);
     s.modelUsage.record(call.model, status, seconds * 1000);
     throw err;
+  } finally {
+    endLoad?.();
   }
 }
 
@@ -519,7 +558,7 @@ async function answerInference(
   let answer: Dispatcher.ResponseData;
   const sentAt = performance.now();
   try {
-    answer = await s.upstreams.get(runtime.origin).request({
+    answer = await s.upstreams.idempotent(runtime.origin).request({
       method: 'POST',
       path: `${runtime.basePath}/v2/models/${model}/infer${call.query}`,
       headers,

@@ -2,7 +2,14 @@ import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import { LRUCache } from 'lru-cache';
 import { TollgateError } from '../../common/errors.js';
 import type { ManifestCollection } from '../../common/resources/manifest-dir.js';
-import { MODEL_GROUP, MODEL_PLURAL, MODEL_VERSION, type Model } from '../../common/resources/model.js';
+import {
+  MODEL_GROUP,
+  MODEL_PLURAL,
+  MODEL_VERSION,
+  type Model,
+  type ModelSpec,
+} from '../../common/resources/model.js';
+import { scalingOf } from '../../common/resources/model-scaling.js';
 
 /**
  * The Model resources as the gateway's V2 endpoints need them: whether a model exists and its
@@ -14,12 +21,18 @@ export interface ModelInfo {
   workflow: string | undefined;
   /** The names of spec.versions; undefined for a model with one unnamed version. */
   versions?: string[];
+  /** How long a call may wait for a version at zero to start a replica. */
+  activationTimeoutMs?: number;
 }
 
-const infoOf = (spec: { workflow?: string; versions?: Array<{ name: string }> } | undefined): ModelInfo => ({
-  workflow: spec?.workflow,
-  ...(spec?.versions === undefined ? {} : { versions: spec.versions.map((v) => v.name) }),
-});
+const infoOf = (spec: ModelSpec | undefined): ModelInfo => {
+  const policy = spec === undefined ? undefined : scalingOf(spec);
+  return {
+    workflow: spec?.workflow,
+    ...(spec?.versions === undefined ? {} : { versions: spec.versions.map((v) => v.name) }),
+    ...(policy === undefined ? {} : { activationTimeoutMs: policy.activationTimeoutMs }),
+  };
+};
 
 export interface ModelDirectory {
   find(name: string): Promise<ModelInfo | undefined>;
@@ -88,7 +101,7 @@ export function manifestModels(models: ManifestCollection<Model>): ModelDirector
 
 interface ModelItem {
   metadata?: { name?: string };
-  spec?: { workflow?: string; versions?: Array<{ name: string }> };
+  spec?: ModelSpec;
 }
 
 /** On a cluster: Model resources of any namespace (model names are global to the gateway's /v2). */

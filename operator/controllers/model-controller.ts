@@ -26,6 +26,7 @@ import type { CredentialsResolver } from '../storage/credentials.js';
 import { openStore } from '../storage/open-store.js';
 import {
   withConflictRetry,
+  type OwnedSource,
   type ReconcileResult,
   type Reconciler,
   type Watches,
@@ -43,6 +44,7 @@ import {
   versionProblems,
   type ServedVersion,
 } from '../../common/resources/model-versions.js';
+import { scalingOf } from '../../common/resources/model-scaling.js';
 
 export const MODEL_FINALIZER = 'tollgate.dev/model-routes';
 /** How often a Model whose folder is wrong looks again (the fix may be an upload, not an edit). */
@@ -76,6 +78,14 @@ export interface ModelControllerDeps {
   defaultGateway?: ModelGateway;
   /** How long a removed version keeps running after it left the routes (default DRAIN_MS). */
   drainMs?: number;
+  /** Replicas of Models with spec.scaling (without it, such Models run their minimum). */
+  scaler?: ReplicaScaler;
+}
+
+/** Where the replicas of an autoscaled version come from; its decisions enqueue the Model. */
+export interface ReplicaScaler extends OwnedSource {
+  replicasFor(model: Model, version: ServedVersion): number;
+  forget(ref: ResourceRef): void;
 }
 
 const isConflict = (e: unknown) => e instanceof ConflictError;
@@ -105,7 +115,7 @@ export class ModelReconciler implements Reconciler {
     this.watches = {
       for: deps.models,
       onDeleted: (ref, gone) => this.noteDeleted(ref, gone),
-      owns: [deps.runtime],
+      owns: deps.scaler === undefined ? [deps.runtime] : [deps.runtime, deps.scaler],
       workers: 8,
     };
   }
@@ -168,7 +178,9 @@ export class ModelReconciler implements Reconciler {
     for (const version of servedVersions(ref.name, model.spec)) {
       const obs = await this.observe(model, version);
       if (obs.kind === 'settings' && obs.check.ok) {
-        obs.runtime = await runtime.apply(this.plan(model, version, obs.check));
+        const plan = this.plan(model, version, obs.check);
+        obs.runtime = await runtime.apply(plan);
+        obs.cold = plan.replicas === 0 && scalingOf(model.spec)?.minReplicas === 0;
       } else {
         await runtime.remove({ namespace: ref.namespace, name: version.workload });
       }
@@ -226,11 +238,18 @@ export class ModelReconciler implements Reconciler {
       workload: version.workload,
       version: version.name,
       storageUri: version.storageUri,
+      replicas: this.replicasFor(model, version),
       settings,
       settingsGenerated: check.generated || override !== undefined || version.name !== undefined,
       image,
       gateway: model.spec.gateway ?? this.deps.defaultGateway ?? 'central',
     };
+  }
+
+  private replicasFor(model: Model, version: ServedVersion): number {
+    const policy = scalingOf(model.spec);
+    if (policy === undefined) return model.spec.replicas ?? 1;
+    return this.deps.scaler?.replicasFor(model, version) ?? policy.minReplicas;
   }
 
   private async observe(model: Model, version: ServedVersion): Promise<Observation> {
@@ -267,13 +286,21 @@ export class ModelReconciler implements Reconciler {
     if (previous !== undefined && previous !== workflow) {
       await this.deps.routes.remove(redisKeys.bdaRoute(previous, ref.name), routeSource(ref));
     }
+    // A version scaled to zero stays routed, marked cold: the gateway holds its calls while the
+    // autoscaler starts a replica.
+    const waits = scalingOf(model.spec)?.minReplicas === 0;
     const ready = results.flatMap((r) => {
-      const state = r.obs.kind === 'settings' ? r.obs.runtime : undefined;
-      return state !== undefined && state.readyReplicas > 0 ? [{ version: r.version, state }] : [];
+      if (r.obs.kind !== 'settings' || r.obs.runtime === undefined) return [];
+      const { runtime } = r.obs;
+      if (runtime.readyReplicas > 0) return [{ version: r.version, state: runtime, cold: false }];
+      // At zero or starting from it: calls wait for the replica rather than being refused.
+      return waits && runtime.failure === undefined
+        ? [{ version: r.version, state: runtime, cold: true }]
+        : [];
     });
     const main =
-      ready.find((r) => r.version.isDefault) ??
-      [...ready].sort((a, b) => b.version.percent - a.version.percent)[0];
+      ready.find((r) => r.version.isDefault && !r.cold) ??
+      [...ready].sort((a, b) => Number(a.cold) - Number(b.cold) || b.version.percent - a.version.percent)[0];
     if (main === undefined) {
       await this.removeRoutes(ref, workflow);
       this.routed.set(key, { workflow, keys: [] });
@@ -289,12 +316,14 @@ export class ModelReconciler implements Reconciler {
       ...(workflow ? { workflow } : {}),
       ...(owner ? { owner } : {}),
       ...(main.state.grantAudience === undefined ? {} : { grantAudience: main.state.grantAudience }),
+      ...(main.cold ? { cold: true } : {}),
       ...(versioned
         ? {
             versions: ready.map((r) => ({
               name: r.version.name ?? '',
               url: r.state.url,
               percent: r.version.percent,
+              ...(r.cold ? { cold: true } : {}),
             })),
           }
         : {}),
@@ -351,6 +380,7 @@ export class ModelReconciler implements Reconciler {
 
   private forget(key: string): void {
     this.routed.delete(key);
+    this.deps.scaler?.forget(parseRefKey(key));
     // Checks are kept per workload: the Model's own name, or <name>-<version>.
     for (const k of this.checked.keys()) if (k === key || k.startsWith(`${key}-`)) this.checked.delete(k);
   }

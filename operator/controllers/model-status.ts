@@ -7,7 +7,13 @@ import type { RuntimeState } from '../serving/runtime-driver.js';
 /** What the reconciler learned this time round; the status is a pure function of it. */
 export type Observation =
   | { kind: 'storage-error'; reason: string; message: string }
-  | { kind: 'settings'; check: FolderCheck; runtime?: RuntimeState };
+  | {
+      kind: 'settings';
+      check: FolderCheck;
+      runtime?: RuntimeState;
+      /** Scaled to zero by the autoscaler: calls wait at the gateway while a replica starts. */
+      cold?: boolean;
+    };
 
 type Cond = Omit<ModelCondition, 'lastTransitionTime' | 'observedGeneration'>;
 
@@ -91,6 +97,14 @@ function evaluate(obs: Observation): Evaluated {
       status: 'False',
       reason: runtime.failure.reason,
       message: `${counts}: ${runtime.failure.message}`,
+    };
+  } else if (runtime.replicas === 0 && obs.cold === true) {
+    phase = 'Ready';
+    ready = {
+      type: 'Ready',
+      status: 'True',
+      reason: 'ScaledToZero',
+      message: 'no replica after a while without calls; the next call waits while one starts',
     };
   } else if (runtime.replicas === 0) {
     phase = 'Pending';

@@ -100,7 +100,7 @@ export class LocalMlserverDriver implements RuntimeDriver {
     const model = { namespace: metadata.namespace ?? 'default', name: metadata.name };
     const ref = { namespace: model.namespace, name: plan.workload };
     const key = refKey(ref);
-    if (spec.replicas === 0) {
+    if (plan.replicas === 0) {
       await this.remove(ref);
       return { replicas: 0, readyReplicas: 0, url: '', rollingOut: false };
     }

@@ -167,7 +167,7 @@ export function modelDeployment(plan: RuntimePlan, opts: WorkloadOptions): V1Dep
   // The hash of everything the pods run: stamped on the template (a changed spec rolls out) and on
   // the Deployment (a reconcile with nothing new skips the write).
   const hash = createHash('sha256')
-    .update(JSON.stringify([template, podAnnotations, model.spec.replicas ?? 1]))
+    .update(JSON.stringify([template, podAnnotations, plan.replicas]))
     .digest('hex')
     .slice(0, 16);
   const withHash = {
@@ -185,7 +185,7 @@ export function modelDeployment(plan: RuntimePlan, opts: WorkloadOptions): V1Dep
       ownerReferences: ownerRefs(model),
     },
     spec: {
-      replicas: model.spec.replicas ?? 1,
+      replicas: plan.replicas,
       selector: { matchLabels: selectorFor(plan) },
       progressDeadlineSeconds: 600,
       revisionHistoryLimit: 3,

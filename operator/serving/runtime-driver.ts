@@ -15,6 +15,8 @@ export interface RuntimePlan {
   version: string | undefined;
   /** The version's model folder. */
   storageUri: string;
+  /** Replicas to run: spec.replicas, or the autoscaler's figure for this version. */
+  replicas: number;
   /** The settings MLServer serves with (read from the folder, or written for an MLflow folder). */
   settings: ModelSettings;
   /** True when the settings were written by the operator: the runtime must place them in the folder. */

@@ -38,8 +38,25 @@ export const modelSpecSchema = z.object({
   workflow: z.string().max(128).regex(new RegExp('^[A-Za-z0-9][A-Za-z0-9_.-]*$')).optional(),
   /** Where the model's calls are checked. central: by the central gateway only (the model's pods answer anyone who reaches them inside the cluster). sidecar: a Tollgate container in each model pod checks every call, from outside or inside the cluster; MLServer listens on the pod's loopback only. Default: the chart's models.gateway. */
   gateway: z.enum(['central', 'sidecar']).optional(),
-  /** MLServer replicas. 0 keeps the resource but serves nothing. */
+  /** MLServer replicas of each version (without spec.scaling). 0 keeps the resource but serves nothing. */
   replicas: z.int().min(0).max(50).optional(),
+  /** Replicas from the load the gateways measure, instead of spec.replicas: each version gets enough replicas for targetInFlight calls at a time per replica, between minReplicas and maxReplicas. With minReplicas 0 a version with no call for idleSeconds scales to zero, and the next call waits at the gateway while a replica starts. */
+  scaling: z
+    .object({
+      /** Fewest replicas; 0 lets an idle version scale to zero. Default 1. */
+      minReplicas: z.int().min(0).max(50).optional(),
+      /** Most replicas. Default 5. */
+      maxReplicas: z.int().min(1).max(50).optional(),
+      /** Calls in flight per replica the scaler aims at. Default 4. */
+      targetInFlight: z.int().min(1).max(1000).optional(),
+      /** With minReplicas 0, how long without a call before scaling to zero. Default 300. */
+      idleSeconds: z.int().min(5).max(86400).optional(),
+      /** Stabilisation window: replicas go down only to the most wanted over this many seconds, so a dip in load does not flap them. Default 60. */
+      scaleDownSeconds: z.int().min(0).max(3600).optional(),
+      /** How long a call to a version at zero waits for a replica before the gateway answers 503 model_scaling_up with Retry-After. Default 60. */
+      activationTimeoutSeconds: z.int().min(1).max(600).optional(),
+    })
+    .optional(),
   /** Compute resources of the MLServer container (as a container's resources). */
   resources: z
     .object({

@@ -126,6 +126,7 @@ export class ServedModels {
       workload: model.metadata.name,
       version: undefined,
       storageUri: model.spec.storageUri ?? '',
+      replicas: model.spec.replicas ?? 1,
       settings: check.settings,
       settingsGenerated: check.generated,
       image: '',

@@ -46,6 +46,7 @@ describe('standalone runtime driver', () => {
       workload: 'model-nul',
       version: undefined,
       storageUri: pathToFileURL(folder).href,
+      replicas: 1,
       settings: {
         name: 'model-nul',
         implementation: 'mlserver_sklearn.SKLearnModel',
@@ -97,6 +98,7 @@ describe('standalone runtime driver: one shared MLServer process', () => {
     workload: name,
     version: undefined,
     storageUri: over.storageUri ?? pathToFileURL(path.join(models, name)).href,
+    replicas: over.replicas ?? 1,
     settings: {
       name,
       implementation: 'mlserver_sklearn.SKLearnModel',

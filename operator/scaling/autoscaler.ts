@@ -1,0 +1,166 @@
+import type { Redis } from 'ioredis';
+import type { Logger } from '../../common/logger.js';
+import { redisChannels, redisKeys } from '../../common/redis/schema.js';
+import type { Model } from '../../common/resources/model.js';
+import {
+  parseLoadField,
+  scalingOf,
+  type LoadReport,
+  type WakeRequest,
+} from '../../common/resources/model-scaling.js';
+import { servedVersions, type ServedVersion } from '../../common/resources/model-versions.js';
+import type { OwnedSource } from '../framework/controller.js';
+import { refKey, type ResourceRef, type WatchedSource } from '../framework/resource-source.js';
+import { decide, initialState, type ScaleState } from './decide.js';
+
+/** A gateway's report older than this is a gateway gone: its load no longer counts. */
+const REPORT_FRESH_MS = 5_000;
+
+export interface AutoscalerOptions {
+  models: WatchedSource<Model>;
+  redis: Redis;
+  /** A connection of its own for the wake-up channel (a subscribed connection runs no commands). */
+  subscriber?: Redis;
+  log: Logger;
+  tickMs?: number;
+  now?: () => number;
+}
+
+/**
+ * The replicas of each version of every Model with spec.scaling, from the calls in flight the
+ * gateways report in Redis (they see every call), and at once when a gateway holds a call for a
+ * version at zero (the wake-up channel). The Model reconciler asks it for the replicas of a plan;
+ * a changed decision enqueues the Model, as a change of an owned object does.
+ */
+export class Autoscaler implements OwnedSource {
+  private readonly states = new Map<string, ScaleState>();
+  private onChange: (ref: ResourceRef) => void = () => undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private ticking: Promise<void> | undefined;
+  private readonly now: () => number;
+  /** Wake-up calls not yet decided on. */
+  private wakes: WakeRequest[] = [];
+
+  constructor(private readonly opts: AutoscalerOptions) {
+    this.now = opts.now ?? Date.now;
+  }
+
+  async start(onChange: (owner: ResourceRef) => void): Promise<void> {
+    this.onChange = onChange;
+    const sub = this.opts.subscriber;
+    if (sub !== undefined) {
+      sub.on('message', (channel: string, message: string) => {
+        if (channel === redisChannels.modelWake) this.wake(message);
+      });
+      sub.on('ready', () => void sub.subscribe(redisChannels.modelWake).catch(() => undefined));
+      if (sub.status === 'ready') await sub.subscribe(redisChannels.modelWake).catch(() => undefined);
+    }
+    this.timer = setInterval(() => void this.tick(), this.opts.tickMs ?? 1_000);
+    this.timer.unref();
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.timer);
+    await this.ticking;
+    this.opts.subscriber?.disconnect();
+  }
+
+  /** The replicas a version's workload should run now. */
+  replicasFor(model: Model, version: ServedVersion): number {
+    const policy = scalingOf(model.spec);
+    if (policy === undefined) return model.spec.replicas ?? 1;
+    const key = this.keyOf(model, version);
+    let state = this.states.get(key);
+    if (state === undefined) {
+      state = initialState(policy, this.now());
+      this.states.set(key, state);
+    }
+    return state.replicas;
+  }
+
+  /** Forgets a deleted Model's versions. */
+  forget(ref: ResourceRef): void {
+    const prefix = `${refKey(ref)}|`;
+    for (const key of this.states.keys()) if (key.startsWith(prefix)) this.states.delete(key);
+  }
+
+  private keyOf(model: Model, version: ServedVersion): string {
+    return `${refKey({ namespace: model.metadata.namespace ?? 'default', name: model.metadata.name })}|${version.name ?? ''}`;
+  }
+
+  /** One pass over every scaled Model: each gateway's fresh reports summed per version, then decided. */
+  tick(): Promise<void> {
+    this.ticking ??= this.evaluate()
+      .catch((err: unknown) => this.opts.log.warn({ err }, 'autoscaler pass failed; trying again'))
+      .finally(() => {
+        this.ticking = undefined;
+        // A wake-up that came during the pass is decided at once, not at the next tick.
+        if (this.wakes.length > 0) void this.tick();
+      });
+    return this.ticking;
+  }
+
+  private async evaluate(): Promise<void> {
+    const now = this.now();
+    const wakes = this.wakes;
+    this.wakes = [];
+    for (const model of this.opts.models.list()) {
+      const policy = scalingOf(model.spec);
+      if (policy === undefined || model.metadata.deletionTimestamp) continue;
+      const load = await this.loadOf(model.metadata.name, now);
+      let changed = false;
+      for (const version of servedVersions(model.metadata.name, model.spec)) {
+        const key = this.keyOf(model, version);
+        const before = this.states.get(key);
+        if (before === undefined) continue; // not planned yet: the reconciler starts it
+        const woken = wakes.some(
+          (w) =>
+            w.model === model.metadata.name &&
+            (w.version === (version.name ?? '') || (w.version === '' && version.percent > 0)),
+        );
+        const after = decide(policy, before, load.get(version.name ?? '') ?? 0, now, woken);
+        this.states.set(key, after);
+        if (after.replicas !== before.replicas) {
+          changed = true;
+          this.opts.log.info(
+            { model: model.metadata.name, version: version.name, from: before.replicas, to: after.replicas },
+            'scaling',
+          );
+        }
+      }
+      if (changed)
+        this.onChange({ namespace: model.metadata.namespace ?? 'default', name: model.metadata.name });
+    }
+  }
+
+  /** Mean calls in flight per version, summed over the gateways whose report is fresh. */
+  private async loadOf(model: string, now: number): Promise<Map<string, number>> {
+    const out = new Map<string, number>();
+    const fields = await this.opts.redis.hgetall(redisKeys.modelLoad(model));
+    for (const [field, raw] of Object.entries(fields)) {
+      const where = parseLoadField(field);
+      let report: LoadReport;
+      try {
+        report = JSON.parse(raw) as LoadReport;
+      } catch {
+        continue;
+      }
+      if (where === undefined || !(now - report.at < REPORT_FRESH_MS) || !(report.concurrency >= 0)) continue;
+      out.set(where.version, (out.get(where.version) ?? 0) + report.concurrency);
+    }
+    return out;
+  }
+
+  /** A gateway holds a call for a version at zero: decide now rather than at the next tick. */
+  private wake(message: string): void {
+    let request: WakeRequest;
+    try {
+      request = JSON.parse(message) as WakeRequest;
+    } catch {
+      return;
+    }
+    if (typeof request.model !== 'string' || typeof request.version !== 'string') return;
+    this.wakes.push({ model: request.model, version: request.version });
+    if (this.ticking === undefined) void this.tick();
+  }
+}

@@ -2,7 +2,7 @@ import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import { redisUnavailable } from '../redis/unavailable.js';
 import { KEY_PREFIX, redisChannels } from '../redis/schema.js';
-import type { Route } from '../resources/grant.js';
+import { routeSchema, type Route } from '../resources/grant.js';
 
 /**
  * The Redis route table. `RouteWriter` is the one way a route is written or removed, and only the
@@ -39,7 +39,9 @@ export class RouteWriter {
 
   /** Sets the route at `key`; true if it changed. */
   async put(key: string, route: Route): Promise<boolean> {
-    return (await this.redis.eval(PUT, 1, key, JSON.stringify(route), redisChannels.routes)) === 1;
+    // A route the gateways cannot parse would be "no such service" to them: refused here instead.
+    const checked = routeSchema.parse(route);
+    return (await this.redis.eval(PUT, 1, key, JSON.stringify(checked), redisChannels.routes)) === 1;
   }
 
   /** Removes the route at `key` if `source` wrote it (any route without `source`); true if one was removed. */

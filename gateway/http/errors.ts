@@ -50,10 +50,11 @@ export function errorHeaders(err: TollgateError): Record<string, string> {
  */
 const LOG_INTERVAL_MS = 1_000;
 /**
- * Expected, passing conditions: a model still loading or restarting answers 503 until it is up.
+ * Expected, passing conditions: a model still loading, restarting or starting from zero answers
+ * 503 until it is up.
  * Worth a warning, not an error (a Redis outage is an error: every checked call fails).
  */
-const TRANSIENT_CODES = new Set(['model_not_ready']);
+const TRANSIENT_CODES = new Set(['model_not_ready', 'model_scaling_up']);
 const lastLogged = new Map<string, { at: number; suppressed: number }>();
 
 function logFailure(log: Logger, err: TollgateError): void {

@@ -55,6 +55,8 @@ const RECHECK_MS = 30_000;
  * already given finish.
  */
 export const DRAIN_MS = 15_000;
+/** The address of a cold route entry whose runtime has none while at zero (a reserved name). */
+const NO_ADDRESS_YET = 'http://scaled-to-zero.invalid';
 /** Storage errors a user fixes (wrong bucket, missing secret): a condition, not a retry storm. */
 const USER_STORAGE_ERRORS: Record<string, string> = {
   no_such_bucket: 'NoSuchBucket',
@@ -294,9 +296,10 @@ export class ModelReconciler implements Reconciler {
       const { runtime } = r.obs;
       if (runtime.readyReplicas > 0) return [{ version: r.version, state: runtime, cold: false }];
       // At zero or starting from it: calls wait for the replica rather than being refused.
-      return waits && runtime.failure === undefined
-        ? [{ version: r.version, state: runtime, cold: true }]
-        : [];
+      if (!waits || runtime.failure !== undefined) return [];
+      // A local runtime at zero has no address until it starts again; the gateway calls a cold
+      // entry's address only once the route says it is warm.
+      return [{ version: r.version, state: { ...runtime, url: runtime.url || NO_ADDRESS_YET }, cold: true }];
     });
     const main =
       ready.find((r) => r.version.isDefault && !r.cold) ??

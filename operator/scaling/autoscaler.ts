@@ -52,8 +52,11 @@ export class Autoscaler implements OwnedSource {
       sub.on('message', (channel: string, message: string) => {
         if (channel === redisChannels.modelWake) this.wake(message);
       });
+      sub.on('error', (err: Error) => this.opts.log.debug({ err }, 'wake-up channel'));
+      // Subscribed again on every (re)connect; a lazy connection is opened here.
       sub.on('ready', () => void sub.subscribe(redisChannels.modelWake).catch(() => undefined));
       if (sub.status === 'ready') await sub.subscribe(redisChannels.modelWake).catch(() => undefined);
+      else if (sub.status === 'wait') void sub.connect().catch(() => undefined);
     }
     this.timer = setInterval(() => void this.tick(), this.opts.tickMs ?? 1_000);
     this.timer.unref();

@@ -1,27 +1,11 @@
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { cp, mkdtemp, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { parse, stringify } from 'yaml';
-import { freePort, redis, venv } from '../../harness/index.js';
+import { redis } from '../../harness/index.js';
 import { steadyLoad } from '../../harness/steady-load.js';
-import { ROOT, trainExamples } from './stack.js';
-
-const run = promisify(execFile);
-const TSX = path.join(ROOT, 'node_modules/tsx/dist/cli.mjs');
-const CLI = path.join(ROOT, 'cli/main.ts');
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 180_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe().catch(() => undefined);
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs / 1000} s`);
-    await sleep(250);
-  }
-}
+import { startDev, until, type Dev } from './dev-process.js';
+import { trainExamples } from './stack.js';
 
 interface VersionStatus {
   name: string;
@@ -46,10 +30,9 @@ interface Status {
 describe('model versions (standalone)', () => {
   let work: string;
   let state: string;
-  let dev: ChildProcess;
+  let dev: Dev | undefined;
   let base: string;
   let key: string;
-  let devLog = '';
   const uri = (version: string) => `file://${path.join(work, 'iris', version)}`;
   const request = () => readFile(path.join(work, 'requests', 'model-iris.json'));
 
@@ -88,25 +71,9 @@ describe('model versions (standalone)', () => {
         spec: { versions: versions(['1', '2']), defaultVersion: '1' },
       }),
     );
-    const port = await freePort();
-    base = `http://127.0.0.1:${port}`;
-    const env = { ...process.env, TOLLGATE_STATE_DIR: state, REDIS_URL: r.url, LOG_LEVEL: 'info' };
-    dev = spawn(process.execPath, [TSX, CLI, 'dev', '--port', String(port), '--mlserver', venv().mlserver], {
-      env,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    const keep = (c: Buffer): void => void (devLog = (devLog + c.toString()).slice(-20_000));
-    dev.stdout?.on('data', keep);
-    dev.stderr?.on('data', keep);
-    await until('the gateway', async () => ((await fetch(`${base}/readyz`)).ok ? true : undefined), 60_000);
-    const token = (await run(process.execPath, [TSX, CLI, 'token', '--user', 'vera'], { env })).stdout.trim();
-    const created = await fetch(`${base}/api/v1/apikeys`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ module: 'platform', roles: ['editor'], name: 'versions test' }),
-    });
-    expect(created.status).toBe(201);
-    key = ((await created.json()) as { key: string }).key;
+    dev = await startDev(state, r.url);
+    base = dev.base;
+    key = await dev.key(['editor']);
     await until('both versions ready', async () => {
       const s = await status();
       return s.versions?.length === 2 && s.versions.every((v) => v.phase === 'Ready') ? true : undefined;
@@ -114,13 +81,7 @@ describe('model versions (standalone)', () => {
   }, 300_000);
 
   afterAll(async () => {
-    if (dev !== undefined && dev.exitCode === null) {
-      const exited = new Promise((resolve) => dev.once('exit', resolve));
-      dev.kill('SIGTERM');
-      await Promise.race([exited, sleep(20_000)]);
-      if (dev.exitCode === null) dev.kill('SIGKILL');
-    }
-    if (process.env.TOLLGATE_TEST_VERBOSE) process.stderr.write(devLog);
+    await dev?.stop();
     for (const dir of [state, work]) if (dir !== undefined) await rm(dir, { recursive: true, force: true });
   });
 

@@ -1,0 +1,77 @@
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { freePort, venv } from '../../harness/index.js';
+import { ROOT } from './stack.js';
+
+const run = promisify(execFile);
+const TSX = path.join(ROOT, 'node_modules/tsx/dist/cli.mjs');
+const CLI = path.join(ROOT, 'cli/main.ts');
+
+export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Polls `probe` until it returns a value (errors count as "not yet"). */
+export async function until<T>(
+  what: string,
+  probe: () => Promise<T | undefined>,
+  timeoutMs = 180_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe().catch(() => undefined);
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs / 1000} s`);
+    await sleep(250);
+  }
+}
+
+export interface Dev {
+  base: string;
+  /** What the process printed, the last 200 kB. */
+  log(): string;
+  /** A platform key with these roles, created through the management API with a local token. */
+  key(roles: string[]): Promise<string>;
+  stop(): Promise<void>;
+}
+
+/** `tollgate dev` on a state directory, as a user runs it, until its gateway answers. */
+export async function startDev(state: string, redisUrl: string): Promise<Dev> {
+  const port = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+  const env = { ...process.env, TOLLGATE_STATE_DIR: state, REDIS_URL: redisUrl, LOG_LEVEL: 'info' };
+  const dev: ChildProcess = spawn(
+    process.execPath,
+    [TSX, CLI, 'dev', '--port', String(port), '--mlserver', venv().mlserver],
+    { env, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let output = '';
+  const keep = (c: Buffer): void => void (output = (output + c.toString()).slice(-200_000));
+  dev.stdout?.on('data', keep);
+  dev.stderr?.on('data', keep);
+  await until('the gateway', async () => ((await fetch(`${base}/readyz`)).ok ? true : undefined), 60_000);
+  return {
+    base,
+    log: () => output,
+    async key(roles) {
+      const token = (
+        await run(process.execPath, [TSX, CLI, 'token', '--user', 'vera'], { env })
+      ).stdout.trim();
+      const created = await fetch(`${base}/api/v1/apikeys`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ module: 'platform', roles, name: 'dev test' }),
+      });
+      if (created.status !== 201)
+        throw new Error(`key not created: ${created.status} ${await created.text()}`);
+      return ((await created.json()) as { key: string }).key;
+    },
+    async stop() {
+      if (dev.exitCode !== null) return;
+      const exited = new Promise((resolve) => dev.once('exit', resolve));
+      dev.kill('SIGTERM');
+      await Promise.race([exited, sleep(20_000)]);
+      if (dev.exitCode === null) dev.kill('SIGKILL');
+      if (process.env.TOLLGATE_TEST_VERBOSE) process.stderr.write(output);
+    },
+  };
+}

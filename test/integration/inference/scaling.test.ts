@@ -1,0 +1,150 @@
+import { cp, mkdtemp, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { parse, stringify } from 'yaml';
+import { redis } from '../../harness/index.js';
+import { startDev, until, type Dev } from './dev-process.js';
+import { trainExamples } from './stack.js';
+
+interface Status {
+  phase?: string;
+  url?: string;
+  replicas?: number;
+  conditions?: Array<{ type: string; status: string; reason: string; message: string }>;
+}
+
+/**
+ * Scale to zero and back in standalone mode (`tollgate dev`): an idle model's MLServer is stopped
+ * after its idle window, and the next calls are held by the gateway, together, while one starts;
+ * past the activation timeout a held call gets 503 model_scaling_up.
+ */
+describe('scaling to and from zero (standalone)', () => {
+  let work: string;
+  let state: string;
+  let dev: Dev | undefined;
+  let key: string;
+  const request = () => readFile(path.join(work, 'requests', 'model-iris.json'));
+  const status = async (name: string): Promise<Status> =>
+    (parse(await readFile(path.join(state, 'models', `${name}.yaml`), 'utf8')) as { status?: Status })
+      .status ?? {};
+  const ready = (s: Status) => s.conditions?.find((c) => c.type === 'Ready');
+  const infer = async (model: string) =>
+    fetch(`${dev?.base ?? ''}/v2/models/${model}/infer`, {
+      method: 'POST',
+      headers: { authorization: `Apikey ${key}`, 'content-type': 'application/json' },
+      body: await request(),
+    });
+  const manifest = (name: string, scaling: Record<string, number>) =>
+    writeFile(
+      path.join(state, 'models', `${name}.yaml`),
+      stringify({
+        apiVersion: 'tollgate.dev/v1alpha1',
+        kind: 'Model',
+        metadata: { name },
+        spec: { storageUri: `file://${path.join(work, name)}`, scaling },
+      }),
+    );
+  const alive = (url: string) =>
+    fetch(`${url}/v2/health/live`, { signal: AbortSignal.timeout(1_000) }).then(
+      () => true,
+      () => false,
+    );
+
+  beforeAll(async () => {
+    const r = await redis();
+    work = await trainExamples(['iris']);
+    state = await mkdtemp(path.join(tmpdir(), 'tollgate-scaling-'));
+    await mkdir(path.join(state, 'models'));
+    await manifest('model-iris', { minReplicas: 0, idleSeconds: 5, scaleDownSeconds: 0 });
+    dev = await startDev(state, r.url);
+    key = await dev.key(['models:inference']);
+  }, 300_000);
+
+  afterAll(async () => {
+    await dev?.stop();
+    for (const dir of [state, work]) if (dir !== undefined) await rm(dir, { recursive: true, force: true });
+  });
+
+  test('an idle model goes to zero; calls at zero wait together for one start, and are answered', async () => {
+    const up = await until('model-iris serving', async () => {
+      const s = await status('model-iris');
+      return s.phase === 'Ready' && s.url ? s : undefined;
+    });
+    expect((await infer('model-iris')).status).toBe(200);
+    const url = up.url ?? '';
+    expect(await alive(url)).toBe(true);
+
+    const asleep = await until(
+      'model-iris scaled to zero',
+      async () => {
+        const s = await status('model-iris');
+        return ready(s)?.reason === 'ScaledToZero' ? s : undefined;
+      },
+      60_000,
+    );
+    expect(asleep.phase).toBe('Ready');
+    expect(asleep.replicas).toBe(0);
+    expect(ready(asleep)?.message).toBe(
+      'no replica after a while without calls; the next call waits while one starts',
+    );
+    await until('its MLServer stopped', async () => ((await alive(url)) ? undefined : true), 30_000);
+
+    const before = (dev?.log().match(/model woke up/g) ?? []).length;
+    const started = performance.now();
+    const answers = await Promise.all(Array.from({ length: 8 }, () => infer('model-iris')));
+    const coldStartMs = performance.now() - started;
+    process.stdout.write(`standalone cold start from zero: ${Math.round(coldStartMs)} ms\n`);
+    expect(answers.map((a) => a.status)).toEqual(Array.from({ length: 8 }, () => 200));
+    const bodies = (await Promise.all(answers.map((a) => a.json()))) as Array<{ model_name: string }>;
+    expect(bodies.every((b) => b.model_name === 'model-iris')).toBe(true);
+    // Eight calls, one wake-up: they waited together.
+    expect((dev?.log().match(/model woke up/g) ?? []).length - before).toBe(1);
+    const awake = await status('model-iris');
+    expect([awake.phase, awake.replicas, ready(awake)?.reason]).toEqual(['Ready', 1, 'Ready']);
+  }, 180_000);
+
+  test('a call held past the activation timeout gets 503 model_scaling_up with Retry-After; the start goes on', async () => {
+    // A process of its own (the annotation) takes seconds to start: longer than this model's wait.
+    // The same estimator, under its own name.
+    const folder = path.join(work, 'model-iris-slow');
+    await cp(path.join(work, 'model-iris'), folder, { recursive: true });
+    const settings = JSON.parse(await readFile(path.join(folder, 'model-settings.json'), 'utf8')) as {
+      name: string;
+    };
+    await writeFile(
+      path.join(folder, 'model-settings.json'),
+      JSON.stringify({ ...settings, name: 'model-iris-slow' }),
+    );
+    await writeFile(
+      path.join(state, 'models', 'model-iris-slow.yaml'),
+      stringify({
+        apiVersion: 'tollgate.dev/v1alpha1',
+        kind: 'Model',
+        metadata: { name: 'model-iris-slow', annotations: { 'tollgate.dev/runtime': 'own' } },
+        spec: {
+          storageUri: `file://${folder}`,
+          scaling: { minReplicas: 0, idleSeconds: 5, scaleDownSeconds: 0, activationTimeoutSeconds: 1 },
+        },
+      }),
+    );
+    await until(
+      'model-iris-slow at zero',
+      async () => (ready(await status('model-iris-slow'))?.reason === 'ScaledToZero' ? true : undefined),
+      90_000,
+    );
+    const held = await infer('model-iris-slow');
+    expect(held.status).toBe(503);
+    expect(held.headers.get('retry-after')).toBe('5');
+    expect(await held.json()).toEqual({
+      code: 'model_scaling_up',
+      error:
+        "model 'model-iris-slow' is starting a replica (it was scaled to zero) and none was ready within 1 s; retry shortly",
+    });
+    // The wake-up stands: the replica comes, and a later call is answered.
+    await until(
+      'model-iris-slow answers',
+      async () => ((await infer('model-iris-slow')).status === 200 ? true : undefined),
+      60_000,
+    );
+  }, 180_000);
+});

@@ -17,11 +17,13 @@ import {
   storageSecret,
 } from '../test/cluster/support.js';
 import { load, fmt } from './inference.js';
+import { lifecycle } from './lifecycle.js';
 
 /**
  * Tollgate on the test cluster: the time from `kubectl apply` of a Model to its first answer
  * through the gateway, then V2 inference on that model through the gateway's NodePort Service
  * against the MLServer pod called directly (both from the host, over the node's veth), in one run.
+ * Then the model lifecycle (bench/lifecycle.ts): canary shift, autoscaling, cold start from zero.
  * Starts the cluster (and installs the chart) itself and removes it at the end.
  */
 const MODEL = 'model-iris';
@@ -65,6 +67,7 @@ export async function run(): Promise<void> {
     console.log(`MLServer pod directly              ${fmt(direct)}`);
     console.log(`through the gateway (NodePort)     ${fmt(through)}`);
     console.log(`throughput ratio gateway/direct ${(through.rps / direct.rps).toFixed(3)}`);
+    await lifecycle(t, iris, NS, auth);
     await iris.close();
     await t.cleanup();
   } finally {

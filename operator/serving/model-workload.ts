@@ -27,6 +27,7 @@ const METRICS_PORT = 8082;
 /** The injected sidecar's health, readiness and metrics port (operator/webhook/inject.ts). */
 export const SIDECAR_OPERATIONS_PORT = 15021;
 const RUN_AS = 1000;
+const PRESTOP_SECONDS = 5;
 
 export interface WorkloadOptions {
   /** The Tollgate image (entrypoint `tollgate`) that runs `tollgate pull` in the init container. */
@@ -134,9 +135,11 @@ export function modelDeployment(plan: RuntimePlan, opts: WorkloadOptions): V1Dep
             { name: 'grpc', containerPort: GRPC_PORT, protocol: 'TCP' },
             { name: 'metrics', containerPort: METRICS_PORT, protocol: 'TCP' },
           ],
+          // Probed every second: a replica started for a held call (scale from zero) takes calls
+          // as soon as it answers, not up to a probe period later.
           readinessProbe: {
             httpGet: { path: `/v2/models/${name}/ready`, port: 'http' },
-            periodSeconds: 5,
+            periodSeconds: 1,
             failureThreshold: 3,
           },
           livenessProbe: {
@@ -147,9 +150,12 @@ export function modelDeployment(plan: RuntimePlan, opts: WorkloadOptions): V1Dep
           // Loading a large model can take minutes; liveness starts counting once the server is up.
           startupProbe: {
             httpGet: { path: '/v2/health/live', port: 'http' },
-            periodSeconds: 5,
-            failureThreshold: 60,
+            periodSeconds: 1,
+            failureThreshold: 300,
           },
+          // A replica going away (scale-down, rollout) leaves the Service's endpoints first and
+          // keeps answering the calls already sent to it while kube-proxy catches up.
+          lifecycle: { preStop: { sleep: { seconds: PRESTOP_SECONDS } } },
           resources: containerResources(model),
           volumeMounts: [
             { name: 'models', mountPath: MODELS_DIR, readOnly: true },

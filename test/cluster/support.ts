@@ -350,3 +350,59 @@ export function modelDoc(name: string, ns: string, storageUri: string): unknown 
 export const irisInfer = (rows: number[][]): unknown => ({
   inputs: [{ name: 'features', shape: [rows.length, 4], datatype: 'FP64', data: rows.flat() }],
 });
+
+/** A Model with versions "1" and "2" from s3://<bucket>/<prefix>/<version>, small requests (one node). */
+export function versionedModelDoc(
+  name: string,
+  ns: string,
+  bucket: string,
+  prefix: string,
+  spec: Record<string, unknown> = {},
+): unknown {
+  return {
+    apiVersion: 'tollgate.dev/v1alpha1',
+    kind: 'Model',
+    metadata: { name, namespace: ns },
+    spec: {
+      credentials: { secretName: 'minio' },
+      resources: { requests: { cpu: '50m', memory: '256Mi' } },
+      versions: ['1', '2'].map((v) => ({ name: v, storageUri: `s3://${bucket}/${prefix}/${v}` })),
+      ...spec,
+    },
+  };
+}
+
+/** A Model the autoscaler runs: one replica per call in flight, up to three, to zero when idle. */
+export function scaledModelDoc(name: string, ns: string, storageUri: string): unknown {
+  return {
+    apiVersion: 'tollgate.dev/v1alpha1',
+    kind: 'Model',
+    metadata: { name, namespace: ns },
+    spec: {
+      storageUri,
+      credentials: { secretName: 'minio' },
+      resources: { requests: { cpu: '50m', memory: '256Mi' } },
+      scaling: { minReplicas: 0, maxReplicas: 3, targetInFlight: 1, idleSeconds: 15, scaleDownSeconds: 10 },
+    },
+  };
+}
+
+/** A Deployment's desired and ready replicas (0, 0 when it does not exist). */
+export async function deploymentReplicas(
+  t: Installed,
+  ns: string,
+  name: string,
+): Promise<{ want: number; ready: number }> {
+  const out = await t.kubectl('-n', ns, 'get', 'deployment', name, '-o', 'json', '--ignore-not-found');
+  if (out.trim() === '') return { want: 0, ready: 0 };
+  const d = JSON.parse(out) as { spec?: { replicas?: number }; status?: { readyReplicas?: number } };
+  return { want: d.spec?.replicas ?? 0, ready: d.status?.readyReplicas ?? 0 };
+}
+
+/** The names of the pods with this label selector. */
+export async function podNames(t: Installed, ns: string, selector: string): Promise<string[]> {
+  return (await t.kubectl('-n', ns, 'get', 'pods', '-l', selector, '-o', 'name'))
+    .trim()
+    .split('\n')
+    .filter((l) => l !== '');
+}

@@ -9,6 +9,7 @@ import {
   call,
   callHost,
   createKey,
+  deploymentReplicas,
   eventually,
   INGRESS_HOST,
   installTollgate,
@@ -16,9 +17,12 @@ import {
   irisModel,
   modelDoc,
   NAMESPACE,
+  podNames,
   readyPodIps,
   RELEASE,
+  scaledModelDoc,
   storageSecret,
+  versionedModelDoc,
   type Installed,
   type IrisModel,
 } from './support.js';
@@ -174,21 +178,7 @@ describe('versions on the cluster', () => {
   interface Versioned {
     status?: { defaultVersion?: string; versions?: Array<{ name: string; phase: string; traffic?: number }> };
   }
-  const doc = (spec: Record<string, unknown>) => ({
-    apiVersion: 'tollgate.dev/v1alpha1',
-    kind: 'Model',
-    metadata: { name: NAME, namespace: MODELS_NS },
-    spec: {
-      credentials: { secretName: 'minio' },
-      // Small requests: both versions' pods share the one node with everything else.
-      resources: { requests: { cpu: '50m', memory: '256Mi' } },
-      versions: [
-        { name: '1', storageUri: `s3://${BUCKET}/ver/1` },
-        { name: '2', storageUri: `s3://${BUCKET}/ver/2` },
-      ],
-      ...spec,
-    },
-  });
+  const doc = (spec: Record<string, unknown>) => versionedModelDoc(NAME, MODELS_NS, BUCKET, 'ver', spec);
   const read = async () =>
     JSON.parse(await t.kubectl('-n', MODELS_NS, 'get', 'model', NAME, '-o', 'json')) as Versioned;
 
@@ -244,32 +234,16 @@ describe('versions on the cluster', () => {
         detail: JSON.stringify(r.body),
       };
     });
-    const settles = async (what: string, want: string[], tail = 30): Promise<void> => {
-      const mark = load.mark();
-      await eventually(
-        what,
-        async () => {
-          const seen = load.since(mark);
-          const last = seen.slice(-tail);
-          return seen.length >= tail &&
-            want.every((v) => seen.includes(v)) &&
-            last.every((v) => want.includes(v))
-            ? true
-            : undefined;
-        },
-        120_000,
-      );
-    };
     const patch = (spec: unknown) =>
       t.kubectl('-n', MODELS_NS, 'patch', 'model', NAME, '--type=merge', '-p', JSON.stringify({ spec }));
     try {
-      await settles('steady on version 1', ['1']);
+      await load.settles(['1']);
       await patch({ traffic: [{ version: '2', percent: 50 }] });
-      await settles('half on version 2', ['1', '2'], 100);
+      await load.settles(['1', '2'], 100);
       await patch({ defaultVersion: '2', traffic: null });
-      await settles('promoted: all on version 2', ['2']);
+      await load.settles(['2']);
       await patch({ defaultVersion: '1' });
-      await settles('rolled back: all on version 1', ['1']);
+      await load.settles(['1']);
       // Removing version 2: out of the routes at once, its pods drain, then go.
       await patch({ versions: [{ name: '1', storageUri: `s3://${BUCKET}/ver/1` }] });
       await eventually('version 2 draining', async () =>
@@ -294,7 +268,7 @@ describe('versions on the cluster', () => {
             : undefined,
         120_000,
       );
-      await settles('still on version 1', ['1']);
+      await load.settles(['1']);
     } finally {
       const tally = await load.stop();
       process.stderr.write(`versions under load on the cluster: ${JSON.stringify(tally)}\n`);
@@ -317,6 +291,89 @@ describe('versions on the cluster', () => {
       (err: Error) => err.message,
     );
     expect(over).toMatch(/percent/);
+    await t.kubectl('-n', MODELS_NS, 'delete', 'model', NAME, '--wait=true');
+  });
+});
+
+describe('autoscaling on the cluster', () => {
+  const NAME = 'model-auto';
+  const replicasOf = () => deploymentReplicas(t, MODELS_NS, NAME);
+  const podsOf = () => podNames(t, MODELS_NS, `tollgate.dev/model=${NAME}`);
+
+  it('scales up under load, down when the load drops, to zero when idle, and back on the next call, losing no call', async () => {
+    await iris.upload(BUCKET, 'auto/1', NAME);
+    await applyDoc(t.c, scaledModelDoc(NAME, MODELS_NS, `s3://${BUCKET}/auto/1`));
+    const { key } = await createKey(t, 'sam', { module: 'platform', roles: ['models:inference'] });
+    const auth = { authorization: `Apikey ${key}` };
+    const one = irisInfer([iris.expected.rows[0]!]);
+    const infer = () => call(`${t.gateway}/v2/models/${NAME}/infer`, { headers: auth, body: one });
+    await eventually(
+      'first answer',
+      async () => ((await infer()).status === 200 ? true : undefined),
+      300_000,
+    );
+
+    // Four clients calling back to back keep about four calls in flight: one replica each, up to three.
+    const heavy = steadyLoad(async () => {
+      const r = await infer();
+      return { status: r.status, label: '', detail: JSON.stringify(r.body) };
+    }, 4);
+    let light: ReturnType<typeof steadyLoad> | undefined;
+    const loadStarted = Date.now();
+    try {
+      await eventually(
+        'three replicas ready under load',
+        async () => ((await replicasOf()).ready === 3 ? true : undefined),
+        180_000,
+      );
+      times['autoscaling: load to 3 ready replicas'] = Date.now() - loadStarted;
+      const heavyTally = await heavy.stop();
+      // One client with pauses: under one call in flight, so back to one replica, calls going on
+      // while the other two go away.
+      light = steadyLoad(async () => {
+        const r = await infer();
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        return { status: r.status, label: '', detail: JSON.stringify(r.body) };
+      }, 1);
+      const dropped = Date.now();
+      await eventually(
+        'down to one replica',
+        async () => ((await replicasOf()).want === 1 && (await podsOf()).length === 1 ? true : undefined),
+        180_000,
+      );
+      times['autoscaling: load drop to one replica left (window 10 s, preStop 5 s)'] = Date.now() - dropped;
+      const lightTally = await light.stop();
+      light = undefined;
+      process.stderr.write(
+        `autoscaling on the cluster: heavy ${JSON.stringify(heavyTally)} light ${JSON.stringify(lightTally)}\n`,
+      );
+      expect([...heavyTally.failures, ...lightTally.failures]).toEqual([]);
+      expect(heavyTally.total).toBeGreaterThan(100);
+    } finally {
+      await heavy.stop();
+      await light?.stop();
+    }
+
+    // Idle: to zero, no pod left, and the status says why.
+    const idle = Date.now();
+    await eventually(
+      'scaled to zero',
+      async () => ((await podsOf()).length === 0 && (await replicasOf()).want === 0 ? true : undefined),
+      120_000,
+    );
+    times['autoscaling: last call to no pod (idle 15 s, preStop 5 s)'] = Date.now() - idle;
+    const status = JSON.parse(await t.kubectl('-n', MODELS_NS, 'get', 'model', NAME, '-o', 'json')) as {
+      status?: { phase?: string; conditions?: Array<{ type: string; reason: string }> };
+    };
+    expect(status.status?.phase).toBe('Ready');
+    expect(status.status?.conditions?.find((c) => c.type === 'Ready')?.reason).toBe('ScaledToZero');
+
+    // Cold start: calls at zero are held by the gateway and answered once a replica is ready.
+    const cold = Date.now();
+    const answers = await Promise.all(Array.from({ length: 5 }, () => infer()));
+    times['cold start from zero: first call to its answer'] = Date.now() - cold;
+    expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 200, 200]);
+    expect((await podsOf()).length).toBe(1);
     await t.kubectl('-n', MODELS_NS, 'delete', 'model', NAME, '--wait=true');
   });
 });

@@ -18,6 +18,11 @@ export interface SteadyLoad {
   /** Labels of the successes since `mark()`, in order. */
   since(mark: number): string[];
   mark(): number;
+  /**
+   * Resolves (with the milliseconds it took) once the successes from now on hold every label of
+   * `want` and the last `tail` of them hold no other; rejects after `timeoutMs`.
+   */
+  settles(want: string[], tail?: number, timeoutMs?: number): Promise<number>;
   stop(): Promise<LoadTally>;
 }
 
@@ -59,6 +64,21 @@ export function steadyLoad(
     tally: copy,
     mark: () => labels.length,
     since: (mark) => labels.slice(mark),
+    settles: async (want, tail = 30, timeoutMs = 120_000) => {
+      const mark = labels.length;
+      const started = Date.now();
+      for (;;) {
+        const seen = labels.slice(mark);
+        const last = seen.slice(-tail);
+        if (seen.length >= tail && want.every((v) => seen.includes(v)) && last.every((v) => want.includes(v)))
+          return Date.now() - started;
+        if (Date.now() - started > timeoutMs)
+          throw new Error(
+            `answers did not settle on ${want.join(', ')} in ${timeoutMs / 1000} s: ${JSON.stringify(t)}`,
+          );
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    },
     stop: async () => {
       running = false;
       await Promise.all(workers);

@@ -6,22 +6,11 @@ import { promisify } from 'node:util';
 import { parse } from 'yaml';
 import { freePort, minio, redis, venv } from '../../harness/index.js';
 import { predictInProcess, ROOT, s3Env, trainExamples, uploadFolder } from './stack.js';
+import { until } from './dev-process.js';
 
 const run = promisify(execFile);
 const TSX = path.join(ROOT, 'node_modules/tsx/dist/cli.mjs');
 const CLI = path.join(ROOT, 'cli/main.ts');
-
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 180_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe().catch(() => undefined);
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs / 1000} s`);
-    await sleep(250);
-  }
-}
 
 /** A V2 readiness endpoint that answers 200. */
 const readyAt = async (url: string): Promise<boolean> => {

@@ -155,30 +155,13 @@ describe('model versions (standalone)', () => {
         res.status === 200 ? String((JSON.parse(text) as { model_version?: string }).model_version) : '';
       return { status: res.status, label: version, detail: text };
     });
-    /** Waits until the answers since now hold `want` (each label in it, and nothing else in the last `tail`). */
-    const settles = async (what: string, want: string[], tail = 30): Promise<void> => {
-      const mark = load.mark();
-      await until(
-        what,
-        async () => {
-          const seen = load.since(mark);
-          const last = seen.slice(-tail);
-          return seen.length >= tail &&
-            want.every((v) => seen.includes(v)) &&
-            last.every((v) => want.includes(v))
-            ? true
-            : undefined;
-        },
-        60_000,
-      );
-    };
     try {
-      await settles('steady on version 1', ['1']);
+      await load.settles(['1']);
       // Canary: version 2 takes half of the unversioned calls.
       expect(
         (await putSpec({ versions: versions(['1', '2']), traffic: [{ version: '2', percent: 50 }] })).status,
       ).toBe(200);
-      await settles('half on version 2', ['1', '2'], 200);
+      await load.settles(['1', '2'], 200);
       await until(
         'status shows the split',
         async () => {
@@ -189,10 +172,10 @@ describe('model versions (standalone)', () => {
       );
       // Promotion: version 2 is the default and takes every call.
       expect((await putSpec({ versions: versions(['1', '2']), defaultVersion: '2' })).status).toBe(200);
-      await settles('all on version 2', ['2']);
+      await load.settles(['2']);
       // Rollback: back to version 1.
       expect((await putSpec({ versions: versions(['1', '2']), defaultVersion: '1' })).status).toBe(200);
-      await settles('all on version 1 again', ['1']);
+      await load.settles(['1']);
     } finally {
       const tally = await load.stop();
       process.stdout.write(`versions: ${JSON.stringify(tally)}\n`);

@@ -66,6 +66,8 @@ const ENDPOINTS =
 interface VersionWanted {
   version: string | undefined;
   split: boolean;
+  /** false: a version at zero is not woken (readiness: it serves, once a call comes). */
+  wake?: boolean;
 }
 
 /** The runtime chosen for a call. */
@@ -281,12 +283,13 @@ export function createV2Handler(
     }
     const audience = route.route.grantAudience;
     let chosen = await chooseVersion(model, route, want);
-    if (chosen.cold === true) chosen = await warmed(model, chosen.name);
+    if (chosen.cold === true && want.wake !== false) chosen = await warmed(model, chosen.name);
     return {
       origin: chosen.origin,
       basePath: chosen.basePath,
       ...(audience === undefined ? {} : { grantAudience: audience }),
       ...(chosen.name === undefined ? {} : { version: chosen.name }),
+      ...(chosen.cold === true ? { cold: true } : {}),
     };
   }
 
@@ -406,7 +409,10 @@ export function createV2Handler(
     version: string | undefined,
     requestId: string,
   ): Promise<void> {
-    const { grant, runtime } = await authorised(req, model, { version, split: false });
+    const { grant, runtime } = await authorised(req, model, { version, split: false, wake: false });
+    // At zero it is ready all the same: a call is held while a replica starts.
+    if (runtime.cold === true)
+      return sendJson(res, 200, { name: model, ...(version === undefined ? {} : { version }), ready: true });
     let status = 503;
     try {
       const answer = await s.upstreams.idempotent(runtime.origin).request({
@@ -688,10 +694,48 @@ export function workflowInference(
   const suffix = `/v2/models/${model}/infer${path.query}`;
   const { origin, path: upstreamPath } = target.proxy;
   if (!upstreamPath.endsWith(suffix)) return undefined;
-  const runtime: RuntimeAddress = {
+  const routed: RuntimeAddress = {
     origin,
     basePath: upstreamPath.slice(0, -suffix.length),
     ...(target.grantAudience === undefined ? {} : { grantAudience: target.grantAudience }),
   };
-  return infer(s, s.metadata, req, res, { model, runtime, grant, requestId, query: path.query });
+  return (async () => {
+    const runtime = await workflowRuntime(s, model, routed);
+    return infer(s, s.metadata, req, res, { model, runtime, grant, requestId, query: path.query });
+  })();
+}
+
+/**
+ * Where a workflow's call to its model goes: where /v2 would send it. The workflow route names the
+ * model's main runtime; a model with versions takes the traffic split, and one at zero is held
+ * until a replica is ready (the activation wait of the gateway's default).
+ */
+async function workflowRuntime(
+  s: GatewayServices,
+  model: string,
+  routed: RuntimeAddress,
+): Promise<RuntimeAddress> {
+  const audience = routed.grantAudience === undefined ? {} : { grantAudience: routed.grantAudience };
+  const warm = (route: ResolvedRoute | null): RuntimeAddress | undefined => {
+    if (route === null) return undefined;
+    if (route.versions === undefined)
+      return route.route.cold === true
+        ? undefined
+        : { origin: route.origin, basePath: route.basePath, ...audience };
+    const v = splitTraffic(route.versions.filter((x) => x.cold !== true));
+    return v === undefined
+      ? undefined
+      : { origin: v.origin, basePath: v.basePath, version: v.name, ...audience };
+  };
+  const route = await s.routes.model(model);
+  if (route === null || (route.versions === undefined && route.route.cold !== true)) return routed;
+  const now = warm(route);
+  if (now !== undefined) return now;
+  await s.activator.hold(
+    model,
+    '',
+    DEFAULT_ACTIVATION_MS,
+    async () => warm(await s.routes.model(model)) !== undefined,
+  );
+  return warm(await s.routes.model(model)) ?? routed;
 }

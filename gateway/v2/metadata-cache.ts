@@ -16,6 +16,8 @@ export interface RuntimeAddress {
   grantAudience?: string;
   /** The version it serves, for a model with versions. */
   version?: string;
+  /** No replica is ready (scaled to zero): nothing answers at this address yet. */
+  cold?: boolean;
 }
 
 /** A model's metadata, parsed for the validator and as the runtime sent it, for GET /v2/models/<m>. */

@@ -29,8 +29,8 @@ export interface Dev {
   base: string;
   /** What the process printed, the last 200 kB. */
   log(): string;
-  /** A platform key with these roles, created through the management API with a local token. */
-  key(roles: string[]): Promise<string>;
+  /** A key (platform by default) with these roles, created through the management API as user vera. */
+  key(roles: string[], module?: 'platform' | 'bda'): Promise<string>;
   stop(): Promise<void>;
 }
 
@@ -52,14 +52,14 @@ export async function startDev(state: string, redisUrl: string): Promise<Dev> {
   return {
     base,
     log: () => output,
-    async key(roles) {
+    async key(roles, module = 'platform') {
       const token = (
         await run(process.execPath, [TSX, CLI, 'token', '--user', 'vera'], { env })
       ).stdout.trim();
       const created = await fetch(`${base}/api/v1/apikeys`, {
         method: 'POST',
         headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ module: 'platform', roles, name: 'dev test' }),
+        body: JSON.stringify({ module, roles, name: 'dev test' }),
       });
       if (created.status !== 201)
         throw new Error(`key not created: ${created.status} ${await created.text()}`);

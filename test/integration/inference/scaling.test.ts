@@ -40,8 +40,9 @@ describe('scaling to and from zero (standalone)', () => {
       stringify({
         apiVersion: 'tollgate.dev/v1alpha1',
         kind: 'Model',
-        metadata: { name },
-        spec: { storageUri: `file://${path.join(work, name)}`, scaling },
+        // Owned by vera and serving her workflow wf-scale, so her bda keys may call it.
+        metadata: { name, annotations: { 'tollgate.dev/owner': 'vera' } },
+        spec: { storageUri: `file://${path.join(work, name)}`, workflow: 'wf-scale', scaling },
       }),
     );
   const alive = (url: string) =>
@@ -90,6 +91,12 @@ describe('scaling to and from zero (standalone)', () => {
     await until('its MLServer stopped', async () => ((await alive(url)) ? undefined : true), 30_000);
 
     const before = (dev?.log().match(/model woke up/g) ?? []).length;
+    // Ready at zero (a call would be answered), and asking does not wake it.
+    const probe = await fetch(`${dev?.base ?? ''}/v2/models/model-iris/ready`, {
+      headers: { authorization: `Apikey ${key}` },
+    });
+    expect([probe.status, await probe.json()]).toEqual([200, { name: 'model-iris', ready: true }]);
+    expect((await status('model-iris')).replicas).toBe(0);
     const started = performance.now();
     const answers = await Promise.all(Array.from({ length: 8 }, () => infer('model-iris')));
     const coldStartMs = performance.now() - started;
@@ -102,6 +109,22 @@ describe('scaling to and from zero (standalone)', () => {
     const awake = await status('model-iris');
     expect([awake.phase, awake.replicas, ready(awake)?.reason]).toEqual(['Ready', 1, 'Ready']);
   }, 180_000);
+
+  test('a workflow’s call to its model at zero is held the same way', async () => {
+    await until(
+      'model-iris at zero again',
+      async () => (ready(await status('model-iris'))?.reason === 'ScaledToZero' ? true : undefined),
+      60_000,
+    );
+    const bda = await dev?.key(['wf-scale'], 'bda');
+    const res = await fetch(`${dev?.base ?? ''}/events/bda/wf-scale/model-iris/v2/models/model-iris/infer`, {
+      method: 'POST',
+      headers: { authorization: `Apikey ${bda ?? ''}`, 'content-type': 'application/json' },
+      body: await request(),
+    });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({ model_name: 'model-iris' });
+  }, 120_000);
 
   test('a call held past the activation timeout gets 503 model_scaling_up with Retry-After; the start goes on', async () => {
     // A process of its own (the annotation) takes seconds to start: longer than this model's wait.

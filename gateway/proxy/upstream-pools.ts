@@ -30,12 +30,11 @@ export class UpstreamPools {
   }
 
   /**
-   * The same pool for calls that may be sent twice: the gateway's own GETs to a runtime (readiness,
-   * metadata) and V2 inference, which changes nothing (a model answers the same call the same
-   * way). Sent once more, on a new connection, when a kept-alive one was closed by the other side
-   * just as it was reused (a race every keep-alive client has, and what a replica going away under
-   * load looks like), so that race never reads as "not ready" or "unreachable". Proxied REST calls
-   * do not go through it: the caller's request is sent once.
+   * The same pool for the gateway's own idempotent GETs to a runtime (readiness, metadata): sent
+   * once more, on a new connection, when a kept-alive one was closed by the other side just as it
+   * was reused (a race every keep-alive client has), so that race never reads as "not ready" or
+   * "unreachable". Proxied calls do not go through it: the caller's request is sent once (V2
+   * inference retries by hand, see gateway/v2/handler.ts).
    */
   idempotent(origin: string): Dispatcher {
     let dispatcher = this.retrying.get(origin);
@@ -43,7 +42,7 @@ export class UpstreamPools {
       dispatcher = this.get(origin).compose(
         interceptors.retry({
           maxRetries: 1,
-          methods: ['GET', 'POST'],
+          methods: ['GET'],
           errorCodes: ['UND_ERR_SOCKET', 'ECONNRESET', 'EPIPE'],
           // Answers are the caller's to judge: no retry on a status.
           statusCodes: [],

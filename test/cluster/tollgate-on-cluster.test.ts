@@ -2,7 +2,8 @@
 // images built from the repository's Dockerfiles), a model pulled from MinIO by the init
 // container and served by MLServer, keys, a workflow Service, and the faults a cluster has.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { clusterMinio } from '../harness/index.js';
+import { clusterMinio, prometheus } from '../harness/index.js';
+import { panelsWithoutSeries } from '../harness/dashboard.js';
 import { steadyLoad } from '../harness/steady-load.js';
 import {
   applyDoc,
@@ -170,6 +171,47 @@ describe('a model from object storage', () => {
     );
     expect(pods.trim()).toBe('');
     await t.kubectl('-n', MODELS_NS, 'delete', 'model', 'model-bad', '--wait=true');
+  });
+});
+
+describe('the dashboard against the cluster', () => {
+  it('has series for every panel from a real Prometheus scraping the gateway and model pods', async () => {
+    const gateways = await readyPodIps(t, NAMESPACE, 'app.kubernetes.io/component=gateway');
+    const runtimes = await readyPodIps(t, MODELS_NS, `tollgate.dev/model=${MODEL}`);
+    expect([gateways.length, runtimes.length]).toEqual([2, 1]);
+    // Where the pods' prometheus.io annotations point: the gateway's port, MLServer's metrics port.
+    const prom = await prometheus('cluster-dashboard', [
+      ...gateways.map((ip) => `http://${ip}:8080/metrics`),
+      ...runtimes.map((ip) => `http://${ip}:8082/metrics`),
+    ]);
+    const { key } = await createKey(t, 'alice', { module: 'platform', roles: ['models:inference'] });
+    const { key: bda } = await createKey(t, 'alice', { module: 'bda', roles: ['fraud'] });
+    const infer = (body: unknown) =>
+      call(`${t.gateway}/v2/models/${MODEL}/infer`, { headers: { authorization: `Apikey ${key}` }, body });
+    const workflow = (k: string) =>
+      call(`${t.gateway}/events/bda/fraud/${MODEL}/v2/models/${MODEL}/infer`, {
+        headers: { authorization: `Apikey ${k}` },
+        body: irisInfer(iris.expected.rows),
+      });
+    const { panels, empty } = await panelsWithoutSeries(
+      prom.url,
+      async () => {
+        for (let i = 0; i < 5; i++) expect((await infer(irisInfer(iris.expected.rows))).status).toBe(200);
+        expect(
+          (await infer({ inputs: [{ name: 'features', datatype: 'FP64', shape: [2, 4], data: [1, 2, 3] }] }))
+            .status,
+        ).toBe(400);
+        expect(
+          (await infer({ ...(irisInfer(iris.expected.rows) as object), outputs: [{ name: 'scores' }] }))
+            .status,
+        ).toBe(400);
+        expect((await workflow(bda)).status).toBe(200);
+        expect((await workflow('tgb_not-a-key')).status).toBe(401);
+      },
+      120_000,
+    );
+    expect(panels).toBeGreaterThanOrEqual(10);
+    expect(empty).toEqual([]);
   });
 });
 

@@ -36,6 +36,7 @@ import {
   desiredStatus,
   invalidVersionsStatus,
   sameStatus,
+  type DrainingVersion,
   type Observation,
   type VersionResult,
 } from './model-status.js';
@@ -188,8 +189,8 @@ export class ModelReconciler implements Reconciler {
       }
       results.push({ version, obs });
     }
-    await this.syncRoutes(model, results);
-    const draining = await this.drain(ref, results);
+    const serving = await this.syncRoutes(model, results);
+    const draining = await this.drain(ref, results, serving);
     await this.writeStatus(model, (m, now) => desiredStatus(m, results, draining.versions, now));
     const wrong = results.some((r) => r.obs.kind !== 'settings' || !r.obs.check.ok);
     const next = Math.min(wrong ? RECHECK_MS : Infinity, draining.nextMs);
@@ -198,19 +199,25 @@ export class ModelReconciler implements Reconciler {
 
   /**
    * Workloads of versions no longer in the spec: out of the routes already (syncRoutes ran), they
-   * keep running for the drain window so the calls they were given finish, then go.
+   * keep running for the drain window so the calls they were given finish, then go. While no
+   * version of the spec serves yet (a Model just given versions), they still take the calls and
+   * wait: the drain begins once the new ones serve.
    */
   private async drain(
     ref: ResourceRef,
     results: VersionResult[],
-  ): Promise<{ versions: string[]; nextMs: number }> {
-    const wanted = new Set(results.map((r) => r.version.workload));
-    const versions: string[] = [];
+    serving: boolean,
+  ): Promise<{ versions: DrainingVersion[]; nextMs: number }> {
+    const versions: DrainingVersion[] = [];
     let nextMs = Infinity;
     const now = Date.now();
-    for (const workload of this.deps.runtime.workloads(ref)) {
-      if (wanted.has(workload)) continue;
+    for (const workload of this.staleWorkloads(ref, results)) {
+      const name = workload === ref.name ? '' : workload.slice(ref.name.length + 1);
       const key = refKey({ namespace: ref.namespace, name: workload });
+      if (!serving) {
+        versions.push({ name, serving: true });
+        continue;
+      }
       const since = this.draining.get(key) ?? now;
       this.draining.set(key, since);
       const left = since + this.drainMs - now;
@@ -219,10 +226,16 @@ export class ModelReconciler implements Reconciler {
         this.draining.delete(key);
         continue;
       }
-      versions.push(workload === ref.name ? '' : workload.slice(ref.name.length + 1));
+      versions.push({ name, serving: false });
       nextMs = Math.min(nextMs, left);
     }
     return { versions, nextMs };
+  }
+
+  /** The Model's workloads that serve no version of its spec (removed versions, or the unnamed one). */
+  private staleWorkloads(ref: ResourceRef, results: VersionResult[]): string[] {
+    const wanted = new Set(results.map((r) => r.version.workload));
+    return this.deps.runtime.workloads(ref).filter((w) => !wanted.has(w));
   }
 
   private plan(model: Model, version: ServedVersion, check: Extract<FolderCheck, { ok: true }>): RuntimePlan {
@@ -280,7 +293,7 @@ export class ModelReconciler implements Reconciler {
    * the ready version with most traffic), and a versioned Model lists each ready version with the
    * share of unversioned inference calls it takes. One Redis value, so a shift is atomic.
    */
-  private async syncRoutes(model: Model, results: VersionResult[]): Promise<void> {
+  private async syncRoutes(model: Model, results: VersionResult[]): Promise<boolean> {
     const ref = { namespace: model.metadata.namespace ?? 'default', name: model.metadata.name };
     const key = refKey(ref);
     const workflow = model.spec.workflow;
@@ -305,9 +318,11 @@ export class ModelReconciler implements Reconciler {
       ready.find((r) => r.version.isDefault && !r.cold) ??
       [...ready].sort((a, b) => Number(a.cold) - Number(b.cold) || b.version.percent - a.version.percent)[0];
     if (main === undefined) {
+      // Nothing of the spec serves yet, but a replaced workload does: its route stays until then.
+      if (this.staleWorkloads(ref, results).length > 0 && this.routed.get(key)?.keys.length) return false;
       await this.removeRoutes(ref, workflow);
       this.routed.set(key, { workflow, keys: [] });
-      return;
+      return false;
     }
     // The workflow's owner, as the models platform API records it (`tollgate.dev/owner`, checked
     // there to own the workflow): without it the workflow would stop counting as its owner's.
@@ -337,6 +352,7 @@ export class ModelReconciler implements Reconciler {
     ];
     for (const k of keys) await this.deps.routes.put(k, route);
     this.routed.set(key, { workflow, keys });
+    return true;
   }
 
   /** The route keys this controller currently holds. */

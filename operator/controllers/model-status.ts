@@ -17,6 +17,12 @@ export type Observation =
 
 type Cond = Omit<ModelCondition, 'lastTransitionTime' | 'observedGeneration'>;
 
+/** A workload of a version no longer in the spec; `serving` while nothing of the spec serves yet. */
+export interface DrainingVersion {
+  name: string;
+  serving: boolean;
+}
+
 /** One version of the Model and what was observed of it. */
 export interface VersionResult {
   version: ServedVersion;
@@ -154,7 +160,7 @@ export function invalidVersionsStatus(model: Model, message: string, now: Date):
 export function desiredStatus(
   model: Model,
   results: VersionResult[],
-  draining: string[],
+  draining: DrainingVersion[],
   now: Date,
 ): ModelStatus {
   const main = results.find((r) => r.version.isDefault) ?? results[0];
@@ -181,11 +187,13 @@ export function desiredStatus(
         ...(e.fields.url === undefined ? {} : { url: e.fields.url }),
         message: e.phase === 'Failed' && e.settings.status === 'False' ? e.settings.message : e.ready.message,
       })),
-      ...draining.map((name) => ({
-        name,
+      ...draining.map((d) => ({
+        name: d.name,
         phase: 'Draining' as const,
         traffic: 0,
-        message: 'removed from spec.versions: takes no new calls, and goes once its calls are done',
+        message: d.serving
+          ? 'replaced: still takes the calls until a version of spec.versions is ready, then drains'
+          : 'removed from spec.versions: takes no new calls, and goes once its calls are done',
       })),
     ];
   }

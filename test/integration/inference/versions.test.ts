@@ -241,6 +241,56 @@ describe('model versions (standalone)', () => {
     }
   }, 180_000);
 
+  test('a model given versions goes on answering from its old runtime until the new version is ready', async () => {
+    // model-conv: the iris estimator under its own name, first without versions.
+    const folder = path.join(work, 'conv');
+    await cp(path.join(work, 'model-iris'), folder, { recursive: true });
+    const settingsFile = path.join(folder, 'model-settings.json');
+    const settings = JSON.parse(await readFile(settingsFile, 'utf8')) as Record<string, unknown>;
+    await writeFile(settingsFile, JSON.stringify({ ...settings, name: 'model-conv' }));
+    const created = await call(
+      'POST',
+      '/events/platform/api/v1/models',
+      JSON.stringify({ metadata: { name: 'model-conv' }, spec: { storageUri: `file://${folder}` } }),
+    );
+    expect(created.status).toBe(201);
+    await until('model-conv ready', async () =>
+      (await status('model-conv')).phase === 'Ready' ? true : undefined,
+    );
+    const body = await request();
+    const load = steadyLoad(async () => {
+      const res = await call('POST', '/v2/models/model-conv/infer', body);
+      const text = await res.text();
+      const version =
+        res.status === 200
+          ? String((JSON.parse(text) as { model_version?: string }).model_version ?? '')
+          : '';
+      return { status: res.status, label: version, detail: text };
+    });
+    try {
+      await load.settles(['']);
+      const edited = await call(
+        'PUT',
+        '/events/platform/api/v1/models/model-conv',
+        JSON.stringify({ spec: { versions: [{ name: '1', storageUri: `file://${folder}` }] } }),
+      );
+      expect(edited.status).toBe(200);
+      await load.settles(['1'], 30, 120_000);
+      await until(
+        'the unnamed runtime gone',
+        async () => {
+          const s = await status('model-conv');
+          return s.versions?.map((v) => `${v.name}:${v.phase}`).join(',') === '1:Ready' ? true : undefined;
+        },
+        60_000,
+      );
+    } finally {
+      const tally = await load.stop();
+      expect(tally.failures).toEqual([]);
+      expect(tally.byLabel['1']).toBeGreaterThan(0);
+    }
+  }, 240_000);
+
   test('a hand-written manifest that breaks the rules gets a status saying what to fix', async () => {
     await writeFile(
       path.join(state, 'models', 'model-odd.yaml'),

@@ -139,7 +139,7 @@ describe('Model status', () => {
         { version: v2, obs: { kind: 'settings', check: ok, runtime: runtime(2) } },
         { version: v3, obs: broken },
       ],
-      ['0'],
+      [{ name: '0', serving: false }],
       t0,
     );
     expect(s).toMatchObject({ phase: 'Ready', defaultVersion: '2', readyReplicas: 2 });

@@ -68,6 +68,8 @@ export const routeSchema = z.object({
    * waits at the gateway while one starts, instead of being refused.
    */
   cold: z.boolean().optional(),
+  /** With `cold`: how long a held call waits for a replica (spec.scaling.activationTimeoutSeconds). */
+  activationTimeoutSeconds: z.int().min(1).max(600).optional(),
 });
 export type Route = z.infer<typeof routeSchema>;
 

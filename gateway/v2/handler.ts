@@ -14,6 +14,7 @@ import type { ModelDirectory, ModelInfo } from './model-directory.js';
 import { readBody } from './read-body.js';
 import { runtimeError, runtimeUnreachable } from './runtime-errors.js';
 import { validateInferRequest } from './validate-infer.js';
+import { SCALING_DEFAULTS } from '../../common/resources/model-scaling.js';
 import { decodeBinaryRequest, encodeBinaryResponse, type BinaryOutputs } from './binary-tensors.js';
 import { noteRefusal } from '../auth/refusals.js';
 import { countedUpstream, withSignedGrant } from '../auth/signed-grant.js';
@@ -78,8 +79,9 @@ interface Chosen {
   cold?: boolean;
 }
 
-/** How long a call waits for a model at zero whose Model does not say (spec.scaling.activationTimeoutSeconds). */
-const DEFAULT_ACTIVATION_MS = 60_000;
+/** How long a held call waits for a replica: the Model's, which its route carries. */
+const activationTimeoutMs = (route: ResolvedRoute | null): number =>
+  (route?.route.activationTimeoutSeconds ?? SCALING_DEFAULTS.activationTimeoutSeconds) * 1000;
 
 interface ModelVersionState {
   name: string;
@@ -335,7 +337,7 @@ export function createV2Handler(
       if (version === undefined) return route.route.cold === true ? undefined : route;
       return route.versions?.find((v) => v.name === version && v.cold !== true);
     };
-    const timeoutMs = (await models.find(model))?.activationTimeoutMs ?? DEFAULT_ACTIVATION_MS;
+    const timeoutMs = activationTimeoutMs(await placement.modelRoute(model));
     await s.activator.hold(model, version ?? '', timeoutMs, async () => (await warmNow()) !== undefined);
     const chosen = await warmNow();
     // Ready a moment ago and gone again (scaled back down, or the route rewritten): once more.
@@ -723,7 +725,7 @@ export function workflowInference(
 /**
  * Where a workflow's call to its model goes: where /v2 would send it. The workflow route names the
  * model's main runtime; a model with versions takes the traffic split, and one at zero is held
- * until a replica is ready (the activation wait of the gateway's default).
+ * until a replica is ready.
  */
 async function workflowRuntime(
   s: GatewayServices,
@@ -749,7 +751,7 @@ async function workflowRuntime(
   await s.activator.hold(
     model,
     '',
-    DEFAULT_ACTIVATION_MS,
+    activationTimeoutMs(route),
     async () => warm(await s.routes.model(model)) !== undefined,
   );
   return warm(await s.routes.model(model)) ?? routed;

@@ -9,7 +9,6 @@ import {
   type Model,
   type ModelSpec,
 } from '../../common/resources/model.js';
-import { scalingOf } from '../../common/resources/model-scaling.js';
 
 /**
  * The Model resources as the gateway's V2 endpoints need them: whether a model exists and its
@@ -21,18 +20,12 @@ export interface ModelInfo {
   workflow: string | undefined;
   /** The names of spec.versions; undefined for a model with one unnamed version. */
   versions?: string[];
-  /** How long a call may wait for a version at zero to start a replica. */
-  activationTimeoutMs?: number;
 }
 
-const infoOf = (spec: ModelSpec | undefined): ModelInfo => {
-  const policy = spec === undefined ? undefined : scalingOf(spec);
-  return {
-    workflow: spec?.workflow,
-    ...(spec?.versions === undefined ? {} : { versions: spec.versions.map((v) => v.name) }),
-    ...(policy === undefined ? {} : { activationTimeoutMs: policy.activationTimeoutMs }),
-  };
-};
+const infoOf = (spec: ModelSpec | undefined): ModelInfo => ({
+  workflow: spec?.workflow,
+  ...(spec?.versions === undefined ? {} : { versions: spec.versions.map((v) => v.name) }),
+});
 
 export interface ModelDirectory {
   find(name: string): Promise<ModelInfo | undefined>;

@@ -88,6 +88,7 @@ export interface ModelControllerDeps {
 /** Where the replicas of an autoscaled version come from; its decisions enqueue the Model. */
 export interface ReplicaScaler extends OwnedSource {
   replicasFor(model: Model, version: ServedVersion): number;
+  noteStarting(model: Model, version: ServedVersion): void;
   forget(ref: ResourceRef): void;
 }
 
@@ -184,6 +185,8 @@ export class ModelReconciler implements Reconciler {
         const plan = this.plan(model, version, obs.check);
         obs.runtime = await runtime.apply(plan);
         obs.cold = plan.replicas === 0 && scalingOf(model.spec)?.minReplicas === 0;
+        if (plan.replicas > 0 && obs.runtime.readyReplicas === 0)
+          this.deps.scaler?.noteStarting(model, version);
       } else {
         await runtime.remove({ namespace: ref.namespace, name: version.workload });
       }
@@ -303,7 +306,8 @@ export class ModelReconciler implements Reconciler {
     }
     // A version scaled to zero stays routed, marked cold: the gateway holds its calls while the
     // autoscaler starts a replica.
-    const waits = scalingOf(model.spec)?.minReplicas === 0;
+    const policy = scalingOf(model.spec);
+    const waits = policy?.minReplicas === 0;
     const ready = results.flatMap((r) => {
       if (r.obs.kind !== 'settings' || r.obs.runtime === undefined) return [];
       const { runtime } = r.obs;
@@ -335,6 +339,9 @@ export class ModelReconciler implements Reconciler {
       ...(owner ? { owner } : {}),
       ...(main.state.grantAudience === undefined ? {} : { grantAudience: main.state.grantAudience }),
       ...(main.cold ? { cold: true } : {}),
+      ...(waits && policy !== undefined
+        ? { activationTimeoutSeconds: Math.round(policy.activationTimeoutMs / 1000) }
+        : {}),
       ...(versioned
         ? {
             versions: ready.map((r) => ({

@@ -81,6 +81,16 @@ export class Autoscaler implements OwnedSource {
     return state.replicas;
   }
 
+  /**
+   * A version has replicas but none ready yet (a new Model, a wake-up, a restart): it is not idle
+   * while it starts, so the idle window counts from when it can answer.
+   */
+  noteStarting(model: Model, version: ServedVersion): void {
+    const state = this.states.get(this.keyOf(model, version));
+    if (state !== undefined)
+      this.states.set(this.keyOf(model, version), { ...state, lastActive: this.now() });
+  }
+
   /** Forgets a deleted Model's versions. */
   forget(ref: ResourceRef): void {
     const prefix = `${refKey(ref)}|`;

@@ -55,7 +55,7 @@ const RECHECK_MS = 30_000;
  * drops the route within a pub/sub message (or a 1 s missing-route cache), and the calls it was
  * already given finish.
  */
-export const DRAIN_MS = 15_000;
+const DRAIN_MS = 15_000;
 /** The address of a cold route entry whose runtime has none while at zero (a reserved name). */
 const NO_ADDRESS_YET = 'http://scaled-to-zero.invalid';
 /** Storage errors a user fixes (wrong bucket, missing secret): a condition, not a retry storm. */
@@ -79,8 +79,6 @@ export interface ModelControllerDeps {
   runtimeImage?: string;
   /** Where a Model's calls are checked when its spec does not say. */
   defaultGateway?: ModelGateway;
-  /** How long a removed version keeps running after it left the routes (default DRAIN_MS). */
-  drainMs?: number;
   /** Replicas of Models with spec.scaling (without it, such Models run their minimum). */
   scaler?: ReplicaScaler;
 }
@@ -107,7 +105,6 @@ export class ModelReconciler implements Reconciler {
   private readonly routed = new Map<string, { workflow: string | undefined; keys: string[] }>();
   /** Since when each removed version's workload (by namespace/workload) has been draining. */
   private readonly draining = new Map<string, number>();
-  private readonly drainMs: number;
   /** Workflows of Models deleted without the finalizer, to clean their routes. */
   private readonly tombstones = new Map<string, string | undefined>();
 
@@ -115,7 +112,6 @@ export class ModelReconciler implements Reconciler {
   readonly watches: Watches<Model>;
 
   constructor(private readonly deps: ModelControllerDeps) {
-    this.drainMs = deps.drainMs ?? DRAIN_MS;
     this.watches = {
       for: deps.models,
       onDeleted: (ref, gone) => this.noteDeleted(ref, gone),
@@ -223,7 +219,7 @@ export class ModelReconciler implements Reconciler {
       }
       const since = this.draining.get(key) ?? now;
       this.draining.set(key, since);
-      const left = since + this.drainMs - now;
+      const left = since + DRAIN_MS - now;
       if (left <= 0) {
         await this.deps.runtime.remove({ namespace: ref.namespace, name: workload });
         this.draining.delete(key);

@@ -102,7 +102,7 @@ export class Autoscaler implements OwnedSource {
   }
 
   /** One pass over every scaled Model: each gateway's fresh reports summed per version, then decided. */
-  tick(): Promise<void> {
+  private tick(): Promise<void> {
     this.ticking ??= this.evaluate()
       .catch((err: unknown) => this.opts.log.warn({ err }, 'autoscaler pass failed; trying again'))
       .finally(() => {

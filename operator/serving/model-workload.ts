@@ -136,11 +136,13 @@ export function modelDeployment(plan: RuntimePlan, opts: WorkloadOptions): V1Dep
             { name: 'metrics', containerPort: METRICS_PORT, protocol: 'TCP' },
           ],
           // Probed every second: a replica started for a held call (scale from zero) takes calls
-          // as soon as it answers, not up to a probe period later.
+          // as soon as it answers, not up to a probe period later. A replica busy with calls may
+          // answer a probe slowly: it leaves the Service only after about ten seconds of that.
           readinessProbe: {
             httpGet: { path: `/v2/models/${name}/ready`, port: 'http' },
             periodSeconds: 1,
-            failureThreshold: 3,
+            timeoutSeconds: 3,
+            failureThreshold: 10,
           },
           livenessProbe: {
             httpGet: { path: '/v2/health/live', port: 'http' },

@@ -575,7 +575,7 @@ async function answerInference(
       });
     // Inference changes nothing, so a call whose kept-alive connection was closed under it (a
     // replica going away) is sent once more, on a fresh one; one whose connection was refused (a
-    // Service between endpoints for a moment) again after short pauses. By hand rather than
+    // Service between endpoints for a moment) again after pauses. By hand rather than
     // undici's retry interceptor, which costs every call (a fifth of the throughput, measured).
     answer = await sendAgainOnConnectionLoss(send);
   } catch (err) {
@@ -599,8 +599,11 @@ async function answerInference(
 }
 
 const DROPPED_CONNECTION = new Set(['UND_ERR_SOCKET', 'ECONNRESET', 'EPIPE']);
-/** Pauses before each new try of a refused connection: under a second in all. */
-const REFUSED_PAUSES_MS = [50, 150, 300];
+/**
+ * Pauses before each new try of a refused connection, about 2.5 s in all: a Service whose only
+ * replica just became ready is refused until kube-proxy has its endpoint (a second or so).
+ */
+const REFUSED_PAUSES_MS = [50, 100, 200, 400, 800, 1000];
 
 async function sendAgainOnConnectionLoss<T>(send: () => Promise<T>): Promise<T> {
   let refused = 0;

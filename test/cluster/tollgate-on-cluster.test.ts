@@ -263,6 +263,13 @@ describe('versions on the cluster', () => {
       return r.status === 200 ? r : undefined;
     });
     expect(v2.body['model_version']).toBe('2');
+    await eventually('the default answers', async () => {
+      const r = await call(`${t.gateway}/v2/models/${NAME}/infer`, {
+        headers: auth,
+        body: irisInfer(iris.expected.rows),
+      });
+      return r.status === 200 ? r : undefined;
+    });
     expect((v2.body['outputs'] as Array<{ data: number[] }>)[0]!.data).toEqual(iris.expected.predictions);
 
     const load = steadyLoad(async () => {
@@ -276,8 +283,20 @@ describe('versions on the cluster', () => {
         detail: JSON.stringify(r.body),
       };
     });
-    const patch = (spec: unknown) =>
-      t.kubectl('-n', MODELS_NS, 'patch', 'model', NAME, '--type=merge', '-p', JSON.stringify({ spec }));
+    // Each edit is logged with its time, to place a failure (they carry theirs) among them.
+    const patch = (spec: unknown) => {
+      process.stderr.write(`${new Date().toISOString()} versions: patch ${JSON.stringify(spec)}\n`);
+      return t.kubectl(
+        '-n',
+        MODELS_NS,
+        'patch',
+        'model',
+        NAME,
+        '--type=merge',
+        '-p',
+        JSON.stringify({ spec }),
+      );
+    };
     try {
       await load.settles(['1']);
       await patch({ traffic: [{ version: '2', percent: 50 }] });

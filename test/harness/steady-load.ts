@@ -54,7 +54,7 @@ export function steadyLoad(
         t.byLabel[label] = (t.byLabel[label] ?? 0) + 1;
         labels.push(label);
       } else if (t.failures.length < 5) {
-        t.failures.push(`${status} ${detail}`.slice(0, 300));
+        t.failures.push(`${new Date().toISOString()} ${status} ${detail}`.slice(0, 300));
       }
     }
   };

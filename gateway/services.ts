@@ -80,7 +80,9 @@ function redisOptions(): RedisOptions {
     maxRetriesPerRequest: 0,
     commandTimeout: 1_000,
     connectTimeout: 2_000,
-    retryStrategy: (attempt) => Math.min(attempt * 50, 1_000),
+    // Tried again within a quarter second at most: after a Sentinel failover the new primary is
+    // found on the next attempt, so the wait between attempts is most of what a caller sees.
+    retryStrategy: (attempt) => Math.min(attempt * 50, 250),
     lazyConnect: false,
   };
 }
@@ -102,7 +104,15 @@ export async function createGatewayServices(
   redis.on('error', (err: Error) => log.warn({ err: err.message }, 'redis error'));
 
   const invalidation = new CacheInvalidation(subscriber, log, config.redisHeartbeatMs);
-  invalidation.watchIndex(() => redis.get(redisKeys.indexMarker));
+  invalidation.watchIndex(() =>
+    redis.get(redisKeys.indexMarker).catch((err: unknown) => {
+      // A primary cut off by the network never closes the socket, so the connection would stay
+      // "ready" and every command would time out until TCP gave up (minutes): a timed-out probe
+      // reconnects it, which (with Sentinel) asks for the current primary.
+      if (err instanceof Error && err.message === 'Command timed out') redis.disconnect(true);
+      throw err;
+    }),
+  );
   const metrics = new GatewayMetrics();
   metrics.trackCacheLive(() => invalidation.live);
   const roles = new RoleCatalogue({ resources: Object.keys(config.upstreams), roles: config.roles });

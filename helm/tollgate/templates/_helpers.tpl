@@ -77,8 +77,22 @@ default
       name: {{ include "tollgate.componentName" (dict "root" .root "component" "redis-url") }}
       key: url
 {{- else }}
-  value: {{ printf "redis://%s:6379" (include "tollgate.redisName" .root) | quote }}
+  value: {{ include "tollgate.bundledRedisUrl" .root | quote }}
 {{- end }}
+{{- end -}}
+
+{{/* The bundled Redis by its cluster DNS name(s): the one server, or the Sentinels of the HA set. */}}
+{{- define "tollgate.bundledRedisUrl" -}}
+{{- $name := include "tollgate.redisName" . -}}
+{{- if .Values.redis.sentinel.enabled -}}
+{{- $hosts := list -}}
+{{- range $i := until (int .Values.redis.sentinel.replicas) -}}
+{{- $hosts = append $hosts (printf "%s-%d.%s-headless.%s.svc.%s:26379" $name $i $name $.Release.Namespace $.Values.redis.sentinel.clusterDomain) -}}
+{{- end -}}
+{{- printf "redis+sentinel://%s/%s" (join "," $hosts) .Values.redis.sentinel.primaryName -}}
+{{- else -}}
+{{- printf "redis://%s.%s.svc:6379" $name .Release.Namespace -}}
+{{- end -}}
 {{- end -}}
 
 {{- define "tollgate.bundledRedis" -}}
@@ -110,7 +124,7 @@ prometheus.io/path: /metrics
 {{- if .Values.sidecar.redisUrl -}}
 {{ .Values.sidecar.redisUrl }}
 {{- else if (include "tollgate.bundledRedis" .) -}}
-{{ printf "redis://%s.%s.svc:6379" (include "tollgate.redisName" .) .Release.Namespace }}
+{{ include "tollgate.bundledRedisUrl" . }}
 {{- end -}}
 {{- end -}}
 
@@ -120,4 +134,20 @@ prometheus.io/path: /metrics
 
 {{- define "tollgate.grantKeySecret" -}}
 {{- include "tollgate.componentName" (dict "root" . "component" "grant-key") -}}
+{{- end -}}
+
+{{/* Who may reach the bundled Redis (NetworkPolicy ingress peers): this release's gateway and
+operator, the members of an HA set among themselves, and the guarded pods' sidecars, which read
+the key index from any namespace. */}}
+{{- define "tollgate.redisPeers" -}}
+- podSelector:
+    matchExpressions:
+      - { key: app.kubernetes.io/instance, operator: In, values: [{{ .Release.Name | quote }}] }
+      - { key: app.kubernetes.io/component, operator: In, values: [gateway, operator, redis] }
+{{- if .Values.sidecar.webhook.enabled }}
+- namespaceSelector: {}
+  podSelector:
+    matchLabels:
+      tollgate.dev/inject: "true"
+{{- end }}
 {{- end -}}

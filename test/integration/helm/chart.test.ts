@@ -136,7 +136,9 @@ describe('helm chart: lint and render', () => {
     expect(gw.image).toBe('tollgate/tollgate:0.1.0');
     expect(gw.readinessProbe?.httpGet?.path).toBe('/readyz');
     expect(gw.livenessProbe?.httpGet?.path).toBe('/healthz');
-    expect(envOf(gw, 'TOLLGATE_REDIS_URL')?.value).toBe('redis://t1-tollgate-redis:6379');
+    expect(envOf(gw, 'TOLLGATE_REDIS_URL')?.value).toBe(
+      'redis://t1-tollgate-redis.tollgate-chart-test.svc:6379',
+    );
     expect(envOf(gw, 'TOLLGATE_CONFIG')?.value).toBe('/etc/tollgate/gateway.yaml');
     expect(gateway.template.metadata.annotations).toMatchObject({
       'prometheus.io/scrape': 'true',
@@ -164,7 +166,7 @@ describe('helm chart: lint and render', () => {
       // Sidecars in other namespaces reach the bundled Redis by its full name.
       '--sidecar-redis-url=redis://t1-tollgate-redis.tollgate-chart-test.svc:6379',
     ]);
-    expect(envOf(op, 'REDIS_URL')?.value).toBe('redis://t1-tollgate-redis:6379');
+    expect(envOf(op, 'REDIS_URL')?.value).toBe('redis://t1-tollgate-redis.tollgate-chart-test.svc:6379');
     expect(envOf(op, 'TOLLGATE_IMAGE')?.value).toBe('tollgate/tollgate:0.1.0');
     expect(envOf(op, 'POD_NAMESPACE')).toEqual({
       name: 'POD_NAMESPACE',
@@ -398,6 +400,48 @@ describe('helm chart: lint and render', () => {
     }
   });
 
+  it('runs the bundled Redis as a primary, replicas and Sentinels, every client pointed at the Sentinels', async () => {
+    const { objects } = await render(['redis.sentinel.enabled=true']);
+    expect(objects.some((o) => o.kind === 'Deployment' && o.metadata.name === 't1-tollgate-redis')).toBe(
+      false,
+    );
+    const set = find(objects, 'StatefulSet', 't1-tollgate-redis').spec as {
+      replicas: number;
+      serviceName: string;
+      template: { spec: PodSpec };
+    };
+    expect(set.replicas).toBe(3);
+    expect(set.serviceName).toBe('t1-tollgate-redis-headless');
+    expect(set.template.spec.containers.map((c) => c.name)).toEqual(['redis', 'sentinel']);
+    // The members find each other by name before they are ready.
+    expect(find(objects, 'Service', 't1-tollgate-redis-headless').spec).toMatchObject({
+      clusterIP: 'None',
+      publishNotReadyAddresses: true,
+    });
+    const scripts = find(objects, 'ConfigMap', 't1-tollgate-redis-scripts').data ?? {};
+    expect(scripts['sentinel.sh']).toContain('sentinel monitor tollgate $primary 6379 2');
+    expect(scripts['sentinel.sh']).toContain('sentinel down-after-milliseconds tollgate 1500');
+    const sentinels = [0, 1, 2]
+      .map(
+        (i) =>
+          `t1-tollgate-redis-${i}.t1-tollgate-redis-headless.tollgate-chart-test.svc.cluster.local:26379`,
+      )
+      .join(',');
+    const url = `redis+sentinel://${sentinels}/tollgate`;
+    const gw = deployment(objects, 't1-tollgate-gateway').template.spec.containers[0] as Container;
+    const op = deployment(objects, 't1-tollgate-operator').template.spec.containers[0] as Container;
+    expect(envOf(gw, 'TOLLGATE_REDIS_URL')?.value).toBe(url);
+    expect(envOf(op, 'REDIS_URL')?.value).toBe(url);
+    expect(op.args).toContain(`--sidecar-redis-url=${url}`);
+    // Its NetworkPolicy lets the members talk among themselves, and the sidecars in.
+    const policy = JSON.stringify(find(objects, 'NetworkPolicy', 't1-tollgate-redis').spec);
+    expect(policy).toContain('"values":["gateway","operator","redis"]');
+    expect(policy).toContain('"tollgate.dev/inject":"true"');
+    await expect(render(['redis.sentinel.enabled=true', 'redis.sentinel.replicas=2'])).rejects.toThrow(
+      /sentinel\/replicas/,
+    );
+  });
+
   it('passes the operator its namespace and leader-election choices as flags', async () => {
     const { objects } = await render([
       'operator.leaderElection=false',
@@ -510,6 +554,7 @@ describe('helm chart: accepted by a real kube-apiserver', () => {
         'gateway.ingress.host=tollgate.example.test',
         'operator.replicas=2',
       ],
+      ['redis.sentinel.enabled=true'],
     ]) {
       const { yaml, objects } = await render(set, ['--include-crds']);
       const { stdout } = await kubectl(['apply', '--dry-run=server', '-o', 'name', '-f', '-'], yaml);

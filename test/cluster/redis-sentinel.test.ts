@@ -1,0 +1,300 @@
+// The chart's high-availability Redis on a real node: `redis.sentinel.enabled=true` runs a
+// primary, two replicas and three Sentinels (a StatefulSet of Redis + Sentinel pods), and the
+// gateways and the operator follow the Sentinels. Under a steady stream of calls through the
+// gateway Service, the primary's pod is killed: the outage is a short run of 503s, every key and
+// route is still there after it, and keys deleted before, during and after the failover are
+// refused by every gateway pod. A replica's pod killed is not seen at all.
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { setTimeout as sleep } from 'node:timers/promises';
+import {
+  applyDoc,
+  call,
+  createKey,
+  eventually,
+  installTollgate,
+  NAMESPACE,
+  readyPodIps,
+  RELEASE,
+  type Installed,
+} from './support.js';
+
+const NS = 'ha-team';
+const WORKFLOW = 'ledger';
+const SET = `${RELEASE}-redis`;
+const HEADLESS = `${SET}-headless`;
+const member = (i: number): string => `${SET}-${i}`;
+const fqdn = (pod: string): string => `${pod}.${HEADLESS}.${NAMESPACE}.svc.cluster.local`;
+const path = `/events/bda/${WORKFLOW}/echo/balance`;
+
+let t: Installed;
+let bda: { id: string; key: string };
+const figures: string[] = [];
+
+async function inPod(pod: string, container: string, ...command: string[]): Promise<string> {
+  return t.kubectl('-n', NAMESPACE, 'exec', pod, '-c', container, '--', ...command);
+}
+
+/** The primary's pod, as the Sentinel of `askPod` names it. */
+async function primaryPod(askPod: string): Promise<string> {
+  const out = await inPod(
+    askPod,
+    'sentinel',
+    'redis-cli',
+    '-p',
+    '26379',
+    '--raw',
+    'sentinel',
+    'get-master-addr-by-name',
+    'tollgate',
+  );
+  return out.trim().split('\n')[0]!.split('.')[0]!;
+}
+
+const callWith = (key: string, base = t.gateway) =>
+  call(`${base}${path}`, { headers: { authorization: `Apikey ${key}` } });
+
+/** Four clients calling the gateway Service until stopped; each answer with when it came. */
+function steadyCalls(key: string): {
+  stop: () => Promise<Array<{ at: number; status: number; code: string }>>;
+} {
+  const seen: Array<{ at: number; status: number; code: string }> = [];
+  let running = true;
+  const worker = async (): Promise<void> => {
+    while (running) {
+      const r = await callWith(key).catch((e: unknown) => ({
+        status: 0,
+        body: { code: e instanceof Error ? e.message : String(e) },
+      }));
+      seen.push({ at: Date.now(), status: r.status, code: String(r.body['code'] ?? '') });
+      await sleep(20);
+    }
+  };
+  const workers = Promise.all([worker(), worker(), worker(), worker()]);
+  return {
+    stop: async () => {
+      running = false;
+      await workers;
+      return seen;
+    },
+  };
+}
+
+async function deleteKey(id: string): Promise<void> {
+  // A client deleting during the failover retries a refusal, as it would any 503.
+  await eventually(
+    `delete key ${id}`,
+    async () => {
+      const r = await call(`${t.gateway}/api/v1/apikeys/${id}`, {
+        method: 'DELETE',
+        headers: { authorization: `Bearer ${await t.token('alice')}` },
+      });
+      return r.status === 204 || r.status === 404 ? true : undefined;
+    },
+    30_000,
+    200,
+  );
+}
+
+/** Every gateway pod refuses `key` as unknown. */
+async function refusedEverywhere(key: string): Promise<void> {
+  for (const ip of await readyPodIps(t, NAMESPACE, 'app.kubernetes.io/component=gateway')) {
+    const r = await callWith(key, `http://${ip}:8080`);
+    expect([ip, r.status, r.body['code']]).toEqual([ip, 401, 'unknown_api_key']);
+  }
+}
+
+beforeAll(async () => {
+  t = await installTollgate(['redis.sentinel.enabled=true']);
+  await t.kubectl('create', 'namespace', NS);
+  const echo = [
+    'import http.server, json',
+    'class H(http.server.BaseHTTPRequestHandler):',
+    '    def do_GET(self):',
+    '        body = json.dumps({"path": self.path}).encode()',
+    '        self.send_response(200); self.send_header("content-type", "application/json"); self.end_headers(); self.wfile.write(body)',
+    '    def log_message(self, *a): pass',
+    'http.server.ThreadingHTTPServer(("", 8000), H).serve_forever()',
+  ].join('\n');
+  await applyDoc(t.c, {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: { name: 'echo', namespace: NS },
+    spec: {
+      selector: { matchLabels: { app: 'echo' } },
+      template: {
+        metadata: { labels: { app: 'echo' } },
+        spec: {
+          containers: [
+            {
+              name: 'echo',
+              image: 'tollgate/mlserver:1.7.1',
+              command: ['python3', '-c', echo],
+              ports: [{ name: 'http', containerPort: 8000 }],
+              readinessProbe: { tcpSocket: { port: 8000 }, periodSeconds: 1 },
+            },
+          ],
+        },
+      },
+    },
+  });
+  await applyDoc(t.c, {
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: {
+      name: 'echo',
+      namespace: NS,
+      labels: {
+        'tollgate.dev/workflow': WORKFLOW,
+        'tollgate.dev/service': 'echo',
+        'tollgate.dev/owner': 'alice',
+      },
+    },
+    spec: { selector: { app: 'echo' }, ports: [{ name: 'http', port: 80, targetPort: 8000 }] },
+  });
+  await t.kubectl('-n', NS, 'rollout', 'status', 'deploy/echo', '--timeout=120s');
+  bda = await createKey(t, 'alice', { module: 'bda', roles: [WORKFLOW] });
+  await eventually('the workflow route', async () =>
+    (await callWith(bda.key)).status === 200 ? true : undefined,
+  );
+}, 900_000);
+
+afterAll(async () => {
+  await t?.cleanup(NS);
+  process.stderr.write(`redis sentinel on the cluster:\n  ${figures.join('\n  ')}\n`);
+});
+
+describe('the chart’s Redis with Sentinels', () => {
+  it('runs a primary, two replicas and three Sentinels that agree on it, and the gateway follows them', async () => {
+    const [first, second, third] = [member(0), member(1), member(2)];
+    const replication = await inPod(first!, 'redis', 'redis-cli', 'info', 'replication');
+    expect(replication).toMatch(/role:master/);
+    expect(replication).toMatch(/connected_slaves:2/);
+    for (const pod of [second!, third!]) {
+      const info = await inPod(pod, 'redis', 'redis-cli', 'info', 'replication');
+      expect(info).toMatch(/role:slave/);
+      expect(info).toContain(`master_host:${fqdn(first!)}`);
+    }
+    for (const pod of [first!, second!, third!]) {
+      expect(await primaryPod(pod)).toBe(first);
+      const known = await inPod(
+        pod,
+        'sentinel',
+        'redis-cli',
+        '-p',
+        '26379',
+        'sentinel',
+        'sentinels',
+        'tollgate',
+      );
+      // The two other Sentinels, each by its pod's name.
+      for (const other of [first!, second!, third!].filter((p) => p !== pod))
+        expect(known).toContain(fqdn(other));
+    }
+    const url = JSON.parse(
+      await t.kubectl(
+        '-n',
+        NAMESPACE,
+        'get',
+        'deploy',
+        `${RELEASE}-gateway`,
+        '-o',
+        'jsonpath={.spec.template.spec.containers[0].env}',
+      ),
+    ) as Array<{ name: string; value?: string }>;
+    expect(url.find((e) => e.name === 'TOLLGATE_REDIS_URL')?.value).toBe(
+      `redis+sentinel://${[0, 1, 2].map((i) => `${fqdn(member(i))}:26379`).join(',')}/tollgate`,
+    );
+    expect((await callWith(bda.key)).body['path']).toBe('/balance');
+  });
+
+  it('the primary’s pod killed under load: a short run of 503s, nothing lost, deleted keys refused everywhere', async () => {
+    const before = await createKey(t, 'alice', { module: 'bda', roles: [WORKFLOW] });
+    const during = await createKey(t, 'alice', { module: 'bda', roles: [WORKFLOW] });
+    const after = await createKey(t, 'alice', { module: 'bda', roles: [WORKFLOW] });
+    for (const k of [before, during, after]) expect((await callWith(k.key)).status).toBe(200);
+    const primary = await primaryPod(member(1));
+    const survivor = [member(0), member(1), member(2)].find((p) => p !== primary)!;
+
+    const load = steadyCalls(bda.key);
+    await sleep(1_000);
+    await deleteKey(before.id);
+    const killedAt = Date.now();
+    // Not a graceful shutdown: the pod is gone at once, as on a lost node.
+    await t.kubectl('-n', NAMESPACE, 'delete', 'pod', primary, '--grace-period=0', '--force');
+    await deleteKey(during.id);
+    const promoted = await eventually(
+      'a replica promoted',
+      async () => {
+        const now = await primaryPod(survivor);
+        return now !== primary ? now : undefined;
+      },
+      60_000,
+      250,
+    );
+    const promotedMs = Date.now() - killedAt;
+    await eventually(
+      'calls answered again',
+      async () => ((await callWith(bda.key)).status === 200 ? true : undefined),
+      60_000,
+      100,
+    );
+    await deleteKey(after.id);
+    await sleep(3_000);
+    const seen = await load.stop();
+
+    const failures = seen.filter((s) => s.status !== 200);
+    const outageMs = failures.length === 0 ? 0 : failures.at(-1)!.at - killedAt;
+    figures.push(
+      `primary ${primary} killed: ${promoted} promoted after ${(promotedMs / 1000).toFixed(1)} s; ` +
+        `${failures.length} of ${seen.length} calls refused, the last ${(outageMs / 1000).toFixed(1)} s after the kill`,
+    );
+    // Fail closed, saying "retry": never a 401 or 404 that would make a client drop its key.
+    const kinds = new Set(failures.map((f) => `${f.status} ${f.code}`));
+    for (const k of kinds) expect(k).toMatch(/^503 (redis_unavailable|index_rebuilding)$/);
+    expect(outageMs).toBeLessThan(5_000);
+    expect(seen.filter((s) => s.at > Date.now() - 2_000).every((s) => s.status === 200)).toBe(true);
+    // Nothing lost: the key and the route from before the kill work on every gateway pod.
+    for (const ip of await readyPodIps(t, NAMESPACE, 'app.kubernetes.io/component=gateway')) {
+      expect((await callWith(bda.key, `http://${ip}:8080`)).body['path']).toBe('/balance');
+    }
+    // Deleted before, during and after the failover: refused by every gateway pod.
+    for (const k of [before, during, after]) await refusedEverywhere(k.key);
+
+    // The killed member comes back as a replica of the new primary, under its old name.
+    await eventually(
+      `${primary} back as a replica`,
+      async () => {
+        const info = await inPod(primary, 'redis', 'redis-cli', 'info', 'replication');
+        return info.includes('role:slave') && info.includes(`master_host:${fqdn(promoted)}`)
+          ? true
+          : undefined;
+      },
+      120_000,
+      1_000,
+    );
+    await eventually(
+      'the new primary with two replicas',
+      async () =>
+        /connected_slaves:2/.test(await inPod(promoted, 'redis', 'redis-cli', 'info', 'replication'))
+          ? true
+          : undefined,
+      60_000,
+      1_000,
+    );
+  });
+
+  it('a replica’s pod killed under load: no call fails', async () => {
+    const primary = await primaryPod(member(0));
+    const replica = [member(0), member(1), member(2)].find((p) => p !== primary)!;
+    const load = steadyCalls(bda.key);
+    await sleep(1_000);
+    await t.kubectl('-n', NAMESPACE, 'delete', 'pod', replica, '--grace-period=0', '--force');
+    await sleep(5_000);
+    const seen = await load.stop();
+    figures.push(
+      `replica ${replica} killed: ${seen.filter((s) => s.status !== 200).length} of ${seen.length} calls refused`,
+    );
+    expect(seen.length).toBeGreaterThan(50);
+    expect(seen.filter((s) => s.status !== 200)).toEqual([]);
+  });
+});

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { isTollgateError } from '../../common/errors.js';
-import { formatSummary, pullFolder } from '../../operator/puller/pull.js';
+import { DEFAULT_CONCURRENCY, formatSummary, pullFolder } from '../../operator/puller/pull.js';
 import { openStore } from '../../operator/storage/open-store.js';
 
 /** `tollgate pull <storageUri> <dir>`: the model Deployment's init container. */
@@ -13,7 +13,7 @@ export function register(program: Command): void {
       's3://<bucket>/<folder> (AWS_* variables for credentials and endpoint) or file:///<path>',
     )
     .argument('<dir>', 'destination directory (created if missing)')
-    .option('-c, --concurrency <n>', 'parallel transfers', (v) => positiveInt(v, '--concurrency'), 16)
+    .option('-c, --concurrency <n>', 'parallel transfers', (v) => positiveInt(v, '--concurrency'), DEFAULT_CONCURRENCY)
     .option(
       '--part-size-mib <n>',
       'files larger than this are fetched in parallel ranges of this size',

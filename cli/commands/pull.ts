@@ -13,7 +13,12 @@ export function register(program: Command): void {
       's3://<bucket>/<folder> (AWS_* variables for credentials and endpoint) or file:///<path>',
     )
     .argument('<dir>', 'destination directory (created if missing)')
-    .option('-c, --concurrency <n>', 'parallel transfers', (v) => positiveInt(v, '--concurrency'), DEFAULT_CONCURRENCY)
+    .option(
+      '-c, --concurrency <n>',
+      'parallel transfers',
+      (v) => positiveInt(v, '--concurrency'),
+      DEFAULT_CONCURRENCY,
+    )
     .option(
       '--part-size-mib <n>',
       'files larger than this are fetched in parallel ranges of this size',

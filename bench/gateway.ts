@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execFile } from 'node:child_process';
@@ -31,8 +31,9 @@ import {
  *   (a) a tiny upstream on loopback, directly;
  *   (b) nginx (Debian nginx-light) proxying to it with a static `Apikey` check, keep-alive upstream;
  *   (c) the Tollgate gateway with a valid key (key check, route lookup, proxy).
- * Then latency at a fixed 1,000 req/s (bench/open-loop.ts, microseconds), and how long a second gateway process takes to refuse a key
- * deleted through the index writer. BENCH_WORKERS (default 1) sets nginx's worker_processes and
+ * Then both with the other worker count (1 and 2 processes, side by side), latency at a fixed
+ * 1,000 req/s (bench/open-loop.ts, microseconds), and how long a second gateway process takes to
+ * refuse a key deleted through the index writer. BENCH_WORKERS (default 1) sets nginx's worker_processes and
  * the gateway's Node cluster workers alike; BENCH_SECONDS (default 5) the length of each run and
  * BENCH_ROUNDS (default 3) how many interleaved rounds of throughput runs.
  */
@@ -106,9 +107,10 @@ http.createServer((req, res) => {
 }).listen(Number(process.env.PORT), '127.0.0.1');
 `;
 
-function nginxConfig(dir: string, port: number, upstreamPort: number, key: string): string {
+function nginxConfig(dir: string, port: number, upstreamPort: number, key: string, workers: number): string {
+  mkdirSync(dir, { recursive: true });
   const conf = `
-worker_processes ${WORKERS};
+worker_processes ${workers};
 daemon off;
 pid ${dir}/nginx.pid;
 error_log ${dir}/error.log warn;
@@ -195,16 +197,27 @@ async function revocationLatency(
 
 export async function run(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'tollgate-bench-'));
-  const [upstreamPort, nginxPort, redisPort, gatewayPort, secondPort, barePort, plainPort] =
-    (await Promise.all(Array.from({ length: 7 }, () => freePort()))) as [
-      number,
-      number,
-      number,
-      number,
-      number,
-      number,
-      number,
-    ];
+  const [
+    upstreamPort,
+    nginxPort,
+    redisPort,
+    gatewayPort,
+    secondPort,
+    barePort,
+    plainPort,
+    otherNginxPort,
+    otherGatewayPort,
+  ] = (await Promise.all(Array.from({ length: 9 }, () => freePort()))) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
   try {
     const upstreamProc = start('upstream', process.execPath, ['-e', UPSTREAM], {
       PORT: String(upstreamPort),
@@ -237,7 +250,7 @@ export async function run(): Promise<void> {
       '-p',
       dir,
       '-c',
-      nginxConfig(dir, nginxPort, upstreamPort, key),
+      nginxConfig(dir, nginxPort, upstreamPort, key, WORKERS),
     ]);
     const nginx = `http://127.0.0.1:${nginxPort}/`;
     await waitFor(nginx, auth);
@@ -343,6 +356,65 @@ export async function run(): Promise<void> {
         `gateway/direct ${(viaGateway.rps / direct.rps).toFixed(2)}, bare node proxy/nginx ${(viaBare.rps / viaNginx.rps).toFixed(2)}; ` +
         `CPU per request gateway/nginx ${(viaGateway.cpuUs / viaNginx.cpuUs).toFixed(2)} (target <= 2)`,
     );
+
+    // Worker scaling: the other worker count (2 when the run above used 1) of both, measured the
+    // same way, so one run shows how each grows with processes.
+    const otherWorkers = WORKERS === 1 ? 2 : 1;
+    const otherNginxProc = start('nginx, other workers', 'nginx', [
+      '-p',
+      join(dir, 'other'),
+      '-c',
+      nginxConfig(join(dir, 'other'), otherNginxPort, upstreamPort, key, otherWorkers),
+    ]);
+    const otherNginx = `http://127.0.0.1:${otherNginxPort}/`;
+    await waitFor(otherNginx, auth);
+    const otherGatewayProc = start(
+      'gateway, other workers',
+      process.execPath,
+      [cli, 'gateway', '--workers', String(otherWorkers)],
+      gatewayEnv(otherGatewayPort),
+    );
+    const otherGateway = `http://127.0.0.1:${otherGatewayPort}/events/bda/${workflow}/svc/`;
+    await waitFor(otherGateway, auth);
+    const scaled: Record<'nginx' | 'gateway', Record<number, Figures>> = {
+      nginx: { [WORKERS]: viaNginx },
+      gateway: { [WORKERS]: viaGateway },
+    };
+    for (const [name, url, proc] of [
+      ['nginx', otherNginx, otherNginxProc],
+      ['gateway', otherGateway, otherGatewayProc],
+    ] as const) {
+      await exec('wrk', [
+        '-t1',
+        `-c${CONNECTIONS}`,
+        '-d2s',
+        '-H',
+        `authorization: ${auth.authorization}`,
+        url,
+      ]);
+      const runs: Figures[] = [];
+      for (let round = 0; round < ROUNDS; round++) runs.push(await load(url, auth, pid(proc)));
+      scaled[name][otherWorkers] = median(runs);
+    }
+    console.log(
+      `workers (median of ${ROUNDS} runs each; ${cpus().length} CPUs shared with wrk and the upstream):`,
+    );
+    for (const name of ['nginx', 'gateway'] as const) {
+      const one = scaled[name][1] as Figures;
+      const two = scaled[name][2] as Figures;
+      console.log(
+        `  ${name.padEnd(8)} 1 worker ${Math.round(one.rps).toString().padStart(7)} req/s   2 workers ${Math.round(
+          two.rps,
+        )
+          .toString()
+          .padStart(7)} req/s   x${(two.rps / one.rps).toFixed(2)}`,
+      );
+    }
+    console.log(
+      `  gateway/nginx with 1 worker each ${((scaled.gateway[1] as Figures).rps / (scaled.nginx[1] as Figures).rps).toFixed(2)}, ` +
+        `with 2 each ${((scaled.gateway[2] as Figures).rps / (scaled.nginx[2] as Figures).rps).toFixed(2)}`,
+    );
+    await Promise.all([stop(otherNginxProc), stop(otherGatewayProc)]);
 
     console.log(
       `at a fixed 1,000 req/s (open loop, separate process, ${SECONDS} s after a 2 s warm-up; latency from hand-off to last byte):`,

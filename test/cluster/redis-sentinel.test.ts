@@ -7,9 +7,9 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
-  applyDoc,
   call,
   createKey,
+  echoWorkflowService,
   eventually,
   installTollgate,
   NAMESPACE,
@@ -106,52 +106,7 @@ async function refusedEverywhere(key: string): Promise<void> {
 beforeAll(async () => {
   t = await installTollgate(['redis.sentinel.enabled=true']);
   await t.kubectl('create', 'namespace', NS);
-  const echo = [
-    'import http.server, json',
-    'class H(http.server.BaseHTTPRequestHandler):',
-    '    def do_GET(self):',
-    '        body = json.dumps({"path": self.path}).encode()',
-    '        self.send_response(200); self.send_header("content-type", "application/json"); self.end_headers(); self.wfile.write(body)',
-    '    def log_message(self, *a): pass',
-    'http.server.ThreadingHTTPServer(("", 8000), H).serve_forever()',
-  ].join('\n');
-  await applyDoc(t.c, {
-    apiVersion: 'apps/v1',
-    kind: 'Deployment',
-    metadata: { name: 'echo', namespace: NS },
-    spec: {
-      selector: { matchLabels: { app: 'echo' } },
-      template: {
-        metadata: { labels: { app: 'echo' } },
-        spec: {
-          containers: [
-            {
-              name: 'echo',
-              image: 'tollgate/mlserver:1.7.1',
-              command: ['python3', '-c', echo],
-              ports: [{ name: 'http', containerPort: 8000 }],
-              readinessProbe: { tcpSocket: { port: 8000 }, periodSeconds: 1 },
-            },
-          ],
-        },
-      },
-    },
-  });
-  await applyDoc(t.c, {
-    apiVersion: 'v1',
-    kind: 'Service',
-    metadata: {
-      name: 'echo',
-      namespace: NS,
-      labels: {
-        'tollgate.dev/workflow': WORKFLOW,
-        'tollgate.dev/service': 'echo',
-        'tollgate.dev/owner': 'alice',
-      },
-    },
-    spec: { selector: { app: 'echo' }, ports: [{ name: 'http', port: 80, targetPort: 8000 }] },
-  });
-  await t.kubectl('-n', NS, 'rollout', 'status', 'deploy/echo', '--timeout=120s');
+  await echoWorkflowService(t, NS, 'echo', { workflow: WORKFLOW, service: 'echo', owner: 'alice' });
   bda = await createKey(t, 'alice', { module: 'bda', roles: [WORKFLOW] });
   await eventually('the workflow route', async () =>
     (await callWith(bda.key)).status === 200 ? true : undefined,

@@ -406,3 +406,62 @@ export async function podNames(t: Installed, ns: string, selector: string): Prom
     .split('\n')
     .filter((l) => l !== '');
 }
+
+/**
+ * A workflow service for calls to land on: a Deployment answering every GET with the path it got
+ * and the Authorization header it saw (the caller's key must never arrive), and its Service
+ * labelled as `workflow`'s `service`, owned by `owner`. Waits for the rollout.
+ */
+export async function echoWorkflowService(
+  t: Installed,
+  ns: string,
+  name: string,
+  labels: { workflow: string; service: string; owner: string },
+): Promise<void> {
+  const echo = [
+    'import http.server, json',
+    'class H(http.server.BaseHTTPRequestHandler):',
+    '    def do_GET(self):',
+    '        body = json.dumps({"path": self.path, "authorization": self.headers.get("authorization")}).encode()',
+    '        self.send_response(200); self.send_header("content-type", "application/json"); self.end_headers(); self.wfile.write(body)',
+    '    def log_message(self, *a): pass',
+    'http.server.ThreadingHTTPServer(("", 8000), H).serve_forever()',
+  ].join('\n');
+  await applyDoc(t.c, {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: { name, namespace: ns },
+    spec: {
+      selector: { matchLabels: { app: name } },
+      template: {
+        metadata: { labels: { app: name } },
+        spec: {
+          containers: [
+            {
+              name,
+              image: 'tollgate/mlserver:1.7.1',
+              command: ['python3', '-c', echo],
+              ports: [{ name: 'http', containerPort: 8000 }],
+              readinessProbe: { tcpSocket: { port: 8000 }, periodSeconds: 1 },
+            },
+          ],
+        },
+      },
+    },
+  });
+  await applyDoc(t.c, {
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: {
+      name,
+      namespace: ns,
+      labels: {
+        'tollgate.dev/workflow': labels.workflow,
+        'tollgate.dev/service': labels.service,
+        'tollgate.dev/owner': labels.owner,
+      },
+    },
+    spec: { selector: { app: name }, ports: [{ name: 'http', port: 80, targetPort: 8000 }] },
+  });
+  await t.kubectl('-n', ns, 'rollout', 'status', `deploy/${name}`, '--timeout=120s');
+}

@@ -11,6 +11,7 @@ import {
   callHost,
   createKey,
   deploymentReplicas,
+  echoWorkflowService,
   eventually,
   INGRESS_HOST,
   installTollgate,
@@ -545,51 +546,11 @@ describe('rolling a key on the cluster', () => {
 
 describe('a workflow Service', () => {
   beforeAll(async () => {
-    const echo = [
-      'import http.server, json',
-      'class H(http.server.BaseHTTPRequestHandler):',
-      '    def do_GET(self):',
-      '        body = json.dumps({"path": self.path, "authorization": self.headers.get("authorization")}).encode()',
-      '        self.send_response(200); self.send_header("content-type", "application/json"); self.end_headers(); self.wfile.write(body)',
-      'http.server.ThreadingHTTPServer(("", 8000), H).serve_forever()',
-    ].join('\n');
-    await applyDoc(t.c, {
-      apiVersion: 'apps/v1',
-      kind: 'Deployment',
-      metadata: { name: 'scorer', namespace: MODELS_NS },
-      spec: {
-        selector: { matchLabels: { app: 'scorer' } },
-        template: {
-          metadata: { labels: { app: 'scorer' } },
-          spec: {
-            containers: [
-              {
-                name: 'scorer',
-                image: 'tollgate/mlserver:1.7.1',
-                command: ['python3', '-c', echo],
-                ports: [{ name: 'http', containerPort: 8000 }],
-                readinessProbe: { tcpSocket: { port: 8000 }, periodSeconds: 1 },
-              },
-            ],
-          },
-        },
-      },
+    await echoWorkflowService(t, MODELS_NS, 'scorer', {
+      workflow: 'fraud',
+      service: 'scorer',
+      owner: 'alice',
     });
-    await applyDoc(t.c, {
-      apiVersion: 'v1',
-      kind: 'Service',
-      metadata: {
-        name: 'scorer',
-        namespace: MODELS_NS,
-        labels: {
-          'tollgate.dev/workflow': 'fraud',
-          'tollgate.dev/service': 'scorer',
-          'tollgate.dev/owner': 'alice',
-        },
-      },
-      spec: { selector: { app: 'scorer' }, ports: [{ name: 'http', port: 80, targetPort: 8000 }] },
-    });
-    await t.kubectl('-n', MODELS_NS, 'rollout', 'status', 'deploy/scorer', '--timeout=120s');
   });
 
   it('is reached with a bda key of its workflow, and not with a key of another workflow', async () => {

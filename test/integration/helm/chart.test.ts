@@ -413,6 +413,10 @@ describe('helm chart: lint and render', () => {
     expect(set.replicas).toBe(3);
     expect(set.serviceName).toBe('t1-tollgate-redis-headless');
     expect(set.template.spec.containers.map((c) => c.name)).toEqual(['redis', 'sentinel']);
+    // A drain takes one member at a time.
+    expect(find(objects, 'PodDisruptionBudget', 't1-tollgate-redis').spec).toMatchObject({
+      maxUnavailable: 1,
+    });
     // The members find each other by name before they are ready.
     expect(find(objects, 'Service', 't1-tollgate-redis-headless').spec).toMatchObject({
       clusterIP: 'None',

@@ -331,15 +331,11 @@ export function createV2Handler(
    * call is held while the operator starts one, then goes to it.
    */
   async function warmed(model: string, version: string | undefined, again = true): Promise<Chosen> {
-    const warmNow = async (): Promise<Chosen | undefined> => {
-      const route = await placement.modelRoute(model);
+    const chosen = await heldUntilWarm(s, placement.modelRoute, model, version ?? '', (route) => {
       if (route === null) return undefined;
       if (version === undefined) return route.route.cold === true ? undefined : route;
       return route.versions?.find((v) => v.name === version && v.cold !== true);
-    };
-    const timeoutMs = activationTimeoutMs(await placement.modelRoute(model));
-    await s.activator.hold(model, version ?? '', timeoutMs, async () => (await warmNow()) !== undefined);
-    const chosen = await warmNow();
+    });
     // Ready a moment ago and gone again (scaled back down, or the route rewritten): once more.
     if (chosen === undefined && again) return warmed(model, version, false);
     if (chosen === undefined) {
@@ -764,13 +760,22 @@ async function workflowRuntime(
   };
   const route = await s.routes.model(model);
   if (route === null || (route.versions === undefined && route.route.cold !== true)) return routed;
-  const now = warm(route);
-  if (now !== undefined) return now;
-  await s.activator.hold(
-    model,
-    '',
-    activationTimeoutMs(route),
-    async () => warm(await s.routes.model(model)) !== undefined,
-  );
-  return warm(await s.routes.model(model)) ?? routed;
+  return warm(route) ?? (await heldUntilWarm(s, (m) => s.routes.model(m), model, '', warm)) ?? routed;
+}
+
+/**
+ * Holds a call while the model (or one `version` of it, "" for any) is at zero, until `pick` finds
+ * a ready runtime in its route, then picks once more for this call (calls held together share the
+ * wait, not the choice: each draws its own version). Undefined if none is ready after all.
+ */
+async function heldUntilWarm<T>(
+  s: GatewayServices,
+  lookup: V2Placement['modelRoute'],
+  model: string,
+  version: string,
+  pick: (route: ResolvedRoute | null) => T | undefined,
+): Promise<T | undefined> {
+  const timeoutMs = activationTimeoutMs(await lookup(model));
+  await s.activator.hold(model, version, timeoutMs, async () => pick(await lookup(model)) !== undefined);
+  return pick(await lookup(model));
 }

@@ -1,8 +1,9 @@
 // What an outside review found at the data plane's edges, each fixed and held here: a client
-// trickling its request, a Redis flushed or restarted empty under a running gateway, and a frozen
-// Redis. Real gateway, real Redis (its own instance, flushed and paused here), real sockets.
+// trickling its request, a Redis flushed or restarted empty under a running gateway, a frozen
+// Redis, and one cut off by the network. Real gateway, real Redis (its own instance, flushed and
+// paused here, reached through a relay that can go silent), real sockets.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { connect, type Socket } from 'node:net';
+import { connect, createServer, type Server, type Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
 import { generateKey } from '../../../common/apikey/format.js';
@@ -215,6 +216,78 @@ describe('a frozen Redis', () => {
     await sleep(3_200);
     await eventuallyAnswer((a) => a.status === 200);
   }, 15_000);
+});
+
+/**
+ * A TCP relay to Redis that can cut the connections it holds without closing them, as a network
+ * partition does: the sockets stay open and bytes simply stop. Connections made after the cut
+ * pass.
+ */
+async function partitionableRelay(
+  target: URL,
+): Promise<{ url: string; cut(): void; close(): Promise<void> }> {
+  const pairs: Array<{ client: Socket; redis: Socket; cut: boolean }> = [];
+  const server: Server = createServer((client) => {
+    const pair = { client, redis: connect(Number(target.port), target.hostname), cut: false };
+    pairs.push(pair);
+    client.on('data', (d) => void (pair.cut || pair.redis.write(d)));
+    pair.redis.on('data', (d) => void (pair.cut || client.write(d)));
+    const end = (): void => {
+      client.destroy();
+      pair.redis.destroy();
+    };
+    client.on('close', end).on('error', end);
+    pair.redis.on('close', end).on('error', end);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    cut: () => {
+      for (const p of pairs) p.cut = true;
+    },
+    close: async () => {
+      for (const p of pairs) {
+        p.client.destroy();
+        p.redis.destroy();
+      }
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+describe('a Redis cut off by the network', () => {
+  it('fails closed, then reconnects on its own: a silent socket is not trusted for ever', async () => {
+    const relay = await partitionableRelay(new URL((await redis(TAG)).url));
+    const cutOff = await startGateway({ redisUrl: relay.url, redisHeartbeatMs: HEARTBEAT_MS });
+    try {
+      const call = () => send(cutOff.url, path, { headers: apikey(key) });
+      expect((await call()).status).toBe(200);
+      const cutAt = performance.now();
+      // Every open connection (commands and subscriber) goes silent; no FIN, no RST.
+      relay.cut();
+      let refused: Awaited<ReturnType<typeof send>> | undefined;
+      while (refused === undefined && performance.now() - cutAt < 3_000) {
+        const res = await call();
+        if (res.status !== 200) refused = res;
+      }
+      expect([refused?.status, refused?.json.code]).toEqual([503, 'redis_unavailable']);
+      // Without a reconnect the command connection would wait on its dead socket until TCP gave
+      // up (minutes): the timed-out probe replaces it, through the relay, which passes new ones.
+      let back: number | undefined;
+      while (back === undefined && performance.now() - cutAt < 10_000) {
+        if ((await call()).status === 200) back = performance.now() - cutAt;
+        else await sleep(50);
+      }
+      process.stderr.write(
+        `partitioned Redis: answering again ${((back ?? NaN) / 1000).toFixed(1)} s after the cut\n`,
+      );
+      expect(back).toBeLessThan(8_000);
+    } finally {
+      await cutOff.stop();
+      await relay.close();
+    }
+  }, 30_000);
 });
 
 async function eventuallyAnswer(

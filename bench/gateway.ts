@@ -83,6 +83,13 @@ async function load(url: string, headers: Record<string, string>, pid: number): 
   };
 }
 
+/** An unmeasured 2 s of the same load first: connections opened, caches filled, code compiled. */
+async function warmUp(url: string, headers: Record<string, string>): Promise<void> {
+  const args = ['-t1', `-c${CONNECTIONS}`, '-d2s'];
+  for (const [name, value] of Object.entries(headers)) args.push('-H', `${name}: ${value}`);
+  await exec('wrk', [...args, url]);
+}
+
 /**
  * For context, not a competitor: the floor of any Node proxy here, node:http in front of an undici
  * Pool with no checks at all. The gateway's distance to it is what its own work costs.
@@ -246,12 +253,9 @@ export async function run(): Promise<void> {
     await redis.set(redisKeys.indexMarker, new Date().toISOString());
     const auth = { authorization: `Apikey ${key}` };
 
-    const nginxProc = start('nginx', 'nginx', [
-      '-p',
-      dir,
-      '-c',
-      nginxConfig(dir, nginxPort, upstreamPort, key, WORKERS),
-    ]);
+    const startNginx = (name: string, prefix: string, port: number, workers: number) =>
+      start(name, 'nginx', ['-p', prefix, '-c', nginxConfig(prefix, port, upstreamPort, key, workers)]);
+    const nginxProc = startNginx('nginx', dir, nginxPort, WORKERS);
     const nginx = `http://127.0.0.1:${nginxPort}/`;
     await waitFor(nginx, auth);
     await waitFor(nginx, {}, 401);
@@ -264,27 +268,21 @@ export async function run(): Promise<void> {
       TOLLGATE_REDIS_URL: redisUrl,
     });
     const cli = CLI;
-    const gatewayProc = start(
-      'gateway',
-      process.execPath,
-      [cli, 'gateway', '--workers', String(WORKERS)],
-      gatewayEnv(gatewayPort),
-    );
+    const startGateway = (name: string, port: number, workers: number, env: NodeJS.ProcessEnv = {}) =>
+      start(name, process.execPath, [cli, 'gateway', '--workers', String(workers)], {
+        ...gatewayEnv(port),
+        ...env,
+      });
+    const gatewayProc = startGateway('gateway', gatewayPort, WORKERS);
     const gateway = `http://127.0.0.1:${gatewayPort}/events/bda/${workflow}/svc/`;
     await waitFor(gateway, auth);
     await waitFor(gateway, {}, 401);
 
     // The same gateway counting totals only: what usage over time (per minute, per hour, per
     // endpoint) costs is the distance between the two.
-    const plainProc = start(
-      'gateway, totals only',
-      process.execPath,
-      [cli, 'gateway', '--workers', String(WORKERS)],
-      {
-        ...gatewayEnv(plainPort),
-        TOLLGATE_USAGE_SERIES: 'false',
-      },
-    );
+    const plainProc = startGateway('gateway, totals only', plainPort, WORKERS, {
+      TOLLGATE_USAGE_SERIES: 'false',
+    });
     const plain = `http://127.0.0.1:${plainPort}/events/bda/${workflow}/svc/`;
     await waitFor(plain, auth);
 
@@ -317,14 +315,7 @@ export async function run(): Promise<void> {
       plain: [],
       bare: [],
     };
-    for (const { url, headers } of Object.values(targets))
-      await exec('wrk', [
-        '-t1',
-        `-c${CONNECTIONS}`,
-        '-d2s',
-        ...Object.entries(headers).flatMap(([n, v]) => ['-H', `${n}: ${v}`]),
-        url,
-      ]);
+    for (const { url, headers } of Object.values(targets)) await warmUp(url, headers);
     for (let round = 0; round < ROUNDS; round++) {
       for (const [name, { url, headers, pid: target }] of Object.entries(targets) as Array<
         [keyof typeof targets, (typeof targets)['direct']]
@@ -360,20 +351,15 @@ export async function run(): Promise<void> {
     // Worker scaling: the other worker count (2 when the run above used 1) of both, measured the
     // same way, so one run shows how each grows with processes.
     const otherWorkers = WORKERS === 1 ? 2 : 1;
-    const otherNginxProc = start('nginx, other workers', 'nginx', [
-      '-p',
+    const otherNginxProc = startNginx(
+      'nginx, other workers',
       join(dir, 'other'),
-      '-c',
-      nginxConfig(join(dir, 'other'), otherNginxPort, upstreamPort, key, otherWorkers),
-    ]);
+      otherNginxPort,
+      otherWorkers,
+    );
     const otherNginx = `http://127.0.0.1:${otherNginxPort}/`;
     await waitFor(otherNginx, auth);
-    const otherGatewayProc = start(
-      'gateway, other workers',
-      process.execPath,
-      [cli, 'gateway', '--workers', String(otherWorkers)],
-      gatewayEnv(otherGatewayPort),
-    );
+    const otherGatewayProc = startGateway('gateway, other workers', otherGatewayPort, otherWorkers);
     const otherGateway = `http://127.0.0.1:${otherGatewayPort}/events/bda/${workflow}/svc/`;
     await waitFor(otherGateway, auth);
     const scaled: Record<'nginx' | 'gateway', Record<number, Figures>> = {
@@ -384,14 +370,7 @@ export async function run(): Promise<void> {
       ['nginx', otherNginx, otherNginxProc],
       ['gateway', otherGateway, otherGatewayProc],
     ] as const) {
-      await exec('wrk', [
-        '-t1',
-        `-c${CONNECTIONS}`,
-        '-d2s',
-        '-H',
-        `authorization: ${auth.authorization}`,
-        url,
-      ]);
+      await warmUp(url, auth);
       const runs: Figures[] = [];
       for (let round = 0; round < ROUNDS; round++) runs.push(await load(url, auth, pid(proc)));
       scaled[name][otherWorkers] = median(runs);
@@ -424,7 +403,7 @@ export async function run(): Promise<void> {
     const fixed = await fixedRate(gateway, auth, 1000, gatewayProc.pid as number);
     console.log(`  tollgate gateway   ${fmtFixed(fixed)}   p99 < 2 ms: ${fixed.p99 < 2000 ? 'yes' : 'NO'}`);
 
-    const secondProc = start('second gateway', process.execPath, [cli, 'gateway'], gatewayEnv(secondPort));
+    const secondProc = startGateway('second gateway', secondPort, 1);
     await waitFor(`http://127.0.0.1:${secondPort}/events/bda/${workflow}/svc/`, auth);
     const samples = (await revocationLatency(redis, `http://127.0.0.1:${secondPort}`, workflow, 10)).sort(
       (a, b) => a - b,

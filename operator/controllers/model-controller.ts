@@ -188,8 +188,11 @@ export class ModelReconciler implements Reconciler {
       }
       results.push({ version, obs });
     }
-    const serving = await this.syncRoutes(model, results);
-    const draining = await this.drain(ref, results, serving);
+    // Workloads serving no version of the spec (removed versions, or the unnamed one replaced).
+    const wanted = new Set(results.map((r) => r.version.workload));
+    const stale = this.deps.runtime.workloads(ref).filter((w) => !wanted.has(w));
+    const serving = await this.syncRoutes(model, results, stale.length > 0);
+    const draining = await this.drain(ref, stale, serving);
     await this.writeStatus(model, (m, now) => desiredStatus(m, results, draining.versions, now));
     const wrong = results.some((r) => r.obs.kind !== 'settings' || !r.obs.check.ok);
     const next = Math.min(wrong ? RECHECK_MS : Infinity, draining.nextMs);
@@ -204,13 +207,13 @@ export class ModelReconciler implements Reconciler {
    */
   private async drain(
     ref: ResourceRef,
-    results: VersionResult[],
+    stale: string[],
     serving: boolean,
   ): Promise<{ versions: DrainingVersion[]; nextMs: number }> {
     const versions: DrainingVersion[] = [];
     let nextMs = Infinity;
     const now = Date.now();
-    for (const workload of this.staleWorkloads(ref, results)) {
+    for (const workload of stale) {
       const name = workload === ref.name ? '' : workload.slice(ref.name.length + 1);
       const key = refKey({ namespace: ref.namespace, name: workload });
       if (!serving) {
@@ -229,12 +232,6 @@ export class ModelReconciler implements Reconciler {
       nextMs = Math.min(nextMs, left);
     }
     return { versions, nextMs };
-  }
-
-  /** The Model's workloads that serve no version of its spec (removed versions, or the unnamed one). */
-  private staleWorkloads(ref: ResourceRef, results: VersionResult[]): string[] {
-    const wanted = new Set(results.map((r) => r.version.workload));
-    return this.deps.runtime.workloads(ref).filter((w) => !wanted.has(w));
   }
 
   private plan(model: Model, version: ServedVersion, check: Extract<FolderCheck, { ok: true }>): RuntimePlan {
@@ -291,8 +288,10 @@ export class ModelReconciler implements Reconciler {
    * The model's route while any version has a ready replica: its URL is the default version's (or
    * the ready version with most traffic), and a versioned Model lists each ready version with the
    * share of unversioned inference calls it takes. One Redis value, so a shift is atomic.
+   * `replacing`: a workload of this Model outside the spec still runs (its route is kept while
+   * nothing of the spec serves). Resolves with whether a version of the spec is routed.
    */
-  private async syncRoutes(model: Model, results: VersionResult[]): Promise<boolean> {
+  private async syncRoutes(model: Model, results: VersionResult[], replacing: boolean): Promise<boolean> {
     const ref = { namespace: model.metadata.namespace ?? 'default', name: model.metadata.name };
     const key = refKey(ref);
     const workflow = model.spec.workflow;
@@ -319,7 +318,7 @@ export class ModelReconciler implements Reconciler {
       [...ready].sort((a, b) => Number(a.cold) - Number(b.cold) || b.version.percent - a.version.percent)[0];
     if (main === undefined) {
       // Nothing of the spec serves yet, but a replaced workload does: its route stays until then.
-      if (this.staleWorkloads(ref, results).length > 0 && this.routed.get(key)?.keys.length) return false;
+      if (replacing && this.routed.get(key)?.keys.length) return false;
       await this.removeRoutes(ref, workflow);
       this.routed.set(key, { workflow, keys: [] });
       return false;

@@ -25,6 +25,7 @@ import {
   UPSTREAM,
   waitFor,
 } from './support.js';
+import { testSealer, TEST_SIGNING_KEY_FILE } from '../test/integration/signing.js';
 
 /**
  * The gateway against the reference a platform team would otherwise deploy, in one run:
@@ -165,7 +166,7 @@ async function revocationLatency(
   workflow: string,
   rounds: number,
 ): Promise<number[]> {
-  const writer = new KeyIndexWriter(redis);
+  const writer = new KeyIndexWriter(redis, await testSealer());
   const agent = new Agent({ connections: 1 });
   const samples: number[] = [];
   try {
@@ -237,14 +238,14 @@ export async function run(): Promise<void> {
     const redis = new Redis(redisUrl);
     const workflow = 'bench';
     const key = generateKey('bda');
-    await new KeyIndexWriter(redis).put(hashKey(key), {
+    await new KeyIndexWriter(redis, await testSealer()).put(hashKey(key), {
       id: '0123456789abcdef0123',
       owner: 'bench',
       module: 'bda',
       roles: [workflow],
     });
     // As the operator writes a labelled Service's route.
-    await new RouteWriter(redis).put(redisKeys.bdaRoute(workflow, 'svc'), {
+    await new RouteWriter(redis, await testSealer()).put(redisKeys.bdaRoute(workflow, 'svc'), {
       url: `http://127.0.0.1:${upstreamPort}`,
       owner: 'bench',
       workflow,
@@ -266,6 +267,7 @@ export async function run(): Promise<void> {
       TOLLGATE_HOST: '127.0.0.1',
       TOLLGATE_PORT: String(port),
       TOLLGATE_REDIS_URL: redisUrl,
+      TOLLGATE_GRANT_SIGNING_KEY_FILE: TEST_SIGNING_KEY_FILE,
     });
     const cli = CLI;
     const startGateway = (name: string, port: number, workers: number, env: NodeJS.ProcessEnv = {}) =>

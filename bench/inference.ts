@@ -22,6 +22,8 @@ import { freePort } from '../common/net/free-port.js';
 import { throwawayRedisArgs } from '../common/redis/throwaway-args.js';
 import { LocalMlserverDriver } from '../operator/serving/local-mlserver.js';
 import { ProcessEnvCredentials } from '../operator/storage/credentials.js';
+import { testSealer } from '../test/integration/signing.js';
+import { TEST_SIGNING_KEY_FILE } from '../test/integration/signing.js';
 
 /**
  * V2 inference on the iris model, keep-alive, 32 connections: MLServer directly, then through the
@@ -189,9 +191,12 @@ export async function runInferenceBench(): Promise<string[]> {
       await changed;
       state = await driver.apply(plan);
     }
-    await new RouteWriter(redis).put(redisKeys.modelRoute(MODEL), { url: state.url, source: 'bench' });
+    await new RouteWriter(redis, await testSealer()).put(redisKeys.modelRoute(MODEL), {
+      url: state.url,
+      source: 'bench',
+    });
     const key = generateKey('platform');
-    await new KeyIndexWriter(redis).put(hashKey(key), {
+    await new KeyIndexWriter(redis, await testSealer()).put(hashKey(key), {
       id: '0000000000000000bench',
       owner: 'bench',
       module: 'platform',
@@ -202,7 +207,12 @@ export async function runInferenceBench(): Promise<string[]> {
 
     const config = loadGatewayConfig({
       env: {},
-      overrides: { host: '127.0.0.1', port: 0, redisUrl: `redis://127.0.0.1:${redisPort}` },
+      overrides: {
+        grantSigningKeyFile: TEST_SIGNING_KEY_FILE,
+        host: '127.0.0.1',
+        port: 0,
+        redisUrl: `redis://127.0.0.1:${redisPort}`,
+      },
     });
     const services = await createGatewayServices(config, log);
     const gateway = createGatewayServer(services, createV2Handler(services, noModels));

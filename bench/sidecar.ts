@@ -8,8 +8,6 @@ import { freePort } from '../common/net/free-port.js';
 import { redisKeys } from '../common/redis/schema.js';
 import { throwawayRedisArgs } from '../common/redis/throwaway-args.js';
 import { RouteWriter } from '../common/routes/workflow-routes.js';
-import { openKeyFile, publicJwk } from '../common/crypto/key-file.js';
-import { writeGrantKeys } from '../common/redis/grant-keys.js';
 import { grantAudience } from '../common/resources/grant.js';
 import {
   CLI,
@@ -23,6 +21,7 @@ import {
   UPSTREAM,
   waitFor,
 } from './support.js';
+import { testSealer, TEST_SIGNING_KEY_FILE, TEST_TRUSTED_KEYS } from '../test/integration/signing.js';
 
 /**
  * The sidecar's figures, in one run on loopback: its memory idle and after 1,000 req/s, the
@@ -53,14 +52,14 @@ export async function run(): Promise<void> {
     const redisUrl = `redis://127.0.0.1:${redisPort}`;
     const redis = new Redis(redisUrl);
     const key = generateKey('bda');
-    await new KeyIndexWriter(redis).put(hashKey(key), {
+    await new KeyIndexWriter(redis, await testSealer()).put(hashKey(key), {
       id: '0123456789abcdef0123',
       owner: 'bench',
       module: 'bda',
       roles: [WORKFLOW],
     });
     // Two services of the workflow: one reached directly, one behind its sidecar.
-    const routes = new RouteWriter(redis);
+    const routes = new RouteWriter(redis, await testSealer());
     await routes.put(redisKeys.bdaRoute(WORKFLOW, 'direct'), {
       url: upstream,
       owner: 'bench',
@@ -75,18 +74,15 @@ export async function run(): Promise<void> {
     // As the operator marks a complete index.
     await redis.set(redisKeys.indexMarker, new Date().toISOString());
     const auth = { authorization: `Apikey ${key}` };
-    const keyFile = join(dir, 'grant-signing-key.json');
     const central = start('central gateway', process.execPath, [CLI, 'gateway'], {
       NODE_OPTIONS: '',
       LOG_LEVEL: 'warn',
       TOLLGATE_HOST: '127.0.0.1',
       TOLLGATE_PORT: String(centralPort),
       TOLLGATE_REDIS_URL: redisUrl,
-      TOLLGATE_GRANT_SIGNING_KEY_FILE: keyFile,
+      TOLLGATE_GRANT_SIGNING_KEY_FILE: TEST_SIGNING_KEY_FILE,
     });
     await waitFor(`http://127.0.0.1:${centralPort}/healthz`);
-    // What the operator does on a cluster: publish the signing key's public half for the sidecars.
-    await writeGrantKeys(redis, { keys: [publicJwk(await openKeyFile(keyFile))] });
     const sidecar = start(
       'sidecar',
       process.execPath,
@@ -108,7 +104,8 @@ export async function run(): Promise<void> {
         '--redis-url',
         redisUrl,
       ],
-      { NODE_OPTIONS: '', LOG_LEVEL: 'warn' },
+      // The public half only, as the webhook gives a sidecar.
+      { NODE_OPTIONS: '', LOG_LEVEL: 'warn', TOLLGATE_TRUSTED_KEYS: TEST_TRUSTED_KEYS },
     );
     await waitFor(`http://127.0.0.1:${opsPort}/readyz`);
     const idle = memoryMiB(sidecar.pid as number);

@@ -99,11 +99,16 @@ export const gatewayConfigSchema = z.strictObject({
   /** Namespace of the ApiKey resources on a cluster (defaults to the pod's own). */
   namespace: z.string().min(1).default('default'),
   /**
-   * The key the gateway signs grants for sidecars with (ES256 JWK; standalone: made on first use;
-   * on a cluster: the operator's Secret, mounted). The operator publishes its public half in Redis
-   * for the sidecars. Unset: a route behind a sidecar answers 503 grant_signer_unavailable.
+   * The signing key (ES256 JWK; standalone: made on first use; on a cluster: the operator's Secret,
+   * mounted): a central gateway seals the key index entries it writes with it and signs grants for
+   * sidecars, and verifies sealed entries with its public half. A central gateway needs it.
    */
   grantSigningKeyFile: z.string().min(1).optional(),
+  /**
+   * A sidecar's trust: the JWKS of the signing key's public half (the webhook injects it). The
+   * sidecar believes only Redis entries and grants signed by it, and can make neither.
+   */
+  trustedKeys: z.string().min(1).optional(),
   /** Where standalone mode keeps its manifests (ApiKey, Service, Model). */
   stateDir: z.string().min(1).default('.tollgate'),
   /**
@@ -193,6 +198,7 @@ const ENV: ReadonlyArray<readonly [string, keyof GatewayConfigInput]> = [
   ['TOLLGATE_AUDIT_REFUSAL_INTERVAL_MS', 'auditRefusalIntervalMs'],
   ['TOLLGATE_STATE_DIR', 'stateDir'],
   ['TOLLGATE_GRANT_SIGNING_KEY_FILE', 'grantSigningKeyFile'],
+  ['TOLLGATE_TRUSTED_KEYS', 'trustedKeys'],
   ['TOLLGATE_GROUPS_CLAIM', 'groupsClaim'],
   ['TOLLGATE_ADMIN_GROUPS', 'adminGroups'],
   ['POD_NAMESPACE', 'namespace'],

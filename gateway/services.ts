@@ -22,6 +22,7 @@ import { GatewayMetrics } from './metrics.js';
 import { UpstreamPools } from './proxy/upstream-pools.js';
 import { EventsRouter, type PlatformResourceHandler } from './routing/events-router.js';
 import { RouteTable } from './routing/route-table.js';
+import { loadEntryTrust, type EntryTrust } from './auth/entry-trust.js';
 
 /**
  * Everything the gateway's handlers use, built once at start and injected: nothing on the
@@ -54,6 +55,8 @@ export interface GatewayServices {
   upstreams: UpstreamPools;
   /** Signs grants for the sidecars of workflow services, when configured. */
   grantSigner: GrantSigner | undefined;
+  /** Which Redis entries are believed (sealed by the operator), and the sealer of a central gateway. */
+  trust: EntryTrust;
   /** Models' V2 metadata, shared by /v2 and the workflow route to the same models. */
   metadata: MetadataCache;
   /** Set once shutdown begins: /readyz fails, so the replica leaves its Service's endpoints. */
@@ -62,14 +65,21 @@ export interface GatewayServices {
   close(): Promise<void>;
 }
 
+/** What the extras are built from: the services' own role catalogue, audit trail and trust. */
+export interface SharedServices {
+  roles: RoleCatalogue;
+  audit: AuditLog;
+  trust: EntryTrust;
+}
+
 export interface ServiceExtras {
   /** Platform resources served inside the gateway rather than proxied (the `models` seam). */
-  platformResources?: ReadonlyMap<string, PlatformResourceHandler>;
+  platformResources?: (shared: SharedServices) => ReadonlyMap<string, PlatformResourceHandler>;
   /**
    * Builds the management API (and, standalone, the local issuer's JWKS), mounted by the Express
    * app; given the services' role catalogue so both check roles against the same one.
    */
-  management?: (shared: { roles: RoleCatalogue; audit: AuditLog }) => Promise<Management | undefined>;
+  management?: (shared: SharedServices) => Promise<Management | undefined>;
 }
 
 function redisOptions(): RedisOptions {
@@ -113,6 +123,7 @@ export async function createGatewayServices(
       throw err;
     }),
   );
+  const trust = await loadEntryTrust(config);
   const metrics = new GatewayMetrics();
   metrics.trackCacheLive(() => invalidation.live);
   const roles = new RoleCatalogue({ resources: Object.keys(config.upstreams), roles: config.roles });
@@ -134,9 +145,23 @@ export async function createGatewayServices(
     audit.refused(grant, code, req);
     usage.refused(grant.id);
   };
-  const keys = new KeyChecker(redis, invalidation, log, config.cacheEntries, config.trustedProxies, refused);
-  const routes = new RouteTable(redis, invalidation, log, config.cacheEntries);
-  const events = new EventsRouter(routes, roles, config.upstreams, extras.platformResources ?? new Map());
+  const keys = new KeyChecker(
+    redis,
+    trust.verifier,
+    invalidation,
+    log,
+    config.cacheEntries,
+    config.trustedProxies,
+    refused,
+  );
+  const routes = new RouteTable(redis, trust.verifier, invalidation, log, config.cacheEntries);
+  const shared: SharedServices = { roles, audit, trust };
+  const events = new EventsRouter(
+    routes,
+    roles,
+    config.upstreams,
+    extras.platformResources?.(shared) ?? new Map(),
+  );
   const upstreams = new UpstreamPools({
     connections: config.upstreamConnections,
     connectTimeoutMs: config.connectTimeoutMs,
@@ -147,7 +172,7 @@ export async function createGatewayServices(
   const grantSigner =
     config.grantSigningKeyFile === undefined ? undefined : await GrantSigner.open(config.grantSigningKeyFile);
   const metadata = new MetadataCache(upstreams, grantSigner, invalidation, log, config.cacheEntries);
-  const management = await extras.management?.({ roles, audit });
+  const management = await extras.management?.(shared);
   invalidation.start();
   usage.start();
   modelUsage.start();
@@ -179,6 +204,7 @@ export async function createGatewayServices(
     upstreams,
     metadata,
     grantSigner,
+    trust,
     draining: false,
     async close() {
       await usage.stop();

@@ -38,8 +38,8 @@ import { UsageStatusSync } from './usage-status.js';
 import type { RuntimeDriver } from './serving/runtime-driver.js';
 import type { ResourceSource, WatchedSource } from './framework/resource-source.js';
 import type { CredentialsResolver } from './storage/credentials.js';
-import { publicJwk, type StoredKey } from '../common/crypto/key-file.js';
-import { writeGrantKeys } from '../common/redis/grant-keys.js';
+import type { StoredKey } from '../common/crypto/key-file.js';
+import { EntrySealer, EntryVerifier } from '../common/redis/sealed-entry.js';
 import type { ModelGateway } from '../common/resources/model.js';
 
 /** How long a rebuild waits for failed reconciles to succeed on retry before it sweeps. */
@@ -77,10 +77,10 @@ export interface OperatorOptions {
   /** Where a Model's calls are checked when its spec does not say (default: central). */
   modelGateway?: ModelGateway;
   /**
-   * The central gateways' grant signing key (a Secret on a cluster, a key file standalone): its
-   * public half is published in Redis for the sidecars on every rebuild.
+   * The signing key (a Secret on a cluster, a key file standalone), shared with the central
+   * gateways: every key index entry and route is sealed with it, and readers believe nothing else.
    */
-  grantKey?: () => Promise<StoredKey>;
+  signingKey: () => Promise<StoredKey>;
 }
 
 /** Creates the sources for one leadership term (informers cannot be restarted after stop). */
@@ -149,8 +149,9 @@ export class OperatorManager {
   }
 
   private async startTerm(): Promise<void> {
+    const key = await this.opts.signingKey();
     if (this.term) return;
-    const term = new Term(this.makeSources(), this.redis, this.opts, this.metrics);
+    const term = new Term(this.makeSources(), this.redis, this.opts, this.metrics, key);
     this.term = term;
     await term.start();
   }
@@ -171,6 +172,8 @@ class Term {
   private readonly keyReconciler: ApiKeyReconciler;
   private readonly serviceReconciler: WorkflowServiceReconciler;
   private readonly usage: UsageStatusSync;
+  private readonly routes: RouteWriter;
+  private readonly verifier: EntryVerifier;
   private indexTimer: NodeJS.Timeout | undefined;
   private rebuilding: Promise<void> | undefined;
   private stopped = false;
@@ -195,8 +198,12 @@ class Term {
     private readonly redis: Redis,
     private readonly opts: OperatorOptions,
     metrics: OperatorMetrics,
+    signingKey: StoredKey,
   ) {
-    const routes = new RouteWriter(redis);
+    const sealer = new EntrySealer(signingKey);
+    this.verifier = EntryVerifier.forKey(signingKey);
+    const routes = new RouteWriter(redis, sealer);
+    this.routes = routes;
     const { log } = opts;
     this.modelReconciler = new ModelReconciler({
       ...sources,
@@ -212,7 +219,7 @@ class Term {
       ...(opts.runtimeImage ? { runtimeImage: opts.runtimeImage } : {}),
       ...(opts.modelGateway ? { defaultGateway: opts.modelGateway } : {}),
     });
-    this.keyReconciler = new ApiKeyReconciler(sources.apiKeys, new KeyIndexWriter(redis));
+    this.keyReconciler = new ApiKeyReconciler(sources.apiKeys, new KeyIndexWriter(redis, sealer));
     this.serviceReconciler = new WorkflowServiceReconciler(
       sources.services,
       routes,
@@ -286,8 +293,11 @@ class Term {
     // Routes are compared with what Redis holds, so they are rewritten anyway; key entries are
     // skipped when unchanged since written, which no longer holds.
     if (fromEmpty) this.keyReconciler.forgetWritten();
+    // Routes are rewritten, not compared, so one whose seal was tampered with is repaired.
+    this.routes.rewriteAll(true);
     for (const c of this.controllers) c.enqueueAll();
     await this.settled();
+    this.routes.rewriteAll(false);
     if (this.stopped) return;
     if (this.controllers.some((c) => c.failing > 0)) {
       // A route missing from liveRoutes() may belong to a reconcile that failed and waits for its
@@ -297,14 +307,12 @@ class Term {
       return;
     }
     try {
-      await sweepStaleRoutes(this.redis, this.opts.namespace, [
+      await sweepStaleRoutes(this.redis, this.verifier, this.opts.namespace, [
         ...this.modelReconciler.liveRoutes(),
         ...this.serviceReconciler.liveRoutes(),
       ]);
       if (this.opts.namespace !== undefined)
-        await sweepStaleKeys(this.redis, this.sources.apiKeys, this.opts.namespace);
-      if (this.opts.grantKey !== undefined)
-        await writeGrantKeys(this.redis, { keys: [publicJwk(await this.opts.grantKey())] });
+        await sweepStaleKeys(this.redis, this.verifier, this.sources.apiKeys, this.opts.namespace);
       await this.redis.set(redisKeys.indexMarker, new Date().toISOString());
     } catch (err) {
       this.opts.log.warn({ err }, 'index rebuild incomplete; retrying on the next check');

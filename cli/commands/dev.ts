@@ -75,7 +75,7 @@ export function register(program: Command): void {
           port: flags.port,
           redisUrl: flags.redisUrl,
           stateDir,
-          // Grants for sidecars beside local processes: the operator below publishes its public half.
+          // Seals the keys it makes and signs grants for sidecars; the operator below shares it.
           grantSigningKeyFile,
           // The audit trail beside the manifests: a Redis flush leaves both.
           auditUri: process.env.TOLLGATE_AUDIT_URI ?? pathToFileURL(path.join(stateDir, 'audit')).href,
@@ -97,7 +97,7 @@ export function register(program: Command): void {
         const operator = new OperatorManager(() => standaloneSources(manifests, runtime, log), {
           redisUrl: flags.redisUrl,
           log: log.child({ component: 'operator' }),
-          grantKey: () => openKeyFile(grantSigningKeyFile),
+          signingKey: () => openKeyFile(grantSigningKeyFile),
         });
 
         const selfUrl = `http://${flags.host === '0.0.0.0' ? '127.0.0.1' : flags.host}:${flags.port}`;
@@ -106,12 +106,11 @@ export function register(program: Command): void {
           connectionName: 'tollgate-dev-management',
         });
         managementRedis.on('error', (err: Error) => log.warn({ err: err.message }, 'redis error'));
-        const workflows = new WorkflowRoutes(managementRedis);
         const services = await createGatewayServices(config, log, {
-          management: ({ roles, audit }) =>
+          management: ({ roles, audit, trust }) =>
             createManagement({
               redis: managementRedis,
-              workflows,
+              workflows: new WorkflowRoutes(managementRedis, trust.verifier),
               log,
               roles,
               audit,
@@ -120,10 +119,19 @@ export function register(program: Command): void {
               // A configured provider replaces the local issuer (and the panel offers "Sign in").
               identity: config.oidc === undefined ? { local: { stateDir, selfUrl } } : { oidc: config.oidc },
               admin: { groupsClaim: config.groupsClaim, adminGroups: config.adminGroups },
+              trust,
             }),
-          platformResources: new Map([
-            ['models', modelsPlatformResource({ workflows, log, models: { stateDir } })],
-          ]),
+          platformResources: ({ trust }) =>
+            new Map([
+              [
+                'models',
+                modelsPlatformResource({
+                  workflows: new WorkflowRoutes(managementRedis, trust.verifier),
+                  log,
+                  models: { stateDir },
+                }),
+              ],
+            ]),
         });
         const gateway = createGatewayServer(services, createV2Handler(services, manifestModels(models)));
         const address = await gateway.listen(config.port, config.host);

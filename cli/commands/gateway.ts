@@ -12,12 +12,10 @@ import { createGatewayServer } from '../../gateway/server.js';
 import { createManagement } from '../../gateway/api/management.js';
 import type { GatewayConfig } from '../../gateway/config.js';
 import { modelsPlatformResource } from '../../gateway/platform/models/index.js';
-import { createGatewayServices } from '../../gateway/services.js';
+import { createGatewayServices, type SharedServices } from '../../gateway/services.js';
 import { createV2Handler } from '../../gateway/v2/handler.js';
 import { kubeModels } from '../../gateway/v2/model-directory.js';
-import type { RoleCatalogue } from '../../common/apikey/roles.js';
 import type { Logger } from '../../common/logger.js';
-import type { AuditLog } from '../../gateway/audit/audit-log.js';
 
 interface GatewayFlags {
   config?: string;
@@ -72,16 +70,27 @@ export function register(program: Command): void {
           connectionName: 'tollgate-edit',
         });
         editRedis.on('error', (err: Error) => log.warn({ err: err.message }, 'redis error (management)'));
-        const workflows = new WorkflowRoutes(editRedis);
         const services = await createGatewayServices(config, log, {
-          management: ({ roles, audit }) =>
-            clusterManagement(config, { roles, audit }, kubeConfig, log, editRedis, workflows),
-          platformResources: new Map([
-            [
-              'models',
-              modelsPlatformResource({ workflows, log, models: { kubeConfig, namespace: config.namespace } }),
-            ],
-          ]),
+          management: (shared) =>
+            clusterManagement(
+              config,
+              shared,
+              kubeConfig,
+              log,
+              editRedis,
+              new WorkflowRoutes(editRedis, shared.trust.verifier),
+            ),
+          platformResources: ({ trust }) =>
+            new Map([
+              [
+                'models',
+                modelsPlatformResource({
+                  workflows: new WorkflowRoutes(editRedis, trust.verifier),
+                  log,
+                  models: { kubeConfig, namespace: config.namespace },
+                }),
+              ],
+            ]),
         });
         const gateway = createGatewayServer(services, createV2Handler(services, kubeModels(kubeConfig)));
         const address = await gateway.listen(config.port, config.host);
@@ -101,7 +110,7 @@ export function register(program: Command): void {
  */
 async function clusterManagement(
   config: GatewayConfig,
-  { roles, audit }: { roles: RoleCatalogue; audit: AuditLog },
+  { roles, audit, trust }: SharedServices,
   kubeConfig: KubeConfig,
   log: Logger,
   redis: Redis,
@@ -121,6 +130,7 @@ async function clusterManagement(
     keys: { kubeConfig, namespace: config.namespace },
     identity: { oidc: config.oidc },
     admin: { groupsClaim: config.groupsClaim, adminGroups: config.adminGroups },
+    trust,
   });
 }
 

@@ -9,6 +9,7 @@ import { OperatorManager } from '../../operator/manager.js';
 import { OperatorMetrics } from '../../operator/metrics.js';
 import { MODEL_GATEWAYS, type ModelGateway } from '../../common/resources/model.js';
 import { grantKeySecret } from '../../operator/grant-key.js';
+import { openKeyFile, publicJwk } from '../../common/crypto/key-file.js';
 import { CertificateKeeper } from '../../operator/webhook/certificate-keeper.js';
 import { WebhookServer } from '../../operator/webhook/server.js';
 
@@ -24,6 +25,7 @@ interface OperatorFlags {
   metricsPort: number;
   modelGateway: string;
   grantKeySecret?: string;
+  signingKeyFile?: string;
   webhookPort: number;
   webhookService: string;
   webhookSecret: string;
@@ -78,7 +80,11 @@ export function register(program: Command): void {
     )
     .option(
       '--grant-key-secret <name>',
-      'Secret (in the operator’s namespace) with the gateways’ grant signing key; made if missing, its public half published for sidecars',
+      'Secret (in the operator’s namespace) with the signing key shared with the central gateways; made if missing',
+    )
+    .option(
+      '--signing-key-file <path>',
+      'the signing key as a file instead of a Secret (made on first use; an operator outside the cluster)',
     )
     .option(
       '--webhook-port <port>',
@@ -117,12 +123,27 @@ export function register(program: Command): void {
         process.exit(2);
       }
       const ownNamespace = flags.leaseNamespace;
-      const grantKey =
-        flags.grantKeySecret === undefined
-          ? undefined
-          : grantKeySecret(kc, ownNamespace, flags.grantKeySecret);
+      const signingKeyFile = flags.signingKeyFile;
+      // Every index entry and route is sealed with it: no operator runs without one.
+      const signingKey =
+        flags.grantKeySecret !== undefined
+          ? grantKeySecret(kc, ownNamespace, flags.grantKeySecret)
+          : signingKeyFile !== undefined
+            ? () => openKeyFile(signingKeyFile)
+            : undefined;
+      if (signingKey === undefined) {
+        process.stderr.write(
+          'tollgate operator: the signing key is needed (--grant-key-secret <name>, or --signing-key-file <path>)\n',
+        );
+        process.exit(2);
+      }
       // Made before leading: the gateway pods mount it and wait for it.
-      await grantKey?.().catch((err: unknown) => log.warn({ err }, 'grant signing key not ready yet'));
+      const trusted = await signingKey()
+        .then((key) => ({ keys: [publicJwk(key)] }))
+        .catch((err: unknown) => {
+          log.warn({ err }, 'signing key not ready yet');
+          return undefined;
+        });
       const manager = new OperatorManager(
         () =>
           kubeSources(kc, log, {
@@ -136,7 +157,7 @@ export function register(program: Command): void {
           ...(flags.namespace ? { namespace: flags.namespace } : {}),
           ...(flags.runtimeImage ? { runtimeImage: flags.runtimeImage } : {}),
           modelGateway: flags.modelGateway as ModelGateway,
-          ...(grantKey ? { grantKey } : {}),
+          signingKey,
           ...(flags.leaderElect
             ? {
                 leaderElection: {
@@ -166,11 +187,17 @@ export function register(program: Command): void {
       // Every replica serves the webhook, leader or not: injection must not pause while the Lease moves.
       let webhook: { server: WebhookServer; keeper: CertificateKeeper } | undefined;
       if (flags.webhookPort > 0) {
+        if (trusted === undefined) {
+          // A sidecar injected without the public keys could believe nothing: injection waits.
+          log.error('the sidecar webhook needs the signing key to tell sidecars what to trust; restarting');
+          process.exit(1);
+        }
         const server = new WebhookServer(
           flags.webhookPort,
           {
             image: flags.pullerImage,
             redisUrl: flags.sidecarRedisUrl ?? flags.redisUrl,
+            trustedKeys: JSON.stringify(trusted),
             ...(process.env.TOLLGATE_IMAGE_PULL_POLICY
               ? { imagePullPolicy: process.env.TOLLGATE_IMAGE_PULL_POLICY }
               : {}),

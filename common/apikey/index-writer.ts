@@ -2,20 +2,29 @@ import type { Redis } from 'ioredis';
 import { redisUnavailable } from '../redis/unavailable.js';
 import { redisChannels, redisKeys } from '../redis/schema.js';
 import type { KeyGrant } from '../resources/grant.js';
+import type { EntrySealer } from '../redis/sealed-entry.js';
 
 /**
  * Writes the Redis key index (`tg:key:<sha256>` → JSON KeyGrant) and announces every change on the
  * keys channel, in one MULTI, so no gateway replica can keep serving a cached entry that Redis no
  * longer holds. Used by the management API (a key works, or stops, at once) and by the operator
- * (rebuilding the index from ApiKey resources).
+ * (rebuilding the index from ApiKey resources). Every entry is sealed (common/redis/sealed-entry.ts):
+ * readers believe nothing else.
  */
 export class KeyIndexWriter {
-  constructor(private readonly redis: Redis) {}
+  constructor(
+    private readonly redis: Redis,
+    private readonly sealer: EntrySealer,
+  ) {}
 
   async put(hash: string, grant: KeyGrant): Promise<void> {
+    const key = redisKeys.apiKey(hash);
     await this.exec(
       'write',
-      this.redis.multi().set(redisKeys.apiKey(hash), JSON.stringify(grant)).publish(redisChannels.keys, hash),
+      this.redis
+        .multi()
+        .set(key, this.sealer.seal(key, JSON.stringify(grant)))
+        .publish(redisChannels.keys, hash),
     );
   }
 

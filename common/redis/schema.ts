@@ -2,7 +2,9 @@
  * The Redis schema, shared by the operator (which rebuilds it from Kubernetes resources) and the
  * gateway (which reads it on every request). Redis holds derived state only: everything here can
  * be rebuilt from the resources. The values' shapes are the zod schemas in
- * common/resources/grant.ts. Who writes what, and why:
+ * common/resources/grant.ts. The key index entries and the routes are sealed with the signing key
+ * (common/redis/sealed-entry.ts): Redis is reachable by more parties than the operator, and an
+ * entry it holds is believed only if it verifies. Who writes what, and why:
  *
  *   key            value                     written by
  *   tg:key:<hash>  KeyGrant (keyGrantSchema) KeyIndexWriter only: the operator's ApiKey
@@ -26,8 +28,6 @@
  *                                            (summed latency, ms); 26 h TTL; the panel's Models page
  *   tg:rl:*        counter                   the gateway's RateLimiter
  *   tg:index:built marker                    the operator, after a full rebuild
- *   tg:grant:keys  JWKS (public)             the operator, from the grant signing key it keeps
- *                                            (a Secret; standalone: a key file); sidecars read it
  */
 export const KEY_PREFIX = 'tg:';
 
@@ -60,8 +60,6 @@ export const redisKeys = {
    * restarted empty, and the operator rebuilds the index and the routes.
    */
   indexMarker: `${KEY_PREFIX}index:built`,
-  /** String: the JWKS of the central gateways' grant signing key (common/redis/grant-keys.ts). */
-  grantKeys: `${KEY_PREFIX}grant:keys`,
 } as const;
 
 export const redisChannels = {

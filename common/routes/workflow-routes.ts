@@ -1,8 +1,8 @@
 import type { Redis } from 'ioredis';
-import { z } from 'zod';
 import { redisUnavailable } from '../redis/unavailable.js';
 import { KEY_PREFIX, redisChannels } from '../redis/schema.js';
-import { routeSchema, type Route } from '../resources/grant.js';
+import { parseStored, routeSchema, type Route } from '../resources/grant.js';
+import type { EntrySealer, EntryVerifier } from '../redis/sealed-entry.js';
 
 /**
  * The Redis route table. `RouteWriter` is the one way a route is written or removed, and only the
@@ -11,11 +11,16 @@ import { routeSchema, type Route } from '../resources/grant.js';
  * channel so gateway replicas drop their cached copy at once.
  */
 
-// Write only when the value changes, and announce it in the same script, so a reconcile that finds
-// nothing new costs one round trip and no gateway cache is invalidated for nothing.
+// Write only when the route changes, and announce it in the same script, so a reconcile that finds
+// nothing new costs one round trip and no gateway cache is invalidated for nothing. Sealed values
+// differ on every write (ECDSA signatures are randomised), so the payload is compared; a forced
+// write (a rebuild) replaces the entry anyway, repairing one whose seal was tampered with.
 const PUT = `
 local cur = redis.call('GET', KEYS[1])
-if cur == ARGV[1] then return 0 end
+if ARGV[4] ~= 'force' and cur then
+  local body = string.match(cur, '^tg1%.[^.]*%.[^.]*%.(.*)$')
+  if body == ARGV[3] then return 0 end
+end
 redis.call('SET', KEYS[1], ARGV[1])
 redis.call('PUBLISH', ARGV[2], KEYS[1])
 return 1`;
@@ -26,7 +31,8 @@ const REMOVE = `
 local cur = redis.call('GET', KEYS[1])
 if not cur then return 0 end
 if ARGV[1] ~= '' then
-  local ok, route = pcall(cjson.decode, cur)
+  local body = string.match(cur, '^tg1%.[^.]*%.[^.]*%.(.*)$') or cur
+  local ok, route = pcall(cjson.decode, body)
   if ok and type(route) == 'table' and route.source ~= ARGV[1] then return 0 end
 end
 redis.call('DEL', KEYS[1])
@@ -35,13 +41,26 @@ return 1`;
 
 /** The Redis route table (derived state: the operator rebuilds it from resources). */
 export class RouteWriter {
-  constructor(private readonly redis: Redis) {}
+  /** Every route is rewritten (not compared) until this is cleared: set by a rebuild. */
+  private forced = false;
+
+  constructor(
+    private readonly redis: Redis,
+    private readonly sealer: EntrySealer,
+  ) {}
 
   /** Sets the route at `key`; true if it changed. */
   async put(key: string, route: Route): Promise<boolean> {
     // A route the gateways cannot parse would be "no such service" to them: refused here instead.
-    const checked = routeSchema.parse(route);
-    return (await this.redis.eval(PUT, 1, key, JSON.stringify(checked), redisChannels.routes)) === 1;
+    const payload = JSON.stringify(routeSchema.parse(route));
+    const sealed = this.sealer.seal(key, payload);
+    const mode = this.forced ? 'force' : 'compare';
+    return (await this.redis.eval(PUT, 1, key, sealed, redisChannels.routes, payload, mode)) === 1;
+  }
+
+  /** While on, `put` rewrites every route it is given, so a rebuild repairs tampered entries. */
+  rewriteAll(on: boolean): void {
+    this.forced = on;
   }
 
   /** Removes the route at `key` if `source` wrote it (any route without `source`); true if one was removed. */
@@ -60,7 +79,10 @@ const SCAN_COUNT = 1000;
 
 /** The workflow half of the route table, `tg:route:bda:<workflow>:<service>`, with its owners (read only). */
 export class WorkflowRoutes {
-  constructor(private readonly redis: Redis) {}
+  constructor(
+    private readonly redis: Redis,
+    private readonly verifier: EntryVerifier,
+  ) {}
 
   /** The workflows every service of which belongs to `owner`, with their services, sorted. */
   async ownedBy(owner: string): Promise<OwnedWorkflow[]> {
@@ -95,7 +117,9 @@ export class WorkflowRoutes {
           const value = values[i];
           if (workflow === undefined || service === undefined || value === null || value === undefined)
             return;
-          found.push({ workflow, service, route: parseRoute(value) });
+          const opened = this.verifier.open(key, value);
+          const route = opened.ok ? parseStored(routeSchema, opened.payload) : undefined;
+          found.push({ workflow, service, route: route?.ok === true ? route.value : null });
         });
       } while (cursor !== '0');
     } catch (cause) {
@@ -106,7 +130,8 @@ export class WorkflowRoutes {
 }
 
 /**
- * A route entry as scanned; `route` is null when the entry cannot be read. Such an entry counts as
+ * A route entry as scanned; `route` is null when the entry cannot be read or does not verify (not
+ * the operator's). Such an entry counts as
  * another owner's, so its workflow is offered to nobody and taken over by nobody, and it no longer
  * makes every listing fail (the gateway already treats it as an unknown service).
  */
@@ -114,17 +139,6 @@ interface ScannedRoute {
   workflow: string;
   service: string;
   route: Pick<Route, 'owner'> | null;
-}
-
-const scannedRouteSchema = z.object({ owner: z.string().optional() });
-
-function parseRoute(value: string): ScannedRoute['route'] {
-  try {
-    const parsed = scannedRouteSchema.safeParse(JSON.parse(value));
-    return parsed.success ? parsed.data : null;
-  } catch {
-    return null;
-  }
 }
 
 const ROUTES_UNREACHABLE = 'the route table in Redis cannot be reached';

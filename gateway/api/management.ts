@@ -1,6 +1,8 @@
 import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import type { RequestHandler, Router } from 'express';
 import type { Redis } from 'ioredis';
+import type { EntryTrust } from '../auth/entry-trust.js';
+import { TollgateError } from '../../common/errors.js';
 import { DirApiKeyStore } from '../../common/apikey/dir-store.js';
 import { KeyIndexWriter } from '../../common/apikey/index-writer.js';
 import { KubeApiKeyStore } from '../../common/apikey/kube-store.js';
@@ -36,6 +38,8 @@ export interface ManagementOptions {
   identity: { oidc: OidcConfig } | { local: { stateDir: string; selfUrl: string } };
   /** Who may act on every user's keys. */
   admin: AdminPolicy;
+  /** Seals the index entries of the keys made here: the central gateway's signing key is needed. */
+  trust: EntryTrust;
 }
 
 export interface Management {
@@ -46,6 +50,13 @@ export interface Management {
 }
 
 export async function createManagement(opts: ManagementOptions): Promise<Management> {
+  const { sealer } = opts.trust;
+  if (sealer === undefined)
+    throw new TollgateError(
+      'invalid_config',
+      'the management API writes the key index, which only the holder of the signing key may: set grantSigningKeyFile',
+      { field: 'grantSigningKeyFile' },
+    );
   const store: ApiKeyStore =
     'stateDir' in opts.keys
       ? new DirApiKeyStore(
@@ -63,7 +74,7 @@ export async function createManagement(opts: ManagementOptions): Promise<Managem
   const oidc = 'local' in opts.identity ? localOidcConfig(opts.identity.local.selfUrl) : opts.identity.oidc;
   const router = createManagementRouter({
     store,
-    index: new KeyIndexWriter(opts.redis),
+    index: new KeyIndexWriter(opts.redis, sealer),
     redis: opts.redis,
     workflows: opts.workflows,
     roles: opts.roles,

@@ -11,6 +11,7 @@ import { indexRebuilding, redisUnavailable } from '../../common/redis/unavailabl
 import { CidrAllowlist } from '../../common/net/cidr.js';
 import { clientAddress } from '../http/client-address.js';
 import type { RefusalSink } from './refusals.js';
+import type { EntryVerifier } from '../../common/redis/sealed-entry.js';
 
 /** The index entry as written by the keys code; checked here because Redis is outside our process. */
 interface CachedGrant {
@@ -31,6 +32,8 @@ export class KeyChecker {
 
   constructor(
     private readonly redis: Redis,
+    /** Only entries the operator (or a central gateway) sealed grant anything. */
+    private readonly verifier: EntryVerifier,
     invalidation: CacheInvalidation,
     private readonly log: Logger,
     cacheEntries: number,
@@ -80,10 +83,14 @@ export class KeyChecker {
   }
 
   private toCached(raw: string, hash: string): CachedGrant {
-    const parsed = parseStored(keyGrantSchema, raw);
+    const opened = this.verifier.open(redisKeys.apiKey(hash), raw);
+    const parsed = opened.ok ? parseStored(keyGrantSchema, opened.payload) : opened;
     if (!parsed.ok) {
-      // A corrupt index entry must not grant anything; the operator's rebuild repairs it.
-      this.log.error({ keyHash: hash, issue: parsed.issue }, 'corrupt key index entry');
+      // A corrupt or forged index entry must not grant anything; the operator's rebuild repairs it.
+      this.log.error(
+        { keyHash: hash, issue: parsed.issue },
+        'key index entry refused (corrupt or not sealed by Tollgate)',
+      );
       throw new TollgateError('unknown_api_key', 'this key does not exist or was deleted; create a new one');
     }
     const grant: KeyGrant = parsed.value;

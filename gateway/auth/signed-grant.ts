@@ -1,20 +1,18 @@
 import { randomUUID } from 'node:crypto';
-import type { Redis } from 'ioredis';
 import {
   SignJWT,
   createLocalJWKSet,
-  errors as joseErrors,
   importJWK,
   jwtVerify,
   type CryptoKey,
+  type JWK,
   type JWTVerifyGetKey,
 } from 'jose';
 import { LRUCache } from 'lru-cache';
 import { z } from 'zod';
 import { TollgateError } from '../../common/errors.js';
-import { readGrantKeys } from '../../common/redis/grant-keys.js';
+import type { TrustedKeys } from '../../common/redis/sealed-entry.js';
 import type { KeyGrant } from '../../common/resources/grant.js';
-import { redisUnavailable } from '../../common/redis/unavailable.js';
 import { ALG, openKeyFile } from '../../common/crypto/key-file.js';
 
 /**
@@ -101,9 +99,13 @@ export class GrantVerifier {
     private readonly audience: string,
   ) {}
 
-  /** The public keys the operator publishes in Redis (a cluster's sidecars, `tollgate dev`). */
-  static fromRedis(redis: Redis, audience: string): GrantVerifier {
-    return new GrantVerifier(publishedKeys(redis), audience);
+  /**
+   * Verified with the public keys this process was given (a sidecar's trusted keys, which the
+   * webhook injects), never with keys read from Redis: whoever could write Redis could otherwise
+   * sign grants.
+   */
+  static fromTrust(trusted: TrustedKeys, audience: string): GrantVerifier {
+    return new GrantVerifier(createLocalJWKSet(trusted as { keys: JWK[] }), audience);
   }
 
   async verify(token: string): Promise<KeyGrant> {
@@ -130,38 +132,4 @@ export class GrantVerifier {
     signed.add(grant);
     return grant;
   }
-}
-
-/** How often at most an unknown `kid` sends the sidecar back to Redis for the published keys. */
-const RELOAD_MS = 1_000;
-
-/**
- * The published grant keys, read from Redis at first use and again when a grant names a key not
- * held yet (a new signing key), at most once a second so forged `kid`s cannot hammer Redis.
- */
-function publishedKeys(redis: Redis): JWTVerifyGetKey {
-  let keys: JWTVerifyGetKey | undefined;
-  let loadedAt = 0;
-  const load = async (): Promise<void> => {
-    loadedAt = Date.now();
-    let jwks;
-    try {
-      jwks = await readGrantKeys(redis);
-    } catch (cause) {
-      throw redisUnavailable(cause);
-    }
-    if (jwks !== undefined) keys = createLocalJWKSet(jwks);
-  };
-  return async (header, token) => {
-    if (keys === undefined && Date.now() - loadedAt >= RELOAD_MS) await load();
-    try {
-      if (keys === undefined) throw invalid('no grant keys are published yet (the operator publishes them)');
-      return await keys(header, token);
-    } catch (err) {
-      if (!(err instanceof joseErrors.JWKSNoMatchingKey) || Date.now() - loadedAt < RELOAD_MS) throw err;
-      await load();
-      if (keys === undefined) throw err;
-      return keys(header, token);
-    }
-  };
 }

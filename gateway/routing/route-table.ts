@@ -4,6 +4,7 @@ import { redisChannels, redisKeys } from '../../common/redis/schema.js';
 import { parseStored, routeSchema, type Route } from '../../common/resources/grant.js';
 import { indexRebuilding, redisUnavailable } from '../../common/redis/unavailable.js';
 import { InvalidatedCache, type CacheInvalidation } from '../invalidation.js';
+import type { EntryVerifier } from '../../common/redis/sealed-entry.js';
 
 /** A route as the proxy needs it: the origin picks the connection pool, the base prefixes the path. */
 export interface ResolvedRoute {
@@ -41,6 +42,8 @@ export class RouteTable {
 
   constructor(
     private readonly redis: Redis,
+    /** Only routes the operator sealed are followed. */
+    private readonly verifier: EntryVerifier,
     invalidation: CacheInvalidation,
     private readonly log: Logger,
     cacheEntries: number,
@@ -94,11 +97,12 @@ export class RouteTable {
   }
 
   private parse(redisKey: string, raw: string): ResolvedRoute | null {
-    const parsed = parseStored(routeSchema, raw);
+    const opened = this.verifier.open(redisKey, raw);
+    const parsed = opened.ok ? parseStored(routeSchema, opened.payload) : opened;
     if (!parsed.ok) {
       this.log.error(
         { redisKey, issue: parsed.issue },
-        'corrupt route entry; treating the service as unknown',
+        'route entry refused (corrupt or not sealed by the operator); treating the service as unknown',
       );
       return null;
     }

@@ -63,7 +63,7 @@ export interface Sidecar {
 }
 
 export interface SidecarOptions {
-  /** Verifies the grants the central gateway signs (default: the keys the operator publishes in Redis). */
+  /** Verifies the grants the central gateway signs (default: with this process's trusted keys). */
   grants?: GrantVerifier;
   /** The workload's own probes, run on its loopback for the kubelet. */
   probes?: AppProbes;
@@ -75,7 +75,7 @@ export interface SidecarOptions {
  * checked in full on its key.
  */
 export function createSidecar(s: GatewayServices, target: SidecarTarget, opts: SidecarOptions = {}): Sidecar {
-  const grants = opts.grants ?? GrantVerifier.fromRedis(s.redis, sidecarAudience(target));
+  const grants = opts.grants ?? GrantVerifier.fromTrust(s.trust.verifier.trusted, sidecarAudience(target));
   const authenticate: Authenticate = (req) => {
     const token = req.headers[GRANT_HEADER];
     if (typeof token === 'string') return grants.verify(token);

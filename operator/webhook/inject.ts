@@ -29,6 +29,11 @@ export interface InjectionConfig {
   imagePullPolicy?: string;
   /** Redis holding the key index, as the sidecar reaches it from any namespace. */
   redisUrl: string;
+  /**
+   * The public half of the signing key, as a JWKS: the sidecar believes only index entries, routes
+   * and grants it verifies (public: the pod's team may read it and gains nothing).
+   */
+  trustedKeys: string;
 }
 
 export type JsonPatchOp = { op: 'add' | 'replace'; path: string; value: unknown };
@@ -203,6 +208,7 @@ export function planInjection(pod: V1Pod, cfg: InjectionConfig): Injection {
     env: [
       { name: 'POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } },
       { name: 'TOLLGATE_REDIS_URL', value: cfg.redisUrl },
+      { name: 'TOLLGATE_TRUSTED_KEYS', value: cfg.trustedKeys },
       { name: APP_PROBES_ENV, value: JSON.stringify(appProbes) },
       // A sidecar leaves with its pod: no load balancer drain of its own to wait for.
       { name: 'TOLLGATE_SHUTDOWN_DRAIN_MS', value: '0' },

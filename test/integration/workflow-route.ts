@@ -2,6 +2,7 @@ import type { Redis } from 'ioredis';
 import { redisKeys } from '../../common/redis/schema.js';
 import { RouteWriter } from '../../common/routes/workflow-routes.js';
 import { grantAudience } from '../../common/resources/grant.js';
+import { testSealer } from './signing.js';
 
 /**
  * What the operator writes after a full rebuild of the index: without it, a gateway answers a key
@@ -20,7 +21,7 @@ export async function putWorkflowRoute(
   redis: Redis,
   r: { workflow: string; service: string; url: string; owner: string; sidecar?: boolean },
 ): Promise<void> {
-  await new RouteWriter(redis).put(redisKeys.bdaRoute(r.workflow, r.service), {
+  await new RouteWriter(redis, await testSealer()).put(redisKeys.bdaRoute(r.workflow, r.service), {
     url: r.url,
     owner: r.owner,
     workflow: r.workflow,

@@ -15,6 +15,7 @@ import {
   uniqueName,
   type Upstream,
 } from './support.js';
+import { testSealer } from '../signing.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -149,7 +150,7 @@ describe('gateway lifecycle', () => {
           '1',
         ]);
         await registerService(r, wf, 'svc', upstream.url);
-        await new KeyIndexWriter(r).put(created.hash, created.grant);
+        await new KeyIndexWriter(r, await testSealer()).put(created.hash, created.grant);
         expect((await send(gw.url, path, { headers: apikey(created.key) })).status).toBe(200);
         expect((await send(gw.url, '/readyz')).status).toBe(200);
         // The subscription is back, so the caches are trusted again: no Redis GET for repeat calls.

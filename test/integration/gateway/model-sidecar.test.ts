@@ -8,9 +8,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import type { Redis } from 'ioredis';
-import { openKeyFile, publicJwk } from '../../../common/crypto/key-file.js';
 import { createLogger } from '../../../common/logger.js';
-import { writeGrantKeys } from '../../../common/redis/grant-keys.js';
 import { redisKeys } from '../../../common/redis/schema.js';
 import { grantAudience } from '../../../common/resources/grant.js';
 import { RouteWriter } from '../../../common/routes/workflow-routes.js';
@@ -27,6 +25,7 @@ import {
   uniqueName,
   type TestGateway,
 } from './support.js';
+import { testSealer, TEST_TRUSTED_KEYS } from '../signing.js';
 
 const run = promisify(execFile);
 const FIXTURE = new URL('../harness/fixtures/train_iris.py', import.meta.url).pathname;
@@ -62,19 +61,28 @@ describe('a model’s sidecar in front of MLServer', () => {
     ml = await startMlserver(dir);
     const r = await redis();
     rc = redisClient(r.url);
-    const keyFile = path.join(dir, 'grant-signing-key.json');
-    central = await startGateway({ redisUrl: r.url, grantSigningKeyFile: keyFile });
-    unsigned = await startGateway({ redisUrl: r.url });
-    await writeGrantKeys(rc, { keys: [publicJwk(await openKeyFile(keyFile))] });
+    central = await startGateway({ redisUrl: r.url });
+    // A gateway that verifies entries but holds no signing key: it cannot vouch for a call.
+    unsigned = await startGateway({
+      redisUrl: r.url,
+      grantSigningKeyFile: undefined,
+      trustedKeys: TEST_TRUSTED_KEYS,
+    });
     const config = loadGatewayConfig({
       env: {},
-      overrides: { host: '127.0.0.1', port: 0, redisUrl: r.url, shutdownDrainMs: 0 },
+      overrides: {
+        trustedKeys: TEST_TRUSTED_KEYS,
+        host: '127.0.0.1',
+        port: 0,
+        redisUrl: r.url,
+        shutdownDrainMs: 0,
+      },
     });
     const services = await createGatewayServices(config, createLogger('model-sidecar-test', 'silent'));
     sidecar = createSidecar(services, { kind: 'model', upstream: new URL(ml.url), model, workflow });
     sidecarUrl = `http://127.0.0.1:${(await sidecar.traffic.listen(0, '127.0.0.1')).port}`;
     // As the operator writes it for a Model behind its sidecar.
-    await new RouteWriter(rc).put(redisKeys.modelRoute(model), {
+    await new RouteWriter(rc, await testSealer()).put(redisKeys.modelRoute(model), {
       url: sidecarUrl,
       workflow,
       source: `model/default/${model}`,

@@ -8,20 +8,19 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Redis } from 'ioredis';
-import type { RoleCatalogue } from '../../../common/apikey/roles.js';
 import { createLogger } from '../../../common/logger.js';
 import { WorkflowRoutes } from '../../../common/routes/workflow-routes.js';
 import { createManagement } from '../../../gateway/api/management.js';
-import type { AuditLog } from '../../../gateway/audit/audit-log.js';
 import { LocalIssuer } from '../../../gateway/auth/local-issuer.js';
 import { loadGatewayConfig } from '../../../gateway/config.js';
 import { createGatewayServer, type GatewayServer } from '../../../gateway/server.js';
-import { createGatewayServices } from '../../../gateway/services.js';
+import { createGatewayServices, type SharedServices } from '../../../gateway/services.js';
 import { createV2Handler } from '../../../gateway/v2/handler.js';
 import { noModels } from '../../../gateway/v2/model-directory.js';
 import { repoRoot } from '../../harness/paths.js';
 import { freePort, redis } from '../../harness/index.js';
 import { startUpstream, type Upstream } from './support.js';
+import { TEST_SIGNING_KEY_FILE } from '../signing.js';
 
 const SCHEMATHESIS = join(repoRoot, '.venv-tools', 'bin', 'schemathesis');
 const log = createLogger('openapi-test', 'silent');
@@ -51,6 +50,7 @@ beforeAll(async () => {
   const config = loadGatewayConfig({
     env: {},
     overrides: {
+      grantSigningKeyFile: TEST_SIGNING_KEY_FILE,
       redisUrl: r.url,
       port,
       host: '127.0.0.1',
@@ -58,10 +58,11 @@ beforeAll(async () => {
       auditUri: pathToFileURL(join(stateDir, 'audit')).href,
     },
   });
-  const management = ({ roles, audit }: { roles: RoleCatalogue; audit: AuditLog }) =>
+  const management = ({ roles, audit, trust }: SharedServices) =>
     createManagement({
+      trust,
       redis: client,
-      workflows: new WorkflowRoutes(client),
+      workflows: new WorkflowRoutes(client, trust.verifier),
       log,
       roles,
       audit,

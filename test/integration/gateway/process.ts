@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { freePort } from '../../harness/index.js';
+import { TEST_SIGNING_KEY_FILE } from '../signing.js';
 
 const ROOT = join(import.meta.dirname, '..', '..', '..');
 
@@ -26,6 +27,8 @@ export async function spawnGateway(env: Record<string, string>): Promise<Gateway
       NODE_OPTIONS: '',
       TOLLGATE_HOST: '127.0.0.1',
       TOLLGATE_PORT: String(port),
+      // The key the tests' own index entries are sealed with.
+      TOLLGATE_GRANT_SIGNING_KEY_FILE: TEST_SIGNING_KEY_FILE,
       ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -19,6 +19,7 @@ import {
   type TestGateway,
   type Upstream,
 } from './support.js';
+import { testSealer } from '../signing.js';
 
 const TAG = 'failover';
 
@@ -146,7 +147,7 @@ describe('the gateway on a Sentinel-managed Redis', () => {
   }, 60_000);
 
   it('a key deleted after the failover is refused', async () => {
-    await new KeyIndexWriter(writer).delete({ hash: key.hash, id: key.grant.id });
+    await new KeyIndexWriter(writer, await testSealer()).delete({ hash: key.hash, id: key.grant.id });
     let res = await send(gw.url, path, { headers: apikey(key.key) });
     for (let i = 0; i < 40 && res.status === 200; i++) {
       await sleep(25);

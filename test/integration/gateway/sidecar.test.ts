@@ -16,8 +16,6 @@ import { createLogger } from '../../../common/logger.js';
 import { loadGatewayConfig } from '../../../gateway/config.js';
 import { createGatewayServices, type GatewayServices } from '../../../gateway/services.js';
 import { GrantSigner } from '../../../gateway/auth/signed-grant.js';
-import { openKeyFile, publicJwk } from '../../../common/crypto/key-file.js';
-import { writeGrantKeys } from '../../../common/redis/grant-keys.js';
 import { createSidecar, type Sidecar } from '../../../gateway/sidecar/sidecar.js';
 import { freePort, redis, restartRedis, stopRedis } from '../../harness/index.js';
 import {
@@ -33,6 +31,7 @@ import {
   type Upstream,
 } from './support.js';
 import { putWorkflowRoute } from '../workflow-route.js';
+import { testSealer, TEST_SIGNING_KEY_FILE, TEST_TRUSTED_KEYS } from '../signing.js';
 
 const run = promisify(execFile);
 const TSX = new URL('../../../node_modules/tsx/dist/cli.mjs', import.meta.url).pathname;
@@ -55,7 +54,13 @@ describe('the gateway as a sidecar', () => {
     upstream = await startUpstream();
     const config = loadGatewayConfig({
       env: {},
-      overrides: { host: '127.0.0.1', port: 0, redisUrl: r.url, shutdownDrainMs: 0 },
+      overrides: {
+        trustedKeys: TEST_TRUSTED_KEYS,
+        host: '127.0.0.1',
+        port: 0,
+        redisUrl: r.url,
+        shutdownDrainMs: 0,
+      },
     });
     services = await createGatewayServices(config, createLogger('sidecar-test', 'silent'));
     sidecar = createSidecar(services, {
@@ -123,7 +128,7 @@ describe('the gateway as a sidecar', () => {
   it('refuses a revoked key at once', async () => {
     const { key, grant, hash } = await createKey(rc, 'bda', [workflow]);
     expect((await send(base, '/score', { headers: apikey(key) })).status).toBe(200);
-    await new KeyIndexWriter(rc).delete({ hash, id: grant.id });
+    await new KeyIndexWriter(rc, await testSealer()).delete({ hash, id: grant.id });
     const deadline = Date.now() + 1_000;
     let r = await send(base, '/score', { headers: apikey(key) });
     while (r.status === 200 && Date.now() < deadline)
@@ -183,15 +188,20 @@ describe('central gateway and sidecar together: a signed grant instead of a seco
     rc = redisClient(r.url);
     upstream = await startUpstream();
     dir = await mkdtemp(path.join(tmpdir(), 'tollgate-grants-'));
-    keyFile = path.join(dir, 'grant-signing-key.json');
-    central = await startGateway({ redisUrl: r.url, grantSigningKeyFile: keyFile });
+    keyFile = TEST_SIGNING_KEY_FILE;
+    central = await startGateway({ redisUrl: r.url });
     const config = loadGatewayConfig({
       env: {},
-      overrides: { host: '127.0.0.1', port: 0, redisUrl: r.url, shutdownDrainMs: 0 },
+      overrides: {
+        // A sidecar holds only the public half (the webhook injects it).
+        trustedKeys: TEST_TRUSTED_KEYS,
+        host: '127.0.0.1',
+        port: 0,
+        redisUrl: r.url,
+        shutdownDrainMs: 0,
+      },
     });
     services = await createGatewayServices(config, createLogger('sidecar-grant-test', 'silent'));
-    // What the operator does: publish the central gateway's public key where sidecars look.
-    await writeGrantKeys(rc, { keys: [publicJwk(await openKeyFile(keyFile))] });
     sidecar = createSidecar(services, {
       kind: 'workflow',
       upstream: new URL(upstream.url),
@@ -346,7 +356,8 @@ describe('tollgate sidecar (the command)', () => {
           '--redis-url',
           r.url,
         ],
-        { stdio: 'ignore' },
+        // The public keys only, as the webhook gives an injected sidecar.
+        { stdio: 'ignore', env: { ...process.env, TOLLGATE_TRUSTED_KEYS: TEST_TRUSTED_KEYS } },
       );
       const base = `http://127.0.0.1:${port}`;
       const deadline = Date.now() + 30_000;

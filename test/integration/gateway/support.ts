@@ -1,5 +1,6 @@
 import { noModels } from '../../../gateway/v2/model-directory.js';
 import { markIndexBuilt, putWorkflowRoute } from '../workflow-route.js';
+import { TEST_SIGNING_KEY_FILE, testSealer } from '../signing.js';
 import {
   createServer,
   type IncomingHttpHeaders,
@@ -87,7 +88,13 @@ export interface TestGateway {
 export async function startGateway(settings: Partial<GatewayConfigInput>): Promise<TestGateway> {
   const config = loadGatewayConfig({
     env: {},
-    overrides: { host: '127.0.0.1', port: 0, shutdownDrainMs: 0, ...settings },
+    overrides: {
+      host: '127.0.0.1',
+      port: 0,
+      shutdownDrainMs: 0,
+      grantSigningKeyFile: TEST_SIGNING_KEY_FILE,
+      ...settings,
+    },
   });
   const log = createLogger('gateway-test', 'silent');
   const services = await createGatewayServices(config, log);
@@ -119,13 +126,13 @@ export async function createKey(
   const key = generateKey(module);
   const grant: KeyGrant = { id: newId(), owner: 'alice', module, roles, ...extra };
   const hash = hashKey(key);
-  await new KeyIndexWriter(redis).put(hash, grant);
+  await new KeyIndexWriter(redis, await testSealer()).put(hash, grant);
   await markIndexBuilt(redis);
   return { key, grant, hash };
 }
 
 export async function deleteKey(redis: Redis, entry: { hash: string; id: string }): Promise<void> {
-  await new KeyIndexWriter(redis).delete(entry);
+  await new KeyIndexWriter(redis, await testSealer()).delete(entry);
 }
 
 export async function registerService(

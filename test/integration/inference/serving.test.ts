@@ -22,6 +22,7 @@ import {
   uploadFolder,
   ROOT,
 } from './stack.js';
+import { TEST_SIGNING_KEY_FILE } from '../signing.js';
 
 const CASES = ['iris', 'diabetes', 'rent', 'reviews', 'digits', 'wine'];
 const WORKFLOW = 'wf-inference';
@@ -96,7 +97,13 @@ beforeAll(async () => {
 
   const config = loadGatewayConfig({
     env: {},
-    overrides: { host: '127.0.0.1', port: 0, redisUrl: r.url, bodyLimitBytes: BODY_LIMIT },
+    overrides: {
+      grantSigningKeyFile: TEST_SIGNING_KEY_FILE,
+      host: '127.0.0.1',
+      port: 0,
+      redisUrl: r.url,
+      bodyLimitBytes: BODY_LIMIT,
+    },
   });
   const services = await createGatewayServices(config, createLogger('gateway-inference', 'silent'));
   gateway = createGatewayServer(services, createV2Handler(services, manifestModels(manifests)));

@@ -14,6 +14,7 @@ import type { RuntimeState } from '../../../operator/serving/runtime-driver.js';
 import type { MinioInfo } from '../../harness/index.js';
 import { venv } from '../../harness/index.js';
 import type { Redis } from 'ioredis';
+import { testSealer } from '../signing.js';
 
 const run = promisify(execFile);
 export const ROOT = path.resolve(import.meta.dirname, '../../..');
@@ -142,7 +143,7 @@ export class ServedModels {
       });
       const state = await this.driver.apply(plan);
       if (state.failure !== undefined) throw new Error(`${model.metadata.name}: ${state.failure.message}`);
-      const routes = new RouteWriter(this.redis);
+      const routes = new RouteWriter(this.redis, await testSealer());
       const source = `model/default/${model.metadata.name}`;
       const workflow = model.spec.workflow;
       if (state.readyReplicas === 0) {

@@ -7,6 +7,7 @@ import { newKeyId } from '../../../common/resources/apikey.js';
 import { RouteWriter, WorkflowRoutes } from '../../../common/routes/workflow-routes.js';
 import { putWorkflowRoute } from '../workflow-route.js';
 import { redis, restartRedis, stopRedis } from '../../harness/index.js';
+import { testSealer, testVerifier } from '../signing.js';
 
 const clientOptions = {
   maxRetriesPerRequest: 0,
@@ -48,7 +49,7 @@ describe('key index writer', () => {
   afterAll(() => client.disconnect());
 
   it('writes the grant under the key’s hash and tells every subscriber at once', async () => {
-    const writer = new KeyIndexWriter(client);
+    const writer = new KeyIndexWriter(client, await testSealer());
     const replicaA = await listen(url, redisChannels.keys);
     const replicaB = await listen(url, redisChannels.keys);
     try {
@@ -63,7 +64,7 @@ describe('key index writer', () => {
         rateLimit: { requests: 10, windowSeconds: 1 },
       };
       await writer.put(hash, grant);
-      expect(JSON.parse((await client.get(redisKeys.apiKey(hash))) ?? 'null')).toEqual(grant);
+      expect(await stored(client, redisKeys.apiKey(hash))).toEqual(grant);
       await until(() => replicaA.messages.includes(hash) && replicaB.messages.includes(hash));
 
       await client.hset(redisKeys.keyUsage(grant.id), { lastUsed: new Date().toISOString(), count: 3 });
@@ -85,7 +86,7 @@ describe('key index writer', () => {
     try {
       await until(() => down.status === 'ready', 5_000);
       await stopRedis(tag);
-      const writer = new KeyIndexWriter(down);
+      const writer = new KeyIndexWriter(down, await testSealer());
       const hash = hashKey(generateKey('bda'));
       const grant: KeyGrant = { id: newKeyId(), owner: 'alice', module: 'bda', roles: ['wf'] };
       await expect(writer.put(hash, grant)).rejects.toMatchObject({ status: 503, code: 'redis_unavailable' });
@@ -96,7 +97,7 @@ describe('key index writer', () => {
       await restartRedis(tag);
       await until(() => down.status === 'ready', 5_000);
       await writer.put(hash, grant);
-      expect(await down.get(redisKeys.apiKey(hash))).toBe(JSON.stringify(grant));
+      expect(await stored(down, redisKeys.apiKey(hash))).toEqual(grant);
     } finally {
       down.disconnect();
     }
@@ -111,7 +112,7 @@ describe('workflow routes', () => {
   beforeAll(async () => {
     url = (await redis()).url;
     client = await connected(url);
-    routes = new WorkflowRoutes(client);
+    routes = new WorkflowRoutes(client, await testVerifier());
   });
   afterAll(() => client.disconnect());
 
@@ -119,11 +120,11 @@ describe('workflow routes', () => {
     const replica = await listen(url, redisChannels.routes);
     try {
       const workflow = wf('fraud');
-      const writer = new RouteWriter(client);
+      const writer = new RouteWriter(client, await testSealer());
       const key = redisKeys.bdaRoute(workflow, 'scorer');
       const route = { url: 'http://127.0.0.1:9001', owner: 'alice', workflow, source: 'service/a/scorer' };
       expect(await writer.put(key, route)).toBe(true);
-      expect(JSON.parse((await client.get(key)) ?? 'null')).toEqual(route);
+      expect(await stored(client, key)).toEqual(route);
       await until(() => replica.messages.includes(key));
       // The same value again changes nothing and announces nothing.
       expect(await writer.put(key, route)).toBe(false);
@@ -160,7 +161,7 @@ describe('workflow routes', () => {
     // Its own Redis: the corrupt entry must not reach the other tests' scans.
     const own = await connected((await redis('corrupt-route')).url);
     try {
-      const table = new WorkflowRoutes(own);
+      const table = new WorkflowRoutes(own, await testVerifier());
       const owner = 'alice';
       await putWorkflowRoute(own, { workflow: 'healthy', service: 'a', url: 'http://127.0.0.1:9006', owner });
       await putWorkflowRoute(own, { workflow: 'damaged', service: 'a', url: 'http://127.0.0.1:9007', owner });
@@ -172,3 +173,12 @@ describe('workflow routes', () => {
     }
   });
 });
+
+/** The value at `key` as a gateway believes it: opened with the trusted keys, then parsed. */
+async function stored(client: Redis, key: string): Promise<unknown> {
+  const raw = await client.get(key);
+  if (raw === null) return null;
+  const opened = (await testVerifier()).open(key, raw);
+  if (!opened.ok) throw new Error(`${key}: ${opened.issue}`);
+  return JSON.parse(opened.payload);
+}

@@ -30,6 +30,7 @@ import {
   removeTempDirs,
   tempDir,
 } from './fixtures.js';
+import { testSealer, testVerifier, readSealed } from '../signing.js';
 
 afterAll(removeTempDirs);
 
@@ -106,11 +107,11 @@ describe.each(stores)('management API over HTTP (keys on %s)', (label, openStore
       '/api/v1',
       createManagementRouter({
         store: (store = await openStore(stateDir)),
-        index: new KeyIndexWriter(client),
+        index: new KeyIndexWriter(client, await testSealer()),
         redis: client,
         audit: unusedAudit(),
         maxRollGraceSeconds: 3_600,
-        workflows: new WorkflowRoutes(client),
+        workflows: new WorkflowRoutes(client, await testVerifier()),
         roles: new RoleCatalogue({ resources: ['datasets'] }),
         verifyToken: createTokenVerifier(
           { issuer: 'urn:tollgate:standalone', audience: 'tollgate', jwksUrl: idp.jwksUrl },
@@ -266,7 +267,7 @@ describe.each(stores)('management API over HTTP (keys on %s)', (label, openStore
       expect(a.headers.get('location')).toBe(`/api/v1/apikeys/${created.id}`);
       expect(a.headers.get('cache-control')).toBe('no-store');
 
-      expect(JSON.parse((await client.get(redisKeys.apiKey(hashKey(key)))) ?? 'null')).toEqual({
+      expect(await readSealed(client, redisKeys.apiKey(hashKey(key)))).toEqual({
         id: created.id,
         owner: alice,
         module: 'platform',
@@ -575,9 +576,8 @@ describe.each(stores)('management API over HTTP (keys on %s)', (label, openStore
         allowedCidrs: ['192.0.2.0/24'],
       });
       // The old key's index entry stops at the end of the grace period, and says it was rolled.
-      const entry = JSON.parse(
-        (await client.get(redisKeys.apiKey(hashKey(created.body.key as string)))) ?? '{}',
-      ) as { expiresAt?: string; rolledTo?: string; allowedCidrs?: string[] };
+      const entry = ((await readSealed(client, redisKeys.apiKey(hashKey(created.body.key as string)))) ??
+        {}) as { expiresAt?: string; rolledTo?: string; allowedCidrs?: string[] };
       const old = await store.get(alice, id);
       expect(entry).toMatchObject({
         expiresAt: old?.spec.rolled?.graceEndsAt,

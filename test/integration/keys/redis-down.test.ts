@@ -14,6 +14,7 @@ import { DirModelStore } from '../../../gateway/platform/models/dir-store.js';
 import { createTokenVerifier } from '../../../gateway/auth/oidc.js';
 import { redis, restartRedis, stopRedis } from '../../harness/index.js';
 import { loopbackIdentityProvider, NO_ADMINS, removeTempDirs, tempDir } from './fixtures.js';
+import { testSealer, testVerifier } from '../signing.js';
 
 afterAll(removeTempDirs);
 
@@ -40,11 +41,11 @@ describe('management API with Redis down', () => {
       '/api/v1',
       createManagementRouter({
         store,
-        index: new KeyIndexWriter(client),
+        index: new KeyIndexWriter(client, await testSealer()),
         redis: client,
         audit: unusedAudit(),
         maxRollGraceSeconds: 3_600,
-        workflows: new WorkflowRoutes(client),
+        workflows: new WorkflowRoutes(client, await testVerifier()),
         roles: new RoleCatalogue(),
         verifyToken: createTokenVerifier(
           { issuer: 'urn:tollgate:standalone', audience: 'tollgate', jwksUrl: idp.jwksUrl },

@@ -20,6 +20,8 @@ import { standaloneSources } from '../../../operator/standalone-sources.js';
 import { ProcessEnvCredentials } from '../../../operator/storage/credentials.js';
 import { redis } from '../../harness/index.js';
 import { removeTempDirs, tempDir } from './fixtures.js';
+import { testTrust, testVerifier, TEST_SIGNING_KEY_FILE, readSealed } from '../signing.js';
+import { openKeyFile } from '../../../common/crypto/key-file.js';
 
 afterAll(removeTempDirs);
 
@@ -59,8 +61,9 @@ describe('standalone management API with the CLI', () => {
     await new Promise((r) => server.once('listening', r));
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     const management = await createManagement({
+      trust: await testTrust(),
       redis: client,
-      workflows: new WorkflowRoutes(client),
+      workflows: new WorkflowRoutes(client, await testVerifier()),
       log: createLogger('standalone-test', 'silent'),
       roles: new RoleCatalogue(),
       audit: unusedAudit(),
@@ -79,7 +82,11 @@ describe('standalone management API with the CLI', () => {
       log,
     });
     const manifests = new ManifestDir(stateDir, () => undefined);
-    operator = new OperatorManager(() => standaloneSources(manifests, runtime, log), { redisUrl, log });
+    operator = new OperatorManager(() => standaloneSources(manifests, runtime, log), {
+      redisUrl,
+      log,
+      signingKey: () => openKeyFile(TEST_SIGNING_KEY_FILE),
+    });
     await operator.start();
   });
   afterAll(async () => {
@@ -128,7 +135,7 @@ describe('standalone management API with the CLI', () => {
     // The operator routes the manifest (it watches the directory).
     await until(async () => (await bdaRoles())?.includes(workflow) === true);
     expect(await bdaRoles()).toEqual([workflow]);
-    expect(JSON.parse((await client.get(redisKeys.bdaRoute(workflow, 'api'))) ?? 'null')).toMatchObject({
+    expect(await readSealed(client, redisKeys.bdaRoute(workflow, 'api'))).toMatchObject({
       url: 'http://127.0.0.1:9',
       owner: user,
       workflow,
@@ -141,7 +148,7 @@ describe('standalone management API with the CLI', () => {
     });
     expect(res.status).toBe(201);
     const created = (await res.json()) as { id: string; key: string };
-    expect(JSON.parse((await client.get(redisKeys.apiKey(hashKey(created.key)))) ?? '{}')).toMatchObject({
+    expect((await readSealed(client, redisKeys.apiKey(hashKey(created.key)))) ?? {}).toMatchObject({
       owner: user,
       roles: [workflow],
     });

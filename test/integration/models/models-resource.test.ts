@@ -25,6 +25,7 @@ import { createGatewayServer, type GatewayServer } from '../../../gateway/server
 import { createGatewayServices } from '../../../gateway/services.js';
 import { kube, redis } from '../../harness/index.js';
 import { repoRoot } from '../../harness/paths.js';
+import { testSealer, testVerifier, TEST_SIGNING_KEY_FILE } from '../signing.js';
 
 /**
  * The built-in `models` platform resource through the real gateway (key check, role check, the
@@ -95,7 +96,7 @@ describe.each([
 
   async function addKey(name: string, owner: string, module: Module, roles: string[]): Promise<void> {
     const key = generateKey(module);
-    await new KeyIndexWriter(redisClient).put(hashKey(key), {
+    await new KeyIndexWriter(redisClient, await testSealer()).put(hashKey(key), {
       id: randomBytes(10).toString('hex'),
       owner,
       module,
@@ -146,14 +147,17 @@ describe.each([
     await addKey('inference', 'carol', 'platform', ['models:inference']);
     await addKey('bda', 'alice', 'bda', [`wf-alice-${suffix}`]);
 
-    const config = loadGatewayConfig({ env: {}, overrides: { redisUrl: r.url, port: 0, host: '127.0.0.1' } });
+    const config = loadGatewayConfig({
+      env: {},
+      overrides: { grantSigningKeyFile: TEST_SIGNING_KEY_FILE, redisUrl: r.url, port: 0, host: '127.0.0.1' },
+    });
     const handler = createModelsResource({
       store: backend.store,
-      workflows: new WorkflowRoutes(redisClient),
+      workflows: new WorkflowRoutes(redisClient, await testVerifier()),
       log,
     });
     const services = await createGatewayServices(config, log, {
-      platformResources: new Map([['models', handler]]),
+      platformResources: () => new Map([['models', handler]]),
     });
     gateway = createGatewayServer(services, createV2Handler(services, noModels));
     const address = await gateway.listen(0, '127.0.0.1');

@@ -26,6 +26,7 @@ import {
   setDeploymentReady,
   startOperator,
 } from '../operator/support.js';
+import { openSealed, testSealer, testVerifier, TEST_SIGNING_KEY_FILE } from '../signing.js';
 
 afterAll(removeModelFolders);
 
@@ -57,20 +58,23 @@ describe('models platform resource with the operator', () => {
 
     await putWorkflowRoute(client, { workflow, service: 'api', url: 'http://127.0.0.1:9', owner: 'alice' });
     key = generateKey('platform');
-    await new KeyIndexWriter(client).put(hashKey(key), {
+    await new KeyIndexWriter(client, await testSealer()).put(hashKey(key), {
       id: randomBytes(10).toString('hex'),
       owner: 'alice',
       module: 'platform',
       roles: ['models:editor'],
     });
-    const config = loadGatewayConfig({ env: {}, overrides: { redisUrl, port: 0, host: '127.0.0.1' } });
+    const config = loadGatewayConfig({
+      env: {},
+      overrides: { grantSigningKeyFile: TEST_SIGNING_KEY_FILE, redisUrl, port: 0, host: '127.0.0.1' },
+    });
     const handler = createModelsResource({
       store: new KubeModelStore(c.custom, ns),
-      workflows: new WorkflowRoutes(client),
+      workflows: new WorkflowRoutes(client, await testVerifier()),
       log,
     });
     const services = await createGatewayServices(config, log, {
-      platformResources: new Map([['models', handler]]),
+      platformResources: () => new Map([['models', handler]]),
     });
     gateway = createGatewayServer(services, createV2Handler(services, noModels));
     base = `http://127.0.0.1:${(await gateway.listen(0, '127.0.0.1')).port}`;
@@ -98,8 +102,11 @@ describe('models platform resource with the operator', () => {
       () => client.get(redisKeys.bdaRoute(workflow, name)).then((v) => v ?? undefined),
       'the bda route',
     );
-    expect(JSON.parse(route)).toMatchObject({ workflow, owner: 'alice' });
-    expect(await new WorkflowRoutes(client).ownedBy('alice')).toEqual([
+    expect(await openSealed(redisKeys.bdaRoute(workflow, name), route)).toMatchObject({
+      workflow,
+      owner: 'alice',
+    });
+    expect(await new WorkflowRoutes(client, await testVerifier()).ownedBy('alice')).toEqual([
       { workflow, services: ['api', name] },
     ]);
 

@@ -22,6 +22,7 @@ import {
   type Upstream,
 } from '../gateway/support.js';
 import { modelResource, ServedModels, trainExamples } from '../inference/stack.js';
+import { TEST_SIGNING_KEY_FILE } from '../signing.js';
 
 /**
  * The chart's Grafana dashboard against a real Prometheus (Debian's) scraping a real gateway and
@@ -54,7 +55,10 @@ beforeAll(async () => {
   const state = await served.serve(model, folder);
   if (state.metricsUrl === undefined) throw new Error('the local runtime reports no metrics address');
 
-  const config = loadGatewayConfig({ env: {}, overrides: { host: '127.0.0.1', port: 0, redisUrl: r.url } });
+  const config = loadGatewayConfig({
+    env: {},
+    overrides: { grantSigningKeyFile: TEST_SIGNING_KEY_FILE, host: '127.0.0.1', port: 0, redisUrl: r.url },
+  });
   const services = await createGatewayServices(config, createLogger('dashboard-test', 'silent'));
   gateway = createGatewayServer(services, createV2Handler(services, manifestModels(manifests)));
   base = `http://127.0.0.1:${(await gateway.listen(0, '127.0.0.1')).port}`;

@@ -18,6 +18,7 @@ import {
   setDeploymentReady,
   startOperator,
 } from './support.js';
+import { readSealed, openSealed } from '../signing.js';
 
 afterAll(removeModelFolders);
 
@@ -49,8 +50,7 @@ describe('ApiKey index, workflow routes, restarts and Redis loss', () => {
   });
 
   const grantOf = async (hash: string) => {
-    const v = await client.get(redisKeys.apiKey(hash));
-    return v === null ? undefined : (JSON.parse(v) as Record<string, unknown>);
+    return (await readSealed(client, redisKeys.apiKey(hash))) as Record<string, unknown> | undefined;
   };
   const readKey = (name: string) =>
     c.custom.getNamespacedCustomObject({ ...keyRef, namespace: ns, name }).then(
@@ -116,7 +116,7 @@ describe('ApiKey index, workflow routes, restarts and Redis loss', () => {
       () => client.get(redisKeys.bdaRoute('wf-a', 'score')).then((v) => v ?? undefined),
       'the bda route',
     );
-    expect(JSON.parse(route)).toEqual({
+    expect(await openSealed(redisKeys.bdaRoute('wf-a', 'score'), route)).toEqual({
       url: `http://scorer.${ns}.svc:8000`,
       workflow: 'wf-a',
       owner: 'alice',

@@ -36,6 +36,8 @@ describe('tollgate operator (the process)', () => {
         redisUrl,
         '--lease-namespace',
         ns,
+        '--grant-key-secret',
+        'tollgate-signing-key',
         '--metrics-port',
         String(port),
       ],

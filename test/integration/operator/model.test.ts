@@ -24,6 +24,7 @@ import {
   setDeploymentReady,
   startOperator,
 } from './support.js';
+import { openSealed, readSealed } from '../signing.js';
 
 afterAll(removeModelFolders);
 
@@ -186,7 +187,7 @@ describe('Model reconciler on a real API server', () => {
       () => client.get(redisKeys.modelRoute(name)).then((v) => v ?? undefined),
       'the route',
     );
-    expect(JSON.parse(route)).toEqual({
+    expect(await openSealed(redisKeys.modelRoute(name), route)).toEqual({
       url: `http://${name}.${ns}.svc:8080`,
       source: `model/${ns}/${name}`,
     });
@@ -327,12 +328,12 @@ describe('Model reconciler on a real API server', () => {
       () => client.get(redisKeys.bdaRoute('wf-1', name)).then((v) => v ?? undefined),
       'the bda route',
     );
-    expect(JSON.parse(bda)).toEqual({
+    expect(await openSealed(redisKeys.bdaRoute('wf-1', name), bda)).toEqual({
       url: `http://${name}.${ns}.svc:8080`,
       workflow: 'wf-1',
       source: `model/${ns}/${name}`,
     });
-    expect(JSON.parse((await client.get(redisKeys.modelRoute(name)))!)).toMatchObject({ workflow: 'wf-1' });
+    expect(await readSealed(client, redisKeys.modelRoute(name))).toMatchObject({ workflow: 'wf-1' });
     expect((await getModel(c, ns, name))?.metadata.finalizers).toContain('tollgate.dev/model-routes');
 
     // Moving it to another workflow moves the bda route.

@@ -14,6 +14,8 @@ import { loadKubeConfig, type PooledKubeConfig } from '../../../operator/kube-co
 import { kubeSources } from '../../../operator/kube-sources.js';
 import { OperatorManager, type OperatorOptions } from '../../../operator/manager.js';
 import { kube, type KubeInfo } from '../../harness/index.js';
+import { TEST_SIGNING_KEY_FILE } from '../signing.js';
+import { openKeyFile } from '../../../common/crypto/key-file.js';
 
 const run = promisify(execFile);
 export const ROOT = path.resolve(import.meta.dirname, '../../..');
@@ -89,6 +91,7 @@ export function startOperator(
     log,
     namespace: ns,
     indexCheckMs: 200,
+    signingKey: () => openKeyFile(TEST_SIGNING_KEY_FILE),
     ...extra,
   });
 }

@@ -5,22 +5,21 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import type { Browser, Page } from 'playwright-core';
-import type { RoleCatalogue } from '../../../common/apikey/roles.js';
 import { createLogger } from '../../../common/logger.js';
 import { ManifestDir } from '../../../common/resources/manifest-dir.js';
 import { modelSchema, type Model } from '../../../common/resources/model.js';
 import { WorkflowRoutes } from '../../../common/routes/workflow-routes.js';
 import { createManagement } from '../../../gateway/api/management.js';
-import type { AuditLog } from '../../../gateway/audit/audit-log.js';
 import { LocalIssuer } from '../../../gateway/auth/local-issuer.js';
 import { loadGatewayConfig } from '../../../gateway/config.js';
 import { createGatewayServer, type GatewayServer } from '../../../gateway/server.js';
-import { createGatewayServices } from '../../../gateway/services.js';
+import { createGatewayServices, type SharedServices } from '../../../gateway/services.js';
 import { createV2Handler } from '../../../gateway/v2/handler.js';
 import { manifestModels } from '../../../gateway/v2/model-directory.js';
 import { freePort, launchChromium, redis } from '../../harness/index.js';
 import { apikey, createKey, redisClient } from '../gateway/support.js';
 import { modelResource, ServedModels, trainExamples } from '../inference/stack.js';
+import { TEST_SIGNING_KEY_FILE } from '../signing.js';
 
 /**
  * The panel's Models page in Chromium, over a real gateway and a real MLServer: a served model
@@ -109,12 +108,19 @@ beforeAll(async () => {
   base = `http://127.0.0.1:${port}`;
   const config = loadGatewayConfig({
     env: {},
-    overrides: { redisUrl: r.url, port, host: '127.0.0.1', usageFlushMs: 100 },
+    overrides: {
+      grantSigningKeyFile: TEST_SIGNING_KEY_FILE,
+      redisUrl: r.url,
+      port,
+      host: '127.0.0.1',
+      usageFlushMs: 100,
+    },
   });
-  const management = ({ roles, audit }: { roles: RoleCatalogue; audit: AuditLog }) =>
+  const management = ({ roles, audit, trust }: SharedServices) =>
     createManagement({
+      trust,
       redis: rc,
-      workflows: new WorkflowRoutes(rc),
+      workflows: new WorkflowRoutes(rc, trust.verifier),
       log,
       roles,
       audit,

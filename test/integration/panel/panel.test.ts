@@ -1,4 +1,3 @@
-import type { AuditLog } from '../../../gateway/audit/audit-log.js';
 import { noModels } from '../../../gateway/v2/model-directory.js';
 import { putWorkflowRoute } from '../workflow-route.js';
 import { createHash } from 'node:crypto';
@@ -10,7 +9,6 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Redis } from 'ioredis';
 import type { Browser, Page } from 'playwright-core';
-import type { RoleCatalogue } from '../../../common/apikey/roles.js';
 import { createLogger } from '../../../common/logger.js';
 import { redisKeys } from '../../../common/redis/schema.js';
 import { WorkflowRoutes } from '../../../common/routes/workflow-routes.js';
@@ -19,8 +17,9 @@ import { LocalIssuer } from '../../../gateway/auth/local-issuer.js';
 import { createV2Handler } from '../../../gateway/v2/handler.js';
 import { loadGatewayConfig } from '../../../gateway/config.js';
 import { createGatewayServer, type GatewayServer } from '../../../gateway/server.js';
-import { createGatewayServices } from '../../../gateway/services.js';
+import { createGatewayServices, type SharedServices } from '../../../gateway/services.js';
 import { freePort, launchChromium, redis } from '../../harness/index.js';
+import { TEST_SIGNING_KEY_FILE, readSealed } from '../signing.js';
 
 /**
  * The panel in a real Chromium, served by the real gateway with its management API (keys as
@@ -78,6 +77,7 @@ beforeAll(async () => {
   const config = loadGatewayConfig({
     env: {},
     overrides: {
+      grantSigningKeyFile: TEST_SIGNING_KEY_FILE,
       redisUrl: r.url,
       port,
       host: '127.0.0.1',
@@ -87,10 +87,11 @@ beforeAll(async () => {
       usageFlushMs: 100,
     },
   });
-  const management = ({ roles, audit }: { roles: RoleCatalogue; audit: AuditLog }) =>
+  const management = ({ roles, audit, trust }: SharedServices) =>
     createManagement({
+      trust,
       redis: redisClient,
-      workflows: new WorkflowRoutes(redisClient),
+      workflows: new WorkflowRoutes(redisClient, trust.verifier),
       log,
       roles,
       audit,
@@ -262,7 +263,7 @@ describe('management panel', () => {
     await alice.getByText('Copied to the clipboard.').waitFor();
     expect(await alice.evaluate<string>('navigator.clipboard.readText()')).toBe(bdaKey);
     // Only the hash is indexed, and it grants what the dialog chose.
-    const grant = JSON.parse((await redisClient.get(redisKeys.apiKey(sha256(bdaKey)))) ?? 'null') as {
+    const grant = (await readSealed(redisClient, redisKeys.apiKey(sha256(bdaKey)))) as {
       owner: string;
       module: string;
       roles: string[];

@@ -4,18 +4,17 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Redis } from 'ioredis';
 import type { Browser, Page } from 'playwright-core';
-import type { RoleCatalogue } from '../../../common/apikey/roles.js';
 import { createLogger } from '../../../common/logger.js';
 import { WorkflowRoutes } from '../../../common/routes/workflow-routes.js';
 import { createManagement } from '../../../gateway/api/management.js';
-import type { AuditLog } from '../../../gateway/audit/audit-log.js';
 import { loadGatewayConfig, type GatewayConfigInput } from '../../../gateway/config.js';
 import { createGatewayServer, type GatewayServer } from '../../../gateway/server.js';
-import { createGatewayServices } from '../../../gateway/services.js';
+import { createGatewayServices, type SharedServices } from '../../../gateway/services.js';
 import { noModels } from '../../../gateway/v2/model-directory.js';
 import { createV2Handler } from '../../../gateway/v2/handler.js';
 import { markIndexBuilt } from '../workflow-route.js';
 import { dex, freePort, launchChromium, redis, type DexInfo } from '../../harness/index.js';
+import { TEST_SIGNING_KEY_FILE } from '../signing.js';
 
 /**
  * Signing in to the panel through a real OpenID Connect provider (Dex, built from its Go module),
@@ -43,6 +42,7 @@ async function startGateway(port: number, oidc: GatewayConfigInput['oidc']): Pro
   const config = loadGatewayConfig({
     env: {},
     overrides: {
+      grantSigningKeyFile: TEST_SIGNING_KEY_FILE,
       redisUrl,
       port,
       host: '127.0.0.1',
@@ -55,10 +55,11 @@ async function startGateway(port: number, oidc: GatewayConfigInput['oidc']): Pro
   });
   if (config.oidc === undefined) throw new Error('the test gateway needs OIDC settings');
   const identity = { oidc: config.oidc };
-  const management = ({ roles, audit }: { roles: RoleCatalogue; audit: AuditLog }) =>
+  const management = ({ roles, audit, trust }: SharedServices) =>
     createManagement({
+      trust,
       redis: redisClient,
-      workflows: new WorkflowRoutes(redisClient),
+      workflows: new WorkflowRoutes(redisClient, trust.verifier),
       log,
       roles,
       audit,

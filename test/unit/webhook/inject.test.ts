@@ -15,7 +15,11 @@ import {
 import { SIDECAR_OPERATIONS_PORT } from '../../../operator/serving/model-workload.js';
 import { parseAppProbes } from '../../../gateway/sidecar/app-probes.js';
 
-const cfg = { image: 'tollgate/tollgate:dev', redisUrl: 'redis://redis.tollgate-system.svc:6379' };
+const cfg = {
+  image: 'tollgate/tollgate:dev',
+  redisUrl: 'redis://redis.tollgate-system.svc:6379',
+  trustedKeys: '{"keys":[]}',
+};
 
 function pod(over: {
   labels?: Record<string, string>;

@@ -1,0 +1,120 @@
+import {
+  createPrivateKey,
+  createPublicKey,
+  sign,
+  verify,
+  type JsonWebKey,
+  type KeyObject,
+} from 'node:crypto';
+import type { JWK } from 'jose';
+import { z } from 'zod';
+import { publicJwk, type StoredKey } from '../crypto/key-file.js';
+
+/**
+ * Redis is a cache of the operator's decisions, reachable by more parties than the operator: an
+ * entry is believed only if it proves it came from the holder of the signing key (the operator and
+ * the central gateways, both in Tollgate's own namespace). Each key index entry and route is stored
+ * sealed:
+ *
+ *   tg1.<kid>.<signature>.<payload JSON>
+ *
+ * The signature (ES256, P-1363, base64url) covers the Redis key and the payload, so a sealed value
+ * moved to another key (another key hash, another workflow's route) no longer verifies. Readers hold
+ * only the public half (`TrustedKeys`): a sidecar, whose pod a tenant controls, can verify entries
+ * but never make one.
+ *
+ * What sealing does not stop (README, "What Tollgate guarantees a tenant"): a writer can still
+ * delete entries (a denial of service, never a grant) or put back an entry the operator once wrote
+ * for the same Redis key (a revoked key's old entry). Both need write access to Redis, which the
+ * chart's ACL users give to the operator and the central gateways alone.
+ */
+export const SEAL_PREFIX = 'tg1.';
+
+/** The public keys entries are verified with: a JWKS of EC P-256 keys, each with its `kid`. */
+export const trustedKeysSchema = z.object({
+  keys: z
+    .array(
+      z.looseObject({
+        kty: z.literal('EC'),
+        crv: z.literal('P-256'),
+        x: z.string().min(1),
+        y: z.string().min(1),
+        kid: z.string().regex(/^[A-Za-z0-9_-]+$/, 'a kid is base64url (a JWK thumbprint)'),
+        d: z.never({ error: 'a trusted key is a public key: leave out its private part (d)' }).optional(),
+      }),
+    )
+    .min(1, 'at least one public key'),
+});
+export type TrustedKeys = z.infer<typeof trustedKeysSchema>;
+
+const SIGNATURE = { dsaEncoding: 'ieee-p1363' } as const;
+
+const signedBytes = (redisKey: string, payload: string): Buffer => Buffer.from(`${redisKey}\n${payload}`);
+
+/** Seals entries with the signing key; only the operator and the central gateways hold one. */
+export class EntrySealer {
+  private readonly key: KeyObject;
+  readonly kid: string;
+
+  constructor(stored: StoredKey) {
+    this.key = createPrivateKey({ key: stored, format: 'jwk' });
+    this.kid = stored.kid;
+  }
+
+  seal(redisKey: string, payload: string): string {
+    const signature = sign('sha256', signedBytes(redisKey, payload), { key: this.key, ...SIGNATURE });
+    return `${SEAL_PREFIX}${this.kid}.${signature.toString('base64url')}.${payload}`;
+  }
+}
+
+export type Opened = { ok: true; payload: string } | { ok: false; issue: string };
+
+/** Opens sealed entries with the public keys alone. */
+export class EntryVerifier {
+  private readonly keys: Map<string, KeyObject>;
+
+  constructor(readonly trusted: TrustedKeys) {
+    this.keys = new Map(
+      trusted.keys.map((jwk) => [jwk.kid, createPublicKey({ key: jwk as JsonWebKeyLike, format: 'jwk' })]),
+    );
+  }
+
+  /** The verifier of the entries `stored` seals (the signer's own view). */
+  static forKey(stored: StoredKey): EntryVerifier {
+    return new EntryVerifier({ keys: [publicJwk(stored) as TrustedKeys['keys'][number]] });
+  }
+
+  /** The payload of `raw` stored at `redisKey`, or why it must not be believed. */
+  open(redisKey: string, raw: string): Opened {
+    if (!raw.startsWith(SEAL_PREFIX)) return { ok: false, issue: 'not sealed' };
+    const kidEnd = raw.indexOf('.', SEAL_PREFIX.length);
+    const sigEnd = kidEnd < 0 ? -1 : raw.indexOf('.', kidEnd + 1);
+    if (sigEnd < 0) return { ok: false, issue: 'not sealed' };
+    const key = this.keys.get(raw.slice(SEAL_PREFIX.length, kidEnd));
+    if (key === undefined) return { ok: false, issue: 'sealed with a key this process does not trust' };
+    const payload = raw.slice(sigEnd + 1);
+    const signature = Buffer.from(raw.slice(kidEnd + 1, sigEnd), 'base64url');
+    const valid = verify('sha256', signedBytes(redisKey, payload), { key, ...SIGNATURE }, signature);
+    return valid ? { ok: true, payload } : { ok: false, issue: 'bad signature' };
+  }
+}
+
+type JsonWebKeyLike = JWK & JsonWebKey;
+
+/** The JWKS given as JSON text (a flag, an environment variable), checked. */
+export function parseTrustedKeys(text: string): TrustedKeys {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    throw new Error('the trusted keys are not JSON: give the JWKS the operator publishes ({"keys":[...]})');
+  }
+  const parsed = trustedKeysSchema.safeParse(json);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new Error(
+      `the trusted keys are not a JWKS of EC P-256 public keys: ${issue?.path.join('.') ?? ''} ${issue?.message ?? ''}`,
+    );
+  }
+  return parsed.data;
+}

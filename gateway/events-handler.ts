@@ -149,7 +149,10 @@ class EventsCall {
       );
     // Only a service behind a sidecar pays for a signature (it then need not ask Redis again).
     if (target.grantAudience === undefined) return send(headers);
-    return withSignedGrant(s.grantSigner, headers, grant, target.grantAudience).then(send);
+    return withSignedGrant(s.grantSigner, headers, grant, target.grantAudience, {
+      method: req.method ?? 'GET',
+      target: target.proxy.path,
+    }).then(send);
   }
 
   /**

@@ -28,6 +28,8 @@
  *                                            (summed latency, ms); 26 h TTL; the panel's Models page
  *   tg:rl:*        counter                   the gateway's RateLimiter
  *   tg:index:built marker                    the operator, after a full rebuild
+ *   tg:grant:used:<jti>      string          a sidecar, with NX and a TTL past the grant's expiry:
+ *                                            a grant spent at one replica is refused at every other
  */
 export const KEY_PREFIX = 'tg:';
 
@@ -60,6 +62,8 @@ export const redisKeys = {
    * restarted empty, and the operator rebuilds the index and the routes.
    */
   indexMarker: `${KEY_PREFIX}index:built`,
+  /** String, with a TTL: a signed grant's id, claimed by the first sidecar it reached. */
+  grantUsed: (jti: string) => `${KEY_PREFIX}grant:used:${jti}`,
 } as const;
 
 export const redisChannels = {

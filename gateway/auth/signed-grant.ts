@@ -11,7 +11,10 @@ import {
 import { LRUCache } from 'lru-cache';
 import { z } from 'zod';
 import { TollgateError } from '../../common/errors.js';
+import type { Redis } from 'ioredis';
 import type { TrustedKeys } from '../../common/redis/sealed-entry.js';
+import { redisKeys } from '../../common/redis/schema.js';
+import { redisUnavailable } from '../../common/redis/unavailable.js';
 import type { KeyGrant } from '../../common/resources/grant.js';
 import { ALG, openKeyFile } from '../../common/crypto/key-file.js';
 
@@ -27,8 +30,18 @@ export const GRANT_HEADER = 'x-tollgate-grant';
 const ISSUER = 'urn:tollgate:gateway';
 const TTL_SECONDS = 10;
 
+/** The one call a grant is good for: its method and request target as the sidecar receives them. */
+export interface GrantedCall {
+  method: string;
+  /** Path and query, exactly as sent upstream. */
+  target: string;
+}
+
 const claimsSchema = z.object({
   kid: z.string().min(1),
+  /** The call's method and request target (binding the grant to one call). */
+  htm: z.string().min(1),
+  htt: z.string().min(1),
   own: z.string(),
   mod: z.enum(['bda', 'platform']),
   roles: z.array(z.string()),
@@ -48,8 +61,9 @@ export class GrantSigner {
     return new GrantSigner(await importJWK(stored, ALG), stored.kid);
   }
 
-  sign(grant: KeyGrant, audience: string): Promise<string> {
-    return new SignJWT({ kid: grant.id, own: grant.owner, mod: grant.module, roles: grant.roles })
+  sign(grant: KeyGrant, audience: string, call: GrantedCall): Promise<string> {
+    const claims = { kid: grant.id, own: grant.owner, mod: grant.module, roles: grant.roles };
+    return new SignJWT({ ...claims, htm: call.method, htt: call.target })
       .setProtectedHeader({ alg: ALG, kid: this.kid, typ: 'tollgate-grant+jwt' })
       .setIssuer(ISSUER)
       .setAudience(audience)
@@ -69,6 +83,7 @@ export async function withSignedGrant(
   headers: string[],
   grant: KeyGrant,
   audience: string | undefined,
+  call: GrantedCall,
 ): Promise<string[]> {
   if (audience === undefined) return headers;
   if (signer === undefined) {
@@ -77,7 +92,7 @@ export async function withSignedGrant(
       'this service answers through a Tollgate sidecar, and this gateway has no grant signing key to vouch for the call (set grantSigningKeyFile; the chart mounts the operator’s)',
     );
   }
-  return headers.concat(GRANT_HEADER, await signer.sign(grant, audience));
+  return headers.concat(GRANT_HEADER, await signer.sign(grant, audience, call));
 }
 
 /** Grants that came signed from the central gateway, which has counted their use already. */
@@ -90,13 +105,32 @@ const invalid = (why: string): TollgateError =>
     `the X-Tollgate-Grant header is not a valid grant for this service: ${why}`,
   );
 
+/**
+ * Claims a grant's id once for every replica: true if this is its first use. In Redis, so a grant
+ * seen on the wire cannot be spent again at another replica of the same workload.
+ */
+export type ClaimGrant = (jti: string, ttlMs: number) => Promise<boolean>;
+
+const REPLAY_TTL_MS = (TTL_SECONDS + 5) * 1000;
+
+export function claimInRedis(redis: Redis): ClaimGrant {
+  return async (jti, ttlMs) => {
+    try {
+      return (await redis.set(redisKeys.grantUsed(jti), '1', 'PX', ttlMs, 'NX')) === 'OK';
+    } catch (cause) {
+      throw redisUnavailable(cause);
+    }
+  };
+}
+
 export class GrantVerifier {
-  /** Ids of grants already used, until they expire. */
-  private readonly seen = new LRUCache<string, true>({ max: 100_000, ttl: (TTL_SECONDS + 5) * 1000 });
+  /** Ids of grants already used here, until they expire: a replay to this replica costs no I/O. */
+  private readonly seen = new LRUCache<string, true>({ max: 100_000, ttl: REPLAY_TTL_MS });
 
   constructor(
     private readonly keys: JWTVerifyGetKey,
     private readonly audience: string,
+    private readonly claim: ClaimGrant,
   ) {}
 
   /**
@@ -104,11 +138,11 @@ export class GrantVerifier {
    * webhook injects), never with keys read from Redis: whoever could write Redis could otherwise
    * sign grants.
    */
-  static fromTrust(trusted: TrustedKeys, audience: string): GrantVerifier {
-    return new GrantVerifier(createLocalJWKSet(trusted as { keys: JWK[] }), audience);
+  static fromTrust(trusted: TrustedKeys, audience: string, claim: ClaimGrant): GrantVerifier {
+    return new GrantVerifier(createLocalJWKSet(trusted as { keys: JWK[] }), audience, claim);
   }
 
-  async verify(token: string): Promise<KeyGrant> {
+  async verify(token: string, call: GrantedCall): Promise<KeyGrant> {
     let claims: z.infer<typeof claimsSchema>;
     try {
       const { payload } = await jwtVerify(token, this.keys, {
@@ -126,8 +160,12 @@ export class GrantVerifier {
       if (code === 'ERR_JWT_CLAIM_VALIDATION_FAILED') throw invalid('it was made for another service');
       throw invalid('its signature or its shape is wrong');
     }
+    if (claims.htm !== call.method || claims.htt !== call.target)
+      throw invalid('it was made for another call (a grant is good for one method and path)');
     if (this.seen.has(claims.jti)) throw invalid('it was used already; a grant passes once');
     this.seen.set(claims.jti, true);
+    if (!(await this.claim(claims.jti, REPLAY_TTL_MS)))
+      throw invalid('it was used already; a grant passes once');
     const grant: KeyGrant = { id: claims.kid, owner: claims.own, module: claims.mod, roles: claims.roles };
     signed.add(grant);
     return grant;

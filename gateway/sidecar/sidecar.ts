@@ -1,7 +1,7 @@
 import type { Express } from 'express';
 import { TollgateError } from '../../common/errors.js';
 import { grantAudience } from '../../common/resources/grant.js';
-import { GRANT_HEADER, GrantVerifier } from '../auth/signed-grant.js';
+import { GRANT_HEADER, GrantVerifier, claimInRedis } from '../auth/signed-grant.js';
 import { createEventsHandler, type Authenticate, type ResolveTarget } from '../events-handler.js';
 import { createOperationsApp } from '../http/app.js';
 import { sendError } from '../http/errors.js';
@@ -75,10 +75,13 @@ export interface SidecarOptions {
  * checked in full on its key.
  */
 export function createSidecar(s: GatewayServices, target: SidecarTarget, opts: SidecarOptions = {}): Sidecar {
-  const grants = opts.grants ?? GrantVerifier.fromTrust(s.trust.verifier.trusted, sidecarAudience(target));
+  const grants =
+    opts.grants ??
+    GrantVerifier.fromTrust(s.trust.verifier.trusted, sidecarAudience(target), claimInRedis(s.redis));
   const authenticate: Authenticate = (req) => {
     const token = req.headers[GRANT_HEADER];
-    if (typeof token === 'string') return grants.verify(token);
+    if (typeof token === 'string')
+      return grants.verify(token, { method: req.method ?? '', target: req.url ?? '' });
     return s.keys.check(req);
   };
   const operations = createOperationsApp(s, (app) =>

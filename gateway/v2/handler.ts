@@ -17,7 +17,7 @@ import { validateInferRequest } from './validate-infer.js';
 import { SCALING_DEFAULTS } from '../../common/resources/model-scaling.js';
 import { decodeBinaryRequest, encodeBinaryResponse, type BinaryOutputs } from './binary-tensors.js';
 import { noteRefusal } from '../auth/refusals.js';
-import { countedUpstream, withSignedGrant } from '../auth/signed-grant.js';
+import { countedUpstream, withSignedGrant, type GrantedCall } from '../auth/signed-grant.js';
 import type { Authenticate } from '../events-handler.js';
 import type { ResolvedRoute } from '../routing/route-table.js';
 
@@ -413,10 +413,14 @@ export function createV2Handler(
       return sendJson(res, 200, { name: model, ...(version === undefined ? {} : { version }), ready: true });
     let status = 503;
     try {
+      const path = `${runtime.basePath}/v2/models/${model}/ready`;
       const answer = await s.upstreams.idempotent(runtime.origin).request({
         method: 'GET',
-        path: `${runtime.basePath}/v2/models/${model}/ready`,
-        headers: await runtimeHeaders(s, req, call(grant, requestId, runtime)),
+        path,
+        headers: await runtimeHeaders(s, req, call(grant, requestId, runtime), {
+          method: 'GET',
+          target: path,
+        }),
       });
       status = answer.statusCode;
       await answer.body.dump();
@@ -488,17 +492,22 @@ interface InferCall {
 
 const call = (grant: KeyGrant, requestId: string, runtime: RuntimeAddress) => ({ grant, requestId, runtime });
 
-/** The headers of a call to a model's runtime: the grant as always, and signed when a sidecar guards it. */
+/**
+ * The headers of a call to a model's runtime: the grant as always, and signed for this one call
+ * (`sent`) when a sidecar guards it.
+ */
 function runtimeHeaders(
   s: GatewayServices,
   req: IncomingMessage,
   c: Pick<InferCall, 'grant' | 'requestId' | 'runtime'>,
+  sent: GrantedCall,
 ): Promise<string[]> {
   return withSignedGrant(
     s.grantSigner,
     upstreamRequestHeaders(req, c.grant, c.requestId),
     c.grant,
     c.runtime.grantAudience,
+    sent,
   );
 }
 
@@ -557,7 +566,8 @@ async function answerInference(
   const { binaryOutputs } = validateInferRequest(body, metadata);
   progress.checked = true;
 
-  const sent = await runtimeHeaders(s, req, call);
+  const path = `${runtime.basePath}/v2/models/${model}/infer${call.query}`;
+  const sent = await runtimeHeaders(s, req, call, { method: 'POST', target: path });
   const headers = body === raw ? sent : asJsonBody(sent);
   let answer: Dispatcher.ResponseData;
   const sentAt = performance.now();
@@ -565,7 +575,7 @@ async function answerInference(
     const send = () =>
       s.upstreams.get(runtime.origin).request({
         method: 'POST',
-        path: `${runtime.basePath}/v2/models/${model}/infer${call.query}`,
+        path,
         headers,
         body,
       });

@@ -87,18 +87,20 @@ export class MetadataCache {
     grant: KeyGrant,
   ): Promise<CachedMetadata> {
     const epoch = this.cache.epoch;
+    const path = `${runtime.basePath}/v2/models/${encodeURIComponent(model)}`;
     const headers = await withSignedGrant(
       this.signer,
       ['accept', 'application/json'],
       grant,
       runtime.grantAudience,
+      { method: 'GET', target: path },
     );
     let status: number;
     let raw: Buffer;
     try {
       const res = await this.upstreams.idempotent(runtime.origin).request({
         method: 'GET',
-        path: `${runtime.basePath}/v2/models/${encodeURIComponent(model)}`,
+        path,
         headers,
       });
       status = res.statusCode;

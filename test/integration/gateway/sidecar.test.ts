@@ -231,12 +231,13 @@ describe('central gateway and sidecar together: a signed grant instead of a seco
 
   /** A grant as the central gateway signs it, with the same key, for tests of what is refused. */
   async function craft(
-    claims: { aud?: string; exp?: number; jti?: string },
+    claims: { aud?: string; exp?: number; jti?: string; htm?: string; htt?: string },
     file = keyFile,
   ): Promise<string> {
     const stored = JSON.parse(await readFile(file, 'utf8')) as JWK & { kid: string };
     const now = Math.floor(Date.now() / 1000);
-    return new SignJWT({ kid: '0123456789abcdef0123', own: 'alice', mod: 'bda', roles: [workflow] })
+    const call = { htm: claims.htm ?? 'GET', htt: claims.htt ?? '/score' };
+    return new SignJWT({ kid: '0123456789abcdef0123', own: 'alice', mod: 'bda', roles: [workflow], ...call })
       .setProtectedHeader({ alg: 'ES256', kid: stored.kid, typ: 'tollgate-grant+jwt' })
       .setIssuer('urn:tollgate:gateway')
       .setAudience(claims.aud ?? `urn:tollgate:service:${workflow}/scorer`)
@@ -294,10 +295,28 @@ describe('central gateway and sidecar together: a signed grant instead of a seco
     await expectRefused(await craft({}, other), /signature or its shape/);
     await expectRefused(await craft({ aud: `urn:tollgate:service:${workflow}/other` }), /another service/);
     await expectRefused(await craft({ exp: Math.floor(Date.now() / 1000) - 60 }), /expired/);
-    // A valid grant passes once; its replay is refused.
+    // A grant is for one call: another method or path is refused.
+    await expectRefused(await craft({ htm: 'POST' }), /another call/);
+    await expectRefused(await craft({ htt: '/admin' }), /another call/);
+    await expectRefused(await craft({ htt: '/score?x=1' }), /another call/);
+    // A valid grant passes once; its replay is refused, here and at every other replica.
     const once = await craft({});
     expect((await call(once)).status).toBe(200);
     await expectRefused(once, /used already/);
+    const replica = createSidecar(services, {
+      kind: 'workflow',
+      upstream: new URL(upstream.url),
+      workflow,
+      service: 'scorer',
+    });
+    const replicaUrl = `http://127.0.0.1:${(await replica.traffic.listen(0, '127.0.0.1')).port}`;
+    try {
+      const r = await send(replicaUrl, '/score', { headers: { 'x-tollgate-grant': once } });
+      expect([r.status, r.json.code]).toEqual([401, 'invalid_grant']);
+      expect(r.json.error).toMatch(/used already/);
+    } finally {
+      await replica.traffic.shutdown();
+    }
     // A good key does not rescue a bad grant: a grant that fails is never taken for a missing one.
     const { key } = await createKey(rc, 'bda', [workflow]);
     const withKey = await call('forged', apikey(key));

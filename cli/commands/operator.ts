@@ -12,6 +12,11 @@ import { grantKeySecret } from '../../operator/grant-key.js';
 import { openKeyFile, publicJwk } from '../../common/crypto/key-file.js';
 import { CertificateKeeper } from '../../operator/webhook/certificate-keeper.js';
 import { WebhookServer } from '../../operator/webhook/server.js';
+import {
+  credentialEnv,
+  SidecarCredentialKeeper,
+  type SidecarCredentials,
+} from '../../operator/webhook/sidecar-credentials.js';
 
 interface OperatorFlags {
   redisUrl: string;
@@ -109,7 +114,10 @@ export function register(program: Command): void {
       'self',
     )
     .option('--webhook-cert-validity <duration>', 'validity of the certificates the operator issues', '90d')
-    .option('--sidecar-redis-url <url>', 'Redis URL injected sidecars use (default: --redis-url)')
+    .option(
+      '--sidecar-redis-url <url>',
+      'Redis URL injected sidecars use (an ACL user with the sidecar rules; may name $(TOLLGATE_REDIS_PASSWORD)); without it, no pod is injected',
+    )
     .action(async (flags: OperatorFlags) => {
       const log = createLogger('operator');
       const kc = loadKubeConfig(flags.kubeconfig);
@@ -192,11 +200,16 @@ export function register(program: Command): void {
           log.error('the sidecar webhook needs the signing key to tell sidecars what to trust; restarting');
           process.exit(1);
         }
+        // The sidecar ACL user's credential (the chart's bundled Redis), copied into each guarded
+        // pod's namespace and read from there: never a plain value in the pod spec.
+        const credentials = sidecarCredentials(process.env);
+        const keeper = credentials === undefined ? undefined : new SidecarCredentialKeeper(kc, credentials);
         const server = new WebhookServer(
           flags.webhookPort,
           {
             image: flags.pullerImage,
-            redisUrl: flags.sidecarRedisUrl ?? flags.redisUrl,
+            redisUrl: flags.sidecarRedisUrl,
+            ...(credentials === undefined ? {} : { credentialEnv: credentialEnv(credentials) }),
             trustedKeys: JSON.stringify(trusted),
             ...(process.env.TOLLGATE_IMAGE_PULL_POLICY
               ? { imagePullPolicy: process.env.TOLLGATE_IMAGE_PULL_POLICY }
@@ -204,8 +217,9 @@ export function register(program: Command): void {
           },
           log.child({ component: 'webhook' }),
           metrics,
+          keeper === undefined ? undefined : (namespace) => keeper.ensure(namespace),
         );
-        const keeper = new CertificateKeeper(
+        const certificates = new CertificateKeeper(
           kc,
           {
             namespace: ownNamespace,
@@ -220,8 +234,8 @@ export function register(program: Command): void {
           log.child({ component: 'webhook-certs' }),
           metrics,
         );
-        keeper.start();
-        webhook = { server, keeper };
+        certificates.start();
+        webhook = { server, keeper: certificates };
       }
       const shutdown = async (signal: string) => {
         log.info({ signal }, 'shutting down');
@@ -237,4 +251,19 @@ export function register(program: Command): void {
       await manager.start();
       log.info({ namespace: flags.namespace ?? '(all)', leaderElect: flags.leaderElect }, 'operator started');
     });
+}
+
+/**
+ * The sidecar's Redis password (and the Sentinels' client password), from the operator's own
+ * environment (the chart reads them from the Redis auth Secret): the names the injected sidecar
+ * reads them under, with their values. None: sidecars get the URL as it is.
+ */
+function sidecarCredentials(env: NodeJS.ProcessEnv): SidecarCredentials | undefined {
+  const password = env.TOLLGATE_SIDECAR_REDIS_PASSWORD;
+  if (password === undefined || password === '') return undefined;
+  const sentinel = env.TOLLGATE_SIDECAR_REDIS_SENTINEL_PASSWORD;
+  return {
+    TOLLGATE_REDIS_PASSWORD: password,
+    ...(sentinel === undefined || sentinel === '' ? {} : { TOLLGATE_REDIS_SENTINEL_PASSWORD: sentinel }),
+  };
 }

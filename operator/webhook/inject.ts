@@ -1,4 +1,4 @@
-import type { V1Container, V1Pod, V1Probe } from '@kubernetes/client-node';
+import type { V1Container, V1EnvVar, V1Pod, V1Probe } from '@kubernetes/client-node';
 import { isModelName } from '../../common/resources/model-name.js';
 import { VERSION_LABEL } from '../../common/resources/model-versions.js';
 import { PORT_ANNOTATION, SERVICE_LABEL, WORKFLOW_LABEL } from '../../common/resources/labels.js';
@@ -27,8 +27,14 @@ export interface InjectionConfig {
   /** The Tollgate image (entrypoint `tollgate`). */
   image: string;
   imagePullPolicy?: string;
-  /** Redis holding the key index, as the sidecar reaches it from any namespace. */
-  redisUrl: string;
+  /**
+   * Redis holding the key index, as the sidecar reaches it from any namespace. It may name the
+   * credential's variables (`$(TOLLGATE_REDIS_PASSWORD)`), which Kubernetes fills in from
+   * `credentialEnv`: the password is then never written in the pod spec.
+   */
+  redisUrl: string | undefined;
+  /** Env entries read from the pod's namespace (secretKeyRef) before the URL. */
+  credentialEnv?: V1EnvVar[];
   /**
    * The public half of the signing key, as a JWKS: the sidecar believes only index entries, routes
    * and grants it verifies (public: the pod's team may read it and gains nothing).
@@ -112,7 +118,23 @@ export function planInjection(pod: V1Pod, cfg: InjectionConfig): Injection {
   const spec = pod.spec;
   if (!spec) return { kind: 'refuse', reason: 'the pod has no spec' };
   if ([...spec.containers, ...(spec.initContainers ?? [])].some((c) => c.name === SIDECAR_CONTAINER)) {
-    return { kind: 'skip', reason: 'already has the sidecar' };
+    // Only this webhook adds it (once, at CREATE): a pod that brings its own would look guarded
+    // and be guarded by whatever its author put there.
+    return {
+      kind: 'refuse',
+      reason: `a container is already named "${SIDECAR_CONTAINER}": that name is the Tollgate sidecar's; rename the container`,
+    };
+  }
+
+  // Never the operator's own URL in a tenant's pod spec: an installation that names no sidecar URL
+  // guards nothing until it does.
+  const redisUrl = cfg.redisUrl;
+  if (redisUrl === undefined) {
+    return {
+      kind: 'refuse',
+      reason:
+        'this installation names no Redis URL for sidecars: set sidecar.redisUrl (an ACL user with the sidecar rules of the README)',
+    };
   }
 
   const model = pod.metadata?.labels?.[MODEL_LABEL];
@@ -207,7 +229,8 @@ export function planInjection(pod: V1Pod, cfg: InjectionConfig): Injection {
     ],
     env: [
       { name: 'POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } },
-      { name: 'TOLLGATE_REDIS_URL', value: cfg.redisUrl },
+      ...(cfg.credentialEnv ?? []),
+      { name: 'TOLLGATE_REDIS_URL', value: redisUrl },
       { name: 'TOLLGATE_TRUSTED_KEYS', value: cfg.trustedKeys },
       { name: APP_PROBES_ENV, value: JSON.stringify(appProbes) },
       // A sidecar leaves with its pod: no load balancer drain of its own to wait for.

@@ -32,6 +32,8 @@ export class WebhookServer {
     private readonly config: InjectionConfig,
     private readonly log: Logger,
     private readonly metrics: OperatorMetrics,
+    /** Puts the sidecar's Redis credential in the pod's namespace before the pod is admitted. */
+    private readonly ensureCredentials: (namespace: string) => Promise<void> = async () => undefined,
   ) {}
 
   /** Starts serving with these certificates, or swaps them in for new connections. */
@@ -80,7 +82,19 @@ export class WebhookServer {
     const { uid, namespace } = review.request;
     const pod = review.request.object as V1Pod;
     const name = pod.metadata?.name ?? pod.metadata?.generateName ?? '';
-    const plan = planInjection(pod, this.config);
+    let plan = planInjection(pod, this.config);
+    if (plan.kind === 'inject') {
+      try {
+        await this.ensureCredentials(namespace ?? pod.metadata?.namespace ?? 'default');
+      } catch (err) {
+        // A pod whose sidecar could not start would wait forever: refused now, and retried by its
+        // controller, with what went wrong.
+        plan = {
+          kind: 'refuse',
+          reason: `could not give the sidecar its Redis credential (${(err as Error).message}); retry`,
+        };
+      }
+    }
     this.metrics.admissions.inc({
       result: plan.kind === 'inject' ? 'injected' : plan.kind === 'skip' ? 'skipped' : 'refused',
     });

@@ -62,37 +62,93 @@ default
 {{- include "tollgate.componentName" (dict "root" . "component" "redis") -}}
 {{- end -}}
 
-{{/* The Redis URL environment variable {root, name}: from the external Secret, the external URL, or the bundled Redis. */}}
+{{/*
+The Redis URL environment variable {root, name, user}: from the external Secret, the external URL,
+or the bundled Redis as the component's own ACL user (`user`: operator or gateway), its password
+read from the auth Secret and put into the URL by Kubernetes ($(VAR)), never written in the spec.
+*/}}
 {{- define "tollgate.redisEnv" -}}
 {{- $v := .root.Values -}}
-- name: {{ .name }}
 {{- if $v.redis.external.existingSecret }}
+- name: {{ .name }}
   valueFrom:
     secretKeyRef:
       name: {{ $v.redis.external.existingSecret }}
       key: {{ $v.redis.external.existingSecretKey }}
 {{- else if $v.redis.external.url }}
+- name: {{ .name }}
   valueFrom:
     secretKeyRef:
       name: {{ include "tollgate.componentName" (dict "root" .root "component" "redis-url") }}
       key: url
 {{- else }}
-  value: {{ include "tollgate.bundledRedisUrl" .root | quote }}
+{{- include "tollgate.redisPasswordEnv" (dict "root" .root "user" .user) }}
+- name: {{ .name }}
+  value: {{ include "tollgate.bundledRedisUrl" (dict "root" .root "user" .user "password" "$(TOLLGATE_REDIS_PASSWORD)" "sentinelPassword" "$(TOLLGATE_REDIS_SENTINEL_PASSWORD)") | quote }}
 {{- end }}
 {{- end -}}
 
-{{/* The bundled Redis by its cluster DNS name(s): the one server, or the Sentinels of the HA set. */}}
+{{/* TOLLGATE_REDIS_PASSWORD (and with Sentinel TOLLGATE_REDIS_SENTINEL_PASSWORD) of the bundled Redis's user {root, user}. */}}
+{{- define "tollgate.redisPasswordEnv" -}}
+- name: TOLLGATE_REDIS_PASSWORD
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "tollgate.redisAuthSecret" .root }}
+      key: {{ .user }}
+{{- if .root.Values.redis.sentinel.enabled }}
+- name: TOLLGATE_REDIS_SENTINEL_PASSWORD
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "tollgate.redisAuthSecret" .root }}
+      key: sentinel-client
+{{- end }}
+{{- end -}}
+
+{{/* The bundled Redis by its cluster DNS name(s), as ACL user {root, user, password, sentinelPassword}. */}}
 {{- define "tollgate.bundledRedisUrl" -}}
-{{- $name := include "tollgate.redisName" . -}}
-{{- if .Values.redis.sentinel.enabled -}}
+{{- $r := .root -}}
+{{- $name := include "tollgate.redisName" $r -}}
+{{- $auth := printf "tollgate-%s:%s@" .user .password -}}
+{{- if $r.Values.redis.sentinel.enabled -}}
 {{- $hosts := list -}}
-{{- range $i := until (int .Values.redis.sentinel.replicas) -}}
-{{- $hosts = append $hosts (printf "%s-%d.%s-headless.%s.svc.%s:26379" $name $i $name $.Release.Namespace $.Values.redis.sentinel.clusterDomain) -}}
+{{- range $i := until (int $r.Values.redis.sentinel.replicas) -}}
+{{- $hosts = append $hosts (printf "%s-%d.%s-headless.%s.svc.%s:26379" $name $i $name $r.Release.Namespace $r.Values.redis.sentinel.clusterDomain) -}}
 {{- end -}}
-{{- printf "redis+sentinel://%s/%s" (join "," $hosts) .Values.redis.sentinel.primaryName -}}
+{{- printf "redis+sentinel://%s%s/%s?sentinelUsername=tollgate-client&sentinelPassword=%s" $auth (join "," $hosts) $r.Values.redis.sentinel.primaryName .sentinelPassword -}}
 {{- else -}}
-{{- printf "redis://%s.%s.svc:6379" $name .Release.Namespace -}}
+{{- printf "redis://%s%s.%s.svc:6379" $auth $name $r.Release.Namespace -}}
 {{- end -}}
+{{- end -}}
+
+{{/* Every password of the bundled Redis's users, as the nodes' start scripts read them (PASSWORD_<user>). */}}
+{{- define "tollgate.redisNodePasswords" -}}
+{{- range $u := list "operator" "gateway" "sidecar" "replication" "sentinel" "sentinel-client" }}
+- name: PASSWORD_{{ $u | replace "-" "_" }}
+  valueFrom:
+    secretKeyRef: { name: {{ include "tollgate.redisAuthSecret" $ }}, key: {{ $u }} }
+{{- end }}
+{{- end -}}
+
+{{- define "tollgate.redisAuthSecret" -}}
+{{- include "tollgate.componentName" (dict "root" . "component" "redis-auth") -}}
+{{- end -}}
+
+{{/*
+The bundled Redis's ACL users, one line each without its password (the start script adds it).
+Each may do what its component needs and no more (README, "Redis users"):
+- operator: the index, the routes and every tg:* key (it rebuilds them), the channels.
+- gateway: the same key space (it writes the index for the keys its API makes, and counters).
+- sidecar: reads the index, the routes and the marker; writes only counters and spent grant ids;
+  listens to the invalidation channels and publishes nothing. Everything else is refused, so a
+  team that reads its sidecar's password can mint, widen, reroute or flush nothing.
+- replication: what a replica needs of its primary; sentinel: what a Sentinel needs of the nodes.
+*/}}
+{{- define "tollgate.redisAclRules" -}}
+operator: "~tg:* resetchannels &tg:events:* -@all +@read +@write +@keyspace +@string +@hash +@sortedset +@set +@list +@scripting +@pubsub +@transaction +@connection -@dangerous +info +scan"
+gateway: "~tg:* resetchannels &tg:events:* -@all +@read +@write +@keyspace +@string +@hash +@sortedset +@set +@list +@scripting +@pubsub +@transaction +@connection -@dangerous +info +scan"
+sidecar: "%R~tg:key:* %R~tg:route:* %R~tg:index:built %RW~tg:grant:used:* %RW~tg:rl:* %RW~tg:usage:* %RW~tg:model-usage:* %RW~tg:model-load:* resetchannels &tg:events:keys &tg:events:routes -@all +ping +info +client|setname +select +quit +get +mget +set +eval +evalsha +hincrby +hset +expire +pexpire +zincrby +zremrangebyrank +multi +exec +discard +subscribe +unsubscribe"
+replication: "-@all +psync +replconf +ping"
+sentinel: "resetchannels &__sentinel__:hello -@all +multi +slaveof +replicaof +ping +exec +subscribe +config|rewrite +role +publish +info +client|setname +client|kill +script|kill"
 {{- end -}}
 
 {{- define "tollgate.bundledRedis" -}}
@@ -119,12 +175,15 @@ prometheus.io/path: /metrics
 {{- end }}
 {{- end -}}
 
-{{/* The Redis URL injected sidecars use, from any namespace (empty: the operator's own, from its Secret). */}}
+{{/*
+The Redis URL injected sidecars use, from any namespace: the given one, or the bundled Redis as
+the sidecar user, its password from the Secret the operator puts in the pod's namespace.
+*/}}
 {{- define "tollgate.sidecarRedisUrl" -}}
 {{- if .Values.sidecar.redisUrl -}}
 {{ .Values.sidecar.redisUrl }}
 {{- else if (include "tollgate.bundledRedis" .) -}}
-{{ include "tollgate.bundledRedisUrl" . }}
+{{ include "tollgate.bundledRedisUrl" (dict "root" . "user" "sidecar" "password" "$(TOLLGATE_REDIS_PASSWORD)" "sentinelPassword" "$(TOLLGATE_REDIS_SENTINEL_PASSWORD)") }}
 {{- end -}}
 {{- end -}}
 

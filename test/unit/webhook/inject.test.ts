@@ -14,11 +14,13 @@ import {
 } from '../../../operator/webhook/inject.js';
 import { SIDECAR_OPERATIONS_PORT } from '../../../operator/serving/model-workload.js';
 import { parseAppProbes } from '../../../gateway/sidecar/app-probes.js';
+import { credentialEnv, SIDECAR_SECRET } from '../../../operator/webhook/sidecar-credentials.js';
 
 const cfg = {
   image: 'tollgate/tollgate:dev',
-  redisUrl: 'redis://redis.tollgate-system.svc:6379',
-  trustedKeys: '{"keys":[]}',
+  redisUrl: 'redis://tollgate-sidecar:$(TOLLGATE_REDIS_PASSWORD)@redis.tollgate-system.svc:6379',
+  credentialEnv: credentialEnv({ TOLLGATE_REDIS_PASSWORD: 's3cret-password' }),
+  trustedKeys: '{"keys":[{"kty":"EC","crv":"P-256","x":"x","y":"y","kid":"k"}]}',
 };
 
 function pod(over: {
@@ -88,6 +90,15 @@ describe('the sidecar injection plan', () => {
     ]);
     const env = Object.fromEntries((sidecar.env ?? []).map((e) => [e.name, e.value ?? e.valueFrom]));
     expect(env['TOLLGATE_REDIS_URL']).toBe(cfg.redisUrl);
+    // The password is read from the pod's namespace, before the URL that names it; never in the spec.
+    const names = (sidecar.env ?? []).map((e) => e.name);
+    expect(names.indexOf('TOLLGATE_REDIS_PASSWORD')).toBeLessThan(names.indexOf('TOLLGATE_REDIS_URL'));
+    expect(env['TOLLGATE_REDIS_PASSWORD']).toEqual({
+      secretKeyRef: { name: SIDECAR_SECRET, key: 'TOLLGATE_REDIS_PASSWORD' },
+    });
+    expect(JSON.stringify(plan.patch)).not.toContain('s3cret-password');
+    // What the sidecar believes: the public keys, given here, never read from Redis.
+    expect(env['TOLLGATE_TRUSTED_KEYS']).toBe(cfg.trustedKeys);
     expect(env['POD_IP']).toEqual({ fieldRef: { fieldPath: 'status.podIP' } });
     expect(sidecar.readinessProbe?.httpGet).toMatchObject({ path: '/readyz', port: SIDECAR_OPERATIONS_PORT });
     expect(sidecar.securityContext).toMatchObject({ runAsNonRoot: true, readOnlyRootFilesystem: true });
@@ -163,13 +174,29 @@ describe('the sidecar injection plan', () => {
     expect(byName.sidecar.args).toContain('http://127.0.0.1:8000');
   });
 
-  it('leaves pods alone that did not ask, or have the sidecar already', () => {
+  it('leaves pods alone that did not ask', () => {
     const unlabelled = workflowPod();
     unlabelled.metadata!.labels!['tollgate.dev/inject'] = 'false';
     expect(planInjection(unlabelled, cfg).kind).toBe('skip');
-    expect(planInjection(workflowPod({ initContainers: [{ name: SIDECAR_CONTAINER }] }), cfg).kind).toBe(
-      'skip',
-    );
+  });
+
+  it('refuses a pod that brings a container of the sidecar’s name: it would look guarded and not be', () => {
+    for (const p of [
+      workflowPod({ initContainers: [{ name: SIDECAR_CONTAINER, image: 'mine' }] }),
+      workflowPod({
+        containers: [{ name: SIDECAR_CONTAINER, image: 'mine', ports: [{ containerPort: 80 }] }],
+      }),
+    ]) {
+      const plan = planInjection(p, cfg);
+      expect(plan).toMatchObject({ kind: 'refuse' });
+      expect(plan.kind === 'refuse' ? plan.reason : '').toMatch(/already named "tollgate".*rename/);
+    }
+  });
+
+  it('refuses to guard a pod while the installation names no Redis URL for sidecars', () => {
+    const plan = planInjection(workflowPod(), { ...cfg, redisUrl: undefined });
+    expect(plan).toMatchObject({ kind: 'refuse' });
+    expect(plan.kind === 'refuse' ? plan.reason : '').toMatch(/sidecar\.redisUrl/);
   });
 
   it('refuses a pod that asked to be guarded and cannot be, saying what to set', () => {

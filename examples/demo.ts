@@ -216,6 +216,9 @@ async function main(): Promise<void> {
     String(sidecarOpsPort),
     '--redis-url',
     redisUrl,
+    // What the sidecar believes: the public half of the signing key `tollgate dev` uses.
+    '--trusted-keys',
+    path.join(STATE, 'trusted-keys.json'),
   ]);
   await waitFor(
     'the sidecar',

@@ -19,7 +19,8 @@ import { OperatorManager } from '../../operator/manager.js';
 import { standaloneSources } from '../../operator/standalone-sources.js';
 import { LocalMlserverDriver } from '../../operator/serving/local-mlserver.js';
 import { ProcessEnvCredentials } from '../../operator/storage/credentials.js';
-import { openKeyFile } from '../../common/crypto/key-file.js';
+import { openKeyFile, publicJwk } from '../../common/crypto/key-file.js';
+import { mkdir, writeFile } from 'node:fs/promises';
 
 const flagsSchema = z.object({
   stateDir: z.string().min(1),
@@ -83,6 +84,12 @@ export function register(program: Command): void {
           shutdownDrainMs: 0,
         };
         const config = loadGatewayConfig({ overrides });
+        // The public half, for sidecars beside local processes (`tollgate sidecar --trusted-keys`).
+        await mkdir(stateDir, { recursive: true });
+        await writeFile(
+          path.join(stateDir, 'trusted-keys.json'),
+          `${JSON.stringify({ keys: [publicJwk(await openKeyFile(grantSigningKeyFile))] })}\n`,
+        );
         const manifests = new ManifestDir(stateDir, (file, err) =>
           log.warn({ file, err: (err as Error).message }, 'ignoring an invalid manifest'),
         );

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { redisUrlSchema } from '../../common/redis/connect.js';
 import type { Command } from 'commander';
 import { z } from 'zod';
@@ -32,6 +33,7 @@ const flagsSchema = z
     port: z.coerce.number().int().min(0).max(65535),
     operationsPort: z.coerce.number().int().min(0).max(65535),
     redisUrl: redisUrlSchema.optional(),
+    trustedKeys: z.string().min(1).optional(),
   })
   .refine((f) => (f.model === undefined) !== (f.service === undefined), {
     error: 'guard either a workflow service (--workflow W --service S) or a model (--model model-<id>)',
@@ -85,6 +87,10 @@ export function register(program: Command): void {
       '9091',
     )
     .option('--redis-url <url>', 'Redis holding the key index (TOLLGATE_REDIS_URL)')
+    .option(
+      '--trusted-keys <file>',
+      'the public keys to believe (a JWKS file: `tollgate dev` writes <state-dir>/trusted-keys.json; injected sidecars get TOLLGATE_TRUSTED_KEYS)',
+    )
     .action(async (raw: unknown) => {
       const log = createLogger('sidecar');
       const parsed = flagsSchema.safeParse(raw);
@@ -96,6 +102,7 @@ export function register(program: Command): void {
       try {
         const overrides: Partial<GatewayConfigInput> = { host: flags.host, port: flags.port };
         if (flags.redisUrl !== undefined) overrides.redisUrl = flags.redisUrl;
+        if (flags.trustedKeys !== undefined) overrides.trustedKeys = readFileSync(flags.trustedKeys, 'utf8');
         const config = loadGatewayConfig({ overrides });
         const services = await createGatewayServices(config, log);
         const sidecar = createSidecar(services, targetOf(flags), {

@@ -107,6 +107,8 @@ describe('helm chart: lint and render', () => {
         'ClusterRoleBinding/t1-tollgate-gateway',
         'ClusterRoleBinding/t1-tollgate-operator',
         'ConfigMap/t1-tollgate-gateway',
+        'ConfigMap/t1-tollgate-redis-acl',
+        'Secret/t1-tollgate-redis-auth',
         'Deployment/t1-tollgate-gateway',
         'Deployment/t1-tollgate-operator',
         'Deployment/t1-tollgate-redis',
@@ -136,9 +138,14 @@ describe('helm chart: lint and render', () => {
     expect(gw.image).toBe('tollgate/tollgate:0.1.0');
     expect(gw.readinessProbe?.httpGet?.path).toBe('/readyz');
     expect(gw.livenessProbe?.httpGet?.path).toBe('/healthz');
+    // The gateway's own Redis user; its password comes from the auth Secret, never the spec.
     expect(envOf(gw, 'TOLLGATE_REDIS_URL')?.value).toBe(
-      'redis://t1-tollgate-redis.tollgate-chart-test.svc:6379',
+      'redis://tollgate-gateway:$(TOLLGATE_REDIS_PASSWORD)@t1-tollgate-redis.tollgate-chart-test.svc:6379',
     );
+    expect(envOf(gw, 'TOLLGATE_REDIS_PASSWORD')?.valueFrom?.secretKeyRef).toEqual({
+      name: 't1-tollgate-redis-auth',
+      key: 'gateway',
+    });
     expect(envOf(gw, 'TOLLGATE_CONFIG')?.value).toBe('/etc/tollgate/gateway.yaml');
     expect(gateway.template.metadata.annotations).toMatchObject({
       'prometheus.io/scrape': 'true',
@@ -163,10 +170,31 @@ describe('helm chart: lint and render', () => {
       '--webhook-config=t1-tollgate-webhook',
       '--webhook-certs=self',
       '--webhook-cert-validity=90d',
-      // Sidecars in other namespaces reach the bundled Redis by its full name.
-      '--sidecar-redis-url=redis://t1-tollgate-redis.tollgate-chart-test.svc:6379',
+      // Sidecars in other namespaces reach the bundled Redis by its full name, as the sidecar user;
+      // $$( leaves the variable to the sidecar (its password, from its own namespace).
+      '--sidecar-redis-url=redis://tollgate-sidecar:$$(TOLLGATE_REDIS_PASSWORD)@t1-tollgate-redis.tollgate-chart-test.svc:6379',
     ]);
-    expect(envOf(op, 'REDIS_URL')?.value).toBe('redis://t1-tollgate-redis.tollgate-chart-test.svc:6379');
+    expect(envOf(op, 'REDIS_URL')?.value).toBe(
+      'redis://tollgate-operator:$(TOLLGATE_REDIS_PASSWORD)@t1-tollgate-redis.tollgate-chart-test.svc:6379',
+    );
+    expect(envOf(op, 'TOLLGATE_REDIS_PASSWORD')?.valueFrom?.secretKeyRef).toEqual({
+      name: 't1-tollgate-redis-auth',
+      key: 'operator',
+    });
+    expect(envOf(op, 'TOLLGATE_SIDECAR_REDIS_PASSWORD')?.valueFrom?.secretKeyRef).toEqual({
+      name: 't1-tollgate-redis-auth',
+      key: 'sidecar',
+    });
+    // No password of the bundled Redis is written in any pod spec.
+    const auth = find(objects, 'Secret', 't1-tollgate-redis-auth').data ?? {};
+    expect(Object.keys(auth).sort()).toEqual(
+      ['gateway', 'operator', 'replication', 'sentinel', 'sentinel-client', 'sidecar'].sort(),
+    );
+    for (const encoded of Object.values(auth)) {
+      const password = Buffer.from(encoded, 'base64').toString();
+      expect(password).toMatch(/^[A-Za-z0-9]{40}$/);
+      expect(JSON.stringify(objects.filter((o) => o.kind !== 'Secret'))).not.toContain(password);
+    }
     expect(envOf(op, 'TOLLGATE_IMAGE')?.value).toBe('tollgate/tollgate:0.1.0');
     expect(envOf(op, 'POD_NAMESPACE')).toEqual({
       name: 'POD_NAMESPACE',
@@ -431,12 +459,24 @@ describe('helm chart: lint and render', () => {
           `t1-tollgate-redis-${i}.t1-tollgate-redis-headless.tollgate-chart-test.svc.cluster.local:26379`,
       )
       .join(',');
-    const url = `redis+sentinel://${sentinels}/tollgate`;
+    // Each as its own user; the Sentinels asked as the client user, which can only find the primary.
+    const url = (user: string, $ = '$') =>
+      `redis+sentinel://tollgate-${user}:${$}(TOLLGATE_REDIS_PASSWORD)@${sentinels}/tollgate` +
+      `?sentinelUsername=tollgate-client&sentinelPassword=${$}(TOLLGATE_REDIS_SENTINEL_PASSWORD)`;
     const gw = deployment(objects, 't1-tollgate-gateway').template.spec.containers[0] as Container;
     const op = deployment(objects, 't1-tollgate-operator').template.spec.containers[0] as Container;
-    expect(envOf(gw, 'TOLLGATE_REDIS_URL')?.value).toBe(url);
-    expect(envOf(op, 'REDIS_URL')?.value).toBe(url);
-    expect(op.args).toContain(`--sidecar-redis-url=${url}`);
+    expect(envOf(gw, 'TOLLGATE_REDIS_URL')?.value).toBe(url('gateway'));
+    expect(envOf(op, 'REDIS_URL')?.value).toBe(url('operator'));
+    expect(op.args).toContain(`--sidecar-redis-url=${url('sidecar', '$$')}`);
+    expect(envOf(op, 'TOLLGATE_SIDECAR_REDIS_SENTINEL_PASSWORD')?.valueFrom?.secretKeyRef).toEqual({
+      name: 't1-tollgate-redis-auth',
+      key: 'sentinel-client',
+    });
+    // Nobody reaches a node or a Sentinel without a password; replicas and Sentinels log in too.
+    expect(scripts['redis.sh']).toContain('echo "user default off"');
+    expect(scripts['redis.sh']).toContain('--masteruser tollgate-replication');
+    expect(scripts['sentinel.sh']).toContain('user default off');
+    expect(scripts['sentinel.sh']).toContain('sentinel auth-user tollgate tollgate-sentinel');
     // Its NetworkPolicy lets the members talk among themselves, and the sidecars in.
     const policy = JSON.stringify(find(objects, 'NetworkPolicy', 't1-tollgate-redis').spec);
     expect(policy).toContain('"values":["gateway","operator","redis"]');

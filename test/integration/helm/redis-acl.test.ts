@@ -1,0 +1,182 @@
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { Redis } from 'ioredis';
+import { parseAllDocuments } from 'yaml';
+import { generateKey, hashKey } from '../../../common/apikey/format.js';
+import { KeyIndexWriter } from '../../../common/apikey/index-writer.js';
+import { createLogger } from '../../../common/logger.js';
+import { redisChannels, redisKeys } from '../../../common/redis/schema.js';
+import { loadGatewayConfig } from '../../../gateway/config.js';
+import { createGatewayServices, type GatewayServices } from '../../../gateway/services.js';
+import { createSidecar, type Sidecar } from '../../../gateway/sidecar/sidecar.js';
+import { redis } from '../../harness/index.js';
+import { binDir, repoRoot } from '../../harness/paths.js';
+import { TEST_TRUSTED_KEYS, testSealer } from '../signing.js';
+import { markIndexBuilt } from '../workflow-route.js';
+import { apikey, newId, send, startUpstream, uniqueName, type Upstream } from '../gateway/support.js';
+
+/**
+ * The Redis users the chart gives each component, taken from what `helm template` renders (the
+ * README tells an external Redis's administrator the same rules), applied to a real redis-server
+ * with ACL SETUSER: each component works as its own user, and the sidecar's user, whose password a
+ * team can read, can mint, widen, reroute, flush or announce nothing.
+ */
+const run = promisify(execFile);
+const USERS = ['operator', 'gateway', 'sidecar'] as const;
+
+async function chartRules(): Promise<Record<(typeof USERS)[number], string>> {
+  const { stdout } = await run(
+    join(binDir, 'helm'),
+    ['template', 't1', join(repoRoot, 'helm', 'tollgate'), '--namespace', 'ns', '--kube-version', '1.34.4'],
+    { maxBuffer: 16 * 1024 * 1024 },
+  );
+  const acl = parseAllDocuments(stdout)
+    .map((d) => d.toJS() as { kind?: string; metadata?: { name?: string }; data?: Record<string, string> })
+    .find((o) => o?.kind === 'ConfigMap' && o.metadata?.name === 't1-tollgate-redis-acl');
+  if (acl?.data === undefined) throw new Error('the chart renders no t1-tollgate-redis-acl ConfigMap');
+  const data = acl.data;
+  return Object.fromEntries(USERS.map((u) => [u, data[u] ?? ''])) as Record<(typeof USERS)[number], string>;
+}
+
+describe('the Redis users of the chart, on a real redis-server', () => {
+  let admin: Redis;
+  let url: (user: string) => string;
+  let sidecarClient: Redis;
+  let upstream: Upstream;
+  let services: GatewayServices;
+  let sidecar: Sidecar;
+  let sidecarUrl: string;
+  const workflow = uniqueName('wf-acl');
+  const passwords = Object.fromEntries(USERS.map((u) => [u, `pw-${u}-${newId()}`]));
+
+  beforeAll(async () => {
+    const rules = await chartRules();
+    const info = await redis('redis-acl');
+    // A user of the test's own to administer the server once the default user is off.
+    const first = new Redis(info.url, { maxRetriesPerRequest: 1 });
+    await first.call('ACL', 'SETUSER', 'test-admin', 'on', '>test-admin', '~*', '&*', '+@all');
+    first.disconnect();
+    admin = new Redis(info.url.replace('redis://', 'redis://test-admin:test-admin@'), {
+      maxRetriesPerRequest: 1,
+    });
+    for (const u of USERS)
+      await admin.call(
+        'ACL',
+        'SETUSER',
+        `tollgate-${u}`,
+        'reset',
+        'on',
+        `>${passwords[u]}`,
+        ...rules[u].split(' '),
+      );
+    url = (u) => info.url.replace('redis://', `redis://tollgate-${u}:${passwords[u]}@`);
+    sidecarClient = new Redis(url('sidecar'), { maxRetriesPerRequest: 1 });
+    upstream = await startUpstream();
+    const config = loadGatewayConfig({
+      env: {},
+      overrides: {
+        trustedKeys: TEST_TRUSTED_KEYS,
+        host: '127.0.0.1',
+        port: 0,
+        redisUrl: url('sidecar'),
+        shutdownDrainMs: 0,
+        usageFlushMs: 100,
+      },
+    });
+    services = await createGatewayServices(config, createLogger('acl-sidecar', 'silent'));
+    sidecar = createSidecar(services, {
+      kind: 'workflow',
+      upstream: new URL(upstream.url),
+      workflow,
+      service: 'svc',
+    });
+    sidecarUrl = `http://127.0.0.1:${(await sidecar.traffic.listen(0, '127.0.0.1')).port}`;
+  });
+
+  afterAll(async () => {
+    await sidecar?.traffic.shutdown();
+    await upstream?.close();
+    sidecarClient?.disconnect();
+    // The instance is this file's alone: its default user back on for the harness's checks.
+    await admin?.call('ACL', 'DELUSER', ...USERS.map((u) => `tollgate-${u}`), 'test-admin');
+    admin?.disconnect();
+  });
+
+  it('the gateway user writes the key index and the sidecar user reads it: a call passes, with its usage counted', async () => {
+    const gateway = new Redis(url('gateway'), { maxRetriesPerRequest: 1 });
+    try {
+      const key = generateKey('bda');
+      await new KeyIndexWriter(gateway, await testSealer()).put(hashKey(key), {
+        id: newId(),
+        owner: 'alice',
+        module: 'bda',
+        roles: [workflow],
+        rateLimit: { requests: 100, windowSeconds: 60 },
+      });
+      await markIndexBuilt(gateway);
+      const answer = await send(sidecarUrl, '/hello', { headers: apikey(key) });
+      expect(answer.status).toBe(200);
+      expect(upstream.seen.at(-1)?.url).toBe('/hello');
+    } finally {
+      gateway.disconnect();
+    }
+  });
+
+  it('the operator user rebuilds what it owns: routes, the marker, the channels', async () => {
+    const operator = new Redis(url('operator'), { maxRetriesPerRequest: 1 });
+    try {
+      await operator.set(redisKeys.bdaRoute('wf', 'svc'), 'x');
+      await operator.publish(redisChannels.routes, redisKeys.bdaRoute('wf', 'svc'));
+      expect(await operator.scan('0', 'MATCH', 'tg:route:*')).toEqual([
+        '0',
+        expect.arrayContaining([redisKeys.bdaRoute('wf', 'svc')]),
+      ]);
+      await operator.del(redisKeys.bdaRoute('wf', 'svc'));
+      // Nothing outside Tollgate's keys, and nothing that would take the server down.
+      await expect(operator.set('other:key', 'x')).rejects.toThrow(/NOPERM/);
+      await expect(operator.flushall()).rejects.toThrow(/NOPERM/);
+      await expect(operator.call('CONFIG', 'SET', 'maxmemory', '1')).rejects.toThrow(/NOPERM/);
+    } finally {
+      operator.disconnect();
+    }
+  });
+
+  it.each([
+    ['mint a key', (r: Redis) => r.set(redisKeys.apiKey('a'.repeat(64)), '{}')],
+    ['delete a key', (r: Redis) => r.del(redisKeys.apiKey('a'.repeat(64)))],
+    ['rewrite a route', (r: Redis) => r.set(redisKeys.bdaRoute('wf', 'svc'), '{}')],
+    ['clear the marker', (r: Redis) => r.del(redisKeys.indexMarker)],
+    ['write the grant keys', (r: Redis) => r.set('tg:grant:keys', '{}')],
+    [
+      'write through a script',
+      (r: Redis) => r.eval("return redis.call('SET', KEYS[1], 'x')", 1, redisKeys.apiKey('b'.repeat(64))),
+    ],
+    ['announce a change', (r: Redis) => r.publish(redisChannels.keys, 'x')],
+    ['wake a model', (r: Redis) => r.publish(redisChannels.modelWake, '{}')],
+    ['list every key', (r: Redis) => r.keys('*')],
+    ['scan the key space', (r: Redis) => r.scan('0')],
+    ['flush everything', (r: Redis) => r.flushall()],
+    ['reconfigure the server', (r: Redis) => r.call('CONFIG', 'SET', 'maxmemory', '1')],
+    ['read the users', (r: Redis) => r.call('ACL', 'LIST')],
+    ['write outside Tollgate', (r: Redis) => r.set('other', 'x')],
+  ])('the sidecar user cannot %s', async (_what, act) => {
+    await expect(act(sidecarClient)).rejects.toThrow(/NOPERM/);
+  });
+
+  it('nobody gets in without a password once the default user is off', async () => {
+    await admin.call('ACL', 'SETUSER', 'default', 'off');
+    const anonymous = new Redis(url('sidecar').replace(/tollgate-sidecar:[^@]+@/, ''), {
+      maxRetriesPerRequest: 0,
+      lazyConnect: true,
+      enableReadyCheck: false,
+    });
+    try {
+      await anonymous.connect().catch(() => undefined);
+      await expect(anonymous.get('tg:index:built')).rejects.toThrow(/NOAUTH|Authentication|closed|connect/i);
+    } finally {
+      anonymous.disconnect();
+      await admin.call('ACL', 'SETUSER', 'default', 'on');
+    }
+  });
+});

@@ -17,6 +17,7 @@ import { connectRedis } from '../common/redis/connect.js';
  * ProcessEnvCredentials, and runs `new OperatorManager(sources, { redisUrl })` without leader
  * election. The controllers cannot tell the difference.
  */
+import { randomUUID } from 'node:crypto';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Redis } from 'ioredis';
 import { KeyIndexWriter } from '../common/apikey/index-writer.js';
@@ -44,6 +45,14 @@ import type { ModelGateway } from '../common/resources/model.js';
 
 /** How long a rebuild waits for failed reconciles to succeed on retry before it sweeps. */
 const SETTLE_MS = 15_000;
+
+// Sets the marker only if the build's own token is still there: a Redis flushed or restarted
+// empty while the build ran lost the token with the entries, and must not be marked built.
+const MARK_BUILT = `
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[2], ARGV[2])
+redis.call('DEL', KEYS[1])
+return 1`;
 
 export interface OperatorSources {
   models: ResourceSource<Model>;
@@ -239,7 +248,8 @@ class Term {
     // Deployment event reconciled before the Model cache filled would take the Model for deleted
     // and tear down its route and Deployment. Events seen meanwhile wait in the queues.
     for (const c of this.controllers) c.start();
-    this.firstRebuild = this.rebuild(false);
+    // Tracked like any rebuild: the index check must not start a second one meanwhile.
+    this.firstRebuild = this.rebuilding = this.rebuild().finally(() => (this.rebuilding = undefined));
     // Connected already: the next 'ready' is a reconnect.
     this.connectedBefore = this.redis.status === 'ready';
     this.redis.on('ready', this.onRedisReady);
@@ -265,13 +275,12 @@ class Term {
       return; // Redis is down; checked again when it is back.
     }
     this.resyncPending = false;
-    const fromEmpty = resync || !this.sweepPending;
     if (resync) this.opts.log.warn('Redis reconnected (perhaps to a new primary); resyncing the index');
-    else if (fromEmpty)
+    else if (!this.sweepPending)
       this.opts.log.warn(
         'the Redis index is missing (flushed or restarted empty); rebuilding it from the resources',
       );
-    this.rebuilding = this.rebuild(fromEmpty).finally(() => (this.rebuilding = undefined));
+    this.rebuilding = this.rebuild().finally(() => (this.rebuilding = undefined));
   }
 
   /** Idle, with failed reconciles given their retries (bounded: a lasting failure stays failing). */
@@ -286,13 +295,20 @@ class Term {
 
   /**
    * Reconciles everything, waits for the queues to drain, removes what no resource backs any more,
-   * then marks the index as built. `fromEmpty`: Redis lost everything, so nothing may be skipped.
+   * then marks the index as built, unless Redis lost data meanwhile (the build's token is gone):
+   * then it is built again. The marker is never set over an index this build did not fill.
    */
-  private async rebuild(fromEmpty: boolean): Promise<void> {
+  private async rebuild(): Promise<void> {
     this.sweepPending = false;
-    // Routes are compared with what Redis holds, so they are rewritten anyway; key entries are
-    // skipped when unchanged since written, which no longer holds.
-    if (fromEmpty) this.keyReconciler.forgetWritten();
+    const token = randomUUID();
+    try {
+      await this.redis.set(redisKeys.indexBuilding, token);
+    } catch {
+      this.resyncPending = true; // Redis is down: built again once it is back.
+      return;
+    }
+    // Key entries are skipped when unchanged since written, which Redis may no longer hold.
+    this.keyReconciler.forgetWritten();
     // Routes are rewritten, not compared, so one whose seal was tampered with is repaired.
     this.routes.rewriteAll(true);
     for (const c of this.controllers) c.enqueueAll();
@@ -313,7 +329,18 @@ class Term {
       ]);
       if (this.opts.namespace !== undefined)
         await sweepStaleKeys(this.redis, this.verifier, this.sources.apiKeys, this.opts.namespace);
-      await this.redis.set(redisKeys.indexMarker, new Date().toISOString());
+      const marked = await this.redis.eval(
+        MARK_BUILT,
+        2,
+        redisKeys.indexBuilding,
+        redisKeys.indexMarker,
+        token,
+        new Date().toISOString(),
+      );
+      if (marked !== 1) {
+        this.opts.log.warn('Redis lost data while the index was being built; building it again');
+        this.resyncPending = true;
+      }
     } catch (err) {
       this.opts.log.warn({ err }, 'index rebuild incomplete; retrying on the next check');
     }

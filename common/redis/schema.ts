@@ -28,6 +28,8 @@
  *                                            (summed latency, ms); 26 h TTL; the panel's Models page
  *   tg:rl:*        counter                   the gateway's RateLimiter
  *   tg:index:built marker                    the operator, after a full rebuild
+ *   tg:index:building token                  the operator, while a rebuild runs (the marker is set
+ *                                            only if its token survived)
  *   tg:grant:used:<jti>      string          a sidecar, with NX and a TTL past the grant's expiry:
  *                                            a grant spent at one replica is refused at every other
  */
@@ -62,6 +64,11 @@ export const redisKeys = {
    * restarted empty, and the operator rebuilds the index and the routes.
    */
   indexMarker: `${KEY_PREFIX}index:built`,
+  /**
+   * A build's own token, set when it starts: the marker is set only if it is still there, so a
+   * Redis emptied during the build is never marked built.
+   */
+  indexBuilding: `${KEY_PREFIX}index:building`,
   /** String, with a TTL: a signed grant's id, claimed by the first sidecar it reached. */
   grantUsed: (jti: string) => `${KEY_PREFIX}grant:used:${jti}`,
 } as const;

@@ -1,0 +1,115 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Redis } from 'ioredis';
+import { generateKey, hashKey, keyStart } from '../../../common/apikey/format.js';
+import { DirApiKeyStore } from '../../../common/apikey/dir-store.js';
+import { openKeyFile } from '../../../common/crypto/key-file.js';
+import { createLogger } from '../../../common/logger.js';
+import { redisKeys } from '../../../common/redis/schema.js';
+import { newApiKey, newKeyId } from '../../../common/resources/apikey.js';
+import { ManifestDir } from '../../../common/resources/manifest-dir.js';
+import { OperatorManager } from '../../../operator/manager.js';
+import { LocalMlserverDriver } from '../../../operator/serving/local-mlserver.js';
+import { standaloneSources } from '../../../operator/standalone-sources.js';
+import { ProcessEnvCredentials } from '../../../operator/storage/credentials.js';
+import { redis } from '../../harness/index.js';
+import { TEST_SIGNING_KEY_FILE } from '../signing.js';
+
+/**
+ * The index marker says "every entry is here": a Redis emptied while the operator builds the
+ * index (a flush, a restart, a failover to an empty replica) must never end with the marker set
+ * over what is left, or every gateway would answer 401 unknown_api_key to valid keys for good.
+ */
+const KEYS = 1500;
+
+async function count(client: Redis, pattern: string): Promise<number> {
+  let n = 0;
+  let cursor = '0';
+  do {
+    const [next, found] = await client.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
+    cursor = next;
+    n += found.length;
+  } while (cursor !== '0');
+  return n;
+}
+
+describe('the index marker', () => {
+  let dir: string;
+  let client: Redis;
+  let operator: OperatorManager | undefined;
+
+  beforeAll(async () => {
+    dir = await mkdtemp(path.join(tmpdir(), 'tollgate-marker-'));
+    const store = new DirApiKeyStore(new ManifestDir(dir, () => undefined));
+    for (let i = 0; i < KEYS; i++) {
+      const key = generateKey('bda');
+      await store.create(
+        newApiKey(newKeyId(), {
+          hash: hashKey(key),
+          start: keyStart(key),
+          module: 'bda',
+          roles: ['wf'],
+          owner: 'alice',
+        }),
+      );
+    }
+    client = new Redis((await redis('index-marker')).url, { maxRetriesPerRequest: 1 });
+  }, 120_000);
+
+  afterAll(async () => {
+    await operator?.stop();
+    client?.disconnect();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it.each([
+    ['after the first entries', 1],
+    ['half-way', KEYS / 2],
+    ['after the last entry', KEYS],
+  ])(
+    'is never set over an index that Redis lost while it was built: emptied %s',
+    async (_when, written) => {
+      await operator?.stop();
+      await client.flushall();
+      const log = createLogger('marker-operator', 'silent');
+      const runtime = new LocalMlserverDriver({
+        mlserver: '/nonexistent/mlserver',
+        workDir: path.join(dir, 'runtimes'),
+        credentials: new ProcessEnvCredentials(),
+        log,
+      });
+      const manifests = new ManifestDir(dir, () => undefined);
+      operator = new OperatorManager(() => standaloneSources(manifests, runtime, log), {
+        redisUrl: (await redis('index-marker')).url,
+        log,
+        indexCheckMs: 200,
+        signingKey: () => openKeyFile(TEST_SIGNING_KEY_FILE),
+      });
+      await operator.start();
+      const deadline = Date.now() + 30_000;
+      while ((await count(client, 'tg:key:*')) < written) {
+        if (Date.now() > deadline) throw new Error('the operator did not write the entries');
+        await new Promise((r) => setTimeout(r, 2));
+      }
+      // Emptied while the build is under way (or, if it was quicker, just after it).
+      await client.flushall();
+      // Whenever the marker is there, every entry is.
+      const until = Date.now() + 60_000;
+      for (;;) {
+        const marked = (await client.exists(redisKeys.indexMarker)) === 1;
+        const entries = await count(client, 'tg:key:*');
+        if (marked) {
+          expect(entries).toBe(KEYS);
+          break;
+        }
+        if (Date.now() > until) throw new Error(`no marker after 60 s (${entries} entries)`);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      // And it stays so.
+      await new Promise((r) => setTimeout(r, 1000));
+      expect(await count(client, 'tg:key:*')).toBe(KEYS);
+    },
+    120_000,
+  );
+});

@@ -113,6 +113,23 @@ function takeOver(probe: V1Probe, container: V1Container, port: number): AppProb
   return undefined;
 }
 
+/**
+ * An update of a pod the webhook is shown (one labelled for the sidecar before or after it). The
+ * sidecar is added at creation only, so the label added to a running pod would make it look
+ * guarded (and let it pass the NetworkPolicies that admit sidecars) while nothing guards it:
+ * refused. Any other update passes unchanged.
+ */
+export function planUpdate(old: V1Pod | undefined, pod: V1Pod): Injection {
+  const asked = (p: V1Pod | undefined) => p?.metadata?.labels?.[INJECT_LABEL] === 'true';
+  if (asked(pod) && !asked(old)) {
+    return {
+      kind: 'refuse',
+      reason: `${INJECT_LABEL} is read when a pod is created: the sidecar cannot be added to a running pod; create the pod with the label instead`,
+    };
+  }
+  return { kind: 'skip', reason: 'an update' };
+}
+
 export function planInjection(pod: V1Pod, cfg: InjectionConfig): Injection {
   if (pod.metadata?.labels?.[INJECT_LABEL] !== 'true') return { kind: 'skip', reason: 'not asked for' };
   const spec = pod.spec;

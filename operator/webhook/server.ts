@@ -4,7 +4,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { z } from 'zod';
 import type { Logger } from '../../common/logger.js';
 import type { OperatorMetrics } from '../metrics.js';
-import { planInjection, type InjectionConfig } from './inject.js';
+import { planInjection, planUpdate, type InjectionConfig } from './inject.js';
 
 /**
  * The mutating admission webhook's HTTPS server (`POST /mutate-v1-pod`, the kubebuilder path).
@@ -20,7 +20,10 @@ const reviewSchema = z.object({
   request: z.object({
     uid: z.string(),
     namespace: z.string().optional(),
+    operation: z.string().default('CREATE'),
+    dryRun: z.boolean().optional(),
     object: z.looseObject({}),
+    oldObject: z.looseObject({}).nullish(),
   }),
 });
 
@@ -79,11 +82,14 @@ export class WebhookServer {
         .end(`not an AdmissionReview: ${(err as Error).message}\n`);
       return;
     }
-    const { uid, namespace } = review.request;
+    const { uid, namespace, operation, dryRun } = review.request;
     const pod = review.request.object as V1Pod;
     const name = pod.metadata?.name ?? pod.metadata?.generateName ?? '';
-    let plan = planInjection(pod, this.config);
-    if (plan.kind === 'inject') {
+    let plan =
+      operation === 'UPDATE'
+        ? planUpdate(review.request.oldObject as V1Pod | undefined, pod)
+        : planInjection(pod, this.config);
+    if (plan.kind === 'inject' && dryRun !== true) {
       try {
         await this.ensureCredentials(namespace ?? pod.metadata?.namespace ?? 'default');
       } catch (err) {

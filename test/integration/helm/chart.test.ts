@@ -286,7 +286,8 @@ describe('helm chart: lint and render', () => {
     };
     const [w] = hook.webhooks;
     expect(w?.failurePolicy).toBe('Fail');
-    expect(w?.sideEffects).toBe('None');
+    // The only side effect, the sidecar's credential in the pod's namespace, is skipped on a dry run.
+    expect(w?.sideEffects).toBe('NoneOnDryRun');
     expect(w?.clientConfig.service).toMatchObject({
       name: 't1-tollgate-webhook',
       namespace,
@@ -305,7 +306,8 @@ describe('helm chart: lint and render', () => {
       'kube-node-lease',
       'kube-public',
     ]);
-    expect(w?.rules).toMatchObject([{ operations: ['CREATE'], resources: ['pods'] }]);
+    // UPDATE too: the label added to a running pod is refused.
+    expect(w?.rules).toMatchObject([{ operations: ['CREATE', 'UPDATE'], resources: ['pods'] }]);
     // The operator keeps only this configuration's caBundle, and only its own Secrets.
     const operatorRules = find(objects, 'ClusterRole', 't1-tollgate-operator').rules ?? [];
     expect(operatorRules).toContainEqual({
@@ -640,6 +642,10 @@ describe('helm chart: accepted by a real kube-apiserver', () => {
         ['operator', 'create', 'events', 'yes'],
         ['operator', 'get', 'secrets', 'yes'],
         ['operator', 'list', 'secrets', 'no'],
+        // The sidecar's Redis credential, made in a guarded pod's namespace; no other Secret changed.
+        ['operator', 'create', 'secrets', 'yes'],
+        ['operator', 'update', 'secrets', 'no'],
+        ['operator', 'delete', 'secrets', 'no'],
         ['operator', 'update', 'leases.coordination.k8s.io', 'yes', namespace],
         ['operator', 'update', 'leases.coordination.k8s.io', 'no'],
         ['operator', 'create', 'apikeys.tollgate.dev', 'no'],

@@ -9,6 +9,7 @@ import {
 import {
   INJECTED_ANNOTATION,
   planInjection,
+  planUpdate,
   SIDECAR_CONTAINER,
   type JsonPatchOp,
 } from '../../../operator/webhook/inject.js';
@@ -249,5 +250,25 @@ describe('the webhook certificates', () => {
     // Every issue is a new CA: a rotation is not a re-signing with a leaked key.
     const again = issueWebhookCertificates({ service: 'tg-webhook', namespace: 'tg', validityMs: 3_600_000 });
     expect(new X509Certificate(again.cert).verify(ca.publicKey)).toBe(false);
+  });
+});
+
+describe('an update of a pod the webhook is shown', () => {
+  const labelled = (inject?: string): V1Pod => ({
+    metadata: { name: 'p', labels: inject === undefined ? {} : { 'tollgate.dev/inject': inject } },
+    spec: { containers: [{ name: 'app', image: 'app:1' }] },
+  });
+
+  it('refuses the sidecar label added to a running pod, saying to recreate it', () => {
+    for (const before of [labelled(), labelled('false')]) {
+      const plan = planUpdate(before, labelled('true'));
+      expect(plan.kind).toBe('refuse');
+      expect(plan.kind === 'refuse' ? plan.reason : '').toMatch(/create the pod with the label/);
+    }
+  });
+
+  it('lets other updates of guarded pods, and the label taken off, pass unchanged', () => {
+    expect(planUpdate(labelled('true'), labelled('true')).kind).toBe('skip');
+    expect(planUpdate(labelled('true'), labelled()).kind).toBe('skip');
   });
 });

@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { roleDefinitionSchema } from '../common/apikey/roles.js';
 import { TollgateError } from '../common/errors.js';
 import { redisUrlSchema } from '../common/redis/connect.js';
+import { cidrPrefix, isCidr } from '../common/net/cidr.js';
 
 /**
  * Gateway configuration: defaults, then a YAML/JSON file (`TOLLGATE_CONFIG` or `--config`), then
@@ -15,159 +16,194 @@ const resourceName = z
   .regex(/^[a-z][a-z0-9-]{0,62}$/, 'a resource name is lower-case letters, digits and dashes');
 const httpUrl = z.url({ protocol: /^https?$/ });
 
-export const gatewayConfigSchema = z.strictObject({
-  host: z.string().min(1).default('0.0.0.0'),
-  port: z.coerce.number().int().min(0).max(65535).default(8080),
-  /** redis://, rediss:// (TLS), or redis+sentinel://s1,s2,s3/<primary> (common/redis/connect.ts). */
-  redisUrl: redisUrlSchema.default('redis://127.0.0.1:6379'),
-  /** Platform resource → upstream base URL; the upstream receives `/api/v1/<resource>[/...]` below it. */
-  upstreams: z.record(resourceName, httpUrl).default({}),
-  /** Platform roles added to (or replacing, by name) the default catalogue. */
-  roles: z.array(roleDefinitionSchema).default([]),
-  /** Largest request body passed upstream, in bytes (413 beyond it, checked while streaming). */
-  bodyLimitBytes: z.coerce
-    .number()
-    .int()
-    .positive()
-    .default(10 * 1024 * 1024),
-  /** Largest request head (request line + headers), in bytes; beyond it the answer is 431. */
-  headerLimitBytes: z.coerce
-    .number()
-    .int()
-    .min(1024)
-    .max(1024 * 1024)
-    .default(16 * 1024),
-  /**
-   * Longest time to receive a request's head, and its whole body: a client trickling its body a
-   * byte at a time would otherwise hold a connection and an upstream request open for as long as
-   * it likes. Past either, the answer is 408 request_timeout and the connection is closed.
-   */
-  requestHeadersTimeoutMs: z.coerce.number().int().min(1_000).max(600_000).default(10_000),
-  requestBodyTimeoutMs: z.coerce.number().int().min(1_000).max(3_600_000).default(60_000),
-  /** Time to connect to an upstream. */
-  connectTimeoutMs: z.coerce.number().int().positive().default(5_000),
-  /** Time for the upstream to send its response head, and the longest pause inside its body. */
-  upstreamTimeoutMs: z.coerce.number().int().positive().default(60_000),
-  /** Keep-alive connections per upstream origin. */
-  upstreamConnections: z.coerce.number().int().positive().default(128),
-  /** How long a graceful shutdown waits for in-flight requests before cutting them. */
-  shutdownTimeoutMs: z.coerce.number().int().positive().default(30_000),
-  /**
-   * After SIGTERM, how long the gateway still serves, answering each request with
-   * `Connection: close`, before it stops accepting: clients holding a keep-alive connection to it
-   * (through a Service, still routed here by conntrack) move to another replica on their next
-   * request instead of racing a closing socket.
-   */
-  shutdownDrainMs: z.coerce.number().int().nonnegative().default(3_000),
-  /**
-   * Usage over time (requests and refusals per minute and hour, top endpoints) besides the totals.
-   * Off saves Redis memory on very many keys; `make bench` measures what it costs.
-   */
-  usageSeries: z.union([z.boolean(), z.enum(['true', 'false']).transform((v) => v === 'true')]).default(true),
-  /** Usage figures (last used, request count) are batched and written this often. */
-  usageFlushMs: z.coerce.number().int().positive().default(1_000),
-  /**
-   * Proxies in front of the gateway whose X-Forwarded-For entry is trusted (an ingress controller:
-   * 1). The client address a key's network allowlist and the audit trail see is the one that many
-   * hops back; 0 takes the connection's peer.
-   */
-  trustedProxies: z.coerce.number().int().min(0).max(10).default(0),
-  /** The longest grace period a rolled key may keep working for (`POST /apikeys/{id}/roll`). */
-  maxRollGraceSeconds: z.coerce
-    .number()
-    .int()
-    .min(0)
-    .max(90 * 86_400)
-    .default(7 * 86_400),
-  /**
-   * Where the audit trail of key events is kept: `file:///dir` or `s3://bucket/prefix` (S3
-   * credentials from the AWS_* variables). Standalone defaults to `<stateDir>/audit`; unset on a
-   * cluster, events only reach the log.
-   */
-  auditUri: z.string().min(1).optional(),
-  auditRetentionDays: z.coerce.number().int().min(1).max(3650).default(90),
-  auditFlushMs: z.coerce.number().int().positive().default(1_000),
-  /** A key's refused uses are recorded at most once per this interval (the rest are counted). */
-  auditRefusalIntervalMs: z.coerce.number().int().nonnegative().default(60_000),
-  /**
-   * How often the invalidation subscriber is pinged (and the index marker checked). A frozen Redis
-   * lets cached keys pass for at most twice this; a flushed one is noticed within it.
-   */
-  redisHeartbeatMs: z.coerce.number().int().min(50).max(10_000).default(250),
-  /** Entries in the in-process key and route caches. */
-  cacheEntries: z.coerce.number().int().positive().default(10_000),
-  /** Namespace of the ApiKey resources on a cluster (defaults to the pod's own). */
-  namespace: z.string().min(1).default('default'),
-  /**
-   * The signing key (ES256 JWK; standalone: made on first use; on a cluster: the operator's Secret,
-   * mounted): a central gateway seals the key index entries it writes with it and signs grants for
-   * sidecars, and verifies sealed entries with its public half. A central gateway needs it.
-   */
-  grantSigningKeyFile: z.string().min(1).optional(),
-  /**
-   * A sidecar's trust: the JWKS of the signing key's public half (the webhook injects it). The
-   * sidecar believes only Redis entries and grants signed by it, and can make neither.
-   */
-  trustedKeys: z.string().min(1).optional(),
-  /** Where standalone mode keeps its manifests (ApiKey, Service, Model). */
-  stateDir: z.string().min(1).default('.tollgate'),
-  /**
-   * The identity provider of the management API and the panel. Tokens are verified with the
-   * provider's JWKS (`jwksUrl`, or the one its discovery document names). With `clientId` the
-   * panel offers "Sign in": the authorization code flow with PKCE, run in the browser against
-   * `issuer` for a public client (docs in the README).
-   */
-  oidc: z
-    .strictObject({
-      /** An https URL (a URN, e.g. a test issuer, needs jwksUrl and cannot offer "Sign in"). */
-      issuer: z.string().min(1),
-      audience: z.string().min(1),
-      jwksUrl: httpUrl.optional(),
-      clientId: z.string().min(1).max(255).optional(),
-      scopes: z
-        .string()
-        .regex(
-          /^[\x21\x23-\x5b\x5d-\x7e]+( [\x21\x23-\x5b\x5d-\x7e]+)*$/,
-          'scopes are separated by single spaces',
-        )
-        .refine((s) => s.split(' ').includes('openid'), 'scopes must include openid')
-        .default('openid profile email groups'),
-      /** Leeway for the token's expiry and not-before times, for clocks that drift apart. */
-      clockToleranceSeconds: z.coerce.number().int().min(0).max(300).default(30),
-      /** Where the provider sends the browser back: the panel's own address unless set. */
-      redirectPath: z
-        .string()
-        .regex(/^\/[^\s?#]*$/, 'redirectPath is an absolute path such as /panel/')
-        .optional(),
-    })
-    // Discovery, and the panel's sign-in, need the issuer to be where its documents are served.
-    .refine((o) => o.jwksUrl !== undefined || httpUrl.safeParse(o.issuer).success, {
-      message: 'set jwksUrl: an issuer that is not an http(s) URL publishes no discovery document',
-      path: ['jwksUrl'],
-    })
-    .refine((o) => o.clientId === undefined || httpUrl.safeParse(o.issuer).success, {
-      message: 'the panel signs in at the issuer, so with clientId the issuer must be an http(s) URL',
-      path: ['issuer'],
-    })
-    .optional(),
-  /** The token claim that lists the user's groups (Keycloak, Dex and Okta: groups; Entra ID: groups or roles). */
-  groupsClaim: z.string().min(1).max(100).default('groups'),
-  /**
-   * Members of any of these groups are administrators: they may list, search and revoke every
-   * user's keys, and offboard a user. Empty: nobody is.
-   */
-  adminGroups: z
-    .union([
-      z.array(z.string().min(1).max(255)),
-      z.string().transform((list) =>
-        list
-          .split(',')
-          .map((g) => g.trim())
-          .filter((g) => g !== ''),
-      ),
-    ])
-    .default([]),
-});
+export const gatewayConfigSchema = z
+  .strictObject({
+    host: z.string().min(1).default('0.0.0.0'),
+    port: z.coerce.number().int().min(0).max(65535).default(8080),
+    /** redis://, rediss:// (TLS), or redis+sentinel://s1,s2,s3/<primary> (common/redis/connect.ts). */
+    redisUrl: redisUrlSchema.default('redis://127.0.0.1:6379'),
+    /** Platform resource → upstream base URL; the upstream receives `/api/v1/<resource>[/...]` below it. */
+    upstreams: z.record(resourceName, httpUrl).default({}),
+    /** Platform roles added to (or replacing, by name) the default catalogue. */
+    roles: z.array(roleDefinitionSchema).default([]),
+    /** Largest request body passed upstream, in bytes (413 beyond it, checked while streaming). */
+    bodyLimitBytes: z.coerce
+      .number()
+      .int()
+      .positive()
+      .default(10 * 1024 * 1024),
+    /** Largest request head (request line + headers), in bytes; beyond it the answer is 431. */
+    headerLimitBytes: z.coerce
+      .number()
+      .int()
+      .min(1024)
+      .max(1024 * 1024)
+      .default(16 * 1024),
+    /**
+     * Longest time to receive a request's head, and its whole body: a client trickling its body a
+     * byte at a time would otherwise hold a connection and an upstream request open for as long as
+     * it likes. Past either, the answer is 408 request_timeout and the connection is closed.
+     */
+    requestHeadersTimeoutMs: z.coerce.number().int().min(1_000).max(600_000).default(10_000),
+    requestBodyTimeoutMs: z.coerce.number().int().min(1_000).max(3_600_000).default(60_000),
+    /** Time to connect to an upstream. */
+    connectTimeoutMs: z.coerce.number().int().positive().default(5_000),
+    /** Time for the upstream to send its response head, and the longest pause inside its body. */
+    upstreamTimeoutMs: z.coerce.number().int().positive().default(60_000),
+    /** Keep-alive connections per upstream origin. */
+    upstreamConnections: z.coerce.number().int().positive().default(128),
+    /** How long a graceful shutdown waits for in-flight requests before cutting them. */
+    shutdownTimeoutMs: z.coerce.number().int().positive().default(30_000),
+    /**
+     * After SIGTERM, how long the gateway still serves, answering each request with
+     * `Connection: close`, before it stops accepting: clients holding a keep-alive connection to it
+     * (through a Service, still routed here by conntrack) move to another replica on their next
+     * request instead of racing a closing socket.
+     */
+    shutdownDrainMs: z.coerce.number().int().nonnegative().default(3_000),
+    /**
+     * Usage over time (requests and refusals per minute and hour, top endpoints) besides the totals.
+     * Off saves Redis memory on very many keys; `make bench` measures what it costs.
+     */
+    usageSeries: z
+      .union([z.boolean(), z.enum(['true', 'false']).transform((v) => v === 'true')])
+      .default(true),
+    /** Usage figures (last used, request count) are batched and written this often. */
+    usageFlushMs: z.coerce.number().int().positive().default(1_000),
+    /**
+     * Proxies in front of the gateway whose X-Forwarded-For entry is trusted (an ingress controller:
+     * 1), each only when it connects from `trustedProxyCidrs`. The client address a key's network
+     * allowlist and the audit trail see is the one that many trusted hops back; 0 takes the
+     * connection's peer.
+     */
+    trustedProxies: z.coerce.number().int().min(0).max(10).default(0),
+    /**
+     * Where the trusted proxies connect from (the ingress controller's pod network, say). A caller
+     * from anywhere else is its own address, whatever X-Forwarded-For it sends.
+     */
+    trustedProxyCidrs: z
+      .union([
+        z.array(z.string()),
+        z.string().transform((list) =>
+          list
+            .split(',')
+            .map((c) => c.trim())
+            .filter((c) => c !== ''),
+        ),
+      ])
+      .pipe(
+        z.array(
+          z
+            .string()
+            .refine(isCidr, 'each entry is a CIDR such as 10.0.0.0/8 or fd00::/8')
+            .refine(
+              (c) => cidrPrefix(c) !== 0,
+              'a /0 trusts every caller to name its own address: give the proxies’ own networks',
+            ),
+        ),
+      )
+      .default([]),
+    /** The longest grace period a rolled key may keep working for (`POST /apikeys/{id}/roll`). */
+    maxRollGraceSeconds: z.coerce
+      .number()
+      .int()
+      .min(0)
+      .max(90 * 86_400)
+      .default(7 * 86_400),
+    /**
+     * Where the audit trail of key events is kept: `file:///dir` or `s3://bucket/prefix` (S3
+     * credentials from the AWS_* variables). Standalone defaults to `<stateDir>/audit`; unset on a
+     * cluster, events only reach the log.
+     */
+    auditUri: z.string().min(1).optional(),
+    auditRetentionDays: z.coerce.number().int().min(1).max(3650).default(90),
+    auditFlushMs: z.coerce.number().int().positive().default(1_000),
+    /** A key's refused uses are recorded at most once per this interval (the rest are counted). */
+    auditRefusalIntervalMs: z.coerce.number().int().nonnegative().default(60_000),
+    /**
+     * How often the invalidation subscriber is pinged (and the index marker checked). A frozen Redis
+     * lets cached keys pass for at most twice this; a flushed one is noticed within it.
+     */
+    redisHeartbeatMs: z.coerce.number().int().min(50).max(10_000).default(250),
+    /** Entries in the in-process key and route caches. */
+    cacheEntries: z.coerce.number().int().positive().default(10_000),
+    /** Namespace of the ApiKey resources on a cluster (defaults to the pod's own). */
+    namespace: z.string().min(1).default('default'),
+    /**
+     * The signing key (ES256 JWK; standalone: made on first use; on a cluster: the operator's Secret,
+     * mounted): a central gateway seals the key index entries it writes with it and signs grants for
+     * sidecars, and verifies sealed entries with its public half. A central gateway needs it.
+     */
+    grantSigningKeyFile: z.string().min(1).optional(),
+    /**
+     * A sidecar's trust: the JWKS of the signing key's public half (the webhook injects it). The
+     * sidecar believes only Redis entries and grants signed by it, and can make neither.
+     */
+    trustedKeys: z.string().min(1).optional(),
+    /** Where standalone mode keeps its manifests (ApiKey, Service, Model). */
+    stateDir: z.string().min(1).default('.tollgate'),
+    /**
+     * The identity provider of the management API and the panel. Tokens are verified with the
+     * provider's JWKS (`jwksUrl`, or the one its discovery document names). With `clientId` the
+     * panel offers "Sign in": the authorization code flow with PKCE, run in the browser against
+     * `issuer` for a public client (docs in the README).
+     */
+    oidc: z
+      .strictObject({
+        /** An https URL (a URN, e.g. a test issuer, needs jwksUrl and cannot offer "Sign in"). */
+        issuer: z.string().min(1),
+        audience: z.string().min(1),
+        jwksUrl: httpUrl.optional(),
+        clientId: z.string().min(1).max(255).optional(),
+        scopes: z
+          .string()
+          .regex(
+            /^[\x21\x23-\x5b\x5d-\x7e]+( [\x21\x23-\x5b\x5d-\x7e]+)*$/,
+            'scopes are separated by single spaces',
+          )
+          .refine((s) => s.split(' ').includes('openid'), 'scopes must include openid')
+          .default('openid profile email groups'),
+        /** Leeway for the token's expiry and not-before times, for clocks that drift apart. */
+        clockToleranceSeconds: z.coerce.number().int().min(0).max(300).default(30),
+        /** Where the provider sends the browser back: the panel's own address unless set. */
+        redirectPath: z
+          .string()
+          .regex(/^\/[^\s?#]*$/, 'redirectPath is an absolute path such as /panel/')
+          .optional(),
+      })
+      // Discovery, and the panel's sign-in, need the issuer to be where its documents are served.
+      .refine((o) => o.jwksUrl !== undefined || httpUrl.safeParse(o.issuer).success, {
+        message: 'set jwksUrl: an issuer that is not an http(s) URL publishes no discovery document',
+        path: ['jwksUrl'],
+      })
+      .refine((o) => o.clientId === undefined || httpUrl.safeParse(o.issuer).success, {
+        message: 'the panel signs in at the issuer, so with clientId the issuer must be an http(s) URL',
+        path: ['issuer'],
+      })
+      .optional(),
+    /** The token claim that lists the user's groups (Keycloak, Dex and Okta: groups; Entra ID: groups or roles). */
+    groupsClaim: z.string().min(1).max(100).default('groups'),
+    /**
+     * Members of any of these groups are administrators: they may list, search and revoke every
+     * user's keys, and offboard a user. Empty: nobody is.
+     */
+    adminGroups: z
+      .union([
+        z.array(z.string().min(1).max(255)),
+        z.string().transform((list) =>
+          list
+            .split(',')
+            .map((g) => g.trim())
+            .filter((g) => g !== ''),
+        ),
+      ])
+      .default([]),
+  })
+  .refine((c) => c.trustedProxies === 0 || c.trustedProxyCidrs.length > 0, {
+    path: ['trustedProxyCidrs'],
+    error:
+      'trustedProxies believes X-Forwarded-For only from proxies at known addresses: list their networks in trustedProxyCidrs',
+  });
 
 export type GatewayConfig = z.infer<typeof gatewayConfigSchema>;
 export type GatewayConfigInput = z.input<typeof gatewayConfigSchema>;
@@ -191,6 +227,7 @@ const ENV: ReadonlyArray<readonly [string, keyof GatewayConfigInput]> = [
   ['TOLLGATE_CACHE_ENTRIES', 'cacheEntries'],
   ['TOLLGATE_REDIS_HEARTBEAT_MS', 'redisHeartbeatMs'],
   ['TOLLGATE_TRUSTED_PROXIES', 'trustedProxies'],
+  ['TOLLGATE_TRUSTED_PROXY_CIDRS', 'trustedProxyCidrs'],
   ['TOLLGATE_MAX_ROLL_GRACE_SECONDS', 'maxRollGraceSeconds'],
   ['TOLLGATE_AUDIT_URI', 'auditUri'],
   ['TOLLGATE_AUDIT_RETENTION_DAYS', 'auditRetentionDays'],

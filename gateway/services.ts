@@ -23,6 +23,8 @@ import { UpstreamPools } from './proxy/upstream-pools.js';
 import { EventsRouter, type PlatformResourceHandler } from './routing/events-router.js';
 import { RouteTable } from './routing/route-table.js';
 import { loadEntryTrust, type EntryTrust } from './auth/entry-trust.js';
+import { CidrAllowlist } from '../common/net/cidr.js';
+import type { ProxyTrust } from './http/client-address.js';
 
 /**
  * Everything the gateway's handlers use, built once at start and injected: nothing on the
@@ -124,6 +126,10 @@ export async function createGatewayServices(
     }),
   );
   const trust = await loadEntryTrust(config);
+  const proxies: ProxyTrust = {
+    hops: config.trustedProxies,
+    proxies: new CidrAllowlist(config.trustedProxyCidrs),
+  };
   const metrics = new GatewayMetrics();
   metrics.trackCacheLive(() => invalidation.live);
   const roles = new RoleCatalogue({ resources: Object.keys(config.upstreams), roles: config.roles });
@@ -133,7 +139,7 @@ export async function createGatewayServices(
     {
       flushMs: config.auditFlushMs,
       retentionDays: config.auditRetentionDays,
-      trustedProxies: config.trustedProxies,
+      proxies,
       refusalIntervalMs: config.auditRefusalIntervalMs,
     },
   );
@@ -151,7 +157,7 @@ export async function createGatewayServices(
     invalidation,
     log,
     config.cacheEntries,
-    config.trustedProxies,
+    proxies,
     refused,
   );
   const routes = new RouteTable(redis, trust.verifier, invalidation, log, config.cacheEntries);

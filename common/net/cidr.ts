@@ -25,15 +25,34 @@ function parseCidr(value: string): Cidr | undefined {
 const unmapped = (address: string): string =>
   address.toLowerCase().startsWith('::ffff:') && isIP(address.slice(7)) === 4 ? address.slice(7) : address;
 
-/** The networks a key may be used from; built once per key and kept with its cached grant. */
+/** The IPv4-mapped IPv6 range: `::ffff:a.b.c.d` is the IPv4 address a.b.c.d. */
+const MAPPED_PREFIX = 96;
+const isMappedRange = (c: Cidr): boolean =>
+  c.family === 'ipv6' &&
+  c.prefix >= MAPPED_PREFIX &&
+  /^::ffff:/i.test(c.address) &&
+  isIP(unmapped(c.address)) === 4;
+
+/**
+ * A set of networks: the ones a key may be used from (built once per key and kept with its cached
+ * grant), or the proxies whose forwarding headers are believed. The families are kept apart: Node's
+ * BlockList matches IPv4 addresses against IPv6 ranges too (`::/0` would admit every IPv4 client),
+ * so an IPv4 client matches only IPv4 entries, and IPv4-mapped ones written as such
+ * (`::ffff:10.0.0.0/104` is 10.0.0.0/8).
+ */
 export class CidrAllowlist {
-  private readonly list = new BlockList();
+  private readonly v4 = new BlockList();
+  private readonly v6 = new BlockList();
 
   constructor(cidrs: readonly string[]) {
     for (const c of cidrs) {
       const parsed = parseCidr(c);
       // Entries are validated where they enter (API, CRD); one that is not a CIDR allows nothing.
-      if (parsed !== undefined) this.list.addSubnet(parsed.address, parsed.prefix, parsed.family);
+      if (parsed === undefined) continue;
+      if (isMappedRange(parsed))
+        this.v4.addSubnet(unmapped(parsed.address), parsed.prefix - MAPPED_PREFIX, 'ipv4');
+      else if (parsed.family === 'ipv4') this.v4.addSubnet(parsed.address, parsed.prefix, 'ipv4');
+      else this.v6.addSubnet(parsed.address, parsed.prefix, 'ipv6');
     }
   }
 
@@ -41,7 +60,12 @@ export class CidrAllowlist {
     if (address === undefined) return false;
     const plain = unmapped(address);
     const version = isIP(plain);
-    if (version === 0) return false;
-    return this.list.check(plain, version === 4 ? 'ipv4' : 'ipv6');
+    if (version === 4) return this.v4.check(plain, 'ipv4');
+    return version === 6 && this.v6.check(plain, 'ipv6');
   }
+}
+
+/** The prefix length of a CIDR (0 for `0.0.0.0/0` or `::/0`: every address), or undefined. */
+export function cidrPrefix(value: string): number | undefined {
+  return parseCidr(value)?.prefix;
 }

@@ -4,7 +4,7 @@ import { LRUCache } from 'lru-cache';
 import { z } from 'zod';
 import { TollgateError } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
-import { clientAddress } from '../http/client-address.js';
+import { clientAddress, type ProxyTrust } from '../http/client-address.js';
 import type { SegmentStore } from './segment-store.js';
 import { PeriodicFlush } from '../periodic-flush.js';
 
@@ -59,7 +59,8 @@ export interface AuditPage {
 export interface AuditSettings {
   flushMs: number;
   retentionDays: number;
-  trustedProxies: number;
+  /** Whose X-Forwarded-For is believed for the audited address. */
+  proxies: ProxyTrust;
   /** Refusals of one key recorded at most once per this many ms (the rest are counted). */
   refusalIntervalMs: number;
 }
@@ -137,7 +138,7 @@ export class AuditLog {
       owner: r.owner,
       actor: r.actor,
     };
-    const address = r.req === undefined ? undefined : clientAddress(r.req, this.settings.trustedProxies);
+    const address = r.req === undefined ? undefined : clientAddress(r.req, this.settings.proxies);
     if (address !== undefined) event.address = address;
     if (r.detail !== undefined) event.detail = r.detail;
     this.log.info({ audit: event }, 'audit');

@@ -9,7 +9,7 @@ import { InvalidatedCache, type CacheInvalidation } from '../invalidation.js';
 import { parseAuthorizationHeader } from './authorization-header.js';
 import { indexRebuilding, redisUnavailable } from '../../common/redis/unavailable.js';
 import { CidrAllowlist } from '../../common/net/cidr.js';
-import { clientAddress } from '../http/client-address.js';
+import { clientAddress, NO_PROXIES, type ProxyTrust } from '../http/client-address.js';
 import type { RefusalSink } from './refusals.js';
 import type { EntryVerifier } from '../../common/redis/sealed-entry.js';
 
@@ -37,7 +37,7 @@ export class KeyChecker {
     invalidation: CacheInvalidation,
     private readonly log: Logger,
     cacheEntries: number,
-    private readonly trustedProxies = 0,
+    private readonly proxies: ProxyTrust = NO_PROXIES,
     /** Told of each refusal of a key that exists (expired, rolled, from a network it may not use). */
     private readonly onRefused: RefusalSink = () => undefined,
   ) {
@@ -121,7 +121,7 @@ export class KeyChecker {
       return new TollgateError('expired_api_key', 'this key has expired; create a new one');
     }
     if (entry.allowlist === undefined) return undefined;
-    const address = clientAddress(req, this.trustedProxies);
+    const address = clientAddress(req, this.proxies);
     if (entry.allowlist.allows(address)) return undefined;
     return new TollgateError(
       'address_not_allowed',

@@ -31,6 +31,19 @@ let bda: { id: string; key: string };
 const figures: string[] = [];
 
 async function inPod(pod: string, container: string, ...command: string[]): Promise<string> {
+  if (command[0] === 'redis-cli') {
+    // Every node and Sentinel asks for a password: the operator's user on a node, the clients' user
+    // on a Sentinel, each read from the pod's own environment (never on the command line).
+    const [user, variable] =
+      container === 'sentinel'
+        ? ['tollgate-client', 'PASSWORD_sentinel_client']
+        : ['tollgate-operator', 'PASSWORD_operator'];
+    const args = command
+      .slice(1)
+      .map((a) => `'${a}'`)
+      .join(' ');
+    command = ['sh', '-c', `REDISCLI_AUTH="$${variable}" redis-cli --no-auth-warning --user ${user} ${args}`];
+  }
   return t.kubectl('-n', NAMESPACE, 'exec', pod, '-c', container, '--', ...command);
 }
 
@@ -121,6 +134,12 @@ afterAll(async () => {
 describe('the chart’s Redis with Sentinels', () => {
   it('runs a primary, two replicas and three Sentinels that agree on it, and the gateway follows them', async () => {
     const [first, second, third] = [member(0), member(1), member(2)];
+    // Nobody gets in without a password, and the clients' Sentinel user can only find the primary.
+    expect(await inPod(first!, 'redis', 'sh', '-c', 'redis-cli get tg:index:built')).toMatch(/NOAUTH/);
+    expect(await inPod(first!, 'sentinel', 'sh', '-c', 'redis-cli -p 26379 ping')).toMatch(/NOAUTH/);
+    expect(
+      await inPod(first!, 'sentinel', 'redis-cli', '-p', '26379', 'sentinel', 'failover', 'tollgate'),
+    ).toMatch(/NOPERM/);
     const replication = await inPod(first!, 'redis', 'redis-cli', 'info', 'replication');
     expect(replication).toMatch(/role:master/);
     expect(replication).toMatch(/connected_slaves:2/);

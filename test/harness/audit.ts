@@ -1,3 +1,4 @@
+import { NO_PROXIES } from '../../gateway/http/client-address.js';
 import { createLogger } from '../../common/logger.js';
 import { AuditLog } from '../../gateway/audit/audit-log.js';
 
@@ -6,6 +7,6 @@ export const unusedAudit = (): AuditLog =>
   new AuditLog(undefined, createLogger('audit', 'silent'), {
     flushMs: 1_000,
     retentionDays: 90,
-    trustedProxies: 0,
+    proxies: NO_PROXIES,
     refusalIntervalMs: 60_000,
   });

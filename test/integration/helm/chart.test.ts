@@ -388,6 +388,7 @@ describe('helm chart: lint and render', () => {
       'audit.credentialsSecret=audit-s3',
       'audit.retentionDays=30',
       'gateway.trustedProxies=1',
+      'gateway.trustedProxyCidrs={10.244.0.0/16}',
       'keys.maxRollGraceSeconds=3600',
     ]);
     const config = find(objects, 'ConfigMap', 't1-tollgate-gateway').data?.['gateway.yaml'] ?? '';
@@ -395,6 +396,7 @@ describe('helm chart: lint and render', () => {
       auditUri: 's3://audit-trail/tollgate',
       auditRetentionDays: 30,
       trustedProxies: 1,
+      trustedProxyCidrs: ['10.244.0.0/16'],
       maxRollGraceSeconds: 3600,
     });
     const gw = deployment(objects, 't1-tollgate-gateway').template.spec.containers[0] as Container;

@@ -34,6 +34,8 @@ let devPort: number;
 let replica: GatewayProcess;
 /** The second replica trusts one proxy in front of it (X-Forwarded-For's last entry). */
 let behindProxy: GatewayProcess;
+/** Trusts one proxy, but only from a network the test's calls do not come from. */
+let directCaller: GatewayProcess;
 let alice: string;
 let bob: string;
 
@@ -47,6 +49,8 @@ function sharedEnv(): Record<string, string> {
     TOLLGATE_AUDIT_URI: auditUri(),
     TOLLGATE_AUDIT_FLUSH_MS: '200',
     TOLLGATE_MAX_ROLL_GRACE_SECONDS: '600',
+    // Replicas share the signing key: the entries `tollgate dev` seals are the ones they believe.
+    TOLLGATE_GRANT_SIGNING_KEY_FILE: join(stateDir, 'grant-signing-key.json'),
     LOG_LEVEL: 'warn',
   };
 }
@@ -148,14 +152,25 @@ beforeAll(async () => {
   devUrl = `http://127.0.0.1:${devPort}`;
   await startDev();
   replica = await spawnGateway(sharedEnv());
-  behindProxy = await spawnGateway({ ...sharedEnv(), TOLLGATE_TRUSTED_PROXIES: '1' });
+  // The test's own calls come from loopback, which stands for the ingress controller here.
+  behindProxy = await spawnGateway({
+    ...sharedEnv(),
+    TOLLGATE_TRUSTED_PROXIES: '1',
+    TOLLGATE_TRUSTED_PROXY_CIDRS: '127.0.0.0/8',
+  });
+  // Trusts a proxy network the test's calls do not come from: they are direct callers.
+  directCaller = await spawnGateway({
+    ...sharedEnv(),
+    TOLLGATE_TRUSTED_PROXIES: '1',
+    TOLLGATE_TRUSTED_PROXY_CIDRS: '192.0.2.0/24',
+  });
   alice = await token('alice@example.com');
   bob = await token('bob@example.com');
 }, 120_000);
 
 afterAll(async () => {
   await stopDev();
-  for (const g of [replica, behindProxy]) g?.child.kill('SIGKILL');
+  for (const g of [replica, behindProxy, directCaller]) g?.child.kill('SIGKILL');
   client?.disconnect();
   await upstream?.close();
   await removeTempDirs();
@@ -337,6 +352,18 @@ describe('a key limited to networks', () => {
     );
     // No trusted proxy: the header is the client's word and proves nothing.
     expect((await use(devUrl, k.key, forwarded)).status).toBe(403);
+    // A caller that is not one of the trusted proxies (a pod calling the Service directly) cannot
+    // name its own address either.
+    const direct = await use(directCaller.url, k.key, forwarded);
+    expect(direct).toMatchObject({ status: 403, code: 'address_not_allowed' });
+    expect(direct.message).toContain('127.0.0.1');
+  });
+
+  it('admits an IPv4 client through no IPv6 range, however wide', async () => {
+    const v6 = await newKey({ allowedCidrs: ['::/0'] });
+    expect(await use(replica.url, v6.key)).toMatchObject({ status: 403, code: 'address_not_allowed' });
+    const mapped = await newKey({ allowedCidrs: ['::ffff:127.0.0.0/104'] });
+    expect((await use(replica.url, mapped.key)).status).toBe(200);
   });
 
   it('refuses networks that are not CIDRs, saying which', async () => {

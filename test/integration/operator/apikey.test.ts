@@ -18,7 +18,9 @@ import {
   setDeploymentReady,
   startOperator,
 } from './support.js';
-import { readSealed, openSealed } from '../signing.js';
+import { readSealed, openSealed, testSealer } from '../signing.js';
+import { RouteWriter } from '../../../common/routes/workflow-routes.js';
+import { KeyIndexWriter } from '../../../common/apikey/index-writer.js';
 
 afterAll(removeModelFolders);
 
@@ -185,15 +187,24 @@ describe('ApiKey index, workflow routes, restarts and Redis loss', () => {
     await c.custom.deleteNamespacedCustomObject({ ...keyRef, namespace: ns, name: `key-${early.id}` });
     expect((await readKey(`key-${early.id}`))?.metadata.finalizers).toEqual(['tollgate.dev/key-index']);
     expect(await grantOf(early.hash)).toMatchObject({ id: early.id });
-    // A route and a key entry with no resource behind them (removed by force while the operator was down).
-    await client.set(
-      redisKeys.bdaRoute('ghost', 'svc'),
-      JSON.stringify({ url: 'http://x', source: `service/${ns}/ghost` }),
-    );
+    // A route and a key entry the operator wrote, with no resource behind them any more (removed by
+    // force while it was down).
+    await new RouteWriter(client, await testSealer()).put(redisKeys.bdaRoute('ghost', 'svc'), {
+      url: 'http://x',
+      source: `service/${ns}/ghost`,
+    });
     const ghost = apiKeyBody();
+    await new KeyIndexWriter(client, await testSealer()).put(ghost.hash, {
+      id: ghost.id,
+      owner: 'x',
+      module: 'platform',
+      roles: ['viewer'],
+    });
+    // And one nobody sealed (written straight into Redis): swept too.
+    const forged = apiKeyBody();
     await client.set(
-      redisKeys.apiKey(ghost.hash),
-      JSON.stringify({ id: ghost.id, owner: 'x', module: 'platform', roles: ['viewer'] }),
+      redisKeys.apiKey(forged.hash),
+      JSON.stringify({ id: forged.id, owner: 'x', module: 'platform', roles: ['editor'] }),
     );
 
     operator = startOperator(c, ns, redisUrl);
@@ -202,6 +213,7 @@ describe('ApiKey index, workflow routes, restarts and Redis loss', () => {
     expect(await grantOf(added.hash)).toMatchObject({ id: added.id });
     expect(await grantOf(early.hash)).toBeUndefined();
     expect(await grantOf(ghost.hash)).toBeUndefined();
+    expect(await client.get(redisKeys.apiKey(forged.hash))).toBeNull();
     expect(await readKey(`key-${early.id}`)).toBeUndefined();
     expect(await client.get(redisKeys.bdaRoute('ghost', 'svc'))).toBeNull();
     const list = (await c.custom.listNamespacedCustomObject({ ...keyRef, namespace: ns })) as {

@@ -25,13 +25,19 @@ function parseCidr(value: string): Cidr | undefined {
 const unmapped = (address: string): string =>
   address.toLowerCase().startsWith('::ffff:') && isIP(address.slice(7)) === 4 ? address.slice(7) : address;
 
-/** The IPv4-mapped IPv6 range: `::ffff:a.b.c.d` is the IPv4 address a.b.c.d. */
+/** The IPv4-mapped IPv6 range: `::ffff:a.b.c.d` (or `::ffff:a00:0`) is the IPv4 address a.b.c.d. */
 const MAPPED_PREFIX = 96;
-const isMappedRange = (c: Cidr): boolean =>
-  c.family === 'ipv6' &&
-  c.prefix >= MAPPED_PREFIX &&
-  /^::ffff:/i.test(c.address) &&
-  isIP(unmapped(c.address)) === 4;
+const mappedRange = new BlockList();
+mappedRange.addSubnet('::ffff:0:0', MAPPED_PREFIX, 'ipv6');
+
+/** The IPv4 address an IPv6 address in the mapped range stands for, however it is spelt. */
+function mappedIpv4(address: string): string | undefined {
+  if (!mappedRange.check(address, 'ipv6')) return undefined;
+  // The URL parser writes every spelling the same way, the last 32 bits as two hex groups.
+  const groups = new URL(`http://[${address}]/`).hostname.slice(1, -1).split(':');
+  const [hi = 0, lo = 0] = groups.slice(-2).map((g) => parseInt(g, 16));
+  return [hi >> 8, hi & 255, lo >> 8, lo & 255].join('.');
+}
 
 /**
  * A set of networks: the ones a key may be used from (built once per key and kept with its cached
@@ -49,8 +55,9 @@ export class CidrAllowlist {
       const parsed = parseCidr(c);
       // Entries are validated where they enter (API, CRD); one that is not a CIDR allows nothing.
       if (parsed === undefined) continue;
-      if (isMappedRange(parsed))
-        this.v4.addSubnet(unmapped(parsed.address), parsed.prefix - MAPPED_PREFIX, 'ipv4');
+      const mapped = parsed.family === 'ipv6' ? mappedIpv4(parsed.address) : undefined;
+      if (mapped !== undefined && parsed.prefix >= MAPPED_PREFIX)
+        this.v4.addSubnet(mapped, parsed.prefix - MAPPED_PREFIX, 'ipv4');
       else if (parsed.family === 'ipv4') this.v4.addSubnet(parsed.address, parsed.prefix, 'ipv4');
       else this.v6.addSubnet(parsed.address, parsed.prefix, 'ipv6');
     }

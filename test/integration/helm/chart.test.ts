@@ -351,6 +351,7 @@ describe('helm chart: lint and render', () => {
       shutdownTimeoutMs: 30000,
       shutdownDrainMs: 3000,
       trustedProxies: 0,
+      trustedProxyCidrs: [],
       maxRollGraceSeconds: 604800,
       auditRetentionDays: 90,
       oidc: {

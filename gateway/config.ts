@@ -168,7 +168,11 @@ export const gatewayConfigSchema = z
         /** Where the provider sends the browser back: the panel's own address unless set. */
         redirectPath: z
           .string()
-          .regex(/^\/[^\s?#]*$/, 'redirectPath is an absolute path such as /panel/')
+          // `//host` and `/\host` are read by browsers as another origin.
+          .regex(
+            /^\/(?![/\\])[^\s?#\\]*$/,
+            'redirectPath is a path on this gateway such as /panel/ (not //host or /\\host)',
+          )
           .optional(),
       })
       // Discovery, and the panel's sign-in, need the issuer to be where its documents are served.

@@ -27,6 +27,9 @@ export function createApp(s: GatewayServices): Express {
             scopes: oidc.scopes,
             redirectPath: oidc.redirectPath,
           },
+      // Sign-in links (`#token=`) only from `tollgate dev`'s own issuer: with a provider, a link
+      // could sign a victim into someone else's account (login CSRF).
+      { tokenLinks: oidc === undefined },
     ),
   );
   if (s.management !== undefined) {

@@ -42,10 +42,10 @@ function securityHeaders(signIn: PanelSignIn | undefined): Record<string, string
   };
 }
 
-export function createPanelRouter(signIn?: PanelSignIn): Router {
+export function createPanelRouter(signIn: PanelSignIn | undefined, opts: { tokenLinks: boolean }): Router {
   const router = express.Router({ strict: true });
   const headers = securityHeaders(signIn);
-  const config = JSON.stringify({ signIn: signIn ?? null });
+  const config = JSON.stringify({ signIn: signIn ?? null, tokenLinks: opts.tokenLinks });
   router.use((req, res, next) => {
     res.set(headers);
     // `/panel` without the slash would resolve the page's relative URLs against `/`.

@@ -175,8 +175,13 @@ describe('the chart’s Redis with Sentinels', () => {
         'jsonpath={.spec.template.spec.containers[0].env}',
       ),
     ) as Array<{ name: string; value?: string }>;
+    // As the gateway's own user; the passwords are filled in by Kubernetes, never written here.
     expect(url.find((e) => e.name === 'TOLLGATE_REDIS_URL')?.value).toBe(
-      `redis+sentinel://${[0, 1, 2].map((i) => `${fqdn(member(i))}:26379`).join(',')}/tollgate`,
+      `redis+sentinel://tollgate-gateway:$(TOLLGATE_REDIS_PASSWORD)@${[0, 1, 2]
+        .map((i) => `${fqdn(member(i))}:26379`)
+        .join(
+          ',',
+        )}/tollgate?sentinelUsername=tollgate-client&sentinelPassword=$(TOLLGATE_REDIS_SENTINEL_PASSWORD)`,
     );
     expect((await callWith(bda.key)).body['path']).toBe('/balance');
   });

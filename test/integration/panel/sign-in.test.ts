@@ -235,6 +235,22 @@ describe('panel sign-in through a real OpenID Connect provider (Dex)', () => {
     await page.context().close();
   });
 
+  it('takes no #token= sign-in link while a provider signs users in (login CSRF)', async () => {
+    // The attacker's own valid token, put in a link for the victim.
+    const attacker = await newPage();
+    await signIn(attacker, main, mainDex, 'bob');
+    const token = (await tokenOf(attacker)) ?? '';
+    expect(token).not.toBe('');
+    await attacker.context().close();
+    const victim = await newPage();
+    await victim.goto(`${main}/panel/#token=${token}`);
+    await victim.getByRole('heading', { name: 'Sign in' }).waitFor();
+    expect(await tokenOf(victim)).toBeNull();
+    // The link's token leaves the address bar all the same.
+    expect(victim.url()).not.toContain(token);
+    await victim.context().close();
+  });
+
   it('lets an administrator revoke any key and offboard a user; others get neither', async () => {
     const bob = await newPage();
     await signIn(bob, main, mainDex, 'bob');

@@ -28,6 +28,20 @@ describe('loadGatewayConfig', () => {
     expect(loadGatewayConfig({ env: OIDC }).adminGroups).toEqual([]);
   });
 
+  it('takes as redirectPath only a path of this gateway, never one a browser reads as another origin', () => {
+    const redirect = (path: string) => () =>
+      loadGatewayConfig({ env: { ...OIDC, TOLLGATE_OIDC_REDIRECT_PATH: path } }).oidc?.redirectPath;
+    expect(redirect('/panel/')()).toBe('/panel/');
+    for (const bad of [
+      '//evil.example/',
+      '/\\evil.example/',
+      '/panel\\..\\x',
+      'panel/',
+      'https://evil.example/',
+    ])
+      expect(redirect(bad)).toThrow(/redirectPath is a path on this gateway/);
+  });
+
   it('layers defaults, file, environment and flags, merging upstreams', () => {
     const dir = mkdtempSync(join(tmpdir(), 'tg-config-'));
     const file = join(dir, 'gateway.yaml');

@@ -7,12 +7,17 @@ const TOKEN_KEY = 'tollgate.token';
 // The provider's ID token, kept only to name the session when signing out at the provider.
 const ID_TOKEN_KEY = 'tollgate.idToken';
 
-/** Moves a `#token=` fragment into sessionStorage and removes it from the address bar and history. */
-export function takeTokenFromUrl() {
+/**
+ * Moves a `#token=` fragment into sessionStorage (when `accept`: only `tollgate dev`'s panel takes
+ * such links; with an identity provider, a link could sign the user into someone else's account)
+ * and removes it from the address bar and history either way.
+ * @param {boolean} accept
+ */
+export function takeTokenFromUrl(accept) {
   const params = new URLSearchParams(window.location.hash.slice(1));
   const token = params.get('token');
   if (!token) return;
-  setToken(token);
+  if (accept) setToken(token);
   params.delete('token');
   const rest = params.toString();
   const url = window.location.pathname + window.location.search + (rest ? `#${rest}` : '');

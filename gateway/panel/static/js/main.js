@@ -18,7 +18,7 @@ import {
   beginSignIn,
   completeSignIn,
   isSignInResponse,
-  loadSignInConfig,
+  loadPanelConfig,
   signOutAtProvider,
 } from './signin.js';
 
@@ -243,7 +243,8 @@ $('banner-close').addEventListener('click', () => say(null));
 $('create-open').addEventListener('click', () => createDialog.open());
 
 async function start() {
-  signInConfig = await loadSignInConfig();
+  const config = await loadPanelConfig();
+  signInConfig = config.signIn;
   $('provider-sign-in').hidden = signInConfig === null;
   // With a provider, the token box stays for scripts and tests, folded away.
   $('token-sign-in', HTMLDetailsElement).open = signInConfig === null;
@@ -257,7 +258,8 @@ async function start() {
     }
     return;
   }
-  takeTokenFromUrl();
+  // A `#token=` link signs in only where this gateway issues the tokens itself (`tollgate dev`).
+  takeTokenFromUrl(config.tokenLinks);
   if (getToken()) await signedIn();
   else signOut();
 }

@@ -18,16 +18,21 @@ const PANEL_URL = new URL('../', import.meta.url);
 
 export class SignInError extends Error {}
 
-/** @returns {Promise<SignInConfig | null>} the provider to sign in with, or null (paste a token) */
-export async function loadSignInConfig() {
+/**
+ * The provider to sign in with (null: paste a token), and whether `#token=` links are taken.
+ * @returns {Promise<{ signIn: SignInConfig | null, tokenLinks: boolean }>}
+ */
+export async function loadPanelConfig() {
+  /** @type {{ signIn: SignInConfig | null, tokenLinks: boolean }} */
+  const none = { signIn: null, tokenLinks: false };
   try {
     const response = await fetch(new URL('config.json', PANEL_URL), { cache: 'no-store' });
-    if (!response.ok) return null;
-    /** @type {{ signIn?: SignInConfig | null }} */
+    if (!response.ok) return none;
+    /** @type {{ signIn?: SignInConfig | null, tokenLinks?: boolean }} */
     const config = await response.json();
-    return config.signIn ?? null;
+    return { signIn: config.signIn ?? null, tokenLinks: config.tokenLinks === true };
   } catch {
-    return null;
+    return none;
   }
 }
 

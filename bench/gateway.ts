@@ -25,7 +25,7 @@ import {
   UPSTREAM,
   waitFor,
 } from './support.js';
-import { testSealer, TEST_SIGNING_KEY_FILE } from '../test/integration/signing.js';
+import { testSealer, testTrust, TEST_SIGNING_KEY_FILE } from '../test/integration/signing.js';
 
 /**
  * The gateway against the reference a platform team would otherwise deploy, in one run:
@@ -159,6 +159,56 @@ const fmt = (f: Figures): string =>
     .padStart(
       6,
     )} ms   CPU ${f.cpuUs.toFixed(0).padStart(4)} µs/request${f.bad > 0 ? `   (${f.bad} non-2xx/errors)` : ''}`;
+
+/** Median latency of each new key's first call (a cache miss) and of its next calls (cached). */
+async function firstCalls(
+  redis: Redis,
+  gatewayUrl: string,
+  workflow: string,
+  keys: number,
+): Promise<{ miss: number; hit: number }> {
+  const writer = new KeyIndexWriter(redis, await testSealer());
+  const agent = new Agent({ connections: 1 });
+  const miss: number[] = [];
+  const hit: number[] = [];
+  const median = (xs: number[]) => xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
+  try {
+    for (let i = 0; i < keys; i++) {
+      const key = generateKey('bda');
+      const id = `cold${i.toString(16).padStart(16, '0')}`;
+      await writer.put(hashKey(key), { id, owner: 'bench', module: 'bda', roles: [workflow] });
+      for (let n = 0; n < 3; n++) {
+        const started = performance.now();
+        const res = await request(`${gatewayUrl}/events/bda/${workflow}/svc/`, {
+          headers: { authorization: `Apikey ${key}` },
+          dispatcher: agent,
+        });
+        await res.body.dump();
+        if (res.statusCode !== 200) throw new Error(`first calls: ${res.statusCode}`);
+        (n === 0 ? miss : hit).push(performance.now() - started);
+      }
+      await writer.delete({ hash: hashKey(key), id });
+    }
+  } finally {
+    await agent.close();
+  }
+  return { miss: median(miss), hit: median(hit) };
+}
+
+/** CPU time of sealing an index entry and of checking its seal, in µs each. */
+async function sealCost(rounds: number): Promise<{ seal: number; open: number }> {
+  const { sealer, verifier } = await testTrust();
+  if (sealer === undefined) throw new Error('the bench trust has no sealer');
+  const key = `tg:key:${'a'.repeat(64)}`;
+  const payload = JSON.stringify({ id: 'bench', owner: 'bench', module: 'bda', roles: ['wf'] });
+  let started = performance.now();
+  let sealed = '';
+  for (let i = 0; i < rounds; i++) sealed = sealer.seal(key, payload);
+  const seal = ((performance.now() - started) * 1000) / rounds;
+  started = performance.now();
+  for (let i = 0; i < rounds; i++) if (!verifier.open(key, sealed).ok) throw new Error('seal check failed');
+  return { seal, open: ((performance.now() - started) * 1000) / rounds };
+}
 
 async function revocationLatency(
   redis: Redis,
@@ -413,6 +463,13 @@ export async function run(): Promise<void> {
     console.log(
       `revocation seen by a second gateway process: median ${samples[Math.floor(samples.length / 2)]?.toFixed(1)} ms, ` +
         `max ${samples[samples.length - 1]?.toFixed(1)} ms over ${samples.length} keys (target < 100 ms)`,
+    );
+    const cold = await firstCalls(redis, `http://127.0.0.1:${secondPort}`, workflow, 50);
+    const seal = await sealCost(2000);
+    console.log(
+      `a key's first call (cache miss: Redis round trip + seal check): median ${cold.miss.toFixed(2)} ms; ` +
+        `its next calls (cached): median ${cold.hit.toFixed(2)} ms; the seal check alone ${seal.open.toFixed(0)} µs ` +
+        `(sealing an entry ${seal.seal.toFixed(0)} µs, paid by the writer)`,
     );
     redis.disconnect();
     await Promise.all([stop(secondProc), stop(gatewayProc)]);

@@ -108,11 +108,15 @@ export function clientResponseHeaderList(raw: Buffer[] | string[] | null, reques
   return out;
 }
 
-/** The same filtering for an already-parsed header object (undici's `request()` answers). */
+/**
+ * The same filtering for an already-parsed header object (undici's `request()` answers): the
+ * upstream's x-request-id goes too, so the gateway's own (set on the response already) is the one
+ * the client sees, as on the /events path.
+ */
 export function clientResponseHeaders(headers: IncomingHttpHeaders): IncomingHttpHeaders {
   const listed = connectionListed(headers.connection);
   for (const name of Object.keys(headers)) {
-    if (HOP_BY_HOP.has(name) || listed?.has(name) === true) delete headers[name];
+    if (HOP_BY_HOP.has(name) || name === 'x-request-id' || listed?.has(name) === true) delete headers[name];
   }
   return headers;
 }

@@ -254,8 +254,16 @@ export function createV2Handler(
     );
   }
 
-  /** The runtime of a model this grant may call; 403, 404 or 503 with the reason otherwise. */
-  async function runtimeFor(model: string, grant: KeyGrant, want: VersionWanted): Promise<RuntimeAddress> {
+  /**
+   * The runtime of a model this grant may call; 403, 404 or 503 with the reason otherwise. A version
+   * scaled to zero comes back cold: `warm` then holds the call for a replica, once every check
+   * that can refuse it has passed (a key over its limit must not wake a model).
+   */
+  async function runtimeFor(
+    model: string,
+    grant: KeyGrant,
+    want: VersionWanted,
+  ): Promise<{ chosen: Chosen; audience: string | undefined }> {
     checkInferenceRole(grant);
     const route = await placement.modelRoute(model);
     let workflow = route?.route.workflow;
@@ -283,8 +291,14 @@ export function createV2Handler(
         headers: { 'retry-after': '1' },
       });
     }
-    const audience = route.route.grantAudience;
-    let chosen = await chooseVersion(model, route, want);
+    return { chosen: await chooseVersion(model, route, want), audience: route.route.grantAudience };
+  }
+
+  async function warm(
+    model: string,
+    want: VersionWanted,
+    { chosen, audience }: { chosen: Chosen; audience: string | undefined },
+  ): Promise<RuntimeAddress> {
     if (chosen.cold === true && want.wake !== false) chosen = await warmed(model, chosen.name);
     return {
       origin: chosen.origin,
@@ -370,9 +384,9 @@ export function createV2Handler(
       );
     }
     return refusalsNoted(grant, req, async () => {
-      const runtime = await runtimeFor(model, grant, want);
+      const found = await runtimeFor(model, grant, want);
       await admit(grant, req, `/v2/models/${model}`);
-      return { grant, runtime };
+      return { grant, runtime: await warm(model, want, found) };
     });
   }
 
@@ -391,7 +405,9 @@ export function createV2Handler(
   async function health(req: IncomingMessage, res: ServerResponse, which: string): Promise<void> {
     if (req.method !== 'GET') throw methodNotAllowed('GET');
     if (which === 'live') return sendJson(res, 200, { live: true });
-    // Ready means a call could be checked now: the key store answers.
+    // Ready means a call could be checked now: the key store answers, and no shutdown is under way
+    // (as /readyz: a draining replica leaves its load balancer by either probe).
+    if (s.draining) return sendJson(res, 503, { ready: false });
     try {
       await s.redis.ping();
     } catch {

@@ -5,12 +5,10 @@ import path from 'node:path';
 import { SignJWT, importJWK } from 'jose';
 import { generateKey, hashKey } from '../../../common/apikey/format.js';
 import { generateStoredKey, publicJwk } from '../../../common/crypto/key-file.js';
-import { createLogger } from '../../../common/logger.js';
 import { EntrySealer } from '../../../common/redis/sealed-entry.js';
 import { redisChannels, redisKeys } from '../../../common/redis/schema.js';
 import type { KeyGrant } from '../../../common/resources/grant.js';
-import { loadGatewayConfig } from '../../../gateway/config.js';
-import { createGatewayServices, type GatewayServices } from '../../../gateway/services.js';
+import type { GatewayServices } from '../../../gateway/services.js';
 import { createSidecar, type Sidecar } from '../../../gateway/sidecar/sidecar.js';
 import { redis } from '../../harness/index.js';
 import { TEST_TRUSTED_KEYS } from '../signing.js';
@@ -26,6 +24,7 @@ import {
   uniqueName,
   type TestGateway,
   type Upstream,
+  sidecarServices,
 } from './support.js';
 
 /**
@@ -185,17 +184,7 @@ describe('entries the operator did not write', () => {
 
     beforeAll(async () => {
       dir = await mkdtemp(path.join(tmpdir(), 'tollgate-forged-'));
-      const config = loadGatewayConfig({
-        env: {},
-        overrides: {
-          trustedKeys: TEST_TRUSTED_KEYS,
-          host: '127.0.0.1',
-          port: 0,
-          redisUrl: (await redis('forged-entries')).url,
-          shutdownDrainMs: 0,
-        },
-      });
-      services = await createGatewayServices(config, createLogger('forged-sidecar', 'silent'));
+      services = await sidecarServices((await redis('forged-entries')).url);
       sidecar = createSidecar(services, {
         kind: 'workflow',
         upstream: new URL(upstream.url),

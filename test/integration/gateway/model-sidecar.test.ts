@@ -8,12 +8,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import type { Redis } from 'ioredis';
-import { createLogger } from '../../../common/logger.js';
 import { redisKeys } from '../../../common/redis/schema.js';
 import { grantAudience } from '../../../common/resources/grant.js';
 import { RouteWriter } from '../../../common/routes/workflow-routes.js';
-import { loadGatewayConfig } from '../../../gateway/config.js';
-import { createGatewayServices } from '../../../gateway/services.js';
 import { createSidecar, type Sidecar } from '../../../gateway/sidecar/sidecar.js';
 import { redis, startMlserver, venv } from '../../harness/index.js';
 import {
@@ -24,6 +21,7 @@ import {
   startGateway,
   uniqueName,
   type TestGateway,
+  sidecarServices,
 } from './support.js';
 import { testSealer, TEST_TRUSTED_KEYS } from '../signing.js';
 
@@ -68,17 +66,7 @@ describe('a model’s sidecar in front of MLServer', () => {
       grantSigningKeyFile: undefined,
       trustedKeys: TEST_TRUSTED_KEYS,
     });
-    const config = loadGatewayConfig({
-      env: {},
-      overrides: {
-        trustedKeys: TEST_TRUSTED_KEYS,
-        host: '127.0.0.1',
-        port: 0,
-        redisUrl: r.url,
-        shutdownDrainMs: 0,
-      },
-    });
-    const services = await createGatewayServices(config, createLogger('model-sidecar-test', 'silent'));
+    const services = await sidecarServices(r.url);
     sidecar = createSidecar(services, { kind: 'model', upstream: new URL(ml.url), model, workflow });
     sidecarUrl = `http://127.0.0.1:${(await sidecar.traffic.listen(0, '127.0.0.1')).port}`;
     // As the operator writes it for a Model behind its sidecar.

@@ -12,9 +12,7 @@ import type { AddressInfo } from 'node:net';
 import { promisify } from 'node:util';
 import type { Redis } from 'ioredis';
 import { KeyIndexWriter } from '../../../common/apikey/index-writer.js';
-import { createLogger } from '../../../common/logger.js';
-import { loadGatewayConfig } from '../../../gateway/config.js';
-import { createGatewayServices, type GatewayServices } from '../../../gateway/services.js';
+import { type GatewayServices } from '../../../gateway/services.js';
 import { GrantSigner } from '../../../gateway/auth/signed-grant.js';
 import { createSidecar, type Sidecar } from '../../../gateway/sidecar/sidecar.js';
 import { freePort, redis, restartRedis, stopRedis } from '../../harness/index.js';
@@ -29,6 +27,7 @@ import {
   uniqueName,
   type TestGateway,
   type Upstream,
+  sidecarServices,
 } from './support.js';
 import { putWorkflowRoute } from '../workflow-route.js';
 import { testSealer, TEST_SIGNING_KEY_FILE, TEST_TRUSTED_KEYS } from '../signing.js';
@@ -52,17 +51,7 @@ describe('the gateway as a sidecar', () => {
     const r = await redis(TAG);
     rc = redisClient(r.url);
     upstream = await startUpstream();
-    const config = loadGatewayConfig({
-      env: {},
-      overrides: {
-        trustedKeys: TEST_TRUSTED_KEYS,
-        host: '127.0.0.1',
-        port: 0,
-        redisUrl: r.url,
-        shutdownDrainMs: 0,
-      },
-    });
-    services = await createGatewayServices(config, createLogger('sidecar-test', 'silent'));
+    services = await sidecarServices(r.url);
     sidecar = createSidecar(services, {
       kind: 'workflow',
       upstream: new URL(`${upstream.url}/base`),
@@ -190,18 +179,7 @@ describe('central gateway and sidecar together: a signed grant instead of a seco
     dir = await mkdtemp(path.join(tmpdir(), 'tollgate-grants-'));
     keyFile = TEST_SIGNING_KEY_FILE;
     central = await startGateway({ redisUrl: r.url });
-    const config = loadGatewayConfig({
-      env: {},
-      overrides: {
-        // A sidecar holds only the public half (the webhook injects it).
-        trustedKeys: TEST_TRUSTED_KEYS,
-        host: '127.0.0.1',
-        port: 0,
-        redisUrl: r.url,
-        shutdownDrainMs: 0,
-      },
-    });
-    services = await createGatewayServices(config, createLogger('sidecar-grant-test', 'silent'));
+    services = await sidecarServices(r.url);
     sidecar = createSidecar(services, {
       kind: 'workflow',
       upstream: new URL(upstream.url),

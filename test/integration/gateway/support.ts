@@ -1,6 +1,6 @@
 import { noModels } from '../../../gateway/v2/model-directory.js';
 import { markIndexBuilt, putWorkflowRoute } from '../workflow-route.js';
-import { TEST_SIGNING_KEY_FILE, testSealer } from '../signing.js';
+import { TEST_SIGNING_KEY_FILE, TEST_TRUSTED_KEYS, testSealer } from '../signing.js';
 import {
   createServer,
   type IncomingHttpHeaders,
@@ -102,6 +102,28 @@ export async function startGateway(settings: Partial<GatewayConfigInput>): Promi
   const gateway = createGatewayServer(services, createV2Handler(services, noModels));
   const address = await gateway.listen(0, '127.0.0.1');
   return { url: `http://127.0.0.1:${address.port}`, services, gateway, stop: () => gateway.shutdown() };
+}
+
+/**
+ * A sidecar's services, in-process: holding only the public keys (as the webhook gives a sidecar),
+ * never the signing key.
+ */
+export async function sidecarServices(
+  redisUrl: string,
+  settings: Partial<GatewayConfigInput> = {},
+): Promise<GatewayServices> {
+  const config = loadGatewayConfig({
+    env: {},
+    overrides: {
+      trustedKeys: TEST_TRUSTED_KEYS,
+      host: '127.0.0.1',
+      port: 0,
+      redisUrl,
+      shutdownDrainMs: 0,
+      ...settings,
+    },
+  });
+  return createGatewayServices(config, createLogger('sidecar-test', 'silent'));
 }
 
 let counter = 0;

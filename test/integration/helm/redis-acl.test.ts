@@ -5,16 +5,22 @@ import { Redis } from 'ioredis';
 import { parseAllDocuments } from 'yaml';
 import { generateKey, hashKey } from '../../../common/apikey/format.js';
 import { KeyIndexWriter } from '../../../common/apikey/index-writer.js';
-import { createLogger } from '../../../common/logger.js';
 import { redisChannels, redisKeys } from '../../../common/redis/schema.js';
-import { loadGatewayConfig } from '../../../gateway/config.js';
-import { createGatewayServices, type GatewayServices } from '../../../gateway/services.js';
+import { type GatewayServices } from '../../../gateway/services.js';
 import { createSidecar, type Sidecar } from '../../../gateway/sidecar/sidecar.js';
 import { redis } from '../../harness/index.js';
 import { binDir, repoRoot } from '../../harness/paths.js';
-import { TEST_TRUSTED_KEYS, testSealer } from '../signing.js';
+import { testSealer } from '../signing.js';
 import { markIndexBuilt } from '../workflow-route.js';
-import { apikey, newId, send, startUpstream, uniqueName, type Upstream } from '../gateway/support.js';
+import {
+  apikey,
+  newId,
+  send,
+  startUpstream,
+  uniqueName,
+  type Upstream,
+  sidecarServices,
+} from '../gateway/support.js';
 
 /**
  * The Redis users the chart gives each component, taken from what `helm template` renders (the
@@ -73,18 +79,7 @@ describe('the Redis users of the chart, on a real redis-server', () => {
     url = (u) => info.url.replace('redis://', `redis://tollgate-${u}:${passwords[u]}@`);
     sidecarClient = new Redis(url('sidecar'), { maxRetriesPerRequest: 1 });
     upstream = await startUpstream();
-    const config = loadGatewayConfig({
-      env: {},
-      overrides: {
-        trustedKeys: TEST_TRUSTED_KEYS,
-        host: '127.0.0.1',
-        port: 0,
-        redisUrl: url('sidecar'),
-        shutdownDrainMs: 0,
-        usageFlushMs: 100,
-      },
-    });
-    services = await createGatewayServices(config, createLogger('acl-sidecar', 'silent'));
+    services = await sidecarServices(url('sidecar'), { usageFlushMs: 100 });
     sidecar = createSidecar(services, {
       kind: 'workflow',
       upstream: new URL(upstream.url),

@@ -7,7 +7,7 @@ import { newKeyId } from '../../../common/resources/apikey.js';
 import { RouteWriter, WorkflowRoutes } from '../../../common/routes/workflow-routes.js';
 import { putWorkflowRoute } from '../workflow-route.js';
 import { redis, restartRedis, stopRedis } from '../../harness/index.js';
-import { testSealer, testVerifier } from '../signing.js';
+import { testSealer, testVerifier, readSealed } from '../signing.js';
 
 const clientOptions = {
   maxRetriesPerRequest: 0,
@@ -64,7 +64,7 @@ describe('key index writer', () => {
         rateLimit: { requests: 10, windowSeconds: 1 },
       };
       await writer.put(hash, grant);
-      expect(await stored(client, redisKeys.apiKey(hash))).toEqual(grant);
+      expect(await readSealed(client, redisKeys.apiKey(hash))).toEqual(grant);
       await until(() => replicaA.messages.includes(hash) && replicaB.messages.includes(hash));
 
       await client.hset(redisKeys.keyUsage(grant.id), { lastUsed: new Date().toISOString(), count: 3 });
@@ -97,7 +97,7 @@ describe('key index writer', () => {
       await restartRedis(tag);
       await until(() => down.status === 'ready', 5_000);
       await writer.put(hash, grant);
-      expect(await stored(down, redisKeys.apiKey(hash))).toEqual(grant);
+      expect(await readSealed(down, redisKeys.apiKey(hash))).toEqual(grant);
     } finally {
       down.disconnect();
     }
@@ -124,7 +124,7 @@ describe('workflow routes', () => {
       const key = redisKeys.bdaRoute(workflow, 'scorer');
       const route = { url: 'http://127.0.0.1:9001', owner: 'alice', workflow, source: 'service/a/scorer' };
       expect(await writer.put(key, route)).toBe(true);
-      expect(await stored(client, key)).toEqual(route);
+      expect(await readSealed(client, key)).toEqual(route);
       await until(() => replica.messages.includes(key));
       // The same value again changes nothing and announces nothing.
       expect(await writer.put(key, route)).toBe(false);
@@ -173,12 +173,3 @@ describe('workflow routes', () => {
     }
   });
 });
-
-/** The value at `key` as a gateway believes it: opened with the trusted keys, then parsed. */
-async function stored(client: Redis, key: string): Promise<unknown> {
-  const raw = await client.get(key);
-  if (raw === null) return null;
-  const opened = (await testVerifier()).open(key, raw);
-  if (!opened.ok) throw new Error(`${key}: ${opened.issue}`);
-  return JSON.parse(opened.payload);
-}

@@ -15,6 +15,7 @@ import { standaloneSources } from '../../../operator/standalone-sources.js';
 import { ProcessEnvCredentials } from '../../../operator/storage/credentials.js';
 import { redis } from '../../harness/index.js';
 import { TEST_SIGNING_KEY_FILE } from '../signing.js';
+import { countKeys } from './support.js';
 
 /**
  * The index marker says "every entry is here": a Redis emptied while the operator builds the
@@ -22,17 +23,6 @@ import { TEST_SIGNING_KEY_FILE } from '../signing.js';
  * over what is left, or every gateway would answer 401 unknown_api_key to valid keys for good.
  */
 const KEYS = 1500;
-
-async function count(client: Redis, pattern: string): Promise<number> {
-  let n = 0;
-  let cursor = '0';
-  do {
-    const [next, found] = await client.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
-    cursor = next;
-    n += found.length;
-  } while (cursor !== '0');
-  return n;
-}
 
 describe('the index marker', () => {
   let dir: string;
@@ -88,7 +78,7 @@ describe('the index marker', () => {
       });
       await operator.start();
       const deadline = Date.now() + 30_000;
-      while ((await count(client, 'tg:key:*')) < written) {
+      while ((await countKeys(client, 'tg:key:*')) < written) {
         if (Date.now() > deadline) throw new Error('the operator did not write the entries');
         await new Promise((r) => setTimeout(r, 2));
       }
@@ -98,7 +88,7 @@ describe('the index marker', () => {
       const until = Date.now() + 60_000;
       for (;;) {
         const marked = (await client.exists(redisKeys.indexMarker)) === 1;
-        const entries = await count(client, 'tg:key:*');
+        const entries = await countKeys(client, 'tg:key:*');
         if (marked) {
           expect(entries).toBe(KEYS);
           break;
@@ -108,7 +98,7 @@ describe('the index marker', () => {
       }
       // And it stays so.
       await new Promise((r) => setTimeout(r, 1000));
-      expect(await count(client, 'tg:key:*')).toBe(KEYS);
+      expect(await countKeys(client, 'tg:key:*')).toBe(KEYS);
     },
     120_000,
   );

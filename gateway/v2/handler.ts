@@ -7,6 +7,7 @@ import type { KeyGrant } from '../../common/resources/grant.js';
 import { isModelName } from '../../common/resources/model-name.js';
 import { clientResponseHeaders, requestIdOf, upstreamRequestHeaders } from '../proxy/headers.js';
 import type { NormalisedPath } from '../routing/normalise.js';
+import { sendAgainOnConnectionLoss } from '../proxy/send-again.js';
 import type { ModelCall } from '../metrics.js';
 import type { GatewayServices } from '../services.js';
 import type { MetadataCache, RuntimeAddress } from './metadata-cache.js';
@@ -430,14 +431,15 @@ export function createV2Handler(
     let status = 503;
     try {
       const path = `${runtime.basePath}/v2/models/${model}/ready`;
-      const answer = await s.upstreams.idempotent(runtime.origin).request({
+      const headers = await runtimeHeaders(s, req, call(grant, requestId, runtime), {
         method: 'GET',
-        path,
-        headers: await runtimeHeaders(s, req, call(grant, requestId, runtime), {
-          method: 'GET',
-          target: path,
-        }),
+        target: path,
       });
+      // A refused connection is "not ready" now, not after the pauses an inference call waits.
+      const answer = await sendAgainOnConnectionLoss(
+        () => s.upstreams.get(runtime.origin).request({ method: 'GET', path, headers }),
+        [],
+      );
       status = answer.statusCode;
       await answer.body.dump();
     } catch {
@@ -595,10 +597,7 @@ async function answerInference(
         headers,
         body,
       });
-    // Inference changes nothing, so a call whose kept-alive connection was closed under it (a
-    // replica going away) is sent once more, on a fresh one; one whose connection was refused (a
-    // Service between endpoints for a moment) again after pauses. By hand rather than
-    // undici's retry interceptor, which costs every call (a fifth of the throughput, measured).
+    // Inference changes nothing: a replica going away or a Service between endpoints is tried again.
     answer = await sendAgainOnConnectionLoss(send);
   } catch (err) {
     throw runtimeUnreachable(model, err as Error);
@@ -618,33 +617,6 @@ async function answerInference(
   // The runtime refused what the cached metadata allowed: the model may have changed under it.
   if (err.code !== 'inference_error') cache.forget(model);
   throw err;
-}
-
-const DROPPED_CONNECTION = new Set(['UND_ERR_SOCKET', 'ECONNRESET', 'EPIPE']);
-/**
- * Pauses before each new try of a refused connection, about 2.5 s in all: a Service whose only
- * replica just became ready is refused until kube-proxy has its endpoint (a second or so).
- */
-const REFUSED_PAUSES_MS = [50, 100, 200, 400, 800, 1000];
-
-async function sendAgainOnConnectionLoss<T>(send: () => Promise<T>): Promise<T> {
-  let refused = 0;
-  let dropped = false;
-  for (;;) {
-    try {
-      return await send();
-    } catch (err) {
-      const code = (err as { code?: unknown } | null)?.code;
-      if (typeof code === 'string' && DROPPED_CONNECTION.has(code) && !dropped) {
-        dropped = true;
-        continue;
-      }
-      const pause = code === 'ECONNREFUSED' ? REFUSED_PAUSES_MS[refused] : undefined;
-      if (pause === undefined) throw err;
-      refused += 1;
-      await new Promise((resolve) => setTimeout(resolve, pause));
-    }
-  }
 }
 
 /** Headers for a body the gateway rewrote as JSON: the client's length and binary framing no longer apply. */

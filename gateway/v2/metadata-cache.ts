@@ -2,6 +2,7 @@ import { TollgateError } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
 import { redisChannels, redisKeys } from '../../common/redis/schema.js';
 import { InvalidatedCache, type CacheInvalidation } from '../invalidation.js';
+import { sendAgainOnConnectionLoss } from '../proxy/send-again.js';
 import type { UpstreamPools } from '../proxy/upstream-pools.js';
 import type { KeyGrant } from '../../common/resources/grant.js';
 import { withSignedGrant, type GrantSigner } from '../auth/signed-grant.js';
@@ -98,11 +99,11 @@ export class MetadataCache {
     let status: number;
     let raw: Buffer;
     try {
-      const res = await this.upstreams.idempotent(runtime.origin).request({
-        method: 'GET',
-        path,
-        headers,
-      });
+      // Fetched on a model's first call, often the one that woke it from zero: a refused
+      // connection is waited out as the call itself would be.
+      const res = await sendAgainOnConnectionLoss(() =>
+        this.upstreams.get(runtime.origin).request({ method: 'GET', path, headers }),
+      );
       status = res.statusCode;
       raw = Buffer.from(await res.body.arrayBuffer());
     } catch (err) {

@@ -1,6 +1,8 @@
 import { createServer, type Server, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
+import { sendAgainOnConnectionLoss } from '../../../gateway/proxy/send-again.js';
 import { UpstreamPools } from '../../../gateway/proxy/upstream-pools.js';
+import { freePort } from '../../../common/net/free-port.js';
 
 /**
  * A server that answers the first request on each connection and keeps it alive, then closes the
@@ -43,15 +45,17 @@ function droppingServer(): Promise<{
   );
 }
 
-describe('UpstreamPools', () => {
+describe('sendAgainOnConnectionLoss', () => {
   const options = { connections: 1, connectTimeoutMs: 1_000, upstreamTimeoutMs: 2_000 };
 
-  it('sends an idempotent GET once more when a kept-alive connection was dropped as it was reused', async () => {
+  it('sends a request once more when a kept-alive connection was dropped as it was reused', async () => {
     const server = await droppingServer();
     const pools = new UpstreamPools(options);
     try {
       const get = async () => {
-        const res = await pools.idempotent(server.origin).request({ method: 'GET', path: '/ready' });
+        const res = await sendAgainOnConnectionLoss(() =>
+          pools.get(server.origin).request({ method: 'GET', path: '/ready' }),
+        );
         return [res.statusCode, await res.body.text()];
       };
       expect(await get()).toEqual([200, 'ok']);
@@ -74,6 +78,45 @@ describe('UpstreamPools', () => {
     } finally {
       await pools.close();
       await server.close();
+    }
+  });
+
+  it('waits out a refused connection (a Service between endpoints) and sends once it listens', async () => {
+    const port = await freePort();
+    const pools = new UpstreamPools(options);
+    let server: Server | undefined;
+    // The runtime starts listening a while after the first try was refused.
+    const late = setTimeout(() => {
+      server = createServer((socket) =>
+        socket.once('data', () => socket.end('HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok')),
+      ).listen(port, '127.0.0.1');
+    }, 400);
+    try {
+      const res = await sendAgainOnConnectionLoss(() =>
+        pools.get(`http://127.0.0.1:${port}`).request({ method: 'GET', path: '/v2/models/m' }),
+      );
+      expect([res.statusCode, await res.body.text()]).toEqual([200, 'ok']);
+    } finally {
+      clearTimeout(late);
+      await pools.close();
+      await new Promise((r) => (server ? server.close(r) : r(undefined)));
+    }
+  });
+
+  it('gives up on a refused connection at once when it has no pauses (a readiness check)', async () => {
+    const port = await freePort();
+    const pools = new UpstreamPools(options);
+    const started = Date.now();
+    try {
+      await expect(
+        sendAgainOnConnectionLoss(
+          () => pools.get(`http://127.0.0.1:${port}`).request({ method: 'GET', path: '/ready' }),
+          [],
+        ),
+      ).rejects.toMatchObject({ code: 'ECONNREFUSED' });
+      expect(Date.now() - started).toBeLessThan(500);
+    } finally {
+      await pools.close();
     }
   });
 });

@@ -10,6 +10,12 @@ import {
 } from '../common/resources/model.js';
 import type { ApiKeyResource } from './controllers/apikey-controller.js';
 import type { WorkflowService } from '../common/resources/workflow-service.js';
+import {
+  WORKFLOW_PLURAL,
+  WORKFLOW_VERSION,
+  workflowSchema,
+  type Workflow,
+} from '../common/resources/workflow.js';
 import { clusterServiceAddress, WORKFLOW_SELECTOR } from './controllers/workflow-service-controller.js';
 import { KubeEventRecorder } from './events.js';
 import type { OperatorSources } from './manager.js';
@@ -62,6 +68,18 @@ export function kubeSources(
       (raw) => raw as WorkflowService,
       log,
       opts.namespace,
+    ),
+    // Cluster-scoped: read across namespaces even by an operator that watches one.
+    workflows: new KubeCustomResourceSource<Workflow>(
+      kc,
+      { group: MODEL_GROUP, version: WORKFLOW_VERSION, plural: WORKFLOW_PLURAL },
+      (raw) => {
+        const r = workflowSchema.safeParse(raw);
+        if (r.success) return r.data;
+        log.warn({ kind: 'Workflow', err: r.error }, 'ignoring a resource that does not match its schema');
+        return undefined;
+      },
+      log,
     ),
     serviceAddress: clusterServiceAddress,
     runtime: new KubeRuntimeDriver(kc, { pullerImage: opts.pullerImage }, log, opts.namespace),

@@ -8,6 +8,7 @@ import { connectRedis } from '../common/redis/connect.js';
  *   - `models`, `apiKeys`: ResourceSource (list + watch + fresh read + status/finalizer writes),
  *   - `services`: WatchedSource of workflow Services (labels tollgate.dev/workflow, tollgate.dev/service),
  *     and `serviceAddress`, where their routes go,
+ *   - `workflows`: WatchedSource of Workflow records (who owns a workflow, which namespaces serve it),
  *   - `runtime`: RuntimeDriver (apply a RuntimePlan → RuntimeState; remove; watch for changes),
  *   - `events`: EventRecorder, `credentials`: CredentialsResolver (storage env per Model).
  * On a cluster, `kubeSources()` (kube-sources.ts) provides informers, Deployments + Services, core
@@ -30,6 +31,8 @@ import { ModelReconciler } from './controllers/model-controller.js';
 import { Autoscaler } from './scaling/autoscaler.js';
 import { WorkflowServiceReconciler, type ServiceAddress } from './controllers/workflow-service-controller.js';
 import type { WorkflowService } from '../common/resources/workflow-service.js';
+import type { Workflow } from '../common/resources/workflow.js';
+import { WorkflowAdmission } from './workflows/workflow-admission.js';
 import type { EventRecorder } from './events.js';
 import { LeaderElector, type LeaderElectionOptions } from './framework/leader-election.js';
 import { OperatorMetrics } from './metrics.js';
@@ -58,6 +61,8 @@ export interface OperatorSources {
   models: ResourceSource<Model>;
   apiKeys: ResourceSource<ApiKeyResource>;
   services: WatchedSource<WorkflowService>;
+  /** Workflow records: a workflow's owner and the namespaces that may serve it (never labels). */
+  workflows: WatchedSource<Workflow>;
   /** Where a workflow Service's route goes: its cluster DNS name, or standalone's URL annotation. */
   serviceAddress: ServiceAddress;
   runtime: RuntimeDriver;
@@ -214,8 +219,10 @@ class Term {
     const routes = new RouteWriter(redis, sealer);
     this.routes = routes;
     const { log } = opts;
+    const workflows = new WorkflowAdmission(sources.workflows);
     this.modelReconciler = new ModelReconciler({
       ...sources,
+      workflows,
       routes,
       log,
       scaler: new Autoscaler({
@@ -229,12 +236,14 @@ class Term {
       ...(opts.modelGateway ? { defaultGateway: opts.modelGateway } : {}),
     });
     this.keyReconciler = new ApiKeyReconciler(sources.apiKeys, new KeyIndexWriter(redis, sealer));
-    this.serviceReconciler = new WorkflowServiceReconciler(
-      sources.services,
+    this.serviceReconciler = new WorkflowServiceReconciler({
+      services: sources.services,
+      workflows,
       routes,
-      sources.serviceAddress,
+      address: sources.serviceAddress,
+      events: sources.events,
       log,
-    );
+    });
     // Each reconciler declares what it watches and owns (its `watches`); the manager only runs them.
     this.controllers = [this.modelReconciler, this.keyReconciler, this.serviceReconciler].map(
       (r) => new Controller(r, metrics, log, opts.workers?.[r.name]),

@@ -4,6 +4,7 @@ import { API_KEY_PLURAL, apiKeySchema } from '../common/resources/apikey.js';
 import type { ManifestDir } from '../common/resources/manifest-dir.js';
 import { MODEL_PLURAL, modelSchema, type Model } from '../common/resources/model.js';
 import { SERVICES_PLURAL, workflowServiceManifestSchema } from '../common/resources/workflow-service.js';
+import { WORKFLOW_PLURAL, workflowSchema, type Workflow } from '../common/resources/workflow.js';
 import type { ApiKeyResource } from './controllers/apikey-controller.js';
 import { annotatedServiceAddress } from './controllers/workflow-service-controller.js';
 import { LogEventRecorder } from './events.js';
@@ -30,6 +31,10 @@ export function standaloneSources(
     ),
     services: new ManifestResourceSource(
       manifests.collection(SERVICES_PLURAL, workflowServiceManifestSchema),
+      log,
+    ),
+    workflows: new ManifestResourceSource<Workflow>(
+      manifests.collection(WORKFLOW_PLURAL, workflowSchema),
       log,
     ),
     serviceAddress: annotatedServiceAddress,

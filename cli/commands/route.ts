@@ -8,6 +8,7 @@ import {
   WorkflowServiceManifests,
   workflowServiceManifestSchema,
 } from '../../common/resources/workflow-service.js';
+import { WORKFLOW_PLURAL, workflowSchema } from '../../common/resources/workflow.js';
 import { defaultStateDir, STATE_DIR_HELP } from '../state-dir.js';
 
 interface StateFlag {
@@ -86,7 +87,10 @@ async function withManifests(
   );
   try {
     await fn(
-      new WorkflowServiceManifests(manifests.collection(SERVICES_PLURAL, workflowServiceManifestSchema)),
+      new WorkflowServiceManifests(
+        manifests.collection(SERVICES_PLURAL, workflowServiceManifestSchema),
+        manifests.collection(WORKFLOW_PLURAL, workflowSchema),
+      ),
       dir,
     );
   } catch (e) {

@@ -6,7 +6,10 @@
 /** A Service with both labels is a workflow service: `/events/bda/<workflow>/<service>/...`. */
 export const WORKFLOW_LABEL = 'tollgate.dev/workflow';
 export const SERVICE_LABEL = 'tollgate.dev/service';
-/** Who owns a workflow (label or annotation on its Services, annotation on a Model). */
+/**
+ * Who created a Model through the models platform API (an annotation, for people: a workflow's
+ * owner is its Workflow record's, never a label or annotation a tenant can write).
+ */
 export const OWNER_KEY = 'tollgate.dev/owner';
 /** Optional annotation: the port to route to when the Service has several. */
 export const PORT_ANNOTATION = 'tollgate.dev/port';

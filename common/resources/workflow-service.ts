@@ -2,7 +2,8 @@ import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { TollgateError } from '../errors.js';
 import type { ManifestCollection } from './manifest-dir.js';
-import { OWNER_KEY, SERVICE_LABEL, SIDECAR_ANNOTATION, URL_ANNOTATION, WORKFLOW_LABEL } from './labels.js';
+import { SERVICE_LABEL, SIDECAR_ANNOTATION, URL_ANNOTATION, WORKFLOW_LABEL } from './labels.js';
+import { WORKFLOW_API_VERSION, WORKFLOW_KIND, workflowResourceName, type Workflow } from './workflow.js';
 
 /**
  * A workflow service is a Kubernetes Service with the `tollgate.dev/workflow` and
@@ -16,6 +17,9 @@ export interface WorkflowService {
   metadata: {
     name: string;
     namespace?: string;
+    uid?: string;
+    /** Which of two Services claiming one workflow service came first (a Date from the informer). */
+    creationTimestamp?: string | Date;
     labels?: Record<string, string>;
     annotations?: Record<string, string>;
   };
@@ -56,12 +60,6 @@ export const workflowServiceManifestSchema = z.looseObject({
   }),
 }) as unknown as z.ZodType<WorkflowService>;
 
-const idsOf = (svc: WorkflowService) => ({
-  workflow: svc.metadata.labels?.[WORKFLOW_LABEL],
-  service: svc.metadata.labels?.[SERVICE_LABEL],
-  owner: svc.metadata.labels?.[OWNER_KEY] ?? svc.metadata.annotations?.[OWNER_KEY],
-});
-
 /**
  * A manifest name for a workflow service: readable, a valid resource name whatever the ids'
  * case or characters, and distinct for distinct (workflow, service) pairs (the hash).
@@ -76,39 +74,47 @@ export function workflowServiceName(workflow: string, service: string): string {
 }
 
 /**
- * Standalone mode's workflow services: Service manifests written by `tollgate route add`. A
- * workflow belongs to one owner: a service cannot be added to another owner's workflow, or that
- * owner's bda keys would reach it.
+ * Standalone mode's workflow services: Service manifests written by `tollgate route add`, and the
+ * Workflow record of each workflow, which holds its owner (the operator routes nothing without
+ * one). A workflow belongs to one owner: a service cannot be added to another owner's workflow, or
+ * that owner's bda keys would reach it.
  */
 export class WorkflowServiceManifests {
-  constructor(private readonly services: ManifestCollection<WorkflowService>) {}
+  constructor(
+    private readonly services: ManifestCollection<WorkflowService>,
+    private readonly workflows: ManifestCollection<Workflow>,
+  ) {}
 
   /** Adds (or updates) a workflow service; returns the manifest's name. */
   async add(input: WorkflowServiceInput): Promise<string> {
     const s = workflowServiceInputSchema.parse(input);
-    const all = await this.services.list();
-    const conflicting = all.some((svc) => {
-      const ids = idsOf(svc);
-      return ids.workflow === s.workflow && ids.service !== s.service && ids.owner !== s.owner;
-    });
-    if (conflicting) {
+    const record = (await this.workflows.list()).find((w) => w.spec.workflow === s.workflow);
+    if (record !== undefined && record.spec.owner !== s.owner) {
       throw new TollgateError(
         'workflow_owned_by_another_user',
         `workflow ${s.workflow} belongs to another owner; choose another workflow id`,
         { field: 'workflow' },
       );
     }
-    const existing = all.find((svc) => {
-      const ids = idsOf(svc);
-      return ids.workflow === s.workflow && ids.service === s.service;
-    });
+    if (record === undefined) {
+      await this.workflows.put({
+        apiVersion: WORKFLOW_API_VERSION,
+        kind: WORKFLOW_KIND,
+        metadata: { name: workflowResourceName(s.workflow) },
+        // Standalone manifests have no namespace: the operator reads them as `default`'s.
+        spec: { workflow: s.workflow, owner: s.owner, namespaces: ['default'] },
+      });
+    }
+    const existing = (await this.ofWorkflow(s.workflow)).find(
+      (svc) => svc.metadata.labels?.[SERVICE_LABEL] === s.service,
+    );
     const name = existing?.metadata.name ?? workflowServiceName(s.workflow, s.service);
     await this.services.put({
       apiVersion: 'v1',
       kind: 'Service',
       metadata: {
         name,
-        labels: { [WORKFLOW_LABEL]: s.workflow, [SERVICE_LABEL]: s.service, [OWNER_KEY]: s.owner },
+        labels: { [WORKFLOW_LABEL]: s.workflow, [SERVICE_LABEL]: s.service },
         annotations: {
           [URL_ANNOTATION]: s.url,
           ...(s.sidecar === true ? { [SIDECAR_ANNOTATION]: 'true' } : {}),
@@ -118,13 +124,19 @@ export class WorkflowServiceManifests {
     return name;
   }
 
-  /** Removes a workflow service; false if there was none. */
+  /** Removes a workflow service (and the workflow's record with its last one); false if there was none. */
   async remove(workflow: string, service: string): Promise<boolean> {
-    const found = (await this.services.list()).filter((svc) => {
-      const ids = idsOf(svc);
-      return ids.workflow === workflow && ids.service === service;
-    });
+    const all = await this.ofWorkflow(workflow);
+    const found = all.filter((svc) => svc.metadata.labels?.[SERVICE_LABEL] === service);
     for (const svc of found) await this.services.delete(svc.metadata.name);
+    if (found.length > 0 && found.length === all.length) {
+      for (const w of await this.workflows.list())
+        if (w.spec.workflow === workflow) await this.workflows.delete(w.metadata.name);
+    }
     return found.length > 0;
+  }
+
+  private async ofWorkflow(workflow: string): Promise<WorkflowService[]> {
+    return (await this.services.list()).filter((svc) => svc.metadata.labels?.[WORKFLOW_LABEL] === workflow);
   }
 }

@@ -31,7 +31,7 @@ import {
   type Reconciler,
   type Watches,
 } from '../framework/controller.js';
-import { OWNER_KEY } from '../../common/resources/labels.js';
+import type { WorkflowAdmission } from '../workflows/workflow-admission.js';
 import {
   desiredStatus,
   invalidVersionsStatus,
@@ -75,6 +75,8 @@ export interface ModelControllerDeps {
   events: EventRecorder;
   credentials: CredentialsResolver;
   log: Logger;
+  /** Whether a Model's namespace may serve its spec.workflow, and the workflow's owner. */
+  workflows: WorkflowAdmission;
   /** Replaces both default images (an image built from images/mlserver serves both kinds). */
   runtimeImage?: string;
   /** Where a Model's calls are checked when its spec does not say. */
@@ -105,6 +107,8 @@ export class ModelReconciler implements Reconciler {
   private readonly routed = new Map<string, { workflow: string | undefined; keys: string[] }>();
   /** Since when each removed version's workload (by namespace/workload) has been draining. */
   private readonly draining = new Map<string, number>();
+  /** Why each Model's workflow route was refused, last told (told again only when it changes). */
+  private readonly workflowRefusals = new Map<string, string>();
   /** Workflows of Models deleted without the finalizer, to clean their routes. */
   private readonly tombstones = new Map<string, string | undefined>();
 
@@ -115,7 +119,16 @@ export class ModelReconciler implements Reconciler {
     this.watches = {
       for: deps.models,
       onDeleted: (ref, gone) => this.noteDeleted(ref, gone),
-      owns: deps.scaler === undefined ? [deps.runtime] : [deps.runtime, deps.scaler],
+      owns: [
+        deps.runtime,
+        ...(deps.scaler === undefined ? [] : [deps.scaler]),
+        deps.workflows.watch((id) =>
+          deps.models
+            .list()
+            .filter((m) => m.spec.workflow === id)
+            .map((m) => ({ namespace: m.metadata.namespace ?? 'default', name: m.metadata.name })),
+        ),
+      ],
       workers: 8,
     };
   }
@@ -323,9 +336,11 @@ export class ModelReconciler implements Reconciler {
       this.routed.set(key, { workflow, keys: [] });
       return false;
     }
-    // The workflow's owner, as the models platform API records it (`tollgate.dev/owner`, checked
-    // there to own the workflow): without it the workflow would stop counting as its owner's.
-    const owner = workflow ? model.metadata.annotations?.[OWNER_KEY] : undefined;
+    // The workflow's route only where its Workflow record admits the Model's namespace, with the
+    // record's owner: a tenant's Model cannot join another team's workflow by naming it.
+    const owner = workflow ? await this.workflowOwner(model, workflow) : undefined;
+    if (workflow && owner === undefined)
+      await this.deps.routes.remove(redisKeys.bdaRoute(workflow, ref.name), routeSource(ref));
     const versioned = main.version.name !== undefined;
     const route: Route = {
       url: main.state.url,
@@ -350,11 +365,32 @@ export class ModelReconciler implements Reconciler {
     };
     const keys = [
       redisKeys.modelRoute(ref.name),
-      ...(workflow ? [redisKeys.bdaRoute(workflow, ref.name)] : []),
+      ...(workflow && owner !== undefined ? [redisKeys.bdaRoute(workflow, ref.name)] : []),
     ];
     for (const k of keys) await this.deps.routes.put(k, route);
     this.routed.set(key, { workflow, keys });
     return true;
+  }
+
+  /** The owner of the Model's workflow if its record admits the Model's namespace; else it is told why. */
+  private async workflowOwner(model: Model, workflow: string): Promise<string | undefined> {
+    const ref = { namespace: model.metadata.namespace ?? 'default', name: model.metadata.name };
+    const admission = this.deps.workflows.admit(workflow, ref.namespace);
+    if (admission.admitted) {
+      this.workflowRefusals.delete(refKey(ref));
+      return admission.owner;
+    }
+    if (this.workflowRefusals.get(refKey(ref)) !== admission.message) {
+      this.workflowRefusals.set(refKey(ref), admission.message);
+      this.deps.log.warn({ model: refKey(ref), reason: admission.reason }, admission.message);
+      await this.deps.events.record(
+        { ...model, apiVersion: MODEL_API_VERSION, kind: MODEL_KIND },
+        'Warning',
+        admission.reason,
+        `not routed under workflow '${workflow}': ${admission.message}`,
+      );
+    }
+    return undefined;
   }
 
   /** The route keys this controller currently holds. */

@@ -1,6 +1,5 @@
 import type { Logger } from '../../common/logger.js';
 import {
-  OWNER_KEY,
   PORT_ANNOTATION,
   SERVICE_LABEL,
   SIDECAR_ANNOTATION,
@@ -12,6 +11,9 @@ import { grantAudience, routeSchema, type Route } from '../../common/resources/g
 import { WORKFLOW_ID_PATTERN, type WorkflowService } from '../../common/resources/workflow-service.js';
 import type { RouteWriter } from '../../common/routes/workflow-routes.js';
 import { parseRefKey, refKey, type ResourceRef, type WatchedSource } from '../framework/resource-source.js';
+import type { EventRecorder } from '../events.js';
+import { creationOrder } from '../workflows/claim-order.js';
+import type { WorkflowAdmission } from '../workflows/workflow-admission.js';
 import type { ReconcileResult, Reconciler, Watches } from '../framework/controller.js';
 
 export const WORKFLOW_SELECTOR = `${WORKFLOW_LABEL},${SERVICE_LABEL}`;
@@ -37,11 +39,16 @@ export const annotatedServiceAddress: ServiceAddress = (svc) => {
   return url !== undefined && routeSchema.shape.url.safeParse(url).success ? url : undefined;
 };
 
-/** Where a labelled Service's traffic goes, or undefined if it is not routable. */
-export function workflowRoute(
-  svc: WorkflowService,
-  address: ServiceAddress,
-): { key: string; route: Route } | undefined {
+/** What a labelled Service claims: a workflow service's route key and where its traffic would go. */
+export interface ServiceClaim {
+  key: string;
+  workflow: string;
+  service: string;
+  url: string;
+}
+
+/** The route a Service claims, or undefined if its labels or address make it unroutable. */
+export function serviceClaim(svc: WorkflowService, address: ServiceAddress): ServiceClaim | undefined {
   const labels = svc.metadata.labels ?? {};
   const workflow = labels[WORKFLOW_LABEL];
   const service = labels[SERVICE_LABEL];
@@ -51,64 +58,163 @@ export function workflowRoute(
     return undefined;
   const url = address(svc);
   if (url === undefined) return undefined;
-  const owner = labels[OWNER_KEY] ?? svc.metadata.annotations?.[OWNER_KEY];
-  const ns = svc.metadata.namespace ?? 'default';
+  return { key: redisKeys.bdaRoute(workflow, service), workflow, service, url };
+}
+
+/** The route an admitted Service is given: its owner is the Workflow record's, never a label's. */
+export function workflowRoute(svc: WorkflowService, claim: ServiceClaim, owner: string): Route {
   return {
-    key: redisKeys.bdaRoute(workflow, service),
-    route: {
-      url,
-      workflow,
-      source: serviceSource({ namespace: ns, name: svc.metadata.name }),
-      ...(owner ? { owner } : {}),
-      ...(svc.metadata.annotations?.[SIDECAR_ANNOTATION] === 'true'
-        ? { grantAudience: grantAudience.service(workflow, service) }
-        : {}),
-    },
+    url: claim.url,
+    workflow: claim.workflow,
+    source: serviceSource({ namespace: svc.metadata.namespace ?? 'default', name: svc.metadata.name }),
+    owner,
+    ...(svc.metadata.annotations?.[SIDECAR_ANNOTATION] === 'true'
+      ? { grantAudience: grantAudience.service(claim.workflow, claim.service) }
+      : {}),
   };
 }
 
 export const serviceSource = (ref: ResourceRef) => `service/${ref.namespace}/${ref.name}`;
 
-/** Labelled workflow Services → bda routes. */
+const refOf = (svc: WorkflowService): ResourceRef => ({
+  namespace: svc.metadata.namespace ?? 'default',
+  name: svc.metadata.name,
+});
+
+/**
+ * Labelled workflow Services → bda routes, admitted by the Workflow records. A Service's labels
+ * only ask: its workflow's record must allow its namespace, and of the Services that claim one
+ * workflow service the oldest holds the route (the Gateway API's conflict rule). A refused
+ * Service is told why, on an Event and a log line, once per reason.
+ */
 export class WorkflowServiceReconciler implements Reconciler {
   readonly name = 'workflow-service';
-  /** The route key each Service was last routed under, to drop it when the labels change. */
-  private readonly routed = new Map<string, string>();
+  /** The route key each Service claimed when last reconciled: a claim given up is settled again. */
+  private readonly claims = new Map<string, string>();
+  /** The Service (`namespace/name`) holding each route key this controller wrote. */
+  private readonly holders = new Map<string, string>();
+  /** Why each refused Service was refused, last told: told again only when it changes. */
+  private readonly told = new Map<string, string>();
 
   readonly watches: Watches<WorkflowService>;
 
   constructor(
-    private readonly services: WatchedSource<WorkflowService>,
-    private readonly routes: RouteWriter,
-    private readonly address: ServiceAddress,
-    private readonly log: Logger,
+    private readonly deps: {
+      services: WatchedSource<WorkflowService>;
+      workflows: WorkflowAdmission;
+      routes: RouteWriter;
+      address: ServiceAddress;
+      events: EventRecorder;
+      log: Logger;
+    },
   ) {
-    this.watches = { for: services, onDeleted: (ref, gone) => this.noteDeleted(ref, gone), workers: 4 };
+    this.watches = {
+      for: deps.services,
+      onDeleted: (ref, gone) => this.noteDeleted(ref, gone),
+      owns: [deps.workflows.watch((id) => this.servicesOf(id))],
+      workers: 1,
+    };
   }
 
   noteDeleted(ref: ResourceRef, svc: WorkflowService | undefined): void {
-    const r = svc && workflowRoute(svc, this.address);
-    if (r && !this.routed.has(refKey(ref))) this.routed.set(refKey(ref), r.key);
+    const claim = svc && serviceClaim(svc, this.deps.address);
+    if (claim && !this.claims.has(refKey(ref))) this.claims.set(refKey(ref), claim.key);
   }
 
   /** The route keys this controller currently holds. */
   liveRoutes(): string[] {
-    return [...this.routed.values()];
+    return [...this.holders.keys()];
   }
 
   async reconcile(key: string): Promise<ReconcileResult> {
-    const ref = parseRefKey(key);
-    const svc = this.services.get(ref);
-    const target = svc && workflowRoute(svc, this.address);
-    const previous = this.routed.get(key);
-    if (previous && previous !== target?.key) await this.routes.remove(previous, serviceSource(ref));
-    if (!target) {
-      if (svc) this.log.warn({ service: key }, 'workflow Service has no valid ids or address to route to');
-      this.routed.delete(key);
-      return undefined;
+    const svc = this.deps.services.get(parseRefKey(key));
+    const claim = svc && serviceClaim(svc, this.deps.address);
+    const previous = this.claims.get(key);
+    if (claim) this.claims.set(key, claim.key);
+    else this.claims.delete(key);
+    if (svc && !claim) {
+      this.deps.log.warn({ service: key }, 'workflow Service has no valid ids or address to route to');
     }
-    await this.routes.put(target.key, target.route);
-    this.routed.set(key, target.key);
+    if (!svc) this.told.delete(key);
+    // The route this Service asks for, and the one it asked for before: both may change hands.
+    if (previous !== undefined && previous !== claim?.key) await this.settle(previous);
+    if (claim) await this.settle(claim.key);
     return undefined;
+  }
+
+  /** Gives a route key to the oldest admitted Service claiming it, or removes it if none is. */
+  private async settle(routeKey: string): Promise<void> {
+    const claimants = this.deps.services
+      .list()
+      .map((svc) => ({ svc, claim: serviceClaim(svc, this.deps.address) }))
+      .filter((c): c is { svc: WorkflowService; claim: ServiceClaim } => c.claim?.key === routeKey)
+      .sort((a, b) => creationOrder(a.svc, b.svc));
+    let holder: { svc: WorkflowService; claim: ServiceClaim; owner: string } | undefined;
+    for (const { svc, claim } of claimants) {
+      const admission = this.deps.workflows.admit(claim.workflow, refOf(svc).namespace);
+      if (!admission.admitted) {
+        await this.refuse(svc, admission.reason, admission.message);
+      } else if (holder !== undefined) {
+        const by = refKey(refOf(holder.svc));
+        await this.refuse(
+          svc,
+          'RouteClaimedByOlderService',
+          `Service ${by} claimed workflow '${claim.workflow}' service '${claim.service}' first and keeps its route; label this Service with another tollgate.dev/service, or delete ${by}`,
+        );
+      } else {
+        holder = { svc, claim, owner: admission.owner };
+      }
+    }
+    const before = this.holders.get(routeKey);
+    if (holder === undefined) {
+      // Whoever held it: the last holder, or (after a restart, when this process never wrote it) a
+      // claimant refused now. A route another controller wrote under the key is not ours to drop.
+      const sources = new Set(claimants.map((c) => serviceSource(refOf(c.svc))));
+      if (before !== undefined) sources.add(serviceSource(parseRefKey(before)));
+      for (const source of sources) await this.deps.routes.remove(routeKey, source);
+      this.holders.delete(routeKey);
+      return;
+    }
+    await this.deps.routes.put(routeKey, workflowRoute(holder.svc, holder.claim, holder.owner));
+    const key = refKey(refOf(holder.svc));
+    this.holders.set(routeKey, key);
+    if (this.told.delete(key)) {
+      await this.tell(
+        holder.svc,
+        'Normal',
+        'Routed',
+        `routed as workflow '${holder.claim.workflow}' service '${holder.claim.service}'`,
+      );
+    }
+  }
+
+  private async refuse(svc: WorkflowService, reason: string, message: string): Promise<void> {
+    const key = refKey(refOf(svc));
+    if (this.told.get(key) === message) return;
+    this.told.set(key, message);
+    this.deps.log.warn({ service: key, reason }, message);
+    await this.tell(svc, 'Warning', reason, message);
+  }
+
+  private tell(
+    svc: WorkflowService,
+    type: 'Normal' | 'Warning',
+    reason: string,
+    message: string,
+  ): Promise<void> {
+    return this.deps.events.record(
+      { apiVersion: 'v1', kind: 'Service', metadata: { ...svc.metadata, namespace: refOf(svc).namespace } },
+      type,
+      reason,
+      message,
+    );
+  }
+
+  /** The Services labelled with a workflow id, to settle again when its record changes. */
+  private servicesOf(id: string): ResourceRef[] {
+    return this.deps.services
+      .list()
+      .filter((svc) => svc.metadata.labels?.[WORKFLOW_LABEL] === id)
+      .map(refOf);
   }
 }

@@ -40,8 +40,8 @@ describe('scaling to and from zero (standalone)', () => {
       stringify({
         apiVersion: 'tollgate.dev/v1alpha1',
         kind: 'Model',
-        // Owned by vera and serving her workflow wf-scale, so her bda keys may call it.
-        metadata: { name, annotations: { 'tollgate.dev/owner': 'vera' } },
+        // Serving vera's workflow wf-scale (its record below), so her bda keys may call it.
+        metadata: { name },
         spec: { storageUri: `file://${path.join(work, name)}`, workflow: 'wf-scale', scaling },
       }),
     );
@@ -56,6 +56,16 @@ describe('scaling to and from zero (standalone)', () => {
     work = await trainExamples(['iris']);
     state = await mkdtemp(path.join(tmpdir(), 'tollgate-scaling-'));
     await mkdir(path.join(state, 'models'));
+    await mkdir(path.join(state, 'workflows'));
+    await writeFile(
+      path.join(state, 'workflows', 'wf-scale.yaml'),
+      stringify({
+        apiVersion: 'tollgate.dev/v1alpha1',
+        kind: 'Workflow',
+        metadata: { name: 'wf-scale' },
+        spec: { workflow: 'wf-scale', owner: 'vera', namespaces: ['default'] },
+      }),
+    );
     await manifest('model-iris', { minReplicas: 0, idleSeconds: 8, scaleDownSeconds: 0 });
     dev = await startDev(state, r.url);
     key = await dev.key(['models:inference']);

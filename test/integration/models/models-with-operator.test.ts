@@ -25,6 +25,8 @@ import {
   removeModelFolders,
   setDeploymentReady,
   startOperator,
+  createWorkflow,
+  deleteWorkflow,
 } from '../operator/support.js';
 import { openSealed, testSealer, testVerifier, TEST_SIGNING_KEY_FILE } from '../signing.js';
 
@@ -56,6 +58,8 @@ describe('models platform resource with the operator', () => {
     await operator.start();
     await operator.synced();
 
+    // The administrator's record: alice's workflow, served from this namespace.
+    await createWorkflow(c, workflow, 'alice', [ns]);
     await putWorkflowRoute(client, { workflow, service: 'api', url: 'http://127.0.0.1:9', owner: 'alice' });
     key = generateKey('platform');
     await new KeyIndexWriter(client, await testSealer()).put(hashKey(key), {
@@ -83,6 +87,7 @@ describe('models platform resource with the operator', () => {
   afterAll(async () => {
     await gateway?.shutdown();
     await operator?.stop();
+    await deleteWorkflow(c, workflow);
     client?.disconnect();
   });
 

@@ -8,6 +8,8 @@ import {
   type Cluster,
   countKeys,
   createModel,
+  createWorkflow,
+  deleteWorkflow,
   eventually,
   keyRef,
   listen,
@@ -17,6 +19,7 @@ import {
   removeModelFolders,
   setDeploymentReady,
   startOperator,
+  uniqueWorkflow,
 } from './support.js';
 import { readSealed, openSealed, testSealer } from '../signing.js';
 import { RouteWriter } from '../../../common/routes/workflow-routes.js';
@@ -97,14 +100,13 @@ describe('ApiKey index, workflow routes, restarts and Redis loss', () => {
   });
 
   test('labelled workflow Services become bda routes, follow relabelling and go on delete', async () => {
+    const [wfA, wfB] = [uniqueWorkflow('wf-a'), uniqueWorkflow('wf-b')];
+    await createWorkflow(c, wfA, 'alice', [ns]);
+    await createWorkflow(c, wfB, 'alice', [ns]);
     const body = (workflow: string) => ({
       metadata: {
         name: 'scorer',
-        labels: {
-          'tollgate.dev/workflow': workflow,
-          'tollgate.dev/service': 'score',
-          'tollgate.dev/owner': 'alice',
-        },
+        labels: { 'tollgate.dev/workflow': workflow, 'tollgate.dev/service': 'score' },
       },
       spec: {
         ports: [
@@ -113,14 +115,14 @@ describe('ApiKey index, workflow routes, restarts and Redis loss', () => {
         ],
       },
     });
-    await c.core.createNamespacedService({ namespace: ns, body: body('wf-a') });
+    await c.core.createNamespacedService({ namespace: ns, body: body(wfA) });
     const route = await eventually(
-      () => client.get(redisKeys.bdaRoute('wf-a', 'score')).then((v) => v ?? undefined),
+      () => client.get(redisKeys.bdaRoute(wfA, 'score')).then((v) => v ?? undefined),
       'the bda route',
     );
-    expect(await openSealed(redisKeys.bdaRoute('wf-a', 'score'), route)).toEqual({
+    expect(await openSealed(redisKeys.bdaRoute(wfA, 'score'), route)).toEqual({
       url: `http://scorer.${ns}.svc:8000`,
-      workflow: 'wf-a',
+      workflow: wfA,
       owner: 'alice',
       source: `service/${ns}/scorer`,
     });
@@ -128,22 +130,24 @@ describe('ApiKey index, workflow routes, restarts and Redis loss', () => {
     await c.core.patchNamespacedService({
       namespace: ns,
       name: 'scorer',
-      body: [{ op: 'replace', path: '/metadata/labels/tollgate.dev~1workflow', value: 'wf-b' }],
+      body: [{ op: 'replace', path: '/metadata/labels/tollgate.dev~1workflow', value: wfB }],
     });
     await eventually(
-      () => client.get(redisKeys.bdaRoute('wf-b', 'score')).then((v) => v ?? undefined),
+      () => client.get(redisKeys.bdaRoute(wfB, 'score')).then((v) => v ?? undefined),
       'the moved route',
     );
     await eventually(
-      async () => (await client.get(redisKeys.bdaRoute('wf-a', 'score'))) === null,
+      async () => (await client.get(redisKeys.bdaRoute(wfA, 'score'))) === null,
       'the old route gone',
     );
 
     await c.core.deleteNamespacedService({ namespace: ns, name: 'scorer' });
     await eventually(
-      async () => (await client.get(redisKeys.bdaRoute('wf-b', 'score'))) === null,
+      async () => (await client.get(redisKeys.bdaRoute(wfB, 'score'))) === null,
       'the route gone',
     );
+    await deleteWorkflow(c, wfA);
+    await deleteWorkflow(c, wfB);
   });
 
   test('Redis flushed while running: the key index and the model routes come back', async () => {

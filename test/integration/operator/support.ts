@@ -41,6 +41,7 @@ export async function cluster(): Promise<Cluster> {
     '--for=condition=Established',
     'crd/models.tollgate.dev',
     'crd/apikeys.tollgate.dev',
+    'crd/workflows.tollgate.dev',
     '--timeout=30s',
   );
   return {
@@ -62,6 +63,32 @@ export async function namespace(c: Cluster, prefix: string): Promise<string> {
 
 export const modelRef = { group: 'tollgate.dev', version: 'v1alpha1', plural: 'models' };
 export const keyRef = { group: 'tollgate.dev', version: 'v1alpha1', plural: 'apikeys' };
+export const workflowRef = { group: 'tollgate.dev', version: 'v1alpha1', plural: 'workflows' };
+
+/** A workflow id no other test uses: Workflow records are cluster-scoped, the API server shared. */
+export const uniqueWorkflow = (prefix: string): string => `${prefix}-${randomBytes(3).toString('hex')}`;
+
+/** An administrator's Workflow record (cluster-scoped), named after its id. */
+export async function createWorkflow(
+  c: Cluster,
+  workflow: string,
+  owner: string,
+  namespaces: string[],
+): Promise<void> {
+  await c.custom.createClusterCustomObject({
+    ...workflowRef,
+    body: {
+      apiVersion: 'tollgate.dev/v1alpha1',
+      kind: 'Workflow',
+      metadata: { name: workflow },
+      spec: { workflow, owner, namespaces },
+    },
+  });
+}
+
+export async function deleteWorkflow(c: Cluster, workflow: string): Promise<void> {
+  await c.custom.deleteClusterCustomObject({ ...workflowRef, name: workflow }).catch(() => undefined);
+}
 
 export async function createModel(c: Cluster, ns: string, name: string, spec: Model['spec']): Promise<Model> {
   return (await c.custom.createNamespacedCustomObject({

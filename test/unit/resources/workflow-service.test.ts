@@ -10,9 +10,11 @@ import {
   workflowServiceName,
   type WorkflowService,
 } from '../../../common/resources/workflow-service.js';
+import { WORKFLOW_PLURAL, workflowSchema, type Workflow } from '../../../common/resources/workflow.js';
 import {
   annotatedServiceAddress,
   clusterServiceAddress,
+  serviceClaim,
   workflowRoute,
 } from '../../../operator/controllers/workflow-service-controller.js';
 
@@ -24,15 +26,28 @@ describe('workflow service manifests (standalone `tollgate route add`)', () => {
   beforeEach(async () => {
     root = await mkdtemp(join(tmpdir(), 'tollgate-wfsvc-'));
     const dir = new ManifestDir(root, (file) => invalid.push(file));
-    services = new WorkflowServiceManifests(dir.collection(SERVICES_PLURAL, workflowServiceManifestSchema));
+    services = new WorkflowServiceManifests(
+      dir.collection(SERVICES_PLURAL, workflowServiceManifestSchema),
+      dir.collection(WORKFLOW_PLURAL, workflowSchema),
+    );
   });
   afterEach(() => rm(root, { recursive: true, force: true }));
 
   const files = async () => (await readdir(join(root, SERVICES_PLURAL))).filter((f) => !f.startsWith('.'));
   const read = async (file: string) =>
     parse(await readFile(join(root, SERVICES_PLURAL, file), 'utf8')) as WorkflowService;
+  const records = async () =>
+    Promise.all(
+      (await readdir(join(root, WORKFLOW_PLURAL)).catch(() => []))
+        .filter((f) => !f.startsWith('.'))
+        .map(async (f) => parse(await readFile(join(root, WORKFLOW_PLURAL, f), 'utf8')) as Workflow),
+    );
+  const routeOf = (svc: WorkflowService, owner = 'alice') => {
+    const claim = serviceClaim(svc, annotatedServiceAddress);
+    return claim && { key: claim.key, route: workflowRoute(svc, claim, owner) };
+  };
 
-  it('writes a labelled Service manifest that the operator routes to its URL annotation', async () => {
+  it('writes a labelled Service manifest and its workflow’s record, which holds the owner', async () => {
     const name = await services.add({
       workflow: 'Fraud_2',
       service: 'scorer',
@@ -46,17 +61,16 @@ describe('workflow service manifests (standalone `tollgate route add`)', () => {
       kind: 'Service',
       metadata: {
         name,
-        labels: {
-          'tollgate.dev/workflow': 'Fraud_2',
-          'tollgate.dev/service': 'scorer',
-          'tollgate.dev/owner': 'alice',
-        },
+        labels: { 'tollgate.dev/workflow': 'Fraud_2', 'tollgate.dev/service': 'scorer' },
         annotations: { 'tollgate.dev/url': 'http://127.0.0.1:9000' },
       },
     });
-    expect(
-      workflowRoute({ ...svc, metadata: { ...svc.metadata, namespace: 'default' } }, annotatedServiceAddress),
-    ).toEqual({
+    // The owner is the record's, never a label on the Service.
+    expect(svc.metadata.labels).not.toHaveProperty('tollgate.dev/owner');
+    const [record] = await records();
+    expect(record?.spec).toEqual({ workflow: 'Fraud_2', owner: 'alice', namespaces: ['default'] });
+    expect(record?.metadata.name).toMatch(/^fraud-2-[0-9a-f]{8}$/);
+    expect(routeOf({ ...svc, metadata: { ...svc.metadata, namespace: 'default' } })).toEqual({
       key: 'tg:route:bda:Fraud_2:scorer',
       route: {
         url: 'http://127.0.0.1:9000',
@@ -77,13 +91,11 @@ describe('workflow service manifests (standalone `tollgate route add`)', () => {
     });
     const svc = await read(`${name}.yaml`);
     expect(svc.metadata.annotations?.['tollgate.dev/sidecar']).toBe('true');
-    expect(workflowRoute(svc, annotatedServiceAddress)?.route.grantAudience).toBe(
-      'urn:tollgate:service:wf/guarded',
-    );
+    expect(routeOf(svc)?.route.grantAudience).toBe('urn:tollgate:service:wf/guarded');
     const plain = await read(
       `${await services.add({ workflow: 'wf', service: 'open', url: 'http://127.0.0.1:1', owner: 'alice' })}.yaml`,
     );
-    expect(workflowRoute(plain, annotatedServiceAddress)?.route).not.toHaveProperty('grantAudience');
+    expect(routeOf(plain)?.route).not.toHaveProperty('grantAudience');
   });
 
   it('updates the same service in place, and adds services to a workflow of the same owner', async () => {
@@ -113,6 +125,7 @@ describe('workflow service manifests (standalone `tollgate route add`)', () => {
       services.add({ workflow: 'wf', service: 'b', url: 'http://127.0.0.1:1', owner: 'mallory' }),
     ).rejects.toMatchObject({ status: 409, code: 'workflow_owned_by_another_user', field: 'workflow' });
     expect(await files()).toHaveLength(1);
+    expect((await records()).map((r) => r.spec.owner)).toEqual(['alice']);
   });
 
   it('refuses ids that could cross paths or Redis keys, and URLs that are not http', async () => {
@@ -133,11 +146,18 @@ describe('workflow service manifests (standalone `tollgate route add`)', () => {
     await expect(files()).rejects.toMatchObject({ code: 'ENOENT' });
   });
 
-  it('removes a service, and says when there was none', async () => {
+  it('removes a service, and the workflow’s record with its last one; says when there was none', async () => {
     await services.add({ workflow: 'wf', service: 'a', url: 'http://127.0.0.1:1', owner: 'alice' });
+    await services.add({ workflow: 'wf', service: 'b', url: 'http://127.0.0.1:1', owner: 'alice' });
     expect(await services.remove('wf', 'a')).toBe(true);
+    expect(await records()).toHaveLength(1);
+    expect(await services.remove('wf', 'b')).toBe(true);
     expect(await files()).toEqual([]);
+    expect(await records()).toEqual([]);
     expect(await services.remove('wf', 'a')).toBe(false);
+    // Free again: another user may now take the id.
+    await services.add({ workflow: 'wf', service: 'a', url: 'http://127.0.0.1:1', owner: 'mallory' });
+    expect((await records()).map((r) => r.spec.owner)).toEqual(['mallory']);
   });
 
   it('names distinct (workflow, service) pairs distinctly, as valid resource names', () => {
@@ -169,35 +189,33 @@ describe('where a workflow Service routes', () => {
       { name: 'metrics', port: 9100 },
       { name: 'http', port: 8000 },
     ];
-    expect(workflowRoute(svc({}, ports), clusterServiceAddress)?.route.url).toBe(
-      'http://scorer.team.svc:8000',
-    );
+    expect(serviceClaim(svc({}, ports), clusterServiceAddress)?.url).toBe('http://scorer.team.svc:8000');
     expect(
-      workflowRoute(svc({ annotations: { 'tollgate.dev/port': 'metrics' } }, ports), clusterServiceAddress)
-        ?.route.url,
+      serviceClaim(svc({ annotations: { 'tollgate.dev/port': 'metrics' } }, ports), clusterServiceAddress)
+        ?.url,
     ).toBe('http://scorer.team.svc:9100');
     expect(
-      workflowRoute(
+      serviceClaim(
         svc({ annotations: { 'tollgate.dev/url': 'http://169.254.169.254' } }, ports),
         clusterServiceAddress,
-      )?.route.url,
+      )?.url,
     ).toBe('http://scorer.team.svc:8000');
-    expect(workflowRoute(svc({}), clusterServiceAddress)).toBeUndefined();
+    expect(serviceClaim(svc({}), clusterServiceAddress)).toBeUndefined();
   });
 
   it('standalone: only a valid http(s) URL annotation, and only ids that fit a path and a Redis key', () => {
     const url = { annotations: { 'tollgate.dev/url': 'http://127.0.0.1:9000' } };
-    expect(workflowRoute(svc(url), annotatedServiceAddress)?.route.url).toBe('http://127.0.0.1:9000');
-    expect(workflowRoute(svc({}), annotatedServiceAddress)).toBeUndefined();
+    expect(serviceClaim(svc(url), annotatedServiceAddress)?.url).toBe('http://127.0.0.1:9000');
+    expect(serviceClaim(svc({}), annotatedServiceAddress)).toBeUndefined();
     expect(
-      workflowRoute(
+      serviceClaim(
         svc({ annotations: { 'tollgate.dev/url': 'file:///etc/passwd' } }),
         annotatedServiceAddress,
       ),
     ).toBeUndefined();
     for (const workflow of ['a:b', '../x', 'a/b', '']) {
       expect(
-        workflowRoute(
+        serviceClaim(
           svc({ ...url, labels: { 'tollgate.dev/workflow': workflow, 'tollgate.dev/service': 'score' } }),
           annotatedServiceAddress,
         ),

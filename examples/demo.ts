@@ -103,10 +103,10 @@ function modelManifest(name: string): string {
     'kind: Model',
     'metadata:',
     `  name: ${name}`,
-    // The iris model also belongs to the demo user's workflow, so a bda key can reach it.
-    ...(name === WORKFLOW_MODEL ? ['  annotations:', `    tollgate.dev/owner: ${USER}`] : []),
     'spec:',
     `  storageUri: file://${path.join(MODELS, name)}`,
+    // The iris model also serves the demo user's workflow (its record is written by `route add`
+    // below), so a bda key can reach it.
     ...(name === WORKFLOW_MODEL ? [`  workflow: ${WORKFLOW}`] : []),
     '',
   ].join('\n');

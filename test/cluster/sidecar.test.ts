@@ -21,6 +21,7 @@ import {
   storageSecret,
   type Installed,
   type IrisModel,
+  workflowRecord,
 } from './support.js';
 
 const sh = promisify(execFile);
@@ -72,17 +73,13 @@ function workload(name: string, labels: Record<string, string>, replicas: number
   };
 }
 
-const workflowService = (name: string, workflow: string, owner: string, app: string): unknown => ({
+const workflowService = (name: string, workflow: string, app: string): unknown => ({
   apiVersion: 'v1',
   kind: 'Service',
   metadata: {
     name,
     namespace: NS,
-    labels: {
-      'tollgate.dev/workflow': workflow,
-      'tollgate.dev/service': 'scorer',
-      'tollgate.dev/owner': owner,
-    },
+    labels: { 'tollgate.dev/workflow': workflow, 'tollgate.dev/service': 'scorer' },
     annotations: { 'tollgate.dev/sidecar': 'true' },
   },
   spec: { selector: { app }, ports: [{ name: 'http', port: 80, targetPort: 8000 }] },
@@ -162,10 +159,13 @@ beforeAll(async () => {
     'tollgate.dev/service': 'scorer',
   };
   await applyDoc(t.c, workload('scorer', inject, 2, '127.0.0.1'));
-  await applyDoc(t.c, workflowService('scorer', WORKFLOW, 'alice', 'scorer'));
+  // The administrator's records: alice's workflow, and carol's `decoy`, both served from NS.
+  await workflowRecord(t.c, WORKFLOW, 'alice', [NS]);
+  await workflowRecord(t.c, 'decoy', 'carol', [NS]);
+  await applyDoc(t.c, workflowService('scorer', WORKFLOW, 'scorer'));
   // Not labelled: no sidecar. Also the service of another workflow (carol's), for her keys.
   await applyDoc(t.c, workload('plain', {}, 1, '0.0.0.0'));
-  await applyDoc(t.c, workflowService('decoy', 'decoy', 'carol', 'plain'));
+  await applyDoc(t.c, workflowService('decoy', 'decoy', 'plain'));
   await applyDoc(t.c, {
     apiVersion: 'v1',
     kind: 'Pod',
@@ -175,7 +175,7 @@ beforeAll(async () => {
   await applyDoc(t.c, {
     apiVersion: 'tollgate.dev/v1alpha1',
     kind: 'Model',
-    metadata: { name: MODEL, namespace: NS, annotations: { 'tollgate.dev/owner': 'alice' } },
+    metadata: { name: MODEL, namespace: NS },
     spec: {
       storageUri: `s3://${BUCKET}/guarded/v1`,
       credentials: { secretName: 'minio' },

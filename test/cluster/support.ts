@@ -336,12 +336,12 @@ export async function storageSecret(c: ClusterInfo, ns: string, s3: MinioInfo): 
   });
 }
 
-/** A Model reading s3://… with the `minio` Secret, owned by alice and serving her `fraud`. */
+/** A Model reading s3://… with the `minio` Secret, serving alice's `fraud` (see workflowRecord). */
 export function modelDoc(name: string, ns: string, storageUri: string): unknown {
   return {
     apiVersion: 'tollgate.dev/v1alpha1',
     kind: 'Model',
-    metadata: { name, namespace: ns, annotations: { 'tollgate.dev/owner': 'alice' } },
+    metadata: { name, namespace: ns },
     spec: { storageUri, credentials: { secretName: 'minio' }, workflow: 'fraud' },
   };
 }
@@ -408,6 +408,24 @@ export async function podNames(t: Installed, ns: string, selector: string): Prom
 }
 
 /**
+ * An administrator's Workflow record (cluster-scoped, named after the id): `owner`'s workflow,
+ * served from `namespaces`. Nothing labelled with the id is routed without one.
+ */
+export async function workflowRecord(
+  c: ClusterInfo,
+  workflow: string,
+  owner: string,
+  namespaces: string[],
+): Promise<void> {
+  await applyDoc(c, {
+    apiVersion: 'tollgate.dev/v1alpha1',
+    kind: 'Workflow',
+    metadata: { name: workflow },
+    spec: { workflow, owner, namespaces },
+  });
+}
+
+/**
  * A workflow service for calls to land on: a Deployment answering every GET with the path it got
  * and the Authorization header it saw (the caller's key must never arrive), and its Service
  * labelled as `workflow`'s `service`, owned by `owner`. Waits for the rollout.
@@ -418,6 +436,7 @@ export async function echoWorkflowService(
   name: string,
   labels: { workflow: string; service: string; owner: string },
 ): Promise<void> {
+  await workflowRecord(t.c, labels.workflow, labels.owner, [ns]);
   const echo = [
     'import http.server, json',
     'class H(http.server.BaseHTTPRequestHandler):',
@@ -458,7 +477,6 @@ export async function echoWorkflowService(
       labels: {
         'tollgate.dev/workflow': labels.workflow,
         'tollgate.dev/service': labels.service,
-        'tollgate.dev/owner': labels.owner,
       },
     },
     spec: { selector: { app: name }, ports: [{ name: 'http', port: 80, targetPort: 8000 }] },

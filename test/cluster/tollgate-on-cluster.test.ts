@@ -13,6 +13,7 @@ import {
   deploymentReplicas,
   echoWorkflowService,
   eventually,
+  workflowRecord,
   INGRESS_HOST,
   installTollgate,
   irisInfer,
@@ -66,6 +67,8 @@ beforeAll(async () => {
   await iris.upload(BUCKET, 'bad/v1', 'model-other');
   await t.kubectl('create', 'namespace', MODELS_NS);
   await storageSecret(t.c, MODELS_NS, s3);
+  // The administrator's record: alice's workflow `fraud` (the Models' and the echo Service's).
+  await workflowRecord(t.c, 'fraud', 'alice', [MODELS_NS]);
 }, 900_000);
 
 afterAll(async () => {
@@ -568,17 +571,14 @@ describe('a workflow Service', () => {
     // The caller's key never reaches the workload.
     expect(r.body['authorization']).toBeNull();
 
+    await workflowRecord(t.c, 'churn', 'carol', [MODELS_NS]);
     await applyDoc(t.c, {
       apiVersion: 'v1',
       kind: 'Service',
       metadata: {
         name: 'other',
         namespace: MODELS_NS,
-        labels: {
-          'tollgate.dev/workflow': 'churn',
-          'tollgate.dev/service': 'scorer',
-          'tollgate.dev/owner': 'carol',
-        },
+        labels: { 'tollgate.dev/workflow': 'churn', 'tollgate.dev/service': 'scorer' },
       },
       spec: { selector: { app: 'scorer' }, ports: [{ name: 'http', port: 80, targetPort: 8000 }] },
     });

@@ -32,9 +32,11 @@ import {
   type Watches,
 } from '../framework/controller.js';
 import type { WorkflowAdmission } from '../workflows/workflow-admission.js';
+import { creationOrder } from '../framework/claim-order.js';
 import {
   desiredStatus,
   invalidVersionsStatus,
+  nameTakenStatus,
   sameStatus,
   type DrainingVersion,
   type Observation,
@@ -50,6 +52,8 @@ import { scalingOf } from '../../common/resources/model-scaling.js';
 export const MODEL_FINALIZER = 'tollgate.dev/model-routes';
 /** How often a Model whose folder is wrong looks again (the fix may be an upload, not an edit). */
 const RECHECK_MS = 30_000;
+/** How often a Model refused for its name looks again whether the holder is gone. */
+const NAME_RECHECK_MS = 5_000;
 /**
  * How long a version removed from the spec keeps running once out of the routes: every gateway
  * drops the route within a pub/sub message (or a 1 s missing-route cache), and the calls it was
@@ -186,6 +190,15 @@ export class ModelReconciler implements Reconciler {
         invalidVersionsStatus(m, problems.map((p) => `${p.field}: ${p.message}`).join('; '), now),
       );
       return undefined;
+    }
+    const holder = this.nameHolder(model);
+    if (holder !== undefined) {
+      // Nothing of this Model runs or is routed (the holder's route is another source's: kept).
+      await this.removeRoutes(ref, model.spec.workflow);
+      await this.removeWorkloads(ref);
+      this.routed.delete(key);
+      await this.writeStatus(model, (m, now) => nameTakenStatus(m, holder, now));
+      return { requeueAfterMs: NAME_RECHECK_MS };
     }
     const results: VersionResult[] = [];
     for (const version of servedVersions(ref.name, model.spec)) {
@@ -370,6 +383,23 @@ export class ModelReconciler implements Reconciler {
     for (const k of keys) await this.deps.routes.put(k, route);
     this.routed.set(key, { workflow, keys });
     return true;
+  }
+
+  /**
+   * `namespace/name` of an older Model of the same name in another namespace, which holds the
+   * name (the Gateway API's rule for conflicting claims: the oldest wins); undefined if this one does.
+   */
+  private nameHolder(model: Model): string | undefined {
+    const [first] = this.deps.models
+      .list()
+      .filter((m) => m.metadata.name === model.metadata.name && !m.metadata.deletionTimestamp)
+      .sort(creationOrder);
+    if (
+      first === undefined ||
+      (first.metadata.namespace ?? 'default') === (model.metadata.namespace ?? 'default')
+    )
+      return undefined;
+    return `${first.metadata.namespace ?? 'default'}/${first.metadata.name}`;
   }
 
   /** The owner of the Model's workflow if its record admits the Model's namespace; else it is told why. */

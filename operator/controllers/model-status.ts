@@ -153,6 +153,16 @@ export function invalidVersionsStatus(model: Model, message: string, now: Date):
 }
 
 /**
+ * A Model whose name an older Model in another namespace already serves: `/v2/models/<name>`,
+ * its route and its grant audience name one model, so the later one is refused, not served.
+ */
+export function nameTakenStatus(model: Model, holder: string, now: Date): ModelStatus {
+  const message = `the name ${model.metadata.name} is served by the older Model ${holder}: a model's name is its V2 address across the cluster (/v2/models/${model.metadata.name}), so it must be unique; rename this Model, or delete ${holder}`;
+  const ready: Cond = { type: 'Ready', status: 'False', reason: 'NameTaken', message };
+  return { phase: 'Failed', ...stamped(model, [ready], now) };
+}
+
+/**
  * The Model's status: the default version's phase, conditions and figures at the top (the whole
  * status of a Model with one unnamed version), each version in `versions`, with the versions
  * removed from the spec that are still draining.

@@ -12,7 +12,7 @@ import { WORKFLOW_ID_PATTERN, type WorkflowService } from '../../common/resource
 import type { RouteWriter } from '../../common/routes/workflow-routes.js';
 import { parseRefKey, refKey, type ResourceRef, type WatchedSource } from '../framework/resource-source.js';
 import type { EventRecorder } from '../events.js';
-import { creationOrder } from '../workflows/claim-order.js';
+import { creationOrder } from '../framework/claim-order.js';
 import type { WorkflowAdmission } from '../workflows/workflow-admission.js';
 import type { ReconcileResult, Reconciler, Watches } from '../framework/controller.js';
 
@@ -102,7 +102,7 @@ export class WorkflowServiceReconciler implements Reconciler {
     private readonly deps: {
       services: WatchedSource<WorkflowService>;
       workflows: WorkflowAdmission;
-      routes: RouteWriter;
+      routes: Pick<RouteWriter, 'put' | 'remove'>;
       address: ServiceAddress;
       events: EventRecorder;
       log: Logger;

@@ -16,6 +16,7 @@ import {
   irisInfer,
   irisModel,
   NAMESPACE,
+  podNames,
   readyPodIps,
   RELEASE,
   storageSecret,
@@ -399,6 +400,219 @@ describe('a Model with spec.gateway: sidecar', () => {
     });
     expect([other.status, other.body['code']]).toEqual([404, 'model_not_found']);
     expect((await call(`http://${ip}:8080/metrics`, { headers: apikey(key) })).status).toBe(404);
+  });
+});
+
+describe('a tenant with the edit role in a namespace of its own', () => {
+  const TENANT = 'tenant-mallory';
+  const as = `system:serviceaccount:${TENANT}:mallory`;
+  /** kubectl as the tenant (the API server applies mallory's RBAC): whether it did, and what it said. */
+  const tenant = (args: string[], input?: string): Promise<{ ok: boolean; out: string }> =>
+    new Promise((resolve) => {
+      const child = execFile(
+        t.c.kubectl,
+        ['--kubeconfig', t.c.kubeconfig, `--as=${as}`, ...args],
+        // kubectl's warnings (stderr) are not its answer; its refusals are.
+        (err, stdout, stderr) =>
+          resolve({ ok: err === null, out: (err === null ? stdout : `${stdout}${stderr}`).trim() }),
+      );
+      child.stdin?.end(input ?? '');
+    });
+  /** A TCP connection from the tenant's pod: "open", or the error's name (within 3 s). */
+  const dial = async (host: string, port: number): Promise<string> => {
+    const script = [
+      'import socket, sys',
+      's = socket.socket(); s.settimeout(3)',
+      'try:',
+      '    s.connect((sys.argv[1], int(sys.argv[2]))); print("open")',
+      'except Exception as e:',
+      '    print(type(e).__name__)',
+    ].join('\n');
+    return (
+      await tenant(['-n', TENANT, 'exec', 'prowler', '--', 'python3', '-c', script, host, String(port)])
+    ).out;
+  };
+  const reasons = async (name: string) =>
+    t.kubectl(
+      '-n',
+      TENANT,
+      'get',
+      'events',
+      '--field-selector',
+      `involvedObject.name=${name}`,
+      '-o',
+      'jsonpath={.items[*].reason}',
+    );
+  const redisHost = `${RELEASE}-redis.${NAMESPACE}.svc`;
+
+  beforeAll(async () => {
+    await t.kubectl('create', 'namespace', TENANT);
+    await t.kubectl('-n', TENANT, 'create', 'serviceaccount', 'mallory');
+    await t.kubectl(
+      '-n',
+      TENANT,
+      'create',
+      'rolebinding',
+      'mallory-edit',
+      '--clusterrole=edit',
+      `--serviceaccount=${TENANT}:mallory`,
+    );
+    // Its own pod, wearing the labels the chart's gateway pods wear: no pass in another namespace.
+    const created = await tenant([
+      '-n',
+      TENANT,
+      'run',
+      'prowler',
+      `--image=${IMAGE}`,
+      '--restart=Never',
+      `--labels=app.kubernetes.io/instance=${RELEASE},app.kubernetes.io/component=gateway`,
+      '--command',
+      '--',
+      'sleep',
+      'infinity',
+    ]);
+    expect(created.out).toContain('pod/prowler created');
+    await t.kubectl('-n', TENANT, 'wait', '--for=condition=Ready', 'pod/prowler', '--timeout=120s');
+  }, 300_000);
+  afterAll(() => t.kubectl('delete', 'namespace', TENANT, '--wait=false'));
+
+  it('may write no Workflow, ApiKey or Secret of Tollgate’s, nor exec in its pods', async () => {
+    for (const args of [
+      ['auth', 'can-i', 'create', 'workflows.tollgate.dev'],
+      ['auth', 'can-i', 'patch', 'workflows.tollgate.dev'],
+      ['-n', TENANT, 'auth', 'can-i', 'create', 'apikeys.tollgate.dev'],
+      ['-n', NAMESPACE, 'auth', 'can-i', 'get', 'secrets'],
+      ['-n', NAMESPACE, 'auth', 'can-i', 'create', 'pods/exec'],
+    ]) {
+      const answer = await tenant(args);
+      expect([args.join(' '), answer.ok, answer.out.split('\n')[0]]).toEqual([args.join(' '), false, 'no']);
+    }
+    // Its own namespace's pods, for contrast: the edit role.
+    expect(await tenant(['-n', TENANT, 'auth', 'can-i', 'create', 'pods'])).toEqual({ ok: true, out: 'yes' });
+    const workflow = {
+      apiVersion: 'tollgate.dev/v1alpha1',
+      kind: 'Workflow',
+      metadata: { name: 'mallory' },
+      spec: { workflow: WORKFLOW, owner: 'mallory', namespaces: [TENANT] },
+    };
+    const applied = await tenant(['create', '-f', '-'], JSON.stringify(workflow));
+    expect(applied.ok).toBe(false);
+    expect(applied.out).toMatch(/forbidden/i);
+  });
+
+  it('a Service labelled as alice’s workflow service takes none of her calls, gets no route and is told why', async () => {
+    const own = await createKey(t, 'alice', { module: 'bda', roles: [WORKFLOW] });
+    const made = await tenant(['-n', TENANT, 'create', 'service', 'clusterip', 'scorer', '--tcp=80:8000']);
+    expect(made.out).toContain('service/scorer created');
+    const labelled = await tenant([
+      '-n',
+      TENANT,
+      'label',
+      'service',
+      'scorer',
+      `tollgate.dev/workflow=${WORKFLOW}`,
+      'tollgate.dev/service=scorer',
+      'tollgate.dev/owner=mallory',
+    ]);
+    expect(labelled.out).toContain('labeled');
+    await eventually('the NamespaceNotAllowed Event', async () =>
+      (await reasons('scorer')).includes('NamespaceNotAllowed') ? true : undefined,
+    );
+    // Every one of alice's calls still reaches her own workload.
+    for (let i = 0; i < 40; i++) {
+      const r = await call(`${t.gateway}/events/bda/${WORKFLOW}/scorer/call-${i}`, {
+        headers: apikey(own.key),
+      });
+      expect([r.status, r.body['path']]).toEqual([200, `/call-${i}`]);
+    }
+    // A workflow no record names: routed nowhere either, and told so.
+    await tenant([
+      '-n',
+      TENANT,
+      'label',
+      '--overwrite',
+      'service',
+      'scorer',
+      'tollgate.dev/workflow=mallory-wf',
+    ]);
+    await eventually('the WorkflowNotFound Event', async () =>
+      (await reasons('scorer')).includes('WorkflowNotFound') ? true : undefined,
+    );
+    // Labels made mallory no owner of either workflow: she can create a key for neither.
+    for (const workflow of [WORKFLOW, 'mallory-wf']) {
+      const refused = await createKey(t, 'mallory', { module: 'bda', roles: [workflow] }).then(
+        () => 'created',
+        (err: Error) => err.message,
+      );
+      expect(refused).toMatch(/unknown_workflow/);
+    }
+  });
+
+  it('may publish Models in its own namespace, but not under a name another namespace serves', async () => {
+    expect(await tenant(['-n', TENANT, 'auth', 'can-i', 'create', 'models.tollgate.dev'])).toEqual({
+      ok: true,
+      out: 'yes',
+    });
+    const squat = {
+      apiVersion: 'tollgate.dev/v1alpha1',
+      kind: 'Model',
+      metadata: { name: MODEL, namespace: TENANT },
+      spec: { storageUri: `s3://${BUCKET}/guarded/v1` },
+    };
+    expect((await tenant(['create', '-f', '-'], JSON.stringify(squat))).ok).toBe(true);
+    const reason = await eventually('the NameTaken condition', async () => {
+      const r = await t.kubectl(
+        '-n',
+        TENANT,
+        'get',
+        'model',
+        MODEL,
+        '-o',
+        'jsonpath={.status.conditions[?(@.type=="Ready")].reason} {.status.conditions[?(@.type=="Ready")].message}',
+      );
+      return r.startsWith('NameTaken') ? r : undefined;
+    });
+    expect(reason).toContain(`served by the older Model ${NS}/${MODEL}`);
+    expect(await podNames(t, TENANT, `tollgate.dev/model=${MODEL}`)).toEqual([]);
+    // alice's model still answers at its address.
+    const { key } = await createKey(t, 'alice', { module: 'platform', roles: ['models:inference'] });
+    const ready = await call(`${t.gateway}/v2/models/${MODEL}/ready`, { headers: apikey(key) });
+    expect([ready.status, ready.body['ready']]).toEqual([200, true]);
+  });
+
+  it('its pod reaches neither Redis nor the operator, whatever labels it wears; the gateway, as anyone', async () => {
+    expect(await dial(`${RELEASE}-gateway.${NAMESPACE}.svc`, 80)).toBe('open');
+    // Refused or dropped by the policy, as the enforcer does it; never a connection.
+    const blocked = expect.stringMatching(/^(TimeoutError|ConnectionRefusedError)$/);
+    expect(await dial(redisHost, 6379)).toEqual(blocked);
+    const operatorIp = await t.kubectl(
+      '-n',
+      NAMESPACE,
+      'get',
+      'pods',
+      '-l',
+      'app.kubernetes.io/component=operator',
+      '-o',
+      'jsonpath={.items[0].status.podIP}',
+    );
+    expect(await dial(operatorIp.trim(), 9090)).toEqual(blocked);
+    // The policies select; they do not cut everything: the operator itself still reaches Redis.
+    const fromOperator = await t.kubectl(
+      '-n',
+      NAMESPACE,
+      'exec',
+      `deploy/${RELEASE}-operator`,
+      '--',
+      'node',
+      '-e',
+      `require('net').connect(6379, '${redisHost}').on('connect', () => { console.log('open'); process.exit(0); }).on('error', (e) => { console.log(e.code); process.exit(0); })`,
+    );
+    expect(fromOperator.trim()).toBe('open');
+    // Adding the sidecar's label to the running pod is refused: it would pass the Redis policy unguarded.
+    const relabelled = await tenant(['-n', TENANT, 'label', 'pod', 'prowler', 'tollgate.dev/inject=true']);
+    expect(relabelled.ok).toBe(false);
+    expect(relabelled.out).toMatch(/denied/);
+    expect(await dial(redisHost, 6379)).toEqual(blocked);
   });
 });
 

@@ -9,6 +9,7 @@
 #   tollgate/pause:3.10            test/harness/images/pause (containerd's sandbox image)
 #   tollgate/coredns:1.12.1        test/harness/images/coredns
 #   tollgate/traefik:3.6.12        test/harness/images/traefik (the cluster's ingress controller)
+#   tollgate/kube-router:2.1.0     test/harness/images/kube-router (the cluster's NetworkPolicy enforcer)
 # Each image is keyed by the hash of its Dockerfile, its build context and its base's key, and
 # exported once to $TOLLGATE_CACHE/images/<name>-<key>.tar (docker-archive), which the harness
 # imports into the cluster's containerd. A warm run rebuilds nothing.
@@ -35,6 +36,7 @@ NPM_VERSION=10.9.9
 KUBE_VERSION=v1.34.4
 COREDNS_VERSION=1.12.1
 TRAEFIK_VERSION=3.6.12
+KUBE_ROUTER_VERSION=2.1.0
 
 log() { printf '[images] %s\n' "$*" >&2; }
 # Its own storage: nothing of the machine's container storage is read or written.
@@ -183,3 +185,6 @@ build "tollgate/coredns:$COREDNS_VERSION" "$coredns_key" "$(binary_context cored
 
 traefik_key=$(key "$here/images/traefik/Dockerfile" "$bin/traefik-v$TRAEFIK_VERSION")
 build "tollgate/traefik:$TRAEFIK_VERSION" "$traefik_key" "$(binary_context traefik)"
+
+kube_router_key=$( (key "$here/images/kube-router/Dockerfile" "$bin/kube-router-v$KUBE_ROUTER_VERSION"; echo "$base") | sha256sum | cut -c1-16)
+build "tollgate/kube-router:$KUBE_ROUTER_VERSION" "$kube_router_key" "$(binary_context kube-router)"

@@ -29,6 +29,7 @@ flock 9
 KUBE_VERSION=v1.34.4
 COREDNS_VERSION=v1.12.1 # from go/coredns/go.mod
 TRAEFIK_VERSION=v3.6.12 # from go/traefik/go.mod
+KUBE_ROUTER_VERSION=v2.1.0 # from go/kube-router/go.mod (the one version the module proxy serves)
 ETCD_VERSION=v3.6.4
 MINIO_VERSION=RELEASE.2025-09-07T16-13-09Z
 MINIO_TIME=2025-09-07T16:13:09Z # the same release, as MinIO's own version string
@@ -165,6 +166,11 @@ need_cluster() {
   go_build "$here/go/traefik" github.com/traefik/traefik/v3/cmd/traefik "$bin/traefik-$TRAEFIK_VERSION" \
     "-X github.com/traefik/traefik/v3/pkg/version.Version=$TRAEFIK_VERSION"
   ln -sfn "traefik-$TRAEFIK_VERSION" "$bin/traefik"
+  # The cluster's NetworkPolicy enforcer (the bridge CNI enforces none).
+  go_build "$here/go/kube-router" github.com/cloudnativelabs/kube-router/v2/cmd/kube-router \
+    "$bin/kube-router-$KUBE_ROUTER_VERSION" \
+    "-X github.com/cloudnativelabs/kube-router/v2/pkg/version.Version=$KUBE_ROUTER_VERSION"
+  ln -sfn "kube-router-$KUBE_ROUTER_VERSION" "$bin/kube-router"
 
   # The sandbox ("pause") container: Kubernetes' own pause.c from the pinned module, static.
   local pause="$bin/pause-$KUBE_VERSION"

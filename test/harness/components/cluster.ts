@@ -20,6 +20,7 @@ import { binDir, bins, repoRoot } from '../paths.js';
 import type { Managed, ProcessRegistry } from '../processes.js';
 import { waitUntil } from '../wait.js';
 import { INGRESS_CLASS, INGRESS_NODE_PORT, TRAEFIK_DEPLOYMENT, traefikManifests } from './ingress.js';
+import { NETPOL_DAEMONSET, networkPolicyManifests } from './network-policies.js';
 import { startControlPlane } from './kube.js';
 import type { ClusterInfo } from '../types.js';
 
@@ -474,9 +475,12 @@ export async function startCluster(reg: ProcessRegistry, runDir: string): Promis
     { timeoutMs: 120_000, proc: kubelet, intervalMs: 500 },
   );
   await imported;
-  // The cluster's add-ons: DNS, and an ingress controller (as kind's ingress setup adds one).
+  // The cluster's add-ons: DNS, an ingress controller (as kind's ingress setup adds one), and a
+  // NetworkPolicy enforcer.
   const apply = execFile(bins.kubectl, ['--kubeconfig', kubeconfig, 'apply', '-f', '-']);
-  apply.stdin?.end(`${corednsManifests(net)}---\n${traefikManifests()}`);
+  apply.stdin?.end(
+    `${corednsManifests(net)}---\n${traefikManifests()}---\n${networkPolicyManifests(net.serviceCidr)}`,
+  );
   await new Promise<void>((res, rej) => {
     apply.once('exit', (code) => (code === 0 ? res() : rej(new Error(`add-ons apply exited ${code}`))));
   });
@@ -491,6 +495,22 @@ export async function startCluster(reg: ProcessRegistry, runDir: string): Promis
   await Promise.all([
     deploymentReady('CoreDNS ready', 'kube-system', 'coredns'),
     deploymentReady('Traefik ready', TRAEFIK_DEPLOYMENT.namespace, TRAEFIK_DEPLOYMENT.name),
+    waitUntil(
+      'kube-router (NetworkPolicy) ready',
+      async () =>
+        (
+          await kubectl(
+            '-n',
+            NETPOL_DAEMONSET.namespace,
+            'get',
+            'daemonset',
+            NETPOL_DAEMONSET.name,
+            '-o',
+            'jsonpath={.status.numberReady}',
+          )
+        ).stdout === '1',
+      { timeoutMs: 120_000, intervalMs: 500 },
+    ),
   ]);
   // The default ServiceAccount, made by the controller manager, before any pod is created.
   await waitUntil(

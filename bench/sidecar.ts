@@ -69,7 +69,7 @@ export async function run(): Promise<void> {
       url: `http://127.0.0.1:${sidecarPort}`,
       owner: 'bench',
       workflow: WORKFLOW,
-      grantAudience: grantAudience.service(WORKFLOW, 'guarded'),
+      grantAudience: grantAudience.service('default', WORKFLOW, 'guarded'),
     });
     // As the operator marks a complete index.
     await redis.set(redisKeys.indexMarker, new Date().toISOString());

@@ -48,6 +48,8 @@ import type { ModelGateway } from '../common/resources/model.js';
 
 /** How long a rebuild waits for failed reconciles to succeed on retry before it sweeps. */
 const SETTLE_MS = 15_000;
+/** How long the periodic index check waits for Redis before it takes the connection for dead. */
+const INDEX_CHECK_TIMEOUT_MS = 2_000;
 
 // Sets the marker only if the build's own token is still there: a Redis flushed or restarted
 // empty while the build ran lost the token with the entries, and must not be marked built.
@@ -206,6 +208,8 @@ class Term {
   private resyncPending = false;
   /** The last rebuild left its sweep for later (a reconcile was failing): the next check does it. */
   private sweepPending = false;
+  /** An index check is waiting on Redis: the next tick does not pile another on it. */
+  private checking = false;
 
   constructor(
     private readonly sources: OperatorSources,
@@ -276,12 +280,19 @@ class Term {
   }
 
   private async checkIndex(): Promise<void> {
-    if (this.stopped || this.rebuilding) return;
+    if (this.stopped || this.rebuilding || this.checking) return;
     const resync = this.resyncPending;
+    this.checking = true;
     try {
-      if (!resync && !this.sweepPending && (await this.redis.exists(redisKeys.indexMarker)) === 1) return;
+      if (!resync && !this.sweepPending) {
+        const built = await this.markerExists();
+        // Built; or no answer, and the reconnect it forced resyncs once Redis is back.
+        if (built !== false) return;
+      }
     } catch {
       return; // Redis is down; checked again when it is back.
+    } finally {
+      this.checking = false;
     }
     this.resyncPending = false;
     if (resync) this.opts.log.warn('Redis reconnected (perhaps to a new primary); resyncing the index');
@@ -290,6 +301,33 @@ class Term {
         'the Redis index is missing (flushed or restarted empty); rebuilding it from the resources',
       );
     this.rebuilding = this.rebuild().finally(() => (this.rebuilding = undefined));
+  }
+
+  /**
+   * Whether the index marker is there; undefined when Redis did not answer in time. A primary lost
+   * with its node leaves an idle connection open to an address that no longer answers (packets
+   * dropped, no reset): without a deadline the check would wait on it while the gateways, already
+   * on the new (empty) primary, answer 503 with no one rebuilding. So a check Redis does not
+   * answer drops the connection, and the reconnect (to the current primary) resyncs the index.
+   */
+  private async markerExists(): Promise<boolean | undefined> {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<undefined>((resolve) => {
+      timer = setTimeout(() => resolve(undefined), INDEX_CHECK_TIMEOUT_MS);
+    });
+    try {
+      const answer = await Promise.race([this.redis.exists(redisKeys.indexMarker), late]);
+      if (answer === undefined && !this.stopped) {
+        this.opts.log.warn(
+          { timeoutMs: INDEX_CHECK_TIMEOUT_MS },
+          'Redis did not answer the index check; reconnecting (a lost primary?)',
+        );
+        this.redis.disconnect(true);
+      }
+      return answer === undefined ? undefined : answer === 1;
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /** Idle, with failed reconciles given their retries (bounded: a lasting failure stays failing). */

@@ -34,6 +34,12 @@ const flagsSchema = z
     operationsPort: z.coerce.number().int().min(0).max(65535),
     redisUrl: redisUrlSchema.optional(),
     trustedKeys: z.string().min(1).optional(),
+    namespace: z
+      .string()
+      .regex(
+        /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/,
+        '--namespace: a namespace name (lower-case letters, digits and dashes)',
+      ),
   })
   .refine((f) => (f.model === undefined) !== (f.service === undefined), {
     error: 'guard either a workflow service (--workflow W --service S) or a model (--model model-<id>)',
@@ -50,13 +56,20 @@ function targetOf(flags: z.infer<typeof flagsSchema>): SidecarTarget {
   if (flags.model !== undefined) {
     return {
       kind: 'model',
+      namespace: flags.namespace,
       upstream,
       model: flags.model,
       ...(flags.modelVersion === undefined ? {} : { version: flags.modelVersion }),
       ...(flags.workflow === undefined ? {} : { workflow: flags.workflow }),
     };
   }
-  return { kind: 'workflow', upstream, workflow: flags.workflow ?? '', service: flags.service ?? '' };
+  return {
+    kind: 'workflow',
+    namespace: flags.namespace,
+    upstream,
+    workflow: flags.workflow ?? '',
+    service: flags.service ?? '',
+  };
 }
 
 /**
@@ -85,6 +98,11 @@ export function register(program: Command): void {
       '--operations-port <port>',
       'port of /healthz, /readyz, /metrics and the workload’s probes',
       '9091',
+    )
+    .option(
+      '--namespace <name>',
+      'the workload’s namespace, bound into the grants it takes (in a pod: its own, TOLLGATE_POD_NAMESPACE; standalone: default)',
+      process.env.TOLLGATE_POD_NAMESPACE ?? 'default',
     )
     .option('--redis-url <url>', 'Redis holding the key index (TOLLGATE_REDIS_URL)')
     .option(

@@ -74,12 +74,15 @@ export const routeSchema = z.object({
 export type Route = z.infer<typeof routeSchema>;
 
 /**
- * Who a signed grant is for: one sidecar's workload. A workflow service's sidecar takes grants for
- * its workflow and service, a model's sidecar for its model; neither takes the other's.
+ * Who a signed grant is for: one sidecar's workload, in its namespace. A workflow service's sidecar
+ * takes grants for its workflow and service, a model's sidecar for its model; neither takes the
+ * other's, and a sidecar in another namespace (the webhook tells each its own, from the pod's
+ * metadata) takes neither.
  */
 export const grantAudience = {
-  service: (workflow: string, service: string): string => `urn:tollgate:service:${workflow}/${service}`,
-  model: (model: string): string => `urn:tollgate:model:${model}`,
+  service: (namespace: string, workflow: string, service: string): string =>
+    `urn:tollgate:service:${namespace}/${workflow}/${service}`,
+  model: (namespace: string, model: string): string => `urn:tollgate:model:${namespace}/${model}`,
 } as const;
 
 /**

@@ -22,7 +22,7 @@ import { appHealthHandler, appHealthPath, type AppProbes } from './app-probes.js
  * and the workload's own probes answer on a port of their own, since every path of the traffic
  * port belongs to the workload.
  */
-export type SidecarTarget =
+export type SidecarTarget = (
   | {
       kind: 'workflow';
       /** Where the workload listens (in a pod: loopback only, so nothing reaches it but the sidecar). */
@@ -30,10 +30,16 @@ export type SidecarTarget =
       workflow: string;
       service: string;
     }
-  | { kind: 'model'; upstream: URL; model: string; version?: string; workflow?: string };
+  | { kind: 'model'; upstream: URL; model: string; version?: string; workflow?: string }
+) & {
+  /** The workload's namespace (its pod's, on a cluster): grants for another's are refused. */
+  namespace: string;
+};
 
 export const sidecarAudience = (t: SidecarTarget): string =>
-  t.kind === 'workflow' ? grantAudience.service(t.workflow, t.service) : grantAudience.model(t.model);
+  t.kind === 'workflow'
+    ? grantAudience.service(t.namespace, t.workflow, t.service)
+    : grantAudience.model(t.namespace, t.model);
 
 export function workflowResolver(target: Extract<SidecarTarget, { kind: 'workflow' }>): ResolveTarget {
   const origin = target.upstream.origin;

@@ -1,6 +1,8 @@
+import { randomBytes } from 'node:crypto';
 import { TollgateError } from '../../common/errors.js';
 import type { V2Datatype } from '../../common/model-settings/types.js';
 import type { ModelMetadata } from './metadata.js';
+import { validateInferRequest, type BinaryOutputs, type CheckedInferenceRequest } from './validate-infer.js';
 
 /**
  * The binary tensor extension of the V2 protocol (Triton's; tritonclient uses it by default),
@@ -16,9 +18,6 @@ import type { ModelMetadata } from './metadata.js';
  * Raw tensors are row-major and little-endian; BOOL is one byte; each BYTES element is a 4-byte
  * little-endian length and its bytes.
  */
-
-/** Which outputs the client wants as raw bytes: every one, or those named. */
-export type BinaryOutputs = 'all' | ReadonlySet<string>;
 
 const SIZES: Partial<Record<V2Datatype, number>> = {
   BOOL: 1,
@@ -41,24 +40,36 @@ const isObject = (v: unknown): v is Record<string, unknown> =>
 const bad = (code: 'invalid_binary_data' | 'invalid_json', message: string, field: string): TollgateError =>
   new TollgateError(code, message, { field });
 
-/** What the request asks for in binary, if anything (read from the JSON request object). */
-export function binaryOutputsWanted(request: Record<string, unknown>): BinaryOutputs | undefined {
-  if (isObject(request.parameters) && request.parameters.binary_data_output === true) return 'all';
-  if (!Array.isArray(request.outputs)) return undefined;
-  const named = new Set<string>();
-  for (const output of request.outputs as unknown[]) {
-    if (isObject(output) && typeof output.name === 'string' && isObject(output.parameters)) {
-      if (output.parameters.binary_data === true) named.add(output.name);
-    }
-  }
-  return named.size > 0 ? named : undefined;
+/**
+ * How much larger than the body limit the JSON a runtime reads may be. Raw tensors grow when
+ * written as JSON (a BOOL byte becomes up to 6 characters, an FP32 value up to ~24), so a body
+ * within the limit could otherwise become a string of hundreds of megabytes: the translation stops
+ * with 413 once it passes this multiple, before it holds more.
+ */
+export const BINARY_EXPANSION = 4;
+
+/** The translated request: the JSON the runtime reads, and what the request checks found. */
+export interface TranslatedRequest {
+  json: string;
+  checked: CheckedInferenceRequest;
 }
 
+/** Data values are joined this many at a time: no array of millions of JS values is ever held. */
+const CHUNK = 16_384;
+
 /**
- * The JSON request a runtime reads, from a body in the binary extension's layout. Every error is a
- * 400 naming the input at fault.
+ * The JSON request a runtime reads, from a body in the binary extension's layout. The header is
+ * checked against the model first (names, datatypes, shapes), so nothing is decoded for a request
+ * that would be refused; each tensor's size must then be exactly what its shape and datatype
+ * need, and the JSON is written once, within `maxJsonBytes`. Every error is a 400 naming the input
+ * at fault, or a 413 past the size bound.
  */
-export function decodeBinaryRequest(body: Buffer, headerLength: string, metadata: ModelMetadata): string {
+export function decodeBinaryRequest(
+  body: Buffer,
+  headerLength: string,
+  metadata: ModelMetadata,
+  maxJsonBytes: number,
+): TranslatedRequest {
   const length = Number(headerLength);
   if (!/^\d+$/.test(headerLength) || length > body.length) {
     throw bad(
@@ -80,12 +91,11 @@ export function decodeBinaryRequest(body: Buffer, headerLength: string, metadata
   if (!isObject(header) || !Array.isArray(header.inputs)) {
     throw bad('invalid_json', 'the JSON header must be an object with an "inputs" array', 'body');
   }
-  const declared = new Map(metadata.inputs.map((t) => [t.name, t]));
-  let offset = length;
-  const inputs = (header.inputs as unknown[]).map((input, position) => {
-    if (!isObject(input) || !isObject(input.parameters) || input.parameters.binary_data_size === undefined) {
-      return input;
-    }
+  const inputs = header.inputs as unknown[];
+  const binary = new Map<number, number>();
+  inputs.forEach((input, position) => {
+    if (!isObject(input) || !isObject(input.parameters) || input.parameters.binary_data_size === undefined)
+      return;
     const name = typeof input.name === 'string' ? input.name : `#${position}`;
     const field = `inputs[${name}].parameters.binary_data_size`;
     const size = input.parameters.binary_data_size;
@@ -103,26 +113,52 @@ export function decodeBinaryRequest(body: Buffer, headerLength: string, metadata
         field,
       );
     }
+    binary.set(position, size);
+  });
+  // Everything but the raw bytes, against the model: a BOOL tensor for an FP32 input is refused
+  // here, before a byte of it is decoded.
+  const checked = validateInferRequest(
+    header,
+    metadata,
+    new Set([...binary.keys()].map((p) => (inputs[p] as { name: string }).name)),
+  );
+
+  const budget = new JsonBudget(maxJsonBytes, body.length);
+  const nonce = randomBytes(8).toString('hex');
+  const placeholder = (position: number) => `tollgate-binary-${nonce}-${position}`;
+  const texts = new Map<string, string>();
+  let offset = length;
+  const translated = inputs.map((input, position) => {
+    const size = binary.get(position);
+    if (size === undefined || !isObject(input) || !isObject(input.parameters)) return input;
+    const name = input.name as string;
     if (offset + size > body.length) {
       throw bad(
         'invalid_binary_data',
         `input '${name}': binary_data_size ${size} runs past the end of the body (${body.length - offset} bytes left)`,
-        field,
+        `inputs[${name}].parameters.binary_data_size`,
       );
     }
     const bytes = body.subarray(offset, offset + size);
     offset += size;
+    const shape = input.shape as number[];
+    const values = shape.reduce((a, b) => a * b, 1);
     const { binary_data_size: _size, ...parameters } = input.parameters;
-    const datatype = String(input.datatype) as V2Datatype;
-    if (datatype !== 'BYTES') {
-      return { ...input, parameters, data: decodeFixed(name, datatype, bytes) };
+    const datatype = input.datatype as V2Datatype;
+    let out: Record<string, unknown>;
+    if (datatype === 'BYTES') {
+      const contentType =
+        typeof parameters.content_type === 'string'
+          ? parameters.content_type
+          : metadata.inputs.find((t) => t.name === name)?.parameters.content_type;
+      const decoded = bytesJson(name, bytes, values, shape, contentType, budget);
+      texts.set(placeholder(position), decoded.json);
+      out = { ...input, parameters: { ...parameters, content_type: decoded.contentType } };
+    } else {
+      texts.set(placeholder(position), fixedJson(name, datatype, bytes, values, shape, budget));
+      out = { ...input, parameters };
     }
-    const contentType =
-      typeof parameters.content_type === 'string'
-        ? parameters.content_type
-        : declared.get(name)?.parameters.content_type;
-    const decoded = decodeBytes(name, bytes, contentType);
-    return { ...input, parameters: { ...parameters, content_type: decoded.contentType }, data: decoded.data };
+    return { ...out, data: placeholder(position) };
   });
   if (offset !== body.length) {
     throw bad(
@@ -131,23 +167,70 @@ export function decodeBinaryRequest(body: Buffer, headerLength: string, metadata
       'body',
     );
   }
-  return JSON.stringify({ ...header, inputs });
+  // The header as JSON once, each placeholder replaced by its data (written once, above).
+  let json = JSON.stringify({ ...header, inputs: translated });
+  budget.spend(json.length);
+  for (const [mark, text] of texts) json = json.replace(`"${mark}"`, () => text);
+  return { json, checked };
 }
 
-function decodeFixed(name: string, datatype: V2Datatype, bytes: Buffer): Array<number | boolean> {
-  const size = SIZES[datatype];
-  const field = `inputs[${name}].parameters.binary_data_size`;
-  if (size === undefined) {
-    throw bad('invalid_binary_data', `input '${name}': ${datatype} data cannot be sent as binary`, field);
+/** The JSON text a translation may still write: 413 past it. */
+class JsonBudget {
+  private left: number;
+  constructor(
+    private readonly max: number,
+    private readonly bodyBytes: number,
+  ) {
+    this.left = max;
   }
-  if (bytes.length % size !== 0) {
+  spend(chars: number): void {
+    this.left -= chars;
+    if (this.left < 0) {
+      throw new TollgateError(
+        'body_too_large',
+        `the ${this.bodyBytes}-byte binary request becomes more than ${this.max} bytes of JSON for the runtime (${BINARY_EXPANSION} times the body limit); send fewer rows per call`,
+      );
+    }
+  }
+}
+
+const sizeMismatch = (name: string, shape: number[], message: string): TollgateError =>
+  new TollgateError('shape_data_mismatch', `input '${name}': shape [${shape.join(',')}] ${message}`, {
+    field: `inputs[${name}].parameters.binary_data_size`,
+  });
+
+/** A fixed-size tensor's values as a JSON array, written a chunk at a time. */
+function fixedJson(
+  name: string,
+  datatype: V2Datatype,
+  bytes: Buffer,
+  values: number,
+  shape: number[],
+  budget: JsonBudget,
+): string {
+  const size = SIZES[datatype];
+  if (size === undefined) {
     throw bad(
       'invalid_binary_data',
-      `input '${name}': ${bytes.length} bytes is not a whole number of ${datatype} values (${size} bytes each)`,
-      field,
+      `input '${name}': ${datatype} data cannot be sent as binary`,
+      `inputs[${name}].parameters.binary_data_size`,
     );
   }
-  const out: Array<number | boolean> = [];
+  if (bytes.length !== values * size) {
+    throw sizeMismatch(
+      name,
+      shape,
+      `needs ${values} ${datatype} values, ${values * size} bytes; binary_data_size is ${bytes.length}`,
+    );
+  }
+  const parts: string[] = [];
+  const chunk: Array<number | boolean> = [];
+  const flush = () => {
+    const text = chunk.join(',');
+    budget.spend(text.length + 1);
+    parts.push(text);
+    chunk.length = 0;
+  };
   for (let at = 0; at < bytes.length; at += size) {
     const value = readValue(datatype, bytes, at);
     if (typeof value === 'number' && !Number.isFinite(value)) {
@@ -157,9 +240,11 @@ function decodeFixed(name: string, datatype: V2Datatype, bytes: Buffer): Array<n
         `inputs[${name}]`,
       );
     }
-    out.push(value);
+    chunk.push(value);
+    if (chunk.length === CHUNK) flush();
   }
-  return out;
+  if (chunk.length > 0) flush();
+  return `[${parts.join(',')}]`;
 }
 
 function readValue(datatype: V2Datatype, b: Buffer, at: number): number | boolean {
@@ -191,13 +276,24 @@ function readValue(datatype: V2Datatype, b: Buffer, at: number): number | boolea
   }
 }
 
-function decodeBytes(
+/**
+ * A BYTES tensor's elements (each a 4-byte little-endian length and its bytes) as a JSON array of
+ * strings: text when the client or the model says so or every element is text, else base64. The
+ * elements are counted against the shape before any is copied.
+ */
+function bytesJson(
   name: string,
   bytes: Buffer,
+  values: number,
+  shape: number[],
   declared: string | undefined,
-): { data: string[]; contentType: string } {
-  const elements: Buffer[] = [];
+  budget: JsonBudget,
+): { json: string; contentType: string } {
+  const ends: number[] = [];
   for (let at = 0; at < bytes.length;) {
+    if (ends.length === values) {
+      throw sizeMismatch(name, shape, `needs ${values} BYTES elements; its binary data holds more`);
+    }
     if (at + 4 > bytes.length) {
       throw bad(
         'invalid_binary_data',
@@ -213,30 +309,45 @@ function decodeBytes(
         `inputs[${name}]`,
       );
     }
-    elements.push(bytes.subarray(at + 4, at + 4 + size));
     at += 4 + size;
+    ends.push(at);
   }
+  if (ends.length !== values) {
+    throw sizeMismatch(name, shape, `needs ${values} BYTES elements; its binary data holds ${ends.length}`);
+  }
+  const element = (i: number): Buffer => bytes.subarray((i === 0 ? 0 : (ends[i - 1] as number)) + 4, ends[i]);
   const text = new TextDecoder('utf-8', { fatal: true });
-  const asText = (): string[] | undefined => {
+  const isText = (): boolean => {
     try {
-      return elements.map((e) => text.decode(e));
+      for (let i = 0; i < ends.length; i++) text.decode(element(i));
+      return true;
     } catch {
-      return undefined;
+      return false;
     }
   };
   // Text when the client or the model says so, or when every element is text; else base64, which
   // MLServer hands to the model as the bytes they were.
-  const contentType = declared ?? (asText() === undefined ? 'base64' : 'str');
-  if (contentType === 'base64') return { data: elements.map((e) => e.toString('base64')), contentType };
-  const strings = asText();
-  if (strings === undefined) {
-    throw bad(
-      'invalid_binary_data',
-      `input '${name}': its bytes are not UTF-8 text, as content_type "${contentType}" says; send content_type "base64" for binary data`,
-      `inputs[${name}].parameters.content_type`,
-    );
+  const contentType = declared ?? (isText() ? 'str' : 'base64');
+  const parts: string[] = [];
+  for (let i = 0; i < ends.length; i++) {
+    let value: string;
+    if (contentType === 'base64') value = element(i).toString('base64');
+    else {
+      try {
+        value = text.decode(element(i));
+      } catch {
+        throw bad(
+          'invalid_binary_data',
+          `input '${name}': its bytes are not UTF-8 text, as content_type "${contentType}" says; send content_type "base64" for binary data`,
+          `inputs[${name}].parameters.content_type`,
+        );
+      }
+    }
+    const quoted = JSON.stringify(value);
+    budget.spend(quoted.length + 1);
+    parts.push(quoted);
   }
-  return { data: strings, contentType };
+  return { json: `[${parts.join(',')}]`, contentType };
 }
 
 /** A 64-bit integer as a number, or NaN when JSON's numbers would not carry it exactly. */

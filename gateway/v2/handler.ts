@@ -14,9 +14,9 @@ import type { MetadataCache, RuntimeAddress } from './metadata-cache.js';
 import type { ModelDirectory, ModelInfo } from './model-directory.js';
 import { readBody } from './read-body.js';
 import { runtimeError, runtimeUnreachable } from './runtime-errors.js';
-import { validateInferRequest } from './validate-infer.js';
+import { validateInferRequest, type BinaryOutputs } from './validate-infer.js';
 import { SCALING_DEFAULTS } from '../../common/resources/model-scaling.js';
-import { decodeBinaryRequest, encodeBinaryResponse, type BinaryOutputs } from './binary-tensors.js';
+import { BINARY_EXPANSION, decodeBinaryRequest, encodeBinaryResponse } from './binary-tensors.js';
 import { noteRefusal } from '../auth/refusals.js';
 import { countedUpstream, withSignedGrant, type GrantedCall } from '../auth/signed-grant.js';
 import type { Authenticate } from '../events-handler.js';
@@ -580,8 +580,13 @@ async function answerInference(
   checkContentType(req, binaryHeader !== undefined);
   const raw = await readBody(req, s.config.bodyLimitBytes);
   const { metadata } = await cache.get(model, runtime, call.grant);
-  const body = binaryHeader === undefined ? raw : decodeBinaryRequest(raw, binaryHeader, metadata);
-  const { binaryOutputs } = validateInferRequest(body, metadata);
+  // Checked against the model before anything is decoded; a binary body is translated once.
+  const translated =
+    binaryHeader === undefined
+      ? { json: raw, checked: validateInferRequest(raw, metadata) }
+      : decodeBinaryRequest(raw, binaryHeader, metadata, BINARY_EXPANSION * s.config.bodyLimitBytes);
+  const body = translated.json;
+  const { binaryOutputs } = translated.checked;
   progress.checked = true;
 
   const path = `${runtime.basePath}/v2/models/${model}/infer${call.query}`;

@@ -1,6 +1,5 @@
 import { TollgateError, type ErrorCode } from '../../common/errors.js';
 import { V2_DATATYPES, type V2Datatype } from '../../common/model-settings/types.js';
-import { binaryOutputsWanted, type BinaryOutputs } from './binary-tensors.js';
 import type { ModelMetadata, TensorMetadata } from './metadata.js';
 
 /**
@@ -10,6 +9,22 @@ import type { ModelMetadata, TensorMetadata } from './metadata.js';
  * the declared one, shape consistent with data, batch first, content_type for BYTES, base64 that
  * decodes. Pure: no I/O, so it is unit tested alone and costs microseconds on the hot path.
  */
+
+/** Which outputs the client wants as raw bytes: every one, or those named. */
+export type BinaryOutputs = 'all' | ReadonlySet<string>;
+
+/** What the request asks for in binary, if anything (read from the JSON request object). */
+export function binaryOutputsWanted(request: Record<string, unknown>): BinaryOutputs | undefined {
+  if (isObject(request.parameters) && request.parameters.binary_data_output === true) return 'all';
+  if (!Array.isArray(request.outputs)) return undefined;
+  const named = new Set<string>();
+  for (const output of request.outputs as unknown[]) {
+    if (isObject(output) && typeof output.name === 'string' && isObject(output.parameters)) {
+      if (output.parameters.binary_data === true) named.add(output.name);
+    }
+  }
+  return named.size > 0 ? named : undefined;
+}
 
 export interface CheckedInferenceRequest {
   /** The client's request id, if it sent one (the response echoes it). */
@@ -194,6 +209,8 @@ function checkContentType(
   datatype: V2Datatype,
   parameters: unknown,
   declared: TensorMetadata | undefined,
+  /** Raw bytes: without a content_type, the decoder tells text from binary (binary-tensors.ts). */
+  binary = false,
 ): string | undefined {
   const contentType = isObject(parameters) ? parameters.content_type : undefined;
   if (contentType !== undefined && typeof contentType !== 'string') {
@@ -217,6 +234,7 @@ function checkContentType(
     return contentType;
   }
   if (contentType === undefined) {
+    if (binary) return undefined;
     throw bad(
       'missing_content_type',
       `input '${name}': BYTES data needs parameters.content_type: "str" for text, "base64" for binary such as images`,
@@ -251,10 +269,12 @@ function checkContentType(
  * With no declared inputs (a settings file without `inputs`), only the model-independent rules apply.
  */
 export function validateInferRequest(
-  body: Buffer | string,
+  body: Buffer | string | Record<string, unknown>,
   metadata: ModelMetadata,
+  /** Inputs whose values come as raw bytes (binary-tensors.ts checks those against the shape). */
+  binaryInputs: ReadonlySet<string> = new Set(),
 ): CheckedInferenceRequest {
-  const request = parseBody(body);
+  const request = typeof body === 'string' || Buffer.isBuffer(body) ? parseBody(body) : body;
   const { inputs } = request;
   if (!Array.isArray(inputs) || inputs.length === 0) {
     throw bad(
@@ -313,23 +333,37 @@ export function validateInferRequest(
 
     const shape = checkShape(name, input.shape);
     if (declared) checkDeclaredShape(name, shape, declared.shape);
-    const contentType = checkContentType(name, v2Datatype, input.parameters, declared);
+    const contentType = checkContentType(
+      name,
+      v2Datatype,
+      input.parameters,
+      declared,
+      binaryInputs.has(name),
+    );
 
-    if (!Array.isArray(input.data)) {
-      throw bad(
-        'missing_data',
-        `input '${name}': "data" must be a list of values in row-major order (flat or nested)`,
-        `inputs[${name}].data`,
+    // Raw bytes after the header (binary-tensors.ts counts them against the shape as it decodes).
+    if (!binaryInputs.has(name)) {
+      if (!Array.isArray(input.data)) {
+        throw bad(
+          'missing_data',
+          `input '${name}': "data" must be a list of values in row-major order (flat or nested)`,
+          `inputs[${name}].data`,
+        );
+      }
+      const count = countElements(
+        name,
+        input.data,
+        shape.length,
+        elementCheck(name, v2Datatype, contentType),
       );
-    }
-    const count = countElements(name, input.data, shape.length, elementCheck(name, v2Datatype, contentType));
-    const needed = shape.reduce((a, b) => a * b, 1);
-    if (count !== needed) {
-      throw bad(
-        'shape_data_mismatch',
-        `input '${name}': shape ${showShape(shape)} needs ${needed} values, data has ${count}`,
-        `inputs[${name}].data`,
-      );
+      const needed = shape.reduce((a, b) => a * b, 1);
+      if (count !== needed) {
+        throw bad(
+          'shape_data_mismatch',
+          `input '${name}': shape ${showShape(shape)} needs ${needed} values, data has ${count}`,
+          `inputs[${name}].data`,
+        );
+      }
     }
 
     // Inputs that the model declares batch-first must agree on the batch size.

@@ -69,7 +69,13 @@ export function workflowRoute(svc: WorkflowService, claim: ServiceClaim, owner: 
     source: serviceSource({ namespace: svc.metadata.namespace ?? 'default', name: svc.metadata.name }),
     owner,
     ...(svc.metadata.annotations?.[SIDECAR_ANNOTATION] === 'true'
-      ? { grantAudience: grantAudience.service(claim.workflow, claim.service) }
+      ? {
+          grantAudience: grantAudience.service(
+            svc.metadata.namespace ?? 'default',
+            claim.workflow,
+            claim.service,
+          ),
+        }
       : {}),
   };
 }

@@ -10,14 +10,21 @@ export interface LeaderElectionOptions {
   leaseDurationSeconds?: number;
   /** How often the leader renews and candidates retry. */
   retryPeriodMs?: number;
+  /**
+   * This replica's wall clock, for the times it writes into the Lease (tests give one skewed).
+   * Whether a Lease expired is never read from them: see `observed`.
+   */
+  wallClock?: () => Date;
 }
 
 /**
  * Leader election on a coordination.k8s.io Lease, as client-go does it: the holder renews the
- * Lease every retry period; others take it over only once it has not been renewed for a full lease
- * duration. Every write carries the Lease's resourceVersion, so two candidates racing for an expired
- * Lease cannot both win (the second gets a 409). A leader that fails to renew before its lease
- * would expire steps down at once, before anyone else can take over.
+ * Lease every retry period; others take it over only once they have seen it unchanged for a full
+ * lease duration, measured on their own monotonic clock from when they saw it change, never by
+ * comparing the holder's `renewTime` with their own wall clock (two clocks apart by more than a
+ * lease would otherwise both lead). Every write carries the Lease's resourceVersion, so two
+ * candidates racing for an expired Lease cannot both win (the second gets a 409). A leader that
+ * fails to renew before its lease would expire steps down at once, before anyone else can take over.
  */
 export class LeaderElector {
   private readonly api: CoordinationV1Api;
@@ -27,6 +34,9 @@ export class LeaderElector {
   private stopped = false;
   private timer: NodeJS.Timeout | undefined;
   private lastRenew = 0;
+  /** The Lease record last read and when (monotonic ms) this replica saw it change. */
+  private observed: { record: string; at: number } | undefined;
+  private readonly wallClock: () => Date;
 
   constructor(
     kc: KubeConfig,
@@ -37,6 +47,7 @@ export class LeaderElector {
     this.api = kc.makeApiClient(CoordinationV1Api);
     this.duration = opts.leaseDurationSeconds ?? 15;
     this.retryMs = opts.retryPeriodMs ?? 2000;
+    this.wallClock = opts.wallClock ?? (() => new Date());
   }
 
   get isLeader(): boolean {
@@ -63,13 +74,14 @@ export class LeaderElector {
     if (this.stopped) return;
     try {
       const held = await this.tryAcquireOrRenew();
-      if (held) this.lastRenew = Date.now();
+      if (held) this.lastRenew = performance.now();
       this.setLeading(held);
     } catch (err) {
       this.log.warn({ err }, 'leader election: could not reach the Lease');
     }
     // A leader that cannot renew steps down before its lease can expire and be taken.
-    if (this.leading && Date.now() - this.lastRenew > (this.duration * 1000 * 2) / 3) this.setLeading(false);
+    if (this.leading && performance.now() - this.lastRenew > (this.duration * 1000 * 2) / 3)
+      this.setLeading(false);
     if (!this.stopped) this.timer = setTimeout(() => void this.tick(), this.retryMs);
   }
 
@@ -86,7 +98,7 @@ export class LeaderElector {
 
   private async tryAcquireOrRenew(): Promise<boolean> {
     const { namespace, name, identity } = this.opts;
-    const now = new V1MicroTime();
+    const now = new V1MicroTime(this.wallClock().getTime());
     let lease: V1Lease;
     try {
       lease = await this.api.readNamespacedLease({ namespace, name });
@@ -110,8 +122,11 @@ export class LeaderElector {
     }
     const spec = lease.spec ?? {};
     const holder = spec.holderIdentity;
-    const renewed = spec.renewTime ? new Date(spec.renewTime).getTime() : 0;
-    const expired = !holder || Date.now() > renewed + (spec.leaseDurationSeconds ?? this.duration) * 1000;
+    // What the holder wrote, as this replica saw it: a change restarts its own count.
+    const record = JSON.stringify([holder, spec.renewTime, spec.acquireTime, spec.leaseDurationSeconds]);
+    if (this.observed?.record !== record) this.observed = { record, at: performance.now() };
+    const expired =
+      !holder || performance.now() > this.observed.at + (spec.leaseDurationSeconds ?? this.duration) * 1000;
     if (holder !== identity && !expired) return false;
     const body: V1Lease = {
       ...lease,

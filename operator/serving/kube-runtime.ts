@@ -103,7 +103,11 @@ export class KubeRuntimeDriver implements RuntimeDriver {
       );
     }
     const state = stateOf(live, ref);
-    if (plan.gateway === 'sidecar') state.grantAudience = grantAudience.model(plan.model.metadata.name);
+    if (plan.gateway === 'sidecar')
+      state.grantAudience = grantAudience.model(
+        plan.model.metadata.namespace ?? 'default',
+        plan.model.metadata.name,
+      );
     return state;
   }
 

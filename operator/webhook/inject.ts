@@ -246,6 +246,8 @@ export function planInjection(pod: V1Pod, cfg: InjectionConfig): Injection {
     ],
     env: [
       { name: 'POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } },
+      // The pod's own namespace, from the API server: grants for another namespace's workload fail.
+      { name: 'TOLLGATE_POD_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
       ...(cfg.credentialEnv ?? []),
       { name: 'TOLLGATE_REDIS_URL', value: redisUrl },
       { name: 'TOLLGATE_TRUSTED_KEYS', value: cfg.trustedKeys },

@@ -27,8 +27,8 @@ export async function putWorkflowRoute(
     url: r.url,
     owner: r.owner,
     workflow: r.workflow,
-    source: `service/test/${r.workflow}-${r.service}`,
-    ...(r.sidecar === true ? { grantAudience: grantAudience.service(r.workflow, r.service) } : {}),
+    source: `service/default/${r.workflow}-${r.service}`,
+    ...(r.sidecar === true ? { grantAudience: grantAudience.service('default', r.workflow, r.service) } : {}),
   });
   await markIndexBuilt(redis);
 }

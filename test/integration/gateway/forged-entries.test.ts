@@ -187,6 +187,7 @@ describe('entries the operator did not write', () => {
       services = await sidecarServices((await redis('forged-entries')).url);
       sidecar = createSidecar(services, {
         kind: 'workflow',
+        namespace: 'default',
         upstream: new URL(upstream.url),
         workflow: wfA,
         service: 'svc',
@@ -210,7 +211,7 @@ describe('entries the operator did not write', () => {
       const grant = await new SignJWT({ kid: newId(), own: 'mallory', mod: 'bda', roles: [wfA] })
         .setProtectedHeader({ alg: 'ES256', kid: forgerKey.kid, typ: 'tollgate-grant+jwt' })
         .setIssuer('urn:tollgate:gateway')
-        .setAudience(`urn:tollgate:service:${wfA}/svc`)
+        .setAudience(`urn:tollgate:service:default/${wfA}/svc`)
         .setJti(randomUUID())
         .setIssuedAt(now)
         .setExpirationTime(now + 10)

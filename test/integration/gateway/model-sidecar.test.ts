@@ -67,14 +67,20 @@ describe('a model’s sidecar in front of MLServer', () => {
       trustedKeys: TEST_TRUSTED_KEYS,
     });
     const services = await sidecarServices(r.url);
-    sidecar = createSidecar(services, { kind: 'model', upstream: new URL(ml.url), model, workflow });
+    sidecar = createSidecar(services, {
+      kind: 'model',
+      namespace: 'default',
+      upstream: new URL(ml.url),
+      model,
+      workflow,
+    });
     sidecarUrl = `http://127.0.0.1:${(await sidecar.traffic.listen(0, '127.0.0.1')).port}`;
     // As the operator writes it for a Model behind its sidecar.
     await new RouteWriter(rc, await testSealer()).put(redisKeys.modelRoute(model), {
       url: sidecarUrl,
       workflow,
       source: `model/default/${model}`,
-      grantAudience: grantAudience.model(model),
+      grantAudience: grantAudience.model('default', model),
     });
     await markIndexBuilt(rc);
   }, 180_000);

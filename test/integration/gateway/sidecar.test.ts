@@ -54,6 +54,7 @@ describe('the gateway as a sidecar', () => {
     services = await sidecarServices(r.url);
     sidecar = createSidecar(services, {
       kind: 'workflow',
+      namespace: 'default',
       upstream: new URL(`${upstream.url}/base`),
       workflow,
       service: 'scorer',
@@ -182,6 +183,7 @@ describe('central gateway and sidecar together: a signed grant instead of a seco
     services = await sidecarServices(r.url);
     sidecar = createSidecar(services, {
       kind: 'workflow',
+      namespace: 'default',
       upstream: new URL(upstream.url),
       workflow,
       service: 'scorer',
@@ -218,7 +220,7 @@ describe('central gateway and sidecar together: a signed grant instead of a seco
     return new SignJWT({ kid: '0123456789abcdef0123', own: 'alice', mod: 'bda', roles: [workflow], ...call })
       .setProtectedHeader({ alg: 'ES256', kid: stored.kid, typ: 'tollgate-grant+jwt' })
       .setIssuer('urn:tollgate:gateway')
-      .setAudience(claims.aud ?? `urn:tollgate:service:${workflow}/scorer`)
+      .setAudience(claims.aud ?? `urn:tollgate:service:default/${workflow}/scorer`)
       .setJti(claims.jti ?? randomUUID())
       .setIssuedAt(now - 30)
       .setExpirationTime(claims.exp ?? now + 10)
@@ -271,7 +273,15 @@ describe('central gateway and sidecar together: a signed grant instead of a seco
     const other = path.join(dir, 'other-key.json');
     await GrantSigner.open(other);
     await expectRefused(await craft({}, other), /signature or its shape/);
-    await expectRefused(await craft({ aud: `urn:tollgate:service:${workflow}/other` }), /another service/);
+    await expectRefused(
+      await craft({ aud: `urn:tollgate:service:default/${workflow}/other` }),
+      /another service/,
+    );
+    // The same workflow service in another namespace (a tenant's pod labelled as this one): not ours.
+    await expectRefused(
+      await craft({ aud: `urn:tollgate:service:team-b/${workflow}/scorer` }),
+      /another service/,
+    );
     await expectRefused(await craft({ exp: Math.floor(Date.now() / 1000) - 60 }), /expired/);
     // A grant is for one call: another method or path is refused.
     await expectRefused(await craft({ htm: 'POST' }), /another call/);
@@ -283,6 +293,7 @@ describe('central gateway and sidecar together: a signed grant instead of a seco
     await expectRefused(once, /used already/);
     const replica = createSidecar(services, {
       kind: 'workflow',
+      namespace: 'default',
       upstream: new URL(upstream.url),
       workflow,
       service: 'scorer',
@@ -294,6 +305,22 @@ describe('central gateway and sidecar together: a signed grant instead of a seco
       expect(r.json.error).toMatch(/used already/);
     } finally {
       await replica.traffic.shutdown();
+    }
+    // A sidecar guarding the same ids in another namespace refuses a grant this namespace's takes.
+    const elsewhere = createSidecar(services, {
+      kind: 'workflow',
+      namespace: 'team-b',
+      upstream: new URL(upstream.url),
+      workflow,
+      service: 'scorer',
+    });
+    const elsewhereUrl = `http://127.0.0.1:${(await elsewhere.traffic.listen(0, '127.0.0.1')).port}`;
+    try {
+      const r = await send(elsewhereUrl, '/score', { headers: { 'x-tollgate-grant': await craft({}) } });
+      expect([r.status, r.json.code]).toEqual([401, 'invalid_grant']);
+      expect(r.json.error).toMatch(/another service/);
+    } finally {
+      await elsewhere.traffic.shutdown();
     }
     // A good key does not rescue a bad grant: a grant that fails is never taken for a missing one.
     const { key } = await createKey(rc, 'bda', [workflow]);

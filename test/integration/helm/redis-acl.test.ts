@@ -82,6 +82,7 @@ describe('the Redis users of the chart, on a real redis-server', () => {
     services = await sidecarServices(url('sidecar'), { usageFlushMs: 100 });
     sidecar = createSidecar(services, {
       kind: 'workflow',
+      namespace: 'default',
       upstream: new URL(upstream.url),
       workflow,
       service: 'svc',

@@ -27,6 +27,8 @@ export async function until<T>(
 
 export interface Dev {
   base: string;
+  /** The process serving (with `built`, the server itself, not a loader in front of it). */
+  pid: number;
   /** What the process printed, the last 200 kB. */
   log(): string;
   /** A key (platform by default) with these roles, created through the management API as user vera. */
@@ -34,15 +36,23 @@ export interface Dev {
   stop(): Promise<void>;
 }
 
-/** `tollgate dev` on a state directory, as a user runs it, until its gateway answers. */
-export async function startDev(state: string, redisUrl: string): Promise<Dev> {
+/**
+ * `tollgate dev` on a state directory, as a user runs it, until its gateway answers. `built`: the
+ * built CLI (`make build`), one process whose memory a test can read, instead of the sources.
+ */
+export async function startDev(
+  state: string,
+  redisUrl: string,
+  opts: { built?: boolean } = {},
+): Promise<Dev> {
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
   const env = { ...process.env, TOLLGATE_STATE_DIR: state, REDIS_URL: redisUrl, LOG_LEVEL: 'info' };
+  const entry = opts.built === true ? [path.join(ROOT, 'bin/tollgate.js')] : [TSX, CLI];
   const dev: ChildProcess = spawn(
     process.execPath,
-    [TSX, CLI, 'dev', '--port', String(port), '--mlserver', venv().mlserver],
-    { env, stdio: ['ignore', 'pipe', 'pipe'] },
+    [...entry, 'dev', '--port', String(port), '--mlserver', venv().mlserver],
+    { env: opts.built === true ? { ...env, NODE_OPTIONS: '' } : env, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let output = '';
   const keep = (c: Buffer): void => void (output = (output + c.toString()).slice(-200_000));
@@ -51,6 +61,7 @@ export async function startDev(state: string, redisUrl: string): Promise<Dev> {
   await until('the gateway', async () => ((await fetch(`${base}/readyz`)).ok ? true : undefined), 60_000);
   return {
     base,
+    pid: dev.pid ?? 0,
     log: () => output,
     async key(roles, module = 'platform') {
       const token = (

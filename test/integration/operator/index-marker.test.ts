@@ -1,5 +1,6 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
+import { createConnection, createServer, type Server, type Socket } from 'node:net';
 import path from 'node:path';
 import { Redis } from 'ioredis';
 import { generateKey, hashKey, keyStart } from '../../../common/apikey/format.js';
@@ -102,4 +103,77 @@ describe('the index marker', () => {
     },
     120_000,
   );
+
+  it('a connection that stops answering (a primary lost with its node) is dropped, and the index rebuilt on the new one', async () => {
+    await operator?.stop();
+    await client.flushall();
+    const target = new URL((await redis('index-marker')).url);
+    // Between the operator and Redis: forwards each connection until told to swallow the open
+    // ones (packets dropped, no reset, as when a node goes away); new connections go through.
+    const open = new Set<{ client: Socket; upstream: Socket }>();
+    const proxy: Server = createServer((c) => {
+      const upstream = createConnection(Number(target.port), target.hostname);
+      const pair = { client: c, upstream };
+      open.add(pair);
+      c.pipe(upstream);
+      upstream.pipe(c);
+      const end = () => {
+        open.delete(pair);
+        c.destroy();
+        upstream.destroy();
+      };
+      c.on('error', end).on('close', end);
+      upstream.on('error', end).on('close', end);
+    });
+    await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
+    const port = (proxy.address() as { port: number }).port;
+    const log = createLogger('blackhole-operator', 'silent');
+    const runtime = new LocalMlserverDriver({
+      mlserver: '/nonexistent/mlserver',
+      workDir: path.join(dir, 'runtimes'),
+      credentials: new ProcessEnvCredentials(),
+      log,
+    });
+    const manifests = new ManifestDir(dir, () => undefined);
+    operator = new OperatorManager(() => standaloneSources(manifests, runtime, log), {
+      redisUrl: `redis://127.0.0.1:${port}`,
+      log,
+      indexCheckMs: 200,
+      signingKey: () => openKeyFile(TEST_SIGNING_KEY_FILE),
+    });
+    try {
+      await operator.start();
+      const built = Date.now() + 60_000;
+      while ((await client.exists(redisKeys.indexMarker)) !== 1) {
+        if (Date.now() > built) throw new Error('no first build');
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      // The old connections go silent, and Redis is empty (the new primary, reached anew).
+      for (const pair of open) {
+        pair.client.unpipe(pair.upstream);
+        pair.upstream.unpipe(pair.client);
+        pair.client.removeAllListeners('data');
+      }
+      await client.flushall();
+      const lost = Date.now();
+      const deadline = lost + 30_000;
+      while ((await client.exists(redisKeys.indexMarker)) !== 1) {
+        if (Date.now() > deadline)
+          throw new Error('the operator never noticed its connection had gone silent');
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      const tookMs = Date.now() - lost;
+      expect(await countKeys(client, 'tg:key:*')).toBe(KEYS);
+      // The check's deadline (2 s), the reconnect and the rebuild of 1,500 entries.
+      expect(tookMs).toBeLessThan(15_000);
+    } finally {
+      await operator.stop();
+      operator = undefined;
+      for (const pair of open) {
+        pair.client.destroy();
+        pair.upstream.destroy();
+      }
+      await new Promise((r) => proxy.close(r));
+    }
+  }, 120_000);
 });

@@ -88,3 +88,54 @@ describe('two operator replicas with leader election', () => {
     expect(after.spec?.leaseTransitions).toBe(1);
   });
 });
+
+describe('leader election with clocks that disagree', () => {
+  let c: Cluster;
+  let ns: string;
+  const replicas: OperatorManager[] = [];
+
+  beforeAll(async () => {
+    c = await cluster();
+    ns = await namespace(c, 'op-skew');
+  });
+  afterAll(async () => {
+    for (const r of replicas) await r.stop();
+    c?.kc.close();
+  });
+
+  test('a leader whose clock is two minutes behind keeps the Lease; the other never leads beside it', async () => {
+    const redisUrl = (await redis('operator-skew')).url;
+    const replica = (identity: string, skewMs: number) => {
+      const r = startOperator(c, ns, redisUrl, {
+        leaderElection: {
+          kc: c.kc,
+          options: {
+            namespace: ns,
+            name: 'tollgate-operator',
+            identity,
+            leaseDurationSeconds: 2,
+            retryPeriodMs: 200,
+            wallClock: () => new Date(Date.now() + skewMs),
+          },
+        },
+      });
+      replicas.push(r);
+      return r;
+    };
+    // Its renewTime is always two minutes old by the other's clock: read as a wall-clock age, the
+    // Lease would look expired at every look.
+    const behind = replica('clock-behind', -120_000);
+    await behind.start();
+    await eventually(async () => behind.isRunning, 'the replica with the slow clock leading');
+    const ahead = replica('clock-ahead', 0);
+    await ahead.start();
+    const deadline = Date.now() + 6_000;
+    while (Date.now() < deadline) {
+      expect([behind.isRunning, ahead.isRunning]).toEqual([true, false]);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    // It leaves: the other takes over once it has seen the Lease stand still for a lease duration.
+    await behind.stop();
+    await eventually(async () => ahead.isRunning, 'the other replica leading', 10_000);
+  });
+});

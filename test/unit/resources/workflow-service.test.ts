@@ -91,7 +91,7 @@ describe('workflow service manifests (standalone `tollgate route add`)', () => {
     });
     const svc = await read(`${name}.yaml`);
     expect(svc.metadata.annotations?.['tollgate.dev/sidecar']).toBe('true');
-    expect(routeOf(svc)?.route.grantAudience).toBe('urn:tollgate:service:wf/guarded');
+    expect(routeOf(svc)?.route.grantAudience).toBe('urn:tollgate:service:default/wf/guarded');
     const plain = await read(
       `${await services.add({ workflow: 'wf', service: 'open', url: 'http://127.0.0.1:1', owner: 'alice' })}.yaml`,
     );

@@ -1,10 +1,10 @@
 import { TollgateError } from '../../../common/errors.js';
-import {
-  binaryOutputsWanted,
-  decodeBinaryRequest,
-  encodeBinaryResponse,
-} from '../../../gateway/v2/binary-tensors.js';
+import { decodeBinaryRequest, encodeBinaryResponse } from '../../../gateway/v2/binary-tensors.js';
 import type { ModelMetadata } from '../../../gateway/v2/metadata.js';
+import { binaryOutputsWanted } from '../../../gateway/v2/validate-infer.js';
+
+/** The translation's bound in these tests: generous, but for the test that reaches it. */
+const LIMIT = 1 << 20;
 
 const metadata: ModelMetadata = {
   name: 'model-x',
@@ -73,7 +73,9 @@ describe('decodeBinaryRequest', () => {
       ],
       { id: 'r1', outputs: [{ name: 'out', parameters: { binary_data: true } }] },
     );
-    const request = JSON.parse(decodeBinaryRequest(body, headerLength, { ...metadata, inputs: [] })) as {
+    const request = JSON.parse(
+      decodeBinaryRequest(body, headerLength, { ...metadata, inputs: [] }, LIMIT).json,
+    ) as {
       id: string;
       outputs: unknown[];
       inputs: Array<{ name: string; data: unknown[]; parameters?: Record<string, unknown> }>;
@@ -102,7 +104,7 @@ describe('decodeBinaryRequest', () => {
       { json: { name: 'photo', datatype: 'BYTES', shape: [1] }, bytes: bytesElements(png) },
     ]);
     const input = (
-      JSON.parse(decodeBinaryRequest(declared.body, declared.headerLength, metadata)) as {
+      JSON.parse(decodeBinaryRequest(declared.body, declared.headerLength, metadata, LIMIT).json) as {
         inputs: Array<{ data: string[]; parameters: { content_type: string } }>;
       }
     ).inputs[0];
@@ -112,7 +114,7 @@ describe('decodeBinaryRequest', () => {
       { json: { name: 'blob', datatype: 'BYTES', shape: [1] }, bytes: bytesElements(png) },
     ]);
     const guessed = JSON.parse(
-      decodeBinaryRequest(undeclared.body, undeclared.headerLength, { ...metadata, inputs: [] }),
+      decodeBinaryRequest(undeclared.body, undeclared.headerLength, { ...metadata, inputs: [] }, LIMIT).json,
     ) as {
       inputs: Array<{ parameters: { content_type: string } }>;
     };
@@ -125,7 +127,9 @@ describe('decodeBinaryRequest', () => {
         bytes: bytesElements(png),
       },
     ]);
-    const e = refusal(() => decodeBinaryRequest(wrong.body, wrong.headerLength, { ...metadata, inputs: [] }));
+    const e = refusal(
+      () => decodeBinaryRequest(wrong.body, wrong.headerLength, { ...metadata, inputs: [] }, LIMIT).json,
+    );
     expect([e.code, e.field]).toEqual(['invalid_binary_data', 'inputs[blob].parameters.content_type']);
     expect(e.message).toContain('send content_type "base64"');
   });
@@ -156,35 +160,119 @@ describe('decodeBinaryRequest', () => {
       { json: { name: 'f', datatype: 'FP32', shape: [2] }, bytes: floats([1, 2]) },
     ]);
     const [b, h] = mangle(body, headerLength);
-    const e = refusal(() => decodeBinaryRequest(b, h, metadata));
+    const e = refusal(() => decodeBinaryRequest(b, h, { ...metadata, inputs: [] }, LIMIT).json);
     expect([e.status, e.code, e.field]).toEqual([400, 'invalid_binary_data', field]);
   });
 
-  it('refuses a size that is not whole values, values JSON cannot carry, and data sent twice', () => {
-    const odd = binaryBody([{ json: { name: 'f', datatype: 'FP32', shape: [2] }, bytes: Buffer.alloc(6) }]);
-    expect(refusal(() => decodeBinaryRequest(odd.body, odd.headerLength, metadata)).message).toBe(
-      "input 'f': 6 bytes is not a whole number of FP32 values (4 bytes each)",
+  it('refuses a size that is not what the shape needs, values JSON cannot carry, and data sent twice', () => {
+    const free = { ...metadata, inputs: [] };
+    const decode = (r: { body: Buffer; headerLength: string }, meta: ModelMetadata = free) =>
+      refusal(() => decodeBinaryRequest(r.body, r.headerLength, meta, LIMIT));
+    const odd = decode(
+      binaryBody([{ json: { name: 'f', datatype: 'FP32', shape: [2] }, bytes: Buffer.alloc(6) }]),
     );
-    const nan = binaryBody([{ json: { name: 'f', datatype: 'FP32', shape: [1] }, bytes: floats([NaN]) }]);
-    expect(refusal(() => decodeBinaryRequest(nan.body, nan.headerLength, metadata)).message).toContain(
-      'is NaN',
+    expect([odd.code, odd.message]).toEqual([
+      'shape_data_mismatch',
+      "input 'f': shape [2] needs 2 FP32 values, 8 bytes; binary_data_size is 6",
+    ]);
+    // Whole values, but not as many as the shape says.
+    const more = decode(
+      binaryBody([{ json: { name: 'f', datatype: 'FP32', shape: [1] }, bytes: floats([1, 2]) }]),
     );
+    expect(more.code).toBe('shape_data_mismatch');
+    const elements = decode(
+      binaryBody([
+        {
+          json: { name: 's', datatype: 'BYTES', shape: [1] },
+          bytes: bytesElements(Buffer.from('a'), Buffer.from('b')),
+        },
+      ]),
+    );
+    expect([elements.code, elements.message]).toEqual([
+      'shape_data_mismatch',
+      "input 's': shape [1] needs 1 BYTES elements; its binary data holds more",
+    ]);
+    expect(
+      decode(binaryBody([{ json: { name: 'f', datatype: 'FP32', shape: [1] }, bytes: floats([NaN]) }]))
+        .message,
+    ).toContain('is NaN');
     const huge = Buffer.alloc(8);
     huge.writeBigInt64LE(2n ** 60n);
-    const big = binaryBody([{ json: { name: 'i', datatype: 'INT64', shape: [1] }, bytes: huge }]);
-    expect(refusal(() => decodeBinaryRequest(big.body, big.headerLength, metadata)).code).toBe(
-      'invalid_binary_data',
-    );
+    expect(
+      decode(binaryBody([{ json: { name: 'i', datatype: 'INT64', shape: [1] }, bytes: huge }])).code,
+    ).toBe('invalid_binary_data');
     const both = binaryBody([
       { json: { name: 'f', datatype: 'FP32', shape: [1], data: [1] }, bytes: floats([1]) },
     ]);
-    expect(refusal(() => decodeBinaryRequest(both.body, both.headerLength, metadata)).message).toContain(
-      'not both',
-    );
+    expect(decode(both).message).toContain('not both');
     const header = Buffer.from('{"inputs": [');
-    expect(refusal(() => decodeBinaryRequest(header, String(header.length), metadata)).code).toBe(
+    expect(refusal(() => decodeBinaryRequest(header, String(header.length), metadata, LIMIT)).code).toBe(
       'invalid_json',
     );
+  });
+
+  it('checks the header against the model before decoding a byte: a datatype or shape the model does not take', () => {
+    const iris: ModelMetadata = {
+      ...metadata,
+      inputs: [{ name: 'features', datatype: 'FP32', shape: [-1, 4], parameters: {} }],
+    };
+    // A megabyte of BOOL for an FP32 input: refused on its header, whatever the bytes.
+    const bools = binaryBody([
+      { json: { name: 'features', datatype: 'BOOL', shape: [1 << 20] }, bytes: Buffer.alloc(1 << 20, 1) },
+    ]);
+    const wrongType = refusal(() => decodeBinaryRequest(bools.body, bools.headerLength, iris, LIMIT));
+    expect([wrongType.code, wrongType.field]).toEqual(['datatype_mismatch', 'inputs[features].datatype']);
+    const flat = binaryBody([
+      { json: { name: 'features', datatype: 'FP32', shape: [8] }, bytes: floats([1, 2, 3, 4, 5, 6, 7, 8]) },
+    ]);
+    expect(refusal(() => decodeBinaryRequest(flat.body, flat.headerLength, iris, LIMIT)).code).toBe(
+      'shape_mismatch',
+    );
+    // And what it takes, once, with the request checks' answer alongside.
+    const ok = binaryBody(
+      [
+        {
+          json: { name: 'features', datatype: 'FP32', shape: [2, 4] },
+          bytes: floats([1, 2, 3, 4, 5, 6, 7, 8]),
+        },
+      ],
+      { id: 'r9' },
+    );
+    const translated = decodeBinaryRequest(ok.body, ok.headerLength, iris, LIMIT);
+    expect(translated.checked).toEqual({ id: 'r9' });
+    expect((JSON.parse(translated.json) as { inputs: Array<{ data: number[] }> }).inputs[0]?.data).toEqual([
+      1, 2, 3, 4, 5, 6, 7, 8,
+    ]);
+  });
+
+  it('stops with 413 once the JSON would pass its bound, and a client’s text cannot pose as a placeholder', () => {
+    const free = { ...metadata, inputs: [] };
+    // 64 KiB of BOOL: 64 Ki values of up to 6 characters each, past a 256 KiB bound.
+    const bools = binaryBody([
+      { json: { name: 'b', datatype: 'BOOL', shape: [1 << 16] }, bytes: Buffer.alloc(1 << 16, 0) },
+    ]);
+    const e = refusal(() => decodeBinaryRequest(bools.body, bools.headerLength, free, 256 * 1024));
+    expect([e.status, e.code]).toEqual([413, 'body_too_large']);
+    expect(e.message).toContain('send fewer rows per call');
+    expect(decodeBinaryRequest(bools.body, bools.headerLength, free, 1 << 20).json.length).toBeLessThan(
+      1 << 20,
+    );
+    const sneaky = binaryBody(
+      [
+        {
+          json: { name: 'a', datatype: 'BYTES', shape: [1] },
+          bytes: bytesElements(Buffer.from('tollgate-binary-0-1')),
+        },
+        { json: { name: 'b', datatype: 'INT32', shape: [1], data: [5] } },
+      ],
+      { id: 'tollgate-binary-0-0' },
+    );
+    const request = JSON.parse(decodeBinaryRequest(sneaky.body, sneaky.headerLength, free, LIMIT).json) as {
+      id: string;
+      inputs: Array<{ data: unknown[] }>;
+    };
+    expect(request.id).toBe('tollgate-binary-0-0');
+    expect(request.inputs.map((i) => i.data)).toEqual([['tollgate-binary-0-1'], [5]]);
   });
 });
 

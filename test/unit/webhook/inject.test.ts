@@ -101,6 +101,8 @@ describe('the sidecar injection plan', () => {
     // What the sidecar believes: the public keys, given here, never read from Redis.
     expect(env['TOLLGATE_TRUSTED_KEYS']).toBe(cfg.trustedKeys);
     expect(env['POD_IP']).toEqual({ fieldRef: { fieldPath: 'status.podIP' } });
+    // Its namespace from the API server, not from anything the pod's spec says: grants are bound to it.
+    expect(env['TOLLGATE_POD_NAMESPACE']).toEqual({ fieldRef: { fieldPath: 'metadata.namespace' } });
     expect(sidecar.readinessProbe?.httpGet).toMatchObject({ path: '/readyz', port: SIDECAR_OPERATIONS_PORT });
     expect(sidecar.securityContext).toMatchObject({ runAsNonRoot: true, readOnlyRootFilesystem: true });
     expect(plan.patch).toContainEqual({

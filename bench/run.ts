@@ -9,6 +9,7 @@ const benchmarks: Record<string, () => Promise<{ run: () => Promise<void> }>> = 
   inference: () => import('./inference.js'),
   puller: () => import('./puller.js'),
   cluster: () => import('./cluster.js'),
+  scale: () => import('./scale.js'),
 };
 
 const wanted = process.argv.slice(2);

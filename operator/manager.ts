@@ -354,8 +354,14 @@ class Term {
       this.resyncPending = true; // Redis is down: built again once it is back.
       return;
     }
-    // Key entries are skipped when unchanged since written, which Redis may no longer hold.
-    this.keyReconciler.forgetWritten();
+    // Every key entry, in bulk: those unchanged since written may be what Redis lost.
+    try {
+      await this.keyReconciler.writeAll();
+    } catch (err) {
+      this.opts.log.warn({ err }, 'index rebuild interrupted: Redis failed during the bulk write; retrying');
+      this.resyncPending = true;
+      return;
+    }
     // Routes are rewritten, not compared, so one whose seal was tampered with is repaired.
     this.routes.rewriteAll(true);
     for (const c of this.controllers) c.enqueueAll();

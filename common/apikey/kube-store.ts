@@ -8,6 +8,7 @@ import {
   type CustomResourcePlace,
 } from '../kube/custom-objects.js';
 import {
+  API_KEY_FINALIZER,
   API_KEY_GROUP,
   API_KEY_PLURAL,
   API_KEY_VERSION,
@@ -24,6 +25,9 @@ import { keyChanged, pageOf, type ApiKeyFilters, type ApiKeyPage, type ApiKeySto
  * list is narrowed by label on the server, then checked against `spec.owner` here.
  */
 export const OWNER_LABEL = 'tollgate.dev/owner-hash';
+
+/** A key being deleted (its finalizer not yet taken off by the operator) is gone for this API. */
+const live = (key: ApiKey): boolean => key.metadata.deletionTimestamp === undefined;
 export const ownerLabelValue = (owner: string): string =>
   createHash('sha256').update(owner).digest('hex').slice(0, 40);
 
@@ -43,6 +47,9 @@ export class KubeApiKeyStore implements ApiKeyStore {
       metadata: {
         ...key.metadata,
         labels: { ...key.metadata.labels, [OWNER_LABEL]: ownerLabelValue(key.spec.owner) },
+        // Under the operator's finalizer from the start (its entry is written now, by the caller):
+        // a cold start need not patch every key it finds, one API write each.
+        finalizers: [API_KEY_FINALIZER],
       },
     };
     return apiKeySchema.parse(
@@ -59,7 +66,7 @@ export class KubeApiKeyStore implements ApiKeyStore {
       // The CRD's schema already holds every stored object to the contract; one written by hand
       // under another name pattern is not a key this API manages, and is left out.
       const parsed = apiKeySchema.safeParse(item);
-      if (parsed.success && parsed.data.spec.owner === owner) keys.push(parsed.data);
+      if (parsed.success && live(parsed.data) && parsed.data.spec.owner === owner) keys.push(parsed.data);
     }
     return pageOf(keys, filters);
   }
@@ -76,7 +83,8 @@ export class KubeApiKeyStore implements ApiKeyStore {
     const keys: ApiKey[] = [];
     for (const item of items) {
       const parsed = apiKeySchema.safeParse(item);
-      if (parsed.success && (owner === undefined || parsed.data.spec.owner === owner)) keys.push(parsed.data);
+      if (parsed.success && live(parsed.data) && (owner === undefined || parsed.data.spec.owner === owner))
+        keys.push(parsed.data);
     }
     return pageOf(keys, filters, true);
   }
@@ -124,7 +132,7 @@ export class KubeApiKeyStore implements ApiKeyStore {
         this.api.getNamespacedCustomObject({ ...this.resource, name: apiKeyName(id) }),
       );
       const parsed = apiKeySchema.safeParse(object);
-      return parsed.success ? parsed.data : undefined;
+      return parsed.success && live(parsed.data) ? parsed.data : undefined;
     } catch (e) {
       if (isApiStatus(e, 404)) return undefined;
       throw e;

@@ -17,6 +17,8 @@ export const API_KEY_VERSION = 'v1alpha1';
 export const API_KEY_API_VERSION = `${API_KEY_GROUP}/${API_KEY_VERSION}`;
 export const API_KEY_KIND = 'ApiKey';
 export const API_KEY_PLURAL = 'apikeys';
+/** The operator's finalizer: a deleted key's index entry goes, and every gateway is told, first. */
+export const API_KEY_FINALIZER = 'tollgate.dev/key-index';
 
 /** A key id: 20 lowercase hex characters, random but not secret (it names the resource). */
 export const KEY_ID_PATTERN = /^[0-9a-f]{20}$/;

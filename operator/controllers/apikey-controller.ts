@@ -1,5 +1,5 @@
 import type { KeyIndexWriter } from '../../common/apikey/index-writer.js';
-import { apiKeyId, toKeyGrant, type ApiKey } from '../../common/resources/apikey.js';
+import { API_KEY_FINALIZER, apiKeyId, toKeyGrant, type ApiKey } from '../../common/resources/apikey.js';
 import {
   ConflictError,
   parseRefKey,
@@ -15,11 +15,10 @@ import {
   type Watches,
 } from '../framework/controller.js';
 
-export const APIKEY_FINALIZER = 'tollgate.dev/key-index';
-
 export type ApiKeyResource = ApiKey & Resource;
 
 const isConflict = (e: unknown) => e instanceof ConflictError;
+const stampOf = (k: ApiKeyResource): string => `${k.metadata.uid}:${k.metadata.generation}`;
 
 /**
  * ApiKey → its Redis index entry (`tg:key:<hash>` → KeyGrant, announced on the keys channel).
@@ -30,6 +29,11 @@ export class ApiKeyReconciler implements Reconciler {
   readonly name = 'apikey';
   /** uid:generation of the entry last written per key; cleared when Redis lost the index. */
   private readonly written = new Map<string, string>();
+  /**
+   * The sealed entry of each key's uid:generation, kept to write again after Redis lost the index:
+   * sealing (an ES256 signature) is most of a rebuild's cost.
+   */
+  private readonly sealed = new Map<string, { stamp: string; value: string }>();
   private readonly tombstones = new Map<string, { hash: string; id: string }>();
 
   readonly watches: Watches<ApiKeyResource>;
@@ -45,9 +49,36 @@ export class ApiKeyReconciler implements Reconciler {
     if (key) this.tombstones.set(refKey(ref), { hash: key.spec.hash, id: apiKeyId(key) });
   }
 
-  /** Redis came back empty: every entry must be written again. */
-  forgetWritten(): void {
+  /**
+   * Redis may have lost the index: every live key's entry is written again, in bulk (pipelined
+   * batches, sealed values reused), and the reconciles that follow find them written. Keys being
+   * deleted or not yet under the finalizer are left to their reconcile.
+   */
+  async writeAll(): Promise<void> {
     this.written.clear();
+    const live = this.keys
+      .list()
+      .filter(
+        (k) => !k.metadata.deletionTimestamp && (k.metadata.finalizers ?? []).includes(API_KEY_FINALIZER),
+      );
+    const byHash = new Map<string, { key: string; stamp: string }>();
+    const entries = live.map((k) => {
+      const key = refKey({ namespace: k.metadata.namespace ?? '', name: k.metadata.name });
+      const stamp = stampOf(k);
+      byHash.set(k.spec.hash, { key, stamp });
+      const kept = this.sealed.get(key);
+      return {
+        hash: k.spec.hash,
+        grant: toKeyGrant(k),
+        ...(kept?.stamp === stamp ? { sealed: kept.value } : {}),
+      };
+    });
+    await this.index.putMany(entries, (hash, value) => {
+      const at = byHash.get(hash);
+      if (at === undefined) return;
+      this.written.set(at.key, at.stamp);
+      this.sealed.set(at.key, { stamp: at.stamp, value });
+    });
   }
 
   async reconcile(key: string): Promise<ReconcileResult> {
@@ -58,38 +89,40 @@ export class ApiKeyReconciler implements Reconciler {
       if (gone) await this.index.delete(gone);
       this.tombstones.delete(key);
       this.written.delete(key);
+      this.sealed.delete(key);
       return undefined;
     }
     const finalizers = obj.metadata.finalizers ?? [];
     if (obj.metadata.deletionTimestamp) {
-      if (!finalizers.includes(APIKEY_FINALIZER)) return undefined;
+      if (!finalizers.includes(API_KEY_FINALIZER)) return undefined;
       await this.index.delete({ hash: obj.spec.hash, id: apiKeyId(obj) });
       this.written.delete(key);
+      this.sealed.delete(key);
       await withConflictRetry(
         obj,
         () => this.keys.read(ref),
         (k) =>
           this.keys.updateFinalizers(
             k,
-            (k.metadata.finalizers ?? []).filter((f) => f !== APIKEY_FINALIZER),
+            (k.metadata.finalizers ?? []).filter((f) => f !== API_KEY_FINALIZER),
           ),
         isConflict,
       );
       return undefined;
     }
-    if (!finalizers.includes(APIKEY_FINALIZER)) {
+    if (!finalizers.includes(API_KEY_FINALIZER)) {
       const updated = await withConflictRetry(
         obj,
         () => this.keys.read(ref),
-        (k) => this.keys.updateFinalizers(k, [...(k.metadata.finalizers ?? []), APIKEY_FINALIZER]),
+        (k) => this.keys.updateFinalizers(k, [...(k.metadata.finalizers ?? []), API_KEY_FINALIZER]),
         isConflict,
       );
       if (!updated) return undefined;
       obj = updated;
     }
-    const stamp = `${obj.metadata.uid}:${obj.metadata.generation}`;
+    const stamp = stampOf(obj);
     if (this.written.get(key) === stamp) return undefined;
-    await this.index.put(obj.spec.hash, toKeyGrant(obj));
+    this.sealed.set(key, { stamp, value: await this.index.put(obj.spec.hash, toKeyGrant(obj)) });
     this.written.set(key, stamp);
     return undefined;
   }

@@ -23,6 +23,45 @@ import {
 export type Parse<T> = (raw: unknown) => T | undefined;
 
 const RESTART_DELAY_MS = 1000;
+/** Objects per list request: a cold start of 100,000 ApiKeys is read a page at a time. */
+const LIST_PAGE = 500;
+const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';
+
+/**
+ * What the cache keeps of an object: all but its `managedFields` and kubectl's last-applied copy,
+ * which no reconcile reads and which are most of a small object's size (an ApiKey's cache entry
+ * shrinks by more than half). In place: the informer caches the very object it hands out.
+ */
+function slim(obj: KubernetesObject): KubernetesObject {
+  const meta = obj.metadata as (KubernetesObject['metadata'] & { managedFields?: unknown }) | undefined;
+  if (meta === undefined) return obj;
+  delete meta.managedFields;
+  if (meta.annotations?.[LAST_APPLIED] !== undefined) {
+    const { [LAST_APPLIED]: _dropped, ...rest } = meta.annotations;
+    meta.annotations = rest;
+  }
+  return obj;
+}
+
+type ListPage = (page: { limit: number; _continue?: string }) => Promise<unknown>;
+
+/** Every object, listed a page at a time and slimmed page by page: never one huge response. */
+async function listInPages(list: ListPage): Promise<KubernetesListObject<KubernetesObject>> {
+  const items: KubernetesObject[] = [];
+  let next: string | undefined;
+  let last: KubernetesListObject<KubernetesObject>;
+  do {
+    last = (await list({
+      limit: LIST_PAGE,
+      ...(next ? { _continue: next } : {}),
+    })) as KubernetesListObject<KubernetesObject>;
+    for (const item of last.items) items.push(slim(item));
+    // `_continue` from the typed clients, `continue` in a custom resource list's raw JSON.
+    const meta = last.metadata as { _continue?: string; continue?: string } | undefined;
+    next = meta?._continue || meta?.continue || undefined;
+  } while (next !== undefined);
+  return { ...last, items };
+}
 
 /**
  * An informer-backed cache. The client's informer stops on a watch error (e.g. the API server
@@ -45,8 +84,10 @@ class InformerCache<T extends Resource> implements WatchedSource<T> {
   async start(onChange: (ref: ResourceRef, deleted: T | undefined) => void): Promise<void> {
     const informer = makeInformer(this.kc, this.path, this.listFn, this.labelSelector);
     this.informer = informer;
-    const emit = (obj: KubernetesObject) =>
+    const emit = (obj: KubernetesObject) => {
+      slim(obj);
       onChange({ namespace: obj.metadata?.namespace ?? '', name: obj.metadata?.name ?? '' }, undefined);
+    };
     informer.on('add', emit);
     informer.on('update', emit);
     informer.on('delete', (obj) =>
@@ -107,14 +148,12 @@ export class KubeCustomResourceSource<T extends Resource>
     const path = namespace
       ? `/apis/${group}/${version}/namespaces/${namespace}/${plural}`
       : `/apis/${group}/${version}/${plural}`;
-    const listFn = async () =>
-      (namespace
-        ? await api.listNamespacedCustomObject({ group, version, plural, namespace })
-        : await api.listClusterCustomObject({
-            group,
-            version,
-            plural,
-          })) as KubernetesListObject<KubernetesObject>;
+    const listFn = () =>
+      listInPages((page) =>
+        namespace
+          ? api.listNamespacedCustomObject({ group, version, plural, namespace, ...page })
+          : api.listClusterCustomObject({ group, version, plural, ...page }),
+      );
     super(kc, path, listFn, parse, log);
     this.api = api;
   }
@@ -172,27 +211,20 @@ export class KubeLabelledSource<T extends Resource> extends InformerCache<T> {
   ) {
     const base = resource === 'services' ? '/api/v1' : '/apis/apps/v1';
     const path = namespace ? `${base}/namespaces/${namespace}/${resource}` : `${base}/${resource}`;
-    let listFn: () => Promise<unknown>;
+    let list: ListPage;
     if (resource === 'services') {
       const api = kc.makeApiClient(CoreV1Api);
-      listFn = () =>
+      list = (page) =>
         namespace
-          ? api.listNamespacedService({ namespace, labelSelector })
-          : api.listServiceForAllNamespaces({ labelSelector });
+          ? api.listNamespacedService({ namespace, labelSelector, ...page })
+          : api.listServiceForAllNamespaces({ labelSelector, ...page });
     } else {
       const api = kc.makeApiClient(AppsV1Api);
-      listFn = () =>
+      list = (page) =>
         namespace
-          ? api.listNamespacedDeployment({ namespace, labelSelector })
-          : api.listDeploymentForAllNamespaces({ labelSelector });
+          ? api.listNamespacedDeployment({ namespace, labelSelector, ...page })
+          : api.listDeploymentForAllNamespaces({ labelSelector, ...page });
     }
-    super(
-      kc,
-      path,
-      listFn as () => Promise<KubernetesListObject<KubernetesObject>>,
-      parse,
-      log,
-      labelSelector,
-    );
+    super(kc, path, () => listInPages(list), parse, log, labelSelector);
   }
 }

@@ -103,6 +103,8 @@ describe('helm chart: lint and render', () => {
     expect(kinds).toEqual(
       [
         'ClusterRole/t1-tollgate-gateway',
+        'ClusterRole/t1-tollgate-models-edit',
+        'ClusterRole/t1-tollgate-models-view',
         'ClusterRole/t1-tollgate-operator',
         'ClusterRoleBinding/t1-tollgate-gateway',
         'ClusterRoleBinding/t1-tollgate-operator',
@@ -116,6 +118,7 @@ describe('helm chart: lint and render', () => {
         'Role/t1-tollgate-operator-secrets',
         'RoleBinding/t1-tollgate-operator-secrets',
         'Service/t1-tollgate-webhook',
+        'NetworkPolicy/t1-tollgate-operator',
         'NetworkPolicy/t1-tollgate-redis',
         'PodDisruptionBudget/t1-tollgate-gateway',
         'Role/t1-tollgate-operator-leader-election',

@@ -1,17 +1,11 @@
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { stringify } from 'yaml';
 import { redis } from '../../harness/index.js';
+import { memoryMiB } from '../../harness/process-memory.js';
 import { startDev, until, type Dev } from './dev-process.js';
 import { trainExamples } from './stack.js';
-
-/** A process's resident memory now and at its peak, in MiB (Linux /proc). */
-async function memory(pid: number): Promise<{ rss: number; peak: number }> {
-  const status = await readFile(`/proc/${pid}/status`, 'utf8');
-  const kib = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN);
-  return { rss: kib('VmRSS') / 1024, peak: kib('VmHWM') / 1024 };
-}
 
 /** A body in the binary tensor extension's layout: the JSON header, then the raw tensor. */
 function binaryBody(
@@ -81,7 +75,7 @@ describe('binary tensors are checked before they are decoded, and translated wit
     const pid = dev?.pid ?? 0;
     // Reset the peak (VmHWM) to now: what follows is measured from here.
     await writeFile(`/proc/${pid}/clear_refs`, '5');
-    const before = await memory(pid);
+    const before = memoryMiB(pid);
 
     const EIGHT_MB = 8 * 1024 * 1024;
     // A BOOL tensor for iris's FP32 input: 8 M values that once became ~50 MB of JSON each.
@@ -108,7 +102,7 @@ describe('binary tensors are checked before they are decoded, and translated wit
     );
     expect(statuses).toEqual([200, 200, 200, 200]);
 
-    const after = await memory(pid);
+    const after = memoryMiB(pid);
     const grew = after.peak - before.rss;
     process.stderr.write(
       `binary bodies: RSS before ${before.rss.toFixed(0)} MiB, peak after ${after.peak.toFixed(0)} MiB (+${grew.toFixed(0)} MiB over 6 × 8 MB refused and 4 × 2 MB answered)\n`,

@@ -23,6 +23,9 @@ import {
   removeModelFolders,
   setDeploymentReady,
   startOperator,
+  createWorkflow,
+  deleteWorkflow,
+  uniqueWorkflow,
 } from './support.js';
 import { openSealed, readSealed } from '../signing.js';
 
@@ -320,20 +323,25 @@ describe('Model reconciler on a real API server', () => {
 
   test('a Model with a workflow is also a bda route; deleting the Model removes both routes (finalizer)', async () => {
     const name = 'model-wf';
+    // The administrator's records: both workflows alice's, served from this namespace.
+    const [wf1, wf2] = [uniqueWorkflow('wf-1'), uniqueWorkflow('wf-2')];
+    await createWorkflow(c, wf1, 'alice', [ns]);
+    await createWorkflow(c, wf2, 'alice', [ns]);
     const dir = await modelFolder({ 'model-settings.json': npSettings(name), 'model.joblib': 'x' });
-    await createModel(c, ns, name, { storageUri: `file://${dir}`, workflow: 'wf-1' });
+    await createModel(c, ns, name, { storageUri: `file://${dir}`, workflow: wf1 });
     await eventually(() => c.apps.readNamespacedDeployment({ namespace: ns, name }), 'the Deployment');
     await setDeploymentReady(c, ns, name, 1);
     const bda = await eventually(
-      () => client.get(redisKeys.bdaRoute('wf-1', name)).then((v) => v ?? undefined),
+      () => client.get(redisKeys.bdaRoute(wf1, name)).then((v) => v ?? undefined),
       'the bda route',
     );
-    expect(await openSealed(redisKeys.bdaRoute('wf-1', name), bda)).toEqual({
+    expect(await openSealed(redisKeys.bdaRoute(wf1, name), bda)).toEqual({
       url: `http://${name}.${ns}.svc:8080`,
-      workflow: 'wf-1',
+      workflow: wf1,
+      owner: 'alice',
       source: `model/${ns}/${name}`,
     });
-    expect(await readSealed(client, redisKeys.modelRoute(name))).toMatchObject({ workflow: 'wf-1' });
+    expect(await readSealed(client, redisKeys.modelRoute(name))).toMatchObject({ workflow: wf1 });
     expect((await getModel(c, ns, name))?.metadata.finalizers).toContain('tollgate.dev/model-routes');
 
     // Moving it to another workflow moves the bda route.
@@ -341,24 +349,26 @@ describe('Model reconciler on a real API server', () => {
       ...modelRef,
       namespace: ns,
       name,
-      body: [{ op: 'replace', path: '/spec/workflow', value: 'wf-2' }],
+      body: [{ op: 'replace', path: '/spec/workflow', value: wf2 }],
     });
     await eventually(
-      () => client.get(redisKeys.bdaRoute('wf-2', name)).then((v) => v ?? undefined),
+      () => client.get(redisKeys.bdaRoute(wf2, name)).then((v) => v ?? undefined),
       'the new bda route',
     );
     await eventually(
-      async () => (await client.get(redisKeys.bdaRoute('wf-1', name))) === null,
+      async () => (await client.get(redisKeys.bdaRoute(wf1, name))) === null,
       'the old bda route removed',
     );
 
     await c.custom.deleteNamespacedCustomObject({ ...modelRef, namespace: ns, name });
     await eventually(async () => (await getModel(c, ns, name)) === undefined, 'the Model gone');
     expect(await client.get(redisKeys.modelRoute(name))).toBeNull();
-    expect(await client.get(redisKeys.bdaRoute('wf-2', name))).toBeNull();
+    expect(await client.get(redisKeys.bdaRoute(wf2, name))).toBeNull();
     await expect(c.apps.readNamespacedDeployment({ namespace: ns, name })).rejects.toMatchObject({
       code: 404,
     });
+    await deleteWorkflow(c, wf1);
+    await deleteWorkflow(c, wf2);
   });
 
   test('an s3:// folder is read with the credentials Secret, which the puller gets as its environment', async () => {

@@ -1,12 +1,16 @@
 import { Redis } from 'ioredis';
 import { redisKeys } from '../../../common/redis/schema.js';
+import { createLogger } from '../../../common/logger.js';
+import { kubeSources } from '../../../operator/kube-sources.js';
 import { redis } from '../../harness/index.js';
 import {
   cluster,
   countKeys,
   createApiKeys,
   createModel,
+  keyRef,
   modelFolder,
+  PULLER_IMAGE,
   modelRef,
   namespace,
   npSettings,
@@ -57,6 +61,33 @@ describe('cold start at scale', () => {
         `cold start: ${MODELS} Models + ${KEYS} ApiKeys reconciled in ${seconds.toFixed(1)} s\n`,
       );
       expect(seconds).toBeLessThan(30);
+
+      // The cache read them a page at a time (2,000 is four pages), and keeps no managedFields,
+      // which every object on the API server carries.
+      const raw = (await c.custom.getNamespacedCustomObject({
+        ...keyRef,
+        namespace: ns,
+        name: String(
+          (
+            (await c.custom.listNamespacedCustomObject({ ...keyRef, namespace: ns, limit: 1 })) as {
+              items: Array<{ metadata: { name: string } }>;
+            }
+          ).items[0]?.metadata.name,
+        ),
+      })) as { metadata: { managedFields?: unknown[] } };
+      expect(raw.metadata.managedFields?.length).toBeGreaterThan(0);
+      const keys = kubeSources(c.kc, createLogger('scale-cache', 'silent'), {
+        pullerImage: PULLER_IMAGE,
+        namespace: ns,
+      }).apiKeys;
+      await keys.start(() => undefined);
+      try {
+        const cached = keys.list();
+        expect(cached).toHaveLength(KEYS);
+        expect(cached.filter((k) => 'managedFields' in k.metadata)).toEqual([]);
+      } finally {
+        await keys.stop();
+      }
     } finally {
       await operator.stop();
       client.disconnect();

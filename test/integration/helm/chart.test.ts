@@ -208,7 +208,7 @@ describe('helm chart: lint and render', () => {
     // Every container: non-root pod, no privilege escalation, read-only root, resources set.
     const memory: Record<string, { requests: string; limits: string }> = {
       't1-tollgate-gateway': { requests: '128Mi', limits: '512Mi' },
-      't1-tollgate-operator': { requests: '128Mi', limits: '512Mi' },
+      't1-tollgate-operator': { requests: '128Mi', limits: '1Gi' },
       't1-tollgate-redis': { requests: '64Mi', limits: '320Mi' },
     };
     for (const name of ['t1-tollgate-gateway', 't1-tollgate-operator', 't1-tollgate-redis']) {

@@ -10,6 +10,7 @@ import { loadGatewayConfig, type GatewayConfigInput } from '../../gateway/config
 import { createGatewayServices } from '../../gateway/services.js';
 import { createSidecar, type SidecarTarget } from '../../gateway/sidecar/sidecar.js';
 import { APP_PROBES_ENV, parseAppProbes } from '../../gateway/sidecar/app-probes.js';
+import { guardIpv6, guardsAPod } from '../../gateway/sidecar/ipv6-guard.js';
 import { isModelName } from '../../common/resources/model-name.js';
 
 const id = (what: string) =>
@@ -127,6 +128,9 @@ export function register(program: Command): void {
           probes: parseAppProbes(process.env[APP_PROBES_ENV]),
         });
         const address = await sidecar.traffic.listen(config.port, config.host);
+        const v6 = guardsAPod(config.host)
+          ? await guardIpv6(sidecar.traffic.server, address.port, log)
+          : undefined;
         const operations = sidecar.operations.listen(flags.operationsPort, config.host);
         await new Promise((resolve, reject) => {
           operations.once('listening', resolve);
@@ -143,6 +147,7 @@ export function register(program: Command): void {
         );
         stopOnSignals(log, 'sidecar', () => {
           operations.close();
+          v6?.close();
           return sidecar.traffic.shutdown();
         });
       } catch (err) {

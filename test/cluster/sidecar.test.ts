@@ -289,6 +289,29 @@ describe('a guarded workflow workload', () => {
     expect((await fromPod(`http://${plainIp}:8000/open`)).status).toBe(200);
   });
 
+  it('holds the guarded port on every IPv6 address too: the workload cannot listen on [::]', async () => {
+    const script = [
+      'import errno, socket',
+      's = socket.socket(socket.AF_INET6)',
+      's.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)',
+      'try:',
+      '    s.bind(("::", 8000)); print("bound")',
+      'except OSError as e:',
+      '    print("in use" if e.errno == errno.EADDRINUSE else "no ipv6")',
+    ].join('\n');
+    for (const p of await pods('app=scorer')) {
+      const tried = (
+        await t.kubectl('-n', NS, 'exec', p.metadata.name, '-c', 'app', '--', 'python3', '-c', script)
+      ).trim();
+      const logs = await t.kubectl('-n', NS, 'logs', p.metadata.name, '-c', 'tollgate');
+      // Never "bound": that workload would answer other pods on its IPv6 addresses without a key.
+      if (tried === 'in use') expect(logs).not.toContain('no IPv6 in this pod');
+      else expect([tried, logs.includes('no IPv6 in this pod')]).toEqual(['no ipv6', true]);
+      figures['IPv6 in the guarded pods'] =
+        tried === 'in use' ? 'yes, [::]:8000 held by the sidecar' : 'none';
+    }
+  });
+
   it('a revoked key is refused by every sidecar within 100 ms', async () => {
     const doomed = await createKey(t, 'alice', { module: 'bda', roles: [WORKFLOW] });
     for (const ip of ips)

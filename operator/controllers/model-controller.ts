@@ -358,7 +358,9 @@ export class ModelReconciler implements Reconciler {
     const route: Route = {
       url: main.state.url,
       source: routeSource(ref),
-      ...(workflow ? { workflow } : {}),
+      // Only where the record admits it: the route's workflow is what lets that workflow's bda
+      // keys call the model, so a tenant's Model cannot pose as a service of another's workflow.
+      ...(workflow && owner !== undefined ? { workflow } : {}),
       ...(owner ? { owner } : {}),
       ...(main.state.grantAudience === undefined ? {} : { grantAudience: main.state.grantAudience }),
       ...(main.cold ? { cold: true } : {}),

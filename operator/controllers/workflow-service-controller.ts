@@ -23,6 +23,9 @@ export type ServiceAddress = (svc: WorkflowService) => string | undefined;
 
 /** On a cluster: the Service's own DNS name and port (`tollgate.dev/port`, else `http`, else the first). */
 export const clusterServiceAddress: ServiceAddress = (svc) => {
+  // An ExternalName Service is a DNS alias to any host: the gateway would call it from where it
+  // stands (inside every policy that admits the gateway). Only Services that select pods route.
+  if (svc.spec?.type === 'ExternalName') return undefined;
   const ports = svc.spec?.ports ?? [];
   const wanted = svc.metadata.annotations?.[PORT_ANNOTATION];
   const port =

@@ -169,6 +169,14 @@ describe('workflow routes are admitted by Workflow records, never by labels', ()
     );
     await eventually(async () => (await reasons(name)).includes('Warning/WorkflowNotFound'), 'the Event');
     expect(await route(wf, name)).toBeUndefined();
+    // Nor does its own route name the workflow: that workflow's bda keys cannot call it.
+    const own = async () => {
+      const raw = await client.get(redisKeys.modelRoute(name));
+      return raw === null
+        ? undefined
+        : ((await openSealed(redisKeys.modelRoute(name), raw)) as Record<string, unknown>);
+    };
+    expect(await own()).not.toHaveProperty('workflow');
 
     await createWorkflow(c, wf, 'alice', [ns]);
     expect(await eventually(() => route(wf, name), 'the bda route')).toMatchObject({
@@ -176,6 +184,7 @@ describe('workflow routes are admitted by Workflow records, never by labels', ()
       owner: 'alice',
       source: `model/${ns}/${name}`,
     });
+    expect(await own()).toMatchObject({ workflow: wf });
     await deleteWorkflow(c, wf);
     await eventually(async () => (await route(wf, name)) === undefined, 'the bda route gone');
     expect(await client.exists(redisKeys.modelRoute(name))).toBe(1);

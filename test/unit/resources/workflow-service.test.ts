@@ -201,6 +201,9 @@ describe('where a workflow Service routes', () => {
       )?.url,
     ).toBe('http://scorer.team.svc:8000');
     expect(serviceClaim(svc({}), clusterServiceAddress)).toBeUndefined();
+    // An ExternalName Service (a DNS alias to any host) is never routed.
+    const alias = { ...svc({}, ports), spec: { type: 'ExternalName', ports } };
+    expect(serviceClaim(alias, clusterServiceAddress)).toBeUndefined();
   });
 
   it('standalone: only a valid http(s) URL annotation, and only ids that fit a path and a Redis key', () => {

@@ -48,6 +48,24 @@ describe('the index marker', () => {
     client = new Redis((await redis('index-marker')).url, { maxRetriesPerRequest: 1 });
   }, 120_000);
 
+  /** The standalone operator over the directory's ApiKeys (no model runs here), on `redisUrl`. */
+  const standaloneOperator = (redisUrl: string): OperatorManager => {
+    const log = createLogger('marker-operator', 'silent');
+    const runtime = new LocalMlserverDriver({
+      mlserver: '/nonexistent/mlserver',
+      workDir: path.join(dir, 'runtimes'),
+      credentials: new ProcessEnvCredentials(),
+      log,
+    });
+    const manifests = new ManifestDir(dir, () => undefined);
+    return new OperatorManager(() => standaloneSources(manifests, runtime, log), {
+      redisUrl,
+      log,
+      indexCheckMs: 200,
+      signingKey: () => openKeyFile(TEST_SIGNING_KEY_FILE),
+    });
+  };
+
   afterAll(async () => {
     await operator?.stop();
     client?.disconnect();
@@ -63,20 +81,7 @@ describe('the index marker', () => {
     async (_when, written) => {
       await operator?.stop();
       await client.flushall();
-      const log = createLogger('marker-operator', 'silent');
-      const runtime = new LocalMlserverDriver({
-        mlserver: '/nonexistent/mlserver',
-        workDir: path.join(dir, 'runtimes'),
-        credentials: new ProcessEnvCredentials(),
-        log,
-      });
-      const manifests = new ManifestDir(dir, () => undefined);
-      operator = new OperatorManager(() => standaloneSources(manifests, runtime, log), {
-        redisUrl: (await redis('index-marker')).url,
-        log,
-        indexCheckMs: 200,
-        signingKey: () => openKeyFile(TEST_SIGNING_KEY_FILE),
-      });
+      operator = standaloneOperator((await redis('index-marker')).url);
       await operator.start();
       const deadline = Date.now() + 30_000;
       while ((await countKeys(client, 'tg:key:*')) < written) {
@@ -127,20 +132,7 @@ describe('the index marker', () => {
     });
     await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
     const port = (proxy.address() as { port: number }).port;
-    const log = createLogger('blackhole-operator', 'silent');
-    const runtime = new LocalMlserverDriver({
-      mlserver: '/nonexistent/mlserver',
-      workDir: path.join(dir, 'runtimes'),
-      credentials: new ProcessEnvCredentials(),
-      log,
-    });
-    const manifests = new ManifestDir(dir, () => undefined);
-    operator = new OperatorManager(() => standaloneSources(manifests, runtime, log), {
-      redisUrl: `redis://127.0.0.1:${port}`,
-      log,
-      indexCheckMs: 200,
-      signingKey: () => openKeyFile(TEST_SIGNING_KEY_FILE),
-    });
+    operator = standaloneOperator(`redis://127.0.0.1:${port}`);
     try {
       await operator.start();
       const built = Date.now() + 60_000;

@@ -38,6 +38,8 @@ export const ERROR_STATUS = {
   invalid_request: 400,
   invalid_shape: 400,
   invalid_storage_uri: 400,
+  storage_not_allowed: 400,
+  credentials_required: 400,
   missing_content_type: 400,
   missing_data: 400,
   missing_input: 400,

@@ -29,7 +29,11 @@ import { KubeSecretCredentials } from './storage/credentials.js';
 export function kubeSources(
   kc: KubeConfig,
   log: Logger,
-  opts: WorkloadOptions & { namespace?: string },
+  opts: WorkloadOptions & {
+    namespace?: string;
+    /** Lets Models read file:// folders on the operator's disk: tests only (see KubeSecretCredentials). */
+    fileStorage?: boolean;
+  },
 ): OperatorSources {
   // A custom resource's informer source; objects that do not match the kind's schema are left out.
   const customSource = <T extends Resource>(
@@ -84,6 +88,6 @@ export function kubeSources(
     serviceAddress: clusterServiceAddress,
     runtime: new KubeRuntimeDriver(kc, { pullerImage: opts.pullerImage }, log, opts.namespace),
     events: new KubeEventRecorder(kc, log),
-    credentials: new KubeSecretCredentials(kc),
+    credentials: new KubeSecretCredentials(kc, { fileStorage: opts.fileStorage ?? false }),
   };
 }

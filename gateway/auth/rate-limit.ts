@@ -1,4 +1,4 @@
-import type { Redis, Result } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { TollgateError } from '../../common/errors.js';
 import { redisKeys } from '../../common/redis/schema.js';
 import type { KeyGrant } from '../../common/resources/grant.js';
@@ -6,23 +6,13 @@ import { redisUnavailable } from '../../common/redis/unavailable.js';
 
 /**
  * Per-key fixed-window rate limit, counted in Redis so every replica shares one budget. One
- * round trip: the script increments the window's counter and sets its expiry on first use.
- * Keys without a limit cost nothing here.
+ * round trip, and no script: a transaction increments the window's counter and gives it an expiry
+ * only if it has none (`EXPIRE … NX`, Redis 7). Sidecars count here too, and their Redis user may
+ * not run scripts: a script of the sidecar's own could hold the single-threaded server for as long
+ * as it likes. Keys without a limit cost nothing here.
  */
-const TAKE = `local n = redis.call('INCR', KEYS[1])
-if n == 1 then redis.call('EXPIRE', KEYS[1], ARGV[1]) end
-return n`;
-
-declare module 'ioredis' {
-  interface RedisCommander<Context> {
-    tollgateRateTake(key: string, windowSeconds: number): Result<number, Context>;
-  }
-}
-
 export class RateLimiter {
-  constructor(private readonly redis: Redis) {
-    redis.defineCommand('tollgateRateTake', { numberOfKeys: 1, lua: TAKE });
-  }
+  constructor(private readonly redis: Redis) {}
 
   /** Resolves when the call fits the key's budget; rejects with 429 (and Retry-After) or 503. */
   async take(grant: KeyGrant, nowMs = Date.now()): Promise<void> {
@@ -32,10 +22,15 @@ export class RateLimiter {
     const windowStart = nowS - (nowS % limit.windowSeconds);
     let count: number;
     try {
-      count = await this.redis.tollgateRateTake(
-        redisKeys.rateLimit(grant.id, windowStart),
-        limit.windowSeconds + 1,
-      );
+      const key = redisKeys.rateLimit(grant.id, windowStart);
+      const replies = await this.redis
+        .multi()
+        .incr(key)
+        .expire(key, limit.windowSeconds + 1, 'NX')
+        .exec();
+      const [failed, n] = replies?.[0] ?? [new Error('the transaction was discarded'), 0];
+      if (failed) throw failed;
+      count = Number(n);
     } catch (err) {
       throw redisUnavailable(err);
     }

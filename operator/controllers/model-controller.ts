@@ -68,6 +68,8 @@ const USER_STORAGE_ERRORS: Record<string, string> = {
   no_such_folder: 'NoSuchFolder',
   access_denied: 'AccessDenied',
   credentials_not_found: 'CredentialsNotFound',
+  credentials_required: 'CredentialsRequired',
+  storage_not_allowed: 'StorageNotAllowed',
   invalid_storage_uri: 'InvalidStorageUri',
   object_vanished: 'ObjectVanished',
 };
@@ -296,7 +298,11 @@ export class ModelReconciler implements Reconciler {
     const cached = this.checked.get(key);
     if (cached?.stamp === stamp) return { kind: 'settings', check: cached.check };
     try {
-      const env = await this.deps.credentials.envFor(namespace, model.spec.credentials?.secretName);
+      const env = await this.deps.credentials.envFor(
+        namespace,
+        model.spec.credentials?.secretName,
+        version.storageUri,
+      );
       const store = openStore(version.storageUri, env);
       const files = (await store.list()).map((o) => o.path);
       const check = await checkModelFolder({ files, read: (p) => store.readText(p) }, name);

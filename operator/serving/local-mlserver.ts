@@ -181,7 +181,7 @@ export class LocalMlserverDriver implements RuntimeDriver {
     try {
       await rm(folder, { recursive: true, force: true });
       await mkdir(folder, { recursive: true });
-      const env = await this.opts.credentials.envFor(run.ref.namespace, spec.credentials?.secretName);
+      const env = await this.opts.credentials.envFor(run.ref.namespace, spec.credentials?.secretName, uri);
       const summary = await pullFolder(openStore(uri, env), folder, {
         signal: run.abort.signal,
         ...(run.plan.settingsGenerated ? { settings: JSON.stringify(run.plan.settings, null, 2) } : {}),

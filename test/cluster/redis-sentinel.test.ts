@@ -92,6 +92,56 @@ function steadyCalls(key: string): {
   };
 }
 
+/** Each kind of refusal: how many, and from when to when after the kill. */
+function timeline(failures: Array<{ at: number; status: number; code: string }>, from: number): string {
+  const kinds = new Map<string, { n: number; first: number; last: number }>();
+  for (const f of failures) {
+    const k = `${f.status} ${f.code}`;
+    const seen = kinds.get(k) ?? { n: 0, first: f.at, last: f.at };
+    kinds.set(k, { n: seen.n + 1, first: seen.first, last: f.at });
+  }
+  const s = (ms: number): string => `${(ms / 1000).toFixed(1)} s`;
+  return (
+    [...kinds].map(([k, v]) => `${k} ×${v.n} (${s(v.first - from)}–${s(v.last - from)})`).join(', ') || 'none'
+  );
+}
+
+/** What the gateway pods logged of failed calls in the last two minutes. */
+async function gatewayFailureLogs(): Promise<string> {
+  const out = await t
+    .kubectl(
+      '-n',
+      NAMESPACE,
+      'logs',
+      '-l',
+      'app.kubernetes.io/component=gateway',
+      '--since=2m',
+      '--tail=2000',
+    )
+    .catch((e: unknown) => String(e));
+  return out
+    .split('\n')
+    .filter((l) => /"level":(40|50)/.test(l))
+    .slice(-20)
+    .join('\n');
+}
+
+/** The primary once all three Sentinels name it and it has both replicas. */
+async function settledPrimary(): Promise<string> {
+  return eventually(
+    'a settled set: one primary named by every Sentinel, with two replicas',
+    async () => {
+      const named = new Set(await Promise.all([0, 1, 2].map((i) => primaryPod(member(i)))));
+      if (named.size !== 1) return undefined;
+      const [primary] = [...named];
+      const info = await inPod(primary!, 'redis', 'redis-cli', 'info', 'replication');
+      return /role:master/.test(info) && /connected_slaves:2/.test(info) ? primary : undefined;
+    },
+    120_000,
+    1_000,
+  );
+}
+
 async function deleteKey(id: string): Promise<void> {
   // A client deleting during the failover retries a refusal, as it would any 503.
   await eventually(
@@ -191,7 +241,7 @@ describe('the chart’s Redis with Sentinels', () => {
     const during = await createKey(t, 'alice', { module: 'bda', roles: [WORKFLOW] });
     const after = await createKey(t, 'alice', { module: 'bda', roles: [WORKFLOW] });
     for (const k of [before, during, after]) expect((await callWith(k.key)).status).toBe(200);
-    const primary = await primaryPod(member(1));
+    const primary = await settledPrimary();
     const survivor = [member(0), member(1), member(2)].find((p) => p !== primary)!;
 
     const load = steadyCalls(bda.key);
@@ -233,6 +283,9 @@ describe('the chart’s Redis with Sentinels', () => {
     );
     // Fail closed, saying "retry": never a 401 or 404 that would make a client drop its key.
     const kinds = new Set(failures.map((f) => `${f.status} ${f.code}`));
+    figures.push(`  refusals by kind: ${timeline(failures, killedAt)}`);
+    if ([...kinds].some((k) => !/^503 (redis_unavailable|index_rebuilding)$/.test(k)))
+      figures.push(`  the gateways' logs of it:\n${await gatewayFailureLogs()}`);
     for (const k of kinds) expect(k).toMatch(/^503 (redis_unavailable|index_rebuilding)$/);
     expect(outageMs).toBeLessThan(5_000);
     expect(seen.filter((s) => s.at > Date.now() - 2_000).every((s) => s.status === 200)).toBe(true);
@@ -267,7 +320,8 @@ describe('the chart’s Redis with Sentinels', () => {
   });
 
   it('a replica’s pod killed under load: no call fails', async () => {
-    const primary = await primaryPod(member(0));
+    // Whatever the test before left (a member still rejoining), start from a settled set.
+    const primary = await settledPrimary();
     const replica = [member(0), member(1), member(2)].find((p) => p !== primary)!;
     const load = steadyCalls(bda.key);
     await sleep(1_000);

@@ -237,6 +237,12 @@ describe('gateway proxying', () => {
     expect(retryAfter).toBeGreaterThanOrEqual(1);
     expect(retryAfter).toBeLessThanOrEqual(60);
     expect(upstream.seen).toHaveLength(3);
+    // The window's counter expires after the window, set on its first call and never pushed back.
+    const [counter] = await r.keys(`${redisKeys.rateLimit(limited.grant.id, 0).replace(/0$/, '')}*`);
+    expect(await r.get(counter!)).toBe('5');
+    const ttl = await r.ttl(counter!);
+    expect(ttl).toBeGreaterThan(55);
+    expect(ttl).toBeLessThanOrEqual(61);
   });
 
   it('records last use and request counts off the request path', async () => {

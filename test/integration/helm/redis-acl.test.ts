@@ -148,6 +148,19 @@ describe('the Redis users of the chart, on a real redis-server', () => {
       'write through a script',
       (r: Redis) => r.eval("return redis.call('SET', KEYS[1], 'x')", 1, redisKeys.apiKey('b'.repeat(64))),
     ],
+    // A script that never ends would hold the single-threaded server: every client answered BUSY.
+    ['run a script of its own', (r: Redis) => r.eval('while true do end', 0)],
+    ['run a cached script', (r: Redis) => r.evalsha('a'.repeat(40), 0)],
+    [
+      'load a function',
+      (r: Redis) =>
+        r.call(
+          'FUNCTION',
+          'LOAD',
+          "#!lua name=x\nredis.register_function('x', function() while true do end end)",
+        ),
+    ],
+    ['call a function', (r: Redis) => r.call('FCALL', 'x', '0')],
     ['announce a change', (r: Redis) => r.publish(redisChannels.keys, 'x')],
     ['wake a model', (r: Redis) => r.publish(redisChannels.modelWake, '{}')],
     ['list every key', (r: Redis) => r.keys('*')],

@@ -2,6 +2,7 @@ import { Redis } from 'ioredis';
 import { redisChannels, redisKeys } from '../../../common/redis/schema.js';
 import type { Model } from '../../../common/resources/model.js';
 import type { OperatorManager } from '../../../operator/manager.js';
+import { KubeSecretCredentials } from '../../../operator/storage/credentials.js';
 import { CreateBucketCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { s3ClientFromEnv } from '../../../common/storage/s3-client.js';
 import { minio, redis } from '../../harness/index.js';
@@ -436,5 +437,54 @@ describe('Model reconciler on a real API server', () => {
       return x?.status?.phase === 'Failed' && x;
     }, 'phase Failed');
     expect(cond(nob, 'SettingsValid')).toMatchObject({ reason: 'NoSuchBucket' });
+
+    // The operator never lends a team its own identity: with its own environment holding keys that
+    // read this very bucket, a Model without a Secret, or with a Secret that only redirects the
+    // endpoint (where the operator's signed requests would go), is refused, not read.
+    const saved = { ...process.env };
+    Object.assign(process.env, env);
+    try {
+      await c.core.createNamespacedSecret({
+        namespace: ns,
+        body: { metadata: { name: 'endpoint-only' }, stringData: { AWS_ENDPOINT_URL: m.endpoint } },
+      });
+      for (const [model, credentials, says] of [
+        ['model-nocreds', undefined, 'spec.credentials.secretName'],
+        [
+          'model-endpoint-only',
+          { secretName: 'endpoint-only' },
+          'has no AWS_ACCESS_KEY_ID or AWS_SECRET_ACCESS_KEY',
+        ],
+      ] as const) {
+        await createModel(c, ns, model, {
+          storageUri: `s3://${bucket}/iris`,
+          ...(credentials ? { credentials } : {}),
+        });
+        const refused = await eventually(async () => {
+          const x = await getModel(c, ns, model);
+          return x?.status?.phase === 'Failed' && x;
+        }, `${model} Failed`);
+        expect(cond(refused, 'SettingsValid')).toMatchObject({
+          status: 'False',
+          reason: 'CredentialsRequired',
+          message: expect.stringContaining(says),
+        });
+        await expect(c.apps.readNamespacedDeployment({ namespace: ns, name: model })).rejects.toThrow();
+      }
+    } finally {
+      for (const k of Object.keys(env)) if (!(k in saved)) delete process.env[k];
+      Object.assign(process.env, saved);
+    }
+  });
+
+  test('on a cluster a file:// folder is the operator’s own disk: refused, with what to use instead', async () => {
+    const credentials = new KubeSecretCredentials(c.kc);
+    await expect(credentials.envFor(ns, undefined, 'file:///var/run/secrets')).rejects.toMatchObject({
+      code: 'storage_not_allowed',
+      message: expect.stringContaining('s3://<bucket>/<folder>'),
+    });
+    await expect(credentials.envFor(ns, 'x', 'ftp://host/x')).rejects.toMatchObject({
+      code: 'invalid_storage_uri',
+    });
   });
 });

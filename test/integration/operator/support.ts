@@ -113,14 +113,17 @@ export function startOperator(
   extra: Partial<OperatorOptions> = {},
 ): OperatorManager {
   const log = createLogger('operator-test', process.env.TEST_LOG_LEVEL ?? 'silent');
-  return new OperatorManager(() => kubeSources(c.kc, log, { pullerImage: PULLER_IMAGE, namespace: ns }), {
-    redisUrl,
-    log,
-    namespace: ns,
-    indexCheckMs: 200,
-    signingKey: () => openKeyFile(TEST_SIGNING_KEY_FILE),
-    ...extra,
-  });
+  return new OperatorManager(
+    () => kubeSources(c.kc, log, { pullerImage: PULLER_IMAGE, namespace: ns, fileStorage: true }),
+    {
+      redisUrl,
+      log,
+      namespace: ns,
+      indexCheckMs: 200,
+      signingKey: () => openKeyFile(TEST_SIGNING_KEY_FILE),
+      ...extra,
+    },
+  );
 }
 
 /** Polls until `probe` returns a value that is not undefined/false. */

@@ -67,6 +67,7 @@ export const ERROR_STATUS = {
   missing_token: 401,
   rolled_api_key: 401,
   token_expired: 401,
+  token_revoked: 401,
   unknown_api_key: 401,
   // 403
   admin_required: 403,

@@ -41,6 +41,10 @@ export class DirApiKeyStore implements ApiKeyStore {
     );
   }
 
+  async everyKeyOf(owner: string): Promise<ApiKey[]> {
+    return (await this.keys.list()).filter((k) => k.spec.owner === owner);
+  }
+
   find(id: string): Promise<ApiKey | undefined> {
     return this.keys.get(apiKeyName(id));
   }

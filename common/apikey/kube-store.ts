@@ -89,6 +89,15 @@ export class KubeApiKeyStore implements ApiKeyStore {
     return pageOf(keys, filters, true);
   }
 
+  async everyKeyOf(owner: string): Promise<ApiKey[]> {
+    // No label selector: the owner label is the API's own; a key made another way has none.
+    const items = await this.call('list', () => listAllCustomObjects(this.api, this.resource, undefined));
+    return items.flatMap((item) => {
+      const parsed = apiKeySchema.safeParse(item);
+      return parsed.success && live(parsed.data) && parsed.data.spec.owner === owner ? [parsed.data] : [];
+    });
+  }
+
   find(id: string): Promise<ApiKey | undefined> {
     return this.read(id);
   }

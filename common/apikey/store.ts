@@ -18,6 +18,11 @@ export interface ApiKeyStore {
    * the owner and the owner's name.
    */
   listEvery(filters?: ApiKeyFilters & { owner?: string }): Promise<ApiKeyPage>;
+  /**
+   * Every live key whose spec.owner is `owner`, however it was made (a key applied with kubectl
+   * or by a GitOps tool carries no owner label): for offboarding, which must miss none.
+   */
+  everyKeyOf(owner: string): Promise<ApiKey[]>;
   /** Administrators only: a key whoever owns it. */
   find(id: string): Promise<ApiKey | undefined>;
   /**

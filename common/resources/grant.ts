@@ -38,7 +38,7 @@ export type KeyGrant = z.infer<typeof keyGrantSchema>;
 export const routeSchema = z.object({
   /** Base URL of the upstream, e.g. http://svc.ns.svc:8080 */
   url: z.url({ protocol: /^https?$/ }),
-  /** For bda routes: the workflow's owner; for model routes: the model's workflow, if any. */
+  /** The owner its Workflow record names, for a bda route and a model route with a `workflow`. */
   owner: z.string().optional(),
   workflow: z.string().optional(),
   /**

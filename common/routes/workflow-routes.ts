@@ -99,6 +99,11 @@ export class WorkflowRoutes {
       .sort((a, b) => (a.workflow < b.workflow ? -1 : 1));
   }
 
+  /** Whether a service of `workflow` is routed for another owner than `owner`: it changed hands. */
+  async ownedByAnother(workflow: string, owner: string): Promise<boolean> {
+    return (await this.routesOf(workflow)).some((r) => r.route?.owner !== owner);
+  }
+
   private routesOf(workflow: string): Promise<ScannedRoute[]> {
     return this.scan(`${BDA_ROUTE_PREFIX}${workflow}:*`);
   }

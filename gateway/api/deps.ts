@@ -7,6 +7,7 @@ import type { WorkflowRoutes } from '../../common/routes/workflow-routes.js';
 import type { AuditLog } from '../audit/audit-log.js';
 import type { ModelStore } from '../platform/models/store.js';
 import type { AdminPolicy, TokenVerifier } from '../auth/oidc.js';
+import type { OffboardedUsers } from '../auth/offboarded-users.js';
 
 /** What the management API is built from; the gateway builds each once and injects it. */
 export interface ManagementDeps {
@@ -16,7 +17,10 @@ export interface ManagementDeps {
   redis: Redis;
   workflows: WorkflowRoutes;
   roles: RoleCatalogue;
+  /** Verifies a bearer token (and refuses one its user held when offboarded). */
   verifyToken: TokenVerifier;
+  /** Users offboarded: checked again after a key is made, so a call racing an offboarding loses. */
+  offboarded: OffboardedUsers;
   /** The Models the panel's Models page lists (read only). */
   models: ModelStore;
   /** Who is an administrator (the admin routes check it; errors name the claim). */

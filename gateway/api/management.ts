@@ -1,3 +1,4 @@
+import { OffboardedUsers } from '../auth/offboarded-users.js';
 import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import type { RequestHandler, Router } from 'express';
 import type { Redis } from 'ioredis';
@@ -72,13 +73,15 @@ export async function createManagement(opts: ManagementOptions): Promise<Managem
       : new KubeModelStore(opts.keys.kubeConfig.makeApiClient(CustomObjectsApi), opts.keys.namespace);
   const issuer = 'local' in opts.identity ? await LocalIssuer.open(opts.identity.local.stateDir) : undefined;
   const oidc = 'local' in opts.identity ? localOidcConfig(opts.identity.local.selfUrl) : opts.identity.oidc;
+  const offboarded = new OffboardedUsers(opts.redis);
   const router = createManagementRouter({
     store,
     index: new KeyIndexWriter(opts.redis, sealer),
     redis: opts.redis,
     workflows: opts.workflows,
     roles: opts.roles,
-    verifyToken: createTokenVerifier(oidc, opts.admin),
+    verifyToken: offboarded.guard(createTokenVerifier(oidc, opts.admin)),
+    offboarded,
     admin: opts.admin,
     models,
     audit: opts.audit,

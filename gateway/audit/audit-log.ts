@@ -71,6 +71,13 @@ const MAX_PENDING = 100_000;
 
 const ownerDigest = (owner: string): string => createHash('sha256').update(owner).digest('hex').slice(0, 32);
 const dayOf = (ms: number): string => new Date(ms).toISOString().slice(0, 10);
+/**
+ * The exact name of a segment this class writes (`write`): the retention sweep deletes nothing
+ * else, whatever else shares the bucket or prefix (`s3://lake` may hold `sales/2024-01-31/…`).
+ */
+const SEGMENT_NAME = /^[0-9a-f]{32}\/(\d{4}-\d{2}-\d{2})\/\d+-[0-9a-f]{8}-[0-9a-z]+\.jsonl$/;
+/** Segments read at once by one query: a long range is read a few at a time, not all together. */
+const READ_CONCURRENCY = 8;
 
 const invalidCursor = (): TollgateError =>
   new TollgateError('invalid_cursor', 'cursor is not one this API returned; start again without it', {
@@ -82,6 +89,13 @@ type Position = Pick<AuditEvent, 'at' | 'id'>;
 /** Newest first; same-millisecond events by id. */
 const newerFirst = (a: Position, b: Position): number =>
   a.at !== b.at ? (a.at < b.at ? 1 : -1) : a.id < b.id ? 1 : a.id > b.id ? -1 : 0;
+
+interface Refusals {
+  at: number;
+  suppressed: number;
+  owner: string;
+  code: string;
+}
 
 /**
  * The audit trail of key events. Recording is a push to memory; every `flushMs` the events are
@@ -102,7 +116,7 @@ export class AuditLog {
   private readonly replica = randomBytes(4).toString('hex');
   private readonly segments = new LRUCache<string, AuditEvent[]>({ max: 2_000 });
   /** Per key: when its last refusal was recorded, and how many were not recorded since. */
-  private readonly refusals = new LRUCache<string, { at: number; suppressed: number }>({ max: 10_000 });
+  private readonly refusals = new LRUCache<string, Refusals>({ max: 10_000 });
 
   constructor(
     private readonly store: SegmentStore | undefined,
@@ -165,7 +179,7 @@ export class AuditLog {
       last.suppressed++;
       return;
     }
-    this.refusals.set(grant.id, { at: nowMs, suppressed: 0 });
+    this.refusals.set(grant.id, { at: nowMs, suppressed: 0, owner: grant.owner, code });
     const detail: Record<string, string | number> = { code };
     if (last !== undefined && last.suppressed > 0) detail['unrecordedBefore'] = last.suppressed;
     const action: AuditAction = code === 'expired_api_key' ? 'key.expired' : 'key.refused';
@@ -200,7 +214,11 @@ export class AuditLog {
       const day = n.slice(prefix.length, prefix.length + 10);
       return day >= firstDay && day <= lastDay;
     });
-    const events = (await Promise.all(wanted.map((n) => this.readSegment(n)))).flat();
+    const events: AuditEvent[] = [];
+    for (let i = 0; i < wanted.length; i += READ_CONCURRENCY) {
+      const read = await Promise.all(wanted.slice(i, i + READ_CONCURRENCY).map((n) => this.readSegment(n)));
+      events.push(...read.flat());
+    }
     const selected = events
       .filter((e) => e.owner === owner)
       .filter((e) => q.keyId === undefined || e.keyId === q.keyId)
@@ -242,7 +260,30 @@ export class AuditLog {
     return events;
   }
 
+  /**
+   * A burst of refusals followed by silence: what was not recorded is told once the interval has
+   * passed, with no next refusal to carry it.
+   */
+  private reportUnrecorded(nowMs = Date.now()): void {
+    for (const [keyId, r] of this.refusals.entries()) {
+      if (r.suppressed === 0 || nowMs - r.at < this.settings.refusalIntervalMs) continue;
+      const unrecorded = r.suppressed;
+      this.refusals.set(keyId, { ...r, at: nowMs, suppressed: 0 });
+      this.record(
+        {
+          action: r.code === 'expired_api_key' ? 'key.expired' : 'key.refused',
+          keyId,
+          owner: r.owner,
+          actor: `key:${keyId}`,
+          detail: { code: r.code, unrecordedBefore: unrecorded },
+        },
+        nowMs,
+      );
+    }
+  }
+
   private async write(): Promise<void> {
+    this.reportUnrecorded();
     const store = this.store;
     if (store === undefined || this.pending.length === 0) return;
     const batch = this.pending;
@@ -274,8 +315,8 @@ export class AuditLog {
     const keepFrom = dayOf(Date.now() - this.settings.retentionDays * DAY_MS);
     try {
       const old = (await store.list('')).filter((n) => {
-        const day = n.split('/')[1] ?? '';
-        return /^\d{4}-\d{2}-\d{2}$/.test(day) && day < keepFrom;
+        const day = SEGMENT_NAME.exec(n)?.[1];
+        return day !== undefined && day < keepFrom;
       });
       if (old.length > 0) {
         await store.delete(old);

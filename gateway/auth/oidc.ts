@@ -31,6 +31,8 @@ export interface Caller {
   groups: string[];
   /** A member of an administrator group: may act on every user's keys. */
   admin: boolean;
+  /** The token's `iat` (seconds), when it has one. */
+  issuedAt?: number;
 }
 
 export type TokenVerifier = (token: string) => Promise<Caller>;
@@ -88,6 +90,7 @@ export function createTokenVerifier(config: OidcConfig, policy: AdminPolicy): To
     return {
       subject,
       ...(name === undefined ? {} : { name }),
+      ...(typeof payload.iat === 'number' ? { issuedAt: payload.iat } : {}),
       groups,
       admin: groups.some((g) => admins.has(g)),
     };

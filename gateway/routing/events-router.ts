@@ -4,6 +4,7 @@ import { TollgateError, type ErrorCode } from '../../common/errors.js';
 import { WORKFLOW_ID_PATTERN } from '../../common/resources/workflow-service.js';
 import type { KeyGrant, Module } from '../../common/resources/grant.js';
 import type { NormalisedPath } from './normalise.js';
+import { refuseOtherOwner } from '../auth/workflow-owner.js';
 import { resolveRoute, type ResolvedRoute, type RouteTable } from './route-table.js';
 
 /**
@@ -94,6 +95,7 @@ export class EventsRouter {
       if (route === null) {
         throw notFound('unknown_service', `workflow "${workflow}" exposes no service "${service}"`);
       }
+      refuseOtherOwner(route.route.owner, grant, workflow);
       return {
         kind: 'bda',
         proxy: { origin: route.origin, path: upstreamPath(route.basePath, path, 4) },

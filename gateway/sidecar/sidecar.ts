@@ -6,7 +6,8 @@ import { createEventsHandler, type Authenticate, type ResolveTarget } from '../e
 import { createOperationsApp } from '../http/app.js';
 import { sendError } from '../http/errors.js';
 import { upstreamPath } from '../routing/events-router.js';
-import { resolveRoute } from '../routing/route-table.js';
+import { resolveRoute, type RouteTable } from '../routing/route-table.js';
+import { refuseOtherOwner } from '../auth/workflow-owner.js';
 import { createHttpServer, type GatewayServer } from '../server.js';
 import type { GatewayServices } from '../services.js';
 import { createV2Handler } from '../v2/handler.js';
@@ -41,10 +42,13 @@ export const sidecarAudience = (t: SidecarTarget): string =>
     ? grantAudience.service(t.namespace, t.workflow, t.service)
     : grantAudience.model(t.namespace, t.model);
 
-export function workflowResolver(target: Extract<SidecarTarget, { kind: 'workflow' }>): ResolveTarget {
+export function workflowResolver(
+  target: Extract<SidecarTarget, { kind: 'workflow' }>,
+  routes: Pick<RouteTable, 'bda'>,
+): ResolveTarget {
   const origin = target.upstream.origin;
   const basePath = target.upstream.pathname.replace(/\/+$/, '');
-  return (_method, path, grant) => {
+  return async (_method, path, grant) => {
     if (grant.module !== 'bda') {
       throw new TollgateError(
         'module_mismatch',
@@ -57,6 +61,10 @@ export function workflowResolver(target: Extract<SidecarTarget, { kind: 'workflo
         `this key is not for workflow "${target.workflow}"; use a key created for it`,
       );
     }
+    // The workload's route (where the central gateway sends its calls) names the workflow's
+    // owner today: a key its former owner made is refused here too, not only at the gateway.
+    const route = await routes.bda(target.workflow, target.service);
+    refuseOtherOwner(route?.route.owner, grant, target.workflow);
     return { kind: 'bda', proxy: { origin, path: upstreamPath(basePath, path, 0) } };
   };
 }
@@ -95,7 +103,7 @@ export function createSidecar(s: GatewayServices, target: SidecarTarget, opts: S
   );
   if (target.kind === 'workflow') {
     return {
-      traffic: createHttpServer(s, createEventsHandler(s, workflowResolver(target), authenticate)),
+      traffic: createHttpServer(s, createEventsHandler(s, workflowResolver(target, s.routes), authenticate)),
       operations,
     };
   }

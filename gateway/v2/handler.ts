@@ -1,3 +1,4 @@
+import { refuseOtherOwner } from '../auth/workflow-owner.js';
 import { TOLLGATE_VERSION } from '../../common/version.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { pipeline } from 'node:stream/promises';
@@ -286,6 +287,8 @@ export function createV2Handler(
           : `this key is for workflow '${grant.roles[0] ?? ''}'; model '${model}' belongs to another workflow`,
       );
     }
+    if (grant.module === 'bda' && workflow !== undefined)
+      refuseOtherOwner(route?.route.owner, grant, workflow);
     if (route === null) {
       if (want.version !== undefined) checkVersionExists(model, want.version, info);
       throw new TollgateError('model_not_ready', `model '${model}' has no ready replica yet; retry shortly`, {

@@ -113,6 +113,9 @@ export function createKey(deps: ManagementDeps): RequestHandler {
 
     const created = await deps.store.create(newApiKey(newKeyId(), spec));
     try {
+      // An offboarding that began while this call ran either sees the new key when it lists, or
+      // is seen here, and the key is undone: it never outlives its owner's offboarding.
+      await deps.offboarded.check(caller);
       await deps.index.put(spec.hash, toKeyGrant(created));
     } catch (e) {
       // The key was never shown, so undoing the resource loses nothing; keeping it would make the

@@ -1,8 +1,7 @@
 import type { RequestHandler } from 'express';
 import { z } from 'zod';
-import { MAX_PAGE_SIZE } from '../../../common/apikey/store.js';
 import { TollgateError } from '../../../common/errors.js';
-import { apiKeyId, type ApiKey } from '../../../common/resources/apikey.js';
+import { apiKeyId } from '../../../common/resources/apikey.js';
 import { callerOf, requireAdmin } from '../../auth/oidc.js';
 import type { ManagementDeps } from '../deps.js';
 import { revokeKey } from '../revoke.js';
@@ -18,8 +17,9 @@ export const offboardBodySchema = z
   .meta({ examples: [{ owner: 'CgVhbGljZRIFbG9jYWw' }] });
 
 /**
- * POST /admin/offboard: revokes every key of one user at once, when they leave. The owner is
- * named explicitly: keys of users the provider no longer knows are never guessed at.
+ * POST /admin/offboard: locks one user out when they leave: the tokens they hold are refused from
+ * now on, and every key whose owner they are is revoked, however it was made. The owner is named
+ * explicitly: keys of users the provider no longer knows are never guessed at.
  */
 export function offboard(deps: ManagementDeps): RequestHandler {
   return async (req, res) => {
@@ -32,39 +32,34 @@ export function offboard(deps: ManagementDeps): RequestHandler {
       );
     }
     const { owner } = validate(offboardBodySchema, req.body, 'body');
-    const keys = await allKeysOf(deps, owner);
+    // First the lockout: from here the user's tokens are refused on every replica, so no new key
+    // or roll can start; one already under way undoes itself (create-key, roll-key).
+    await deps.offboarded.mark(owner);
     const revoked: string[] = [];
-    // One at a time: each revocation is complete (index, resource, audit) before the next, so a
-    // failure part-way leaves the rest listed for a retry, and says how far it got.
-    for (const key of keys) {
-      try {
-        if (await revokeKey(deps, key, { actor: caller.subject, req, reason: 'user offboarded' })) {
-          revoked.push(apiKeyId(key));
+    // Until a pass finds nothing left: a roll that completed while a pass listed is caught by the
+    // next one.
+    for (let pass = 0; pass < MAX_PASSES; pass++) {
+      const keys = (await deps.store.everyKeyOf(owner)).filter((k) => !revoked.includes(apiKeyId(k)));
+      if (keys.length === 0) break;
+      // One at a time: each revocation is complete (index, resource, audit) before the next, so a
+      // failure part-way leaves the rest listed for a retry, and says how far it got.
+      for (const key of keys) {
+        try {
+          if (await revokeKey(deps, key, { actor: caller.subject, req, reason: 'user offboarded' })) {
+            revoked.push(apiKeyId(key));
+          }
+        } catch (e) {
+          const message = e instanceof TollgateError ? e.message : 'unexpected failure';
+          throw new TollgateError(
+            e instanceof TollgateError ? e.code : 'internal_error',
+            `offboarding stopped after revoking ${revoked.length} keys (${message}); the user's tokens are already refused; retry to revoke the rest`,
+            { cause: e },
+          );
         }
-      } catch (e) {
-        const message = e instanceof TollgateError ? e.message : 'unexpected failure';
-        throw new TollgateError(
-          e instanceof TollgateError ? e.code : 'internal_error',
-          `offboarding stopped after revoking ${revoked.length} of ${keys.length} keys (${message}); retry to revoke the rest`,
-          { cause: e },
-        );
       }
     }
     res.json({ owner, revoked });
   };
 }
 
-async function allKeysOf(deps: ManagementDeps, owner: string): Promise<ApiKey[]> {
-  const keys: ApiKey[] = [];
-  let cursor: string | undefined;
-  do {
-    const page = await deps.store.listEvery({
-      owner,
-      limit: MAX_PAGE_SIZE,
-      ...(cursor === undefined ? {} : { cursor }),
-    });
-    keys.push(...page.items);
-    cursor = page.nextCursor;
-  } while (cursor !== undefined);
-  return keys;
-}
+const MAX_PASSES = 5;

@@ -49,6 +49,13 @@ export function rollKey(deps: ManagementDeps): RequestHandler {
     const old = await deps.store.get(owner, id);
     if (old === undefined) throw keyNotFound(id);
     refuseRolled(old);
+    const [workflow] = old.spec.roles;
+    if (old.spec.module === 'bda' && workflow && (await deps.workflows.ownedByAnother(workflow, owner))) {
+      throw new TollgateError(
+        'workflow_not_owned',
+        `workflow "${workflow}" now belongs to another owner: this key no longer calls it and cannot be rolled; delete it`,
+      );
+    }
 
     const now = Date.now();
     const graceSeconds =
@@ -66,6 +73,8 @@ export function rollKey(deps: ManagementDeps): RequestHandler {
     };
     let marked: ApiKey;
     try {
+      // As for a new key: a roll racing its owner's offboarding is undone (see create-key).
+      await deps.offboarded.check(callerOf(res));
       await deps.index.put(spec.hash, toKeyGrant(created));
       marked = await markRolled(deps, old, rolled);
     } catch (e) {

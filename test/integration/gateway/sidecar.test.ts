@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 // The gateway as a sidecar in front of one workload: the same key check, errors, metrics and
 // fail-closed behaviour as the central gateway, every path being the workload's own. In-process
 // for the behaviour, and `tollgate sidecar` as a process for the command itself.
@@ -257,6 +258,46 @@ describe('central gateway and sidecar together: a signed grant instead of a seco
     ).toBe(200);
     expect(upstream.seen[before]?.url).toBe('/x');
     expect(upstream.seen[before]?.headers['x-tollgate-grant']).toBeUndefined();
+  });
+
+  it('a workflow that changed hands: keys its former owner made are refused at the gateway and at the sidecar', async () => {
+    const { key } = await createKey(rc, 'bda', [workflow]);
+    const viaGateway = (service: string) =>
+      send(central.url, `/events/bda/${workflow}/${service}/x`, { headers: apikey(key) });
+    expect((await viaGateway('scorer')).status).toBe(200);
+    const handOver = async (owner: string) => {
+      await putWorkflowRoute(rc, { workflow, service: 'scorer', url: sidecarUrl, owner, sidecar: true });
+      await putWorkflowRoute(rc, { workflow, service: 'plain', url: upstream.url, owner });
+    };
+    await handOver('bob');
+    try {
+      const before = upstream.seen.length;
+      let gateway = await viaGateway('scorer');
+      for (let i = 0; gateway.status === 200 && i < 50; i++) {
+        await sleep(20);
+        gateway = await viaGateway('scorer');
+      }
+      expect([gateway.status, gateway.json.code]).toEqual([403, 'workflow_not_owned']);
+      expect(gateway.json.error).toMatch(/belongs to another owner/);
+      const plain = await viaGateway('plain');
+      expect([plain.status, plain.json.code]).toEqual([403, 'workflow_not_owned']);
+      const direct = await send(sidecarUrl, '/score', { headers: apikey(key) });
+      expect([direct.status, direct.json.code]).toEqual([403, 'workflow_not_owned']);
+      expect(upstream.seen.length).toBe(before);
+      // Its new owner's keys pass, through the gateway and at the sidecar.
+      const bobs = await createKey(rc, 'bda', [workflow], { owner: 'bob' });
+      const ok = await send(central.url, `/events/bda/${workflow}/scorer/x`, { headers: apikey(bobs.key) });
+      expect(ok.status).toBe(200);
+      expect((await send(sidecarUrl, '/score', { headers: apikey(bobs.key) })).status).toBe(200);
+    } finally {
+      await handOver('alice');
+    }
+    let back = await viaGateway('scorer');
+    for (let i = 0; back.status !== 200 && i < 50; i++) {
+      await sleep(20);
+      back = await viaGateway('scorer');
+    }
+    expect(back.status).toBe(200);
   });
 
   it('refuses forged, foreign, expired and replayed grants, whatever key comes with them', async () => {

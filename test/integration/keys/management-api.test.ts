@@ -4,6 +4,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import { OffboardedUsers } from '../../../gateway/auth/offboarded-users.js';
 import express from 'express';
 import { importJWK, SignJWT, type JWK } from 'jose';
 import { Redis } from 'ioredis';
@@ -113,10 +114,13 @@ describe.each(stores)('management API over HTTP (keys on %s)', (label, openStore
         maxRollGraceSeconds: 3_600,
         workflows: new WorkflowRoutes(client, await testVerifier()),
         roles: new RoleCatalogue({ resources: ['datasets'] }),
-        verifyToken: createTokenVerifier(
-          { issuer: 'urn:tollgate:standalone', audience: 'tollgate', jwksUrl: idp.jwksUrl },
-          adminPolicy,
+        verifyToken: new OffboardedUsers(client).guard(
+          createTokenVerifier(
+            { issuer: 'urn:tollgate:standalone', audience: 'tollgate', jwksUrl: idp.jwksUrl },
+            adminPolicy,
+          ),
         ),
+        offboarded: new OffboardedUsers(client),
         admin: adminPolicy,
         models: new DirModelStore(new ManifestDir(stateDir, () => undefined)),
         log,
@@ -553,6 +557,38 @@ describe.each(stores)('management API over HTTP (keys on %s)', (label, openStore
   });
 
   describe('rolling', () => {
+    it('refuses to roll a bda key of a workflow that has since changed hands', async () => {
+      const handed = `handed-${suffix}`;
+      await putWorkflowRoute(client, {
+        workflow: handed,
+        service: 's',
+        url: 'http://127.0.0.1:9',
+        owner: alice,
+      });
+      const created = await create({ module: 'bda', roles: [handed] });
+      expect(created.status).toBe(201);
+      const id = created.body.id as string;
+      await putWorkflowRoute(client, {
+        workflow: handed,
+        service: 's',
+        url: 'http://127.0.0.1:9',
+        owner: bob,
+      });
+      const refused = await call('POST', `/apikeys/${id}/roll`, { body: { gracePeriodSeconds: 30 } });
+      expect([refused.status, refused.body.code]).toEqual([403, 'workflow_not_owned']);
+      expect(refused.body.error).toMatch(/cannot be rolled; delete it/);
+      // Nothing was made: the key is as it was.
+      expect((await call('GET', `/apikeys/${id}`)).body).toMatchObject({ state: 'active' });
+      // Handed back, the same key rolls.
+      await putWorkflowRoute(client, {
+        workflow: handed,
+        service: 's',
+        url: 'http://127.0.0.1:9',
+        owner: alice,
+      });
+      expect((await call('POST', `/apikeys/${id}/roll`, { body: {} })).status).toBe(201);
+    });
+
     it('links the two resources; the old one gains spec.rolled and may change in nothing else', async () => {
       const created = await create({
         module: 'platform',
@@ -721,15 +757,32 @@ describe.each(stores)('management API over HTTP (keys on %s)', (label, openStore
         expect(a.status).toBe(201);
         keys.push(a.body.key as string);
       }
+      // A key made outside this API (kubectl, a GitOps tool) carries no owner label: still theirs.
+      const outside = await create({ module: 'platform', roles: ['viewer'], name: 'outside' }, leaverToken);
+      keys.push(outside.body.key as string);
+      const made = await store.find(outside.body.id as string);
+      await store.update({ ...made!, metadata: { ...made!.metadata, labels: {} } });
       const stays = await create({ module: 'platform', roles: ['viewer'], name: 'stays' }, erinToken);
 
       const done = await call('POST', '/admin/offboard', { token: adminToken, body: { owner: leaver } });
       expect(done.status).toBe(200);
       expect(done.body.owner).toBe(leaver);
-      expect((done.body.revoked as string[]).length).toBe(3);
+      expect((done.body.revoked as string[]).length).toBe(4);
       for (const key of keys) expect(await indexed(key)).toBe(false);
-      expect(items(await call('GET', '/apikeys', { token: leaverToken }))).toEqual([]);
       expect(await indexed(stays.body.key as string)).toBe(true);
+      // A lockout, not only a revocation: the tokens the user still holds make, roll and list nothing.
+      for (const attempt of [
+        await call('GET', '/apikeys', { token: leaverToken }),
+        await create({ module: 'platform', roles: ['viewer'] }, leaverToken),
+      ]) {
+        expectError(attempt, 401, 'token_revoked');
+        expect(attempt.body.error).toMatch(/offboarded at .*sign in again/);
+      }
+      expect((await call('GET', '/me', { token: erinToken })).status).toBe(200);
+      // Signed in again later (access restored): a new token passes, and nothing of before remains.
+      await new Promise((r) => setTimeout(r, 1_100));
+      const returning = await idp.issuer.mint(leaver);
+      expect(items(await call('GET', '/apikeys', { token: returning }))).toEqual([]);
 
       // Again, or for a subject nobody has: nothing to revoke, said plainly.
       expect(

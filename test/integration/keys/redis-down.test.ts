@@ -1,6 +1,7 @@
 import { unusedAudit } from '../../harness/audit.js';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { OffboardedUsers } from '../../../gateway/auth/offboarded-users.js';
 import express from 'express';
 import { Redis } from 'ioredis';
 import { DirApiKeyStore } from '../../../common/apikey/dir-store.js';
@@ -47,10 +48,13 @@ describe('management API with Redis down', () => {
         maxRollGraceSeconds: 3_600,
         workflows: new WorkflowRoutes(client, await testVerifier()),
         roles: new RoleCatalogue(),
-        verifyToken: createTokenVerifier(
-          { issuer: 'urn:tollgate:standalone', audience: 'tollgate', jwksUrl: idp.jwksUrl },
-          NO_ADMINS,
+        verifyToken: new OffboardedUsers(client).guard(
+          createTokenVerifier(
+            { issuer: 'urn:tollgate:standalone', audience: 'tollgate', jwksUrl: idp.jwksUrl },
+            NO_ADMINS,
+          ),
         ),
+        offboarded: new OffboardedUsers(client),
         admin: NO_ADMINS,
         models: new DirModelStore(new ManifestDir(await tempDir('tollgate-down-models-'), () => undefined)),
         log: createLogger('redis-down-test', 'silent'),

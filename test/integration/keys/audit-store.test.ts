@@ -1,0 +1,93 @@
+import { CreateBucketCommand, ListObjectsV2Command, PutObjectCommand } from '@aws-sdk/client-s3';
+import { createLogger } from '../../../common/logger.js';
+import { s3ClientFromEnv } from '../../../common/storage/s3-client.js';
+import { AuditLog } from '../../../gateway/audit/audit-log.js';
+import { openSegmentStore } from '../../../gateway/audit/segment-store.js';
+import { NO_PROXIES } from '../../../gateway/http/client-address.js';
+import { minio } from '../../harness/index.js';
+import type { IncomingMessage } from 'node:http';
+
+/**
+ * The audit trail's own housekeeping on a real MinIO bucket that it shares with other data (as
+ * `s3://lake` would): retention deletes only segments it wrote, and refusals it did not record one
+ * by one are told even when no refusal follows.
+ */
+describe('the audit trail in a shared bucket', () => {
+  const bucket = `lake-${Date.now().toString(36)}`;
+  let env: Record<string, string>;
+  let s3: ReturnType<typeof s3ClientFromEnv>;
+
+  beforeAll(async () => {
+    const m = await minio();
+    env = {
+      AWS_ACCESS_KEY_ID: m.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: m.secretAccessKey,
+      AWS_ENDPOINT_URL: m.endpoint,
+      AWS_REGION: m.region,
+    };
+    s3 = s3ClientFromEnv(env);
+    await s3.send(new CreateBucketCommand({ Bucket: bucket }));
+  });
+  afterAll(() => s3?.destroy());
+
+  const names = async (): Promise<string[]> =>
+    ((await s3.send(new ListObjectsV2Command({ Bucket: bucket }))).Contents ?? []).map((o) => o.Key ?? '');
+
+  const auditLog = async (uri: string, refusalIntervalMs = 60_000): Promise<AuditLog> =>
+    new AuditLog(await openSegmentStore(uri, env), createLogger('audit', 'silent'), {
+      flushMs: 60_000,
+      retentionDays: 90,
+      proxies: NO_PROXIES,
+      refusalIntervalMs,
+    });
+
+  it('retention deletes its own old segments and nothing else that shares the place', async () => {
+    const digest = 'a'.repeat(32);
+    const others = [
+      'sales/2024-01-31/part-0.parquet',
+      `${digest}/2020-01-01/notes.txt`,
+      `${digest}/2020-01-01/1-abcdef12-0.jsonl.bak`,
+      'x/2019-12-31/',
+    ];
+    const ours = `${digest}/2020-01-01/1700000000000-abcdef12-0.jsonl`;
+    const recent = `${digest}/${new Date().toISOString().slice(0, 10)}/1700000000000-abcdef12-1.jsonl`;
+    for (const Key of [...others, ours, recent])
+      await s3.send(new PutObjectCommand({ Bucket: bucket, Key, Body: '{}\n' }));
+    // The trail at the bucket's root: the sweep runs on start.
+    const log = await auditLog(`s3://${bucket}`);
+    log.start();
+    try {
+      const deadline = Date.now() + 10_000;
+      while ((await names()).includes(ours) && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 100));
+      expect((await names()).sort()).toEqual([...others, recent].sort());
+    } finally {
+      await log.stop();
+    }
+  });
+
+  it('a burst of refusals then silence: the ones not recorded are told once the interval has passed', async () => {
+    const log = await auditLog(`s3://${bucket}/burst`, 200);
+    const req = { headers: {}, socket: { remoteAddress: '127.0.0.1' } } as unknown as IncomingMessage;
+    const grant = { id: 'k'.repeat(20), owner: 'alice@example.com' };
+    const t0 = Date.now();
+    for (let i = 0; i < 5; i++) log.refused(grant, 'rate_limited', req, t0 + i);
+    await log.flush();
+    expect((await log.query(grant.owner, { limit: 50 })).items.map((e) => e.detail)).toEqual([
+      { code: 'rate_limited' },
+    ]);
+    // Nothing else comes for this key; after the interval the next flush tells the four.
+    await new Promise((r) => setTimeout(r, 250));
+    await log.flush();
+    const items = (await log.query(grant.owner, { limit: 50 })).items;
+    expect(items.map((e) => [e.action, e.detail])).toEqual([
+      ['key.refused', { code: 'rate_limited', unrecordedBefore: 4 }],
+      ['key.refused', { code: 'rate_limited' }],
+    ]);
+    // Told once: another flush adds nothing.
+    await new Promise((r) => setTimeout(r, 250));
+    await log.flush();
+    expect((await log.query(grant.owner, { limit: 50 })).items).toHaveLength(2);
+    await log.stop();
+  });
+});

@@ -303,15 +303,24 @@ describe('panel sign-in through a real OpenID Connect provider (Dex)', () => {
     await offboard.waitFor({ state: 'hidden' });
     await expect(banner(alice).textContent()).resolves.toBe('bob was offboarded: 1 key revoked.');
 
-    // Bob's list is empty, and his audit log says who revoked his keys.
-    const left = await api(main, bobToken, 'GET', '/apikeys');
+    // Offboarded is locked out: the token bob still holds is refused.
+    const locked = await api(main, bobToken, 'GET', '/apikeys');
+    expect([locked.status, locked.body.code]).toEqual([401, 'token_revoked']);
+    // Signed in again later (his access restored): his list is empty, and his audit log says who
+    // revoked his keys.
+    await new Promise((r) => setTimeout(r, 1_100));
+    const again = await newPage();
+    await signIn(again, main, mainDex, 'bob');
+    const returning = (await tokenOf(again)) ?? '';
+    await again.context().close();
+    const left = await api(main, returning, 'GET', '/apikeys');
     expect(left.body.items).toEqual([]);
     const aliceSubject = ((await api(main, (await tokenOf(alice)) ?? '', 'GET', '/me')).body.subject ??
       '') as string;
     let events: Array<{ action: string; actor: string; detail?: { reason?: string } }> = [];
     for (let i = 0; i < 50 && events.filter((e) => e.action === 'key.deleted').length < 2; i++) {
       await new Promise((r) => setTimeout(r, 100));
-      events = (await api(main, bobToken, 'GET', '/audit?action=key.deleted')).body.items as typeof events;
+      events = (await api(main, returning, 'GET', '/audit?action=key.deleted')).body.items as typeof events;
     }
     expect(events.map((e) => [e.actor, e.detail?.reason]).sort()).toEqual(
       [

@@ -142,6 +142,7 @@ export async function createGatewayServices(
       proxies,
       refusalIntervalMs: config.auditRefusalIntervalMs,
     },
+    redis,
   );
   const usage = new UsageRecorder(redis, log, config.usageFlushMs, config.usageSeries);
   const modelUsage = new ModelUsageRecorder(redis, log, config.usageFlushMs);

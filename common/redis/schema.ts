@@ -71,6 +71,8 @@ export const redisKeys = {
   indexBuilding: `${KEY_PREFIX}index:building`,
   /** String, with a TTL: a signed grant's id, claimed by the first sidecar it reached. */
   grantUsed: (jti: string) => `${KEY_PREFIX}grant:used:${jti}`,
+  /** Audit events the audit store refused, waiting for any gateway replica to write them. */
+  auditBacklog: `${KEY_PREFIX}audit:backlog`,
   /** When a user was offboarded (ms): tokens issued before then are refused. Key: sha256(subject). */
   offboarded: (subjectDigest: string) => `${KEY_PREFIX}offboarded:${subjectDigest}`,
 } as const;

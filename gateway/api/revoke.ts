@@ -21,6 +21,7 @@ export async function revokeKey(
   deps.audit.record({
     action: 'key.deleted',
     keyId: id,
+    key: { name: key.spec.name, start: key.spec.start },
     owner,
     actor: by.actor,
     req: by.req,

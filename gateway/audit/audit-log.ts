@@ -1,9 +1,11 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
+import type { Redis } from 'ioredis';
 import { LRUCache } from 'lru-cache';
 import { z } from 'zod';
 import { TollgateError } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
+import { redisKeys } from '../../common/redis/schema.js';
 import { clientAddress, type ProxyTrust } from '../http/client-address.js';
 import type { SegmentStore } from './segment-store.js';
 import { PeriodicFlush } from '../periodic-flush.js';
@@ -23,6 +25,9 @@ export const auditEventSchema = z.object({
   at: z.string(),
   action: z.enum(AUDIT_ACTIONS),
   keyId: z.string(),
+  /** The key's name and first characters when it happened, so a reader knows which key it was. */
+  keyName: z.string().optional(),
+  keyStart: z.string().optional(),
   /** Whose key it is: the user who may read the event. */
   owner: z.string(),
   /** The token's subject for management actions; `key:<id>` for a use of the key. */
@@ -35,6 +40,8 @@ export type AuditEvent = z.infer<typeof auditEventSchema>;
 export interface AuditRecord {
   action: AuditAction;
   keyId: string;
+  /** How a reader recognises the key: its name and its first characters (never the key). */
+  key?: { name?: string | undefined; start?: string | undefined };
   owner: string;
   actor: string;
   req?: IncomingMessage;
@@ -56,6 +63,12 @@ export interface AuditPage {
   nextCursor?: string;
 }
 
+/**
+ * The answer header of a management action: whether its audit event is stored (`stored`), still
+ * waiting for the store (`pending`), or kept by no store (`off`, the log only).
+ */
+export const AUDIT_HEADER = 'Tollgate-Audit';
+
 export interface AuditSettings {
   flushMs: number;
   retentionDays: number;
@@ -68,6 +81,10 @@ export interface AuditSettings {
 const DAY_MS = 86_400_000;
 /** Events held when the store keeps failing; past this the oldest are dropped (and logged). */
 const MAX_PENDING = 100_000;
+/** How long a management action waits for its event to be stored before answering without. */
+const SETTLE_TIMEOUT_MS = 3_000;
+/** Events taken from the shared backlog per write. */
+const BACKLOG_BATCH = 1_000;
 
 const ownerDigest = (owner: string): string => createHash('sha256').update(owner).digest('hex').slice(0, 32);
 const dayOf = (ms: number): string => new Date(ms).toISOString().slice(0, 10);
@@ -94,6 +111,7 @@ interface Refusals {
   at: number;
   suppressed: number;
   owner: string;
+  name: string | undefined;
   code: string;
 }
 
@@ -118,10 +136,20 @@ export class AuditLog {
   /** Per key: when its last refusal was recorded, and how many were not recorded since. */
   private readonly refusals = new LRUCache<string, Refusals>({ max: 10_000 });
 
+  /** Events a write has taken and not yet stored. */
+  private inFlight: AuditEvent[] = [];
+  /** Events this process put in the shared backlog (stored later, by whichever replica). */
+  private readonly spilled = new WeakSet<AuditEvent>();
+
   constructor(
     private readonly store: SegmentStore | undefined,
     private readonly log: Logger,
     private readonly settings: AuditSettings,
+    /**
+     * Where events the store refused wait (`tg:audit:backlog`), shared by every replica: a gateway
+     * that crashes or is replaced loses none of them, and whichever replica writes next drains it.
+     */
+    private readonly backlog?: Redis,
   ) {
     this.flusher = new PeriodicFlush(() => this.write(), settings.flushMs);
   }
@@ -149,6 +177,8 @@ export class AuditLog {
       at: new Date(nowMs).toISOString(),
       action: r.action,
       keyId: r.keyId,
+      ...(r.key?.name === undefined ? {} : { keyName: r.key.name }),
+      ...(r.key?.start === undefined ? {} : { keyStart: r.key.start }),
       owner: r.owner,
       actor: r.actor,
     };
@@ -169,7 +199,7 @@ export class AuditLog {
    * refusals were not recorded before it, so a flood of bad calls cannot fill the trail.
    */
   refused(
-    grant: { id: string; owner: string },
+    grant: { id: string; owner: string; name?: string | undefined },
     code: string,
     req: IncomingMessage,
     nowMs = Date.now(),
@@ -179,18 +209,47 @@ export class AuditLog {
       last.suppressed++;
       return;
     }
-    this.refusals.set(grant.id, { at: nowMs, suppressed: 0, owner: grant.owner, code });
+    this.refusals.set(grant.id, { at: nowMs, suppressed: 0, owner: grant.owner, name: grant.name, code });
     const detail: Record<string, string | number> = { code };
     if (last !== undefined && last.suppressed > 0) detail['unrecordedBefore'] = last.suppressed;
     const action: AuditAction = code === 'expired_api_key' ? 'key.expired' : 'key.refused';
     this.record(
-      { action, keyId: grant.id, owner: grant.owner, actor: `key:${grant.id}`, req, detail },
+      {
+        action,
+        keyId: grant.id,
+        key: { name: grant.name },
+        owner: grant.owner,
+        actor: `key:${grant.id}`,
+        req,
+        detail,
+      },
       nowMs,
     );
   }
 
   flush(): Promise<void> {
     return this.flusher.flush();
+  }
+
+  /**
+   * Waits until every event recorded so far is in the store, for a management action to answer
+   * only once its event is durable: `stored`, or `pending` (the store did not take it within
+   * `timeoutMs`; it stays queued, in the shared backlog if Redis takes it), or `off` (no store).
+   */
+  async settle(timeoutMs = SETTLE_TIMEOUT_MS): Promise<'stored' | 'pending' | 'off'> {
+    if (this.store === undefined) return 'off';
+    const mine = new Set([...this.inFlight, ...this.pending]);
+    const unstored = (): boolean =>
+      [...this.inFlight, ...this.pending].some((e) => mine.has(e)) ||
+      [...mine].some((e) => this.spilled.has(e));
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)));
+    // Two rounds: the first may be a write already under way that took none of these.
+    for (let round = 0; round < 2 && unstored(); round++) {
+      await Promise.race([this.flush(), timeout]);
+    }
+    clearTimeout(timer);
+    return unstored() ? 'pending' : 'stored';
   }
 
   /** One page of `owner`'s events, newest first. */
@@ -273,6 +332,7 @@ export class AuditLog {
         {
           action: r.code === 'expired_api_key' ? 'key.expired' : 'key.refused',
           keyId,
+          key: { name: r.name },
           owner: r.owner,
           actor: `key:${keyId}`,
           detail: { code: r.code, unrecordedBefore: unrecorded },
@@ -285,9 +345,19 @@ export class AuditLog {
   private async write(): Promise<void> {
     this.reportUnrecorded();
     const store = this.store;
-    if (store === undefined || this.pending.length === 0) return;
-    const batch = this.pending;
+    if (store === undefined) return;
+    const batch = [...(await this.drainBacklog()), ...this.pending];
+    if (batch.length === 0) return;
     this.pending = [];
+    this.inFlight = batch;
+    try {
+      await this.writeBatch(store, batch);
+    } finally {
+      this.inFlight = [];
+    }
+  }
+
+  private async writeBatch(store: SegmentStore, batch: AuditEvent[]): Promise<void> {
     const groups = new Map<string, AuditEvent[]>();
     for (const e of batch) {
       const name = `${ownerDigest(e.owner)}/${dayOf(Date.parse(e.at))}/`;
@@ -305,8 +375,48 @@ export class AuditLog {
         }
       }),
     );
-    // Kept, in order, ahead of what arrived meanwhile.
-    if (failed.length > 0) this.pending = [...failed, ...this.pending];
+    if (failed.length === 0) return;
+    // To the shared backlog, where a restart cannot lose them; in memory (kept, in order, ahead of
+    // what arrived meanwhile) only if Redis will not take them either.
+    if (await this.spill(failed)) return;
+    this.pending = [...failed, ...this.pending];
+  }
+
+  private async spill(events: AuditEvent[]): Promise<boolean> {
+    if (this.backlog === undefined) return false;
+    try {
+      const replies = await this.backlog
+        .multi()
+        .rpush(redisKeys.auditBacklog, ...events.map((e) => JSON.stringify(e)))
+        .ltrim(redisKeys.auditBacklog, -MAX_PENDING, -1)
+        .exec();
+      const failed =
+        replies === null ? new Error('the transaction was discarded') : replies.find(([e]) => e)?.[0];
+      if (failed) throw failed;
+      for (const e of events) this.spilled.add(e);
+      return true;
+    } catch (err) {
+      this.log.warn({ err: (err as Error).message }, 'audit backlog not kept in Redis; held in memory');
+      return false;
+    }
+  }
+
+  private async drainBacklog(): Promise<AuditEvent[]> {
+    if (this.backlog === undefined) return [];
+    let lines: string[] | null;
+    try {
+      lines = await this.backlog.lpop(redisKeys.auditBacklog, BACKLOG_BATCH);
+    } catch {
+      return [];
+    }
+    return (lines ?? []).flatMap((line) => {
+      try {
+        const parsed = auditEventSchema.safeParse(JSON.parse(line));
+        return parsed.success ? [parsed.data] : [];
+      } catch {
+        return [];
+      }
+    });
   }
 
   private async sweep(): Promise<void> {

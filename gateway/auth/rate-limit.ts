@@ -28,9 +28,11 @@ export class RateLimiter {
         .incr(key)
         .expire(key, limit.windowSeconds + 1, 'NX')
         .exec();
-      const [failed, n] = replies?.[0] ?? [new Error('the transaction was discarded'), 0];
+      // Both must have happened: a counter left without its expiry would refuse the key forever.
+      const failed =
+        replies === null ? new Error('the transaction was discarded') : replies.find(([e]) => e)?.[0];
       if (failed) throw failed;
-      count = Number(n);
+      count = Number(replies?.[0]?.[1]);
     } catch (err) {
       throw redisUnavailable(err);
     }

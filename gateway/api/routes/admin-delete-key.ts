@@ -4,6 +4,7 @@ import { callerOf, requireAdmin } from '../../auth/oidc.js';
 import type { ManagementDeps } from '../deps.js';
 import { revokeKey } from '../revoke.js';
 import { keyIdParam } from './key-id.js';
+import { AUDIT_HEADER } from '../../audit/audit-log.js';
 
 const noSuchKey = (id: string): TollgateError =>
   new TollgateError(
@@ -24,6 +25,9 @@ export function adminDeleteKey(deps: ManagementDeps): RequestHandler {
     ) {
       throw noSuchKey(id);
     }
-    res.status(204).end();
+    res
+      .status(204)
+      .set(AUDIT_HEADER, await deps.audit.settle())
+      .end();
   };
 }

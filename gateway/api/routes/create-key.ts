@@ -14,6 +14,7 @@ import { callerOf } from '../../auth/oidc.js';
 import type { ManagementDeps } from '../deps.js';
 import { validate } from '../validate.js';
 import { toApiKeyView } from '../views.js';
+import { AUDIT_HEADER } from '../../audit/audit-log.js';
 
 // Printable text only: a name is shown in the panel and in `kubectl get`.
 const PRINTABLE = /^[^\p{Cc}\p{Cf}\p{Zl}\p{Zp}]*$/u;
@@ -132,10 +133,21 @@ export function createKey(deps: ManagementDeps): RequestHandler {
     }
     const view = toApiKeyView(created, undefined);
     deps.log.info({ id: view.id, owner, module: view.module, roles: view.roles }, 'api key created');
-    deps.audit.record({ action: 'key.created', keyId: view.id, owner, actor: owner, req });
+    deps.audit.record({
+      action: 'key.created',
+      keyId: view.id,
+      key: { name: spec.name, start: spec.start },
+      owner,
+      actor: owner,
+      req,
+    });
     res
       .status(201)
-      .set({ Location: `${req.baseUrl}/apikeys/${view.id}`, 'Cache-Control': 'no-store' })
+      .set({
+        Location: `${req.baseUrl}/apikeys/${view.id}`,
+        'Cache-Control': 'no-store',
+        [AUDIT_HEADER]: await deps.audit.settle(),
+      })
       .json({ ...view, key });
   };
 }

@@ -6,6 +6,7 @@ import { callerOf, requireAdmin } from '../../auth/oidc.js';
 import type { ManagementDeps } from '../deps.js';
 import { revokeKey } from '../revoke.js';
 import { validate } from '../validate.js';
+import { AUDIT_HEADER } from '../../audit/audit-log.js';
 
 export const offboardBodySchema = z
   .strictObject({
@@ -58,7 +59,7 @@ export function offboard(deps: ManagementDeps): RequestHandler {
         }
       }
     }
-    res.json({ owner, revoked });
+    res.set(AUDIT_HEADER, await deps.audit.settle()).json({ owner, revoked });
   };
 }
 

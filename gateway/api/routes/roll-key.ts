@@ -16,6 +16,7 @@ import type { ManagementDeps } from '../deps.js';
 import { validate } from '../validate.js';
 import { toApiKeyView } from '../views.js';
 import { keyIdParam, keyNotFound } from './key-id.js';
+import { AUDIT_HEADER } from '../../audit/audit-log.js';
 
 /** Without a choice, the old key works one more day (or the gateway's maximum, if shorter). */
 export const DEFAULT_ROLL_GRACE_SECONDS = 86_400;
@@ -95,6 +96,7 @@ export function rollKey(deps: ManagementDeps): RequestHandler {
     deps.audit.record({
       action: 'key.rolled',
       keyId: id,
+      key: { name: old.spec.name, start: old.spec.start },
       owner,
       actor: owner,
       req,
@@ -103,6 +105,7 @@ export function rollKey(deps: ManagementDeps): RequestHandler {
     deps.audit.record({
       action: 'key.created',
       keyId: newId,
+      key: { name: spec.name, start: spec.start },
       owner,
       actor: owner,
       req,
@@ -110,7 +113,11 @@ export function rollKey(deps: ManagementDeps): RequestHandler {
     });
     res
       .status(201)
-      .set({ Location: `${req.baseUrl}/apikeys/${newId}`, 'Cache-Control': 'no-store' })
+      .set({
+        Location: `${req.baseUrl}/apikeys/${newId}`,
+        'Cache-Control': 'no-store',
+        [AUDIT_HEADER]: await deps.audit.settle(),
+      })
       .json({ ...toApiKeyView(created, undefined), key, rolled: toApiKeyView(marked, undefined) });
   };
 }

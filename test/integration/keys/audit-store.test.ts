@@ -4,7 +4,8 @@ import { s3ClientFromEnv } from '../../../common/storage/s3-client.js';
 import { AuditLog } from '../../../gateway/audit/audit-log.js';
 import { openSegmentStore } from '../../../gateway/audit/segment-store.js';
 import { NO_PROXIES } from '../../../gateway/http/client-address.js';
-import { minio } from '../../harness/index.js';
+import { Redis } from 'ioredis';
+import { freePort, minio, redis } from '../../harness/index.js';
 import type { IncomingMessage } from 'node:http';
 
 /**
@@ -33,13 +34,13 @@ describe('the audit trail in a shared bucket', () => {
   const names = async (): Promise<string[]> =>
     ((await s3.send(new ListObjectsV2Command({ Bucket: bucket }))).Contents ?? []).map((o) => o.Key ?? '');
 
-  const auditLog = async (uri: string, refusalIntervalMs = 60_000): Promise<AuditLog> =>
-    new AuditLog(await openSegmentStore(uri, env), createLogger('audit', 'silent'), {
-      flushMs: 60_000,
-      retentionDays: 90,
-      proxies: NO_PROXIES,
-      refusalIntervalMs,
-    });
+  const auditLog = async (uri: string, refusalIntervalMs = 60_000, backlog?: Redis): Promise<AuditLog> =>
+    new AuditLog(
+      await openSegmentStore(uri, env),
+      createLogger('audit', 'silent'),
+      { flushMs: 60_000, retentionDays: 90, proxies: NO_PROXIES, refusalIntervalMs },
+      backlog,
+    );
 
   it('retention deletes its own old segments and nothing else that shares the place', async () => {
     const digest = 'a'.repeat(32);
@@ -63,6 +64,42 @@ describe('the audit trail in a shared bucket', () => {
       expect((await names()).sort()).toEqual([...others, recent].sort());
     } finally {
       await log.stop();
+    }
+  });
+
+  it('an action waits for its event to be stored; a store that is down leaves it in the shared backlog, which another replica writes', async () => {
+    const r = await redis('audit-backlog');
+    const client = new Redis(r.url);
+    const owner = `carol-${Date.now().toString(36)}@example.com`;
+    const action = (keyId: string) => ({ action: 'key.created' as const, keyId, owner, actor: owner });
+    try {
+      const up = await auditLog(`s3://${bucket}/durable`, 60_000, client);
+      up.record(action('k-stored-000000000000'));
+      expect(await up.settle()).toBe('stored');
+      await up.stop();
+
+      // The same trail behind an endpoint nobody answers (the store is down).
+      const downEnv = { ...env, AWS_ENDPOINT_URL: `http://127.0.0.1:${await freePort()}` };
+      const down = new AuditLog(
+        await openSegmentStore(`s3://${bucket}/durable`, downEnv),
+        createLogger('audit', 'silent'),
+        { flushMs: 60_000, retentionDays: 90, proxies: NO_PROXIES, refusalIntervalMs: 60_000 },
+        client,
+      );
+      down.record(action('k-pending-00000000000'));
+      expect(await down.settle(5_000)).toBe('pending');
+      // Not held by this process alone: it waits in Redis, where this replica's crash cannot lose it.
+      expect(await client.llen('tg:audit:backlog')).toBe(1);
+
+      // Another replica (or this one restarted) writes it with its next batch.
+      const other = await auditLog(`s3://${bucket}/durable`, 60_000, client);
+      await other.flush();
+      expect(await client.llen('tg:audit:backlog')).toBe(0);
+      const ids = (await other.query(owner, { limit: 50 })).items.map((e) => e.keyId).sort();
+      expect(ids).toEqual(['k-pending-00000000000', 'k-stored-000000000000']);
+      await other.stop();
+    } finally {
+      client.disconnect();
     }
   });
 

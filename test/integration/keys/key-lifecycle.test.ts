@@ -21,6 +21,8 @@ const BIN = join(ROOT, 'bin', 'tollgate.js');
 interface Json {
   status: number;
   body: Record<string, unknown>;
+  /** The Tollgate-Audit answer header: whether the action's audit event was stored first. */
+  audit: string | null;
 }
 
 let stateDir: string;
@@ -107,7 +109,11 @@ async function api(
   }
   const res = await fetch(`${devUrl}/api/v1${path}`, { method, headers, body });
   const text = await res.text();
-  return { status: res.status, body: text === '' ? {} : (JSON.parse(text) as Record<string, unknown>) };
+  return {
+    status: res.status,
+    body: text === '' ? {} : (JSON.parse(text) as Record<string, unknown>),
+    audit: res.headers.get('tollgate-audit'),
+  };
 }
 
 async function newKey(extra: Record<string, unknown> = {}): Promise<{ id: string; key: string }> {
@@ -503,11 +509,12 @@ describe('the audit trail', () => {
   it('records who did what to a key, when and from where, and refused uses at a bounded rate', async () => {
     const k = await newKey();
     const rolled = await api('POST', `/apikeys/${k.id}/roll`, { body: { gracePeriodSeconds: 0 } });
-    expect(rolled).toMatchObject({ status: 201 });
+    // Answered once its events are in the store, not merely queued in memory.
+    expect(rolled).toMatchObject({ status: 201, audit: 'stored' });
     const newId = rolled.body['id'] as string;
     // A flood of refused uses of the old key makes one event (per key per minute), not fifty.
     for (let i = 0; i < 50; i++) expect((await use(replica.url, k.key)).status).toBe(401);
-    expect((await api('DELETE', `/apikeys/${newId}`)).status).toBe(204);
+    expect(await api('DELETE', `/apikeys/${newId}`)).toMatchObject({ status: 204, audit: 'stored' });
 
     const mine = await eventually('the events', async () => {
       const page = await audit(`?keyId=${k.id}`);

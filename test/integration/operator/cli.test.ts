@@ -51,11 +51,19 @@ describe('tollgate operator (the process)', () => {
     try {
       const dir = await modelFolder({ 'model-settings.json': npSettings('model-cli'), 'model.joblib': 'x' });
       await createModel(c, ns, 'model-cli', { storageUri: `file://${dir}` });
-      await eventually(
-        async () => (await getModel(c, ns, 'model-cli'))?.status?.phase === 'Loading',
-        'the Model reconciled',
+      // The operator as installed reads no folder of its own disk for a Model: reconciled, refused.
+      const refused = await eventually(
+        async () => {
+          const m = await getModel(c, ns, 'model-cli');
+          return m?.status?.phase === 'Failed' && m;
+        },
+        'the Model reconciled (refused)',
         30_000,
       );
+      expect(refused.status?.conditions?.find((x) => x.type === 'SettingsValid')).toMatchObject({
+        status: 'False',
+        reason: 'StorageNotAllowed',
+      });
       await eventually(
         () => client.get(redisKeys.indexMarker).then((v) => v ?? undefined),
         'the index marker',
@@ -63,7 +71,8 @@ describe('tollgate operator (the process)', () => {
 
       const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
       expect(metrics).toMatch(
-        /tollgate_operator_reconcile_total\{controller="model",result="success"\} [1-9]/,
+        // A refused storage is looked at again later: a requeue, not an error.
+        /tollgate_operator_reconcile_total\{controller="model",result="requeue"\} [1-9]/,
       );
       expect(metrics).toMatch(
         /tollgate_operator_reconcile_duration_seconds_count\{controller="model"\} [1-9]/,

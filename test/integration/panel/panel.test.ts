@@ -569,7 +569,13 @@ describe('rotation, usage and the audit trail in the panel', () => {
     expect(all).toBeGreaterThanOrEqual(4);
     await carol.getByLabel('Event').selectOption('key.rolled');
     await carol.getByText('1 event', { exact: true }).waitFor();
-    expect(await carol.locator('#audit-body tr').first().innerText()).toMatch(/Rolled[\s\S]*carol/);
+    const rolledRow = carol.locator('#audit-body tr').first();
+    expect(await rolledRow.innerText()).toMatch(/Rolled[\s\S]*carol/);
+    // The key as its owner knows it: its name and first characters, not its internal id.
+    const keyCell = rolledRow.locator('td').nth(2);
+    const id = (await rolledRow.getAttribute('data-key-id')) ?? '';
+    expect(await keyCell.innerText()).toMatch(new RegExp(`nightly job\\s+${oldKey.slice(0, 8)}…`));
+    expect(await keyCell.innerText()).not.toContain(id);
     await carol.screenshot({ path: '/tmp/panel-audit.png' });
     // Never a key on the page.
     const contents = await pageContents(carol);

@@ -16,8 +16,8 @@ import { getToken } from './auth.js';
  * @typedef {{ id: string; requestCount: number; refusalCount: number; lastUsed?: string;
  *   perMinute: UsagePoint[]; perHour: UsagePoint[];
  *   topEndpoints: Array<{ endpoint: string; requests: number }> }} KeyUsage
- * @typedef {{ id: string; at: string; action: string; keyId: string; actor: string;
- *   address?: string; detail?: Record<string, string | number> }} AuditEvent
+ * @typedef {{ id: string; at: string; action: string; keyId: string; keyName?: string;
+ *   keyStart?: string; actor: string; address?: string; detail?: Record<string, string | number> }} AuditEvent
  * @typedef {{ items: AuditEvent[]; nextCursor?: string }} AuditPage
  * @typedef {KeySummary & { key: string }} CreatedKey the create answer: the key value, sent once
  * @typedef {{ module: Module; roles: string[]; name?: string; expiresAt?: string }} CreateRequest

@@ -38,12 +38,25 @@ export function createAuditPage({ onError }) {
     }
   }
 
+  /**
+   * Which key, as its owner knows it: its name and first characters (the id, which tells a person
+   * nothing, only in the tooltip and when neither was recorded).
+   * @param {AuditEvent} e
+   */
+  function keyCell(e) {
+    const parts = [];
+    if (e.keyName) parts.push(el('span', { className: 'key-name', text: e.keyName }));
+    if (e.keyStart) parts.push(el('span', { className: 'mono', text: `${e.keyStart}…` }));
+    if (parts.length === 0) parts.push(el('span', { className: 'mono', text: e.keyId }));
+    return [el('span', { className: 'audit-key', attrs: { title: `key id ${e.keyId}` } }, parts)];
+  }
+
   /** @param {AuditEvent} e */
   function row(e) {
     return el('tr', { attrs: { 'data-action': e.action, 'data-key-id': e.keyId } }, [
       el('td', {}, [el('time', { text: formatDateTime(e.at), attrs: { datetime: e.at } })]),
       el('td', { text: actionLabel(e.action) }),
-      el('td', { className: 'mono', text: e.keyId }),
+      el('td', {}, keyCell(e)),
       el('td', { text: e.actor }),
       el('td', { className: 'mono', text: e.address ?? '' }),
       el('td', { text: detailText(e.detail) }),

@@ -387,6 +387,41 @@ describe('management panel', () => {
     await alice.setViewportSize({ width: 1280, height: 800 });
   });
 
+  it('shows every row whole at 1280 and 390 px wide: no action cut off, no table to scroll sideways', async () => {
+    // A long name and several roles: what widens a row.
+    await createKeyThroughDialog(alice, {
+      module: 'platform',
+      roles: ['viewer', 'editor', 'datasets:viewer'],
+      name: 'nightly export of the quarterly ledger',
+    });
+    await closeReveal(alice);
+    for (const [width, height] of [
+      [1280, 800],
+      [390, 844],
+    ] as const) {
+      await alice.setViewportSize({ width, height });
+      await rows(alice).first().waitFor();
+      await alice.screenshot({ path: `/tmp/panel-keys-${width}.png`, fullPage: true });
+      const problems = await alice.evaluate<string[]>(`(() => {
+        const card = document.querySelector('#keys-table').closest('.table-card');
+        const edge = Math.min(window.innerWidth, card.getBoundingClientRect().right);
+        const out = [];
+        if (card.scrollWidth > card.clientWidth + 1) out.push('the table scrolls sideways: ' + card.scrollWidth + ' > ' + card.clientWidth);
+        for (const b of document.querySelectorAll('#keys-body button')) {
+          const r = b.getBoundingClientRect();
+          if (r.right > edge + 1 || r.left < 0) out.push(b.getAttribute('aria-label') + ' cut off at ' + Math.round(r.right));
+        }
+        return out;
+      })()`);
+      expect([width, problems]).toEqual([width, []]);
+      // Each action is there to press, named for the key it acts on.
+      await alice
+        .getByRole('button', { name: /Details of key nightly export of the quarterly ledger/ })
+        .click({ trial: true });
+    }
+    await alice.setViewportSize({ width: 1280, height: 800 });
+  });
+
   it('works from the keyboard alone, and Escape forgets a shown key', async () => {
     const page = await openPanel('dave');
     await page.getByText('No API keys yet').waitFor();

@@ -1,7 +1,7 @@
 // The administrators' "All keys" page: every user's keys with their owner, searched on the server,
 // with Revoke (one key) and Offboard (every key of the row's owner), each asked first.
 import { adminDeleteKey, adminListKeys, offboardUser } from './api.js';
-import { $, actionButton, el, debounce } from './dom.js';
+import { $, actionButton, el, labelCells, debounce } from './dom.js';
 import { formatDate, formatRelative } from './format.js';
 
 /**
@@ -94,7 +94,7 @@ export function createAdminPage({ onError, confirm, onDone }) {
         el('span', { className: `badge badge-${key.module}`, text: key.module }),
         ...key.roles.map((role) => el('span', { className: 'badge', text: role })),
       ]),
-      el('td', { text: key.createdAt ? formatDate(key.createdAt) : '' }),
+      el('td', { className: 'col-created', text: key.createdAt ? formatDate(key.createdAt) : '' }),
       el('td', { text: key.lastUsed ? formatRelative(key.lastUsed) : 'Never' }),
       el('td', { className: 'row-actions' }, [
         actionButton('Revoke', `Revoke key ${key.start}… of ${ownerLabel(key)}`, () => revoke(key)),
@@ -105,6 +105,7 @@ export function createAdminPage({ onError, confirm, onDone }) {
 
   function render() {
     body.replaceChildren(...keys.map(row));
+    labelCells(body);
     table.hidden = keys.length === 0;
     empty.hidden = keys.length > 0;
     $('admin-empty-title').textContent = search.value.trim() ? 'No keys match your search' : 'No API keys';

@@ -1,7 +1,7 @@
 // The "Audit log" page: events of the caller's keys, newest first, filtered by kind, paged.
 import { listAudit } from './api.js';
 import { actionLabel, detailText } from './audit-format.js';
-import { $, el } from './dom.js';
+import { $, el, labelCells } from './dom.js';
 import { formatDateTime } from './format.js';
 
 /** @typedef {import('./api.js').AuditEvent} AuditEvent */
@@ -65,6 +65,7 @@ export function createAuditPage({ onError }) {
 
   function render() {
     body.replaceChildren(...events.map(row));
+    labelCells(body);
     table.hidden = events.length === 0;
     empty.hidden = events.length > 0;
     more.hidden = !nextCursor;

@@ -93,6 +93,20 @@ export function messageOf(error) {
 }
 
 /**
+ * Gives each cell of a table body its column's heading as `data-label`: on a narrow screen the
+ * rows stack as cards, each value under its heading (the stylesheet shows the label).
+ * @param {HTMLElement} body
+ */
+export function labelCells(body) {
+  const heads = [...(body.closest('table')?.querySelectorAll('thead th') ?? [])].map((th) =>
+    (th.textContent ?? '').trim(),
+  );
+  for (const row of body.querySelectorAll(':scope > tr')) {
+    [...row.children].forEach((cell, i) => cell.setAttribute('data-label', heads[i] ?? ''));
+  }
+}
+
+/**
  * A row's action button; `label` names the action and its object for screen readers.
  * @param {string} text
  * @param {string} label

@@ -2,7 +2,7 @@
 // search, paging, and the actions on a key (details, roll, delete).
 import { listKeys } from './api.js';
 import { sparkline } from './chart.js';
-import { $, actionButton, el, debounce } from './dom.js';
+import { $, actionButton, el, labelCells, debounce } from './dom.js';
 import { formatDate, formatDateTime, formatRelative } from './format.js';
 
 /** @typedef {import('./api.js').KeySummary} KeySummary */
@@ -52,6 +52,7 @@ export function createKeysPage({ onError, onDelete, onRoll, onDetails }) {
 
   function render() {
     body.replaceChildren(...keys.map(row));
+    labelCells(body);
     const searching = search.value.trim() !== '';
     table.hidden = keys.length === 0;
     empty.hidden = keys.length > 0;
@@ -98,7 +99,7 @@ export function createKeysPage({ onError, onDelete, onRoll, onDetails }) {
     const hours = key.requestsPerHour ?? [];
     const day = hours.reduce((n, v) => n + v, 0);
     return el('div', { className: 'usage-cell' }, [
-      sparkline(hours, { label: `${day} requests in the last 24 hours` }),
+      sparkline(hours, { label: `${day} requests in the last 24 hours`, width: 72 }),
       el('span', { className: 'muted usage-total', text: `${day}` }),
     ]);
   }
@@ -126,7 +127,7 @@ export function createKeysPage({ onError, onDelete, onRoll, onDetails }) {
         {},
         key.roles.map((role) => el('span', { className: 'badge', text: role })),
       ),
-      el('td', {}, [
+      el('td', { className: 'col-created' }, [
         el('time', {
           text: formatDate(key.createdAt),
           attrs: { datetime: key.createdAt, title: formatDateTime(key.createdAt) },

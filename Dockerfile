@@ -5,10 +5,8 @@
 FROM node:20-bookworm-slim AS build
 WORKDIR /src
 COPY package.json package-lock.json ./
-# Not `npm ci`: the lock lists only the linux-x64 builds of the packages that ship one build per
-# platform (@swc/core, unrs-resolver), and `npm ci` refuses such a lock. `npm install` installs the
-# locked versions (the Makefile does the same).
-RUN npm install --no-audit --no-fund --loglevel=error
+# Exactly the lock (the Makefile does the same).
+RUN npm ci --no-audit --no-fund --loglevel=error
 COPY tsconfig.json tsconfig.build.json ./
 COPY cli cli
 COPY common common

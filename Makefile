@@ -8,11 +8,10 @@ JEST := node node_modules/jest/bin/jest.js
 all: build
 
 deps-node: node_modules/.installed
-# Not `npm ci`: the lock lists only the linux-x64 builds of packages that ship one build per
-# platform (@swc/core, unrs-resolver), the only ones the package index used here serves, and
-# `npm ci` refuses a lock without every platform. `npm install` installs the locked versions.
+# Exactly the lock, never rewriting it (`npm ci`): the lock lists every platform's build of the
+# packages that ship one per platform, and npm installs this machine's.
 node_modules/.installed: package.json package-lock.json
-	npm install --no-audit --no-fund --loglevel=error
+	npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
 deps-components:

@@ -141,6 +141,12 @@ export async function createGatewayServices(
       retentionDays: config.auditRetentionDays,
       proxies,
       refusalIntervalMs: config.auditRefusalIntervalMs,
+      // A sidecar (it trusts the operator's keys and holds none) has no trail of its own.
+      ...(config.auditUri !== undefined
+        ? { sidecarReports: 'collect' as const }
+        : config.trustedKeys !== undefined && config.grantSigningKeyFile === undefined
+          ? { sidecarReports: 'send' as const }
+          : {}),
     },
     redis,
   );

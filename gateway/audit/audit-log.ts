@@ -76,11 +76,19 @@ export interface AuditSettings {
   proxies: ProxyTrust;
   /** Refusals of one key recorded at most once per this many ms (the rest are counted). */
   refusalIntervalMs: number;
+  /**
+   * Refusals seen by sidecars, which hold no audit store: a sidecar `send`s them to the gateways
+   * through Redis (`tg:audit:sidecar`, which its Redis user may only append to); a gateway with a
+   * store `collect`s them into the owners' trails.
+   */
+  sidecarReports?: 'send' | 'collect';
 }
 
 const DAY_MS = 86_400_000;
 /** Events held when the store keeps failing; past this the oldest are dropped (and logged). */
 const MAX_PENDING = 100_000;
+/** What sidecars report: uses of existing keys they refused. */
+const REPORTED: ReadonlySet<AuditAction> = new Set(['key.refused', 'key.expired']);
 /** How long a management action waits for its event to be stored before answering without. */
 const SETTLE_TIMEOUT_MS = 3_000;
 /** Events taken from the shared backlog per write. */
@@ -159,8 +167,10 @@ export class AuditLog {
   }
 
   start(): void {
-    if (this.store === undefined) return;
+    // A sidecar has no store, but its flushes still tell the counts of refusal bursts.
+    if (this.store === undefined && this.settings.sidecarReports !== 'send') return;
     this.flusher.start();
+    if (this.store === undefined) return;
     this.sweeper = setInterval(() => void this.sweep(), 3_600_000);
     this.sweeper.unref();
     void this.sweep();
@@ -186,7 +196,10 @@ export class AuditLog {
     if (address !== undefined) event.address = address;
     if (r.detail !== undefined) event.detail = r.detail;
     this.log.info({ audit: event }, 'audit');
-    if (this.store === undefined) return;
+    if (this.store === undefined) {
+      if (this.settings.sidecarReports === 'send' && REPORTED.has(event.action)) this.send(event);
+      return;
+    }
     if (this.pending.length >= MAX_PENDING) {
       this.pending.shift();
       this.log.error({ store: this.store.uri }, 'audit store unreachable for too long: oldest event dropped');
@@ -342,7 +355,56 @@ export class AuditLog {
     }
   }
 
+  private send(event: AuditEvent): void {
+    this.backlog?.rpush(redisKeys.auditSidecar, JSON.stringify(event)).catch((err: unknown) => {
+      this.log.warn({ err: (err as Error).message, keyId: event.keyId }, 'sidecar refusal not reported');
+    });
+  }
+
+  /**
+   * Sidecars' reports, into the trail under the same once-per-key limit as the gateway's own
+   * refusals (a burst reported by many sidecars is one event and a count). A report is a claim by
+   * a sidecar, whose Redis password its team can read: only a refusal of a key with its own actor
+   * is taken, marked `via: sidecar`; a report can add such a note, never hide or change an event.
+   */
+  private async collectReports(nowMs = Date.now()): Promise<void> {
+    if (this.settings.sidecarReports !== 'collect' || this.backlog === undefined) return;
+    let lines: string[] | null;
+    try {
+      lines = await this.backlog.lpop(redisKeys.auditSidecar, BACKLOG_BATCH);
+    } catch {
+      return;
+    }
+    for (const line of lines ?? []) {
+      let parsed;
+      try {
+        parsed = auditEventSchema.safeParse(JSON.parse(line));
+      } catch {
+        continue;
+      }
+      const e = parsed.success ? parsed.data : undefined;
+      if (e === undefined || !REPORTED.has(e.action) || e.actor !== `key:${e.keyId}`) continue;
+      const reported = 1 + Number(e.detail?.['unrecordedBefore'] ?? 0);
+      const code = String(e.detail?.['code'] ?? e.action);
+      const last = this.refusals.get(e.keyId);
+      if (last !== undefined && nowMs - last.at < this.settings.refusalIntervalMs) {
+        last.suppressed += reported;
+        continue;
+      }
+      this.refusals.set(e.keyId, { at: nowMs, suppressed: 0, owner: e.owner, name: e.keyName, code });
+      const detail: Record<string, string | number> = { code, via: 'sidecar' };
+      const unrecorded = (last?.suppressed ?? 0) + reported - 1;
+      if (unrecorded > 0) detail['unrecordedBefore'] = unrecorded;
+      this.pending.push({
+        ...e,
+        id: `${nowMs.toString(36).padStart(9, '0')}-${this.replica}-${(this.seq++).toString(36)}`,
+        detail,
+      });
+    }
+  }
+
   private async write(): Promise<void> {
+    await this.collectReports();
     this.reportUnrecorded();
     const store = this.store;
     if (store === undefined) return;

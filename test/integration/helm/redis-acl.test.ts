@@ -119,6 +119,11 @@ describe('the Redis users of the chart, on a real redis-server', () => {
     }
   });
 
+  it('the sidecar user appends a refusal report for the gateways', async () => {
+    await expect(sidecarClient.rpush('tg:audit:sidecar', '{}')).resolves.toBeGreaterThan(0);
+    await admin.del('tg:audit:sidecar');
+  });
+
   it('the operator user rebuilds what it owns: routes, the marker, the channels', async () => {
     const operator = new Redis(url('operator'), { maxRetriesPerRequest: 1 });
     try {
@@ -161,6 +166,11 @@ describe('the Redis users of the chart, on a real redis-server', () => {
         ),
     ],
     ['call a function', (r: Redis) => r.call('FCALL', 'x', '0')],
+    // It may add a report of a refusal for the gateways, never read, take or drop others' reports.
+    ['read the sidecars’ reports', (r: Redis) => r.lrange('tg:audit:sidecar', 0, -1)],
+    ['take the sidecars’ reports', (r: Redis) => r.lpop('tg:audit:sidecar')],
+    ['drop the sidecars’ reports', (r: Redis) => r.ltrim('tg:audit:sidecar', 0, 0)],
+    ['write the audit backlog', (r: Redis) => r.rpush('tg:audit:backlog', '{}')],
     ['announce a change', (r: Redis) => r.publish(redisChannels.keys, 'x')],
     ['wake a model', (r: Redis) => r.publish(redisChannels.modelWake, '{}')],
     ['list every key', (r: Redis) => r.keys('*')],

@@ -103,6 +103,55 @@ describe('the audit trail in a shared bucket', () => {
     }
   });
 
+  it('refusals a sidecar saw reach the owner’s trail through the gateways, marked as its report', async () => {
+    const r = await redis('audit-sidecar');
+    const client = new Redis(r.url);
+    const owner = `dan-${Date.now().toString(36)}@example.com`;
+    const settings = { flushMs: 60_000, retentionDays: 90, proxies: NO_PROXIES, refusalIntervalMs: 60_000 };
+    const sidecar = new AuditLog(
+      undefined,
+      createLogger('audit', 'silent'),
+      { ...settings, sidecarReports: 'send' },
+      client,
+    );
+    const gateway = new AuditLog(
+      await openSegmentStore(`s3://${bucket}/sidecar`, env),
+      createLogger('audit', 'silent'),
+      { ...settings, sidecarReports: 'collect' },
+      client,
+    );
+    try {
+      const req = { headers: {}, socket: { remoteAddress: '10.1.2.3' } } as unknown as IncomingMessage;
+      const grant = { id: 's'.repeat(20), owner, name: 'scorer key' };
+      for (let i = 0; i < 3; i++) sidecar.refused(grant, 'rate_limited', req);
+      // Not the sidecar's to tell: a report of another actor, or of a management action, is dropped.
+      const forged = { id: 'x', at: new Date().toISOString(), keyId: 'f'.repeat(20), owner };
+      await client.rpush(
+        'tg:audit:sidecar',
+        JSON.stringify({ ...forged, action: 'key.deleted', actor: owner }),
+        JSON.stringify({ ...forged, action: 'key.refused', actor: 'alice' }),
+        'not json',
+      );
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      await gateway.flush();
+      const items = (await gateway.query(owner, { limit: 50 })).items;
+      expect(items).toHaveLength(1);
+      expect(items[0]).toMatchObject({
+        action: 'key.refused',
+        keyId: grant.id,
+        keyName: 'scorer key',
+        actor: `key:${grant.id}`,
+        address: '10.1.2.3',
+        detail: { code: 'rate_limited', via: 'sidecar' },
+      });
+      expect(await client.llen('tg:audit:sidecar')).toBe(0);
+    } finally {
+      await gateway.stop();
+      await sidecar.stop();
+      client.disconnect();
+    }
+  });
+
   it('a burst of refusals then silence: the ones not recorded are told once the interval has passed', async () => {
     const log = await auditLog(`s3://${bucket}/burst`, 200);
     const req = { headers: {}, socket: { remoteAddress: '127.0.0.1' } } as unknown as IncomingMessage;

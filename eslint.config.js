@@ -14,6 +14,26 @@ export default tseslint.config(
       eqeqeq: ['error', 'always'],
     },
   },
+  // The architecture, held: the operator and the gateway meet only in common/ (and in cli/, which
+  // wires the processes), and common/ depends on neither.
+  ...[
+    ['operator', ['gateway', 'cli']],
+    ['gateway', ['operator', 'cli']],
+    ['common', ['operator', 'gateway', 'cli']],
+  ].map(([side, others]) => ({
+    files: [`${side}/**/*.ts`],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: others.map((other) => ({
+            group: [`**/${other}/*`, `**/${other}/**`],
+            message: `${side}/ does not import from ${other}/: put what both sides use in common/`,
+          })),
+        },
+      ],
+    },
+  })),
   {
     files: ['**/*.js', '**/*.cjs'],
     languageOptions: { globals: { process: 'readonly', console: 'readonly' } },

@@ -5,7 +5,7 @@ import { RoleCatalogue } from '../common/apikey/roles.js';
 import type { Logger } from '../common/logger.js';
 import type { Management } from './api/management.js';
 import { AuditLog } from './audit/audit-log.js';
-import { openSegmentStore } from './audit/segment-store.js';
+import { openSegmentStore } from './audit/open-segment-store.js';
 import { MetadataCache } from './v2/metadata-cache.js';
 import { ModelUsageRecorder } from './v2/model-usage.js';
 import { LoadReporter } from './v2/load-reporter.js';

@@ -9,7 +9,7 @@ import { WORKFLOW_ID_PATTERN } from '../../common/resources/workflow-service.js'
 import { loadGatewayConfig, type GatewayConfigInput } from '../../gateway/config.js';
 import { createGatewayServices } from '../../gateway/services.js';
 import { createSidecar, type SidecarTarget } from '../../gateway/sidecar/sidecar.js';
-import { APP_PROBES_ENV, parseAppProbes } from '../../gateway/sidecar/app-probes.js';
+import { APP_PROBES_ENV, parseAppProbes } from '../../common/sidecar-probes.js';
 import { guardIpv6, guardsAPod } from '../../gateway/sidecar/ipv6-guard.js';
 import { isModelName } from '../../common/resources/model-name.js';
 

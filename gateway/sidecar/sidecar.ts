@@ -11,7 +11,8 @@ import { refuseOtherOwner } from '../auth/workflow-owner.js';
 import { createHttpServer, type GatewayServer } from '../server.js';
 import type { GatewayServices } from '../services.js';
 import { createV2Handler } from '../v2/handler.js';
-import { appHealthHandler, appHealthPath, type AppProbes } from './app-probes.js';
+import { appHealthPath, type AppProbes } from '../../common/sidecar-probes.js';
+import { appHealthHandler } from './app-probes.js';
 
 /**
  * The gateway as a sidecar: in front of one workload, in its pod or beside it on one machine. The

@@ -3,7 +3,7 @@ import { isModelName } from '../../common/resources/model-name.js';
 import { VERSION_LABEL } from '../../common/resources/model-versions.js';
 import { PORT_ANNOTATION, SERVICE_LABEL, WORKFLOW_LABEL } from '../../common/resources/labels.js';
 import { WORKFLOW_ID_PATTERN } from '../../common/resources/workflow-service.js';
-import { APP_PROBES_ENV, appHealthPath, type AppProbe } from '../../gateway/sidecar/app-probes.js';
+import { APP_PROBES_ENV, appHealthPath, type AppProbe } from '../../common/sidecar-probes.js';
 import { INJECT_LABEL, MODEL_LABEL, SIDECAR_OPERATIONS_PORT } from '../serving/model-workload.js';
 
 export { INJECT_LABEL };

@@ -14,7 +14,7 @@ import {
   type JsonPatchOp,
 } from '../../../operator/webhook/inject.js';
 import { SIDECAR_OPERATIONS_PORT } from '../../../operator/serving/model-workload.js';
-import { parseAppProbes } from '../../../gateway/sidecar/app-probes.js';
+import { parseAppProbes } from '../../../common/sidecar-probes.js';
 import { credentialEnv, SIDECAR_SECRET } from '../../../operator/webhook/sidecar-credentials.js';
 
 const cfg = {

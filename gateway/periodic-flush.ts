@@ -13,7 +13,8 @@ export class PeriodicFlush {
   ) {}
 
   start(): void {
-    this.timer = setInterval(() => void this.flush(), this.everyMs);
+    // A failed write is the writer's to log and keep; the timer's flush must never throw.
+    this.timer = setInterval(() => void this.flush().catch(() => undefined), this.everyMs);
     this.timer.unref();
   }
 

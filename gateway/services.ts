@@ -141,14 +141,17 @@ export async function createGatewayServices(
       retentionDays: config.auditRetentionDays,
       proxies,
       refusalIntervalMs: config.auditRefusalIntervalMs,
-      // A sidecar (it trusts the operator's keys and holds none) has no trail of its own.
-      ...(config.auditUri !== undefined
-        ? { sidecarReports: 'collect' as const }
-        : config.trustedKeys !== undefined && config.grantSigningKeyFile === undefined
+      // A sidecar (it trusts the operator's keys and holds none) keeps no trail: it reports to
+      // the central gateways (those that hold the key), which take the reports into the trail
+      // or, keeping none, only hold the queue to its bound.
+      ...(config.grantSigningKeyFile !== undefined
+        ? { sidecarReports: config.auditUri !== undefined ? ('collect' as const) : ('bound' as const) }
+        : config.trustedKeys !== undefined
           ? { sidecarReports: 'send' as const }
           : {}),
     },
-    redis,
+    // `keys` is built below; reports are read at a flush, long after.
+    { redis, grantOf: (hash) => keys.grantOf(hash) },
   );
   const usage = new UsageRecorder(redis, log, config.usageFlushMs, config.usageSeries);
   const modelUsage = new ModelUsageRecorder(redis, log, config.usageFlushMs);

@@ -74,20 +74,25 @@ export function kubeSources(
       opts.namespace,
     ),
     // Cluster-scoped: read across namespaces even by an operator that watches one.
-    workflows: new KubeCustomResourceSource<Workflow>(
-      kc,
-      { group: MODEL_GROUP, version: WORKFLOW_VERSION, plural: WORKFLOW_PLURAL },
-      (raw) => {
-        const r = workflowSchema.safeParse(raw);
-        if (r.success) return r.data;
-        log.warn({ kind: 'Workflow', err: r.error }, 'ignoring a resource that does not match its schema');
-        return undefined;
-      },
-      log,
-    ),
+    workflows: workflowRecords(kc, log),
     serviceAddress: clusterServiceAddress,
     runtime: new KubeRuntimeDriver(kc, { pullerImage: opts.pullerImage }, log, opts.namespace),
     events: new KubeEventRecorder(kc, log),
     credentials: new KubeSecretCredentials(kc, { fileStorage: opts.fileStorage ?? false }),
   };
+}
+
+/** The Workflow records (cluster-scoped): the reconcilers' and the webhook's view of who serves what. */
+export function workflowRecords(kc: KubeConfig, log: Logger): KubeCustomResourceSource<Workflow> {
+  return new KubeCustomResourceSource<Workflow>(
+    kc,
+    { group: MODEL_GROUP, version: WORKFLOW_VERSION, plural: WORKFLOW_PLURAL },
+    (raw) => {
+      const r = workflowSchema.safeParse(raw);
+      if (r.success) return r.data;
+      log.warn({ kind: 'Workflow', err: r.error }, 'ignoring a resource that does not match its schema');
+      return undefined;
+    },
+    log,
+  );
 }

@@ -4,7 +4,7 @@ import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { createLogger } from '../../common/logger.js';
 import { loadKubeConfig } from '../../operator/kube-config.js';
-import { kubeSources } from '../../operator/kube-sources.js';
+import { kubeSources, workflowRecords } from '../../operator/kube-sources.js';
 import { OperatorManager } from '../../operator/manager.js';
 import { OperatorMetrics } from '../../operator/metrics.js';
 import { MODEL_GATEWAYS, type ModelGateway } from '../../common/resources/model.js';
@@ -12,6 +12,7 @@ import { grantKeySecret } from '../../operator/grant-key.js';
 import { openKeyFile, publicJwk } from '../../common/crypto/key-file.js';
 import { CertificateKeeper } from '../../operator/webhook/certificate-keeper.js';
 import { WebhookServer } from '../../operator/webhook/server.js';
+import { WorkflowAdmission } from '../../operator/workflows/workflow-admission.js';
 import {
   credentialEnv,
   SidecarCredentialKeeper,
@@ -193,7 +194,8 @@ export function register(program: Command): void {
       });
       server.listen(flags.metricsPort);
       // Every replica serves the webhook, leader or not: injection must not pause while the Lease moves.
-      let webhook: { server: WebhookServer; keeper: CertificateKeeper } | undefined;
+      let webhook:
+        { server: WebhookServer; keeper: CertificateKeeper; records: { stop(): Promise<void> } } | undefined;
       if (flags.webhookPort > 0) {
         if (trusted === undefined) {
           // A sidecar injected without the public keys could believe nothing: injection waits.
@@ -204,6 +206,19 @@ export function register(program: Command): void {
         // pod's namespace and read from there: never a plain value in the pod spec.
         const credentials = sidecarCredentials(process.env);
         const keeper = credentials === undefined ? undefined : new SidecarCredentialKeeper(kc, credentials);
+        // The webhook's own view of the Workflow records (every replica serves it, leader or not).
+        // Until it has synced, the check passes: the Service reconciler still routes nothing the
+        // record does not admit.
+        const records = new WorkflowAdmission(workflowRecords(kc, log));
+        let recordsSynced = false;
+        const recordsWatch = records.watch(() => []);
+        recordsWatch
+          .start(() => undefined)
+          .then(
+            () => (recordsSynced = true),
+            (err: unknown) =>
+              log.warn({ err }, 'the webhook cannot read Workflow records; not checking them'),
+          );
         const server = new WebhookServer(
           flags.webhookPort,
           {
@@ -218,6 +233,11 @@ export function register(program: Command): void {
           log.child({ component: 'webhook' }),
           metrics,
           keeper === undefined ? undefined : (namespace) => keeper.ensure(namespace),
+          (workflow, namespace) => {
+            if (!recordsSynced) return undefined;
+            const admission = records.admit(workflow, namespace);
+            return admission.admitted ? undefined : admission.message;
+          },
         );
         const certificates = new CertificateKeeper(
           kc,
@@ -235,13 +255,14 @@ export function register(program: Command): void {
           metrics,
         );
         certificates.start();
-        webhook = { server, keeper: certificates };
+        webhook = { server, keeper: certificates, records: recordsWatch };
       }
       const shutdown = async (signal: string) => {
         log.info({ signal }, 'shutting down');
         server.close();
         await webhook?.keeper.stop();
         await webhook?.server.close();
+        await webhook?.records.stop();
         await manager.stop();
         kc.close();
         process.exit(0);

@@ -73,6 +73,8 @@ export const redisKeys = {
   grantUsed: (jti: string) => `${KEY_PREFIX}grant:used:${jti}`,
   /** Audit events the audit store refused, waiting for any gateway replica to write them. */
   auditBacklog: `${KEY_PREFIX}audit:backlog`,
+  /** Which gateway replica drains the backlog now (it expires). */
+  auditBacklogLock: `${KEY_PREFIX}audit:backlog:lock`,
   /** Refusals sidecars saw, for the gateways to put in the owners' trails (sidecars append only). */
   auditSidecar: `${KEY_PREFIX}audit:sidecar`,
   /** When a user was offboarded (ms): tokens issued before then are refused. Key: sha256(subject). */

@@ -73,7 +73,7 @@ export async function createManagement(opts: ManagementOptions): Promise<Managem
       : new KubeModelStore(opts.keys.kubeConfig.makeApiClient(CustomObjectsApi), opts.keys.namespace);
   const issuer = 'local' in opts.identity ? await LocalIssuer.open(opts.identity.local.stateDir) : undefined;
   const oidc = 'local' in opts.identity ? localOidcConfig(opts.identity.local.selfUrl) : opts.identity.oidc;
-  const offboarded = new OffboardedUsers(opts.redis);
+  const offboarded = new OffboardedUsers(opts.redis, (oidc.clockToleranceSeconds ?? 30) * 1000);
   const router = createManagementRouter({
     store,
     index: new KeyIndexWriter(opts.redis, sealer),

@@ -6,7 +6,9 @@ import { z } from 'zod';
 import { TollgateError } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
 import { redisKeys } from '../../common/redis/schema.js';
+import type { KeyGrant } from '../../common/resources/grant.js';
 import { clientAddress, type ProxyTrust } from '../http/client-address.js';
+import { boundReports, reportLine, sendReport, takeReports } from './sidecar-reports.js';
 import type { SegmentStore } from './segment-store.js';
 import { PeriodicFlush } from '../periodic-flush.js';
 
@@ -22,7 +24,7 @@ export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 /** One line of a segment: what happened to which key, who did it, when, from where. Never a key. */
 export const auditEventSchema = z.object({
   id: z.string(),
-  at: z.string(),
+  at: z.string().refine((at) => !Number.isNaN(Date.parse(at)), 'not a date-time'),
   action: z.enum(AUDIT_ACTIONS),
   keyId: z.string(),
   /** The key's name and first characters when it happened, so a reader knows which key it was. */
@@ -45,6 +47,8 @@ export interface AuditRecord {
   owner: string;
   actor: string;
   req?: IncomingMessage;
+  /** The client's address when there is no request to read it from (a sidecar's report). */
+  address?: string;
   detail?: Record<string, string | number>;
 }
 
@@ -81,18 +85,23 @@ export interface AuditSettings {
    * through Redis (`tg:audit:sidecar`, which its Redis user may only append to); a gateway with a
    * store `collect`s them into the owners' trails.
    */
-  sidecarReports?: 'send' | 'collect';
+  sidecarReports?: 'send' | 'collect' | 'bound';
 }
 
 const DAY_MS = 86_400_000;
 /** Events held when the store keeps failing; past this the oldest are dropped (and logged). */
 const MAX_PENDING = 100_000;
-/** What sidecars report: uses of existing keys they refused. */
-const REPORTED: ReadonlySet<AuditAction> = new Set(['key.refused', 'key.expired']);
 /** How long a management action waits for its event to be stored before answering without. */
 const SETTLE_TIMEOUT_MS = 3_000;
 /** Events taken from the shared backlog per write. */
 const BACKLOG_BATCH = 1_000;
+/** How long one replica may hold the backlog's drain. */
+const BACKLOG_LOCK_MS = 15_000;
+/** Trims what a drain stored and lets the drain go, only if this replica still holds it. */
+const RELEASE_BACKLOG = `if redis.call('GET', KEYS[2]) ~= ARGV[1] then return 0 end
+if tonumber(ARGV[2]) > 0 then redis.call('LTRIM', KEYS[1], ARGV[2], -1) end
+redis.call('DEL', KEYS[2])
+return 1`;
 
 const ownerDigest = (owner: string): string => createHash('sha256').update(owner).digest('hex').slice(0, 32);
 const dayOf = (ms: number): string => new Date(ms).toISOString().slice(0, 10);
@@ -121,6 +130,9 @@ interface Refusals {
   owner: string;
   name: string | undefined;
   code: string;
+  /** A sidecar's: the key's hash and the client's address, for its report. */
+  hash?: string;
+  address?: string | undefined;
 }
 
 /**
@@ -143,6 +155,8 @@ export class AuditLog {
   private readonly segments = new LRUCache<string, AuditEvent[]>({ max: 2_000 });
   /** Per key: when its last refusal was recorded, and how many were not recorded since. */
   private readonly refusals = new LRUCache<string, Refusals>({ max: 10_000 });
+  /** The same for sidecars' reports, apart: a report cannot reset the tally of what this saw. */
+  private readonly reported = new LRUCache<string, Refusals>({ max: 10_000 });
 
   /** Events a write has taken and not yet stored. */
   private inFlight: AuditEvent[] = [];
@@ -153,11 +167,15 @@ export class AuditLog {
     private readonly store: SegmentStore | undefined,
     private readonly log: Logger,
     private readonly settings: AuditSettings,
-    /**
-     * Where events the store refused wait (`tg:audit:backlog`), shared by every replica: a gateway
-     * that crashes or is replaced loses none of them, and whichever replica writes next drains it.
-     */
-    private readonly backlog?: Redis,
+    private readonly links: {
+      /**
+       * Where events the store refused wait (`tg:audit:backlog`), shared by every replica, and
+       * where sidecars' reports arrive (`tg:audit:sidecar`).
+       */
+      redis?: Redis;
+      /** A key's grant by its hash, from the sealed index: who a sidecar's report is about. */
+      grantOf?: (hash: string) => Promise<KeyGrant | undefined>;
+    } = {},
   ) {
     this.flusher = new PeriodicFlush(() => this.write(), settings.flushMs);
   }
@@ -168,7 +186,7 @@ export class AuditLog {
 
   start(): void {
     // A sidecar has no store, but its flushes still tell the counts of refusal bursts.
-    if (this.store === undefined && this.settings.sidecarReports !== 'send') return;
+    if (this.store === undefined && this.settings.sidecarReports === undefined) return;
     this.flusher.start();
     if (this.store === undefined) return;
     this.sweeper = setInterval(() => void this.sweep(), 3_600_000);
@@ -192,14 +210,11 @@ export class AuditLog {
       owner: r.owner,
       actor: r.actor,
     };
-    const address = r.req === undefined ? undefined : clientAddress(r.req, this.settings.proxies);
+    const address = r.req === undefined ? r.address : clientAddress(r.req, this.settings.proxies);
     if (address !== undefined) event.address = address;
     if (r.detail !== undefined) event.detail = r.detail;
     this.log.info({ audit: event }, 'audit');
-    if (this.store === undefined) {
-      if (this.settings.sidecarReports === 'send' && REPORTED.has(event.action)) this.send(event);
-      return;
-    }
+    if (this.store === undefined) return;
     if (this.pending.length >= MAX_PENDING) {
       this.pending.shift();
       this.log.error({ store: this.store.uri }, 'audit store unreachable for too long: oldest event dropped');
@@ -222,7 +237,16 @@ export class AuditLog {
       last.suppressed++;
       return;
     }
-    this.refusals.set(grant.id, { at: nowMs, suppressed: 0, owner: grant.owner, name: grant.name, code });
+    const address = clientAddress(req, this.settings.proxies);
+    const tally: Refusals = { at: nowMs, suppressed: 0, owner: grant.owner, name: grant.name, code, address };
+    if (this.settings.sidecarReports === 'send') {
+      const line = reportLine(req.headers.authorization, code, 1 + (last?.suppressed ?? 0), address);
+      if (line === undefined) return;
+      this.refusals.set(grant.id, { ...tally, hash: JSON.parse(line).h as string });
+      this.send(line, grant.id);
+      return;
+    }
+    this.refusals.set(grant.id, tally);
     const detail: Record<string, string | number> = { code };
     if (last !== undefined && last.suppressed > 0) detail['unrecordedBefore'] = last.suppressed;
     const action: AuditAction = code === 'expired_api_key' ? 'key.expired' : 'key.refused';
@@ -291,7 +315,8 @@ export class AuditLog {
       const read = await Promise.all(wanted.slice(i, i + READ_CONCURRENCY).map((n) => this.readSegment(n)));
       events.push(...read.flat());
     }
-    const selected = events
+    // An event stored twice (a drain of the backlog cut short after its write) is one event.
+    const selected = [...new Map(events.map((e) => [e.id, e])).values()]
       .filter((e) => e.owner === owner)
       .filter((e) => q.keyId === undefined || e.keyId === q.keyId)
       .filter((e) => q.action === undefined || e.action === q.action)
@@ -334,72 +359,85 @@ export class AuditLog {
 
   /**
    * A burst of refusals followed by silence: what was not recorded is told once the interval has
-   * passed, with no next refusal to carry it.
+   * passed, with no next refusal to carry it (a sidecar sends it on as a report).
    */
   private reportUnrecorded(nowMs = Date.now()): void {
-    for (const [keyId, r] of this.refusals.entries()) {
-      if (r.suppressed === 0 || nowMs - r.at < this.settings.refusalIntervalMs) continue;
-      const unrecorded = r.suppressed;
-      this.refusals.set(keyId, { ...r, at: nowMs, suppressed: 0 });
-      this.record(
-        {
-          action: r.code === 'expired_api_key' ? 'key.expired' : 'key.refused',
-          keyId,
-          key: { name: r.name },
-          owner: r.owner,
-          actor: `key:${keyId}`,
-          detail: { code: r.code, unrecordedBefore: unrecorded },
-        },
-        nowMs,
-      );
+    for (const [tallies, via] of [
+      [this.refusals, undefined],
+      [this.reported, 'sidecar'],
+    ] as const) {
+      for (const [keyId, r] of tallies.entries()) {
+        if (r.suppressed === 0 || nowMs - r.at < this.settings.refusalIntervalMs) continue;
+        const unrecorded = r.suppressed;
+        tallies.set(keyId, { ...r, at: nowMs, suppressed: 0 });
+        if (r.hash !== undefined) {
+          this.send(JSON.stringify({ h: r.hash, c: r.code, n: unrecorded }), keyId);
+          continue;
+        }
+        this.record(
+          {
+            action: r.code === 'expired_api_key' ? 'key.expired' : 'key.refused',
+            keyId,
+            key: { name: r.name },
+            owner: r.owner,
+            actor: `key:${keyId}`,
+            detail: { code: r.code, unrecordedBefore: unrecorded, ...(via ? { via } : {}) },
+          },
+          nowMs,
+        );
+      }
     }
   }
 
-  private send(event: AuditEvent): void {
-    this.backlog?.rpush(redisKeys.auditSidecar, JSON.stringify(event)).catch((err: unknown) => {
-      this.log.warn({ err: (err as Error).message, keyId: event.keyId }, 'sidecar refusal not reported');
+  private send(line: string, keyId: string): void {
+    const redis = this.links.redis;
+    if (redis === undefined) return;
+    sendReport(redis, line).catch((err: unknown) => {
+      this.log.warn({ err: (err as Error).message, keyId }, 'sidecar refusal not reported');
     });
   }
 
   /**
-   * Sidecars' reports, into the trail under the same once-per-key limit as the gateway's own
-   * refusals (a burst reported by many sidecars is one event and a count). A report is a claim by
-   * a sidecar, whose Redis password its team can read: only a refusal of a key with its own actor
-   * is taken, marked `via: sidecar`; a report can add such a note, never hide or change an event.
+   * Sidecars' reports (see sidecar-reports.ts), into the owners' trails under a once-per-key limit
+   * of their own (a burst reported by many sidecars is one event and a count), marked `via:
+   * sidecar`. Who and which key come from the sealed index, never from the report.
    */
   private async collectReports(nowMs = Date.now()): Promise<void> {
-    if (this.settings.sidecarReports !== 'collect' || this.backlog === undefined) return;
-    let lines: string[] | null;
-    try {
-      lines = await this.backlog.lpop(redisKeys.auditSidecar, BACKLOG_BATCH);
-    } catch {
+    const { redis, grantOf } = this.links;
+    if (this.settings.sidecarReports === 'bound' && redis !== undefined) {
+      await boundReports(redis).catch(() => undefined);
       return;
     }
-    for (const line of lines ?? []) {
-      let parsed;
-      try {
-        parsed = auditEventSchema.safeParse(JSON.parse(line));
-      } catch {
-        continue;
-      }
-      const e = parsed.success ? parsed.data : undefined;
-      if (e === undefined || !REPORTED.has(e.action) || e.actor !== `key:${e.keyId}`) continue;
-      const reported = 1 + Number(e.detail?.['unrecordedBefore'] ?? 0);
-      const code = String(e.detail?.['code'] ?? e.action);
-      const last = this.refusals.get(e.keyId);
+    if (this.settings.sidecarReports !== 'collect' || redis === undefined || grantOf === undefined) return;
+    let reports;
+    try {
+      reports = await takeReports(redis, grantOf);
+    } catch (err) {
+      this.log.warn({ err: (err as Error).message }, 'sidecar refusal reports not read; next flush retries');
+      return;
+    }
+    for (const { grant, code, count, address } of reports) {
+      const last = this.reported.get(grant.id);
       if (last !== undefined && nowMs - last.at < this.settings.refusalIntervalMs) {
-        last.suppressed += reported;
+        last.suppressed += count;
         continue;
       }
-      this.refusals.set(e.keyId, { at: nowMs, suppressed: 0, owner: e.owner, name: e.keyName, code });
+      this.reported.set(grant.id, { at: nowMs, suppressed: 0, owner: grant.owner, name: grant.name, code });
       const detail: Record<string, string | number> = { code, via: 'sidecar' };
-      const unrecorded = (last?.suppressed ?? 0) + reported - 1;
+      const unrecorded = (last?.suppressed ?? 0) + count - 1;
       if (unrecorded > 0) detail['unrecordedBefore'] = unrecorded;
-      this.pending.push({
-        ...e,
-        id: `${nowMs.toString(36).padStart(9, '0')}-${this.replica}-${(this.seq++).toString(36)}`,
-        detail,
-      });
+      this.record(
+        {
+          action: code === 'expired_api_key' ? 'key.expired' : 'key.refused',
+          keyId: grant.id,
+          key: { name: grant.name },
+          owner: grant.owner,
+          actor: `key:${grant.id}`,
+          ...(address === undefined ? {} : { address }),
+          detail,
+        },
+        nowMs,
+      );
     }
   }
 
@@ -408,46 +446,58 @@ export class AuditLog {
     this.reportUnrecorded();
     const store = this.store;
     if (store === undefined) return;
-    const batch = [...(await this.drainBacklog()), ...this.pending];
-    if (batch.length === 0) return;
+    const backlog = await this.readBacklog();
+    const fresh = this.pending;
     this.pending = [];
+    const batch = [...backlog.events, ...fresh];
+    if (batch.length === 0) return void (await backlog.done(false));
     this.inFlight = batch;
+    let failed: Set<AuditEvent>;
     try {
-      await this.writeBatch(store, batch);
+      failed = await this.writeBatch(store, batch);
+    } catch (err) {
+      this.log.error({ err }, 'audit write failed unexpectedly; will retry');
+      failed = new Set(batch);
     } finally {
       this.inFlight = [];
     }
+    // The backlog's events leave it only once all of them are stored; else they stay for the next
+    // write (one stored twice is read once: queries drop repeated ids).
+    await backlog.done(backlog.events.every((e) => !failed.has(e)));
+    const unstored = fresh.filter((e) => failed.has(e));
+    if (unstored.length === 0) return;
+    // To the shared backlog, where a restart cannot lose them; in memory (kept, in order, ahead of
+    // what arrived meanwhile) only if Redis will not take them either.
+    if (await this.spill(unstored)) return;
+    this.pending = [...unstored, ...this.pending];
   }
 
-  private async writeBatch(store: SegmentStore, batch: AuditEvent[]): Promise<void> {
+  /** Writes the batch as one segment per owner and day; resolves with the events not stored. */
+  private async writeBatch(store: SegmentStore, batch: AuditEvent[]): Promise<Set<AuditEvent>> {
     const groups = new Map<string, AuditEvent[]>();
     for (const e of batch) {
       const name = `${ownerDigest(e.owner)}/${dayOf(Date.parse(e.at))}/`;
       groups.set(name, [...(groups.get(name) ?? []), e]);
     }
-    const failed: AuditEvent[] = [];
+    const failed = new Set<AuditEvent>();
     const stamp = `${Date.now()}-${this.replica}-${(this.seq++).toString(36)}`;
     await Promise.all(
       [...groups].map(async ([dir, events]) => {
         try {
           await store.put(`${dir}${stamp}.jsonl`, events.map((e) => JSON.stringify(e)).join('\n') + '\n');
         } catch (err) {
-          failed.push(...events);
+          for (const e of events) failed.add(e);
           this.log.warn({ err: (err as Error).message, store: store.uri }, 'audit write failed; will retry');
         }
       }),
     );
-    if (failed.length === 0) return;
-    // To the shared backlog, where a restart cannot lose them; in memory (kept, in order, ahead of
-    // what arrived meanwhile) only if Redis will not take them either.
-    if (await this.spill(failed)) return;
-    this.pending = [...failed, ...this.pending];
+    return failed;
   }
 
   private async spill(events: AuditEvent[]): Promise<boolean> {
-    if (this.backlog === undefined) return false;
+    if (this.links.redis === undefined) return false;
     try {
-      const replies = await this.backlog
+      const replies = await this.links.redis
         .multi()
         .rpush(redisKeys.auditBacklog, ...events.map((e) => JSON.stringify(e)))
         .ltrim(redisKeys.auditBacklog, -MAX_PENDING, -1)
@@ -463,15 +513,25 @@ export class AuditLog {
     }
   }
 
-  private async drainBacklog(): Promise<AuditEvent[]> {
-    if (this.backlog === undefined) return [];
-    let lines: string[] | null;
+  /**
+   * The backlog's oldest events, read without taking them: one replica at a time holds the drain
+   * (a lock that expires, so a replica that dies while holding it stops nobody), and `done(true)`
+   * removes them only once they are stored. A crash in between loses nothing.
+   */
+  private async readBacklog(): Promise<{ events: AuditEvent[]; done: (stored: boolean) => Promise<void> }> {
+    const none = { events: [], done: async () => undefined };
+    const redis = this.links.redis;
+    if (redis === undefined) return none;
+    const holder = `${this.replica}-${(this.seq++).toString(36)}`;
+    let lines: string[];
     try {
-      lines = await this.backlog.lpop(redisKeys.auditBacklog, BACKLOG_BATCH);
+      if ((await redis.set(redisKeys.auditBacklogLock, holder, 'PX', BACKLOG_LOCK_MS, 'NX')) !== 'OK')
+        return none;
+      lines = await redis.lrange(redisKeys.auditBacklog, 0, BACKLOG_BATCH - 1);
     } catch {
-      return [];
+      return none;
     }
-    return (lines ?? []).flatMap((line) => {
+    const events = lines.flatMap((line) => {
       try {
         const parsed = auditEventSchema.safeParse(JSON.parse(line));
         return parsed.success ? [parsed.data] : [];
@@ -479,6 +539,28 @@ export class AuditLog {
         return [];
       }
     });
+    return {
+      events,
+      done: async (stored) => {
+        // Only while this replica still holds the drain: past the lock's expiry another may have
+        // read the same events, and trimming now could drop ones it has not stored.
+        await redis
+          .eval(
+            RELEASE_BACKLOG,
+            2,
+            redisKeys.auditBacklog,
+            redisKeys.auditBacklogLock,
+            holder,
+            stored ? lines.length : 0,
+          )
+          .catch((err: unknown) =>
+            this.log.warn(
+              { err: (err as Error).message },
+              'audit backlog not trimmed; its events will be written again',
+            ),
+          );
+      },
+    };
   }
 
   private async sweep(): Promise<void> {

@@ -60,6 +60,15 @@ export class KeyChecker {
     return this.lookup(hash).then((entry) => this.admitted(entry, req));
   }
 
+  /** The grant of the key with this hash, if the index holds a sealed entry for it. */
+  async grantOf(hash: string): Promise<KeyGrant | undefined> {
+    try {
+      return (this.cache.get(hash) ?? (await this.lookup(hash))).grant;
+    } catch {
+      return undefined;
+    }
+  }
+
   private async lookup(hash: string): Promise<CachedGrant> {
     const epoch = this.cache.epoch;
     let raw: string | null;

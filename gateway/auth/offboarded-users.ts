@@ -23,6 +23,8 @@ const digest = (subject: string): string => createHash('sha256').update(subject)
 export class OffboardedUsers {
   constructor(
     private readonly redis: Redis,
+    /** How far the provider's clock may run ahead of this one (the token check's tolerance). */
+    private readonly clockSkewMs = 30_000,
     private readonly blockSeconds = OFFBOARDED_TOKEN_BLOCK_SECONDS,
   ) {}
 
@@ -42,7 +44,10 @@ export class OffboardedUsers {
       throw redisUnavailable(cause);
     }
     if (at === null) return;
-    if (caller.issuedAt !== undefined && caller.issuedAt * 1000 > Number(at)) return;
+    // Signed after the offboarding, by more than the clocks may disagree, and for a sign-in after
+    // it too (`auth_time`: a token refreshed from an earlier sign-in keeps that time).
+    const after = (s: number | undefined) => s !== undefined && s * 1000 > Number(at) + this.clockSkewMs;
+    if (after(caller.issuedAt) && (caller.authTime === undefined || after(caller.authTime))) return;
     throw new TollgateError(
       'token_revoked',
       `this user was offboarded at ${new Date(Number(at)).toISOString()}: tokens issued before then are refused; sign in again if your access was restored`,

@@ -33,6 +33,8 @@ export interface Caller {
   admin: boolean;
   /** The token's `iat` (seconds), when it has one. */
   issuedAt?: number;
+  /** The token's `auth_time` (seconds): when the user signed in, kept across refreshes. */
+  authTime?: number;
 }
 
 export type TokenVerifier = (token: string) => Promise<Caller>;
@@ -91,6 +93,7 @@ export function createTokenVerifier(config: OidcConfig, policy: AdminPolicy): To
       subject,
       ...(name === undefined ? {} : { name }),
       ...(typeof payload.iat === 'number' ? { issuedAt: payload.iat } : {}),
+      ...(typeof payload['auth_time'] === 'number' ? { authTime: payload['auth_time'] } : {}),
       groups,
       admin: groups.some((g) => admins.has(g)),
     };

@@ -108,7 +108,20 @@ export function createSidecar(s: GatewayServices, target: SidecarTarget, opts: S
       operations,
     };
   }
-  return { traffic: createHttpServer(s, modelDispatch(s, target, authenticate)), operations };
+  // A model's bda callers: as for a workflow service, the keys of the workflow's owner today (the
+  // model's route names it), not those its former owner made.
+  const modelWorkflow = target.workflow;
+  const checked: Authenticate =
+    modelWorkflow === undefined
+      ? authenticate
+      : async (req) => {
+          const grant = await authenticate(req);
+          if (grant.module === 'bda') {
+            refuseOtherOwner((await s.routes.model(target.model))?.route.owner, grant, modelWorkflow);
+          }
+          return grant;
+        };
+  return { traffic: createHttpServer(s, modelDispatch(s, target, checked)), operations };
 }
 
 /** A model's sidecar: the V2 endpoints of its one model, whose runtime is the pod's MLServer. */

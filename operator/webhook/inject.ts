@@ -45,7 +45,8 @@ export interface InjectionConfig {
 export type JsonPatchOp = { op: 'add' | 'replace'; path: string; value: unknown };
 
 export type Injection =
-  | { kind: 'inject'; patch: JsonPatchOp[]; guards: string }
+  /** `workflow`: the workflow a guarded workflow service serves (not set for a model's pod). */
+  | { kind: 'inject'; patch: JsonPatchOp[]; guards: string; workflow?: string }
   | { kind: 'skip'; reason: string }
   | { kind: 'refuse'; reason: string };
 
@@ -280,5 +281,5 @@ export function planInjection(pod: V1Pod, cfg: InjectionConfig): Injection {
       ? { op: 'add', path: '/metadata/annotations', value: { [INJECTED_ANNOTATION]: guards } }
       : { op: 'add', path: `/metadata/annotations/${pointer(INJECTED_ANNOTATION)}`, value: guards },
   );
-  return { kind: 'inject', patch, guards };
+  return { kind: 'inject', patch, guards, ...(model === undefined && workflow ? { workflow } : {}) };
 }

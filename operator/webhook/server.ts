@@ -37,6 +37,13 @@ export class WebhookServer {
     private readonly metrics: OperatorMetrics,
     /** Puts the sidecar's Redis credential in the pod's namespace before the pod is admitted. */
     private readonly ensureCredentials: (namespace: string) => Promise<void> = async () => undefined,
+    /**
+     * Why a workflow may not be served from a namespace (its Workflow record), or undefined. The
+     * route is refused anyway (the Service reconciler decides); refusing the pod says so at once,
+     * to whoever applies it, instead of a guarded pod that nothing will ever call.
+     */
+    private readonly workflowRefusal: (workflow: string, namespace: string) => string | undefined = () =>
+      undefined,
   ) {}
 
   /** Starts serving with these certificates, or swaps them in for new connections. */
@@ -89,9 +96,14 @@ export class WebhookServer {
       operation === 'UPDATE'
         ? planUpdate(review.request.oldObject as V1Pod | undefined, pod)
         : planInjection(pod, this.config);
+    const podNamespace = namespace ?? pod.metadata?.namespace ?? 'default';
+    if (plan.kind === 'inject' && plan.workflow !== undefined && operation !== 'UPDATE') {
+      const refusal = this.workflowRefusal(plan.workflow, podNamespace);
+      if (refusal !== undefined) plan = { kind: 'refuse', reason: refusal };
+    }
     if (plan.kind === 'inject' && dryRun !== true) {
       try {
-        await this.ensureCredentials(namespace ?? pod.metadata?.namespace ?? 'default');
+        await this.ensureCredentials(podNamespace);
       } catch (err) {
         // A pod whose sidecar could not start would wait forever: refused now, and retried by its
         // controller, with what went wrong.

@@ -15,6 +15,7 @@ import type { ManagementDeps } from '../deps.js';
 import { validate } from '../validate.js';
 import { toApiKeyView } from '../views.js';
 import { AUDIT_HEADER } from '../../audit/audit-log.js';
+import { revokeKey } from '../revoke.js';
 
 // Printable text only: a name is shown in the panel and in `kubectl get`.
 const PRINTABLE = /^[^\p{Cc}\p{Cf}\p{Zl}\p{Zp}]*$/u;
@@ -114,9 +115,6 @@ export function createKey(deps: ManagementDeps): RequestHandler {
 
     const created = await deps.store.create(newApiKey(newKeyId(), spec));
     try {
-      // An offboarding that began while this call ran either sees the new key when it lists, or
-      // is seen here, and the key is undone: it never outlives its owner's offboarding.
-      await deps.offboarded.check(caller);
       await deps.index.put(spec.hash, toKeyGrant(created));
     } catch (e) {
       // The key was never shown, so undoing the resource loses nothing; keeping it would make the
@@ -129,6 +127,24 @@ export function createKey(deps: ManagementDeps): RequestHandler {
             'could not undo an ApiKey whose index entry failed',
           ),
         );
+      throw e;
+    }
+    // Only now, the key being whole (resource and entry): an offboarding that began while this
+    // call ran either lists it after this point and revokes it, or is seen here, and the key is
+    // undone. It never outlives its owner's offboarding.
+    try {
+      await deps.offboarded.check(caller);
+    } catch (e) {
+      await revokeKey(deps, created, {
+        actor: owner,
+        req,
+        reason: 'made while its owner was offboarded',
+      }).catch((undo: unknown) =>
+        deps.log.error(
+          { err: undo, id: toKeyGrant(created).id },
+          'could not undo a key made during an offboarding',
+        ),
+      );
       throw e;
     }
     const view = toApiKeyView(created, undefined);

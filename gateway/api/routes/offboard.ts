@@ -59,6 +59,13 @@ export function offboard(deps: ManagementDeps): RequestHandler {
         }
       }
     }
+    const left = (await deps.store.everyKeyOf(owner)).length;
+    if (left > 0) {
+      throw new TollgateError(
+        'key_changed',
+        `offboarding revoked ${revoked.length} keys but ${left} were still being made; the user's tokens are refused, retry to revoke the rest`,
+      );
+    }
     res.set(AUDIT_HEADER, await deps.audit.settle()).json({ owner, revoked });
   };
 }

@@ -74,9 +74,9 @@ export function rollKey(deps: ManagementDeps): RequestHandler {
     };
     let marked: ApiKey;
     try {
-      // As for a new key: a roll racing its owner's offboarding is undone (see create-key).
-      await deps.offboarded.check(callerOf(res));
       await deps.index.put(spec.hash, toKeyGrant(created));
+      // As for a new key, once it is whole: a roll racing its owner's offboarding is undone.
+      await deps.offboarded.check(callerOf(res));
       marked = await markRolled(deps, old, rolled);
     } catch (e) {
       // The new key was never shown: undo it, so no key exists that nobody holds.

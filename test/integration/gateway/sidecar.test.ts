@@ -6,6 +6,7 @@ import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
+import { pathToFileURL } from 'node:url';
 import path from 'node:path';
 import { importJWK, SignJWT, type JWK } from 'jose';
 import type { Server } from 'node:http';
@@ -298,6 +299,57 @@ describe('central gateway and sidecar together: a signed grant instead of a seco
       back = await viaGateway('scorer');
     }
     expect(back.status).toBe(200);
+  });
+
+  it('a refusal at the sidecar reaches the owner’s trail through a central gateway; forged reports do not', async () => {
+    const trail = await mkdtemp(path.join(tmpdir(), 'tollgate-trail-'));
+    // A central gateway that keeps the trail, on the sidecar's Redis: it takes the sidecar's reports.
+    const collector = await startGateway({
+      redisUrl: (await redis()).url,
+      auditUri: pathToFileURL(trail).href,
+    });
+    try {
+      const limited = await createKey(rc, 'bda', [workflow], {
+        name: 'nightly scorer',
+        rateLimit: { requests: 1, windowSeconds: 60 },
+      });
+      expect((await send(sidecarUrl, '/score', { headers: apikey(limited.key) })).status).toBe(200);
+      for (let i = 0; i < 3; i++) {
+        const refused = await send(sidecarUrl, '/score', { headers: apikey(limited.key) });
+        expect(refused.status).toBe(429);
+      }
+      // What a team holding the sidecar's Redis password could append: a report about a key it has
+      // never seen, one with fields the gateway never takes from a report, junk, a huge line.
+      await rc.rpush(
+        'tg:audit:sidecar',
+        JSON.stringify({ h: 'f'.repeat(64), c: 'rate_limited', n: 1 }),
+        JSON.stringify({ h: limited.hash, c: 'rate_limited', n: 1, owner: 'mallory', at: 'x' }),
+        'not json',
+        JSON.stringify({ h: limited.hash, c: 'x'.repeat(10_000), n: 1 }),
+      );
+      let items: Array<{ keyId: string; keyName?: string; detail?: Record<string, unknown>; owner: string }> =
+        [];
+      for (let i = 0; i < 50 && items.length === 0; i++) {
+        await sleep(50);
+        await collector.services.audit.flush();
+        items = (await collector.services.audit.query('alice', { limit: 50, keyId: limited.grant.id })).items;
+      }
+      // One event for the three refusals (once per key per minute).
+      expect(items).toHaveLength(1);
+      expect(items[0]).toMatchObject({
+        keyId: limited.grant.id,
+        keyName: 'nightly scorer',
+        owner: 'alice',
+        detail: { code: 'rate_limited', via: 'sidecar' },
+      });
+      expect(await rc.llen('tg:audit:sidecar')).toBe(0);
+      // Nothing for mallory, and the collector is still up.
+      expect((await collector.services.audit.query('mallory', { limit: 50 })).items).toEqual([]);
+      expect((await fetch(`${collector.url}/healthz`)).status).toBe(200);
+    } finally {
+      await collector.stop();
+      await rm(trail, { recursive: true, force: true });
+    }
   });
 
   it('refuses forged, foreign, expired and replayed grants, whatever key comes with them', async () => {

@@ -114,13 +114,13 @@ describe.each(stores)('management API over HTTP (keys on %s)', (label, openStore
         maxRollGraceSeconds: 3_600,
         workflows: new WorkflowRoutes(client, await testVerifier()),
         roles: new RoleCatalogue({ resources: ['datasets'] }),
-        verifyToken: new OffboardedUsers(client).guard(
+        verifyToken: new OffboardedUsers(client, 0).guard(
           createTokenVerifier(
             { issuer: 'urn:tollgate:standalone', audience: 'tollgate', jwksUrl: idp.jwksUrl },
             adminPolicy,
           ),
         ),
-        offboarded: new OffboardedUsers(client),
+        offboarded: new OffboardedUsers(client, 0),
         admin: adminPolicy,
         models: new DirModelStore(new ManifestDir(stateDir, () => undefined)),
         log,

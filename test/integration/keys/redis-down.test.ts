@@ -48,13 +48,13 @@ describe('management API with Redis down', () => {
         maxRollGraceSeconds: 3_600,
         workflows: new WorkflowRoutes(client, await testVerifier()),
         roles: new RoleCatalogue(),
-        verifyToken: new OffboardedUsers(client).guard(
+        verifyToken: new OffboardedUsers(client, 0).guard(
           createTokenVerifier(
             { issuer: 'urn:tollgate:standalone', audience: 'tollgate', jwksUrl: idp.jwksUrl },
             NO_ADMINS,
           ),
         ),
-        offboarded: new OffboardedUsers(client),
+        offboarded: new OffboardedUsers(client, 0),
         admin: NO_ADMINS,
         models: new DirModelStore(new ManifestDir(await tempDir('tollgate-down-models-'), () => undefined)),
         log: createLogger('redis-down-test', 'silent'),

@@ -94,7 +94,13 @@ beforeAll(async () => {
     tokenTtl: `${SHORT_TTL_SECONDS}s`,
   });
   const client = { clientId: mainDex.clientId, scopes: 'openid profile email groups' };
-  main = await startGateway(mainPort, { issuer: mainDex.issuer, audience: mainDex.clientId, ...client });
+  // Clocks that agree (one machine): a token signed a second after an offboarding counts as after.
+  main = await startGateway(mainPort, {
+    issuer: mainDex.issuer,
+    audience: mainDex.clientId,
+    clockToleranceSeconds: 0,
+    ...client,
+  });
   // What an operator gets wrong most often: the audience the gateway expects is not the one the
   // provider puts in its tokens.
   wrongAudience = await startGateway(wrongPort, {

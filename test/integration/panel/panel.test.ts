@@ -419,7 +419,27 @@ describe('management panel', () => {
         .getByRole('button', { name: /Details of key nightly export of the quarterly ledger/ })
         .click({ trial: true });
     }
+    // The audit log too: each event whole, nothing past the screen's edge, at both widths.
+    await alice.getByRole('link', { name: 'Audit log' }).click();
+    await alice.locator('#audit-body tr').first().waitFor();
+    for (const [width, height] of [
+      [1280, 800],
+      [390, 844],
+    ] as const) {
+      await alice.setViewportSize({ width, height });
+      await alice.screenshot({ path: `/tmp/panel-audit-${width}.png`, fullPage: true });
+      const overflow = await alice.evaluate<string[]>(`(() => {
+        const card = document.querySelector('#audit-table').closest('.table-card');
+        const out = [];
+        if (card.scrollWidth > card.clientWidth + 1) out.push('the table scrolls sideways');
+        if (document.documentElement.scrollWidth > window.innerWidth) out.push('the page scrolls sideways');
+        return out;
+      })()`);
+      expect([width, overflow]).toEqual([width, []]);
+    }
     await alice.setViewportSize({ width: 1280, height: 800 });
+    await alice.getByRole('link', { name: 'API keys' }).click();
+    await rows(alice).first().waitFor();
   });
 
   it('works from the keyboard alone, and Escape forgets a shown key', async () => {

@@ -8,6 +8,7 @@ import { rawErrorResponse, sendError } from './http/errors.js';
 import { normalisePath, type NormalisedPath } from './routing/normalise.js';
 import type { GatewayServices } from './services.js';
 import type { V2Handler } from './v2/handler.js';
+import { moduleOf } from './http/call-module.js';
 
 /**
  * The gateway's HTTP server: a plain node:http server whose request listener dispatches on the
@@ -31,7 +32,7 @@ export function createGatewayServer(s: GatewayServices, v2: V2Handler): GatewayS
     if (first === 'events') {
       events(req, res, path);
     } else if (first === 'v2') {
-      res.once('finish', () => s.metrics.request('v2', res.statusCode, 'none'));
+      res.once('finish', () => s.metrics.request('v2', res.statusCode, moduleOf(req)));
       Promise.resolve(v2(req, res, path)).catch((err: unknown) => sendError(res, err, s.log));
     } else {
       res.once('finish', () => s.metrics.request('management', res.statusCode, 'none'));

@@ -31,8 +31,8 @@ export function kubeSources(
   log: Logger,
   opts: WorkloadOptions & {
     namespace?: string;
-    /** Lets Models read file:// folders on the operator's disk: tests only (see KubeSecretCredentials). */
-    fileStorage?: boolean;
+    /** Lets Models read file:// folders and loopback stores: tests only (see KubeSecretCredentials). */
+    sameMachine?: boolean;
   },
 ): OperatorSources {
   // A custom resource's informer source; objects that do not match the kind's schema are left out.
@@ -78,7 +78,7 @@ export function kubeSources(
     serviceAddress: clusterServiceAddress,
     runtime: new KubeRuntimeDriver(kc, { pullerImage: opts.pullerImage }, log, opts.namespace),
     events: new KubeEventRecorder(kc, log),
-    credentials: new KubeSecretCredentials(kc, { fileStorage: opts.fileStorage ?? false }),
+    credentials: new KubeSecretCredentials(kc, { sameMachine: opts.sameMachine ?? false }),
   };
 }
 

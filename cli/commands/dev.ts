@@ -8,6 +8,7 @@ import { createLogger } from '../../common/logger.js';
 import { ManifestDir } from '../../common/resources/manifest-dir.js';
 import { MODEL_PLURAL, modelSchema, type Model } from '../../common/resources/model.js';
 import { createManagement } from '../../gateway/api/management.js';
+import { ManifestWorkflowRecords } from '../../common/routes/workflow-records.js';
 import { WorkflowRoutes } from '../../common/routes/workflow-routes.js';
 import { loadGatewayConfig, type GatewayConfigInput } from '../../gateway/config.js';
 import { createGatewayServer } from '../../gateway/server.js';
@@ -117,7 +118,11 @@ export function register(program: Command): void {
           management: ({ roles, audit, trust }) =>
             createManagement({
               redis: managementRedis,
-              workflows: new WorkflowRoutes(managementRedis, trust.verifier),
+              workflows: new WorkflowRoutes(
+                managementRedis,
+                trust.verifier,
+                new ManifestWorkflowRecords(manifests),
+              ),
               log,
               roles,
               audit,
@@ -133,7 +138,11 @@ export function register(program: Command): void {
               [
                 'models',
                 modelsPlatformResource({
-                  workflows: new WorkflowRoutes(managementRedis, trust.verifier),
+                  workflows: new WorkflowRoutes(
+                    managementRedis,
+                    trust.verifier,
+                    new ManifestWorkflowRecords(manifests),
+                  ),
                   log,
                   models: { stateDir },
                 }),

@@ -6,6 +6,7 @@ import type { Redis } from 'ioredis';
 import { isTollgateError } from '../../common/errors.js';
 import { stopOnSignals } from '../stop-on-signals.js';
 import { createLogger } from '../../common/logger.js';
+import { KubeWorkflowRecords } from '../../common/routes/workflow-records.js';
 import { WorkflowRoutes } from '../../common/routes/workflow-routes.js';
 import { loadGatewayConfig, parseUpstreamList, type GatewayConfigInput } from '../../gateway/config.js';
 import { createGatewayServer } from '../../gateway/server.js';
@@ -70,6 +71,8 @@ export function register(program: Command): void {
           connectionName: 'tollgate-edit',
         });
         editRedis.on('error', (err: Error) => log.warn({ err: err.message }, 'redis error (management)'));
+        // Who owns each workflow: the Workflow records, as the operator routes by.
+        const records = new KubeWorkflowRecords(kubeConfig);
         const services = await createGatewayServices(config, log, {
           management: (shared) =>
             clusterManagement(
@@ -78,14 +81,14 @@ export function register(program: Command): void {
               kubeConfig,
               log,
               editRedis,
-              new WorkflowRoutes(editRedis, shared.trust.verifier),
+              new WorkflowRoutes(editRedis, shared.trust.verifier, records),
             ),
           platformResources: ({ trust }) =>
             new Map([
               [
                 'models',
                 modelsPlatformResource({
-                  workflows: new WorkflowRoutes(editRedis, trust.verifier),
+                  workflows: new WorkflowRoutes(editRedis, trust.verifier, records),
                   log,
                   models: { kubeConfig, namespace: config.namespace },
                 }),

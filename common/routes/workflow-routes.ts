@@ -3,6 +3,8 @@ import { redisUnavailable } from '../redis/unavailable.js';
 import { KEY_PREFIX, redisChannels } from '../redis/schema.js';
 import { parseStored, routeSchema, type Route } from '../resources/grant.js';
 import type { EntrySealer, EntryVerifier } from '../redis/sealed-entry.js';
+import type { Workflow } from '../resources/workflow.js';
+import { recordsById, type WorkflowRecords } from './workflow-records.js';
 
 /**
  * The Redis route table. `RouteWriter` is the one way a route is written or removed, and only the
@@ -82,9 +84,14 @@ export class WorkflowRoutes {
   constructor(
     private readonly redis: Redis,
     private readonly verifier: EntryVerifier,
+    /**
+     * The Workflow records: where one holds a workflow id, its owner is the owner, routed or not
+     * (the routes follow it). Without records (a route table written by hand), the routes' owners.
+     */
+    private readonly records?: WorkflowRecords,
   ) {}
 
-  /** The workflows every service of which belongs to `owner`, with their services, sorted. */
+  /** The workflows of `owner`, with their routed services, sorted. */
   async ownedBy(owner: string): Promise<OwnedWorkflow[]> {
     const byWorkflow = new Map<string, { services: string[]; allOwned: boolean }>();
     for (const { workflow, service, route } of await this.scan(`${BDA_ROUTE_PREFIX}*`)) {
@@ -93,15 +100,30 @@ export class WorkflowRoutes {
       entry.allOwned &&= route?.owner === owner;
       byWorkflow.set(workflow, entry);
     }
-    return [...byWorkflow]
-      .filter(([, e]) => e.allOwned)
-      .map(([workflow, e]) => ({ workflow, services: e.services.sort() }))
-      .sort((a, b) => (a.workflow < b.workflow ? -1 : 1));
+    const held = await this.held();
+    const owned = [
+      ...[...held]
+        .filter(([, record]) => record.spec.owner === owner)
+        .map(([workflow]) => ({
+          workflow,
+          services: [...(byWorkflow.get(workflow)?.services ?? [])].sort(),
+        })),
+      ...[...byWorkflow]
+        .filter(([workflow, e]) => !held.has(workflow) && e.allOwned)
+        .map(([workflow, e]) => ({ workflow, services: e.services.sort() })),
+    ];
+    return owned.sort((a, b) => (a.workflow < b.workflow ? -1 : 1));
   }
 
-  /** Whether a service of `workflow` is routed for another owner than `owner`: it changed hands. */
+  /** Whether `workflow` is now another owner's than `owner`: it changed hands. */
   async ownedByAnother(workflow: string, owner: string): Promise<boolean> {
+    const record = (await this.held()).get(workflow);
+    if (record !== undefined) return record.spec.owner !== owner;
     return (await this.routesOf(workflow)).some((r) => r.route?.owner !== owner);
+  }
+
+  private async held(): Promise<Map<string, Workflow>> {
+    return this.records === undefined ? new Map() : recordsById(await this.records.list());
   }
 
   private routesOf(workflow: string): Promise<ScannedRoute[]> {

@@ -505,6 +505,13 @@ export class AuditLog {
       const failed =
         replies === null ? new Error('the transaction was discarded') : replies.find(([e]) => e)?.[0];
       if (failed) throw failed;
+      const length = Number(replies?.[0]?.[1] ?? 0);
+      if (length > MAX_PENDING) {
+        this.log.error(
+          { dropped: length - MAX_PENDING },
+          'audit store unreachable for too long: the oldest events of the backlog dropped',
+        );
+      }
       for (const e of events) this.spilled.add(e);
       return true;
     } catch (err) {

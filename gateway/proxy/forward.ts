@@ -73,6 +73,13 @@ export function forward(
         resolve(status);
       },
       onError(err) {
+        if (!tried && neverSent(err, body, status)) {
+          // No connection was made and not a byte of the body read: safe for any method to try
+          // once more, after a moment (a name or a route that hiccuped while the cluster moved).
+          tried = true;
+          setTimeout(dispatch, RETRY_PAUSE_MS);
+          return;
+        }
         res.off('close', onClientClose);
         if (res.destroyed) {
           resolve(0);
@@ -84,8 +91,34 @@ export function forward(
       },
     };
     let onDrain: (() => void) | undefined;
-    pool.dispatch({ path, method: req.method as Dispatcher.HttpMethod, headers, body }, handler);
+    let tried = false;
+    const dispatch = (): void => {
+      if (res.destroyed) return resolve(0);
+      pool.dispatch({ path, method: req.method as Dispatcher.HttpMethod, headers, body }, handler);
+    };
+    dispatch();
   });
+}
+
+/** Errors raised before a connection exists: nothing reached the upstream. */
+const BEFORE_CONNECTION = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'UND_ERR_CONNECT_TIMEOUT',
+]);
+const RETRY_PAUSE_MS = 100;
+
+function neverSent(err: Error, body: Readable | null, status: number): boolean {
+  const code = (err as { code?: unknown }).code;
+  return (
+    status === 0 &&
+    typeof code === 'string' &&
+    BEFORE_CONNECTION.has(code) &&
+    (body === null || !body.readableDidRead)
+  );
 }
 
 /** Passes the body through, counting; past the limit it records the 413 and stops the stream. */

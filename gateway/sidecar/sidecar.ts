@@ -4,6 +4,7 @@ import { grantAudience } from '../../common/resources/grant.js';
 import { GRANT_HEADER, GrantVerifier, claimInRedis } from '../auth/signed-grant.js';
 import { createEventsHandler, type Authenticate, type ResolveTarget } from '../events-handler.js';
 import { createOperationsApp } from '../http/app.js';
+import { moduleOf } from '../http/call-module.js';
 import { sendError } from '../http/errors.js';
 import { upstreamPath } from '../routing/events-router.js';
 import { resolveRoute, type RouteTable } from '../routing/route-table.js';
@@ -116,7 +117,9 @@ export function createSidecar(s: GatewayServices, target: SidecarTarget, opts: S
       ? authenticate
       : async (req) => {
           const grant = await authenticate(req);
-          if (grant.module === 'bda') {
+          // Only a key of this model's workflow: any other is refused by the V2 access check,
+          // with its own code.
+          if (grant.module === 'bda' && grant.roles[0] === modelWorkflow) {
             refuseOtherOwner((await s.routes.model(target.model))?.route.owner, grant, modelWorkflow);
           }
           return grant;
@@ -150,7 +153,7 @@ function modelDispatch(
     { authenticate, modelRoute: (name) => (name === target.model ? runtime : null) },
   );
   return (req, res, path) => {
-    res.once('finish', () => s.metrics.request('v2', res.statusCode, 'none'));
+    res.once('finish', () => s.metrics.request('v2', res.statusCode, moduleOf(req)));
     if (path.segments[0] !== 'v2') {
       sendError(
         res,

@@ -1,4 +1,5 @@
 import { refuseOtherOwner } from '../auth/workflow-owner.js';
+import { noteModule } from '../http/call-module.js';
 import { TOLLGATE_VERSION } from '../../common/version.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { pipeline } from 'node:stream/promises';
@@ -165,6 +166,7 @@ export function createV2Handler(
     Array<{ name: string; workflow: string | undefined; ready: boolean; versions?: ModelVersionState[] }>
   > {
     const grant = await placement.authenticate(req);
+    noteModule(req, grant.module);
     await refusalsNoted(grant, req, async () => {
       checkInferenceRole(grant);
       await admit(grant, req, '/v2/models');
@@ -381,6 +383,7 @@ export function createV2Handler(
     want: VersionWanted,
   ): Promise<{ grant: KeyGrant; runtime: RuntimeAddress }> {
     const grant = await placement.authenticate(req);
+    noteModule(req, grant.module);
     if (!isModelName(model)) {
       throw new TollgateError(
         'model_not_found',

@@ -32,7 +32,7 @@ import {
   type Watches,
 } from '../framework/controller.js';
 import type { WorkflowAdmission } from '../workflows/workflow-admission.js';
-import { creationOrder } from '../framework/claim-order.js';
+import { creationOrder } from '../../common/resources/claim-order.js';
 import {
   desiredStatus,
   invalidVersionsStatus,

@@ -12,7 +12,7 @@ import { WORKFLOW_ID_PATTERN, type WorkflowService } from '../../common/resource
 import type { RouteWriter } from '../../common/routes/workflow-routes.js';
 import { parseRefKey, refKey, type ResourceRef, type WatchedSource } from '../framework/resource-source.js';
 import type { EventRecorder } from '../events.js';
-import { creationOrder } from '../framework/claim-order.js';
+import { creationOrder } from '../../common/resources/claim-order.js';
 import type { WorkflowAdmission } from '../workflows/workflow-admission.js';
 import type { ReconcileResult, Reconciler, Watches } from '../framework/controller.js';
 

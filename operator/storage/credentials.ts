@@ -1,3 +1,5 @@
+import { lookup } from 'node:dns/promises';
+import { BlockList, isIP, isIPv4, isIPv6 } from 'node:net';
 import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { isApiStatus } from '../../common/kube/custom-objects.js';
 import { TollgateError } from '../../common/errors.js';
@@ -21,21 +23,23 @@ export class ProcessEnvCredentials implements CredentialsResolver {
  * else: exactly what its puller gets as environment. The operator never lends a team its own
  * identity (its environment, its node's or service account's role) nor its own disk: a Model
  * without a Secret, a Secret without keys, or a file:// folder (a path on the operator's
- * filesystem) is refused with a condition saying what to fix. `fileStorage` is for tests whose
- * operator runs beside their folders.
+ * filesystem) is refused with a condition saying what to fix, and so is an endpoint on the
+ * operator's own machine or the cloud's metadata service (the operator's requests would go there
+ * from its position). `sameMachine` is for tests whose operator runs beside their folders and
+ * their object store.
  */
 export class KubeSecretCredentials implements CredentialsResolver {
   private readonly api: CoreV1Api;
   constructor(
     kc: KubeConfig,
-    private readonly opts: { fileStorage?: boolean } = {},
+    private readonly opts: { sameMachine?: boolean } = {},
   ) {
     this.api = kc.makeApiClient(CoreV1Api);
   }
 
   async envFor(namespace: string, secretName: string | undefined, storageUri: string): Promise<Env> {
     if (parseStorageUri(storageUri).scheme === 'file') {
-      if (this.opts.fileStorage) return {};
+      if (this.opts.sameMachine) return {};
       throw new TollgateError(
         'storage_not_allowed',
         `storage URI "${storageUri}" names a folder on the operator's own disk, which Models on a cluster may not read; put the model folder in object storage (s3://<bucket>/<folder>)`,
@@ -73,6 +77,52 @@ export class KubeSecretCredentials implements CredentialsResolver {
         { field: 'credentials.secretName' },
       );
     }
+    if (!this.opts.sameMachine) await refuseInternalEndpoint(env, secretName);
     return env;
+  }
+}
+
+/** What a Model's endpoint may not name: this machine, and the link-local metadata services. */
+const INTERNAL = new BlockList();
+INTERNAL.addSubnet('127.0.0.0', 8, 'ipv4');
+INTERNAL.addSubnet('0.0.0.0', 8, 'ipv4');
+INTERNAL.addSubnet('169.254.0.0', 16, 'ipv4');
+INTERNAL.addAddress('::1', 'ipv6');
+INTERNAL.addAddress('::', 'ipv6');
+INTERNAL.addSubnet('fe80::', 10, 'ipv6');
+INTERNAL.addAddress('fd00:ec2::254', 'ipv6');
+
+// An IPv4-mapped IPv6 address (::ffff:127.0.0.1) is checked against the IPv4 rules too.
+const internal = (address: string): boolean =>
+  isIPv4(address) ? INTERNAL.check(address, 'ipv4') : isIPv6(address) && INTERNAL.check(address, 'ipv6');
+
+async function refuseInternalEndpoint(env: Record<string, string>, secretName: string): Promise<void> {
+  const raw = env.AWS_ENDPOINT_URL_S3 ?? env.AWS_ENDPOINT_URL;
+  if (raw === undefined || raw === '') return;
+  const refuse = (why: string) =>
+    new TollgateError(
+      'storage_not_allowed',
+      `the endpoint ${raw} in the credentials Secret "${secretName}" ${why}; give the object store's own address`,
+      { field: 'credentials.secretName' },
+    );
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw refuse('is not a URL');
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw refuse('is not http:// or https://');
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  let addresses: string[];
+  try {
+    addresses = isIP(host) ? [host] : (await lookup(host, { all: true })).map((a) => a.address);
+  } catch {
+    return; // A name that does not resolve: the store's own error says so.
+  }
+  const bad = addresses.find(internal);
+  if (bad !== undefined) {
+    throw refuse(
+      `is ${bad}: the operator's own machine or a metadata service, which a Model may not send it to`,
+    );
   }
 }

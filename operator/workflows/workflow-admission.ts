@@ -1,7 +1,7 @@
 import type { Workflow } from '../../common/resources/workflow.js';
 import type { OwnedSource } from '../framework/controller.js';
 import type { ResourceRef, WatchedSource } from '../framework/resource-source.js';
-import { creationOrder } from '../framework/claim-order.js';
+import { creationOrder } from '../../common/resources/claim-order.js';
 
 export type Admission =
   | { admitted: true; owner: string }

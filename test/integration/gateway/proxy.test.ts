@@ -185,6 +185,28 @@ describe('gateway proxying', () => {
     });
   });
 
+  it('tries a connection that could not be made once more, for any method, before a byte is sent', async () => {
+    const port = await freePort();
+    await registerService(r, wf, 'late', `http://127.0.0.1:${port}`);
+    let got = '';
+    const late = createServer((req, res) => {
+      req.on('data', (d: Buffer) => (got += d.toString()));
+      req.on('end', () => res.end(`${req.method} ${got}`));
+    });
+    // The upstream starts listening just after the first attempt was refused.
+    setTimeout(() => late.listen(port, '127.0.0.1'), 30);
+    try {
+      const answer = await send(gw.url, `/events/bda/${wf}/late/x`, {
+        method: 'POST',
+        headers: { ...apikey(bda.key), 'content-type': 'text/plain' },
+        body: 'the whole body',
+      });
+      expect([answer.status, answer.text]).toEqual([200, 'POST the whole body']);
+    } finally {
+      late.close();
+    }
+  });
+
   it('answers 504 when the upstream does not answer in time', async () => {
     upstream.respond = () => undefined; // never answers
     const started = Date.now();

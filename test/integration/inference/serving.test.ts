@@ -744,6 +744,8 @@ describe('per-model metrics at the gateway', () => {
     // Every call is timed; only those that reached the runtime have a runtime share.
     expect(delta(total)).toBe(5);
     expect(delta(runtime)).toBe(4);
+    // The gateway's request count names the module of the key the calls were made with.
+    expect(delta('tollgate_gateway_requests_total{kind="v2",status="200",module="platform"}')).toBe(3);
     expect(after('tollgate_model_in_flight{model="model-iris"}')).toBe(0);
     const text = await (await fetch(`${base}/metrics`)).text();
     expect(text).not.toContain('model-nobody');

@@ -5,6 +5,13 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { OffboardedUsers } from '../../../gateway/auth/offboarded-users.js';
+import { ManifestWorkflowRecords } from '../../../common/routes/workflow-records.js';
+import {
+  WORKFLOW_API_VERSION,
+  WORKFLOW_PLURAL,
+  workflowResourceName,
+  workflowSchema,
+} from '../../../common/resources/workflow.js';
 import express from 'express';
 import { importJWK, SignJWT, type JWK } from 'jose';
 import { Redis } from 'ioredis';
@@ -81,6 +88,8 @@ describe.each(stores)('management API over HTTP (keys on %s)', (label, openStore
   let base: string;
   let client: Redis;
   let stateDir: string;
+  /** The Workflow records (as `tollgate route add` writes them): who owns each workflow. */
+  let recordsDir: string;
   const suffix = Math.random().toString(36).slice(2, 8);
   const alice = `alice-${suffix}@example.com`;
   const bob = `bob-${suffix}@example.com`;
@@ -96,6 +105,7 @@ describe.each(stores)('management API over HTTP (keys on %s)', (label, openStore
     client = new Redis(redisUrl, clientOptions);
     await new Promise((r) => client.once('ready', r));
     stateDir = await tempDir('tollgate-api-');
+    recordsDir = await tempDir('tollgate-records-');
     await putWorkflowRoute(client, { workflow, service: 'scorer', url: 'http://127.0.0.1:9', owner: alice });
     await putWorkflowRoute(client, {
       workflow: bobsWorkflow,
@@ -112,7 +122,11 @@ describe.each(stores)('management API over HTTP (keys on %s)', (label, openStore
         redis: client,
         audit: unusedAudit(),
         maxRollGraceSeconds: 3_600,
-        workflows: new WorkflowRoutes(client, await testVerifier()),
+        workflows: new WorkflowRoutes(
+          client,
+          await testVerifier(),
+          new ManifestWorkflowRecords(new ManifestDir(recordsDir, () => undefined)),
+        ),
         roles: new RoleCatalogue({ resources: ['datasets'] }),
         verifyToken: new OffboardedUsers(client, 0).guard(
           createTokenVerifier(
@@ -553,6 +567,50 @@ describe.each(stores)('management API over HTTP (keys on %s)', (label, openStore
       expectError(patch, 405, 'method_not_allowed');
       expect(patch.headers.get('allow')).toBe('GET, DELETE');
       expectError(await call('GET', '/secrets'), 404, 'unknown_endpoint');
+    });
+  });
+
+  describe('workflows come from their records', () => {
+    const record = (id: string, owner: string) =>
+      new ManifestDir(recordsDir, () => undefined).collection(WORKFLOW_PLURAL, workflowSchema).put({
+        apiVersion: WORKFLOW_API_VERSION,
+        kind: 'Workflow',
+        metadata: { name: workflowResourceName(id) },
+        spec: { workflow: id, owner, namespaces: ['team-a'] },
+      });
+    const drop = (id: string) =>
+      new ManifestDir(recordsDir, () => undefined)
+        .collection(WORKFLOW_PLURAL, workflowSchema)
+        .delete(workflowResourceName(id));
+
+    it('offers, and makes keys for, a workflow its record names the caller the owner of, routed or not', async () => {
+      const fresh = `fresh-${suffix}`;
+      await record(fresh, alice);
+      const modules = await call('GET', '/modules');
+      const bda = (modules.body.modules as Array<{ module: string; roles: Array<{ id: string }> }>).find(
+        (m) => m.module === 'bda',
+      );
+      expect(bda?.roles.map((r) => r.id)).toContain(fresh);
+      expect((await create({ module: 'bda', roles: [fresh] })).status).toBe(201);
+      // bob is not offered it, and cannot make a key for it.
+      expect((await create({ module: 'bda', roles: [fresh] }, bobToken)).status).toBe(400);
+      await drop(fresh);
+    });
+
+    it('the record decides over the routes: a workflow handed to bob is no longer alice’s', async () => {
+      const existing = await create({ module: 'bda', roles: [workflow] });
+      expect(existing.status).toBe(201);
+      await record(workflow, bob);
+      try {
+        const refused = await create({ module: 'bda', roles: [workflow] });
+        expect([refused.status, refused.body.code]).toEqual([400, 'unknown_workflow']);
+        const roll = await call('POST', `/apikeys/${existing.body.id as string}/roll`, { body: {} });
+        expect([roll.status, roll.body.code]).toEqual([403, 'workflow_not_owned']);
+        expect((await create({ module: 'bda', roles: [workflow] }, bobToken)).status).toBe(201);
+      } finally {
+        await drop(workflow);
+      }
+      expect((await create({ module: 'bda', roles: [workflow] })).status).toBe(201);
     });
   });
 

@@ -487,4 +487,32 @@ describe('Model reconciler on a real API server', () => {
       code: 'invalid_storage_uri',
     });
   });
+
+  test('on a cluster a Model’s endpoint may not be the operator’s own machine or a metadata service', async () => {
+    const credentials = new KubeSecretCredentials(c.kc);
+    const secret = async (name: string, endpoint: string) =>
+      c.core.createNamespacedSecret({
+        namespace: ns,
+        body: {
+          metadata: { name },
+          stringData: { AWS_ACCESS_KEY_ID: 'k', AWS_SECRET_ACCESS_KEY: 's', AWS_ENDPOINT_URL: endpoint },
+        },
+      });
+    for (const [name, endpoint, address] of [
+      ['metadata', 'http://169.254.169.254/latest', '169.254.169.254'],
+      ['loopback', 'http://127.0.0.1:9000', '127.0.0.1'],
+      ['mapped', 'http://[::ffff:127.0.0.1]:9000', '::ffff:7f00:1'],
+      ['by-name', 'http://localhost:9000', /127\.0\.0\.1|::1/],
+    ] as const) {
+      await secret(`ep-${name}`, endpoint);
+      await expect(credentials.envFor(ns, `ep-${name}`, 's3://bucket/x')).rejects.toMatchObject({
+        code: 'storage_not_allowed',
+        message: expect.stringMatching(typeof address === 'string' ? `is ${address}` : address),
+      });
+    }
+    await secret('ep-store', 'http://10.96.0.20:9000');
+    await expect(credentials.envFor(ns, 'ep-store', 's3://bucket/x')).resolves.toMatchObject({
+      AWS_ENDPOINT_URL: 'http://10.96.0.20:9000',
+    });
+  });
 });

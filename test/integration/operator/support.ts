@@ -114,7 +114,7 @@ export function startOperator(
 ): OperatorManager {
   const log = createLogger('operator-test', process.env.TEST_LOG_LEVEL ?? 'silent');
   return new OperatorManager(
-    () => kubeSources(c.kc, log, { pullerImage: PULLER_IMAGE, namespace: ns, fileStorage: true }),
+    () => kubeSources(c.kc, log, { pullerImage: PULLER_IMAGE, namespace: ns, sameMachine: true }),
     {
       redisUrl,
       log,

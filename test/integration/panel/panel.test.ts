@@ -450,7 +450,7 @@ describe('management panel', () => {
     const dialog = page.getByRole('dialog', { name: 'Create an API key' });
     await dialog.locator('#role-platform input[value="viewer"]').waitFor({ state: 'attached' });
     // dave owns no workflow: the dialog says how one appears instead of an empty list.
-    await dialog.getByText('A workflow appears here once one of its services is registered').waitFor();
+    await dialog.getByText('A workflow appears here once its Workflow record names you').waitFor();
     expect(await dialog.locator('#role-bda option').allTextContents()).toEqual(['You own no workflows yet']);
     // Focus starts on the module choice; arrow keys move between modules, as radio buttons do.
     expect(await focused(page)).toBe('input[module=bda]');

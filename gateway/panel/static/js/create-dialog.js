@@ -74,7 +74,7 @@ export function createCreateDialog({ onCreated, onAuthError }) {
     );
     $('role-bda-help').textContent = bda.length
       ? 'The key calls this workflow’s services only.'
-      : 'A workflow appears here once one of its services is registered with you as its owner (on a cluster: a Service labelled tollgate.dev/workflow, tollgate.dev/service and tollgate.dev/owner).';
+      : 'A workflow appears here once its Workflow record names you as its owner (an administrator creates it; standalone: tollgate route add --owner).';
     platformList.replaceChildren(
       ...platform.map((role) => {
         const box = el('input', { attrs: { type: 'checkbox', name: 'platform-role', value: role.id } });

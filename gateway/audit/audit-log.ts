@@ -8,7 +8,7 @@ import type { Logger } from '../../common/logger.js';
 import { redisKeys } from '../../common/redis/schema.js';
 import type { KeyGrant } from '../../common/resources/grant.js';
 import { clientAddress, type ProxyTrust } from '../http/client-address.js';
-import { boundReports, reportLine, sendReport, takeReports } from './sidecar-reports.js';
+import { boundReports, hashReportLine, reportLine, sendReport, takeReports } from './sidecar-reports.js';
 import type { SegmentStore } from './segment-store.js';
 import { PeriodicFlush } from '../periodic-flush.js';
 
@@ -240,7 +240,7 @@ export class AuditLog {
     const address = clientAddress(req, this.settings.proxies);
     const tally: Refusals = { at: nowMs, suppressed: 0, owner: grant.owner, name: grant.name, code, address };
     if (this.settings.sidecarReports === 'send') {
-      const line = reportLine(req.headers.authorization, code, 1 + (last?.suppressed ?? 0), address);
+      const line = reportLine(req.headers.authorization, code, 1 + (last?.suppressed ?? 0));
       if (line === undefined) return;
       this.refusals.set(grant.id, { ...tally, hash: JSON.parse(line).h as string });
       this.send(line, grant.id);
@@ -371,7 +371,7 @@ export class AuditLog {
         const unrecorded = r.suppressed;
         tallies.set(keyId, { ...r, at: nowMs, suppressed: 0 });
         if (r.hash !== undefined) {
-          this.send(JSON.stringify({ h: r.hash, c: r.code, n: unrecorded }), keyId);
+          this.send(hashReportLine(r.hash, r.code, unrecorded), keyId);
           continue;
         }
         this.record(
@@ -416,7 +416,7 @@ export class AuditLog {
       this.log.warn({ err: (err as Error).message }, 'sidecar refusal reports not read; next flush retries');
       return;
     }
-    for (const { grant, code, count, address } of reports) {
+    for (const { grant, code, count } of reports) {
       const last = this.reported.get(grant.id);
       if (last !== undefined && nowMs - last.at < this.settings.refusalIntervalMs) {
         last.suppressed += count;
@@ -433,7 +433,6 @@ export class AuditLog {
           key: { name: grant.name },
           owner: grant.owner,
           actor: `key:${grant.id}`,
-          ...(address === undefined ? {} : { address }),
           detail,
         },
         nowMs,

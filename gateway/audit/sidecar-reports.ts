@@ -1,7 +1,7 @@
-import { isIP } from 'node:net';
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import { hashKey } from '../../common/apikey/format.js';
+import { ERROR_STATUS, type ErrorCode } from '../../common/errors.js';
 import { redisKeys } from '../../common/redis/schema.js';
 import type { KeyGrant } from '../../common/resources/grant.js';
 import { parseAuthorizationHeader } from '../auth/authorization-header.js';
@@ -19,31 +19,45 @@ export interface SidecarReport {
   code: string;
   /** How many refusals the report stands for (the sidecar sends one per key per interval). */
   count: number;
-  address?: string;
 }
 
 const MAX_LINE_BYTES = 512;
 /** The list is cut to this many reports each time it is read: a flood cannot grow it for ever. */
 const MAX_QUEUED = 10_000;
-const TAKE = 1_000;
+/** Reports taken per flush, and how long resolving them may take: the trail's own writes wait. */
+const TAKE = 200;
+const RESOLVE_BUDGET_MS = 2_000;
+export const MAX_REPORTED = 1_000_000;
+
+/** A refusal's code: one of Tollgate's own for a key that exists and was refused. */
+const refusalCode = z
+  .string()
+  .refine((c): c is ErrorCode => c in ERROR_STATUS && [401, 403, 429].includes(ERROR_STATUS[c as ErrorCode]));
 
 const reportSchema = z.strictObject({
   h: z.string().regex(/^[0-9a-f]{64}$/),
-  c: z.string().regex(/^[a-z_]{1,64}$/),
-  n: z.int().min(1).max(1_000_000),
-  a: z
-    .string()
-    .max(64)
-    .refine((a) => isIP(a) !== 0)
-    .optional(),
+  c: refusalCode,
+  n: z.int().min(1).max(MAX_REPORTED),
 });
+
+/**
+ * Pops up to ARGV[1] reports, leaving out any longer than ARGV[2] bytes inside Redis (a flood of
+ * huge lines never reaches the gateway's memory), and cuts what is left to ARGV[3].
+ */
+const TAKE_REPORTS = `local out = {}
+for i = 1, tonumber(ARGV[1]) do
+  local v = redis.call('LPOP', KEYS[1])
+  if not v then break end
+  if #v <= tonumber(ARGV[2]) then out[#out + 1] = v end
+end
+redis.call('LTRIM', KEYS[1], -tonumber(ARGV[3]), -1)
+return out`;
 
 /** The report line of a refusal of the key in `authorization`; undefined if it holds none. */
 export function reportLine(
   authorization: string | undefined,
   code: string,
   count: number,
-  address: string | undefined,
 ): string | undefined {
   let hash: string;
   try {
@@ -51,8 +65,11 @@ export function reportLine(
   } catch {
     return undefined;
   }
-  return JSON.stringify({ h: hash, c: code, n: count, ...(address === undefined ? {} : { a: address }) });
+  return hashReportLine(hash, code, count);
 }
+
+export const hashReportLine = (hash: string, code: string, count: number): string =>
+  JSON.stringify({ h: hash, c: code, n: Math.min(count, MAX_REPORTED) });
 
 export async function sendReport(redis: Redis, line: string): Promise<void> {
   await redis.rpush(redisKeys.auditSidecar, line);
@@ -66,14 +83,26 @@ export async function takeReports(
   redis: Redis,
   grantOf: (hash: string) => Promise<KeyGrant | undefined>,
 ): Promise<SidecarReport[]> {
-  const [[, taken]] = ((await redis
-    .multi()
-    .lpop(redisKeys.auditSidecar, TAKE)
-    .ltrim(redisKeys.auditSidecar, -MAX_QUEUED, -1)
-    .exec()) ?? [[null, null]]) as [[Error | null, string[] | null]];
+  let taken: string[];
+  try {
+    taken = (await redis.eval(
+      TAKE_REPORTS,
+      1,
+      redisKeys.auditSidecar,
+      TAKE,
+      MAX_LINE_BYTES,
+      MAX_QUEUED,
+    )) as string[];
+  } catch (err) {
+    // Something other than a list there (a sidecar's user may append only; an operator's slip):
+    // it is no queue of reports, so it goes, and sidecars append to a fresh one.
+    if (err instanceof Error && /WRONGTYPE/.test(err.message)) await redis.del(redisKeys.auditSidecar);
+    throw err;
+  }
+  const deadline = Date.now() + RESOLVE_BUDGET_MS;
   const reports: SidecarReport[] = [];
-  for (const line of taken ?? []) {
-    if (Buffer.byteLength(line) > MAX_LINE_BYTES) continue;
+  for (const line of taken) {
+    if (Date.now() > deadline) break;
     let parsed;
     try {
       parsed = reportSchema.safeParse(JSON.parse(line));
@@ -83,12 +112,7 @@ export async function takeReports(
     if (!parsed.success) continue;
     const grant = await grantOf(parsed.data.h);
     if (grant === undefined) continue;
-    reports.push({
-      grant,
-      code: parsed.data.c,
-      count: parsed.data.n,
-      ...(parsed.data.a === undefined ? {} : { address: parsed.data.a }),
-    });
+    reports.push({ grant, code: parsed.data.c, count: parsed.data.n });
   }
   return reports;
 }

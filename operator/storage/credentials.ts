@@ -82,7 +82,7 @@ export class KubeSecretCredentials implements CredentialsResolver {
   }
 }
 
-/** What a Model's endpoint may not name: this machine, and the link-local metadata services. */
+/** What a Model's endpoint may not name: this machine, and the clouds' metadata services. */
 const INTERNAL = new BlockList();
 INTERNAL.addSubnet('127.0.0.0', 8, 'ipv4');
 INTERNAL.addSubnet('0.0.0.0', 8, 'ipv4');
@@ -91,6 +91,8 @@ INTERNAL.addAddress('::1', 'ipv6');
 INTERNAL.addAddress('::', 'ipv6');
 INTERNAL.addSubnet('fe80::', 10, 'ipv6');
 INTERNAL.addAddress('fd00:ec2::254', 'ipv6');
+INTERNAL.addAddress('fd20:ce::254', 'ipv6');
+INTERNAL.addAddress('100.100.100.200', 'ipv4');
 
 // An IPv4-mapped IPv6 address (::ffff:127.0.0.1) is checked against the IPv4 rules too.
 const internal = (address: string): boolean =>
@@ -112,12 +114,20 @@ async function refuseInternalEndpoint(env: Record<string, string>, secretName: s
     throw refuse('is not a URL');
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw refuse('is not http:// or https://');
+  // Virtual-hosted addressing would put the bucket name into the host the operator calls
+  // (`<bucket>.<endpoint>`), a host this check never saw: with an endpoint, path style only.
+  const pathStyle = env.AWS_S3_FORCE_PATH_STYLE;
+  if (pathStyle !== undefined && pathStyle !== 'true') {
+    throw refuse(
+      'comes with AWS_S3_FORCE_PATH_STYLE other than "true"; remove it (a custom endpoint is called path-style)',
+    );
+  }
   const host = url.hostname.replace(/^\[|\]$/g, '');
   let addresses: string[];
   try {
     addresses = isIP(host) ? [host] : (await lookup(host, { all: true })).map((a) => a.address);
   } catch {
-    return; // A name that does not resolve: the store's own error says so.
+    throw refuse(`does not resolve (${host})`);
   }
   const bad = addresses.find(internal);
   if (bad !== undefined) {

@@ -146,7 +146,7 @@ Each may do what its component needs and no more (README, "Redis users"):
 {{- define "tollgate.redisAclRules" -}}
 operator: "~tg:* resetchannels &tg:events:* -@all +@read +@write +@keyspace +@string +@hash +@sortedset +@set +@list +@scripting +@pubsub +@transaction +@connection -@dangerous +info +scan"
 gateway: "~tg:* resetchannels &tg:events:* -@all +@read +@write +@keyspace +@string +@hash +@sortedset +@set +@list +@scripting +@pubsub +@transaction +@connection -@dangerous +info +scan"
-sidecar: "%R~tg:key:* %R~tg:route:* %R~tg:index:built %RW~tg:grant:used:* %RW~tg:rl:* %RW~tg:usage:* %RW~tg:model-usage:* %RW~tg:model-load:* %W~tg:audit:sidecar resetchannels &tg:events:keys &tg:events:routes -@all +ping +info +client|setname +select +quit +get +mget +set +incr +rpush +hincrby +hset +expire +pexpire +zincrby +zremrangebyrank +multi +exec +discard +subscribe +unsubscribe"
+sidecar: "%R~tg:key:* %R~tg:route:* %R~tg:index:built %RW~tg:grant:used:* %RW~tg:rl:* %RW~tg:usage:* %RW~tg:model-usage:* %RW~tg:model-load:* resetchannels &tg:events:keys &tg:events:routes -@all +ping +info +client|setname +select +quit +get +mget +set +incr +hincrby +hset +expire +pexpire +zincrby +zremrangebyrank +multi +exec +discard +subscribe +unsubscribe (%W~tg:audit:sidecar +rpush)"
 replication: "-@all +psync +replconf +ping"
 sentinel: "resetchannels &__sentinel__:hello -@all +multi +slaveof +replicaof +ping +exec +subscribe +config|rewrite +role +publish +info +client|setname +client|kill +script|kill"
 {{- end -}}

@@ -324,6 +324,8 @@ describe('central gateway and sidecar together: a signed grant instead of a seco
         'tg:audit:sidecar',
         JSON.stringify({ h: 'f'.repeat(64), c: 'rate_limited', n: 1 }),
         JSON.stringify({ h: limited.hash, c: 'rate_limited', n: 1, owner: 'mallory', at: 'x' }),
+        JSON.stringify({ h: limited.hash, c: 'rotate_key_at_evil_example', n: 1 }),
+        JSON.stringify({ h: limited.hash, c: 'rate_limited', n: 1, a: '203.0.113.9' }),
         'not json',
         JSON.stringify({ h: limited.hash, c: 'x'.repeat(10_000), n: 1 }),
       );

@@ -74,7 +74,8 @@ describe('the Redis users of the chart, on a real redis-server', () => {
         'reset',
         'on',
         `>${passwords[u]}`,
-        ...rules[u].split(' '),
+        // A selector, `(…)`, is one argument.
+        ...(rules[u].match(/\([^)]*\)|\S+/g) ?? []),
       );
     url = (u) => info.url.replace('redis://', `redis://tollgate-${u}:${passwords[u]}@`);
     sidecarClient = new Redis(url('sidecar'), { maxRetriesPerRequest: 1 });
@@ -170,6 +171,8 @@ describe('the Redis users of the chart, on a real redis-server', () => {
     ['read the sidecars’ reports', (r: Redis) => r.lrange('tg:audit:sidecar', 0, -1)],
     ['take the sidecars’ reports', (r: Redis) => r.lpop('tg:audit:sidecar')],
     ['drop the sidecars’ reports', (r: Redis) => r.ltrim('tg:audit:sidecar', 0, 0)],
+    ['replace the sidecars’ reports', (r: Redis) => r.set('tg:audit:sidecar', 'x')],
+    ['expire the sidecars’ reports', (r: Redis) => r.expire('tg:audit:sidecar', 1)],
     ['write the audit backlog', (r: Redis) => r.rpush('tg:audit:backlog', '{}')],
     ['announce a change', (r: Redis) => r.publish(redisChannels.keys, 'x')],
     ['wake a model', (r: Redis) => r.publish(redisChannels.modelWake, '{}')],

@@ -503,6 +503,7 @@ describe('Model reconciler on a real API server', () => {
       ['loopback', 'http://127.0.0.1:9000', '127.0.0.1'],
       ['mapped', 'http://[::ffff:127.0.0.1]:9000', '::ffff:7f00:1'],
       ['by-name', 'http://localhost:9000', /127\.0\.0\.1|::1/],
+      ['alibaba', 'http://100.100.100.200/', '100.100.100.200'],
     ] as const) {
       await secret(`ep-${name}`, endpoint);
       await expect(credentials.envFor(ns, `ep-${name}`, 's3://bucket/x')).rejects.toMatchObject({
@@ -510,6 +511,23 @@ describe('Model reconciler on a real API server', () => {
         message: expect.stringMatching(typeof address === 'string' ? `is ${address}` : address),
       });
     }
+    // The bucket may not become part of the host (`<bucket>.<endpoint>`, a host never checked).
+    await c.core.createNamespacedSecret({
+      namespace: ns,
+      body: {
+        metadata: { name: 'ep-vhost' },
+        stringData: {
+          AWS_ACCESS_KEY_ID: 'k',
+          AWS_SECRET_ACCESS_KEY: 's',
+          AWS_ENDPOINT_URL: 'http://10.96.0.20:9000',
+          AWS_S3_FORCE_PATH_STYLE: 'false',
+        },
+      },
+    });
+    await expect(credentials.envFor(ns, 'ep-vhost', 's3://169-254-169-254/x')).rejects.toMatchObject({
+      code: 'storage_not_allowed',
+      message: expect.stringContaining('AWS_S3_FORCE_PATH_STYLE'),
+    });
     await secret('ep-store', 'http://10.96.0.20:9000');
     await expect(credentials.envFor(ns, 'ep-store', 's3://bucket/x')).resolves.toMatchObject({
       AWS_ENDPOINT_URL: 'http://10.96.0.20:9000',

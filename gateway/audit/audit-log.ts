@@ -8,7 +8,13 @@ import type { Logger } from '../../common/logger.js';
 import { redisKeys } from '../../common/redis/schema.js';
 import type { KeyGrant } from '../../common/resources/grant.js';
 import { clientAddress, type ProxyTrust } from '../http/client-address.js';
-import { boundReports, hashReportLine, reportLine, sendReport, takeReports } from './sidecar-reports.js';
+import {
+  boundReports,
+  hashReportLine,
+  presentedKeyHash,
+  sendReport,
+  takeReports,
+} from './sidecar-reports.js';
 import type { SegmentStore } from './segment-store.js';
 import { PeriodicFlush } from '../periodic-flush.js';
 
@@ -47,8 +53,6 @@ export interface AuditRecord {
   owner: string;
   actor: string;
   req?: IncomingMessage;
-  /** The client's address when there is no request to read it from (a sidecar's report). */
-  address?: string;
   detail?: Record<string, string | number>;
 }
 
@@ -130,9 +134,8 @@ interface Refusals {
   owner: string;
   name: string | undefined;
   code: string;
-  /** A sidecar's: the key's hash and the client's address, for its report. */
+  /** A sidecar's: the key's hash, for its report. */
   hash?: string;
-  address?: string | undefined;
 }
 
 /**
@@ -210,7 +213,7 @@ export class AuditLog {
       owner: r.owner,
       actor: r.actor,
     };
-    const address = r.req === undefined ? r.address : clientAddress(r.req, this.settings.proxies);
+    const address = r.req === undefined ? undefined : clientAddress(r.req, this.settings.proxies);
     if (address !== undefined) event.address = address;
     if (r.detail !== undefined) event.detail = r.detail;
     this.log.info({ audit: event }, 'audit');
@@ -237,13 +240,12 @@ export class AuditLog {
       last.suppressed++;
       return;
     }
-    const address = clientAddress(req, this.settings.proxies);
-    const tally: Refusals = { at: nowMs, suppressed: 0, owner: grant.owner, name: grant.name, code, address };
+    const tally: Refusals = { at: nowMs, suppressed: 0, owner: grant.owner, name: grant.name, code };
     if (this.settings.sidecarReports === 'send') {
-      const line = reportLine(req.headers.authorization, code, 1 + (last?.suppressed ?? 0));
-      if (line === undefined) return;
-      this.refusals.set(grant.id, { ...tally, hash: JSON.parse(line).h as string });
-      this.send(line, grant.id);
+      const hash = presentedKeyHash(req.headers.authorization);
+      if (hash === undefined) return;
+      this.refusals.set(grant.id, { ...tally, hash });
+      this.send(hashReportLine(hash, code, 1 + (last?.suppressed ?? 0)), grant.id);
       return;
     }
     this.refusals.set(grant.id, tally);

@@ -53,19 +53,13 @@ end
 redis.call('LTRIM', KEYS[1], -tonumber(ARGV[3]), -1)
 return out`;
 
-/** The report line of a refusal of the key in `authorization`; undefined if it holds none. */
-export function reportLine(
-  authorization: string | undefined,
-  code: string,
-  count: number,
-): string | undefined {
-  let hash: string;
+/** The hash of the key presented in `authorization`; undefined if it holds none. */
+export function presentedKeyHash(authorization: string | undefined): string | undefined {
   try {
-    hash = hashKey(parseAuthorizationHeader(authorization).key);
+    return hashKey(parseAuthorizationHeader(authorization).key);
   } catch {
     return undefined;
   }
-  return hashReportLine(hash, code, count);
 }
 
 export const hashReportLine = (hash: string, code: string, count: number): string =>

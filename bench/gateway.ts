@@ -203,7 +203,7 @@ async function sealCost(rounds: number): Promise<{ seal: number; open: number }>
   const payload = JSON.stringify({ id: 'bench', owner: 'bench', module: 'bda', roles: ['wf'] });
   let started = performance.now();
   let sealed = '';
-  for (let i = 0; i < rounds; i++) sealed = sealer.seal(key, payload);
+  for (let i = 0; i < rounds; i++) sealed = await sealer.seal(key, payload);
   const seal = ((performance.now() - started) * 1000) / rounds;
   started = performance.now();
   for (let i = 0; i < rounds; i++) if (!verifier.open(key, sealed).ok) throw new Error('seal check failed');

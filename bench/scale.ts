@@ -1,5 +1,7 @@
-import { CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
+import { KubeConfig } from '@kubernetes/client-node';
+import { Pool } from 'undici';
 import { execFileSync } from 'node:child_process';
+import { statSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -11,6 +13,7 @@ import { startKube } from '../test/harness/components/kube.js';
 import { startRedis } from '../test/harness/components/redis.js';
 import { ProcessRegistry } from '../test/harness/processes.js';
 import { freePort } from '../common/net/free-port.js';
+import { fleet, quantile } from './fleet.js';
 import { CLI, memoryMiB, ROOT, start, stop } from './support.js';
 
 /**
@@ -21,8 +24,29 @@ import { CLI, memoryMiB, ROOT, start, stop } from './support.js';
  * → every entry back. No reference to compare with: these are the figures the README's table of
  * tested limits quotes.
  */
+/** The operator's log line for each index it built (operator/manager.ts). */
+interface IndexBuilt {
+  keys: number;
+  writeMs: number;
+  reconcileMs: number;
+  sweepMs: number;
+}
+const phases = (b: IndexBuilt | undefined): string =>
+  b === undefined
+    ? ''
+    : ` (entries written ${(b.writeMs / 1000).toFixed(1)} s, reconciles ${(b.reconcileMs / 1000).toFixed(1)} s, sweep ${(b.sweepMs / 1000).toFixed(1)} s)`;
+
+/** The operator's V8 heap in use (its Prometheus default metrics): what RSS holds beyond free pages. */
+async function heapUsedMiB(port: number): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  const line = text.split('\n').find((l) => l.startsWith('nodejs_heap_size_used_bytes '));
+  return Number(line?.split(' ')[1] ?? NaN) / 2 ** 20;
+}
+
 const KEYS = Number(process.env.BENCH_KEYS ?? 100_000);
 const CLIENTS = 48;
+const GATEWAYS = Number(process.env.BENCH_GATEWAYS ?? 20);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 100);
 
 export async function run(): Promise<void> {
   const work = await mkdtemp(path.join(tmpdir(), 'tollgate-bench-scale-'));
@@ -42,8 +66,16 @@ export async function run(): Promise<void> {
   try {
     const kc = new KubeConfig();
     kc.loadFromFile(client.kube.kubeconfig);
-    const api = kc.makeApiClient(CustomObjectsApi);
-    const ref = { group: 'tollgate.dev', version: 'v1alpha1', plural: 'apikeys', namespace: 'scale' };
+    // Keep-alive connections with the admin's client certificate: the generated client's own
+    // requests set up TLS anew each time and would make creating the keys the slowest part.
+    const user = kc.getCurrentUser();
+    const cluster = kc.getCurrentCluster();
+    const pem = (b64: string | undefined) => Buffer.from(b64 ?? '', 'base64').toString('utf8');
+    const api = new Pool(client.kube.server, {
+      connections: CLIENTS,
+      connect: { ca: pem(cluster?.caData), cert: pem(user?.certData), key: pem(user?.keyData) },
+    });
+    const apiKeysPath = '/apis/tollgate.dev/v1alpha1/namespaces/scale/apikeys';
     const created = performance.now();
     let next = 0;
     await Promise.all(
@@ -60,31 +92,50 @@ export async function run(): Promise<void> {
           });
           // As the management API creates them: under the operator's finalizer already.
           const body = { ...made, metadata: { ...made.metadata, finalizers: [API_KEY_FINALIZER] } };
-          await api.createNamespacedCustomObject({ ...ref, body });
+          const res = await api.request({
+            method: 'POST',
+            path: apiKeysPath,
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify(body),
+          });
+          const text = await res.body.text();
+          if (res.statusCode !== 201) throw new Error(`creating a key: ${res.statusCode} ${text}`);
         }
       }),
     );
+    await api.close();
     const createSeconds = (performance.now() - created) / 1000;
 
     const metricsPort = await freePort();
+    const builds: IndexBuilt[] = [];
+    const synced: number[] = [];
     const started = performance.now();
-    operator = start('operator', process.execPath, [
-      CLI,
+    operator = start(
       'operator',
-      '--no-leader-elect',
-      '--namespace',
-      'scale',
-      '--kubeconfig',
-      client.kube.kubeconfig,
-      '--redis-url',
-      client.url,
-      '--signing-key-file',
-      path.join(ROOT, 'test/integration/signing-key.json'),
-      '--metrics-port',
-      String(metricsPort),
-      '--webhook-port',
-      '0',
-    ]);
+      process.execPath,
+      [
+        CLI,
+        'operator',
+        '--no-leader-elect',
+        '--namespace',
+        'scale',
+        '--kubeconfig',
+        client.kube.kubeconfig,
+        '--redis-url',
+        client.url,
+        '--signing-key-file',
+        path.join(ROOT, 'test/integration/signing-key.json'),
+        '--metrics-port',
+        String(metricsPort),
+        '--webhook-port',
+        '0',
+      ],
+      {},
+      (line) => {
+        if (line.includes('"index built"')) builds.push(JSON.parse(line) as IndexBuilt);
+        if (line.includes('"caches synced"')) synced.push((JSON.parse(line) as { ms: number }).ms);
+      },
+    );
     const pid = operator.pid ?? 0;
     const marked = async (limitMs: number): Promise<number> => {
       const from = performance.now();
@@ -101,22 +152,53 @@ export async function run(): Promise<void> {
     const peakAfterBuild = memoryMiB(pid).peak;
     await new Promise((r) => setTimeout(r, 10_000));
     const settled = memoryMiB(pid).rss;
+    const heapUsed = await heapUsedMiB(metricsPort);
 
     await client.redis.flushall();
     const rebuild = await marked(600_000);
     const afterFlush = await entries();
 
+    const etcdMiB = statSync(path.join(work, 'kube', 'etcd-data', 'member', 'snap', 'db')).size / 2 ** 20;
     console.log(`scale: ${KEYS} ApiKeys on the harness API server`);
     console.log(
       `  created through the API: ${(KEYS / createSeconds).toFixed(0)} keys/s (${CLIENTS} clients)`,
     );
     console.log(
-      `  operator start -> marker (every entry written): ${firstBuild.toFixed(1)} s, ${afterBuild} entries`,
+      `  operator start -> marker (every entry written): ${firstBuild.toFixed(1)} s, ${afterBuild} entries${phases(builds[0])}; caches synced in ${((synced[0] ?? NaN) / 1000).toFixed(1)} s`,
     );
     console.log(
-      `  operator RSS: peak ${peakAfterBuild.toFixed(0)} MiB, settled ${settled.toFixed(0)} MiB (${((settled * 1024) / KEYS).toFixed(2)} KiB per key, process included)`,
+      `  operator RSS: peak ${peakAfterBuild.toFixed(0)} MiB, settled ${settled.toFixed(0)} MiB (${((settled * 1024) / KEYS).toFixed(2)} KiB per key, process included); heap in use ${heapUsed.toFixed(0)} MiB`,
     );
-    console.log(`  Redis flushed -> marker again: ${rebuild.toFixed(1)} s, ${afterFlush} entries`);
+    console.log(
+      `  Redis flushed -> marker again: ${rebuild.toFixed(1)} s, ${afterFlush} entries${phases(builds.at(-1))}`,
+    );
+    console.log(`  etcd's database: ${etcdMiB.toFixed(0)} MiB`);
+    const figures = await fleet({
+      kubeconfig: client.kube.kubeconfig,
+      redisUrl: client.url,
+      namespace: 'scale',
+      owner: 'user-7',
+      gateways: GATEWAYS,
+      rounds: ROUNDS,
+    });
+
+    const ms = (xs: number[]) =>
+      `p50 ${quantile(xs, 0.5).toFixed(1)} ms, p99 ${quantile(xs, 0.99).toFixed(1)} ms`;
+    console.log(
+      `  management API (${ROUNDS} calls each): first listing ${figures.firstListSeconds.toFixed(1)} s (the watch's first list)`,
+    );
+    console.log(`    a user's list, 1,000 keys of their own among ${KEYS}: ${ms(figures.userList)}`);
+    console.log(`    a user's search: ${ms(figures.userSearch)}`);
+    console.log(`    an administrator's search over every key: ${ms(figures.adminSearch)}`);
+    console.log(
+      `  ${figures.gateways} gateway processes on one Redis: DELETE answered -> refused at every one: ${ms(figures.revocation)}, max ${Math.max(...figures.revocation).toFixed(1)} ms`,
+    );
+    console.log(
+      `    one key's rate limit of ${figures.rateLimit.limit} across them: ${figures.rateLimit.accepted} of ${figures.rateLimit.sent} calls accepted${figures.rateLimit.accepted === figures.rateLimit.limit ? ' (exact)' : ' (NOT EXACT)'}`,
+    );
+    console.log(
+      `    gateway RSS: ${figures.managementRss.toFixed(0)} MiB serving the management API, others ${quantile(figures.gatewayRss, 0.5).toFixed(0)} MiB (median)`,
+    );
   } finally {
     if (operator) await stop(operator);
     client.redis.disconnect();

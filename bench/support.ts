@@ -20,11 +20,14 @@ export function start(
   command: string,
   args: string[],
   env: NodeJS.ProcessEnv = {},
+  /** Each line the process writes to stdout (its JSON log), when the bench reads them. */
+  onLine?: (line: string) => void,
 ): ChildProcess {
   const child = spawn(command, args, {
     env: { ...process.env, ...env },
-    stdio: ['ignore', 'ignore', 'pipe'],
+    stdio: ['ignore', onLine ? 'pipe' : 'ignore', 'pipe'],
   });
+  if (onLine && child.stdout) createInterface({ input: child.stdout }).on('line', onLine);
   let err = '';
   child.stderr?.on('data', (c: Buffer) => (err = (err + c.toString()).slice(-4000)));
   child.once('exit', (code, signal) => {
@@ -47,8 +50,13 @@ export async function stopAll(): Promise<void> {
   await Promise.all(children.map((c) => stop(c)));
 }
 
-export async function waitFor(url: string, headers: Record<string, string> = {}, want = 200): Promise<void> {
-  const deadline = Date.now() + 20_000;
+export async function waitFor(
+  url: string,
+  headers: Record<string, string> = {},
+  want = 200,
+  withinMs = 20_000,
+): Promise<void> {
+  const deadline = Date.now() + withinMs;
   for (;;) {
     try {
       const res = await fetch(url, { headers });
@@ -57,7 +65,7 @@ export async function waitFor(url: string, headers: Record<string, string> = {},
     } catch {
       // not up yet
     }
-    if (Date.now() > deadline) throw new Error(`${url} did not answer ${want} within 20 s`);
+    if (Date.now() > deadline) throw new Error(`${url} did not answer ${want} within ${withinMs / 1000} s`);
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }

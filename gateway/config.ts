@@ -140,6 +140,17 @@ export const gatewayConfigSchema = z
      * sidecar believes only Redis entries and grants signed by it, and can make neither.
      */
     trustedKeys: z.string().min(1).optional(),
+    /**
+     * A sidecar's load-report key, `<namespace>.<key>` (the webhook puts it in the namespace's
+     * Secret): the autoscaler believes a sidecar's reports only for models of that namespace.
+     */
+    reportKey: z
+      .string()
+      .regex(
+        /^[a-z0-9]([-a-z0-9]*[a-z0-9])?\.[A-Za-z0-9_-]{43}$/,
+        'reportKey is <namespace>.<43 base64url characters>',
+      )
+      .optional(),
     /** Where standalone mode keeps its manifests (ApiKey, Service, Model). */
     stateDir: z.string().min(1).default('.tollgate'),
     /**
@@ -240,6 +251,7 @@ const ENV: ReadonlyArray<readonly [string, keyof GatewayConfigInput]> = [
   ['TOLLGATE_STATE_DIR', 'stateDir'],
   ['TOLLGATE_GRANT_SIGNING_KEY_FILE', 'grantSigningKeyFile'],
   ['TOLLGATE_TRUSTED_KEYS', 'trustedKeys'],
+  ['TOLLGATE_REPORT_KEY', 'reportKey'],
   ['TOLLGATE_GROUPS_CLAIM', 'groupsClaim'],
   ['TOLLGATE_ADMIN_GROUPS', 'adminGroups'],
   ['POD_NAMESPACE', 'namespace'],

@@ -155,7 +155,7 @@ export async function createGatewayServices(
   );
   const usage = new UsageRecorder(redis, log, config.usageFlushMs, config.usageSeries);
   const modelUsage = new ModelUsageRecorder(redis, log, config.usageFlushMs);
-  const load = new LoadReporter(redis, log);
+  const load = new LoadReporter(redis, log, trust.reports);
   const activator = new Activator(redis, log);
   const refused: RefusalSink = (grant, code, req) => {
     audit.refused(grant, code, req);
@@ -223,6 +223,7 @@ export async function createGatewayServices(
     trust,
     draining: false,
     async close() {
+      await management?.close();
       await usage.stop();
       await modelUsage.stop();
       await load.stop();

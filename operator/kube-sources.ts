@@ -8,7 +8,7 @@ import {
   modelSchema,
   type Model,
 } from '../common/resources/model.js';
-import type { ApiKeyResource } from './controllers/apikey-controller.js';
+import { compactApiKey, type ApiKeyResource } from './controllers/apikey-controller.js';
 import type { WorkflowService } from '../common/resources/workflow-service.js';
 import {
   WORKFLOW_PLURAL,
@@ -40,13 +40,14 @@ export function kubeSources(
     place: { group: string; version: string; plural: string },
     schema: { safeParse(raw: unknown): { success: boolean; data?: unknown; error?: unknown } },
     kind: string,
+    keep: (parsed: T) => T = (parsed) => parsed,
   ): KubeCustomResourceSource<T> =>
     new KubeCustomResourceSource<T>(
       kc,
       place,
       (raw) => {
         const r = schema.safeParse(raw);
-        if (r.success) return r.data as T;
+        if (r.success) return keep(r.data as T);
         const name = (raw as { metadata?: { name?: string } } | undefined)?.metadata?.name;
         log.warn({ kind, name, err: r.error }, 'ignoring a resource that does not match its schema');
         return undefined;
@@ -64,6 +65,7 @@ export function kubeSources(
       { group: API_KEY_GROUP, version: API_KEY_VERSION, plural: API_KEY_PLURAL },
       apiKeySchema,
       'ApiKey',
+      compactApiKey,
     ),
     services: new KubeLabelledSource<WorkflowService>(
       kc,

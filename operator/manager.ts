@@ -37,6 +37,7 @@ import type { EventRecorder } from './events.js';
 import { LeaderElector, type LeaderElectionOptions } from './framework/leader-election.js';
 import { OperatorMetrics } from './metrics.js';
 import { sweepStaleKeys, sweepStaleRoutes } from './rebuild.js';
+import { ReportChecker } from '../common/redis/load-reports.js';
 import { RouteWriter } from '../common/routes/workflow-routes.js';
 import { UsageStatusSync } from './usage-status.js';
 import type { RuntimeDriver } from './serving/runtime-driver.js';
@@ -234,6 +235,7 @@ class Term {
         redis,
         subscriber: redis.duplicate(),
         log,
+        reports: new ReportChecker(signingKey),
         ...(opts.autoscaleTickMs === undefined ? {} : { tickMs: opts.autoscaleTickMs }),
       }),
       ...(opts.runtimeImage ? { runtimeImage: opts.runtimeImage } : {}),
@@ -256,7 +258,9 @@ class Term {
   }
 
   async start(): Promise<void> {
+    const began = performance.now();
     await Promise.all(this.controllers.map((c) => c.watch()));
+    this.opts.log.info({ ms: Math.round(performance.now() - began) }, 'caches synced');
     // Workers start only once every cache has synced (controller-runtime's WaitForCacheSync): a
     // Deployment event reconciled before the Model cache filled would take the Model for deleted
     // and tear down its route and Deployment. Events seen meanwhile wait in the queues.
@@ -266,7 +270,7 @@ class Term {
     // Connected already: the next 'ready' is a reconnect.
     this.connectedBefore = this.redis.status === 'ready';
     this.redis.on('ready', this.onRedisReady);
-    this.indexTimer = setInterval(() => void this.checkIndex(), this.opts.indexCheckMs ?? 2000);
+    this.indexTimer = setInterval(() => void this.checkIndex(), this.opts.indexCheckMs ?? 1000);
     this.usage.start(this.opts.usageSyncMs ?? 30_000);
   }
 
@@ -354,9 +358,11 @@ class Term {
       this.resyncPending = true; // Redis is down: built again once it is back.
       return;
     }
+    const began = performance.now();
+    let keys = 0;
     // Every key entry, in bulk: those unchanged since written may be what Redis lost.
     try {
-      await this.keyReconciler.writeAll();
+      keys = await this.keyReconciler.writeAll();
     } catch (err) {
       this.opts.log.warn({ err }, 'index rebuild interrupted: Redis failed during the bulk write; retrying');
       this.resyncPending = true;
@@ -364,8 +370,10 @@ class Term {
     }
     // Routes are rewritten, not compared, so one whose seal was tampered with is repaired.
     this.routes.rewriteAll(true);
+    const written = performance.now();
     for (const c of this.controllers) c.enqueueAll();
     await this.settled();
+    const settled = performance.now();
     this.routes.rewriteAll(false);
     if (this.stopped) return;
     if (this.controllers.some((c) => c.failing > 0)) {
@@ -393,6 +401,17 @@ class Term {
       if (marked !== 1) {
         this.opts.log.warn('Redis lost data while the index was being built; building it again');
         this.resyncPending = true;
+      } else {
+        const ms = (from: number, to: number) => Math.round(to - from);
+        this.opts.log.info(
+          {
+            keys,
+            writeMs: ms(began, written),
+            reconcileMs: ms(written, settled),
+            sweepMs: ms(settled, performance.now()),
+          },
+          'index built',
+        );
       }
     } catch (err) {
       this.opts.log.warn({ err }, 'index rebuild incomplete; retrying on the next check');

@@ -15,6 +15,8 @@ import { WebhookServer } from '../../operator/webhook/server.js';
 import { WorkflowAdmission } from '../../operator/workflows/workflow-admission.js';
 import {
   credentialEnv,
+  namespaceReportKey,
+  REPORT_KEY_ENV,
   SidecarCredentialKeeper,
   type SidecarCredentials,
 } from '../../operator/webhook/sidecar-credentials.js';
@@ -147,12 +149,11 @@ export function register(program: Command): void {
         process.exit(2);
       }
       // Made before leading: the gateway pods mount it and wait for it.
-      const trusted = await signingKey()
-        .then((key) => ({ keys: [publicJwk(key)] }))
-        .catch((err: unknown) => {
-          log.warn({ err }, 'signing key not ready yet');
-          return undefined;
-        });
+      const stored = await signingKey().catch((err: unknown) => {
+        log.warn({ err }, 'signing key not ready yet');
+        return undefined;
+      });
+      const trusted = stored === undefined ? undefined : { keys: [publicJwk(stored)] };
       const manager = new OperatorManager(
         () =>
           kubeSources(kc, log, {
@@ -197,15 +198,19 @@ export function register(program: Command): void {
       let webhook:
         { server: WebhookServer; keeper: CertificateKeeper; records: { stop(): Promise<void> } } | undefined;
       if (flags.webhookPort > 0) {
-        if (trusted === undefined) {
+        if (trusted === undefined || stored === undefined) {
           // A sidecar injected without the public keys could believe nothing: injection waits.
           log.error('the sidecar webhook needs the signing key to tell sidecars what to trust; restarting');
           process.exit(1);
         }
-        // The sidecar ACL user's credential (the chart's bundled Redis), copied into each guarded
-        // pod's namespace and read from there: never a plain value in the pod spec.
-        const credentials = sidecarCredentials(process.env);
-        const keeper = credentials === undefined ? undefined : new SidecarCredentialKeeper(kc, credentials);
+        // The sidecar ACL user's credential (the chart's bundled Redis) and the namespace's own
+        // load-report key, put into each guarded pod's namespace and read from there: never a
+        // plain value in the pod spec.
+        const credentials = sidecarCredentials(process.env) ?? {};
+        const keeper = new SidecarCredentialKeeper(kc, (namespace) => ({
+          ...credentials,
+          [REPORT_KEY_ENV]: namespaceReportKey(stored, namespace),
+        }));
         // The webhook's own view of the Workflow records (every replica serves it, leader or not).
         // Until it has synced, the check passes: the Service reconciler still routes nothing the
         // record does not admit.
@@ -224,7 +229,7 @@ export function register(program: Command): void {
           {
             image: flags.pullerImage,
             redisUrl: flags.sidecarRedisUrl,
-            ...(credentials === undefined ? {} : { credentialEnv: credentialEnv(credentials) }),
+            credentialEnv: credentialEnv([...Object.keys(credentials), REPORT_KEY_ENV]),
             trustedKeys: JSON.stringify(trusted),
             ...(process.env.TOLLGATE_IMAGE_PULL_POLICY
               ? { imagePullPolicy: process.env.TOLLGATE_IMAGE_PULL_POLICY }
@@ -232,7 +237,7 @@ export function register(program: Command): void {
           },
           log.child({ component: 'webhook' }),
           metrics,
-          keeper === undefined ? undefined : (namespace) => keeper.ensure(namespace),
+          (namespace) => keeper.ensure(namespace),
           (workflow, namespace) => {
             if (!recordsSynced) return undefined;
             const admission = records.admit(workflow, namespace);

@@ -1,7 +1,14 @@
 import { API_KEY_PLURAL, apiKeyId, apiKeyName, apiKeySchema, type ApiKey } from '../resources/apikey.js';
 import type { ManifestCollection, ManifestDir } from '../resources/manifest-dir.js';
 import { apiServerTimestamp } from '../resources/object-meta.js';
-import { keyChanged, pageOf, type ApiKeyFilters, type ApiKeyPage, type ApiKeyStore } from './store.js';
+import {
+  keyChanged,
+  listingOf,
+  pageOf,
+  type ApiKeyFilters,
+  type ApiKeyPage,
+  type ApiKeyStore,
+} from './store.js';
 
 /** ApiKey manifests in the standalone state directory (`<dir>/apikeys/key-<id>.yaml`). */
 export class DirApiKeyStore implements ApiKeyStore {
@@ -22,6 +29,7 @@ export class DirApiKeyStore implements ApiKeyStore {
     const all = await this.keys.list();
     return pageOf(
       all.filter((k) => k.spec.owner === owner),
+      listingOf,
       filters,
     );
   }
@@ -36,6 +44,7 @@ export class DirApiKeyStore implements ApiKeyStore {
     const all = await this.keys.list();
     return pageOf(
       all.filter((k) => owner === undefined || k.spec.owner === owner),
+      listingOf,
       filters,
       true,
     );
@@ -43,6 +52,10 @@ export class DirApiKeyStore implements ApiKeyStore {
 
   async everyKeyOf(owner: string): Promise<ApiKey[]> {
     return (await this.keys.list()).filter((k) => k.spec.owner === owner);
+  }
+
+  async close(): Promise<void> {
+    // Nothing runs between calls: every call reads the directory.
   }
 
   find(id: string): Promise<ApiKey | undefined> {

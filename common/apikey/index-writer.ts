@@ -2,7 +2,7 @@ import type { Redis } from 'ioredis';
 import { redisUnavailable } from '../redis/unavailable.js';
 import { redisChannels, redisKeys } from '../redis/schema.js';
 import type { KeyGrant } from '../resources/grant.js';
-import type { EntrySealer } from '../redis/sealed-entry.js';
+import { sealOf, withSeal, type EntrySealer } from '../redis/sealed-entry.js';
 
 /** Entries per pipelined round trip in a bulk write. */
 const BATCH = 500;
@@ -20,33 +20,51 @@ export class KeyIndexWriter {
     private readonly sealer: EntrySealer,
   ) {}
 
-  /** Writes and announces one entry; resolves with the sealed value written. */
+  /** Writes and announces one entry; resolves with its seal (sealed-entry.ts `sealOf`). */
   async put(hash: string, grant: KeyGrant): Promise<string> {
     const key = redisKeys.apiKey(hash);
-    const sealed = this.sealer.seal(key, JSON.stringify(grant));
+    const sealed = await this.sealer.seal(key, JSON.stringify(grant));
     await this.exec('write', this.redis.multi().set(key, sealed).publish(redisChannels.keys, hash));
-    return sealed;
+    return sealOf(sealed);
   }
 
   /**
    * Many entries at once, pipelined in batches and announced by no message each: for a rebuild,
    * which tells the gateways with the index marker instead (a cold start of 100,000 keys is a few
-   * hundred round trips, not 100,000 transactions). `sealed` hands back what was written, for the
-   * caller to reuse the next time the same entries are written.
+   * hundred round trips, not 100,000 transactions). An entry given the `seal` it was last written
+   * with is written again unsigned; `written` hands back each entry with its seal, for next time.
+   * Entries are taken from `entries` a batch at a time (never all made at once), and the next
+   * batch is sealed while the last one is on its way to Redis.
    */
-  async putMany(
-    entries: ReadonlyArray<{ hash: string; grant: KeyGrant; sealed?: string }>,
-    written: (hash: string, sealed: string) => void = () => undefined,
+  async putMany<E extends { hash: string; grant: () => KeyGrant; seal?: string }>(
+    entries: Iterable<E>,
+    written: (entry: E, seal: string) => void = () => undefined,
   ): Promise<void> {
-    for (let at = 0; at < entries.length; at += BATCH) {
-      const batch = this.redis.pipeline();
-      for (const e of entries.slice(at, at + BATCH)) {
-        const key = redisKeys.apiKey(e.hash);
-        const sealed = e.sealed ?? this.sealer.seal(key, JSON.stringify(e.grant));
-        batch.set(key, sealed);
-        written(e.hash, sealed);
-      }
-      await this.exec('write', batch);
+    const source = entries[Symbol.iterator]();
+    const sealBatch = () => {
+      const batch: E[] = [];
+      for (let n = source.next(); !n.done; n = source.next()) if (batch.push(n.value) >= BATCH) break;
+      if (batch.length === 0) return undefined;
+      return Promise.all(
+        batch.map(async (e) => {
+          const key = redisKeys.apiKey(e.hash);
+          const payload = JSON.stringify(e.grant());
+          const sealed =
+            e.seal === undefined ? await this.sealer.seal(key, payload) : withSeal(e.seal, payload);
+          return { e, key, sealed };
+        }),
+      );
+    };
+    let next = sealBatch();
+    while (next !== undefined) {
+      const batch = await next;
+      next = sealBatch();
+      // A failed write still settles the batch being sealed, so no rejection is left unhandled.
+      next?.catch(() => undefined);
+      const pipeline = this.redis.pipeline();
+      for (const { key, sealed } of batch) pipeline.set(key, sealed);
+      await this.exec('write', pipeline);
+      for (const { e, sealed } of batch) written(e, sealOf(sealed));
     }
   }
 

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { CustomObjectsApi } from '@kubernetes/client-node';
+import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import { TollgateError } from '../errors.js';
 import {
   apiFailureDetail,
@@ -17,7 +17,20 @@ import {
   apiKeySchema,
   type ApiKey,
 } from '../resources/apikey.js';
-import { keyChanged, pageOf, type ApiKeyFilters, type ApiKeyPage, type ApiKeyStore } from './store.js';
+import { InformerCache } from '../kube/informer-cache.js';
+import type { Logger } from '../logger.js';
+import {
+  keyChanged,
+  pageOf,
+  type ApiKeyFilters,
+  type ApiKeyPage,
+  type ApiKeyStore,
+  type KeyListing,
+} from './store.js';
+
+function* filter<T>(items: Iterable<T>, keep: (t: T) => boolean): Generator<T> {
+  for (const t of items) if (keep(t)) yield t;
+}
 
 /**
  * ApiKey resources in one namespace of the API server. Owners are subjects of any shape (emails,
@@ -31,14 +44,81 @@ const live = (key: ApiKey): boolean => key.metadata.deletionTimestamp === undefi
 export const ownerLabelValue = (owner: string): string =>
   createHash('sha256').update(owner).digest('hex').slice(0, 40);
 
-export class KubeApiKeyStore implements ApiKeyStore {
-  private readonly resource: CustomResourcePlace;
+/**
+ * What the store keeps of each key for listing and search: its listing fields and the key itself
+ * as JSON (about 1 KB; a parsed object costs several), parsed again only for the page answered.
+ */
+interface Listed {
+  listing: KeyListing;
+  live: boolean;
+  json: string;
+}
 
-  constructor(
-    private readonly api: CustomObjectsApi,
-    namespace: string,
-  ) {
+function toListed(raw: unknown): Listed | undefined {
+  // The CRD's schema already holds every stored object to the contract; one written by hand
+  // under another name pattern is not a key this API manages, and is left out.
+  const parsed = apiKeySchema.safeParse(raw);
+  if (!parsed.success) return undefined;
+  const key = parsed.data;
+  const { name, start, module, roles, owner, ownerName } = key.spec;
+  const spec: KeyListing['spec'] = { start, module, roles, owner };
+  if (name !== undefined) spec.name = name;
+  if (ownerName !== undefined) spec.ownerName = ownerName;
+  const { managedFields: _dropped, ...metadata } = key.metadata as ApiKey['metadata'] & {
+    managedFields?: unknown;
+  };
+  return {
+    listing: { created: key.metadata.creationTimestamp ?? '', id: apiKeyId(key), spec },
+    live: live(key),
+    json: JSON.stringify({ ...key, metadata }),
+  };
+}
+
+const fromListed = (l: Listed): ApiKey => apiKeySchema.parse(JSON.parse(l.json));
+
+export class KubeApiKeyStore implements ApiKeyStore {
+  private readonly api: CustomObjectsApi;
+  private readonly resource: CustomResourcePlace;
+  /**
+   * Every key of the namespace, kept by a watch: a listing or a search reads memory, not the API
+   * server (100,000 keys: one page in milliseconds, where listing them all took seconds). A key
+   * written here is in it before the write is answered; one written elsewhere, once the watch says.
+   */
+  private readonly listed: InformerCache<Listed>;
+  private synced: Promise<void> | undefined;
+
+  constructor(kc: KubeConfig, namespace: string, log: Logger) {
+    this.api = kc.makeApiClient(CustomObjectsApi);
     this.resource = { group: API_KEY_GROUP, version: API_KEY_VERSION, namespace, plural: API_KEY_PLURAL };
+    const place = this.resource;
+    this.listed = new InformerCache<Listed>(
+      kc,
+      `/apis/${API_KEY_GROUP}/${API_KEY_VERSION}/namespaces/${namespace}/${API_KEY_PLURAL}`,
+      (page) => this.api.listNamespacedCustomObject({ ...place, ...page }),
+      toListed,
+      log,
+    );
+  }
+
+  /** Stops the watch (the process's end, or a test's). */
+  async close(): Promise<void> {
+    await this.listed.stop();
+  }
+
+  /** The watched keys, once the first list is in (started by the first listing asked for). */
+  private async every(): Promise<Iterable<Listed>> {
+    this.synced ??= this.listed
+      .start(() => undefined, { failFast: true })
+      .catch((cause: unknown) => {
+        this.synced = undefined;
+        throw new TollgateError(
+          'key_store_unavailable',
+          `the Kubernetes API refused to list ApiKey resources (${apiFailureDetail(cause)}); check the API server and the gateway's RBAC`,
+          { cause },
+        );
+      });
+    await this.synced;
+    return this.listed.values();
   }
 
   async create(key: ApiKey): Promise<ApiKey> {
@@ -52,23 +132,17 @@ export class KubeApiKeyStore implements ApiKeyStore {
         finalizers: [API_KEY_FINALIZER],
       },
     };
-    return apiKeySchema.parse(
+    const created = apiKeySchema.parse(
       await this.call('create', () => this.api.createNamespacedCustomObject({ ...this.resource, body })),
     );
+    this.listed.remember(created);
+    return created;
   }
 
   async list(owner: string, filters?: ApiKeyFilters): Promise<ApiKeyPage> {
-    const items = await this.call('list', () =>
-      listAllCustomObjects(this.api, this.resource, `${OWNER_LABEL}=${ownerLabelValue(owner)}`),
-    );
-    const keys: ApiKey[] = [];
-    for (const item of items) {
-      // The CRD's schema already holds every stored object to the contract; one written by hand
-      // under another name pattern is not a key this API manages, and is left out.
-      const parsed = apiKeySchema.safeParse(item);
-      if (parsed.success && live(parsed.data) && parsed.data.spec.owner === owner) keys.push(parsed.data);
-    }
-    return pageOf(keys, filters);
+    const owned = filter(await this.every(), (l) => l.live && l.listing.spec.owner === owner);
+    const page = pageOf(owned, (l) => l.listing, filters);
+    return { ...page, items: page.items.map(fromListed) };
   }
 
   async get(owner: string, id: string): Promise<ApiKey | undefined> {
@@ -78,15 +152,12 @@ export class KubeApiKeyStore implements ApiKeyStore {
 
   async listEvery(filters: ApiKeyFilters & { owner?: string } = {}): Promise<ApiKeyPage> {
     const { owner } = filters;
-    const selector = owner === undefined ? undefined : `${OWNER_LABEL}=${ownerLabelValue(owner)}`;
-    const items = await this.call('list', () => listAllCustomObjects(this.api, this.resource, selector));
-    const keys: ApiKey[] = [];
-    for (const item of items) {
-      const parsed = apiKeySchema.safeParse(item);
-      if (parsed.success && live(parsed.data) && (owner === undefined || parsed.data.spec.owner === owner))
-        keys.push(parsed.data);
-    }
-    return pageOf(keys, filters, true);
+    const chosen = filter(
+      await this.every(),
+      (l) => l.live && (owner === undefined || l.listing.spec.owner === owner),
+    );
+    const page = pageOf(chosen, (l) => l.listing, filters, true);
+    return { ...page, items: page.items.map(fromListed) };
   }
 
   async everyKeyOf(owner: string): Promise<ApiKey[]> {
@@ -105,11 +176,13 @@ export class KubeApiKeyStore implements ApiKeyStore {
   async update(key: ApiKey): Promise<ApiKey> {
     try {
       // The resourceVersion read with the key makes the API server refuse a write over a newer one.
-      return apiKeySchema.parse(
+      const updated = apiKeySchema.parse(
         await this.call('update', () =>
           this.api.replaceNamespacedCustomObject({ ...this.resource, name: key.metadata.name, body: key }),
         ),
       );
+      this.listed.remember(updated);
+      return updated;
     } catch (e) {
       if (isApiStatus(e, 404) || isApiStatus(e, 409)) throw keyChanged(apiKeyId(key));
       throw e;
@@ -128,6 +201,7 @@ export class KubeApiKeyStore implements ApiKeyStore {
           body: { preconditions: { uid: found.metadata.uid ?? '' } },
         }),
       );
+      this.listed.forget({ namespace: this.resource.namespace, name: apiKeyName(id) });
       return true;
     } catch (e) {
       if (isApiStatus(e, 404)) return false;

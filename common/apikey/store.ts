@@ -32,6 +32,8 @@ export interface ApiKeyStore {
   update(key: ApiKey): Promise<ApiKey>;
   /** Removes the key; false if the owner has no key of that id. */
   delete(owner: string, id: string): Promise<boolean>;
+  /** Ends what the store keeps running (a watch). */
+  close(): Promise<void>;
 }
 
 export interface ApiKeyFilters {
@@ -68,7 +70,16 @@ interface Position {
   id: string;
 }
 
-const createdOf = (key: ApiKey): string => key.metadata.creationTimestamp ?? '';
+/** What listing and searching read of a key: a store may keep only this for every key. */
+export interface KeyListing extends Position {
+  spec: Pick<ApiKey['spec'], 'name' | 'start' | 'module' | 'roles' | 'owner' | 'ownerName'>;
+}
+
+export const listingOf = (key: ApiKey): KeyListing => ({
+  created: key.metadata.creationTimestamp ?? '',
+  id: apiKeyId(key),
+  spec: key.spec,
+});
 
 /** Newest first; keys created in the same second are ordered by id so pages never overlap. */
 function compare(a: Position, b: Position): number {
@@ -97,31 +108,47 @@ function decodeCursor(cursor: string): Position {
   throw invalidCursor();
 }
 
-function matches(key: ApiKey, search: string, withOwner: boolean): boolean {
-  const { name, start, module, roles, owner, ownerName } = key.spec;
-  const needle = search.toLowerCase();
+function matches(listing: KeyListing, needle: string, withOwner: boolean): boolean {
+  const { name, start, module, roles, owner, ownerName } = listing.spec;
   const fields = [name ?? '', start, module, ...roles, ...(withOwner ? [owner, ownerName ?? ''] : [])];
   return fields.some((field) => field.toLowerCase().includes(needle));
 }
 
 /**
  * One page of `keys` (in any order) under `filters`: all of one owner's keys, or, for an
- * administrator's listing (`withOwner`), anyone's, searched by owner too.
+ * administrator's listing (`withOwner`), anyone's, searched by owner too. One pass that keeps
+ * only the page's worth of keys, never a sort of them all (100,000 keys: a few milliseconds).
  */
-export function pageOf(keys: readonly ApiKey[], filters: ApiKeyFilters = {}, withOwner = false): ApiKeyPage {
+export function pageOf<T>(
+  keys: Iterable<T>,
+  listing: (key: T) => KeyListing,
+  filters: ApiKeyFilters = {},
+  withOwner = false,
+): { items: T[]; nextCursor?: string } {
   const limit = Math.min(filters.limit ?? DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE);
   const after = filters.cursor === undefined ? undefined : decodeCursor(filters.cursor);
-  const search = filters.search?.trim();
-  const selected = keys
-    .filter((k) => filters.module === undefined || k.spec.module === filters.module)
-    .filter((k) => search === undefined || search === '' || matches(k, search, withOwner))
-    .map((key) => ({ key, position: { created: createdOf(key), id: apiKeyId(key) } }))
-    .filter((k) => after === undefined || compare(k.position, after) > 0)
-    .sort((a, b) => compare(a.position, b.position));
-  const page = selected.slice(0, limit);
+  const needle = filters.search?.trim().toLowerCase() ?? '';
+  // The first limit + 1 in order, kept sorted: the extra one says whether a next page exists.
+  const best: Array<{ key: T; at: KeyListing }> = [];
+  for (const key of keys) {
+    const at = listing(key);
+    if (filters.module !== undefined && at.spec.module !== filters.module) continue;
+    if (after !== undefined && compare(at, after) <= 0) continue;
+    const worst = best.at(-1);
+    if (best.length > limit && worst !== undefined && compare(at, worst.at) >= 0) continue;
+    if (needle !== '' && !matches(at, needle, withOwner)) continue;
+    let lo = 0;
+    let hi = best.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (compare(best[mid]!.at, at) <= 0) lo = mid + 1;
+      else hi = mid;
+    }
+    best.splice(lo, 0, { key, at });
+    if (best.length > limit + 1) best.pop();
+  }
+  const page = best.slice(0, limit);
   const last = page.at(-1);
   const items = page.map((k) => k.key);
-  return selected.length > limit && last !== undefined
-    ? { items, nextCursor: encodeCursor(last.position) }
-    : { items };
+  return best.length > limit && last !== undefined ? { items, nextCursor: encodeCursor(last.at) } : { items };
 }

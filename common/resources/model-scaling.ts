@@ -42,6 +42,9 @@ export interface LoadReport {
   concurrency: number;
   /** When the report was written (epoch ms). */
   at: number;
+  /** Who wrote it and its MAC (common/redis/load-reports.ts): the autoscaler believes no other. */
+  scope: string;
+  mac: string;
 }
 
 /** The hash field of one gateway's report on one version ("" for an unversioned Model). */

@@ -55,7 +55,7 @@ export class RouteWriter {
   async put(key: string, route: Route): Promise<boolean> {
     // A route the gateways cannot parse would be "no such service" to them: refused here instead.
     const payload = JSON.stringify(routeSchema.parse(route));
-    const sealed = this.sealer.seal(key, payload);
+    const sealed = await this.sealer.seal(key, payload);
     const mode = this.forced ? 'force' : 'compare';
     return (await this.redis.eval(PUT, 1, key, sealed, redisChannels.routes, payload, mode)) === 1;
   }

@@ -48,6 +48,8 @@ export interface Management {
   router: Router;
   /** Standalone only: the local issuer's JWKS, to mount at JWKS_PATH. */
   jwks?: RequestHandler;
+  /** Stops the key store's watch. */
+  close(): Promise<void>;
 }
 
 export async function createManagement(opts: ManagementOptions): Promise<Management> {
@@ -65,7 +67,7 @@ export async function createManagement(opts: ManagementOptions): Promise<Managem
             opts.log.warn({ file, err }, 'invalid manifest ignored'),
           ),
         )
-      : new KubeApiKeyStore(opts.keys.kubeConfig.makeApiClient(CustomObjectsApi), opts.keys.namespace);
+      : new KubeApiKeyStore(opts.keys.kubeConfig, opts.keys.namespace, opts.log);
   // The Models page reads the Models beside the keys: the same namespace, or the same directory.
   const models: ModelStore =
     'stateDir' in opts.keys
@@ -88,5 +90,6 @@ export async function createManagement(opts: ManagementOptions): Promise<Managem
     maxRollGraceSeconds: opts.maxRollGraceSeconds,
     log: opts.log,
   });
-  return issuer === undefined ? { router } : { router, jwks: issuer.jwksHandler() };
+  const close = () => store.close();
+  return issuer === undefined ? { router, close } : { router, close, jwks: issuer.jwksHandler() };
 }

@@ -3,7 +3,8 @@ import { hostname } from 'node:os';
 import type { Redis } from 'ioredis';
 import type { Logger } from '../../common/logger.js';
 import { redisKeys } from '../../common/redis/schema.js';
-import { loadField, type LoadReport } from '../../common/resources/model-scaling.js';
+import { signReport, type ReportSigner } from '../../common/redis/load-reports.js';
+import { loadField } from '../../common/resources/model-scaling.js';
 import { PeriodicFlush } from '../periodic-flush.js';
 
 /** A report outlives a few missed writes, not a gateway that is gone. */
@@ -32,6 +33,8 @@ export class LoadReporter {
   constructor(
     private readonly redis: Redis,
     private readonly log: Logger,
+    /** None (a sidecar given no report key): nothing is reported, since nothing would be believed. */
+    private readonly signer: ReportSigner | undefined,
     everyMs = 1_000,
   ) {
     this.flusher = new PeriodicFlush(() => this.write(), everyMs);
@@ -67,7 +70,11 @@ export class LoadReporter {
   }
 
   private async write(): Promise<void> {
-    if (this.tallies.size === 0) return;
+    const signer = this.signer;
+    if (this.tallies.size === 0 || signer === undefined) {
+      this.tallies.clear();
+      return;
+    }
     const now = performance.now();
     const at = Date.now();
     const pipeline = this.redis.pipeline();
@@ -75,13 +82,15 @@ export class LoadReporter {
       const [model = '', version = ''] = key.split('\u0000');
       const span = Math.max(now - tally.since, 1);
       accrue(tally, now);
-      const report: LoadReport = { concurrency: Math.round((tally.area / span) * 1000) / 1000, at };
+      const concurrency = Math.round((tally.area / span) * 1000) / 1000;
       tally.area = 0;
       tally.since = now;
       // A version with nothing in flight is reported idle once, then forgotten until its next call.
-      if (tally.inFlight === 0 && report.concurrency === 0) this.tallies.delete(key);
+      if (tally.inFlight === 0 && concurrency === 0) this.tallies.delete(key);
       const redisKey = redisKeys.modelLoad(model);
-      pipeline.hset(redisKey, loadField(this.gateway, version), JSON.stringify(report));
+      const field = loadField(this.gateway, version);
+      const report = signReport(signer, redisKey, field, { concurrency, at });
+      pipeline.hset(redisKey, field, JSON.stringify(report));
       pipeline.pexpire(redisKey, REPORT_TTL_MS);
     }
     try {

@@ -1,5 +1,13 @@
 import type { KeyIndexWriter } from '../../common/apikey/index-writer.js';
-import { API_KEY_FINALIZER, apiKeyId, toKeyGrant, type ApiKey } from '../../common/resources/apikey.js';
+import {
+  API_KEY_API_VERSION,
+  API_KEY_FINALIZER,
+  API_KEY_KIND,
+  apiKeyId,
+  toKeyGrant,
+  type ApiKey,
+} from '../../common/resources/apikey.js';
+import type { KeyGrant } from '../../common/resources/grant.js';
 import {
   ConflictError,
   parseRefKey,
@@ -17,6 +25,38 @@ import {
 
 export type ApiKeyResource = ApiKey & Resource;
 
+/**
+ * What the operator keeps of an ApiKey: what its reconciles and the usage sync read, nothing more
+ * (no labels, annotations or timestamps), so 100,000 keys fit in a small operator. Writes never send
+ * the whole object back (finalizers go as a merge patch, status to its subresource).
+ */
+export function compactApiKey(key: ApiKey): ApiKeyResource {
+  const m = key.metadata as ApiKey['metadata'] & Resource['metadata'];
+  const metadata: Resource['metadata'] = { name: m.name };
+  if (m.namespace !== undefined) metadata.namespace = shared(m.namespace);
+  if (m.uid !== undefined) metadata.uid = m.uid;
+  if (m.resourceVersion !== undefined) metadata.resourceVersion = m.resourceVersion;
+  if (m.generation !== undefined) metadata.generation = m.generation;
+  if (m.finalizers !== undefined) metadata.finalizers = m.finalizers.map(shared);
+  if (m.deletionTimestamp !== undefined) metadata.deletionTimestamp = m.deletionTimestamp;
+  const spec = { ...key.spec, roles: key.spec.roles.map(shared) };
+  const compact: ApiKeyResource = { apiVersion: API_KEY_API_VERSION, kind: API_KEY_KIND, metadata, spec };
+  if (key.status !== undefined) compact.status = key.status;
+  return compact;
+}
+
+/**
+ * One copy of each of the few values most keys repeat (their namespace, finalizer, roles): parsed
+ * from JSON, each key would hold its own.
+ */
+const repeated = new Map<string, string>();
+function shared(value: string): string {
+  const known = repeated.get(value);
+  if (known !== undefined) return known;
+  if (repeated.size < 10_000) repeated.set(value, value);
+  return value;
+}
+
 const isConflict = (e: unknown) => e instanceof ConflictError;
 const stampOf = (k: ApiKeyResource): string => `${k.metadata.uid}:${k.metadata.generation}`;
 
@@ -27,13 +67,12 @@ const stampOf = (k: ApiKeyResource): string => `${k.metadata.uid}:${k.metadata.g
  */
 export class ApiKeyReconciler implements Reconciler {
   readonly name = 'apikey';
-  /** uid:generation of the entry last written per key; cleared when Redis lost the index. */
-  private readonly written = new Map<string, string>();
   /**
-   * The sealed entry of each key's uid:generation, kept to write again after Redis lost the index:
-   * sealing (an ES256 signature) is most of a rebuild's cost.
+   * Per key: the uid:generation its entry was last sealed for, that seal (to write the same entry
+   * again, unsigned, after Redis lost the index: signing is most of a rebuild's cost), and whether
+   * it is written since the index was last found missing.
    */
-  private readonly sealed = new Map<string, { stamp: string; value: string }>();
+  private readonly entries = new Map<string, { stamp: string; seal: string; written: boolean }>();
   private readonly tombstones = new Map<string, { hash: string; id: string }>();
 
   readonly watches: Watches<ApiKeyResource>;
@@ -52,33 +91,40 @@ export class ApiKeyReconciler implements Reconciler {
   /**
    * Redis may have lost the index: every live key's entry is written again, in bulk (pipelined
    * batches, sealed values reused), and the reconciles that follow find them written. Keys being
-   * deleted or not yet under the finalizer are left to their reconcile.
+   * deleted or not yet under the finalizer are left to their reconcile. Resolves with the count.
    */
-  async writeAll(): Promise<void> {
-    this.written.clear();
-    const live = this.keys
-      .list()
-      .filter(
-        (k) => !k.metadata.deletionTimestamp && (k.metadata.finalizers ?? []).includes(API_KEY_FINALIZER),
-      );
-    const byHash = new Map<string, { key: string; stamp: string }>();
-    const entries = live.map((k) => {
-      const key = refKey({ namespace: k.metadata.namespace ?? '', name: k.metadata.name });
+  async writeAll(): Promise<number> {
+    for (const e of this.entries.values()) e.written = false;
+    let count = 0;
+    await this.index.putMany(this.live(), (e, seal) => {
+      count++;
+      this.entries.set(e.ref, { stamp: e.stamp, seal, written: true });
+    });
+    return count;
+  }
+
+  /** The keys an index build writes, each with the seal kept for it when it is still current. */
+  private *live(): Generator<{
+    ref: string;
+    stamp: string;
+    hash: string;
+    grant: () => KeyGrant;
+    seal?: string;
+  }> {
+    for (const k of this.keys.list()) {
+      if (k.metadata.deletionTimestamp || !(k.metadata.finalizers ?? []).includes(API_KEY_FINALIZER))
+        continue;
+      const ref = refKey({ namespace: k.metadata.namespace ?? '', name: k.metadata.name });
       const stamp = stampOf(k);
-      byHash.set(k.spec.hash, { key, stamp });
-      const kept = this.sealed.get(key);
-      return {
+      const kept = this.entries.get(ref);
+      yield {
+        ref,
+        stamp,
         hash: k.spec.hash,
-        grant: toKeyGrant(k),
-        ...(kept?.stamp === stamp ? { sealed: kept.value } : {}),
+        grant: () => toKeyGrant(k),
+        ...(kept?.stamp === stamp ? { seal: kept.seal } : {}),
       };
-    });
-    await this.index.putMany(entries, (hash, value) => {
-      const at = byHash.get(hash);
-      if (at === undefined) return;
-      this.written.set(at.key, at.stamp);
-      this.sealed.set(at.key, { stamp: at.stamp, value });
-    });
+    }
   }
 
   async reconcile(key: string): Promise<ReconcileResult> {
@@ -88,16 +134,14 @@ export class ApiKeyReconciler implements Reconciler {
       const gone = this.tombstones.get(key);
       if (gone) await this.index.delete(gone);
       this.tombstones.delete(key);
-      this.written.delete(key);
-      this.sealed.delete(key);
+      this.entries.delete(key);
       return undefined;
     }
     const finalizers = obj.metadata.finalizers ?? [];
     if (obj.metadata.deletionTimestamp) {
       if (!finalizers.includes(API_KEY_FINALIZER)) return undefined;
       await this.index.delete({ hash: obj.spec.hash, id: apiKeyId(obj) });
-      this.written.delete(key);
-      this.sealed.delete(key);
+      this.entries.delete(key);
       await withConflictRetry(
         obj,
         () => this.keys.read(ref),
@@ -121,9 +165,13 @@ export class ApiKeyReconciler implements Reconciler {
       obj = updated;
     }
     const stamp = stampOf(obj);
-    if (this.written.get(key) === stamp) return undefined;
-    this.sealed.set(key, { stamp, value: await this.index.put(obj.spec.hash, toKeyGrant(obj)) });
-    this.written.set(key, stamp);
+    const entry = this.entries.get(key);
+    if (entry?.written === true && entry.stamp === stamp) return undefined;
+    this.entries.set(key, {
+      stamp,
+      seal: await this.index.put(obj.spec.hash, toKeyGrant(obj)),
+      written: true,
+    });
     return undefined;
   }
 }

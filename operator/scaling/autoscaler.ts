@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from '../../common/logger.js';
+import type { ReportChecker } from '../../common/redis/load-reports.js';
 import { redisChannels, redisKeys } from '../../common/redis/schema.js';
 import type { Model } from '../../common/resources/model.js';
 import {
@@ -22,6 +23,8 @@ export interface AutoscalerOptions {
   /** A connection of its own for the wake-up channel (a subscribed connection runs no commands). */
   subscriber?: Redis;
   log: Logger;
+  /** Which load reports to believe: the central gateways' and the model's own namespace's. */
+  reports: ReportChecker;
   tickMs?: number;
   now?: () => number;
 }
@@ -120,7 +123,7 @@ export class Autoscaler implements OwnedSource {
     for (const model of this.opts.models.list()) {
       const policy = scalingOf(model.spec);
       if (policy === undefined || model.metadata.deletionTimestamp) continue;
-      const load = await this.loadOf(model.metadata.name, now);
+      const load = await this.loadOf(model, now);
       let changed = false;
       for (const version of servedVersions(model.metadata.name, model.spec)) {
         const key = this.keyOf(model, version);
@@ -146,10 +149,14 @@ export class Autoscaler implements OwnedSource {
     }
   }
 
-  /** Mean calls in flight per version, summed over the gateways whose report is fresh. */
-  private async loadOf(model: string, now: number): Promise<Map<string, number>> {
+  /**
+   * Mean calls in flight per version, summed over the gateways whose report is fresh and signed
+   * by a central gateway or a sidecar of the model's own namespace (no other team's hand).
+   */
+  private async loadOf(model: Model, now: number): Promise<Map<string, number>> {
     const out = new Map<string, number>();
-    const fields = await this.opts.redis.hgetall(redisKeys.modelLoad(model));
+    const redisKey = redisKeys.modelLoad(model.metadata.name);
+    const fields = await this.opts.redis.hgetall(redisKey);
     for (const [field, raw] of Object.entries(fields)) {
       const where = parseLoadField(field);
       let report: LoadReport;
@@ -159,6 +166,13 @@ export class Autoscaler implements OwnedSource {
         continue;
       }
       if (where === undefined || !(now - report.at < REPORT_FRESH_MS) || !(report.concurrency >= 0)) continue;
+      if (!this.opts.reports.believes(redisKey, field, report, model.metadata.namespace ?? 'default')) {
+        this.opts.log.debug(
+          { model: model.metadata.name, field },
+          'load report not believed (not signed for it)',
+        );
+        continue;
+      }
       out.set(where.version, (out.get(where.version) ?? 0) + report.concurrency);
     }
     return out;

@@ -1,5 +1,7 @@
 import { CoreV1Api, type KubeConfig, type V1EnvVar } from '@kubernetes/client-node';
+import type { StoredKey } from '../../common/crypto/key-file.js';
 import { isApiStatus } from '../../common/kube/custom-objects.js';
+import { reportKey } from '../../common/redis/load-reports.js';
 
 /**
  * The sidecar's Redis credential, put where an injected sidecar can read it: a Secret of the pod's
@@ -8,16 +10,23 @@ import { isApiStatus } from '../../common/kube/custom-objects.js';
  * the sidecar ACL user's, worth nothing beyond what a sidecar does (README, "Redis users").
  */
 export const SIDECAR_SECRET = 'tollgate-sidecar-redis';
+/** The env variable a sidecar reads its namespace's load-report key from (common/redis/load-reports.ts). */
+export const REPORT_KEY_ENV = 'TOLLGATE_REPORT_KEY';
 
 /** Environment variable → the value the Secret holds for it (the password, and the Sentinels'). */
 export type SidecarCredentials = Readonly<Record<string, string>>;
 
-/** The env entries that read the credential from the pod's namespace, in the Secret's order. */
-export function credentialEnv(credentials: SidecarCredentials): V1EnvVar[] {
-  return Object.keys(credentials).map((name) => ({
+/** The env entries that read the Secret's values from the pod's namespace, in the Secret's order. */
+export function credentialEnv(names: readonly string[]): V1EnvVar[] {
+  return names.map((name) => ({
     name,
     valueFrom: { secretKeyRef: { name: SIDECAR_SECRET, key: name } },
   }));
+}
+
+/** A namespace's load-report key as its sidecars read it: `<namespace>.<key, base64url>`. */
+export function namespaceReportKey(signingKey: StoredKey, namespace: string): string {
+  return `${namespace}.${reportKey(signingKey, namespace).toString('base64url')}`;
 }
 
 /** Keeps the Secret current in each namespace that admits a guarded pod (checked again after a while). */
@@ -27,7 +36,8 @@ export class SidecarCredentialKeeper {
 
   constructor(
     kc: KubeConfig,
-    private readonly credentials: SidecarCredentials,
+    /** What the Secret of a namespace holds: its own report key differs from every other's. */
+    private readonly credentialsFor: (namespace: string) => SidecarCredentials,
     private readonly recheckMs = 60_000,
   ) {
     this.core = kc.makeApiClient(CoreV1Api);
@@ -36,7 +46,7 @@ export class SidecarCredentialKeeper {
   async ensure(namespace: string): Promise<void> {
     if ((this.fresh.get(namespace) ?? 0) > Date.now()) return;
     const data = Object.fromEntries(
-      Object.entries(this.credentials).map(([k, v]) => [k, Buffer.from(v).toString('base64')]),
+      Object.entries(this.credentialsFor(namespace)).map(([k, v]) => [k, Buffer.from(v).toString('base64')]),
     );
     const body = {
       metadata: {

@@ -84,17 +84,17 @@ describe('entries the operator did not write', () => {
 
   it('refuses a key entry written as plain JSON, or sealed with any key but the operator’s', async () => {
     for (const seal of [
-      (k: string, p: string) => p,
+      async (k: string, p: string) => p,
       (k: string, p: string) => forger.seal(k, p),
       // The attacker's own key under the trusted key's id: the signature still fails.
-      (k: string, p: string) =>
-        forger.seal(k, p).replace(forger.kid, JSON.parse(TEST_TRUSTED_KEYS).keys[0].kid),
+      async (k: string, p: string) =>
+        (await forger.seal(k, p)).replace(forger.kid, JSON.parse(TEST_TRUSTED_KEYS).keys[0].kid),
     ]) {
       const key = generateKey('bda');
       const redisKey = redisKeys.apiKey(hashKey(key));
       await plant(
         redisKey,
-        seal(redisKey, JSON.stringify(grantFor([wfA]))),
+        await seal(redisKey, JSON.stringify(grantFor([wfA]))),
         redisChannels.keys,
         hashKey(key),
       );

@@ -1,3 +1,5 @@
+import { KubeApiKeyStore } from '../../../common/apikey/kube-store.js';
+import { createLogger } from '../../../common/logger.js';
 import { execFile } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
@@ -38,6 +40,19 @@ export async function freshNamespace(kc: KubeConfig, prefix: string): Promise<st
 }
 
 export const customObjects = (kc: KubeConfig): CustomObjectsApi => kc.makeApiClient(CustomObjectsApi);
+
+const openStores: KubeApiKeyStore[] = [];
+
+/** A key store on the test API server; its watch is stopped by `closeKeyStores`. */
+export function kubeKeyStore(kc: KubeConfig, namespace: string): KubeApiKeyStore {
+  const store = new KubeApiKeyStore(kc, namespace, createLogger('keys', 'silent'));
+  openStores.push(store);
+  return store;
+}
+
+export async function closeKeyStores(): Promise<void> {
+  await Promise.all(openStores.splice(0).map((s) => s.close()));
+}
 
 const madeDirs = new Set<string>();
 

@@ -18,7 +18,6 @@ import { Redis } from 'ioredis';
 import { DirApiKeyStore } from '../../../common/apikey/dir-store.js';
 import { hashKey, parseKey } from '../../../common/apikey/format.js';
 import { KeyIndexWriter } from '../../../common/apikey/index-writer.js';
-import { KubeApiKeyStore } from '../../../common/apikey/kube-store.js';
 import { RoleCatalogue } from '../../../common/apikey/roles.js';
 import type { ApiKeyStore } from '../../../common/apikey/store.js';
 import { createLogger } from '../../../common/logger.js';
@@ -31,8 +30,9 @@ import { LOCAL_AUDIENCE, LOCAL_ISSUER, LocalIssuer } from '../../../gateway/auth
 import { createTokenVerifier } from '../../../gateway/auth/oidc.js';
 import { redis } from '../../harness/index.js';
 import {
-  customObjects,
+  closeKeyStores,
   freshNamespace,
+  kubeKeyStore,
   kubeWithApiKeys,
   loopbackIdentityProvider,
   removeTempDirs,
@@ -41,6 +41,7 @@ import {
 import { testSealer, testVerifier, readSealed } from '../signing.js';
 
 afterAll(removeTempDirs);
+afterAll(closeKeyStores);
 
 const log = createLogger('management-api-test', 'silent');
 const clientOptions = {
@@ -77,7 +78,7 @@ const stores: Array<[string, (dir: string) => Promise<ApiKeyStore>]> = [
     'Kubernetes',
     async () => {
       const { kc } = await kubeWithApiKeys();
-      return new KubeApiKeyStore(customObjects(kc), await freshNamespace(kc, 'keys-api'));
+      return kubeKeyStore(kc, await freshNamespace(kc, 'keys-api'));
     },
   ],
 ];

@@ -3,7 +3,6 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { DirApiKeyStore } from '../../../common/apikey/dir-store.js';
 import { generateKey, hashKey, keyStart } from '../../../common/apikey/format.js';
-import { KubeApiKeyStore } from '../../../common/apikey/kube-store.js';
 import type { ApiKeyStore } from '../../../common/apikey/store.js';
 import { TollgateError } from '../../../common/errors.js';
 import { ManifestDir } from '../../../common/resources/manifest-dir.js';
@@ -18,9 +17,18 @@ import {
   type ApiKeySpec,
 } from '../../../common/resources/apikey.js';
 import type { Module } from '../../../common/resources/grant.js';
-import { customObjects, freshNamespace, kubeWithApiKeys, removeTempDirs, tempDir } from './fixtures.js';
+import {
+  closeKeyStores,
+  customObjects,
+  freshNamespace,
+  kubeKeyStore,
+  kubeWithApiKeys,
+  removeTempDirs,
+  tempDir,
+} from './fixtures.js';
 
 afterAll(removeTempDirs);
+afterAll(closeKeyStores);
 
 const run = promisify(execFile);
 
@@ -36,7 +44,7 @@ const stores: Array<[string, () => Promise<ApiKeyStore>]> = [
     'Kubernetes',
     async () => {
       const { kc } = await kubeWithApiKeys();
-      return new KubeApiKeyStore(customObjects(kc), await freshNamespace(kc, 'keys-store'));
+      return kubeKeyStore(kc, await freshNamespace(kc, 'keys-store'));
     },
   ],
   [
@@ -202,8 +210,29 @@ describe('ApiKey CRD on the API server', () => {
     );
   });
 
+  it('lists from its watch: keys another writer makes or deletes show, or go, without a call of its own', async () => {
+    const store = kubeKeyStore(kc, namespace);
+    const owner = uniqueOwner('watched');
+    expect((await store.list(owner)).items).toEqual([]);
+    // Another replica (or kubectl) creates a key: this store never wrote it.
+    const made = newKey(spec(owner, 'platform', ['viewer'], { name: 'made elsewhere' }));
+    await customObjects(kc).createNamespacedCustomObject({ ...gvr(namespace), body: made });
+    const until = async (want: number) => {
+      for (let i = 0; i < 100 && (await store.list(owner)).items.length !== want; i++)
+        await new Promise((r) => setTimeout(r, 50));
+      return (await store.list(owner)).items;
+    };
+    const listed = await until(1);
+    expect(listed.map((k) => k.spec.name)).toEqual(['made elsewhere']);
+    expect((await store.listEvery({ search: owner })).items.map((k) => k.metadata.name)).toEqual([
+      made.metadata.name,
+    ]);
+    await customObjects(kc).deleteNamespacedCustomObject({ ...gvr(namespace), name: made.metadata.name });
+    expect(await until(0)).toEqual([]);
+  });
+
   it('keeps a key immutable and shows it with printer columns', async () => {
-    const store = new KubeApiKeyStore(customObjects(kc), namespace);
+    const store = kubeKeyStore(kc, namespace);
     const created = await store.create(newKey(spec('alice', 'platform', ['viewer', 'models:inference'])));
     const name = created.metadata.name;
     const patch = await customObjects(kc)
@@ -236,7 +265,7 @@ describe('KubeApiKeyStore with the API server unreachable', () => {
       contexts: [{ name: 'c', cluster: 'gone', user: 'u' }],
       currentContext: 'c',
     });
-    const store = new KubeApiKeyStore(customObjects(kc), 'default');
+    const store = kubeKeyStore(kc, 'default');
     for (const attempt of [
       () => store.get('alice', newKeyId()),
       () => store.list('alice'),

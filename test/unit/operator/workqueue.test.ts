@@ -13,6 +13,23 @@ describe('work queue', () => {
     expect(await q.get()).toBe('ns/b');
   });
 
+  test('100,000 keys come out in the order they went in, with keys added while it drains behind them', async () => {
+    const q = new WorkQueue();
+    const n = 100_000;
+    for (let i = 0; i < n; i++) q.add(`ns/k${i}`);
+    const seen: string[] = [];
+    for (let i = 0; i < n; i++) {
+      const key = (await q.get())!;
+      seen.push(key);
+      q.done(key);
+      if (i % 10 === 0) q.add(`ns/late${i}`);
+    }
+    expect(seen).toEqual(Array.from({ length: n }, (_, i) => `ns/k${i}`));
+    expect(q.length).toBe(n / 10);
+    expect(await q.get()).toBe('ns/late0');
+    expect(await q.get()).toBe('ns/late10');
+  });
+
   test('a key added while in flight is processed again after, never twice at once', async () => {
     const q = new WorkQueue();
     q.add('ns/a');

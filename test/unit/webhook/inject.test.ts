@@ -15,12 +15,16 @@ import {
 } from '../../../operator/webhook/inject.js';
 import { SIDECAR_OPERATIONS_PORT } from '../../../operator/serving/model-workload.js';
 import { parseAppProbes } from '../../../common/sidecar-probes.js';
-import { credentialEnv, SIDECAR_SECRET } from '../../../operator/webhook/sidecar-credentials.js';
+import {
+  credentialEnv,
+  REPORT_KEY_ENV,
+  SIDECAR_SECRET,
+} from '../../../operator/webhook/sidecar-credentials.js';
 
 const cfg = {
   image: 'tollgate/tollgate:dev',
   redisUrl: 'redis://tollgate-sidecar:$(TOLLGATE_REDIS_PASSWORD)@redis.tollgate-system.svc:6379',
-  credentialEnv: credentialEnv({ TOLLGATE_REDIS_PASSWORD: 's3cret-password' }),
+  credentialEnv: credentialEnv(['TOLLGATE_REDIS_PASSWORD', REPORT_KEY_ENV]),
   trustedKeys: '{"keys":[{"kty":"EC","crv":"P-256","x":"x","y":"y","kid":"k"}]}',
 };
 
@@ -97,7 +101,8 @@ describe('the sidecar injection plan', () => {
     expect(env['TOLLGATE_REDIS_PASSWORD']).toEqual({
       secretKeyRef: { name: SIDECAR_SECRET, key: 'TOLLGATE_REDIS_PASSWORD' },
     });
-    expect(JSON.stringify(plan.patch)).not.toContain('s3cret-password');
+    // So is the namespace's load-report key.
+    expect(env[REPORT_KEY_ENV]).toEqual({ secretKeyRef: { name: SIDECAR_SECRET, key: REPORT_KEY_ENV } });
     // What the sidecar believes: the public keys, given here, never read from Redis.
     expect(env['TOLLGATE_TRUSTED_KEYS']).toBe(cfg.trustedKeys);
     expect(env['POD_IP']).toEqual({ fieldRef: { fieldPath: 'status.podIP' } });

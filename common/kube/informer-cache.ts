@@ -1,0 +1,214 @@
+import {
+  makeInformer,
+  type Informer,
+  type KubeConfig,
+  type KubernetesListObject,
+  type KubernetesObject,
+  type ObjectCache,
+} from '@kubernetes/client-node';
+import type { Logger } from '../logger.js';
+
+export type Parse<T> = (raw: unknown) => T | undefined;
+
+const RESTART_DELAY_MS = 1000;
+/** Objects per list request: a cold start of 100,000 ApiKeys is read a page at a time. */
+const LIST_PAGE = 500;
+const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';
+
+/**
+ * What the cache keeps of an object: all but its `managedFields` and kubectl's last-applied copy,
+ * which no reconcile reads and which are most of a small object's size (an ApiKey's cache entry
+ * shrinks by more than half). In place: the informer caches the very object it hands out.
+ */
+function slim(obj: KubernetesObject): KubernetesObject {
+  const meta = obj.metadata as (KubernetesObject['metadata'] & { managedFields?: unknown }) | undefined;
+  if (meta === undefined) return obj;
+  delete meta.managedFields;
+  if (meta.annotations?.[LAST_APPLIED] !== undefined) {
+    const { [LAST_APPLIED]: _dropped, ...rest } = meta.annotations;
+    meta.annotations = rest;
+  }
+  return obj;
+}
+
+export type ListPage = (page: { limit: number; _continue?: string }) => Promise<unknown>;
+
+/** Every object, listed a page at a time, each handed to `ingest` as its page arrives. */
+async function listInPages(
+  list: ListPage,
+  ingest: (obj: KubernetesObject) => void,
+): Promise<KubernetesListObject<KubernetesObject>> {
+  const items: KubernetesObject[] = [];
+  let next: string | undefined;
+  let last: KubernetesListObject<KubernetesObject>;
+  do {
+    last = (await list({
+      limit: LIST_PAGE,
+      ...(next ? { _continue: next } : {}),
+    })) as KubernetesListObject<KubernetesObject>;
+    for (const item of last.items) {
+      ingest(item);
+      items.push(item);
+    }
+    // `_continue` from the typed clients, `continue` in a custom resource list's raw JSON.
+    const meta = last.metadata as { _continue?: string; continue?: string } | undefined;
+    next = meta?._continue || meta?.continue || undefined;
+  } while (next !== undefined);
+  return { ...last, items };
+}
+
+/**
+ * An informer-backed cache. Each object is parsed once, when it arrives, and the parsed value is
+ * what `get` and `list` hand out; when parsing made a copy, the informer's own copy is cut down to
+ * the name and resourceVersion it compares by, so an object is held once, not twice (100,000
+ * ApiKeys). The client's informer stops on a watch error (e.g. the API server restarting); this
+ * restarts it, relisting, so no change is missed.
+ */
+export class InformerCache<T> {
+  private informer: (Informer<KubernetesObject> & ObjectCache<KubernetesObject>) | undefined;
+  private readonly parsed = new Map<string, T>();
+  /** Informer copies already parsed and cut down (from a list page): their events parse nothing. */
+  private readonly ingested = new WeakSet<KubernetesObject>();
+  private stopped = false;
+  private markStopped = (): void => undefined;
+  /** Settles when `stop` is called: a start still waiting for its first list gives up. */
+  private readonly stopping = new Promise<void>((resolve) => (this.markStopped = resolve));
+  private restartTimer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly kc: KubeConfig,
+    private readonly path: string,
+    private readonly listPage: ListPage,
+    protected readonly parse: Parse<T>,
+    private readonly log: Logger,
+    private readonly labelSelector?: string,
+  ) {}
+
+  private ingest(obj: KubernetesObject): void {
+    if (this.ingested.has(obj)) return;
+    slim(obj);
+    const key = refOf(obj);
+    const t = this.parse(obj);
+    if (t === undefined) this.parsed.delete(key);
+    else this.parsed.set(key, t);
+    if ((t as unknown) !== obj) cutDown(obj);
+    this.ingested.add(obj);
+  }
+
+  /**
+   * Resolves once the first list is in the cache: never earlier, so no reader takes an empty cache
+   * for an empty cluster (an index marked built over no keys). A failed first list is tried again
+   * every second, or, with `failFast`, rejects with its error and leaves the cache stopped.
+   */
+  async start(
+    onChange: (ref: ObjectRef, deleted: T | undefined) => void,
+    opts: { failFast?: boolean } = {},
+  ): Promise<void> {
+    let listed = false;
+    let markListed = (): void => undefined;
+    const firstList = new Promise<void>((resolve) => (markListed = resolve));
+    let firstError: unknown;
+    const informer = makeInformer(
+      this.kc,
+      this.path,
+      async () => {
+        const list = await listInPages(this.listPage, (obj) => this.ingest(obj));
+        listed = true;
+        markListed();
+        return list;
+      },
+      this.labelSelector,
+    );
+    this.informer = informer;
+    const emit = (obj: KubernetesObject) => {
+      this.ingest(obj);
+      onChange(parseRefKey(refOf(obj)), undefined);
+    };
+    informer.on('add', emit);
+    informer.on('update', emit);
+    informer.on('delete', (obj) => {
+      const key = refOf(obj);
+      // The last state seen: a relist's deletion hands back the informer's cut-down copy.
+      const gone = this.parsed.get(key) ?? (this.ingested.has(obj) ? undefined : this.parse(obj));
+      this.parsed.delete(key);
+      onChange(parseRefKey(key), gone);
+    });
+    informer.on('error', (err) => {
+      if (this.stopped) return;
+      if (!listed && opts.failFast === true) {
+        firstError = err;
+        return;
+      }
+      this.log.warn({ err, path: this.path }, listed ? 'watch failed; relisting' : 'list failed; retrying');
+      this.restartTimer = setTimeout(() => {
+        if (!this.stopped)
+          informer.start().catch((e: unknown) => this.log.warn({ err: e, path: this.path }, 'relist failed'));
+      }, RESTART_DELAY_MS);
+    });
+    await informer.start();
+    if (!listed && opts.failFast === true) {
+      await this.stop();
+      throw firstError ?? new Error(`listing ${this.path} failed`);
+    }
+    await Promise.race([firstList, this.stopping]);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.markStopped();
+    clearTimeout(this.restartTimer);
+    await this.informer?.stop();
+  }
+
+  get(ref: ObjectRef): T | undefined {
+    return this.parsed.get(refKey(ref));
+  }
+
+  list(): T[] {
+    return [...this.parsed.values()];
+  }
+
+  values(): IterableIterator<T> {
+    return this.parsed.values();
+  }
+
+  /**
+   * An object this process has just written, cached before its watch event comes back, so the
+   * writer reads its own write at once.
+   */
+  remember(obj: Named): void {
+    const t = this.parse(obj);
+    if (t !== undefined) this.parsed.set(refOf(obj), t);
+  }
+
+  /** An object this process has just deleted, gone from the cache before its watch event. */
+  forget(ref: ObjectRef): void {
+    this.parsed.delete(refKey(ref));
+  }
+}
+
+/** Any object with a name, such as a write's answer. */
+interface Named {
+  metadata?: { name?: string; namespace?: string };
+}
+
+const refOf = (obj: Named): string =>
+  refKey({ namespace: obj.metadata?.namespace ?? '', name: obj.metadata?.name ?? '' });
+
+/** What the informer compares a cached copy by (namespace, name, resourceVersion), and nothing else. */
+function cutDown(obj: KubernetesObject): void {
+  const { name, namespace, resourceVersion } = obj.metadata ?? {};
+  for (const field of Object.keys(obj)) delete (obj as Record<string, unknown>)[field];
+  obj.metadata = { name, namespace, resourceVersion };
+}
+
+export interface ObjectRef {
+  namespace: string;
+  name: string;
+}
+
+const refKey = (r: ObjectRef): string => `${r.namespace}/${r.name}`;
+function parseRefKey(key: string): ObjectRef {
+  const slash = key.indexOf('/');
+  return { namespace: key.slice(0, slash), name: key.slice(slash + 1) };
+}

@@ -185,6 +185,7 @@ export class OperatorManager {
 class Term {
   firstRebuild: Promise<void> = Promise.resolve();
   private readonly controllers: Controller[];
+  private readonly keyController: Controller;
   private readonly modelReconciler: ModelReconciler;
   private readonly keyReconciler: ApiKeyReconciler;
   private readonly serviceReconciler: WorkflowServiceReconciler;
@@ -254,6 +255,7 @@ class Term {
     this.controllers = [this.modelReconciler, this.keyReconciler, this.serviceReconciler].map(
       (r) => new Controller(r, metrics, log, opts.workers?.[r.name]),
     );
+    this.keyController = this.controllers[1]!;
     this.usage = new UsageStatusSync(sources.apiKeys, redis, log);
   }
 
@@ -263,8 +265,10 @@ class Term {
     this.opts.log.info({ ms: Math.round(performance.now() - began) }, 'caches synced');
     // Workers start only once every cache has synced (controller-runtime's WaitForCacheSync): a
     // Deployment event reconciled before the Model cache filled would take the Model for deleted
-    // and tear down its route and Deployment. Events seen meanwhile wait in the queues.
-    for (const c of this.controllers) c.start();
+    // and tear down its route and Deployment. Events seen meanwhile wait in the queues. The keys'
+    // workers wait for the first bulk write of the index (rebuild), which writes every entry in
+    // batches: started now, they would write the same entries one transaction each beside it.
+    for (const c of this.controllers) if (c !== this.keyController) c.start();
     // Tracked like any rebuild: the index check must not start a second one meanwhile.
     this.firstRebuild = this.rebuilding = this.rebuild().finally(() => (this.rebuilding = undefined));
     // Connected already: the next 'ready' is a reconnect.
@@ -367,6 +371,8 @@ class Term {
       this.opts.log.warn({ err }, 'index rebuild interrupted: Redis failed during the bulk write; retrying');
       this.resyncPending = true;
       return;
+    } finally {
+      this.keyController.start();
     }
     // Routes are rewritten, not compared, so one whose seal was tampered with is repaired.
     this.routes.rewriteAll(true);

@@ -64,11 +64,11 @@ function toListed(raw: unknown): Listed | undefined {
   const spec: KeyListing['spec'] = { start, module, roles, owner };
   if (name !== undefined) spec.name = name;
   if (ownerName !== undefined) spec.ownerName = ownerName;
-  const { managedFields: _dropped, ...metadata } = key.metadata as ApiKey['metadata'] & {
-    managedFields?: unknown;
-  };
+  // What a listed key's view reads (views.ts): its name, creation time, spec and status.
+  const { name: resourceName, namespace, creationTimestamp, resourceVersion } = key.metadata;
+  const metadata = { name: resourceName, namespace, creationTimestamp, resourceVersion };
   return {
-    listing: { created: key.metadata.creationTimestamp ?? '', id: apiKeyId(key), spec },
+    listing: { created: creationTimestamp ?? '', id: apiKeyId(key), spec },
     live: live(key),
     json: JSON.stringify({ ...key, metadata }),
   };
@@ -97,6 +97,17 @@ export class KubeApiKeyStore implements ApiKeyStore {
       (page) => this.api.listNamespacedCustomObject({ ...place, ...page }),
       toListed,
       log,
+    );
+  }
+
+  /**
+   * Starts the watch now rather than at the first listing, so the first user asks a warm copy
+   * (100,000 keys take the API server tens of seconds to list). A failure is logged; the first
+   * listing tries again.
+   */
+  warm(log: Logger): void {
+    this.every().catch((err: unknown) =>
+      log.warn({ err }, 'the ApiKey watch did not start; tried again when keys are listed'),
     );
   }
 

@@ -33,28 +33,35 @@ function slim(obj: KubernetesObject): KubernetesObject {
 
 export type ListPage = (page: { limit: number; _continue?: string }) => Promise<unknown>;
 
-/** Every object, listed a page at a time, each handed to `ingest` as its page arrives. */
+/**
+ * Every object, listed a page at a time, each handed to `ingest` as its page arrives. The next page
+ * is asked for before this one is ingested, so the API server makes it while this process parses.
+ */
 async function listInPages(
   list: ListPage,
   ingest: (obj: KubernetesObject) => void,
 ): Promise<KubernetesListObject<KubernetesObject>> {
   const items: KubernetesObject[] = [];
-  let next: string | undefined;
-  let last: KubernetesListObject<KubernetesObject>;
-  do {
-    last = (await list({
-      limit: LIST_PAGE,
-      ...(next ? { _continue: next } : {}),
-    })) as KubernetesListObject<KubernetesObject>;
+  const ask = (next?: string) =>
+    list({ limit: LIST_PAGE, ...(next ? { _continue: next } : {}) }) as Promise<
+      KubernetesListObject<KubernetesObject>
+    >;
+  let pending: Promise<KubernetesListObject<KubernetesObject>> | undefined = ask();
+  let last: KubernetesListObject<KubernetesObject> | undefined;
+  while (pending !== undefined) {
+    last = await pending;
+    // `_continue` from the typed clients, `continue` in a custom resource list's raw JSON.
+    const meta = last.metadata as { _continue?: string; continue?: string } | undefined;
+    const next = meta?._continue || meta?.continue || undefined;
+    pending = next === undefined ? undefined : ask(next);
+    // Settled below by the next turn; if ingesting throws first, its failure is not unhandled.
+    pending?.catch(() => undefined);
     for (const item of last.items) {
       ingest(item);
       items.push(item);
     }
-    // `_continue` from the typed clients, `continue` in a custom resource list's raw JSON.
-    const meta = last.metadata as { _continue?: string; continue?: string } | undefined;
-    next = meta?._continue || meta?.continue || undefined;
-  } while (next !== undefined);
-  return { ...last, items };
+  }
+  return { ...last!, items };
 }
 
 /**
@@ -198,7 +205,9 @@ const refOf = (obj: Named): string =>
 /** What the informer compares a cached copy by (namespace, name, resourceVersion), and nothing else. */
 function cutDown(obj: KubernetesObject): void {
   const { name, namespace, resourceVersion } = obj.metadata ?? {};
-  for (const field of Object.keys(obj)) delete (obj as Record<string, unknown>)[field];
+  // Cleared, not deleted: an object that loses properties turns into a hash table several times
+  // its size, kept for every object the informer holds.
+  for (const field of Object.keys(obj)) (obj as Record<string, unknown>)[field] = undefined;
   obj.metadata = { name, namespace, resourceVersion };
 }
 

@@ -1,4 +1,8 @@
 import { S3Client } from '@aws-sdk/client-s3';
+import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from 'node:dns';
+import { Agent as HttpAgent } from 'node:http';
+import { Agent as HttpsAgent } from 'node:https';
+import type { LookupFunction } from 'node:net';
 
 export type Env = Readonly<Record<string, string | undefined>>;
 
@@ -8,7 +12,10 @@ export type Env = Readonly<Record<string, string | undefined>>;
  * other S3-compatible stores, which also get path-style addressing unless AWS_S3_FORCE_PATH_STYLE
  * says otherwise. Without keys in `env`, the SDK's default chain applies (IRSA, instance roles).
  */
-export function s3ClientFromEnv(env: Env, opts: { maxAttempts?: number } = {}): S3Client {
+export function s3ClientFromEnv(
+  env: Env,
+  opts: { maxAttempts?: number; refusedAddress?: (address: string) => boolean } = {},
+): S3Client {
   const endpoint = env.AWS_ENDPOINT_URL_S3 ?? env.AWS_ENDPOINT_URL;
   const pathStyle = env.AWS_S3_FORCE_PATH_STYLE;
   const keyId = env.AWS_ACCESS_KEY_ID;
@@ -27,5 +34,42 @@ export function s3ClientFromEnv(env: Env, opts: { maxAttempts?: number } = {}): 
         }
       : {}),
     ...(opts.maxAttempts ? { maxAttempts: opts.maxAttempts } : {}),
+    ...(opts.refusedAddress === undefined
+      ? {}
+      : {
+          requestHandler: {
+            httpAgent: new HttpAgent({ keepAlive: true, lookup: guardedLookup(opts.refusedAddress) }),
+            httpsAgent: new HttpsAgent({ keepAlive: true, lookup: guardedLookup(opts.refusedAddress) }),
+          },
+        }),
   });
 }
+
+/**
+ * A resolver that fails a connection whose name resolves to a refused address: the check is made
+ * on the addresses the connection will use, so a name re-pointed after it was first checked (DNS
+ * rebinding) reaches nothing it may not.
+ */
+function guardedLookup(refused: (address: string) => boolean): LookupFunction {
+  return ((hostname: string, options: LookupOptions, callback: LookupCallback) => {
+    dnsLookup(hostname, { ...options, all: true }, (err, addresses) => {
+      if (err) return callback(err, '', 0);
+      const bad = addresses.find((a) => refused(a.address));
+      if (bad !== undefined || addresses.length === 0) {
+        const why = bad === undefined ? 'no address' : bad.address;
+        const e = Object.assign(
+          new Error(`${hostname} resolves to ${why}, which a Model's store may not be`),
+          {
+            code: 'EADDRNOTALLOWED',
+          },
+        );
+        return callback(e, '', 0);
+      }
+      if (options.all === true) return (callback as unknown as AllCallback)(null, addresses);
+      return callback(null, addresses[0]!.address, addresses[0]!.family);
+    });
+  }) as LookupFunction;
+}
+
+type LookupCallback = (err: NodeJS.ErrnoException | null, address: string, family: number) => void;
+type AllCallback = (err: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void;

@@ -67,7 +67,7 @@ export async function createManagement(opts: ManagementOptions): Promise<Managem
             opts.log.warn({ file, err }, 'invalid manifest ignored'),
           ),
         )
-      : new KubeApiKeyStore(opts.keys.kubeConfig, opts.keys.namespace, opts.log);
+      : watchedKeyStore(opts.keys, opts.log);
   // The Models page reads the Models beside the keys: the same namespace, or the same directory.
   const models: ModelStore =
     'stateDir' in opts.keys
@@ -92,4 +92,11 @@ export async function createManagement(opts: ManagementOptions): Promise<Managem
   });
   const close = () => store.close();
   return issuer === undefined ? { router, close } : { router, close, jwks: issuer.jwksHandler() };
+}
+
+/** The keys on the API server, their watch started at once: the first listing finds it warm. */
+function watchedKeyStore(keys: { kubeConfig: KubeConfig; namespace: string }, log: Logger): KubeApiKeyStore {
+  const store = new KubeApiKeyStore(keys.kubeConfig, keys.namespace, log);
+  store.warm(log);
+  return store;
 }

@@ -249,17 +249,27 @@ export class AuditLog {
       return;
     }
     this.refusals.set(grant.id, tally);
+    this.recordRefusal(grant, code, { unrecorded: last?.suppressed ?? 0, req }, nowMs);
+  }
+
+  /** The event of a refused key: `key.expired` or `key.refused`, with what was left unrecorded. */
+  private recordRefusal(
+    grant: { id: string; owner: string; name?: string | undefined },
+    code: string,
+    how: { unrecorded: number; via?: 'sidecar'; req?: IncomingMessage },
+    nowMs: number,
+  ): void {
     const detail: Record<string, string | number> = { code };
-    if (last !== undefined && last.suppressed > 0) detail['unrecordedBefore'] = last.suppressed;
-    const action: AuditAction = code === 'expired_api_key' ? 'key.expired' : 'key.refused';
+    if (how.unrecorded > 0) detail['unrecordedBefore'] = how.unrecorded;
+    if (how.via !== undefined) detail['via'] = how.via;
     this.record(
       {
-        action,
+        action: code === 'expired_api_key' ? 'key.expired' : 'key.refused',
         keyId: grant.id,
         key: { name: grant.name },
         owner: grant.owner,
         actor: `key:${grant.id}`,
-        req,
+        ...(how.req === undefined ? {} : { req: how.req }),
         detail,
       },
       nowMs,
@@ -376,17 +386,8 @@ export class AuditLog {
           this.send(hashReportLine(r.hash, r.code, unrecorded), keyId);
           continue;
         }
-        this.record(
-          {
-            action: r.code === 'expired_api_key' ? 'key.expired' : 'key.refused',
-            keyId,
-            key: { name: r.name },
-            owner: r.owner,
-            actor: `key:${keyId}`,
-            detail: { code: r.code, unrecordedBefore: unrecorded, ...(via ? { via } : {}) },
-          },
-          nowMs,
-        );
+        const grant = { id: keyId, owner: r.owner, name: r.name };
+        this.recordRefusal(grant, r.code, { unrecorded, ...(via ? { via } : {}) }, nowMs);
       }
     }
   }
@@ -425,20 +426,8 @@ export class AuditLog {
         continue;
       }
       this.reported.set(grant.id, { at: nowMs, suppressed: 0, owner: grant.owner, name: grant.name, code });
-      const detail: Record<string, string | number> = { code, via: 'sidecar' };
       const unrecorded = (last?.suppressed ?? 0) + count - 1;
-      if (unrecorded > 0) detail['unrecordedBefore'] = unrecorded;
-      this.record(
-        {
-          action: code === 'expired_api_key' ? 'key.expired' : 'key.refused',
-          keyId: grant.id,
-          key: { name: grant.name },
-          owner: grant.owner,
-          actor: `key:${grant.id}`,
-          detail,
-        },
-        nowMs,
-      );
+      this.recordRefusal(grant, code, { unrecorded, via: 'sidecar' }, nowMs);
     }
   }
 

@@ -303,7 +303,12 @@ export class ModelReconciler implements Reconciler {
         model.spec.credentials?.secretName,
         version.storageUri,
       );
-      const store = openStore(version.storageUri, env);
+      const refusedAddress = this.deps.credentials.refusedAddress;
+      const store = openStore(
+        version.storageUri,
+        env,
+        refusedAddress === undefined ? {} : { refusedAddress },
+      );
       const files = (await store.list()).map((o) => o.path);
       const check = await checkModelFolder({ files, read: (p) => store.readText(p) }, name);
       if (check.ok) this.checked.set(key, { stamp, check });

@@ -85,7 +85,9 @@ export class Controller {
     this.metrics.queueDepth.set({ controller: this.name }, this.queue.length);
   }
 
+  /** Starts the workers (once: a second call does nothing). */
   start(): void {
+    if (this.workers.length > 0) return;
     this.workers = Array.from({ length: this.concurrency }, () => this.work());
   }
 

@@ -1,14 +1,20 @@
 import { lookup } from 'node:dns/promises';
-import { BlockList, isIP, isIPv4, isIPv6 } from 'node:net';
+import { isIP } from 'node:net';
 import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { isApiStatus } from '../../common/kube/custom-objects.js';
 import { TollgateError } from '../../common/errors.js';
+import { internalAddress } from '../../common/net/internal-address.js';
 import type { Env } from '../../common/storage/s3-client.js';
 import { parseStorageUri } from '../../common/storage/storage-uri.js';
 
 /** The AWS variables to read a Model's storage with. */
 export interface CredentialsResolver {
   envFor(namespace: string, secretName: string | undefined, storageUri: string): Promise<Env>;
+  /**
+   * Addresses the operator's own calls to a Model's store may not reach, checked when each
+   * connection is made (a name that resolved to the store when checked may resolve elsewhere later).
+   */
+  readonly refusedAddress?: (address: string) => boolean;
 }
 
 /** The operator's own environment (standalone mode: one user, one machine, its own files). */
@@ -30,11 +36,14 @@ export class ProcessEnvCredentials implements CredentialsResolver {
  */
 export class KubeSecretCredentials implements CredentialsResolver {
   private readonly api: CoreV1Api;
+  readonly refusedAddress: ((address: string) => boolean) | undefined;
+
   constructor(
     kc: KubeConfig,
     private readonly opts: { sameMachine?: boolean } = {},
   ) {
     this.api = kc.makeApiClient(CoreV1Api);
+    this.refusedAddress = opts.sameMachine ? undefined : internalAddress;
   }
 
   async envFor(namespace: string, secretName: string | undefined, storageUri: string): Promise<Env> {
@@ -82,22 +91,6 @@ export class KubeSecretCredentials implements CredentialsResolver {
   }
 }
 
-/** What a Model's endpoint may not name: this machine, and the clouds' metadata services. */
-const INTERNAL = new BlockList();
-INTERNAL.addSubnet('127.0.0.0', 8, 'ipv4');
-INTERNAL.addSubnet('0.0.0.0', 8, 'ipv4');
-INTERNAL.addSubnet('169.254.0.0', 16, 'ipv4');
-INTERNAL.addAddress('::1', 'ipv6');
-INTERNAL.addAddress('::', 'ipv6');
-INTERNAL.addSubnet('fe80::', 10, 'ipv6');
-INTERNAL.addAddress('fd00:ec2::254', 'ipv6');
-INTERNAL.addAddress('fd20:ce::254', 'ipv6');
-INTERNAL.addAddress('100.100.100.200', 'ipv4');
-
-// An IPv4-mapped IPv6 address (::ffff:127.0.0.1) is checked against the IPv4 rules too.
-const internal = (address: string): boolean =>
-  isIPv4(address) ? INTERNAL.check(address, 'ipv4') : isIPv6(address) && INTERNAL.check(address, 'ipv6');
-
 async function refuseInternalEndpoint(env: Record<string, string>, secretName: string): Promise<void> {
   const raw = env.AWS_ENDPOINT_URL_S3 ?? env.AWS_ENDPOINT_URL;
   if (raw === undefined || raw === '') return;
@@ -129,7 +122,7 @@ async function refuseInternalEndpoint(env: Record<string, string>, secretName: s
   } catch {
     throw refuse(`does not resolve (${host})`);
   }
-  const bad = addresses.find(internal);
+  const bad = addresses.find(internalAddress);
   if (bad !== undefined) {
     throw refuse(
       `is ${bad}: the operator's own machine or a metadata service, which a Model may not send it to`,

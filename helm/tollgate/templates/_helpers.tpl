@@ -138,15 +138,16 @@ The bundled Redis's ACL users, one line each without its password (the start scr
 Each may do what its component needs and no more (README, "Redis users"):
 - operator: the index, the routes and every tg:* key (it rebuilds them), the channels.
 - gateway: the same key space (it writes the index for the keys its API makes, and counters).
-- sidecar: reads the index, the routes and the marker; writes only counters and spent grant ids;
-  listens to the invalidation channels and publishes nothing. Everything else is refused, so a
+- sidecar: reads the index, the routes and the marker; writes only counters and spent grant ids,
+  each kind with only the commands that kind takes (a selector each: no SET over a counter, no
+  string over a hash); listens to the invalidation channels and publishes nothing. Everything else is refused, so a
   team that reads its sidecar's password can mint, widen, reroute or flush nothing.
 - replication: what a replica needs of its primary; sentinel: what a Sentinel needs of the nodes.
 */}}
 {{- define "tollgate.redisAclRules" -}}
 operator: "~tg:* resetchannels &tg:events:* -@all +@read +@write +@keyspace +@string +@hash +@sortedset +@set +@list +@scripting +@pubsub +@transaction +@connection -@dangerous +info +scan"
 gateway: "~tg:* resetchannels &tg:events:* -@all +@read +@write +@keyspace +@string +@hash +@sortedset +@set +@list +@scripting +@pubsub +@transaction +@connection -@dangerous +info +scan"
-sidecar: "%R~tg:key:* %R~tg:route:* %R~tg:index:built %RW~tg:grant:used:* %RW~tg:rl:* %RW~tg:usage:* %RW~tg:model-usage:* %RW~tg:model-load:* resetchannels &tg:events:keys &tg:events:routes -@all +ping +info +client|setname +select +quit +get +mget +set +incr +hincrby +hset +expire +pexpire +zincrby +zremrangebyrank +multi +exec +discard +subscribe +unsubscribe (%W~tg:audit:sidecar +rpush)"
+sidecar: "%R~tg:key:* %R~tg:route:* %R~tg:index:built resetchannels &tg:events:keys &tg:events:routes -@all +ping +info +client|setname +select +quit +get +mget +multi +exec +discard +subscribe +unsubscribe (~tg:grant:used:* +set) (~tg:rl:* +incr +expire) (~tg:usage:* +hincrby +hset +expire +zincrby +zremrangebyrank) (~tg:model-usage:* +hincrby +expire) (~tg:model-load:* +hset +pexpire) (%W~tg:audit:sidecar +rpush)"
 replication: "-@all +psync +replconf +ping"
 sentinel: "resetchannels &__sentinel__:hello -@all +multi +slaveof +replicaof +ping +exec +subscribe +config|rewrite +role +publish +info +client|setname +client|kill +script|kill"
 {{- end -}}

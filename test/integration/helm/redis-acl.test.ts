@@ -120,6 +120,33 @@ describe('the Redis users of the chart, on a real redis-server', () => {
     }
   });
 
+  it('the sidecar user writes what a sidecar writes, each kind with the commands of that kind', async () => {
+    const id = newId();
+    await expect(sidecarClient.set(redisKeys.grantUsed(id), '1', 'PX', 10_000, 'NX')).resolves.toBe('OK');
+    const window = redisKeys.rateLimit(id, 0);
+    await expect(sidecarClient.multi().incr(window).expire(window, 61, 'NX').exec()).resolves.toEqual([
+      [null, 1],
+      [null, 1],
+    ]);
+    await sidecarClient.hincrby(redisKeys.keyUsage(id), 'count', 1);
+    await sidecarClient.hset(redisKeys.keyUsage(id), 'lastUsed', new Date().toISOString());
+    await sidecarClient.zincrby(redisKeys.keyUsageEndpoints(id), 1, 'GET /x');
+    await sidecarClient.zremrangebyrank(redisKeys.keyUsageEndpoints(id), 0, -101);
+    await sidecarClient.expire(redisKeys.keyUsageEndpoints(id), 60);
+    await sidecarClient.hincrby(redisKeys.modelUsageMinutes('m', '2026-01-01'), '1r', 1);
+    await sidecarClient.expire(redisKeys.modelUsageMinutes('m', '2026-01-01'), 60);
+    await sidecarClient.hset(redisKeys.modelLoad('m'), 'gw|', '{}');
+    await sidecarClient.pexpire(redisKeys.modelLoad('m'), 30_000);
+    await admin.del(
+      redisKeys.grantUsed(id),
+      window,
+      redisKeys.keyUsage(id),
+      redisKeys.keyUsageEndpoints(id),
+      redisKeys.modelUsageMinutes('m', '2026-01-01'),
+      redisKeys.modelLoad('m'),
+    );
+  });
+
   it('the sidecar user appends a refusal report for the gateways', async () => {
     await expect(sidecarClient.rpush('tg:audit:sidecar', '{}')).resolves.toBeGreaterThan(0);
     await admin.del('tg:audit:sidecar');
@@ -182,6 +209,13 @@ describe('the Redis users of the chart, on a real redis-server', () => {
     ['reconfigure the server', (r: Redis) => r.call('CONFIG', 'SET', 'maxmemory', '1')],
     ['read the users', (r: Redis) => r.call('ACL', 'LIST')],
     ['write outside Tollgate', (r: Redis) => r.set('other', 'x')],
+    // Each kind of counter takes only its own commands: none can be set back or change its type.
+    ['set a rate-limit window back', (r: Redis) => r.set(redisKeys.rateLimit('a', 0), '0')],
+    ['turn a usage record into a string', (r: Redis) => r.set(redisKeys.keyUsage('a'), 'x')],
+    ['replace a model’s load reports', (r: Redis) => r.set(redisKeys.modelLoad('m'), 'x')],
+    ['count into a load report', (r: Redis) => r.incr(redisKeys.modelLoad('m'))],
+    ['write a hash over a rate-limit window', (r: Redis) => r.hset(redisKeys.rateLimit('a', 0), 'f', '1')],
+    ['count a spent grant', (r: Redis) => r.incr(redisKeys.grantUsed('a'))],
   ])('the sidecar user cannot %s', async (_what, act) => {
     await expect(act(sidecarClient)).rejects.toThrow(/NOPERM/);
   });

@@ -533,4 +533,26 @@ describe('Model reconciler on a real API server', () => {
       AWS_ENDPOINT_URL: 'http://10.96.0.20:9000',
     });
   });
+
+  test('a store’s name is checked again at every connection: one re-pointed at the operator’s machine reaches nothing', async () => {
+    // A name that passed the check may resolve elsewhere when the operator connects (DNS
+    // rebinding); `localhost` resolving to loopback stands for it, with a real MinIO listening there.
+    const m = await minio();
+    const env = {
+      AWS_ACCESS_KEY_ID: m.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: m.secretAccessKey,
+      AWS_REGION: m.region,
+      AWS_ENDPOINT_URL: m.endpoint.replace('127.0.0.1', 'localhost'),
+    };
+    const bucket = `rebind-${Date.now()}`;
+    await s3ClientFromEnv(env).send(new CreateBucketCommand({ Bucket: bucket }));
+    const { refusedAddress } = new KubeSecretCredentials(c.kc);
+    expect(refusedAddress).toBeDefined();
+    const guarded = s3ClientFromEnv(env, { refusedAddress: refusedAddress!, maxAttempts: 1 });
+    await expect(guarded.send(new PutObjectCommand({ Bucket: bucket, Key: 'x', Body: 'x' }))).rejects.toThrow(
+      /localhost resolves to (127\.0\.0\.1|::1), which a Model's store may not be/,
+    );
+    // Tests' operators beside their store (sameMachine) connect as before.
+    expect(new KubeSecretCredentials(c.kc, { sameMachine: true }).refusedAddress).toBeUndefined();
+  });
 });

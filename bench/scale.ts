@@ -43,6 +43,16 @@ async function heapUsedMiB(port: number): Promise<number> {
   return Number(line?.split(' ')[1] ?? NaN) / 2 ** 20;
 }
 
+interface Operator {
+  builds: IndexBuilt[];
+  synced: number[];
+  /** Seconds until the index marker is set (at once if it is). */
+  marked(limitMs: number): Promise<number>;
+  /** Peak RSS so far, then RSS and V8 heap in use after 10 s of quiet (MiB). */
+  memory(): Promise<{ peak: number; settled: number; heapUsed: number }>;
+  stop(): Promise<void>;
+}
+
 const KEYS = Number(process.env.BENCH_KEYS ?? 100_000);
 const CLIENTS = 48;
 const GATEWAYS = Number(process.env.BENCH_GATEWAYS ?? 20);
@@ -51,7 +61,7 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 100);
 export async function run(): Promise<void> {
   const work = await mkdtemp(path.join(tmpdir(), 'tollgate-bench-scale-'));
   const reg = new ProcessRegistry(work);
-  let operator: ReturnType<typeof start> | undefined;
+  let running: Operator | undefined;
   const client = await (async () => {
     const kube = await startKube(reg, path.join(work, 'kube'));
     const redis = await startRedis(reg, 'scale');
@@ -63,6 +73,59 @@ export async function run(): Promise<void> {
     });
     return { kube, redis: new Redis(redis.url), url: redis.url };
   })();
+  /** `tollgate operator` as a real process on the harness API server and the bench's Redis. */
+  const startOperator = async (): Promise<Operator> => {
+    const metricsPort = await freePort();
+    const builds: IndexBuilt[] = [];
+    const synced: number[] = [];
+    const child = start(
+      'operator',
+      process.execPath,
+      [
+        CLI,
+        'operator',
+        '--no-leader-elect',
+        '--namespace',
+        'scale',
+        '--kubeconfig',
+        client.kube.kubeconfig,
+        '--redis-url',
+        client.url,
+        '--signing-key-file',
+        path.join(ROOT, 'test/integration/signing-key.json'),
+        '--metrics-port',
+        String(metricsPort),
+        '--webhook-port',
+        '0',
+      ],
+      {},
+      (line) => {
+        if (line.includes('"index built"')) builds.push(JSON.parse(line) as IndexBuilt);
+        if (line.includes('"caches synced"')) synced.push((JSON.parse(line) as { ms: number }).ms);
+      },
+    );
+    const pid = child.pid ?? 0;
+    const handle: Operator = {
+      builds,
+      synced,
+      marked: async (limitMs) => {
+        const from = performance.now();
+        while ((await client.redis.exists(redisKeys.indexMarker)) !== 1) {
+          if (performance.now() - from > limitMs) throw new Error('no index marker in time');
+          await new Promise((r) => setTimeout(r, 50));
+        }
+        return (performance.now() - from) / 1000;
+      },
+      memory: async () => {
+        const peak = memoryMiB(pid).peak;
+        await new Promise((r) => setTimeout(r, 10_000));
+        return { peak, settled: memoryMiB(pid).rss, heapUsed: await heapUsedMiB(metricsPort) };
+      },
+      stop: () => stop(child),
+    };
+    running = handle;
+    return handle;
+  };
   try {
     const kc = new KubeConfig();
     kc.loadFromFile(client.kube.kubeconfig);
@@ -76,6 +139,15 @@ export async function run(): Promise<void> {
       connect: { ca: pem(cluster?.caData), cert: pem(user?.certData), key: pem(user?.keyData) },
     });
     const apiKeysPath = '/apis/tollgate.dev/v1alpha1/namespaces/scale/apikeys';
+
+    // The same operator with no key yet: what the process itself takes, so the figure per key is
+    // what the keys add.
+    const bare = await startOperator();
+    await bare.marked(60_000);
+    const empty = await bare.memory();
+    await bare.stop();
+    await client.redis.flushall();
+
     const created = performance.now();
     let next = 0;
     await Promise.all(
@@ -106,56 +178,14 @@ export async function run(): Promise<void> {
     await api.close();
     const createSeconds = (performance.now() - created) / 1000;
 
-    const metricsPort = await freePort();
-    const builds: IndexBuilt[] = [];
-    const synced: number[] = [];
-    const started = performance.now();
-    operator = start(
-      'operator',
-      process.execPath,
-      [
-        CLI,
-        'operator',
-        '--no-leader-elect',
-        '--namespace',
-        'scale',
-        '--kubeconfig',
-        client.kube.kubeconfig,
-        '--redis-url',
-        client.url,
-        '--signing-key-file',
-        path.join(ROOT, 'test/integration/signing-key.json'),
-        '--metrics-port',
-        String(metricsPort),
-        '--webhook-port',
-        '0',
-      ],
-      {},
-      (line) => {
-        if (line.includes('"index built"')) builds.push(JSON.parse(line) as IndexBuilt);
-        if (line.includes('"caches synced"')) synced.push((JSON.parse(line) as { ms: number }).ms);
-      },
-    );
-    const pid = operator.pid ?? 0;
-    const marked = async (limitMs: number): Promise<number> => {
-      const from = performance.now();
-      while ((await client.redis.exists(redisKeys.indexMarker)) !== 1) {
-        if (performance.now() - from > limitMs) throw new Error('no index marker in time');
-        await new Promise((r) => setTimeout(r, 50));
-      }
-      return (performance.now() - from) / 1000;
-    };
-    await marked(600_000);
-    const firstBuild = (performance.now() - started) / 1000;
+    const operator = await startOperator();
+    const firstBuild = await operator.marked(600_000);
     const entries = async () => (await client.redis.dbsize()) - 1;
     const afterBuild = await entries();
-    const peakAfterBuild = memoryMiB(pid).peak;
-    await new Promise((r) => setTimeout(r, 10_000));
-    const settled = memoryMiB(pid).rss;
-    const heapUsed = await heapUsedMiB(metricsPort);
+    const { peak: peakAfterBuild, settled, heapUsed } = await operator.memory();
 
     await client.redis.flushall();
-    const rebuild = await marked(600_000);
+    const rebuild = await operator.marked(600_000);
     const afterFlush = await entries();
 
     const etcdMiB = statSync(path.join(work, 'kube', 'etcd-data', 'member', 'snap', 'db')).size / 2 ** 20;
@@ -164,13 +194,13 @@ export async function run(): Promise<void> {
       `  created through the API: ${(KEYS / createSeconds).toFixed(0)} keys/s (${CLIENTS} clients)`,
     );
     console.log(
-      `  operator start -> marker (every entry written): ${firstBuild.toFixed(1)} s, ${afterBuild} entries${phases(builds[0])}; caches synced in ${((synced[0] ?? NaN) / 1000).toFixed(1)} s`,
+      `  operator start -> marker (every entry written): ${firstBuild.toFixed(1)} s, ${afterBuild} entries${phases(operator.builds[0])}; caches synced in ${((operator.synced[0] ?? NaN) / 1000).toFixed(1)} s`,
     );
     console.log(
-      `  operator RSS: peak ${peakAfterBuild.toFixed(0)} MiB, settled ${settled.toFixed(0)} MiB (${((settled * 1024) / KEYS).toFixed(2)} KiB per key, process included); heap in use ${heapUsed.toFixed(0)} MiB`,
+      `  operator RSS: peak ${peakAfterBuild.toFixed(0)} MiB, settled ${settled.toFixed(0)} MiB, with no key ${empty.settled.toFixed(0)} MiB: ${(((settled - empty.settled) * 1024) / KEYS).toFixed(2)} KiB per key; V8 heap in use ${heapUsed.toFixed(0)} MiB (with no key ${empty.heapUsed.toFixed(0)}: ${(((heapUsed - empty.heapUsed) * 1024) / KEYS).toFixed(2)} KiB per key)`,
     );
     console.log(
-      `  Redis flushed -> marker again: ${rebuild.toFixed(1)} s, ${afterFlush} entries${phases(builds.at(-1))}`,
+      `  Redis flushed -> marker again: ${rebuild.toFixed(1)} s, ${afterFlush} entries${phases(operator.builds.at(-1))}`,
     );
     console.log(`  etcd's database: ${etcdMiB.toFixed(0)} MiB`);
     const figures = await fleet({
@@ -200,7 +230,7 @@ export async function run(): Promise<void> {
       `    gateway RSS: ${figures.managementRss.toFixed(0)} MiB serving the management API (every key watched), others ${quantile(figures.gatewayRss, 0.5).toFixed(0)} MiB (median)`,
     );
   } finally {
-    if (operator) await stop(operator);
+    await running?.stop();
     client.redis.disconnect();
     await reg.stopAll();
     await rm(work, { recursive: true, force: true });

@@ -7,6 +7,7 @@ import {
   type ObjectCache,
 } from '@kubernetes/client-node';
 import type { Logger } from '../logger.js';
+import { parseRefKey, refKey, type ObjectRef } from './object-ref.js';
 
 export type Parse<T> = (raw: unknown) => T | undefined;
 
@@ -92,14 +93,12 @@ export class InformerCache<T> {
   ) {}
 
   private ingest(obj: KubernetesObject): void {
-    if (this.ingested.has(obj)) return;
     slim(obj);
     const key = refOf(obj);
     const t = this.parse(obj);
     if (t === undefined) this.parsed.delete(key);
     else this.parsed.set(key, t);
     if ((t as unknown) !== obj) cutDown(obj);
-    this.ingested.add(obj);
   }
 
   /**
@@ -119,7 +118,10 @@ export class InformerCache<T> {
       this.kc,
       this.path,
       async () => {
-        const list = await listInPages(this.listPage, (obj) => this.ingest(obj));
+        const list = await listInPages(this.listPage, (obj) => {
+          this.ingest(obj);
+          this.ingested.add(obj);
+        });
         listed = true;
         markListed();
         return list;
@@ -128,7 +130,9 @@ export class InformerCache<T> {
     );
     this.informer = informer;
     const emit = (obj: KubernetesObject) => {
-      this.ingest(obj);
+      // A list page's object is announced once, after the list: forgotten then, so the set is
+      // empty once the cache is started, not one entry for each of 100,000 objects.
+      if (!this.ingested.delete(obj)) this.ingest(obj);
       onChange(parseRefKey(refOf(obj)), undefined);
     };
     informer.on('add', emit);
@@ -136,7 +140,7 @@ export class InformerCache<T> {
     informer.on('delete', (obj) => {
       const key = refOf(obj);
       // The last state seen: a relist's deletion hands back the informer's cut-down copy.
-      const gone = this.parsed.get(key) ?? (this.ingested.has(obj) ? undefined : this.parse(obj));
+      const gone = this.parsed.get(key) ?? (isCutDown(obj) ? undefined : this.parse(obj));
       this.parsed.delete(key);
       onChange(parseRefKey(key), gone);
     });
@@ -202,6 +206,10 @@ interface Named {
 const refOf = (obj: Named): string =>
   refKey({ namespace: obj.metadata?.namespace ?? '', name: obj.metadata?.name ?? '' });
 
+const isCutDown = (obj: KubernetesObject): boolean =>
+  Object.keys(obj.metadata ?? {}).length === 3 &&
+  Object.values(obj).filter((v) => v !== undefined).length === 1;
+
 /** What the informer compares a cached copy by (namespace, name, resourceVersion), and nothing else. */
 function cutDown(obj: KubernetesObject): void {
   const { name, namespace, resourceVersion } = obj.metadata ?? {};
@@ -209,15 +217,4 @@ function cutDown(obj: KubernetesObject): void {
   // its size, kept for every object the informer holds.
   for (const field of Object.keys(obj)) (obj as Record<string, unknown>)[field] = undefined;
   obj.metadata = { name, namespace, resourceVersion };
-}
-
-export interface ObjectRef {
-  namespace: string;
-  name: string;
-}
-
-const refKey = (r: ObjectRef): string => `${r.namespace}/${r.name}`;
-function parseRefKey(key: string): ObjectRef {
-  const slash = key.indexOf('/');
-  return { namespace: key.slice(0, slash), name: key.slice(slash + 1) };
 }

@@ -82,7 +82,9 @@ export class EntrySealer {
  */
 export function sealOf(sealed: string): string {
   const sigEnd = sealed.indexOf('.', sealed.indexOf('.', SEAL_PREFIX.length) + 1);
-  return sealed.slice(SEAL_PREFIX.length, sigEnd);
+  // A copy, not a slice: V8's slice of a long string points into it and keeps the whole sealed
+  // value (payload included) alive for as long as the seal is kept.
+  return Buffer.from(sealed.slice(SEAL_PREFIX.length, sigEnd), 'latin1').toString('latin1');
 }
 
 /** A sealed value from a kept seal and the payload it was made for. */

@@ -32,33 +32,70 @@ export type ApiKeyResource = ApiKey & Resource;
  */
 export function compactApiKey(key: ApiKey): ApiKeyResource {
   const m = key.metadata as ApiKey['metadata'] & Resource['metadata'];
-  const metadata: Resource['metadata'] = { name: m.name };
-  if (m.namespace !== undefined) metadata.namespace = shared(m.namespace);
-  if (m.uid !== undefined) metadata.uid = m.uid;
-  if (m.resourceVersion !== undefined) metadata.resourceVersion = m.resourceVersion;
-  if (m.generation !== undefined) metadata.generation = m.generation;
-  if (m.finalizers !== undefined) metadata.finalizers = m.finalizers.map(shared);
-  if (m.deletionTimestamp !== undefined) metadata.deletionTimestamp = m.deletionTimestamp;
-  const spec = { ...key.spec, roles: key.spec.roles.map(shared) };
-  const compact: ApiKeyResource = { apiVersion: API_KEY_API_VERSION, kind: API_KEY_KIND, metadata, spec };
-  if (key.status !== undefined) compact.status = key.status;
-  return compact;
+  // Each object made whole in one literal: V8 keeps the fields of an object that grows after it is
+  // made in a second array, one more allocation for each of 100,000 keys.
+  const metadata: Resource['metadata'] = {
+    name: m.name,
+    namespace: m.namespace === undefined ? undefined : shared(m.namespace),
+    uid: m.uid,
+    resourceVersion: m.resourceVersion,
+    generation: m.generation,
+    finalizers: m.finalizers === undefined ? undefined : sharedList(m.finalizers),
+    deletionTimestamp: m.deletionTimestamp,
+  };
+  const spec = {
+    ...key.spec,
+    module: shared(key.spec.module),
+    owner: shared(key.spec.owner),
+    roles: sharedList(key.spec.roles),
+  };
+  return { apiVersion: API_KEY_API_VERSION, kind: API_KEY_KIND, metadata, spec, status: key.status };
 }
 
 /**
- * One copy of each of the few values most keys repeat (their namespace, finalizer, roles): parsed
- * from JSON, each key would hold its own.
+ * One copy of each of the few values most keys repeat (their namespace, owner, finalizers, roles):
+ * parsed from JSON, each key would hold its own. Lists are shared frozen: no one changes a cached
+ * key in place.
  */
 const repeated = new Map<string, string>();
-function shared(value: string): string {
-  const known = repeated.get(value);
+function shared<S extends string>(value: S): S {
+  const known = repeated.get(value) as S | undefined;
   if (known !== undefined) return known;
   if (repeated.size < 10_000) repeated.set(value, value);
   return value;
 }
+const repeatedLists = new Map<string, readonly string[]>();
+function sharedList(values: readonly string[]): string[] {
+  const id = JSON.stringify(values);
+  const known = repeatedLists.get(id);
+  if (known !== undefined) return known as string[];
+  const list = Object.freeze(values.map((v) => shared(v)));
+  if (repeatedLists.size < 10_000) repeatedLists.set(id, list);
+  return list as string[];
+}
 
 const isConflict = (e: unknown) => e instanceof ConflictError;
-const stampOf = (k: ApiKeyResource): string => `${k.metadata.uid}:${k.metadata.generation}`;
+
+/**
+ * A key's entry as last sealed: for the object (uid, the same string the cached key holds) at the
+ * generation, with that seal (to write the same entry again, unsigned, after Redis lost the index:
+ * signing is most of a rebuild's cost), and whether it is written since the index was last found
+ * missing. Kept for each of up to 100,000 keys, so it holds no string of its own but the seal.
+ */
+interface Written {
+  uid: string | undefined;
+  generation: number | undefined;
+  seal: string;
+  written: boolean;
+}
+const writtenFor = (k: ApiKeyResource, seal: string): Written => ({
+  uid: k.metadata.uid,
+  generation: k.metadata.generation,
+  seal,
+  written: true,
+});
+const isFor = (w: Written | undefined, k: ApiKeyResource): w is Written =>
+  w !== undefined && w.uid === k.metadata.uid && w.generation === k.metadata.generation;
 
 /**
  * ApiKey → its Redis index entry (`tg:key:<hash>` → KeyGrant, announced on the keys channel).
@@ -67,12 +104,7 @@ const stampOf = (k: ApiKeyResource): string => `${k.metadata.uid}:${k.metadata.g
  */
 export class ApiKeyReconciler implements Reconciler {
   readonly name = 'apikey';
-  /**
-   * Per key: the uid:generation its entry was last sealed for, that seal (to write the same entry
-   * again, unsigned, after Redis lost the index: signing is most of a rebuild's cost), and whether
-   * it is written since the index was last found missing.
-   */
-  private readonly entries = new Map<string, { stamp: string; seal: string; written: boolean }>();
+  private readonly entries = new Map<string, Written>();
   private readonly tombstones = new Map<string, { hash: string; id: string }>();
 
   readonly watches: Watches<ApiKeyResource>;
@@ -98,7 +130,7 @@ export class ApiKeyReconciler implements Reconciler {
     let count = 0;
     await this.index.putMany(this.live(), (e, seal) => {
       count++;
-      this.entries.set(e.ref, { stamp: e.stamp, seal, written: true });
+      this.entries.set(e.ref, writtenFor(e.key, seal));
     });
     return count;
   }
@@ -106,7 +138,7 @@ export class ApiKeyReconciler implements Reconciler {
   /** The keys an index build writes, each with the seal kept for it when it is still current. */
   private *live(): Generator<{
     ref: string;
-    stamp: string;
+    key: ApiKeyResource;
     hash: string;
     grant: () => KeyGrant;
     seal?: string;
@@ -115,14 +147,13 @@ export class ApiKeyReconciler implements Reconciler {
       if (k.metadata.deletionTimestamp || !(k.metadata.finalizers ?? []).includes(API_KEY_FINALIZER))
         continue;
       const ref = refKey({ namespace: k.metadata.namespace ?? '', name: k.metadata.name });
-      const stamp = stampOf(k);
       const kept = this.entries.get(ref);
       yield {
         ref,
-        stamp,
+        key: k,
         hash: k.spec.hash,
         grant: () => toKeyGrant(k),
-        ...(kept?.stamp === stamp ? { seal: kept.seal } : {}),
+        ...(isFor(kept, k) ? { seal: kept.seal } : {}),
       };
     }
   }
@@ -164,14 +195,9 @@ export class ApiKeyReconciler implements Reconciler {
       if (!updated) return undefined;
       obj = updated;
     }
-    const stamp = stampOf(obj);
     const entry = this.entries.get(key);
-    if (entry?.written === true && entry.stamp === stamp) return undefined;
-    this.entries.set(key, {
-      stamp,
-      seal: await this.index.put(obj.spec.hash, toKeyGrant(obj)),
-      written: true,
-    });
+    if (isFor(entry, obj) && entry.written) return undefined;
+    this.entries.set(key, writtenFor(obj, await this.index.put(obj.spec.hash, toKeyGrant(obj))));
     return undefined;
   }
 }

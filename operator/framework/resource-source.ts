@@ -3,16 +3,10 @@
  * server (informers; kube-source.ts) and, in standalone mode, a directory of manifests. Controllers
  * only see keys and this interface, so they cannot tell the two apart.
  */
-export interface ResourceRef {
-  namespace: string;
-  name: string;
-}
+import type { ObjectRef } from '../../common/kube/object-ref.js';
 
-export const refKey = (r: ResourceRef): string => `${r.namespace}/${r.name}`;
-export function parseRefKey(key: string): ResourceRef {
-  const slash = key.indexOf('/');
-  return { namespace: key.slice(0, slash), name: key.slice(slash + 1) };
-}
+export type ResourceRef = ObjectRef;
+export { refKey, parseRefKey } from '../../common/kube/object-ref.js';
 
 /** Any resource: metadata is all the sources need to know. */
 export interface Resource {

@@ -144,10 +144,13 @@ export class InvalidatedCache<V extends object> {
 
   constructor(
     private readonly invalidation: CacheInvalidation,
-    opts: { max: number; ttlMs?: number },
+    opts: { max: number; ttlMs?: number; onDrop?: (value: V) => void },
   ) {
+    const dispose = opts.onDrop === undefined ? {} : { dispose: opts.onDrop };
     this.lru = new LRUCache<string, V>(
-      opts.ttlMs === undefined ? { max: opts.max } : { max: opts.max, ttl: opts.ttlMs, ttlAutopurge: false },
+      opts.ttlMs === undefined
+        ? { max: opts.max, ...dispose }
+        : { max: opts.max, ttl: opts.ttlMs, ttlAutopurge: false, ...dispose },
     );
     invalidation.onReset(() => this.clear());
   }
@@ -160,13 +163,20 @@ export class InvalidatedCache<V extends object> {
     return this.invalidation.live ? this.lru.get(key) : undefined;
   }
 
-  set(key: string, value: V, epochAtLookup: number): void {
-    if (this.invalidation.live && epochAtLookup === this.epochNow) this.lru.set(key, value);
+  /** Whether the value was cached (not when a change came, or the channel fell, since the lookup). */
+  set(key: string, value: V, epochAtLookup: number): boolean {
+    if (!this.invalidation.live || epochAtLookup !== this.epochNow) return false;
+    this.lru.set(key, value);
+    return true;
   }
 
-  delete(key: string): void {
+  /**
+   * Something changed: no lookup begun before now is cached, and `key`'s value, when one is named
+   * and held, is dropped.
+   */
+  delete(key: string | undefined): void {
     this.epochNow++;
-    this.lru.delete(key);
+    if (key !== undefined) this.lru.delete(key);
   }
 
   clear(): void {

@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { KEY_PREFIX, redisChannels, redisKeys } from '../common/redis/schema.js';
+import { KEY_PREFIX, keyChangeTag, redisChannels, redisKeys } from '../common/redis/schema.js';
 import { keyGrantSchema, parseStored, routeSchema } from '../common/resources/grant.js';
 import type { EntryVerifier } from '../common/redis/sealed-entry.js';
 import type { ResourceSource } from './framework/resource-source.js';
@@ -77,7 +77,14 @@ export async function sweepStaleKeys(
         const fresh = await keys.read({ namespace, name: `key-${grant.value.id}` });
         if (fresh && fresh.spec.hash === hash) continue;
       }
-      const gone = (await redis.eval(DELETE_IF_SAME, 1, key, value, redisChannels.keys, hash)) as number;
+      const gone = (await redis.eval(
+        DELETE_IF_SAME,
+        1,
+        key,
+        value,
+        redisChannels.keys,
+        keyChangeTag(hash),
+      )) as number;
       // A real key's usage figures die with it; a forged entry's id names nobody's.
       if (gone === 1 && grant?.ok === true) await redis.del(redisKeys.keyUsage(grant.value.id));
       removed += gone;

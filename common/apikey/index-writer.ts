@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import { redisUnavailable } from '../redis/unavailable.js';
-import { redisChannels, redisKeys } from '../redis/schema.js';
+import { keyChangeTag, redisChannels, redisKeys } from '../redis/schema.js';
 import type { KeyGrant } from '../resources/grant.js';
 import { sealOf, withSeal, type EntrySealer } from '../redis/sealed-entry.js';
 
@@ -24,7 +24,10 @@ export class KeyIndexWriter {
   async put(hash: string, grant: KeyGrant): Promise<string> {
     const key = redisKeys.apiKey(hash);
     const sealed = await this.sealer.seal(key, JSON.stringify(grant));
-    await this.exec('write', this.redis.multi().set(key, sealed).publish(redisChannels.keys, hash));
+    await this.exec(
+      'write',
+      this.redis.multi().set(key, sealed).publish(redisChannels.keys, keyChangeTag(hash)),
+    );
     return sealOf(sealed);
   }
 
@@ -76,7 +79,7 @@ export class KeyIndexWriter {
         .multi()
         .del(redisKeys.apiKey(entry.hash))
         .del(redisKeys.keyUsage(entry.id))
-        .publish(redisChannels.keys, entry.hash),
+        .publish(redisChannels.keys, keyChangeTag(entry.hash)),
     );
   }
 

@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto';
+
 /**
  * The Redis schema, shared by the operator (which rebuilds it from Kubernetes resources) and the
  * gateway (which reads it on every request). Redis holds derived state only: everything here can
@@ -82,10 +84,20 @@ export const redisKeys = {
 } as const;
 
 export const redisChannels = {
-  /** Message: the SHA-256 of a key whose entry changed or was deleted. */
+  /** Message: the `keyChangeTag` of a key whose entry changed or was deleted. */
   keys: `${KEY_PREFIX}events:keys`,
   /** Message: the Redis key of a route that changed or was deleted. */
   routes: `${KEY_PREFIX}events:routes`,
   /** Message: JSON WakeRequest, a call waiting at a gateway for a model version at zero. */
   modelWake: `${KEY_PREFIX}events:model-wake`,
 } as const;
+
+/**
+ * What the keys channel says of a changed key: a digest of its hash, not the hash. A sidecar's
+ * Redis user, whose password a tenant can read, may subscribe; a hash would name the key's entry
+ * (`GET tg:key:<hash>`: its owner, roles and id, and the id names its rate-limit and usage
+ * counters), so every key's change would hand the tenant another team's key to exhaust. A reader
+ * that holds the hash (it cached the entry) matches the tag; no one else learns anything from it.
+ */
+export const keyChangeTag = (hash: string): string =>
+  createHash('sha256').update(`tollgate key change\n${hash}`).digest('base64url');

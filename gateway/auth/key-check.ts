@@ -3,7 +3,7 @@ import type { Redis } from 'ioredis';
 import { hashKey } from '../../common/apikey/format.js';
 import { TollgateError } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
-import { redisChannels, redisKeys } from '../../common/redis/schema.js';
+import { keyChangeTag, redisChannels, redisKeys } from '../../common/redis/schema.js';
 import { keyGrantSchema, parseStored, type KeyGrant } from '../../common/resources/grant.js';
 import { InvalidatedCache, type CacheInvalidation } from '../invalidation.js';
 import { parseAuthorizationHeader } from './authorization-header.js';
@@ -16,6 +16,8 @@ import type { EntryVerifier } from '../../common/redis/sealed-entry.js';
 /** The index entry as written by the keys code; checked here because Redis is outside our process. */
 interface CachedGrant {
   grant: KeyGrant;
+  /** keyChangeTag of the key's hash: what the keys channel names the key by. */
+  tag: string;
   /** Epoch milliseconds; Infinity when the key does not expire. */
   expiresAtMs: number;
   /** Built once per cached entry: the check on every call is a lookup. */
@@ -29,6 +31,8 @@ interface CachedGrant {
  */
 export class KeyChecker {
   private readonly cache: InvalidatedCache<CachedGrant>;
+  /** The hash of each cached key by its change tag; an entry leaves with its key's cached grant. */
+  private readonly hashOfTag = new Map<string, string>();
 
   constructor(
     private readonly redis: Redis,
@@ -41,9 +45,12 @@ export class KeyChecker {
     /** Told of each refusal of a key that exists (expired, rolled, from a network it may not use). */
     private readonly onRefused: RefusalSink = () => undefined,
   ) {
-    this.cache = new InvalidatedCache<CachedGrant>(invalidation, { max: cacheEntries });
-    // Messages on the keys channel carry the hash of a key whose entry changed or was deleted.
-    invalidation.on(redisChannels.keys, (hash) => this.cache.delete(hash));
+    this.cache = new InvalidatedCache<CachedGrant>(invalidation, {
+      max: cacheEntries,
+      onDrop: (dropped) => this.hashOfTag.delete(dropped.tag),
+    });
+    // Messages on the keys channel carry the change tag of a key whose entry changed or was deleted.
+    invalidation.on(redisChannels.keys, (tag) => this.cache.delete(this.hashOfTag.get(tag)));
   }
 
   /**
@@ -87,7 +94,7 @@ export class KeyChecker {
       throw new TollgateError('unknown_api_key', 'this key does not exist or was deleted; create a new one');
     }
     const entry = this.toCached(raw, hash);
-    this.cache.set(hash, entry, epoch);
+    if (this.cache.set(hash, entry, epoch)) this.hashOfTag.set(entry.tag, hash);
     return entry;
   }
 
@@ -106,6 +113,7 @@ export class KeyChecker {
     const expiresAtMs = grant.expiresAt === undefined ? Infinity : Date.parse(grant.expiresAt);
     return {
       grant,
+      tag: keyChangeTag(hash),
       expiresAtMs: Number.isNaN(expiresAtMs) ? -Infinity : expiresAtMs,
       allowlist: grant.allowedCidrs === undefined ? undefined : new CidrAllowlist(grant.allowedCidrs),
     };

@@ -6,7 +6,7 @@ import { SignJWT, importJWK } from 'jose';
 import { generateKey, hashKey } from '../../../common/apikey/format.js';
 import { generateStoredKey, publicJwk } from '../../../common/crypto/key-file.js';
 import { EntrySealer } from '../../../common/redis/sealed-entry.js';
-import { redisChannels, redisKeys } from '../../../common/redis/schema.js';
+import { keyChangeTag, redisChannels, redisKeys } from '../../../common/redis/schema.js';
 import type { KeyGrant } from '../../../common/resources/grant.js';
 import type { GatewayServices } from '../../../gateway/services.js';
 import { createSidecar, type Sidecar } from '../../../gateway/sidecar/sidecar.js';
@@ -96,7 +96,7 @@ describe('entries the operator did not write', () => {
         redisKey,
         await seal(redisKey, JSON.stringify(grantFor([wfA]))),
         redisChannels.keys,
-        hashKey(key),
+        keyChangeTag(hashKey(key)),
       );
       const answer = await send(gw.url, `/events/bda/${wfA}/svc/x`, { headers: apikey(key) });
       expect([answer.status, answer.json.code]).toEqual([401, 'unknown_api_key']);
@@ -118,7 +118,7 @@ describe('entries the operator did not write', () => {
     const payload = sealed.slice(sealed.lastIndexOf('.{') + 1);
     expect(JSON.parse(payload)).toEqual(created.grant);
     const edited = sealed.slice(0, sealed.length - payload.length) + JSON.stringify(edit(created.grant));
-    await plant(redisKey, edited, redisChannels.keys, created.hash);
+    await plant(redisKey, edited, redisChannels.keys, keyChangeTag(created.hash));
     for (const wf of [wfA, wfB]) {
       const answer = await send(gw.url, `/events/bda/${wf}/svc/x`, { headers: apikey(created.key) });
       expect([answer.status, answer.json.code]).toEqual([401, 'unknown_api_key']);
@@ -130,7 +130,7 @@ describe('entries the operator did not write', () => {
     const victim = await createKey(r, 'bda', [wfA]);
     const mine = generateKey('bda');
     const sealed = (await r.get(redisKeys.apiKey(victim.hash))) ?? '';
-    await plant(redisKeys.apiKey(hashKey(mine)), sealed, redisChannels.keys, hashKey(mine));
+    await plant(redisKeys.apiKey(hashKey(mine)), sealed, redisChannels.keys, keyChangeTag(hashKey(mine)));
     const answer = await send(gw.url, `/events/bda/${wfA}/svc/x`, { headers: apikey(mine) });
     expect([answer.status, answer.json.code]).toEqual([401, 'unknown_api_key']);
     // The victim's own key still works.
@@ -224,7 +224,7 @@ describe('entries the operator did not write', () => {
     it('refuses a forged key entry, and takes a real one', async () => {
       const key = generateKey('bda');
       const redisKey = redisKeys.apiKey(hashKey(key));
-      await plant(redisKey, JSON.stringify(grantFor([wfA])), redisChannels.keys, hashKey(key));
+      await plant(redisKey, JSON.stringify(grantFor([wfA])), redisChannels.keys, keyChangeTag(hashKey(key)));
       const forged = await send(sidecarUrl, '/x', { headers: apikey(key) });
       expect([forged.status, forged.json.code]).toEqual([401, 'unknown_api_key']);
       expect(upstream.seen).toEqual([]);

@@ -1,7 +1,7 @@
 import { Redis } from 'ioredis';
 import { KeyIndexWriter } from '../../../common/apikey/index-writer.js';
 import { generateKey, hashKey } from '../../../common/apikey/format.js';
-import { redisChannels, redisKeys } from '../../../common/redis/schema.js';
+import { keyChangeTag, redisChannels, redisKeys } from '../../../common/redis/schema.js';
 import type { KeyGrant } from '../../../common/resources/grant.js';
 import { newKeyId } from '../../../common/resources/apikey.js';
 import { RouteWriter, WorkflowRoutes } from '../../../common/routes/workflow-routes.js';
@@ -48,7 +48,7 @@ describe('key index writer', () => {
   });
   afterAll(() => client.disconnect());
 
-  it('writes the grant under the key’s hash and tells every subscriber at once', async () => {
+  it('writes the grant under the key’s hash and tells every subscriber at once, by a tag that is not the hash', async () => {
     const writer = new KeyIndexWriter(client, await testSealer());
     const replicaA = await listen(url, redisChannels.keys);
     const replicaB = await listen(url, redisChannels.keys);
@@ -65,13 +65,18 @@ describe('key index writer', () => {
       };
       await writer.put(hash, grant);
       expect(await readSealed(client, redisKeys.apiKey(hash))).toEqual(grant);
-      await until(() => replicaA.messages.includes(hash) && replicaB.messages.includes(hash));
+      const tag = keyChangeTag(hash);
+      await until(() => replicaA.messages.includes(tag) && replicaB.messages.includes(tag));
+      // A subscriber that does not hold the hash (a tenant with a sidecar's Redis password) learns
+      // nothing it can look up: the tag names no entry and no counter.
+      expect(replicaA.messages).not.toContain(hash);
+      expect(await client.exists(redisKeys.apiKey(tag))).toBe(0);
 
       await client.hset(redisKeys.keyUsage(grant.id), { lastUsed: new Date().toISOString(), count: 3 });
       await writer.delete({ hash, id: grant.id });
       expect(await client.exists(redisKeys.apiKey(hash), redisKeys.keyUsage(grant.id))).toBe(0);
-      await until(() => replicaA.messages.filter((m) => m === hash).length === 2);
-      expect(replicaB.messages.filter((m) => m === hash)).toHaveLength(2);
+      await until(() => replicaA.messages.filter((m) => m === tag).length === 2);
+      expect(replicaB.messages.filter((m) => m === tag)).toHaveLength(2);
     } finally {
       replicaA.close();
       replicaB.close();

@@ -82,6 +82,33 @@ describe('gateway lifecycle', () => {
       await agent.close();
     });
 
+    it('a cache smaller than the keys in use: a key evicted and cached again still stops at once', async () => {
+      const info = await redis('gateway-revocation');
+      const gw = await startGateway({ redisUrl: info.url, cacheEntries: 2 });
+      try {
+        const [k1, k2, k3] = [
+          await createKey(r, 'bda', [wf]),
+          await createKey(r, 'bda', [wf]),
+          await createKey(r, 'bda', [wf]),
+        ];
+        const call = async (key: string) =>
+          (await send(gw.url, `/events/bda/${wf}/svc/x`, { headers: apikey(key) })).status;
+        // k1 cached, pushed out by k2 and k3, cached again (k2 out): the change it is told of must
+        // still find it, and so must k3's.
+        for (const k of [k1, k2, k3, k1]) expect(await call(k.key)).toBe(200);
+        for (const k of [k1, k3]) {
+          await deleteKey(r, { hash: k.hash, id: k.grant.id });
+          const started = performance.now();
+          let status = 200;
+          while (status === 200 && performance.now() - started < 1000) status = await call(k.key);
+          expect([status, performance.now() - started < 100]).toEqual([401, true]);
+        }
+        expect(await call(k2.key)).toBe(200);
+      } finally {
+        await gw.stop();
+      }
+    });
+
     it('on SIGTERM finishes the in-flight request, then exits 0', async () => {
       const gw = proc as GatewayProcess;
       const { key } = await createKey(r, 'bda', [wf]);

@@ -1,7 +1,8 @@
-import { connectRedis } from '../common/redis/connect.js';
 /**
- * The operator: three controllers (Model, ApiKey, workflow Service) over one Redis, started while
- * this replica leads.
+ * The operator's manager (controller-runtime's): runs the Runnables it is given, those that need
+ * the lease only while this replica leads, and for each term the reconcilers `setupTerm`
+ * (setup.ts) lists, each under a Controller, with the index keeper (index-keeper.ts). It names no
+ * reconciler and reads none of their state.
  *
  * THE SEAM (standalone mode). Everything the controllers touch outside Redis comes in through
  * `OperatorSources`:
@@ -18,47 +19,29 @@ import { connectRedis } from '../common/redis/connect.js';
  * ProcessEnvCredentials, and runs `new OperatorManager(sources, { redisUrl })` without leader
  * election. The controllers cannot tell the difference.
  */
-import { randomUUID } from 'node:crypto';
 import type { KubeConfig } from '@kubernetes/client-node';
+import { connectRedis } from '../common/redis/connect.js';
 import type { Redis } from 'ioredis';
-import { KeyIndexWriter } from '../common/apikey/index-writer.js';
 import type { Logger } from '../common/logger.js';
-import { redisKeys } from '../common/redis/schema.js';
 import type { Model } from '../common/resources/model.js';
-import { ApiKeyReconciler, type ApiKeyResource } from './controllers/apikey-controller.js';
+import type { ApiKeyResource } from './controllers/apikey-controller.js';
 import { Controller } from './framework/controller.js';
-import { ModelReconciler } from './controllers/model-controller.js';
-import { Autoscaler } from './scaling/autoscaler.js';
-import { WorkflowServiceReconciler, type ServiceAddress } from './controllers/workflow-service-controller.js';
+import type { ServiceAddress } from './controllers/workflow-service-controller.js';
 import type { WorkflowService } from '../common/resources/workflow-service.js';
 import type { Workflow } from '../common/resources/workflow.js';
-import { WorkflowAdmission } from './workflows/workflow-admission.js';
 import type { EventRecorder } from './events.js';
 import { LeaderElector, type LeaderElectionOptions } from './framework/leader-election.js';
+import type { Runnable } from './framework/runnable.js';
 import { OperatorMetrics } from './metrics.js';
-import { sweepStaleKeys, sweepStaleRoutes } from './rebuild.js';
-import { ReportChecker } from '../common/redis/load-reports.js';
+import { IndexKeeper } from './index-keeper.js';
+import { setupTerm } from './setup.js';
 import { RouteWriter } from '../common/routes/workflow-routes.js';
-import { UsageStatusSync } from './usage-status.js';
 import type { RuntimeDriver } from './serving/runtime-driver.js';
 import type { ResourceSource, WatchedSource } from './framework/resource-source.js';
 import type { CredentialsResolver } from './storage/credentials.js';
 import type { StoredKey } from '../common/crypto/key-file.js';
 import { EntrySealer, EntryVerifier } from '../common/redis/sealed-entry.js';
 import type { ModelGateway } from '../common/resources/model.js';
-
-/** How long a rebuild waits for failed reconciles to succeed on retry before it sweeps. */
-const SETTLE_MS = 15_000;
-/** How long the periodic index check waits for Redis before it takes the connection for dead. */
-const INDEX_CHECK_TIMEOUT_MS = 2_000;
-
-// Sets the marker only if the build's own token is still there: a Redis flushed or restarted
-// empty while the build ran lost the token with the entries, and must not be marked built.
-const MARK_BUILT = `
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-redis.call('SET', KEYS[2], ARGV[2])
-redis.call('DEL', KEYS[1])
-return 1`;
 
 export interface OperatorSources {
   models: ResourceSource<Model>;
@@ -106,6 +89,7 @@ export type SourcesFactory = () => OperatorSources;
 export class OperatorManager {
   readonly metrics: OperatorMetrics;
   private readonly redis: Redis;
+  private readonly runnables: Runnable[] = [];
   private term: Term | undefined;
   private elector: LeaderElector | undefined;
   private starting: Promise<void> | undefined;
@@ -124,12 +108,22 @@ export class OperatorManager {
     this.redis.on('error', (err) => opts.log.debug({ err }, 'redis'));
   }
 
+  /**
+   * Runs `r` with the operator: from `start` to `stop` on every replica, or, when it needs the
+   * lease, for each term this replica leads. Add before `start`.
+   */
+  add(r: Runnable): void {
+    this.runnables.push(r);
+  }
+
   get isRunning(): boolean {
     return this.term !== undefined;
   }
 
   /** Resolves when controllers run (without leader election) or when campaigning has begun. */
   async start(): Promise<void> {
+    // First, and whatever Redis does: the webhook and the health port do not wait for it.
+    for (const r of this.runnables) if (!r.needsLeader) await r.start();
     await this.redis
       .connect()
       .catch((err: unknown) => this.opts.log.warn({ err }, 'Redis not reachable yet; retrying'));
@@ -156,19 +150,21 @@ export class OperatorManager {
   /** Resolves once the first full rebuild of the index and routes is done (tests, readiness). */
   async synced(): Promise<void> {
     await this.starting;
-    await this.term?.firstRebuild;
+    await this.term?.index.firstRebuild;
   }
 
   async stop(): Promise<void> {
     await this.elector?.stop();
     await this.stopTerm();
+    for (const r of this.runnables) if (!r.needsLeader) await r.stop();
     this.redis.disconnect();
   }
 
   private async startTerm(): Promise<void> {
     const key = await this.opts.signingKey();
     if (this.term) return;
-    const term = new Term(this.makeSources(), this.redis, this.opts, this.metrics, key);
+    const leading = this.runnables.filter((r) => r.needsLeader);
+    const term = new Term(this.makeSources(), this.redis, this.opts, this.metrics, key, leading);
     this.term = term;
     await term.start();
   }
@@ -181,82 +177,43 @@ export class OperatorManager {
   }
 }
 
-/** One leadership term: sources, controllers and the index watch, started and stopped together. */
+/**
+ * One leadership term: its sources, the controllers of the reconcilers `setupTerm` lists, the index
+ * keeper and whatever else needs the lease, started and stopped together.
+ */
 class Term {
-  firstRebuild: Promise<void> = Promise.resolve();
+  readonly index: IndexKeeper;
   private readonly controllers: Controller[];
-  private readonly keyController: Controller;
-  private readonly modelReconciler: ModelReconciler;
-  private readonly keyReconciler: ApiKeyReconciler;
-  private readonly serviceReconciler: WorkflowServiceReconciler;
-  private readonly usage: UsageStatusSync;
-  private readonly routes: RouteWriter;
-  private readonly verifier: EntryVerifier;
-  private indexTimer: NodeJS.Timeout | undefined;
-  private rebuilding: Promise<void> | undefined;
-  private stopped = false;
-  /**
-   * A reconnect may reach another server (a Sentinel failover promotes a replica) that never got
-   * the last writes: a deleted key's entry could be back. So every reconnect after the first
-   * resyncs the whole index from the resources, and the new marker tells the gateways to drop
-   * their caches.
-   */
-  private readonly onRedisReady = () => {
-    if (this.connectedBefore) this.resyncPending = true;
-    this.connectedBefore = true;
-    void this.checkIndex();
-  };
-  private connectedBefore = false;
-  private resyncPending = false;
-  /** The last rebuild left its sweep for later (a reconcile was failing): the next check does it. */
-  private sweepPending = false;
-  /** An index check is waiting on Redis: the next tick does not pile another on it. */
-  private checking = false;
+  private readonly runnables: Runnable[];
 
   constructor(
-    private readonly sources: OperatorSources,
-    private readonly redis: Redis,
+    sources: OperatorSources,
+    redis: Redis,
     private readonly opts: OperatorOptions,
     metrics: OperatorMetrics,
     signingKey: StoredKey,
+    leading: Runnable[],
   ) {
     const sealer = new EntrySealer(signingKey);
-    this.verifier = EntryVerifier.forKey(signingKey);
+    const verifier = EntryVerifier.forKey(signingKey);
     const routes = new RouteWriter(redis, sealer);
-    this.routes = routes;
-    const { log } = opts;
-    const workflows = new WorkflowAdmission(sources.workflows);
-    this.modelReconciler = new ModelReconciler({
-      ...sources,
-      workflows,
+    const { reconcilers, runnables } = setupTerm({
+      sources,
+      redis,
+      sealer,
+      verifier,
       routes,
-      log,
-      scaler: new Autoscaler({
-        models: sources.models,
-        redis,
-        subscriber: redis.duplicate(),
-        log,
-        reports: new ReportChecker(signingKey),
-        ...(opts.autoscaleTickMs === undefined ? {} : { tickMs: opts.autoscaleTickMs }),
-      }),
-      ...(opts.runtimeImage ? { runtimeImage: opts.runtimeImage } : {}),
-      ...(opts.modelGateway ? { defaultGateway: opts.modelGateway } : {}),
-    });
-    this.keyReconciler = new ApiKeyReconciler(sources.apiKeys, new KeyIndexWriter(redis, sealer));
-    this.serviceReconciler = new WorkflowServiceReconciler({
-      services: sources.services,
-      workflows,
-      routes,
-      address: sources.serviceAddress,
-      events: sources.events,
-      log,
+      signingKey,
+      opts,
     });
     // Each reconciler declares what it watches and owns (its `watches`); the manager only runs them.
-    this.controllers = [this.modelReconciler, this.keyReconciler, this.serviceReconciler].map(
-      (r) => new Controller(r, metrics, log, opts.workers?.[r.name]),
-    );
-    this.keyController = this.controllers[1]!;
-    this.usage = new UsageStatusSync(sources.apiKeys, redis, log);
+    this.controllers = reconcilers.map((r) => new Controller(r, metrics, opts.log, opts.workers?.[r.name]));
+    this.index = new IndexKeeper(redis, this.controllers, routes, verifier, {
+      log: opts.log,
+      ...(opts.namespace === undefined ? {} : { namespace: opts.namespace }),
+      ...(opts.indexCheckMs === undefined ? {} : { indexCheckMs: opts.indexCheckMs }),
+    });
+    this.runnables = [...runnables, ...leading];
   }
 
   async start(): Promise<void> {
@@ -265,162 +222,18 @@ class Term {
     this.opts.log.info({ ms: Math.round(performance.now() - began) }, 'caches synced');
     // Workers start only once every cache has synced (controller-runtime's WaitForCacheSync): a
     // Deployment event reconciled before the Model cache filled would take the Model for deleted
-    // and tear down its route and Deployment. Events seen meanwhile wait in the queues. The keys'
-    // workers wait for the first bulk write of the index (rebuild), which writes every entry in
-    // batches: started now, they would write the same entries one transaction each beside it.
-    for (const c of this.controllers) if (c !== this.keyController) c.start();
-    // Tracked like any rebuild: the index check must not start a second one meanwhile.
-    this.firstRebuild = this.rebuilding = this.rebuild().finally(() => (this.rebuilding = undefined));
-    // Connected already: the next 'ready' is a reconnect.
-    this.connectedBefore = this.redis.status === 'ready';
-    this.redis.on('ready', this.onRedisReady);
-    this.indexTimer = setInterval(() => void this.checkIndex(), this.opts.indexCheckMs ?? 1000);
-    this.usage.start(this.opts.usageSyncMs ?? 30_000);
+    // and tear down its route and Deployment. Events seen meanwhile wait in the queues. Those of a
+    // reconciler with a bulk write (the keys') wait for the index keeper's first one: started now,
+    // they would write the same entries one transaction each beside it.
+    for (const c of this.controllers) if (c.reconciler.writeAll === undefined) c.start();
+    await this.index.start();
+    for (const r of this.runnables) await r.start();
   }
 
   async stop(): Promise<void> {
-    this.stopped = true;
-    clearInterval(this.indexTimer);
-    await this.usage.stop();
-    this.redis.off('ready', this.onRedisReady);
+    await this.index.stop();
+    for (const r of this.runnables) await r.stop();
     await Promise.all(this.controllers.map((c) => c.stop()));
     await Promise.all(this.controllers.map((c) => c.stopWatches()));
-  }
-
-  private async checkIndex(): Promise<void> {
-    if (this.stopped || this.rebuilding || this.checking) return;
-    const resync = this.resyncPending;
-    this.checking = true;
-    try {
-      if (!resync && !this.sweepPending) {
-        const built = await this.markerExists();
-        // Built; or no answer, and the reconnect it forced resyncs once Redis is back.
-        if (built !== false) return;
-      }
-    } catch {
-      return; // Redis is down; checked again when it is back.
-    } finally {
-      this.checking = false;
-    }
-    this.resyncPending = false;
-    if (resync) this.opts.log.warn('Redis reconnected (perhaps to a new primary); resyncing the index');
-    else if (!this.sweepPending)
-      this.opts.log.warn(
-        'the Redis index is missing (flushed or restarted empty); rebuilding it from the resources',
-      );
-    this.rebuilding = this.rebuild().finally(() => (this.rebuilding = undefined));
-  }
-
-  /**
-   * Whether the index marker is there; undefined when Redis did not answer in time. A primary lost
-   * with its node leaves an idle connection open to an address that no longer answers (packets
-   * dropped, no reset): without a deadline the check would wait on it while the gateways, already
-   * on the new (empty) primary, answer 503 with no one rebuilding. So a check Redis does not
-   * answer drops the connection, and the reconnect (to the current primary) resyncs the index.
-   */
-  private async markerExists(): Promise<boolean | undefined> {
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<undefined>((resolve) => {
-      timer = setTimeout(() => resolve(undefined), INDEX_CHECK_TIMEOUT_MS);
-    });
-    try {
-      const answer = await Promise.race([this.redis.exists(redisKeys.indexMarker), late]);
-      if (answer === undefined && !this.stopped) {
-        this.opts.log.warn(
-          { timeoutMs: INDEX_CHECK_TIMEOUT_MS },
-          'Redis did not answer the index check; reconnecting (a lost primary?)',
-        );
-        this.redis.disconnect(true);
-      }
-      return answer === undefined ? undefined : answer === 1;
-    } finally {
-      clearTimeout(timer);
-    }
-  }
-
-  /** Idle, with failed reconciles given their retries (bounded: a lasting failure stays failing). */
-  private async settled(): Promise<void> {
-    const deadline = Date.now() + SETTLE_MS;
-    for (;;) {
-      await Promise.all(this.controllers.map((c) => c.idle()));
-      if (this.stopped || Date.now() > deadline || !this.controllers.some((c) => c.failing > 0)) return;
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
-
-  /**
-   * Reconciles everything, waits for the queues to drain, removes what no resource backs any more,
-   * then marks the index as built, unless Redis lost data meanwhile (the build's token is gone):
-   * then it is built again. The marker is never set over an index this build did not fill.
-   */
-  private async rebuild(): Promise<void> {
-    this.sweepPending = false;
-    const token = randomUUID();
-    try {
-      await this.redis.set(redisKeys.indexBuilding, token);
-    } catch {
-      this.resyncPending = true; // Redis is down: built again once it is back.
-      return;
-    }
-    const began = performance.now();
-    let keys = 0;
-    // Every key entry, in bulk: those unchanged since written may be what Redis lost.
-    try {
-      keys = await this.keyReconciler.writeAll();
-    } catch (err) {
-      this.opts.log.warn({ err }, 'index rebuild interrupted: Redis failed during the bulk write; retrying');
-      this.resyncPending = true;
-      return;
-    } finally {
-      this.keyController.start();
-    }
-    // Routes are rewritten, not compared, so one whose seal was tampered with is repaired.
-    this.routes.rewriteAll(true);
-    const written = performance.now();
-    for (const c of this.controllers) c.enqueueAll();
-    await this.settled();
-    const settled = performance.now();
-    this.routes.rewriteAll(false);
-    if (this.stopped) return;
-    if (this.controllers.some((c) => c.failing > 0)) {
-      // A route missing from liveRoutes() may belong to a reconcile that failed and waits for its
-      // retry: sweeping now would cut traffic to a ready model. The next check sweeps instead.
-      this.opts.log.warn('index rebuild postponed: some reconciles are failing and will be retried');
-      this.sweepPending = true;
-      return;
-    }
-    try {
-      await sweepStaleRoutes(this.redis, this.verifier, this.opts.namespace, [
-        ...this.modelReconciler.liveRoutes(),
-        ...this.serviceReconciler.liveRoutes(),
-      ]);
-      if (this.opts.namespace !== undefined)
-        await sweepStaleKeys(this.redis, this.verifier, this.sources.apiKeys, this.opts.namespace);
-      const marked = await this.redis.eval(
-        MARK_BUILT,
-        2,
-        redisKeys.indexBuilding,
-        redisKeys.indexMarker,
-        token,
-        new Date().toISOString(),
-      );
-      if (marked !== 1) {
-        this.opts.log.warn('Redis lost data while the index was being built; building it again');
-        this.resyncPending = true;
-      } else {
-        const ms = (from: number, to: number) => Math.round(to - from);
-        this.opts.log.info(
-          {
-            keys,
-            writeMs: ms(began, written),
-            reconcileMs: ms(written, settled),
-            sweepMs: ms(settled, performance.now()),
-          },
-          'index built',
-        );
-      }
-    } catch (err) {
-      this.opts.log.warn({ err }, 'index rebuild incomplete; retrying on the next check');
-    }
   }
 }

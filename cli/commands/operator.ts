@@ -1,26 +1,18 @@
 import type { Command } from 'commander';
-import { createServer } from 'node:http';
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { setFlagsFromString } from 'node:v8';
 import { createLogger } from '../../common/logger.js';
 import { loadKubeConfig } from '../../operator/kube-config.js';
-import { kubeSources, workflowRecords } from '../../operator/kube-sources.js';
+import { kubeSources } from '../../operator/kube-sources.js';
 import { OperatorManager } from '../../operator/manager.js';
 import { OperatorMetrics } from '../../operator/metrics.js';
 import { MODEL_GATEWAYS, type ModelGateway } from '../../common/resources/model.js';
 import { grantKeySecret } from '../../operator/grant-key.js';
-import { openKeyFile, publicJwk } from '../../common/crypto/key-file.js';
-import { CertificateKeeper } from '../../operator/webhook/certificate-keeper.js';
-import { WebhookServer } from '../../operator/webhook/server.js';
-import { WorkflowAdmission } from '../../operator/workflows/workflow-admission.js';
-import {
-  credentialEnv,
-  namespaceReportKey,
-  REPORT_KEY_ENV,
-  SidecarCredentialKeeper,
-  type SidecarCredentials,
-} from '../../operator/webhook/sidecar-credentials.js';
+import { openKeyFile } from '../../common/crypto/key-file.js';
+import type { SidecarCredentials } from '../../operator/webhook/sidecar-credentials.js';
+import { SidecarWebhook } from '../../operator/webhook/sidecar-webhook.js';
+import { MetricsServer } from '../../operator/metrics-server.js';
 
 interface OperatorFlags {
   redisUrl: string;
@@ -159,7 +151,6 @@ export function register(program: Command): void {
         log.warn({ err }, 'signing key not ready yet');
         return undefined;
       });
-      const trusted = stored === undefined ? undefined : { keys: [publicJwk(stored)] };
       const manager = new OperatorManager(
         () =>
           kubeSources(kc, log, {
@@ -188,92 +179,41 @@ export function register(program: Command): void {
             : {}),
         },
       );
-      const server = createServer((req, res) => {
-        if (req.url === '/metrics') {
-          void metrics.registry
-            .metrics()
-            .then((text) => res.writeHead(200, { 'content-type': metrics.registry.contentType }).end(text));
-        } else if (req.url === '/healthz' || req.url === '/readyz') {
-          res.writeHead(200, { 'content-type': 'text/plain' }).end('ok\n');
-        } else {
-          res.writeHead(404).end();
-        }
-      });
-      server.listen(flags.metricsPort);
-      // Every replica serves the webhook, leader or not: injection must not pause while the Lease moves.
-      let webhook:
-        { server: WebhookServer; keeper: CertificateKeeper; records: { stop(): Promise<void> } } | undefined;
+      manager.add(new MetricsServer(flags.metricsPort, metrics));
       if (flags.webhookPort > 0) {
-        if (trusted === undefined || stored === undefined) {
+        if (stored === undefined) {
           // A sidecar injected without the public keys could believe nothing: injection waits.
           log.error('the sidecar webhook needs the signing key to tell sidecars what to trust; restarting');
           process.exit(1);
         }
-        // The sidecar ACL user's credential (the chart's bundled Redis) and the namespace's own
-        // load-report key, put into each guarded pod's namespace and read from there: never a
-        // plain value in the pod spec.
-        const credentials = sidecarCredentials(process.env) ?? {};
-        const keeper = new SidecarCredentialKeeper(kc, (namespace) => ({
-          ...credentials,
-          [REPORT_KEY_ENV]: namespaceReportKey(stored, namespace),
-        }));
-        // The webhook's own view of the Workflow records (every replica serves it, leader or not).
-        // Until it has synced, the check passes: the Service reconciler still routes nothing the
-        // record does not admit.
-        const records = new WorkflowAdmission(workflowRecords(kc, log));
-        let recordsSynced = false;
-        const recordsWatch = records.watch(() => []);
-        recordsWatch
-          .start(() => undefined)
-          .then(
-            () => (recordsSynced = true),
-            (err: unknown) =>
-              log.warn({ err }, 'the webhook cannot read Workflow records; not checking them'),
-          );
-        const server = new WebhookServer(
-          flags.webhookPort,
-          {
-            image: flags.pullerImage,
-            redisUrl: flags.sidecarRedisUrl,
-            credentialEnv: credentialEnv([...Object.keys(credentials), REPORT_KEY_ENV]),
-            trustedKeys: JSON.stringify(trusted),
-            ...(process.env.TOLLGATE_IMAGE_PULL_POLICY
-              ? { imagePullPolicy: process.env.TOLLGATE_IMAGE_PULL_POLICY }
-              : {}),
-          },
-          log.child({ component: 'webhook' }),
-          metrics,
-          (namespace) => keeper.ensure(namespace),
-          (workflow, namespace) => {
-            if (!recordsSynced) return undefined;
-            const admission = records.admit(workflow, namespace);
-            return admission.admitted ? undefined : admission.message;
-          },
+        manager.add(
+          new SidecarWebhook(
+            kc,
+            {
+              port: flags.webhookPort,
+              image: flags.pullerImage,
+              ...(flags.sidecarRedisUrl === undefined ? {} : { sidecarRedisUrl: flags.sidecarRedisUrl }),
+              ...(process.env.TOLLGATE_IMAGE_PULL_POLICY
+                ? { imagePullPolicy: process.env.TOLLGATE_IMAGE_PULL_POLICY }
+                : {}),
+              credentials: sidecarCredentials(process.env) ?? {},
+              signingKey: stored,
+              certificates: {
+                namespace: ownNamespace,
+                secret: flags.webhookSecret,
+                service: flags.webhookService,
+                webhookConfiguration: flags.webhookConfig,
+                issue: flags.webhookCerts === 'self',
+                validityMs: duration('--webhook-cert-validity', flags.webhookCertValidity),
+              },
+            },
+            log,
+            metrics,
+          ),
         );
-        const certificates = new CertificateKeeper(
-          kc,
-          {
-            namespace: ownNamespace,
-            secret: flags.webhookSecret,
-            service: flags.webhookService,
-            webhookConfiguration: flags.webhookConfig,
-            issue: flags.webhookCerts === 'self',
-            validityMs: duration('--webhook-cert-validity', flags.webhookCertValidity),
-            checkMs: 10_000,
-          },
-          (tls) => server.useCertificates(tls),
-          log.child({ component: 'webhook-certs' }),
-          metrics,
-        );
-        certificates.start();
-        webhook = { server, keeper: certificates, records: recordsWatch };
       }
       const shutdown = async (signal: string) => {
         log.info({ signal }, 'shutting down');
-        server.close();
-        await webhook?.keeper.stop();
-        await webhook?.server.close();
-        await webhook?.records.stop();
         await manager.stop();
         kc.close();
         process.exit(0);

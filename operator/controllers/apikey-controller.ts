@@ -1,4 +1,7 @@
+import type { Redis } from 'ioredis';
 import type { KeyIndexWriter } from '../../common/apikey/index-writer.js';
+import type { EntryVerifier } from '../../common/redis/sealed-entry.js';
+import { sweepStaleKeys } from '../rebuild.js';
 import {
   API_KEY_API_VERSION,
   API_KEY_FINALIZER,
@@ -112,6 +115,11 @@ export class ApiKeyReconciler implements Reconciler {
   constructor(
     private readonly keys: ResourceSource<ApiKeyResource>,
     private readonly index: KeyIndexWriter,
+    /**
+     * Where stale entries are swept from (operator/rebuild.ts): only with a namespace, the one whose
+     * keys this operator owns; an operator of every namespace leaves the index's strays alone.
+     */
+    private readonly stale?: { redis: Redis; verifier: EntryVerifier; namespace: string },
   ) {
     this.watches = { for: keys, onDeleted: (ref, gone) => this.noteDeleted(ref, gone), workers: 16 };
   }
@@ -156,6 +164,12 @@ export class ApiKeyReconciler implements Reconciler {
         ...(isFor(kept, k) ? { seal: kept.seal } : {}),
       };
     }
+  }
+
+  async sweepStale(): Promise<number> {
+    if (this.stale === undefined) return 0;
+    const { redis, verifier, namespace } = this.stale;
+    return sweepStaleKeys(redis, verifier, this.keys, namespace);
   }
 
   async reconcile(key: string): Promise<ReconcileResult> {

@@ -30,6 +30,17 @@ export interface Reconciler {
   readonly name: string;
   readonly watches: Watches;
   reconcile(key: string): Promise<ReconcileResult>;
+  /**
+   * Its part of an index rebuild (operator/index-keeper.ts), for a reconciler whose entries are
+   * many and alike: writes every one in bulk (Redis may have lost them) and resolves with the
+   * count. Its workers start only after the first, so they do not write the same entries one by
+   * one beside it.
+   */
+  writeAll?(): Promise<number>;
+  /** The Redis routes its resources back now: a rebuild's sweep removes routes no one backs. */
+  liveRoutes?(): Iterable<string>;
+  /** Removes entries of its kind that no resource backs (after a rebuild's reconciles settled). */
+  sweepStale?(): Promise<number>;
 }
 
 /**
@@ -44,7 +55,7 @@ export class Controller {
   private readonly concurrency: number;
 
   constructor(
-    private readonly reconciler: Reconciler,
+    readonly reconciler: Reconciler,
     private readonly metrics: OperatorMetrics,
     private readonly log: Logger,
     concurrency?: number,

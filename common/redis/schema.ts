@@ -84,8 +84,13 @@ export const redisKeys = {
 } as const;
 
 export const redisChannels = {
-  /** Message: the `keyChangeTag` of a key whose entry changed or was deleted. */
-  keys: `${KEY_PREFIX}events:keys`,
+  /**
+   * Message: the `keyChangeTag` of a key whose entry changed or was deleted. Not `events:keys`,
+   * which carried the hash: a reader of that version (a sidecar in a pod not restarted since an
+   * upgrade) cannot subscribe here (the ACL names only this channel), so it caches nothing and
+   * asks Redis on every call, instead of keeping a revoked key's grant for want of a hash.
+   */
+  keys: `${KEY_PREFIX}events:key-changes`,
   /** Message: the Redis key of a route that changed or was deleted. */
   routes: `${KEY_PREFIX}events:routes`,
   /** Message: JSON WakeRequest, a call waiting at a gateway for a model version at zero. */

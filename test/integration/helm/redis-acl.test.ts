@@ -220,6 +220,18 @@ describe('the Redis users of the chart, on a real redis-server', () => {
     await expect(act(sidecarClient)).rejects.toThrow(/NOPERM/);
   });
 
+  it('the sidecar user listens for key changes only where they come as tags, not on the channel that carried hashes', async () => {
+    const listener = new Redis(url('sidecar'), { maxRetriesPerRequest: 1 });
+    try {
+      // A sidecar of an earlier version, not restarted since the upgrade: refused, so it never
+      // takes its cache for live and asks Redis on every call.
+      await expect(listener.subscribe('tg:events:keys')).rejects.toThrow(/NOPERM/);
+      await expect(listener.subscribe(redisChannels.keys)).resolves.toBe(1);
+    } finally {
+      listener.disconnect();
+    }
+  });
+
   it('nobody gets in without a password once the default user is off', async () => {
     await admin.call('ACL', 'SETUSER', 'default', 'off');
     const anonymous = new Redis(url('sidecar').replace(/tollgate-sidecar:[^@]+@/, ''), {

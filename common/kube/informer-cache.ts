@@ -118,10 +118,17 @@ export class InformerCache<T> {
       this.kc,
       this.path,
       async () => {
+        const seen = listed ? undefined : new Set<string>();
         const list = await listInPages(this.listPage, (obj) => {
           this.ingest(obj);
           this.ingested.add(obj);
+          seen?.add(refOf(obj));
         });
+        // A first list that failed half-way left its pages' objects parsed, and the informer, which
+        // never took that list, will announce no deletion of those gone since: this list decides.
+        // (A later relist is the informer's to diff; its deletions look up what is parsed here.)
+        if (seen !== undefined)
+          for (const key of this.parsed.keys()) if (!seen.has(key)) this.parsed.delete(key);
         listed = true;
         markListed();
         return list;

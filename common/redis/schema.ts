@@ -62,6 +62,12 @@ export const redisKeys = {
    */
   modelLoad: (model: string) => `${KEY_PREFIX}model-load:${model}`,
   /**
+   * The same hash, written by sidecars. Apart because a sidecar's Redis user can erase what it may
+   * write (`PEXPIRE 0`, `HSET` over a field), and any team reads that user's password: here a team
+   * can wipe only sidecars' reports, never the central gateways'.
+   */
+  sidecarModelLoad: (model: string) => `${KEY_PREFIX}sidecar-load:${model}`,
+  /**
    * Written by the operator after a full rebuild. Its absence means Redis was flushed or
    * restarted empty, and the operator rebuilds the index and the routes.
    */

@@ -3,7 +3,7 @@ import { hostname } from 'node:os';
 import type { Redis } from 'ioredis';
 import type { Logger } from '../../common/logger.js';
 import { redisKeys } from '../../common/redis/schema.js';
-import { signReport, type ReportSigner } from '../../common/redis/load-reports.js';
+import { CENTRAL_SCOPE, signReport, type ReportSigner } from '../../common/redis/load-reports.js';
 import { loadField } from '../../common/resources/model-scaling.js';
 import { PeriodicFlush } from '../periodic-flush.js';
 
@@ -87,7 +87,8 @@ export class LoadReporter {
       tally.since = now;
       // A version with nothing in flight is reported idle once, then forgotten until its next call.
       if (tally.inFlight === 0 && concurrency === 0) this.tallies.delete(key);
-      const redisKey = redisKeys.modelLoad(model);
+      const redisKey =
+        signer.scope === CENTRAL_SCOPE ? redisKeys.modelLoad(model) : redisKeys.sidecarModelLoad(model);
       const field = loadField(this.gateway, version);
       const report = signReport(signer, redisKey, field, { concurrency, at });
       pipeline.hset(redisKey, field, JSON.stringify(report));

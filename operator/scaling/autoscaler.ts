@@ -155,9 +155,19 @@ export class Autoscaler implements OwnedSource {
    */
   private async loadOf(model: Model, now: number): Promise<Map<string, number>> {
     const out = new Map<string, number>();
-    const redisKey = redisKeys.modelLoad(model.metadata.name);
-    const fields = await this.opts.redis.hgetall(redisKey);
-    for (const [field, raw] of Object.entries(fields)) {
+    const name = model.metadata.name;
+    const keys = [redisKeys.modelLoad(name), redisKeys.sidecarModelLoad(name)];
+    const answers = (await this.opts.redis.pipeline(keys.map((k) => ['hgetall', k])).exec()) ?? [];
+    const reports = keys.flatMap((redisKey, i) => {
+      const [err, fields] = answers[i] ?? [null, {}];
+      if (err) throw err;
+      return Object.entries(fields as Record<string, string>).map(([field, raw]) => ({
+        redisKey,
+        field,
+        raw,
+      }));
+    });
+    for (const { redisKey, field, raw } of reports) {
       const where = parseLoadField(field);
       let report: LoadReport;
       try {

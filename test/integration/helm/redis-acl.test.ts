@@ -135,15 +135,15 @@ describe('the Redis users of the chart, on a real redis-server', () => {
     await sidecarClient.expire(redisKeys.keyUsageEndpoints(id), 60);
     await sidecarClient.hincrby(redisKeys.modelUsageMinutes('m', '2026-01-01'), '1r', 1);
     await sidecarClient.expire(redisKeys.modelUsageMinutes('m', '2026-01-01'), 60);
-    await sidecarClient.hset(redisKeys.modelLoad('m'), 'gw|', '{}');
-    await sidecarClient.pexpire(redisKeys.modelLoad('m'), 30_000);
+    await sidecarClient.hset(redisKeys.sidecarModelLoad('m'), 'gw|', '{}');
+    await sidecarClient.pexpire(redisKeys.sidecarModelLoad('m'), 30_000);
     await admin.del(
       redisKeys.grantUsed(id),
       window,
       redisKeys.keyUsage(id),
       redisKeys.keyUsageEndpoints(id),
       redisKeys.modelUsageMinutes('m', '2026-01-01'),
-      redisKeys.modelLoad('m'),
+      redisKeys.sidecarModelLoad('m'),
     );
   });
 
@@ -212,8 +212,15 @@ describe('the Redis users of the chart, on a real redis-server', () => {
     // Each kind of counter takes only its own commands: none can be set back or change its type.
     ['set a rate-limit window back', (r: Redis) => r.set(redisKeys.rateLimit('a', 0), '0')],
     ['turn a usage record into a string', (r: Redis) => r.set(redisKeys.keyUsage('a'), 'x')],
-    ['replace a model’s load reports', (r: Redis) => r.set(redisKeys.modelLoad('m'), 'x')],
-    ['count into a load report', (r: Redis) => r.incr(redisKeys.modelLoad('m'))],
+    ['replace a model’s load reports', (r: Redis) => r.set(redisKeys.sidecarModelLoad('m'), 'x')],
+    ['count into a load report', (r: Redis) => r.incr(redisKeys.sidecarModelLoad('m'))],
+    // What it may write it may also erase (PEXPIRE 0, HSET over a field): so the central gateways'
+    // reports, which scale every model, are where it writes nothing.
+    ['erase the central gateways’ load reports', (r: Redis) => r.pexpire(redisKeys.modelLoad('m'), 0)],
+    [
+      'overwrite a central gateway’s load report',
+      (r: Redis) => r.hset(redisKeys.modelLoad('m'), 'gw|', '{}'),
+    ],
     ['write a hash over a rate-limit window', (r: Redis) => r.hset(redisKeys.rateLimit('a', 0), 'f', '1')],
     ['count a spent grant', (r: Redis) => r.incr(redisKeys.grantUsed('a'))],
   ])('the sidecar user cannot %s', async (_what, act) => {

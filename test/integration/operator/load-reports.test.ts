@@ -91,13 +91,15 @@ describe('load reports the autoscaler believes', () => {
     expect(replicas()).toBe(1);
 
     await client.del(redisKey);
-    // The model's own namespace (its sidecars) and a central gateway: believed, summed.
+    // The model's own namespace (its sidecars, under the sidecars' key) and a central gateway:
+    // believed, summed across the two.
     const own = { scope: 'default', key: reportKey(signingKey, 'default') };
+    const sidecarKey = redisKeys.sidecarModelLoad('fraud');
     field = loadField('own-sidecar', '');
     await client.hset(
-      redisKey,
+      sidecarKey,
       field,
-      JSON.stringify(signReport(own, redisKey, field, { concurrency: 2, at: at() })),
+      JSON.stringify(signReport(own, sidecarKey, field, { concurrency: 2, at: at() })),
     );
     field = loadField('central', '');
     await report(field, signReport(central, redisKey, field, { concurrency: 3, at: at() }));

@@ -93,6 +93,9 @@ export class OperatorManager {
   private term: Term | undefined;
   private elector: LeaderElector | undefined;
   private starting: Promise<void> | undefined;
+  private markBuilt: () => void = () => undefined;
+  /** Settles once this replica has built the index for the first time (never, if it never leads). */
+  readonly firstBuild = new Promise<void>((resolve) => (this.markBuilt = resolve));
 
   constructor(
     private readonly makeSources: SourcesFactory,
@@ -167,6 +170,7 @@ export class OperatorManager {
     const term = new Term(this.makeSources(), this.redis, this.opts, this.metrics, key, leading);
     this.term = term;
     await term.start();
+    void term.index.firstRebuild.then(this.markBuilt);
   }
 
   private async stopTerm(): Promise<void> {

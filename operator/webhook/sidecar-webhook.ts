@@ -1,12 +1,11 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from '../../common/logger.js';
-import type { StoredKey } from '../../common/crypto/key-file.js';
-import { publicJwk } from '../../common/crypto/key-file.js';
+import { publicJwk, type StoredKey } from '../../common/crypto/key-file.js';
 import type { Runnable } from '../framework/runnable.js';
 import { workflowRecords } from '../kube-sources.js';
 import type { OperatorMetrics } from '../metrics.js';
 import { WorkflowAdmission } from '../workflows/workflow-admission.js';
-import { CertificateKeeper } from './certificate-keeper.js';
+import { CertificateKeeper, type CertificateKeeperOptions } from './certificate-keeper.js';
 import {
   credentialEnv,
   namespaceReportKey,
@@ -27,15 +26,8 @@ export interface SidecarWebhookConfig {
   credentials: SidecarCredentials;
   /** The signing key: its public half is what sidecars trust; each namespace's report key derives from it. */
   signingKey: StoredKey;
-  certificates: {
-    namespace: string;
-    secret: string;
-    service: string;
-    webhookConfiguration: string;
-    /** Issue and rotate its own (self), or take them from the Secret (external). */
-    issue: boolean;
-    validityMs: number;
-  };
+  /** Where its serving certificates live, and whether it issues and rotates them (self) or only loads them. */
+  certificates: Omit<CertificateKeeperOptions, 'checkMs'>;
 }
 
 /**

@@ -9,6 +9,7 @@ import type { KeyGrant } from '../../common/resources/grant.js';
 import { isModelName } from '../../common/resources/model-name.js';
 import { clientResponseHeaders, requestIdOf, upstreamRequestHeaders } from '../proxy/headers.js';
 import type { NormalisedPath } from '../routing/normalise.js';
+import { reachable } from '../proxy/reachable.js';
 import { sendAgainOnConnectionLoss } from '../proxy/send-again.js';
 import type { ModelCall } from '../metrics.js';
 import type { GatewayServices } from '../services.js';
@@ -774,10 +775,11 @@ async function workflowRuntime(
 
 /**
  * Holds a call while the model (or one `version` of it, "" for any) is at zero, until `pick` finds
- * a ready runtime in its route, then picks once more for this call (calls held together share the
- * wait, not the choice: each draws its own version). Undefined if none is ready after all.
+ * a ready runtime in its route that takes a connection, then picks once more for this call (calls
+ * held together share the wait, not the choice: each draws its own version). Undefined if none is
+ * ready after all.
  */
-async function heldUntilWarm<T>(
+async function heldUntilWarm<T extends { origin: string }>(
   s: GatewayServices,
   lookup: V2Placement['modelRoute'],
   model: string,
@@ -785,6 +787,9 @@ async function heldUntilWarm<T>(
   pick: (route: ResolvedRoute | null) => T | undefined,
 ): Promise<T | undefined> {
   const timeoutMs = activationTimeoutMs(await lookup(model));
-  await s.activator.hold(model, version, timeoutMs, async () => pick(await lookup(model)) !== undefined);
+  await s.activator.hold(model, version, timeoutMs, async () => {
+    const picked = pick(await lookup(model));
+    return picked !== undefined && (await reachable(picked.origin));
+  });
   return pick(await lookup(model));
 }

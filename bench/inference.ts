@@ -16,7 +16,7 @@ import type { Model } from '../common/resources/model.js';
 import { loadGatewayConfig } from '../gateway/config.js';
 import { createGatewayServer } from '../gateway/server.js';
 import { createGatewayServices } from '../gateway/services.js';
-import { createV2Handler } from '../gateway/v2/handler.js';
+import { createV2Handler } from '../gateway/v2/router.js';
 import { RouteWriter } from '../common/routes/workflow-routes.js';
 import { freePort } from '../common/net/free-port.js';
 import { throwawayRedisArgs } from '../common/redis/throwaway-args.js';

@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { KeyGrant } from '../common/resources/grant.js';
+import type { Authenticate } from './auth/authenticate.js';
 import { sendError } from './http/errors.js';
 import type { MetricsRouteKind } from './metrics.js';
 import { requestIdOf, upstreamRequestHeaders } from './proxy/headers.js';
@@ -10,7 +11,7 @@ import type { EventsTarget } from './routing/events-router.js';
 import type { NormalisedPath } from './routing/normalise.js';
 import { noteRefusal } from './auth/refusals.js';
 import type { GatewayServices } from './services.js';
-import { workflowInference } from './v2/handler.js';
+import { Inference } from './v2/inference.js';
 
 /**
  * The hot path for `/events/...`: key check, routing decision, rate limit, proxy. No Express and
@@ -28,9 +29,6 @@ export type ResolveTarget = (
   grant: KeyGrant,
 ) => Promise<EventsTarget> | EventsTarget;
 
-/** Who is calling: the key check, or (a sidecar) a grant the central gateway signed. */
-export type Authenticate = (req: IncomingMessage) => KeyGrant | Promise<KeyGrant>;
-
 export type CallHandler = (req: IncomingMessage, res: ServerResponse, path: NormalisedPath) => void;
 
 export function createEventsHandler(
@@ -38,7 +36,8 @@ export function createEventsHandler(
   resolve: ResolveTarget = (method, path, grant) => s.events.resolve(method, path, grant),
   authenticate: Authenticate = (req) => s.keys.check(req),
 ): CallHandler {
-  return (req, res, path) => new EventsCall(s, resolve, authenticate, req, res, path).start();
+  const inference = new Inference(s);
+  return (req, res, path) => new EventsCall(s, resolve, authenticate, inference, req, res, path).start();
 }
 
 /** One `/events` call, step by step; each step continues synchronously or when its promise settles. */
@@ -52,6 +51,7 @@ class EventsCall {
     private readonly s: GatewayServices,
     private readonly resolve: ResolveTarget,
     private readonly authenticate: Authenticate,
+    private readonly inference: Inference,
     private readonly req: IncomingMessage,
     private readonly res: ServerResponse,
     private readonly path: NormalisedPath,
@@ -122,9 +122,21 @@ class EventsCall {
       return;
     }
     const started = performance.now();
-    // A model published as a workflow service gets the V2 request checks before it is sent on.
-    const answered =
-      workflowInference(s, req, res, this.path, target, grant, requestId) ?? this.forward(target, grant);
+    let answered: Promise<number>;
+    if ('inference' in target) {
+      // A model published as a workflow service gets the V2 request checks before it is sent on.
+      res.setHeader('x-request-id', requestId);
+      const { model, routed } = target.inference;
+      answered = this.inference.workflow(req, res, {
+        model,
+        routed,
+        grant,
+        requestId,
+        query: this.path.query,
+      });
+    } else {
+      answered = this.forward(target, grant);
+    }
     answered.then(
       (status) => {
         s.metrics.upstreamDuration(this.kind, (performance.now() - started) / 1000);

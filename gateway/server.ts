@@ -7,7 +7,7 @@ import { createApp } from './http/app.js';
 import { rawErrorResponse, sendError } from './http/errors.js';
 import { normalisePath, type NormalisedPath } from './routing/normalise.js';
 import type { GatewayServices } from './services.js';
-import type { V2Handler } from './v2/handler.js';
+import type { V2Handler } from './v2/router.js';
 import { moduleOf } from './http/call-module.js';
 
 /**

@@ -14,7 +14,7 @@ import { loadGatewayConfig, type GatewayConfigInput } from '../../gateway/config
 import { createGatewayServer } from '../../gateway/server.js';
 import { modelsPlatformResource } from '../../gateway/platform/models/index.js';
 import { createGatewayServices } from '../../gateway/services.js';
-import { createV2Handler } from '../../gateway/v2/handler.js';
+import { createV2Handler } from '../../gateway/v2/router.js';
 import { manifestModels } from '../../gateway/v2/model-directory.js';
 import { OperatorManager } from '../../operator/manager.js';
 import { standaloneSources } from '../../operator/standalone-sources.js';

@@ -14,7 +14,7 @@ import { createManagement } from '../../gateway/api/management.js';
 import type { GatewayConfig } from '../../gateway/config.js';
 import { modelsPlatformResource } from '../../gateway/platform/models/index.js';
 import { createGatewayServices, type SharedServices } from '../../gateway/services.js';
-import { createV2Handler } from '../../gateway/v2/handler.js';
+import { createV2Handler } from '../../gateway/v2/router.js';
 import { kubeModels } from '../../gateway/v2/model-directory.js';
 import type { Logger } from '../../common/logger.js';
 

@@ -5,7 +5,8 @@ import { WORKFLOW_ID_PATTERN } from '../../common/resources/workflow-service.js'
 import type { KeyGrant, Module } from '../../common/resources/grant.js';
 import type { NormalisedPath } from './normalise.js';
 import { refuseOtherOwner } from '../auth/workflow-owner.js';
-import { resolveRoute, type ResolvedRoute, type RouteTable } from './route-table.js';
+import { isModelName } from '../../common/resources/model-name.js';
+import { resolveRoute, type ResolvedRoute, type RouteTable, type RuntimeAddress } from './route-table.js';
 
 /**
  * Decides where an authenticated `/events/...` call goes, or why it may not:
@@ -32,7 +33,13 @@ export type EventsTarget =
       /** The service answers through a sidecar: the audience to sign the grant for (auth/signed-grant.ts). */
       grantAudience?: string;
     }
-  | { kind: 'platform'; builtIn: PlatformResourceHandler; resource: string };
+  | { kind: 'platform'; builtIn: PlatformResourceHandler; resource: string }
+  /**
+   * V2 inference on a model published as the workflow's service
+   * (`POST /events/bda/<wf>/<model>/v2/models/<model>/infer`): checked as /v2 checks it, by the
+   * same Inference service, from the runtime the workflow route names.
+   */
+  | { kind: 'bda'; inference: { model: string; routed: RuntimeAddress } };
 
 const PLATFORM_METHODS = new Set(['GET', 'PUT', 'POST']);
 
@@ -54,7 +61,7 @@ export class EventsRouter {
   /** `path.segments[0]` is "events". */
   resolve(method: string, path: NormalisedPath, grant: KeyGrant): Promise<EventsTarget> | EventsTarget {
     const area = path.segments[1];
-    if (area === 'bda') return this.bda(path, grant);
+    if (area === 'bda') return this.bda(method, path, grant);
     if (area === 'platform' && path.segments[2] === 'api' && path.segments[3] === 'v1') {
       return this.platform(method, path, grant);
     }
@@ -64,7 +71,7 @@ export class EventsRouter {
     );
   }
 
-  private bda(path: NormalisedPath, grant: KeyGrant): Promise<EventsTarget> | EventsTarget {
+  private bda(method: string, path: NormalisedPath, grant: KeyGrant): Promise<EventsTarget> | EventsTarget {
     const [, , workflow, service] = path.segments;
     if (workflow === undefined || service === undefined) {
       throw notFound('unknown_endpoint', 'workflow calls need /events/bda/<bda-id>/<service-id>/<path>');
@@ -96,10 +103,20 @@ export class EventsRouter {
         throw notFound('unknown_service', `workflow "${workflow}" exposes no service "${service}"`);
       }
       refuseOtherOwner(route.route.owner, grant, workflow);
+      const audience =
+        route.route.grantAudience === undefined ? {} : { grantAudience: route.route.grantAudience };
+      if (isModelInference(method, path, service))
+        return {
+          kind: 'bda',
+          inference: {
+            model: service,
+            routed: { origin: route.origin, basePath: route.basePath, ...audience },
+          },
+        };
       return {
         kind: 'bda',
         proxy: { origin: route.origin, path: upstreamPath(route.basePath, path, 4) },
-        ...(route.route.grantAudience === undefined ? {} : { grantAudience: route.route.grantAudience }),
+        ...audience,
       };
     };
     return found instanceof Promise ? found.then(toTarget) : toTarget(found);
@@ -141,6 +158,23 @@ export class EventsRouter {
     // The upstream serves the platform's own REST paths: it receives /api/v1/<resource>[/...].
     return { kind: 'platform', proxy: { origin: route.origin, path: upstreamPath(route.basePath, path, 2) } };
   }
+}
+
+/**
+ * `POST /events/bda/<wf>/<model>/v2/models/<model>/infer` where the service is a model by name:
+ * the call a model published as a workflow service is made with (any other path to it is proxied).
+ */
+function isModelInference(method: string, path: NormalisedPath, service: string): boolean {
+  const seg = path.segments;
+  return (
+    method === 'POST' &&
+    seg.length === 8 &&
+    seg[4] === 'v2' &&
+    seg[5] === 'models' &&
+    seg[6] === service &&
+    seg[7] === 'infer' &&
+    isModelName(service)
+  );
 }
 
 /** The base path, then the raw segments from `from` on, the trailing slash and the query, as sent. */

@@ -25,6 +25,18 @@ export interface ResolvedVersion {
   cold?: boolean;
 }
 
+/** Where a model's V2 server answers: its origin (the connection pool) and the path prefix before /v2. */
+export interface RuntimeAddress {
+  origin: string;
+  basePath: string;
+  /** The runtime answers through a Tollgate sidecar: calls to it carry a grant for this audience. */
+  grantAudience?: string;
+  /** The version it serves, for a model with versions. */
+  version?: string;
+  /** No replica is ready (scaled to zero): nothing answers at this address yet. */
+  cold?: boolean;
+}
+
 interface Entry {
   resolved: ResolvedRoute | null;
 }

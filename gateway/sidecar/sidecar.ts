@@ -2,7 +2,8 @@ import type { Express } from 'express';
 import { TollgateError } from '../../common/errors.js';
 import { grantAudience } from '../../common/resources/grant.js';
 import { GRANT_HEADER, GrantVerifier, claimInRedis } from '../auth/signed-grant.js';
-import { createEventsHandler, type Authenticate, type ResolveTarget } from '../events-handler.js';
+import type { Authenticate } from '../auth/authenticate.js';
+import { createEventsHandler, type ResolveTarget } from '../events-handler.js';
 import { createOperationsApp } from '../http/app.js';
 import { moduleOf } from '../http/call-module.js';
 import { sendError } from '../http/errors.js';
@@ -11,7 +12,7 @@ import { resolveRoute, type RouteTable } from '../routing/route-table.js';
 import { refuseOtherOwner } from '../auth/workflow-owner.js';
 import { createHttpServer, type GatewayServer } from '../server.js';
 import type { GatewayServices } from '../services.js';
-import { createV2Handler } from '../v2/handler.js';
+import { createV2Handler } from '../v2/router.js';
 import { appHealthPath, type AppProbes } from '../../common/sidecar-probes.js';
 import { appHealthHandler } from './app-probes.js';
 

@@ -8,18 +8,7 @@ import type { KeyGrant } from '../../common/resources/grant.js';
 import { withSignedGrant, type GrantSigner } from '../auth/signed-grant.js';
 import { modelMetadataSchema, type ModelMetadata } from './metadata.js';
 import { runtimeUnreachable } from './runtime-errors.js';
-
-/** Where a model's V2 server answers: its origin (the connection pool) and the path prefix before /v2. */
-export interface RuntimeAddress {
-  origin: string;
-  basePath: string;
-  /** The runtime answers through a Tollgate sidecar: calls to it carry a grant for this audience. */
-  grantAudience?: string;
-  /** The version it serves, for a model with versions. */
-  version?: string;
-  /** No replica is ready (scaled to zero): nothing answers at this address yet. */
-  cold?: boolean;
-}
+import type { RuntimeAddress } from '../routing/route-table.js';
 
 /** A model's metadata, parsed for the validator and as the runtime sent it, for GET /v2/models/<m>. */
 export interface CachedMetadata {

@@ -15,7 +15,7 @@ import { LocalIssuer } from '../../../gateway/auth/local-issuer.js';
 import { loadGatewayConfig } from '../../../gateway/config.js';
 import { createGatewayServer, type GatewayServer } from '../../../gateway/server.js';
 import { createGatewayServices, type SharedServices } from '../../../gateway/services.js';
-import { createV2Handler } from '../../../gateway/v2/handler.js';
+import { createV2Handler } from '../../../gateway/v2/router.js';
 import { noModels } from '../../../gateway/v2/model-directory.js';
 import { repoRoot } from '../../harness/paths.js';
 import { freePort, redis } from '../../harness/index.js';

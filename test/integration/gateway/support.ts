@@ -15,7 +15,7 @@ import { generateKey, hashKey } from '../../../common/apikey/format.js';
 import { KeyIndexWriter } from '../../../common/apikey/index-writer.js';
 import { createLogger } from '../../../common/logger.js';
 import type { KeyGrant, Module } from '../../../common/resources/grant.js';
-import { createV2Handler } from '../../../gateway/v2/handler.js';
+import { createV2Handler } from '../../../gateway/v2/router.js';
 import { loadGatewayConfig, type GatewayConfigInput } from '../../../gateway/config.js';
 import { createGatewayServer, type GatewayServer } from '../../../gateway/server.js';
 import { createGatewayServices, type GatewayServices } from '../../../gateway/services.js';

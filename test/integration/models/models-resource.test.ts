@@ -15,7 +15,7 @@ import type { Module } from '../../../common/resources/grant.js';
 import { ManifestDir } from '../../../common/resources/manifest-dir.js';
 import { MODEL_PLURAL, modelSchema, type Model } from '../../../common/resources/model.js';
 import { WorkflowRoutes } from '../../../common/routes/workflow-routes.js';
-import { createV2Handler } from '../../../gateway/v2/handler.js';
+import { createV2Handler } from '../../../gateway/v2/router.js';
 import { loadGatewayConfig } from '../../../gateway/config.js';
 import { DirModelStore } from '../../../gateway/platform/models/dir-store.js';
 import { createModelsResource } from '../../../gateway/platform/models/index.js';

@@ -7,7 +7,7 @@ import { KeyIndexWriter } from '../../../common/apikey/index-writer.js';
 import { createLogger } from '../../../common/logger.js';
 import { redisKeys } from '../../../common/redis/schema.js';
 import { WorkflowRoutes } from '../../../common/routes/workflow-routes.js';
-import { createV2Handler } from '../../../gateway/v2/handler.js';
+import { createV2Handler } from '../../../gateway/v2/router.js';
 import { loadGatewayConfig } from '../../../gateway/config.js';
 import { createModelsResource } from '../../../gateway/platform/models/index.js';
 import { KubeModelStore } from '../../../gateway/platform/models/kube-store.js';

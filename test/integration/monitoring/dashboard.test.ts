@@ -9,7 +9,7 @@ import { modelSchema, type Model } from '../../../common/resources/model.js';
 import { loadGatewayConfig } from '../../../gateway/config.js';
 import { createGatewayServer, type GatewayServer } from '../../../gateway/server.js';
 import { createGatewayServices } from '../../../gateway/services.js';
-import { createV2Handler } from '../../../gateway/v2/handler.js';
+import { createV2Handler } from '../../../gateway/v2/router.js';
 import { manifestModels } from '../../../gateway/v2/model-directory.js';
 import { prometheus, redis } from '../../harness/index.js';
 import { panelsWithoutSeries } from '../../harness/dashboard.js';

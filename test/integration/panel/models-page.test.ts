@@ -14,7 +14,7 @@ import { LocalIssuer } from '../../../gateway/auth/local-issuer.js';
 import { loadGatewayConfig } from '../../../gateway/config.js';
 import { createGatewayServer, type GatewayServer } from '../../../gateway/server.js';
 import { createGatewayServices, type SharedServices } from '../../../gateway/services.js';
-import { createV2Handler } from '../../../gateway/v2/handler.js';
+import { createV2Handler } from '../../../gateway/v2/router.js';
 import { manifestModels } from '../../../gateway/v2/model-directory.js';
 import { freePort, launchChromium, redis } from '../../harness/index.js';
 import { apikey, createKey, redisClient } from '../gateway/support.js';

@@ -14,7 +14,7 @@ import { redisKeys } from '../../../common/redis/schema.js';
 import { WorkflowRoutes } from '../../../common/routes/workflow-routes.js';
 import { createManagement } from '../../../gateway/api/management.js';
 import { LocalIssuer } from '../../../gateway/auth/local-issuer.js';
-import { createV2Handler } from '../../../gateway/v2/handler.js';
+import { createV2Handler } from '../../../gateway/v2/router.js';
 import { loadGatewayConfig } from '../../../gateway/config.js';
 import { createGatewayServer, type GatewayServer } from '../../../gateway/server.js';
 import { createGatewayServices, type SharedServices } from '../../../gateway/services.js';

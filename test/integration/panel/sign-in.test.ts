@@ -11,7 +11,7 @@ import { loadGatewayConfig, type GatewayConfigInput } from '../../../gateway/con
 import { createGatewayServer, type GatewayServer } from '../../../gateway/server.js';
 import { createGatewayServices, type SharedServices } from '../../../gateway/services.js';
 import { noModels } from '../../../gateway/v2/model-directory.js';
-import { createV2Handler } from '../../../gateway/v2/handler.js';
+import { createV2Handler } from '../../../gateway/v2/router.js';
 import { markIndexBuilt } from '../workflow-route.js';
 import { dex, freePort, launchChromium, redis, type DexInfo } from '../../harness/index.js';
 import { TEST_SIGNING_KEY_FILE } from '../signing.js';

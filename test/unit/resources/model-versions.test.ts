@@ -1,6 +1,6 @@
 import type { ModelSpec } from '../../../common/resources/model.js';
 import { servedVersions, versionProblems } from '../../../common/resources/model-versions.js';
-import { splitTraffic } from '../../../gateway/v2/handler.js';
+import { splitTraffic } from '../../../gateway/v2/versions.js';
 
 const two: ModelSpec = {
   versions: [

@@ -1,0 +1,88 @@
+import { TollgateError } from '../../common/errors.js';
+import { SCALING_DEFAULTS } from '../../common/resources/model-scaling.js';
+import { reachable } from '../proxy/reachable.js';
+import type { ResolvedRoute, RuntimeAddress } from '../routing/route-table.js';
+import type { Activator } from './activator.js';
+import { splitTraffic, type Chosen } from './versions.js';
+
+/** Where a model's route is read: the route table, or a sidecar's one runtime. */
+export type ModelRouteLookup = (name: string) => Promise<ResolvedRoute | null> | ResolvedRoute | null;
+
+/** How long a held call waits for a replica: the Model's, which its route carries. */
+const activationTimeoutMs = (route: ResolvedRoute | null): number =>
+  (route?.route.activationTimeoutSeconds ?? SCALING_DEFAULTS.activationTimeoutSeconds) * 1000;
+
+/**
+ * Holds a call while the model (or one `version` of it, "" for any) is at zero, until `pick` finds
+ * a ready runtime in its route that takes a connection, then picks once more for this call (calls
+ * held together share the wait, not the choice: each draws its own version). Undefined if none is
+ * ready after all.
+ */
+async function heldUntilWarm<T extends { origin: string }>(
+  activator: Activator,
+  lookup: ModelRouteLookup,
+  model: string,
+  version: string,
+  pick: (route: ResolvedRoute | null) => T | undefined,
+): Promise<T | undefined> {
+  const timeoutMs = activationTimeoutMs(await lookup(model));
+  await activator.hold(model, version, timeoutMs, async () => {
+    const picked = pick(await lookup(model));
+    return picked !== undefined && (await reachable(picked.origin));
+  });
+  return pick(await lookup(model));
+}
+
+/**
+ * A version (or an unversioned model, `version` undefined) with no ready replica because it was
+ * scaled to zero: the call is held while the operator starts one, then goes to it.
+ */
+export async function warmed(
+  activator: Activator,
+  lookup: ModelRouteLookup,
+  model: string,
+  version: string | undefined,
+  again = true,
+): Promise<Chosen> {
+  const chosen = await heldUntilWarm(activator, lookup, model, version ?? '', (route) => {
+    if (route === null) return undefined;
+    if (version === undefined) return route.route.cold === true ? undefined : route;
+    return route.versions?.find((v) => v.name === version && v.cold !== true);
+  });
+  // Ready a moment ago and gone again (scaled back down, or the route rewritten): once more.
+  if (chosen === undefined && again) return warmed(activator, lookup, model, version, false);
+  if (chosen === undefined) {
+    throw new TollgateError('model_scaling_up', `model '${model}' is starting a replica; retry shortly`, {
+      headers: { 'retry-after': '5' },
+    });
+  }
+  return chosen;
+}
+
+/**
+ * Where a workflow's call to its model goes: where /v2 would send it. The workflow route names the
+ * model's main runtime (`routed`); a model with versions takes the traffic split, and one at zero
+ * is held until a replica is ready.
+ */
+export async function workflowRuntime(
+  activator: Activator,
+  lookup: ModelRouteLookup,
+  model: string,
+  routed: RuntimeAddress,
+): Promise<RuntimeAddress> {
+  const audience = routed.grantAudience === undefined ? {} : { grantAudience: routed.grantAudience };
+  const pick = (route: ResolvedRoute | null): RuntimeAddress | undefined => {
+    if (route === null) return undefined;
+    if (route.versions === undefined)
+      return route.route.cold === true
+        ? undefined
+        : { origin: route.origin, basePath: route.basePath, ...audience };
+    const v = splitTraffic(route.versions.filter((x) => x.cold !== true));
+    return v === undefined
+      ? undefined
+      : { origin: v.origin, basePath: v.basePath, version: v.name, ...audience };
+  };
+  const route = await lookup(model);
+  if (route === null || (route.versions === undefined && route.route.cold !== true)) return routed;
+  return pick(route) ?? (await heldUntilWarm(activator, lookup, model, '', pick)) ?? routed;
+}

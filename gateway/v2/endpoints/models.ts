@@ -1,0 +1,16 @@
+import type { V2Endpoint } from '../endpoint.js';
+import { expectMethod, sendJson } from '../http.js';
+
+/** GET /v2/models: the models this key may call, `{ models: [{ name, ready, versions, workflow? }] }`. */
+export const listModels: V2Endpoint = async ({ access }, req, res) => {
+  expectMethod(req, 'GET');
+  const listed = await access.callableModels(req, '/v2/models');
+  sendJson(res, 200, {
+    models: listed.map((m) => ({
+      name: m.name,
+      ready: m.ready,
+      versions: (m.versions ?? []).map((v) => v.name),
+      ...(m.workflow === undefined ? {} : { workflow: m.workflow }),
+    })),
+  });
+};

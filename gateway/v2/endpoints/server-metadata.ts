@@ -1,0 +1,11 @@
+import { TOLLGATE_VERSION } from '../../../common/version.js';
+import type { V2Endpoint } from '../endpoint.js';
+import { expectMethod, sendJson } from '../http.js';
+
+/** GET /v2: the protocol's server metadata (open, like health). */
+const SERVER_METADATA = { name: 'tollgate', version: TOLLGATE_VERSION, extensions: [] };
+
+export const serverMetadata: V2Endpoint = async (_ctx, req, res) => {
+  expectMethod(req, 'GET');
+  sendJson(res, 200, SERVER_METADATA);
+};

@@ -1,0 +1,60 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { TollgateError } from '../../common/errors.js';
+
+/** What the V2 endpoints share on the wire: their refusals, JSON answers and body checks. */
+
+export const V2_ENDPOINTS =
+  'no such V2 endpoint: GET /v2/health/live|ready, GET /v2/models, POST /v2/repository/index, GET /v2/models/<model>[/versions/<version>][/ready], POST /v2/models/<model>[/versions/<version>]/infer';
+
+export const unknownEndpoint = (message: string = V2_ENDPOINTS): TollgateError =>
+  new TollgateError('unknown_endpoint', message);
+
+export function methodNotAllowed(allowed: string): TollgateError {
+  return new TollgateError('method_not_allowed', `use ${allowed} on this endpoint`, {
+    headers: { allow: allowed },
+  });
+}
+
+/** Refuses a call whose method is not the endpoint's. */
+export function expectMethod(req: IncomingMessage, method: 'GET' | 'POST'): void {
+  if (req.method !== method) throw methodNotAllowed(method);
+}
+
+export function sendJson(res: ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, {
+    'content-type': 'application/json',
+    'content-length': String(Buffer.byteLength(text)),
+  });
+  res.end(text);
+}
+
+/**
+ * A body declared as anything but JSON is refused before it is read: `curl -d` sends a form type,
+ * which MLServer would answer with a pydantic message about dictionaries. No Content-Type at all
+ * is accepted, since tritonclient sends its JSON requests without one; a binary-extension body
+ * may also say it is bytes.
+ */
+export function checkContentType(req: IncomingMessage, binary = false): void {
+  const declared = req.headers['content-type'];
+  if (declared === undefined) return;
+  const type = declared.split(';')[0]?.trim().toLowerCase() ?? '';
+  if (type === 'application/json' || /^application\/[a-z0-9.+-]*\+json$/.test(type)) return;
+  if (binary && type === 'application/octet-stream') return;
+  throw new TollgateError(
+    'unsupported_media_type',
+    `the body is declared as ${JSON.stringify(type)}; send the V2 request as JSON with Content-Type: application/json (curl: -H 'Content-Type: application/json')`,
+    { field: 'content-type' },
+  );
+}
+
+/** Reads at most `limit` bytes of a runtime's answer, draining the rest. */
+export async function readLimited(body: AsyncIterable<Buffer>, limit: number): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    if (size < limit) chunks.push(chunk);
+    size += chunk.length;
+  }
+  return Buffer.concat(chunks).subarray(0, limit).toString('utf8');
+}

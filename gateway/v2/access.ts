@@ -2,7 +2,11 @@ import type { IncomingMessage } from 'node:http';
 import { TollgateError } from '../../common/errors.js';
 import type { KeyGrant } from '../../common/resources/grant.js';
 import { isModelName } from '../../common/resources/model-name.js';
-import { noteRefusal } from '../auth/refusals.js';
+import type { RoleCatalogue } from '../../common/apikey/roles.js';
+import type { RateLimiter } from '../auth/rate-limit.js';
+import { noteRefusal, type RefusalSink } from '../auth/refusals.js';
+import type { UsageRecorder } from '../auth/usage.js';
+import type { Activator } from './activator.js';
 import { countedUpstream } from '../auth/signed-grant.js';
 import { refuseOtherOwner } from '../auth/workflow-owner.js';
 import type { Authenticate } from '../auth/authenticate.js';
@@ -28,11 +32,14 @@ export const centralPlacement = (s: GatewayServices): V2Placement => ({
   modelRoute: (name) => s.routes.model(name),
 });
 
-/** The services the access checks use: a unit test passes fakes. */
-export type AccessServices = Pick<
-  GatewayServices,
-  'roles' | 'rateLimiter' | 'usage' | 'refused' | 'activator'
->;
+/** What the access checks use of the gateway's services (a unit test passes fakes). */
+export interface AccessServices {
+  roles: Pick<RoleCatalogue, 'allows'>;
+  rateLimiter: Pick<RateLimiter, 'take'>;
+  usage: Pick<UsageRecorder, 'record'>;
+  refused: RefusalSink;
+  activator: Pick<Activator, 'hold'>;
+}
 
 export interface ModelVersionState {
   name: string;

@@ -19,7 +19,7 @@ const activationTimeoutMs = (route: ResolvedRoute | null): number =>
  * ready after all.
  */
 async function heldUntilWarm<T extends { origin: string }>(
-  activator: Activator,
+  activator: Pick<Activator, 'hold'>,
   lookup: ModelRouteLookup,
   model: string,
   version: string,
@@ -38,7 +38,7 @@ async function heldUntilWarm<T extends { origin: string }>(
  * scaled to zero: the call is held while the operator starts one, then goes to it.
  */
 export async function warmed(
-  activator: Activator,
+  activator: Pick<Activator, 'hold'>,
   lookup: ModelRouteLookup,
   model: string,
   version: string | undefined,
@@ -65,7 +65,7 @@ export async function warmed(
  * is held until a replica is ready.
  */
 export async function workflowRuntime(
-  activator: Activator,
+  activator: Pick<Activator, 'hold'>,
   lookup: ModelRouteLookup,
   model: string,
   routed: RuntimeAddress,

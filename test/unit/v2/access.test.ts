@@ -1,0 +1,180 @@
+import type { IncomingMessage } from 'node:http';
+import { RoleCatalogue } from '../../../common/apikey/roles.js';
+import { TollgateError } from '../../../common/errors.js';
+import type { KeyGrant, Route } from '../../../common/resources/grant.js';
+import { moduleOf } from '../../../gateway/http/call-module.js';
+import { resolveRoute, type ResolvedRoute } from '../../../gateway/routing/route-table.js';
+import { ModelAccess, type AccessServices } from '../../../gateway/v2/access.js';
+import type { ModelInfo } from '../../../gateway/v2/model-directory.js';
+
+/** The access checks with fakes for the key check, route table, directory and counters. */
+function setup(opts: { routes?: Record<string, Route>; models?: Record<string, ModelInfo> } = {}) {
+  const routes = new Map<string, ResolvedRoute>(
+    Object.entries(opts.routes ?? {}).map(([name, route]) => [name, resolveRoute(route)]),
+  );
+  const models = opts.models ?? {};
+  const seen = { usage: [] as string[], refused: [] as string[], held: [] as string[], limited: false };
+  let grant: KeyGrant = { id: 'k1', owner: 'alice', module: 'platform', roles: ['models:inference'] };
+  const services: AccessServices = {
+    roles: new RoleCatalogue(),
+    rateLimiter: {
+      take: async () => {
+        if (seen.limited) throw new TollgateError('rate_limited', 'over the limit');
+      },
+    },
+    usage: { record: (id, endpoint) => void seen.usage.push(`${id} ${endpoint}`) },
+    refused: (g, code) => void seen.refused.push(`${g.id} ${code}`),
+    activator: {
+      // The operator's part, played at once: the held model's route turns warm.
+      hold: async (model, version) => {
+        seen.held.push(`${model}|${version}`);
+        const cold = routes.get(model);
+        if (cold !== undefined) routes.set(model, resolveRoute({ ...cold.route, cold: false }));
+      },
+    },
+  };
+  const access = new ModelAccess(
+    services,
+    {
+      find: async (name) => models[name],
+      list: async () => Object.entries(models).map(([name, info]) => ({ name, ...info })),
+    },
+    { authenticate: () => grant, modelRoute: (name) => routes.get(name) ?? null },
+  );
+  return {
+    access,
+    seen,
+    as(g: Partial<KeyGrant>) {
+      grant = { ...grant, ...g };
+    },
+  };
+}
+
+const req = (): IncomingMessage => ({ method: 'POST', headers: {} }) as IncomingMessage;
+
+async function refusal(p: Promise<unknown>): Promise<[number, string, string]> {
+  const err = await p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  if (!(err instanceof TollgateError)) throw new Error(`expected a refusal, got ${String(err)}`);
+  return [err.status, err.code, err.message];
+}
+
+const route = (extra: Partial<Route> = {}): Route => ({
+  url: 'http://runtime.models.svc:8080/prefix',
+  source: 'model/models/model-a',
+  ...extra,
+});
+
+describe('ModelAccess', () => {
+  it('gives an inference key the runtime, counts the call and notes the module', async () => {
+    const t = setup({ routes: { 'model-a': route() }, models: { 'model-a': { workflow: undefined } } });
+    const call = req();
+    const { grant, runtime } = await t.access.authorised(call, 'model-a', {
+      version: undefined,
+      split: true,
+    });
+    expect(grant.id).toBe('k1');
+    expect(runtime).toEqual({ origin: 'http://runtime.models.svc:8080', basePath: '/prefix' });
+    expect(t.seen.usage).toEqual(['k1 POST /v2/models/model-a']);
+    expect(moduleOf(call)).toBe('platform');
+  });
+
+  it('refuses a platform key whose roles do not allow inference, as a noted refusal', async () => {
+    const t = setup({ routes: { 'model-a': route() } });
+    t.as({ roles: ['models:viewer'] });
+    const [status, code, message] = await refusal(
+      t.access.authorised(req(), 'model-a', { version: undefined, split: true }),
+    );
+    expect([status, code]).toEqual([403, 'model_access_denied']);
+    expect(message).toMatch(/models:viewer.*do not allow model inference/);
+    expect(t.seen.refused).toEqual(['k1 model_access_denied']);
+    expect(t.seen.usage).toEqual([]);
+  });
+
+  it('lets a bda key call its own workflow’s model only, signed for the sidecar’s audience', async () => {
+    const t = setup({
+      routes: {
+        'model-mine': route({ workflow: 'wf-a', grantAudience: 'model/models/model-mine' }),
+        'model-theirs': route({ workflow: 'wf-b' }),
+        'model-none': route(),
+      },
+    });
+    t.as({ module: 'bda', roles: ['wf-a'] });
+    const { runtime } = await t.access.authorised(req(), 'model-mine', { version: undefined, split: true });
+    expect(runtime.grantAudience).toBe('model/models/model-mine');
+    const theirs = await refusal(
+      t.access.authorised(req(), 'model-theirs', { version: undefined, split: true }),
+    );
+    expect(theirs.slice(0, 2)).toEqual([403, 'model_access_denied']);
+    expect(theirs[2]).toMatch(/belongs to another workflow/);
+    const none = await refusal(t.access.authorised(req(), 'model-none', { version: undefined, split: true }));
+    expect(none[2]).toMatch(/belongs to no workflow/);
+  });
+
+  it('tells a name that is no model, a model that does not exist and one not ready apart', async () => {
+    const t = setup({ models: { 'model-known': { workflow: undefined, versions: ['1', '2'] } } });
+    const want = { version: undefined, split: true };
+    expect((await refusal(t.access.authorised(req(), 'not-a-model', want))).slice(0, 2)).toEqual([
+      404,
+      'model_not_found',
+    ]);
+    expect((await refusal(t.access.authorised(req(), 'model-nope', want))).slice(0, 2)).toEqual([
+      404,
+      'model_not_found',
+    ]);
+    expect((await refusal(t.access.authorised(req(), 'model-known', want))).slice(0, 2)).toEqual([
+      503,
+      'model_not_ready',
+    ]);
+    const version = await refusal(t.access.authorised(req(), 'model-known', { version: '9', split: false }));
+    expect(version.slice(0, 2)).toEqual([404, 'model_version_not_found']);
+    expect(version[2]).toMatch(/its versions are 1, 2/);
+  });
+
+  it('runs the rate limit before waking a model at zero, and wakes it for a call within the limit', async () => {
+    const t = setup({ routes: { 'model-cold': route({ cold: true }) } });
+    t.seen.limited = true;
+    t.as({ rateLimit: { requests: 1, windowSeconds: 60 } });
+    const limited = await refusal(
+      t.access.authorised(req(), 'model-cold', { version: undefined, split: true }),
+    );
+    expect(limited.slice(0, 2)).toEqual([429, 'rate_limited']);
+    expect(t.seen.held).toEqual([]);
+    expect(t.seen.refused).toEqual(['k1 rate_limited']);
+
+    // Readiness does not wake it: the address comes back cold.
+    t.seen.limited = false;
+    const ready = await t.access.authorised(req(), 'model-cold', {
+      version: undefined,
+      split: false,
+      wake: false,
+    });
+    expect([ready.runtime.cold, t.seen.held]).toEqual([true, []]);
+
+    const { runtime } = await t.access.authorised(req(), 'model-cold', { version: undefined, split: true });
+    expect(t.seen.held).toEqual(['model-cold|']);
+    expect(runtime.cold).toBeUndefined();
+  });
+
+  it('lists to each key the models it may call, with readiness per version', async () => {
+    const t = setup({
+      routes: { 'model-b': route({ workflow: 'wf-a' }) },
+      models: {
+        'model-b': { workflow: 'wf-a' },
+        'model-a': { workflow: undefined, versions: ['1'] },
+        'model-c': { workflow: 'wf-b' },
+      },
+    });
+    const all = await t.access.callableModels(req(), '/v2/models');
+    expect(all.map((m) => [m.name, m.ready])).toEqual([
+      ['model-a', false],
+      ['model-b', true],
+      ['model-c', false],
+    ]);
+    expect(all[0]?.versions).toEqual([{ name: '1', ready: false }]);
+    t.as({ module: 'bda', roles: ['wf-a'] });
+    expect((await t.access.callableModels(req(), '/v2/models')).map((m) => m.name)).toEqual(['model-b']);
+  });
+});

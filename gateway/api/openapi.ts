@@ -1,13 +1,9 @@
 import { z } from 'zod';
 import { V2_DATATYPES } from '../../common/model-settings/types.js';
 import { modelMetadataSchema } from '../v2/metadata.js';
-import { createKeyBodySchema } from './routes/create-key.js';
-import { keyIdParamsSchema } from './routes/key-id.js';
-import { auditPageSchema, auditQuerySchema } from './routes/list-audit.js';
-import { listKeysQuerySchema } from './routes/list-keys.js';
-import { adminListKeysQuerySchema } from './routes/admin-list-keys.js';
-import { offboardBodySchema } from './routes/offboard.js';
-import { rollKeyBodySchema } from './routes/roll-key.js';
+import { auditPageSchema } from './routes/list-audit.js';
+import { managementRoutes } from './routes/index.js';
+import { MANAGEMENT_BASE, type ContractSettings, type JsonSchema, type OperationDoc } from './route.js';
 import {
   apiKeyViewSchema,
   callerSchema,
@@ -27,23 +23,7 @@ import {
  * validate with and answer in (views.ts, routes/*): the management API in full; of `/events` and
  * `/v2`, what Tollgate itself decides (its checks and its errors; the bodies are the upstream's).
  */
-type Schema = Record<string, unknown>;
-type Security = 'bearer' | 'apikey' | 'none';
-
-interface Operation {
-  method: 'get' | 'post' | 'delete';
-  path: string;
-  operationId: string;
-  summary: string;
-  security: Security;
-  pathParams?: z.ZodObject;
-  query?: z.ZodObject;
-  /** A zod schema the handler validates with, or (V2 infer, checked by hand for speed) its shape. */
-  body?: { schema: z.ZodType | Schema; required: boolean };
-  ok: { status: number; description: string; schema?: z.ZodType | Schema; links?: Schema };
-  /** Error statuses this operation can answer, each with the Error body. */
-  errors: number[];
-}
+type Schema = JsonSchema;
 
 const ERROR_TEXT: Record<number, string> = {
   400: 'The request is invalid: `field` names what to fix',
@@ -112,6 +92,9 @@ const COMPONENTS: Record<string, z.ZodType> = {
   AuditPage: auditPageSchema,
   Modules: modulesSchema,
   ModelMetadata: modelMetadataSchema,
+  ModelPage: modelPageSchema,
+  Caller: callerSchema,
+  OffboardResult: offboardResultSchema,
 };
 const componentName = new Map<z.ZodType, string>(Object.entries(COMPONENTS).map(([n, s]) => [s, n]));
 
@@ -150,151 +133,19 @@ const inferenceRequestSchema: Schema = {
   },
 };
 
-/** What a new key's id leads to (OpenAPI links; a fuzzer follows them with real ids). */
-const keyLinks: Schema = Object.fromEntries(
-  ['getApiKey', 'getApiKeyUsage', 'rollApiKey', 'deleteApiKey'].map((operationId) => [
-    operationId,
-    { operationId, parameters: { id: '$response.body#/id' } },
-  ]),
-);
+/** The management routes, as each declares itself (routes/). */
+function managementOperations(settings: ContractSettings): OperationDoc[] {
+  return managementRoutes.map(({ handler: _handler, path, body, ...doc }) => ({
+    ...doc,
+    path: MANAGEMENT_BASE + path,
+    security: 'bearer',
+    ...(body === undefined ? {} : { body: typeof body === 'function' ? body(settings) : body }),
+  }));
+}
 
-function operations(maxRollGraceSeconds: number): Operation[] {
-  const keyPath = { pathParams: keyIdParamsSchema };
+/** Of `/v2` and `/events`, what Tollgate itself decides (the bodies are the upstream's). */
+function dataPlaneOperations(): OperationDoc[] {
   return [
-    {
-      method: 'get',
-      path: '/api/v1/apikeys',
-      operationId: 'listApiKeys',
-      summary: 'One page of your keys, newest first',
-      security: 'bearer',
-      query: listKeysQuerySchema,
-      ok: { status: 200, description: 'A page of keys', schema: keyPageSchema },
-      errors: [400, 401, 503],
-    },
-    {
-      method: 'post',
-      path: '/api/v1/apikeys',
-      operationId: 'createApiKey',
-      summary: 'Create a key; the answer holds the key, the only time it is sent',
-      security: 'bearer',
-      body: { schema: createKeyBodySchema, required: true },
-      ok: { status: 201, description: 'The new key', schema: createdKeySchema, links: keyLinks },
-      errors: [400, 401, 413, 415, 503],
-    },
-    {
-      method: 'get',
-      path: '/api/v1/apikeys/{id}',
-      operationId: 'getApiKey',
-      summary: 'One of your keys',
-      security: 'bearer',
-      ...keyPath,
-      ok: { status: 200, description: 'The key', schema: apiKeyViewSchema },
-      errors: [400, 401, 404, 503],
-    },
-    {
-      method: 'delete',
-      path: '/api/v1/apikeys/{id}',
-      operationId: 'deleteApiKey',
-      summary: 'Delete a key: refused on every gateway replica at once',
-      security: 'bearer',
-      ...keyPath,
-      ok: { status: 204, description: 'Deleted' },
-      errors: [400, 401, 404, 503],
-    },
-    {
-      method: 'post',
-      path: '/api/v1/apikeys/{id}/roll',
-      operationId: 'rollApiKey',
-      summary: 'A new key with the same grant; the old one works until its grace period ends',
-      security: 'bearer',
-      ...keyPath,
-      body: { schema: rollKeyBodySchema(maxRollGraceSeconds), required: false },
-      ok: {
-        status: 201,
-        description: 'The new key, and the old one as it now is',
-        schema: rolledKeySchema,
-        links: keyLinks,
-      },
-      errors: [400, 401, 404, 409, 413, 415, 503],
-    },
-    {
-      method: 'get',
-      path: '/api/v1/apikeys/{id}/usage',
-      operationId: 'getApiKeyUsage',
-      summary: 'Requests and refusals per minute (24 h) and per hour (30 days), top endpoints',
-      security: 'bearer',
-      ...keyPath,
-      ok: { status: 200, description: 'The key’s usage', schema: keyUsageSchema },
-      errors: [400, 401, 404, 503],
-    },
-    {
-      method: 'get',
-      path: '/api/v1/audit',
-      operationId: 'listAuditEvents',
-      summary: 'Events of your keys, newest first',
-      security: 'bearer',
-      query: auditQuerySchema,
-      ok: { status: 200, description: 'A page of events', schema: auditPageSchema },
-      errors: [400, 401, 503],
-    },
-    {
-      method: 'get',
-      path: '/api/v1/modules',
-      operationId: 'listModules',
-      summary: 'What a new key may be scoped to: your workflows, and the platform roles',
-      security: 'bearer',
-      ok: { status: 200, description: 'The modules and their roles', schema: modulesSchema },
-      errors: [401, 503],
-    },
-    {
-      method: 'get',
-      path: '/api/v1/models',
-      operationId: 'listModels',
-      summary:
-        'The Models: phase, replicas, what to fix, tensors, calls over the last hour, an example request',
-      security: 'bearer',
-      ok: { status: 200, description: 'Every Model', schema: modelPageSchema },
-      errors: [401, 503],
-    },
-    {
-      method: 'get',
-      path: '/api/v1/me',
-      operationId: 'whoami',
-      summary: 'Who your token says you are, and whether you are an administrator',
-      security: 'bearer',
-      ok: { status: 200, description: 'The caller', schema: callerSchema },
-      errors: [401],
-    },
-    {
-      method: 'get',
-      path: '/api/v1/admin/apikeys',
-      operationId: 'adminListApiKeys',
-      summary: 'Administrators: one page of every user’s keys (or one user’s), with their owner',
-      security: 'bearer',
-      query: adminListKeysQuerySchema,
-      ok: { status: 200, description: 'A page of keys', schema: ownedKeyPageSchema },
-      errors: [400, 401, 403, 503],
-    },
-    {
-      method: 'delete',
-      path: '/api/v1/admin/apikeys/{id}',
-      operationId: 'adminDeleteApiKey',
-      summary: 'Administrators: revoke anyone’s key (recorded in the audit trail)',
-      security: 'bearer',
-      ...keyPath,
-      ok: { status: 204, description: 'Revoked' },
-      errors: [400, 401, 403, 404, 503],
-    },
-    {
-      method: 'post',
-      path: '/api/v1/admin/offboard',
-      operationId: 'offboardUser',
-      summary: 'Administrators: revoke every key of one user in one action',
-      security: 'bearer',
-      body: { schema: offboardBodySchema, required: true },
-      ok: { status: 200, description: 'The keys revoked', schema: offboardResultSchema },
-      errors: [400, 401, 403, 413, 415, 503],
-    },
     {
       method: 'get',
       path: '/v2/health/live',
@@ -355,7 +206,7 @@ function operations(maxRollGraceSeconds: number): Operation[] {
   ];
 }
 
-function operationObject(op: Operation): Schema {
+function operationObject(op: OperationDoc): Schema {
   const responses: Record<string, unknown> = {
     [String(op.ok.status)]: {
       description: op.ok.description,
@@ -389,7 +240,7 @@ function operationObject(op: Operation): Schema {
 
 export function openApiDocument(opts: { maxRollGraceSeconds: number; version: string }): Schema {
   const paths: Record<string, Record<string, Schema>> = {};
-  for (const op of operations(opts.maxRollGraceSeconds)) {
+  for (const op of [...managementOperations(opts), ...dataPlaneOperations()]) {
     (paths[op.path] ??= {})[op.method] = operationObject(op);
   }
   return {

@@ -3,8 +3,9 @@ import { TollgateError } from '../../../common/errors.js';
 import { callerOf, requireAdmin } from '../../auth/oidc.js';
 import type { ManagementDeps } from '../deps.js';
 import { revokeKey } from '../revoke.js';
-import { keyIdParam } from './key-id.js';
+import { keyIdParam, keyIdParamsSchema } from '../key-id.js';
 import { AUDIT_HEADER } from '../../audit/audit-log.js';
+import type { ManagementRoute } from '../route.js';
 
 const noSuchKey = (id: string): TollgateError =>
   new TollgateError(
@@ -13,7 +14,7 @@ const noSuchKey = (id: string): TollgateError =>
   );
 
 /** DELETE /admin/apikeys/{id}: revokes anyone's key; the audit trail names the administrator. */
-export function adminDeleteKey(deps: ManagementDeps): RequestHandler {
+function adminDeleteKey(deps: ManagementDeps): RequestHandler {
   return async (req, res) => {
     const caller = callerOf(res);
     requireAdmin(caller, deps.admin.groupsClaim);
@@ -31,3 +32,14 @@ export function adminDeleteKey(deps: ManagementDeps): RequestHandler {
       .end();
   };
 }
+
+export const adminDeleteKeyRoute: ManagementRoute = {
+  method: 'delete',
+  path: '/admin/apikeys/{id}',
+  operationId: 'adminDeleteApiKey',
+  summary: 'Administrators: revoke anyone’s key (recorded in the audit trail)',
+  pathParams: keyIdParamsSchema,
+  ok: { status: 204, description: 'Revoked' },
+  errors: [400, 401, 403, 404, 503],
+  handler: adminDeleteKey,
+};

@@ -5,6 +5,8 @@ import type { ManagementDeps } from '../deps.js';
 import { keyRows } from '../key-rows.js';
 import { validate } from '../validate.js';
 import { listKeysQuerySchema } from './list-keys.js';
+import { ownedKeyPageSchema } from '../views.js';
+import type { ManagementRoute } from '../route.js';
 
 export const adminListKeysQuerySchema = listKeysQuerySchema.extend({
   owner: z
@@ -16,7 +18,7 @@ export const adminListKeysQuerySchema = listKeysQuerySchema.extend({
 });
 
 /** GET /admin/apikeys: every user's keys (or one user's), searchable by owner too. */
-export function adminListKeys(deps: ManagementDeps): RequestHandler {
+function adminListKeys(deps: ManagementDeps): RequestHandler {
   return async (req, res) => {
     requireAdmin(callerOf(res), deps.admin.groupsClaim);
     const query = validate(adminListKeysQuerySchema, req.query, 'query');
@@ -28,3 +30,14 @@ export function adminListKeys(deps: ManagementDeps): RequestHandler {
     res.json(page.nextCursor === undefined ? { items } : { items, nextCursor: page.nextCursor });
   };
 }
+
+export const adminListKeysRoute: ManagementRoute = {
+  method: 'get',
+  path: '/admin/apikeys',
+  operationId: 'adminListApiKeys',
+  summary: 'Administrators: one page of every user’s keys (or one user’s), with their owner',
+  query: adminListKeysQuerySchema,
+  ok: { status: 200, description: 'A page of keys', schema: ownedKeyPageSchema },
+  errors: [400, 401, 403, 503],
+  handler: adminListKeys,
+};

@@ -13,9 +13,11 @@ import { isCidr } from '../../../common/net/cidr.js';
 import { callerOf } from '../../auth/oidc.js';
 import type { ManagementDeps } from '../deps.js';
 import { validate } from '../validate.js';
-import { toApiKeyView } from '../views.js';
+import { toApiKeyView, createdKeySchema } from '../views.js';
 import { AUDIT_HEADER } from '../../audit/audit-log.js';
 import { revokeKey } from '../revoke.js';
+import { keyLinks } from '../key-id.js';
+import type { ManagementRoute } from '../route.js';
 
 // Printable text only: a name is shown in the panel and in `kubectl get`.
 const PRINTABLE = /^[^\p{Cc}\p{Cf}\p{Zl}\p{Zp}]*$/u;
@@ -76,7 +78,7 @@ export const createKeyBodySchema = z
 type CreateKeyBody = z.output<typeof createKeyBodySchema>;
 
 /** POST /apikeys: creates a key; the answer carries the key value, the only time it is ever sent. */
-export function createKey(deps: ManagementDeps): RequestHandler {
+function createKey(deps: ManagementDeps): RequestHandler {
   return async (req, res) => {
     if (!req.is('application/json')) {
       throw new TollgateError(
@@ -205,3 +207,14 @@ async function checkRoles(deps: ManagementDeps, owner: string, body: CreateKeyBo
     );
   }
 }
+
+export const createKeyRoute: ManagementRoute = {
+  method: 'post',
+  path: '/apikeys',
+  operationId: 'createApiKey',
+  summary: 'Create a key; the answer holds the key, the only time it is sent',
+  body: { schema: createKeyBodySchema, required: true },
+  ok: { status: 201, description: 'The new key', schema: createdKeySchema, links: keyLinks },
+  errors: [400, 401, 413, 415, 503],
+  handler: createKey,
+};

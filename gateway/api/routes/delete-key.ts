@@ -2,11 +2,12 @@ import type { RequestHandler } from 'express';
 import { callerOf } from '../../auth/oidc.js';
 import type { ManagementDeps } from '../deps.js';
 import { revokeKey } from '../revoke.js';
-import { keyIdParam, keyNotFound } from './key-id.js';
+import { keyIdParam, keyNotFound, keyIdParamsSchema } from '../key-id.js';
 import { AUDIT_HEADER } from '../../audit/audit-log.js';
+import type { ManagementRoute } from '../route.js';
 
 /** DELETE /apikeys/{id}: one of the caller's keys, refused on every replica at once. */
-export function deleteKey(deps: ManagementDeps): RequestHandler {
+function deleteKey(deps: ManagementDeps): RequestHandler {
   return async (req, res) => {
     const id = keyIdParam(req.params);
     const owner = callerOf(res).subject;
@@ -19,3 +20,14 @@ export function deleteKey(deps: ManagementDeps): RequestHandler {
       .end();
   };
 }
+
+export const deleteKeyRoute: ManagementRoute = {
+  method: 'delete',
+  path: '/apikeys/{id}',
+  operationId: 'deleteApiKey',
+  summary: 'Delete a key: refused on every gateway replica at once',
+  pathParams: keyIdParamsSchema,
+  ok: { status: 204, description: 'Deleted' },
+  errors: [400, 401, 404, 503],
+  handler: deleteKey,
+};

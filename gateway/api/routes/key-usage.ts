@@ -2,14 +2,15 @@ import type { RequestHandler } from 'express';
 import { readKeyUsage, readUsageSeries } from '../../../common/apikey/usage.js';
 import { callerOf } from '../../auth/oidc.js';
 import type { ManagementDeps } from '../deps.js';
-import { toApiKeyView } from '../views.js';
-import { keyIdParam, keyNotFound } from './key-id.js';
+import { toApiKeyView, keyUsageSchema } from '../views.js';
+import { keyIdParam, keyNotFound, keyIdParamsSchema } from '../key-id.js';
+import type { ManagementRoute } from '../route.js';
 
 /**
  * GET /apikeys/{id}/usage: requests and refusals per minute for the last 24 hours and per hour for
  * the last 30 days, the totals, the last use and the busiest endpoints.
  */
-export function keyUsage(deps: ManagementDeps): RequestHandler {
+function keyUsage(deps: ManagementDeps): RequestHandler {
   return async (req, res) => {
     const id = keyIdParam(req.params);
     const key = await deps.store.get(callerOf(res).subject, id);
@@ -28,3 +29,14 @@ export function keyUsage(deps: ManagementDeps): RequestHandler {
     });
   };
 }
+
+export const keyUsageRoute: ManagementRoute = {
+  method: 'get',
+  path: '/apikeys/{id}/usage',
+  operationId: 'getApiKeyUsage',
+  summary: 'Requests and refusals per minute (24 h) and per hour (30 days), top endpoints',
+  pathParams: keyIdParamsSchema,
+  ok: { status: 200, description: 'The key’s usage', schema: keyUsageSchema },
+  errors: [400, 401, 404, 503],
+  handler: keyUsage,
+};

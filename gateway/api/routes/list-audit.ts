@@ -5,6 +5,7 @@ import { AUDIT_ACTIONS, auditEventSchema } from '../../audit/audit-log.js';
 import { callerOf } from '../../auth/oidc.js';
 import type { ManagementDeps } from '../deps.js';
 import { validate } from '../validate.js';
+import type { ManagementRoute } from '../route.js';
 
 const MAX_LIMIT = 500;
 const dateTime = (field: string) =>
@@ -43,7 +44,7 @@ export const auditQuerySchema = z
  * GET /audit: the events of the caller's keys (created, rolled, deleted, expired, refused uses),
  * newest first, including keys since deleted.
  */
-export function listAudit(deps: ManagementDeps): RequestHandler {
+function listAudit(deps: ManagementDeps): RequestHandler {
   return async (req, res) => {
     const query = validate(auditQuerySchema, req.query, 'query');
     const page = await deps.audit.query(callerOf(res).subject, query);
@@ -55,3 +56,14 @@ export const auditPageSchema = z.object({
   items: z.array(auditEventSchema),
   nextCursor: z.string().optional(),
 });
+
+export const listAuditRoute: ManagementRoute = {
+  method: 'get',
+  path: '/audit',
+  operationId: 'listAuditEvents',
+  summary: 'Events of your keys, newest first',
+  query: auditQuerySchema,
+  ok: { status: 200, description: 'A page of events', schema: auditPageSchema },
+  errors: [400, 401, 503],
+  handler: listAudit,
+};

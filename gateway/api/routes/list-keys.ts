@@ -5,6 +5,8 @@ import { callerOf } from '../../auth/oidc.js';
 import type { ManagementDeps } from '../deps.js';
 import { keyRows } from '../key-rows.js';
 import { validate } from '../validate.js';
+import { keyPageSchema } from '../views.js';
+import type { ManagementRoute } from '../route.js';
 
 export const listKeysQuerySchema = z.strictObject({
   search: z.string().max(200, 'search is at most 200 characters').optional(),
@@ -23,7 +25,7 @@ export const listKeysQuerySchema = z.strictObject({
 });
 
 /** GET /apikeys: one page of the caller's keys, newest first. */
-export function listKeys(deps: ManagementDeps): RequestHandler {
+function listKeys(deps: ManagementDeps): RequestHandler {
   return async (req, res) => {
     const query = validate(listKeysQuerySchema, req.query, 'query');
     const page = await deps.store.list(callerOf(res).subject, query);
@@ -31,3 +33,14 @@ export function listKeys(deps: ManagementDeps): RequestHandler {
     res.json(page.nextCursor === undefined ? { items } : { items, nextCursor: page.nextCursor });
   };
 }
+
+export const listKeysRoute: ManagementRoute = {
+  method: 'get',
+  path: '/apikeys',
+  operationId: 'listApiKeys',
+  summary: 'One page of your keys, newest first',
+  query: listKeysQuerySchema,
+  ok: { status: 200, description: 'A page of keys', schema: keyPageSchema },
+  errors: [400, 401, 503],
+  handler: listKeys,
+};

@@ -4,13 +4,15 @@ import { defaultVersionOf, servedVersions } from '../../../common/resources/mode
 import { readModelUsage } from '../../v2/model-usage.js';
 import type { ManagementDeps } from '../deps.js';
 import type { ModelView } from '../views.js';
+import { modelPageSchema } from '../views.js';
+import type { ManagementRoute } from '../route.js';
 
 /**
  * GET /models: the Models page. Every Model with its phase, replicas, the condition that says
  * what to fix, its declared tensors, its calls over the last hour (every gateway replica's, from
  * Redis), and an example request built from its inputs, ready to paste.
  */
-export function listModels(deps: ManagementDeps): RequestHandler {
+function listModels(deps: ManagementDeps): RequestHandler {
   return async (_req, res) => {
     const models = (await deps.models.list()).sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : 1));
     const usage = await readModelUsage(
@@ -99,3 +101,13 @@ function exampleRequest(inputs: ModelView['inputs']): Pick<ModelView, 'exampleRe
   const values = built.reduce((n, b) => n + b.shape.reduce((a, c) => a * c, 1), 0);
   return values > MAX_EXAMPLE_VALUES ? {} : { exampleRequest: { inputs: built } };
 }
+
+export const listModelsRoute: ManagementRoute = {
+  method: 'get',
+  path: '/models',
+  operationId: 'listModels',
+  summary: 'The Models: phase, replicas, what to fix, tensors, calls over the last hour, an example request',
+  ok: { status: 200, description: 'Every Model', schema: modelPageSchema },
+  errors: [401, 503],
+  handler: listModels,
+};

@@ -7,6 +7,8 @@ import type { ManagementDeps } from '../deps.js';
 import { revokeKey } from '../revoke.js';
 import { validate } from '../validate.js';
 import { AUDIT_HEADER } from '../../audit/audit-log.js';
+import { offboardResultSchema } from '../views.js';
+import type { ManagementRoute } from '../route.js';
 
 export const offboardBodySchema = z
   .strictObject({
@@ -22,7 +24,7 @@ export const offboardBodySchema = z
  * now on, and every key whose owner they are is revoked, however it was made. The owner is named
  * explicitly: keys of users the provider no longer knows are never guessed at.
  */
-export function offboard(deps: ManagementDeps): RequestHandler {
+function offboard(deps: ManagementDeps): RequestHandler {
   return async (req, res) => {
     const caller = callerOf(res);
     requireAdmin(caller, deps.admin.groupsClaim);
@@ -71,3 +73,14 @@ export function offboard(deps: ManagementDeps): RequestHandler {
 }
 
 const MAX_PASSES = 5;
+
+export const offboardRoute: ManagementRoute = {
+  method: 'post',
+  path: '/admin/offboard',
+  operationId: 'offboardUser',
+  summary: 'Administrators: revoke every key of one user in one action',
+  body: { schema: offboardBodySchema, required: true },
+  ok: { status: 200, description: 'The keys revoked', schema: offboardResultSchema },
+  errors: [400, 401, 403, 413, 415, 503],
+  handler: offboard,
+};

@@ -14,9 +14,10 @@ import {
 import { callerOf } from '../../auth/oidc.js';
 import type { ManagementDeps } from '../deps.js';
 import { validate } from '../validate.js';
-import { toApiKeyView } from '../views.js';
-import { keyIdParam, keyNotFound } from './key-id.js';
+import { toApiKeyView, rolledKeySchema } from '../views.js';
+import { keyIdParam, keyNotFound, keyIdParamsSchema, keyLinks } from '../key-id.js';
 import { AUDIT_HEADER } from '../../audit/audit-log.js';
+import type { ManagementRoute } from '../route.js';
 
 /** Without a choice, the old key works one more day (or the gateway's maximum, if shorter). */
 export const DEFAULT_ROLL_GRACE_SECONDS = 86_400;
@@ -42,7 +43,7 @@ export const rollKeyBodySchema = (maxGrace: number) =>
  * a conditional write (two rolls of one key: the second is refused and undone), and only then is
  * the old key's index entry shortened.
  */
-export function rollKey(deps: ManagementDeps): RequestHandler {
+function rollKey(deps: ManagementDeps): RequestHandler {
   return async (req, res) => {
     const id = keyIdParam(req.params);
     const owner = callerOf(res).subject;
@@ -189,3 +190,20 @@ async function undo(deps: ManagementDeps, created: ApiKey): Promise<void> {
     deps.log.error({ err, id }, 'could not undo the new key of a failed roll');
   }
 }
+
+export const rollKeyRoute: ManagementRoute = {
+  method: 'post',
+  path: '/apikeys/{id}/roll',
+  operationId: 'rollApiKey',
+  summary: 'A new key with the same grant; the old one works until its grace period ends',
+  pathParams: keyIdParamsSchema,
+  body: ({ maxRollGraceSeconds }) => ({ schema: rollKeyBodySchema(maxRollGraceSeconds), required: false }),
+  ok: {
+    status: 201,
+    description: 'The new key, and the old one as it now is',
+    schema: rolledKeySchema,
+    links: keyLinks,
+  },
+  errors: [400, 401, 404, 409, 413, 415, 503],
+  handler: rollKey,
+};

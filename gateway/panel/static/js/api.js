@@ -4,26 +4,31 @@
 import { getToken } from './auth.js';
 
 /**
- * @typedef {'bda' | 'platform'} Module
- * @typedef {{ id: string; start: string; module: Module; roles: string[]; name?: string;
- *   createdAt: string; lastUsed?: string; expiresAt?: string; requestCount?: number;
- *   refusalCount?: number; state?: 'active' | 'rolled' | 'expired'; rolledFrom?: string;
- *   rolled?: { to: string; at: string; graceEndsAt: string }; allowedCidrs?: string[];
- *   requestsPerHour?: number[] }} KeySummary
- * @typedef {KeySummary & { key: string; rolled: KeySummary }} RolledKey the roll answer: the new
- *   key (its value sent once) and the old one as it is now
- * @typedef {{ at: string; requests: number; refusals: number }} UsagePoint
- * @typedef {{ id: string; requestCount: number; refusalCount: number; lastUsed?: string;
- *   perMinute: UsagePoint[]; perHour: UsagePoint[];
- *   topEndpoints: Array<{ endpoint: string; requests: number }> }} KeyUsage
- * @typedef {{ id: string; at: string; action: string; keyId: string; keyName?: string;
- *   keyStart?: string; actor: string; address?: string; detail?: Record<string, string | number> }} AuditEvent
- * @typedef {{ items: AuditEvent[]; nextCursor?: string }} AuditPage
- * @typedef {KeySummary & { key: string }} CreatedKey the create answer: the key value, sent once
- * @typedef {{ module: Module; roles: string[]; name?: string; expiresAt?: string }} CreateRequest
- * @typedef {{ id: string; description?: string }} RoleChoice
- * @typedef {{ module: Module; roles: RoleChoice[] }} ModuleChoice
- * @typedef {{ items: KeySummary[]; nextCursor?: string }} KeyPage
+ * The answers and requests, typed by the contract: api-types.d.ts is generated from the OpenAPI
+ * document the gateway serves (tools/codegen/panel-types.ts; a test fails when it is stale).
+ * @typedef {import('./api-types.js').components['schemas']} Schemas
+ * @typedef {import('./api-types.js').operations} Operations
+ * @typedef {Schemas['ApiKey']['module']} Module
+ * @typedef {Schemas['ApiKey'] & Partial<Pick<Schemas['ApiKeyPage']['items'][number], 'requestsPerHour'>>} KeySummary
+ *   a key as the list shows it (with its hourly requests) or as one key's answer does
+ * @typedef {Schemas['RolledApiKey']} RolledKey the roll answer: the new key (its value sent once)
+ *   and the old one as it is now
+ * @typedef {Schemas['ApiKeyUsage']['perMinute'][number]} UsagePoint
+ * @typedef {Schemas['ApiKeyUsage']} KeyUsage
+ * @typedef {Schemas['AuditPage']['items'][number]} AuditEvent
+ * @typedef {Schemas['AuditPage']} AuditPage
+ * @typedef {Schemas['CreatedApiKey']} CreatedKey the create answer: the key value, sent once
+ * @typedef {Operations['createApiKey']['requestBody']['content']['application/json']} CreateRequest
+ * @typedef {Schemas['Modules']['modules'][number]} ModuleChoice
+ * @typedef {ModuleChoice['roles'][number]} RoleChoice
+ * @typedef {Schemas['ApiKeyPage']} KeyPage
+ * @typedef {Schemas['Caller']} Caller
+ * @typedef {Schemas['OwnedApiKeyPage']['items'][number]} OwnedKey
+ * @typedef {Schemas['OwnedApiKeyPage']} OwnedKeyPage
+ * @typedef {Schemas['OffboardResult']} OffboardResult
+ * @typedef {Schemas['ModelPage']['items'][number]} ModelSummary
+ * @typedef {ModelSummary['inputs'][number]} Tensor
+ * @typedef {ModelSummary['perMinute'][number]} ModelMinute
  */
 
 // The panel is served at `<base>/panel/` and the API at `<base>/api/v1/`.
@@ -117,10 +122,10 @@ export async function deleteKey(id) {
 
 /**
  * What the create dialog offers: per module, the roles the caller may choose.
- * @returns {Promise<{ modules: ModuleChoice[] }>}
+ * @returns {Promise<Schemas['Modules']>}
  */
 export async function listModules() {
-  return /** @type {{ modules: ModuleChoice[] }} */ (await call('GET', 'modules'));
+  return /** @type {Schemas['Modules']} */ (await call('GET', 'modules'));
 }
 
 /**
@@ -157,12 +162,6 @@ export async function listAudit({ keyId, action, cursor, limit } = {}) {
 }
 
 /**
- * @typedef {{ subject: string; name?: string; groups: string[]; admin: boolean }} Caller
- * @typedef {KeySummary & { owner: string; ownerName?: string }} OwnedKey
- * @typedef {{ items: OwnedKey[]; nextCursor?: string }} OwnedKeyPage
- */
-
-/**
  * Who the token says the caller is, and whether they are an administrator.
  * @returns {Promise<Caller>}
  */
@@ -192,31 +191,16 @@ export async function adminDeleteKey(id) {
 /**
  * Administrators: revokes every key of one user.
  * @param {string} owner the user's subject
- * @returns {Promise<{ owner: string; revoked: string[] }>}
+ * @returns {Promise<OffboardResult>}
  */
 export async function offboardUser(owner) {
-  return /** @type {{ owner: string; revoked: string[] }} */ (
-    await call('POST', 'admin/offboard', { body: { owner } })
-  );
+  return /** @type {OffboardResult} */ (await call('POST', 'admin/offboard', { body: { owner } }));
 }
 
 /**
- * @typedef {{ name: string; datatype: string; shape: number[] }} Tensor
- * @typedef {{ at: string; calls: number; errors: number; meanLatencyMs: number }} ModelMinute
- * @typedef {{ name: string; workflow?: string; storageUri: string;
- *   phase: 'Pending' | 'Loading' | 'Ready' | 'Failed'; replicas: number; readyReplicas: number;
- *   message?: string; inputs: Tensor[]; outputs: Tensor[];
- *   defaultVersion?: string;
- *   versions: Array<{ name: string; traffic: number; phase: string; readyReplicas: number;
- *     storageUri?: string }>;
- *   perMinute: ModelMinute[];
- *   exampleRequest?: { inputs: unknown[] } }} ModelSummary
- */
-
-/**
  * Every Model, with its state, its calls over the last hour and an example request.
- * @returns {Promise<{ items: ModelSummary[] }>}
+ * @returns {Promise<Schemas['ModelPage']>}
  */
 export async function listModels() {
-  return /** @type {{ items: ModelSummary[] }} */ (await call('GET', 'models'));
+  return /** @type {Schemas['ModelPage']} */ (await call('GET', 'models'));
 }

@@ -130,7 +130,7 @@ export function createKeysPage({ onError, onDelete, onRoll, onDetails }) {
       el('td', { className: 'col-created' }, [
         el('time', {
           text: formatDate(key.createdAt),
-          attrs: { datetime: key.createdAt, title: formatDateTime(key.createdAt) },
+          attrs: { datetime: key.createdAt ?? '', title: formatDateTime(key.createdAt) },
         }),
       ]),
       el('td', {}, [

@@ -30,7 +30,7 @@ export function createRevealDialog() {
   });
 
   return {
-    /** @param {CreatedKey} created */
+    /** @param {Pick<CreatedKey, 'key' | 'module' | 'roles'>} created a new key, made or rolled */
     show(created) {
       field.value = created.key;
       const who =

@@ -1,0 +1,48 @@
+import type { RequestHandler } from 'express';
+import type { z } from 'zod';
+import type { ManagementDeps } from './deps.js';
+
+/** A JSON Schema written by hand (for what no zod schema checks, e.g. V2 bodies checked for speed). */
+export type JsonSchema = Record<string, unknown>;
+
+/** One operation of Tollgate's HTTP surface, as the OpenAPI document describes it (openapi.ts). */
+export interface OperationDoc {
+  method: 'get' | 'post' | 'delete';
+  /** From the root, with `{param}` for path parameters. */
+  path: string;
+  operationId: string;
+  summary: string;
+  security: 'bearer' | 'apikey' | 'none';
+  pathParams?: z.ZodObject;
+  query?: z.ZodObject;
+  /** A zod schema the handler validates with, or a hand-written shape. */
+  body?: OperationBody;
+  ok: { status: number; description: string; schema?: z.ZodType | JsonSchema; links?: JsonSchema };
+  /** Error statuses this operation can answer, each with the Error body. */
+  errors: number[];
+}
+
+export interface OperationBody {
+  schema: z.ZodType | JsonSchema;
+  required: boolean;
+}
+
+/** The gateway's settings a contract depends on (the roll's longest grace period). */
+export interface ContractSettings {
+  maxRollGraceSeconds: number;
+}
+
+/**
+ * A management API route, declared once in its own file under routes/: its contract (method,
+ * path, schemas, errors) and its handler. The router mounts it and the OpenAPI document describes
+ * it from the same object; the panel's types are generated from that document.
+ */
+export interface ManagementRoute extends Omit<OperationDoc, 'path' | 'security' | 'body'> {
+  /** Under `/api/v1`, with `{param}` for path parameters. */
+  path: string;
+  body?: OperationBody | ((settings: ContractSettings) => OperationBody);
+  handler(deps: ManagementDeps): RequestHandler;
+}
+
+/** Where the management API is mounted: its routes' paths are under it. */
+export const MANAGEMENT_BASE = '/api/v1';

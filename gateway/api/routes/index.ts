@@ -1,0 +1,34 @@
+import type { ManagementRoute } from '../route.js';
+import { adminDeleteKeyRoute } from './admin-delete-key.js';
+import { adminListKeysRoute } from './admin-list-keys.js';
+import { createKeyRoute } from './create-key.js';
+import { deleteKeyRoute } from './delete-key.js';
+import { getKeyRoute } from './get-key.js';
+import { keyUsageRoute } from './key-usage.js';
+import { listAuditRoute } from './list-audit.js';
+import { listKeysRoute } from './list-keys.js';
+import { listModelsRoute } from './list-models.js';
+import { listModulesRoute } from './list-modules.js';
+import { offboardRoute } from './offboard.js';
+import { rollKeyRoute } from './roll-key.js';
+import { whoamiRoute } from './whoami.js';
+
+/**
+ * Every management route, in the order the OpenAPI document lists them. The router mounts them and
+ * the document describes them from this list alone (a test checks every file here is in it).
+ */
+export const managementRoutes: readonly ManagementRoute[] = [
+  listKeysRoute,
+  createKeyRoute,
+  getKeyRoute,
+  deleteKeyRoute,
+  rollKeyRoute,
+  keyUsageRoute,
+  listAuditRoute,
+  listModulesRoute,
+  listModelsRoute,
+  whoamiRoute,
+  adminListKeysRoute,
+  adminDeleteKeyRoute,
+  offboardRoute,
+];

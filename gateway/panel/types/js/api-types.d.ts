@@ -1,0 +1,1800 @@
+// Generated from the management API's OpenAPI document (gateway/api/openapi.ts) by
+// tools/codegen/panel-types.ts. Do not edit: change a route's schemas and run `npm run codegen`.
+export interface paths {
+    "/api/v1/admin/apikeys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Administrators: one page of every user’s keys (or one user’s), with their owner */
+        get: operations["adminListApiKeys"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/admin/apikeys/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Administrators: revoke anyone’s key (recorded in the audit trail) */
+        delete: operations["adminDeleteApiKey"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/admin/offboard": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Administrators: revoke every key of one user in one action */
+        post: operations["offboardUser"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/apikeys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One page of your keys, newest first */
+        get: operations["listApiKeys"];
+        put?: never;
+        /** Create a key; the answer holds the key, the only time it is sent */
+        post: operations["createApiKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/apikeys/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One of your keys */
+        get: operations["getApiKey"];
+        put?: never;
+        post?: never;
+        /** Delete a key: refused on every gateway replica at once */
+        delete: operations["deleteApiKey"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/apikeys/{id}/roll": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A new key with the same grant; the old one works until its grace period ends */
+        post: operations["rollApiKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/apikeys/{id}/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Requests and refusals per minute (24 h) and per hour (30 days), top endpoints */
+        get: operations["getApiKeyUsage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/audit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Events of your keys, newest first */
+        get: operations["listAuditEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/me": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Who your token says you are, and whether you are an administrator */
+        get: operations["whoami"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/models": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The Models: phase, replicas, what to fix, tensors, calls over the last hour, an example request */
+        get: operations["listModels"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/modules": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** What a new key may be scoped to: your workflows, and the platform roles */
+        get: operations["listModules"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/events/platform/api/v1/{resource}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A platform resource, through its upstream (GET, PUT, POST as the key’s roles allow) */
+        get: operations["platformResource"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/health/live": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The gateway is up */
+        get: operations["v2Live"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/health/ready": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The gateway can check keys now */
+        get: operations["v2Ready"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/models/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A model’s metadata, as its runtime declares it */
+        get: operations["v2ModelMetadata"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/models/{name}/infer": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Inference; the request is checked against the model’s metadata first */
+        post: operations["v2Infer"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+}
+export type webhooks = Record<string, never>;
+export interface components {
+    schemas: {
+        ApiKey: {
+            allowedCidrs?: string[];
+            /** Format: date-time */
+            createdAt?: string;
+            /** Format: date-time */
+            expiresAt?: string;
+            id: string;
+            /** Format: date-time */
+            lastUsed?: string;
+            /** @enum {string} */
+            module: "bda" | "platform";
+            name?: string;
+            rateLimit?: {
+                requests: number;
+                windowSeconds: number;
+            };
+            /** @description Calls refused although the key exists */
+            refusalCount: number;
+            requestCount: number;
+            roles: string[];
+            /** @description Set once the key was rolled: the key that replaced it and the end of its grace period */
+            rolled?: {
+                /** Format: date-time */
+                at: string;
+                /** Format: date-time */
+                graceEndsAt: string;
+                to: string;
+            };
+            /** @description The key this one replaced, when it was made by a roll */
+            rolledFrom?: string;
+            /** @description The first 8 characters of the key */
+            start: string;
+            /**
+             * @description rolled while its grace period runs; expired once past its expiry or its grace end
+             * @enum {string}
+             */
+            state: "active" | "rolled" | "expired";
+        };
+        ApiKeyPage: {
+            items: {
+                allowedCidrs?: string[];
+                /** Format: date-time */
+                createdAt?: string;
+                /** Format: date-time */
+                expiresAt?: string;
+                id: string;
+                /** Format: date-time */
+                lastUsed?: string;
+                /** @enum {string} */
+                module: "bda" | "platform";
+                name?: string;
+                rateLimit?: {
+                    requests: number;
+                    windowSeconds: number;
+                };
+                /** @description Calls refused although the key exists */
+                refusalCount: number;
+                requestCount: number;
+                /** @description Requests per hour over the last 24 hours, oldest first */
+                requestsPerHour: number[];
+                roles: string[];
+                /** @description Set once the key was rolled: the key that replaced it and the end of its grace period */
+                rolled?: {
+                    /** Format: date-time */
+                    at: string;
+                    /** Format: date-time */
+                    graceEndsAt: string;
+                    to: string;
+                };
+                /** @description The key this one replaced, when it was made by a roll */
+                rolledFrom?: string;
+                /** @description The first 8 characters of the key */
+                start: string;
+                /**
+                 * @description rolled while its grace period runs; expired once past its expiry or its grace end
+                 * @enum {string}
+                 */
+                state: "active" | "rolled" | "expired";
+            }[];
+            nextCursor?: string;
+        };
+        ApiKeyUsage: {
+            id: string;
+            /** Format: date-time */
+            lastUsed?: string;
+            /** @description The last 30 days, oldest first */
+            perHour: {
+                /** Format: date-time */
+                at: string;
+                refusals: number;
+                requests: number;
+            }[];
+            /** @description The last 24 hours, oldest first */
+            perMinute: {
+                /** Format: date-time */
+                at: string;
+                refusals: number;
+                requests: number;
+            }[];
+            refusalCount: number;
+            requestCount: number;
+            topEndpoints: {
+                endpoint: string;
+                requests: number;
+            }[];
+        };
+        AuditPage: {
+            items: {
+                /** @enum {string} */
+                action: "key.created" | "key.rolled" | "key.deleted" | "key.expired" | "key.refused";
+                actor: string;
+                address?: string;
+                at: string;
+                detail?: {
+                    [key: string]: string | number;
+                };
+                id: string;
+                keyId: string;
+                keyName?: string;
+                keyStart?: string;
+                owner: string;
+            }[];
+            nextCursor?: string;
+        };
+        Caller: {
+            /** @description A member of an administrator group: may act on every user’s keys */
+            admin: boolean;
+            groups: string[];
+            name?: string;
+            subject: string;
+        };
+        CreatedApiKey: {
+            allowedCidrs?: string[];
+            /** Format: date-time */
+            createdAt?: string;
+            /** Format: date-time */
+            expiresAt?: string;
+            id: string;
+            /** @description The key itself: shown in this answer only, never again */
+            key: string;
+            /** Format: date-time */
+            lastUsed?: string;
+            /** @enum {string} */
+            module: "bda" | "platform";
+            name?: string;
+            rateLimit?: {
+                requests: number;
+                windowSeconds: number;
+            };
+            /** @description Calls refused although the key exists */
+            refusalCount: number;
+            requestCount: number;
+            roles: string[];
+            /** @description Set once the key was rolled: the key that replaced it and the end of its grace period */
+            rolled?: {
+                /** Format: date-time */
+                at: string;
+                /** Format: date-time */
+                graceEndsAt: string;
+                to: string;
+            };
+            /** @description The key this one replaced, when it was made by a roll */
+            rolledFrom?: string;
+            /** @description The first 8 characters of the key */
+            start: string;
+            /**
+             * @description rolled while its grace period runs; expired once past its expiry or its grace end
+             * @enum {string}
+             */
+            state: "active" | "rolled" | "expired";
+        };
+        Error: {
+            /** @description Stable, machine-readable */
+            code: string;
+            /** @description What went wrong and what to do about it */
+            error: string;
+            /** @description The request field at fault */
+            field?: string;
+        };
+        ModelMetadata: {
+            inputs: unknown;
+            name: string;
+            outputs: unknown;
+            parameters: unknown;
+            platform?: string | null;
+            versions?: string[] | null;
+        };
+        ModelPage: {
+            items: {
+                defaultVersion?: string;
+                /** @description A V2 inference request built from the declared inputs */
+                exampleRequest?: {
+                    inputs: {
+                        data: (number | string | boolean)[];
+                        datatype: string;
+                        name: string;
+                        parameters?: {
+                            content_type: string;
+                        };
+                        shape: number[];
+                    }[];
+                };
+                inputs: {
+                    datatype: string;
+                    name: string;
+                    shape: number[];
+                }[];
+                /** @description The condition that is not met, and what to change */
+                message?: string;
+                name: string;
+                outputs: {
+                    datatype: string;
+                    name: string;
+                    shape: number[];
+                }[];
+                /** @description Calls over the last hour, oldest first, from every gateway replica */
+                perMinute: {
+                    /** Format: date-time */
+                    at: string;
+                    calls: number;
+                    errors: number;
+                    meanLatencyMs: number;
+                }[];
+                /** @enum {string} */
+                phase: "Pending" | "Loading" | "Ready" | "Failed";
+                readyReplicas: number;
+                replicas: number;
+                /** @description The default version's model folder */
+                storageUri: string;
+                /** @description Each version (one unnamed for a model without spec.versions), with its share of calls */
+                versions: {
+                    name: string;
+                    /** @enum {string} */
+                    phase: "Pending" | "Loading" | "Ready" | "Failed" | "Draining";
+                    readyReplicas: number;
+                    storageUri?: string;
+                    traffic: number;
+                }[];
+                workflow?: string;
+            }[];
+        };
+        Modules: {
+            modules: {
+                description: string;
+                /** @enum {string} */
+                module: "bda" | "platform";
+                roles: {
+                    description?: string;
+                    id: string;
+                }[];
+            }[];
+        };
+        OffboardResult: {
+            owner: string;
+            /** @description Ids of the keys revoked now */
+            revoked: string[];
+        };
+        OwnedApiKeyPage: {
+            items: {
+                allowedCidrs?: string[];
+                /** Format: date-time */
+                createdAt?: string;
+                /** Format: date-time */
+                expiresAt?: string;
+                id: string;
+                /** Format: date-time */
+                lastUsed?: string;
+                /** @enum {string} */
+                module: "bda" | "platform";
+                name?: string;
+                /** @description The subject of the user who created the key */
+                owner: string;
+                /** @description Their name when they created it */
+                ownerName?: string;
+                rateLimit?: {
+                    requests: number;
+                    windowSeconds: number;
+                };
+                /** @description Calls refused although the key exists */
+                refusalCount: number;
+                requestCount: number;
+                /** @description Requests per hour over the last 24 hours, oldest first */
+                requestsPerHour: number[];
+                roles: string[];
+                /** @description Set once the key was rolled: the key that replaced it and the end of its grace period */
+                rolled?: {
+                    /** Format: date-time */
+                    at: string;
+                    /** Format: date-time */
+                    graceEndsAt: string;
+                    to: string;
+                };
+                /** @description The key this one replaced, when it was made by a roll */
+                rolledFrom?: string;
+                /** @description The first 8 characters of the key */
+                start: string;
+                /**
+                 * @description rolled while its grace period runs; expired once past its expiry or its grace end
+                 * @enum {string}
+                 */
+                state: "active" | "rolled" | "expired";
+            }[];
+            nextCursor?: string;
+        };
+        RolledApiKey: {
+            allowedCidrs?: string[];
+            /** Format: date-time */
+            createdAt?: string;
+            /** Format: date-time */
+            expiresAt?: string;
+            id: string;
+            /** @description The key itself: shown in this answer only, never again */
+            key: string;
+            /** Format: date-time */
+            lastUsed?: string;
+            /** @enum {string} */
+            module: "bda" | "platform";
+            name?: string;
+            rateLimit?: {
+                requests: number;
+                windowSeconds: number;
+            };
+            /** @description Calls refused although the key exists */
+            refusalCount: number;
+            requestCount: number;
+            roles: string[];
+            /** @description The old key, as it is after the roll */
+            rolled: {
+                allowedCidrs?: string[];
+                /** Format: date-time */
+                createdAt?: string;
+                /** Format: date-time */
+                expiresAt?: string;
+                id: string;
+                /** Format: date-time */
+                lastUsed?: string;
+                /** @enum {string} */
+                module: "bda" | "platform";
+                name?: string;
+                rateLimit?: {
+                    requests: number;
+                    windowSeconds: number;
+                };
+                /** @description Calls refused although the key exists */
+                refusalCount: number;
+                requestCount: number;
+                roles: string[];
+                /** @description Set once the key was rolled: the key that replaced it and the end of its grace period */
+                rolled?: {
+                    /** Format: date-time */
+                    at: string;
+                    /** Format: date-time */
+                    graceEndsAt: string;
+                    to: string;
+                };
+                /** @description The key this one replaced, when it was made by a roll */
+                rolledFrom?: string;
+                /** @description The first 8 characters of the key */
+                start: string;
+                /**
+                 * @description rolled while its grace period runs; expired once past its expiry or its grace end
+                 * @enum {string}
+                 */
+                state: "active" | "rolled" | "expired";
+            };
+            /** @description The key this one replaced, when it was made by a roll */
+            rolledFrom?: string;
+            /** @description The first 8 characters of the key */
+            start: string;
+            /**
+             * @description rolled while its grace period runs; expired once past its expiry or its grace end
+             * @enum {string}
+             */
+            state: "active" | "rolled" | "expired";
+        };
+    };
+    responses: never;
+    parameters: never;
+    requestBodies: never;
+    headers: never;
+    pathItems: never;
+}
+export type $defs = Record<string, never>;
+export interface operations {
+    adminListApiKeys: {
+        parameters: {
+            query?: {
+                cursor?: string;
+                limit?: number;
+                module?: "bda" | "platform";
+                /** @description Only this user’s keys (the subject shown as `owner`) */
+                owner?: string;
+                search?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of keys */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OwnedApiKeyPage"];
+                };
+            };
+            /** @description The request is invalid: `field` names what to fix */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, unknown or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The credentials do not allow this (admin routes: not an administrator) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A store the gateway needs is unavailable; retry */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    adminDeleteApiKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Revoked */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is invalid: `field` names what to fix */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, unknown or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The credentials do not allow this (admin routes: not an administrator) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (another user’s key is not found either) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A store the gateway needs is unavailable; retry */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    offboardUser: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    owner: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The keys revoked */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OffboardResult"];
+                };
+            };
+            /** @description The request is invalid: `field` names what to fix */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, unknown or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The credentials do not allow this (admin routes: not an administrator) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is larger than the gateway accepts */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not JSON */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A store the gateway needs is unavailable; retry */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listApiKeys: {
+        parameters: {
+            query?: {
+                cursor?: string;
+                limit?: number;
+                module?: "bda" | "platform";
+                search?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of keys */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKeyPage"];
+                };
+            };
+            /** @description The request is invalid: `field` names what to fix */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, unknown or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A store the gateway needs is unavailable; retry */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createApiKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    allowedCidrs?: string[];
+                    /** Format: date-time */
+                    expiresAt?: string;
+                    /** @enum {string} */
+                    module: "bda" | "platform";
+                    name?: string;
+                    rateLimit?: {
+                        requests: number;
+                        windowSeconds: number;
+                    };
+                    roles: string[];
+                };
+            };
+        };
+        responses: {
+            /** @description The new key */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreatedApiKey"];
+                };
+            };
+            /** @description The request is invalid: `field` names what to fix */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, unknown or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is larger than the gateway accepts */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not JSON */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A store the gateway needs is unavailable; retry */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getApiKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The key */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKey"];
+                };
+            };
+            /** @description The request is invalid: `field` names what to fix */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, unknown or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (another user’s key is not found either) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A store the gateway needs is unavailable; retry */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteApiKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is invalid: `field` names what to fix */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, unknown or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (another user’s key is not found either) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A store the gateway needs is unavailable; retry */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    rollApiKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    gracePeriodSeconds?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description The new key, and the old one as it now is */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RolledApiKey"];
+                };
+            };
+            /** @description The request is invalid: `field` names what to fix */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, unknown or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (another user’s key is not found either) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The key changed meanwhile, was already rolled, or has expired */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is larger than the gateway accepts */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not JSON */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A store the gateway needs is unavailable; retry */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getApiKeyUsage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The key’s usage */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKeyUsage"];
+                };
+            };
+            /** @description The request is invalid: `field` names what to fix */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, unknown or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (another user’s key is not found either) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A store the gateway needs is unavailable; retry */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listAuditEvents: {
+        parameters: {
+            query?: {
+                action?: "key.created" | "key.rolled" | "key.deleted" | "key.expired" | "key.refused";
+                cursor?: string;
+                keyId?: string;
+                limit?: number;
+                since?: string;
+                until?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of events */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuditPage"];
+                };
+            };
+            /** @description The request is invalid: `field` names what to fix */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, unknown or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A store the gateway needs is unavailable; retry */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    whoami: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The caller */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Caller"];
+                };
+            };
+            /** @description Missing, malformed, unknown or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listModels: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Every Model */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ModelPage"];
+                };
+            };
+            /** @description Missing, malformed, unknown or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A store the gateway needs is unavailable; retry */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listModules: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The modules and their roles */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Modules"];
+                };
+            };
+            /** @description Missing, malformed, unknown or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A store the gateway needs is unavailable; retry */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    platformResource: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                resource: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The upstream’s answer */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
+                };
+            };
+            /** @description The request is invalid: `field` names what to fix */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, unknown or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The credentials do not allow this (admin routes: not an administrator) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (another user’s key is not found either) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The key’s rate limit is spent (see Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The upstream failed */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A store the gateway needs is unavailable; retry */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The upstream did not answer in time */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v2Live: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Live */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        live?: boolean;
+                    };
+                };
+            };
+        };
+    };
+    v2Ready: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Ready */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        ready?: boolean;
+                    };
+                };
+            };
+            /** @description A store the gateway needs is unavailable; retry */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v2ModelMetadata: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Metadata */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ModelMetadata"];
+                };
+            };
+            /** @description The request is invalid: `field` names what to fix */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, unknown or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The credentials do not allow this (admin routes: not an administrator) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (another user’s key is not found either) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The key’s rate limit is spent (see Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The upstream failed */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A store the gateway needs is unavailable; retry */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The upstream did not answer in time */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v2Infer: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    id?: string;
+                    inputs: {
+                        data: unknown;
+                        /** @enum {unknown} */
+                        datatype: "BOOL" | "UINT8" | "UINT16" | "UINT32" | "UINT64" | "INT8" | "INT16" | "INT32" | "INT64" | "FP16" | "FP32" | "FP64" | "BYTES";
+                        name: string;
+                        parameters?: Record<string, never>;
+                        shape: number[];
+                    }[];
+                    outputs?: {
+                        name: string;
+                    }[];
+                    parameters?: Record<string, never>;
+                };
+            };
+        };
+        responses: {
+            /** @description The runtime’s answer */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
+            /** @description The request is invalid: `field` names what to fix */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, unknown or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The credentials do not allow this (admin routes: not an administrator) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (another user’s key is not found either) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is larger than the gateway accepts */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not JSON */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The key’s rate limit is spent (see Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The upstream failed */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A store the gateway needs is unavailable; retry */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The upstream did not answer in time */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+}

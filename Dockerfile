@@ -12,9 +12,10 @@ COPY cli cli
 COPY common common
 COPY gateway gateway
 COPY operator operator
-# The steps of `make build` (the panel's static files sit beside its compiled router).
+COPY panel/static panel/static
+# The steps of `make build` (the panel's files beside the compiled gateway that serves them).
 RUN node node_modules/typescript/bin/tsc -p tsconfig.build.json \
- && cp -r gateway/panel/static dist/gateway/panel/static \
+ && mkdir -p dist/panel && cp -r panel/static dist/panel/static \
  && npm prune --omit=dev
 
 FROM node:20-bookworm-slim

@@ -27,8 +27,8 @@ deps: deps-node deps-components deps-images
 
 build: deps-node
 	node node_modules/typescript/bin/tsc -p tsconfig.build.json
-	# The panel's static files are served from beside the compiled router.
-	rm -rf dist/gateway/panel/static && cp -r gateway/panel/static dist/gateway/panel/static
+	# The panel is a program of its own (panel/), served as files: dist/panel/static beside dist/gateway.
+	rm -rf dist/panel dist/gateway/panel && mkdir -p dist/panel && cp -r panel/static dist/panel/static
 
 # Two Jest runs: unit + integration, then the cluster tests on their own (the cluster lives only
 # for the second). Both always run; the target fails if either failed. With JEST_REPORT=<prefix>,

@@ -11,7 +11,7 @@ export default tseslint.config(
       '.venv/',
       '.venv-tools/',
       'coverage/',
-      'gateway/panel/types/js/api-types.d.ts',
+      'panel/types/js/api-types.d.ts',
     ],
   },
   js.configs.recommended,
@@ -50,7 +50,7 @@ export default tseslint.config(
   },
   {
     // The panel runs in the browser (type-checked by tsconfig.panel.json).
-    files: ['gateway/panel/static/js/*.js'],
+    files: ['panel/static/js/*.js'],
     languageOptions: { globals: globals.browser },
   },
 );

@@ -2,7 +2,7 @@ import express, { type Express } from 'express';
 import { TollgateError } from '../../common/errors.js';
 import { JWKS_PATH } from '../auth/local-issuer.js';
 import { redisUnavailable } from '../../common/redis/unavailable.js';
-import { createPanelRouter } from '../panel/index.js';
+import { createPanelRouter } from './panel-files.js';
 import type { GatewayServices } from '../services.js';
 import { expressErrorHandler, sendError } from './errors.js';
 

@@ -6,12 +6,12 @@ import { openApiDocument } from '../../gateway/api/openapi.js';
 
 /**
  * `tsx tools/codegen/panel-types.ts [--check]`: writes the panel's API types
- * (gateway/panel/types/js/api-types.d.ts) from the OpenAPI document the gateway serves, so the
+ * (panel/types/js/api-types.d.ts) from the OpenAPI document the gateway serves, so the
  * panel's JSDoc types are the contract's and the panel still needs no build step. With --check it
  * writes nothing and fails when the file is stale (a unit test runs the same comparison).
  */
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-export const PANEL_TYPES = path.join(root, 'gateway/panel/types/js/api-types.d.ts');
+export const PANEL_TYPES = path.join(root, 'panel/types/js/api-types.d.ts');
 
 const HEADER = [
   "// Generated from the management API's OpenAPI document (gateway/api/openapi.ts) by",

@@ -8,7 +8,7 @@ import type { Router } from 'express';
  * management API at `../api/v1/` relative to where it is mounted, so mount it at `/panel` beside
  * the API at `/api/v1`.
  */
-export const panelStaticDir = fileURLToPath(new URL('./static/', import.meta.url));
+export const panelStaticDir = fileURLToPath(new URL('../../panel/static/', import.meta.url));
 
 /**
  * "Sign in" with the organisation's provider: the panel runs the authorization code flow with PKCE

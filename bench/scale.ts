@@ -21,8 +21,8 @@ import { CLI, memoryMiB, ROOT, start, stop } from './support.js';
  * harness API server, then the operator as a real process (`tollgate operator
  * --no-leader-elect`, its own Redis): how fast the keys are created, how long a cold start takes
  * to the index marker (set only over a complete index), the operator's memory, and Redis flushed
- * → every entry back. No reference to compare with: these are the figures the README's table of
- * tested limits quotes.
+ * → every entry back. No reference to compare with: these are the figures the table of tested limits
+ * in docs/reference.md quotes.
  */
 /** The operator's log line for each index it built (operator/manager.ts). */
 interface IndexBuilt {

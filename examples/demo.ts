@@ -4,7 +4,7 @@
  * sample workflow service (`fraud`/`scorer`), trains and publishes the example models (file://
  * storage), starts `tollgate dev`, registers the workflow service with `tollgate route add`,
  * creates keys through the management API, writes `.tollgate/demo/env` for a shell (the README's
- * walkthrough runs against it), and runs one inference of each kind through the gateway. Then it
+ * walkthrough, README and docs/, runs against it), and runs one inference of each kind through the gateway. Then it
  * keeps running until Ctrl-C (or exits at once with DEMO_EXIT_AFTER_RUN=1) and stops all it started.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
@@ -31,7 +31,7 @@ const READY_TIMEOUT_MS = 240_000;
 const TSX = path.join(ROOT, 'node_modules', 'tsx', 'dist', 'cli.mjs');
 const CLI = path.join(ROOT, 'bin', 'tollgate.js');
 const ENV_FILE = path.join(ROOT, DEMO_ENV_FILE);
-// The README's walkthrough is alice's: her workflow `fraud` has the sample service `scorer` and
+// The manual's walkthrough is alice's: her workflow `fraud` has the sample service `scorer` and
 // the iris model.
 const USER = 'alice';
 const WORKFLOW = 'fraud';
@@ -303,7 +303,7 @@ async function main(): Promise<void> {
   writeFileSync(
     ENV_FILE,
     [
-      '# Written by `make demo` while it runs: `source .tollgate/demo/env`, then paste the README.',
+      '# Written by `make demo` while it runs: `source .tollgate/demo/env`, then the README (a first call) and docs/.',
       `export BASE=${base}`,
       `export TOLLGATE=${base}`,
       `export KEY=${key}`,
@@ -319,7 +319,7 @@ async function main(): Promise<void> {
   say(
     `  Shell:             source ${DEMO_ENV_FILE}   (BASE, KEY, BDA_KEY, TOLLGATE_STATE_DIR, TOLLGATE_REDIS_URL)`,
   );
-  say('\nTry it (after the source above; the README walks through the rest):');
+  say('\nTry it (after the source above; the README and docs/ walk through the rest):');
   say('  curl -s $TOLLGATE/v2/models/model-iris -H "Authorization: Apikey $KEY"');
   say('  curl -s $TOLLGATE/events/platform/api/v1/datasets -H "Authorization: Apikey $KEY"');
   say(

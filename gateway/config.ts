@@ -157,7 +157,7 @@ export const gatewayConfigSchema = z
      * The identity provider of the management API and the panel. Tokens are verified with the
      * provider's JWKS (`jwksUrl`, or the one its discovery document names). With `clientId` the
      * panel offers "Sign in": the authorization code flow with PKCE, run in the browser against
-     * `issuer` for a public client (docs in the README).
+     * `issuer` for a public client (docs/panel.md).
      */
     oidc: z
       .strictObject({

@@ -23,7 +23,7 @@ import { publicJwk, type StoredKey } from '../crypto/key-file.js';
  * only the public half (`TrustedKeys`): a sidecar, whose pod a tenant controls, can verify entries
  * but never make one.
  *
- * What sealing does not stop (README, "What Tollgate guarantees a tenant"): a writer can still
+ * What sealing does not stop (docs/install.md, "What Tollgate guarantees a tenant"): a writer can still
  * delete entries (a denial of service, never a grant) or put back an entry the operator once wrote
  * for the same Redis key (a revoked key's old entry). Both need write access to Redis, which the
  * chart's ACL users give to the operator and the central gateways alone.

@@ -12,7 +12,7 @@ export const panelStaticDir = fileURLToPath(new URL('../../panel/static/', impor
 
 /**
  * "Sign in" with the organisation's provider: the panel runs the authorization code flow with PKCE
- * itself, as a public client (see README, "Signing in to the panel"). Absent: the paste-a-token
+ * itself, as a public client (see docs/panel.md, "Signing in to the panel"). Absent: the paste-a-token
  * box only (standalone mode, scripts).
  */
 export interface PanelSignIn {

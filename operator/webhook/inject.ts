@@ -151,7 +151,7 @@ export function planInjection(pod: V1Pod, cfg: InjectionConfig): Injection {
     return {
       kind: 'refuse',
       reason:
-        'this installation names no Redis URL for sidecars: set sidecar.redisUrl (an ACL user with the sidecar rules of the README)',
+        'this installation names no Redis URL for sidecars: set sidecar.redisUrl (an ACL user with the sidecar rules of docs/install.md, "Redis users")',
     };
   }
 

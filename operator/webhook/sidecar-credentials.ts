@@ -7,7 +7,7 @@ import { reportKey } from '../../common/redis/load-reports.js';
  * The sidecar's Redis credential, put where an injected sidecar can read it: a Secret of the pod's
  * own namespace (secretKeyRef), never a plain env value of the pod spec, which the `view` role
  * reads. The team of that namespace can read the Secret (`edit` reads Secrets): the credential is
- * the sidecar ACL user's, worth nothing beyond what a sidecar does (README, "Redis users").
+ * the sidecar ACL user's, worth nothing beyond what a sidecar does (docs/install.md, "Redis users").
  */
 export const SIDECAR_SECRET = 'tollgate-sidecar-redis';
 /** The env variable a sidecar reads its namespace's load-report key from (common/redis/load-reports.ts). */

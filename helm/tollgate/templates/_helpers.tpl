@@ -135,7 +135,7 @@ read from the auth Secret and put into the URL by Kubernetes ($(VAR)), never wri
 
 {{/*
 The bundled Redis's ACL users, one line each without its password (the start script adds it).
-Each may do what its component needs and no more (README, "Redis users"):
+Each may do what its component needs and no more (docs/install.md, "Redis users"):
 - operator: the index, the routes and every tg:* key (it rebuilds them), the channels.
 - gateway: the same key space (it writes the index for the keys its API makes, and counters).
 - sidecar: reads the index, the routes and the marker; writes only counters and spent grant ids,

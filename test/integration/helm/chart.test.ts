@@ -275,7 +275,7 @@ describe('helm chart: lint and render', () => {
     expect(can('t1-tollgate-gateway', '', 'services', 'list')).toBe(false);
   });
 
-  it('renders the sidecar webhook as the README says: labelled pods only, never its own namespace, fail closed', async () => {
+  it('renders the sidecar webhook as docs/sidecar.md says: labelled pods only, never its own namespace, fail closed', async () => {
     const { objects } = await render();
     const hook = find(objects, 'MutatingWebhookConfiguration', 't1-tollgate-webhook') as unknown as {
       webhooks: Array<{

@@ -1,13 +1,14 @@
 /**
- * The README's runnable examples: fenced blocks whose info string is `sh runnable`. Each logical
+ * The manual's runnable examples (the README, then the docs/ pages it lists under "Read on", in
+ * that order): fenced blocks whose info string is `sh runnable`. Each logical
  * command (lines joined on a trailing `\`) may be followed by `# → <text>` lines: the command's
  * output must contain each text. Other comment lines are prose. The blocks run in order in one
  * bash session, as a reader pasting them into one terminal would, so a variable set in one
  * (TOKEN=...) is there for the next.
  */
 export interface RunnableCommand {
-  /** Where it is: README line number, for failures a reader can find. */
-  line: number;
+  /** Where it is (`docs/keys.md:21`), for failures a reader can find. */
+  where: string;
   command: string;
   expect: string[];
 }
@@ -15,7 +16,7 @@ export interface RunnableCommand {
 const FENCE = /^```(\S*)\s*(.*)$/;
 const EXPECT = /^#\s*→\s?(.*)$/;
 
-export function runnableCommands(markdown: string): RunnableCommand[] {
+export function runnableCommands(markdown: string, file: string): RunnableCommand[] {
   const lines = markdown.split('\n');
   const out: RunnableCommand[] = [];
   let inBlock = false;
@@ -38,7 +39,7 @@ export function runnableCommands(markdown: string): RunnableCommand[] {
     if (pending !== undefined) {
       pending.parts.push(text);
       if (!text.endsWith('\\')) {
-        out.push({ line: pending.line, command: pending.parts.join('\n'), expect: [] });
+        out.push({ where: `${file}:${pending.line}`, command: pending.parts.join('\n'), expect: [] });
         pending = undefined;
       }
       continue;
@@ -46,16 +47,25 @@ export function runnableCommands(markdown: string): RunnableCommand[] {
     const expectation = EXPECT.exec(text.trim());
     if (expectation) {
       const last = out[out.length - 1];
-      if (last === undefined) throw new Error(`README line ${i + 1}: an expectation before any command`);
+      if (last === undefined) throw new Error(`${file}:${i + 1}: an expectation before any command`);
       last.expect.push(expectation[1] as string);
       continue;
     }
     if (text.trim() === '' || text.trim().startsWith('#')) continue;
     if (text.endsWith('\\')) pending = { line: i + 1, parts: [text] };
-    else out.push({ line: i + 1, command: text, expect: [] });
+    else out.push({ where: `${file}:${i + 1}`, command: text, expect: [] });
   }
-  if (inBlock) throw new Error('README: a fenced block is never closed');
+  if (inBlock) throw new Error(`${file}: a fenced block is never closed`);
   return out;
+}
+
+/** The docs/ pages the README lists under "## Read on", in its order. */
+export function readOnPages(readme: string): string[] {
+  const start = readme.indexOf('\n## Read on\n');
+  if (start < 0) throw new Error('README: no "## Read on" section');
+  const end = readme.indexOf('\n## ', start + 1);
+  const section = readme.slice(start, end < 0 ? undefined : end);
+  return [...section.matchAll(/\]\((docs\/[\w-]+\.md)\)/g)].map((m) => m[1] as string);
 }
 
 const marker = (i: number, what: string) => `@@tollgate-readme ${i} ${what}@@`;

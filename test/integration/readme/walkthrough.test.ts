@@ -1,12 +1,13 @@
-// The README is tested: its runnable blocks (```sh runnable) are pasted, in order, into one bash
-// session against a running `make demo`, as a newcomer would after `source .tollgate/demo/env`.
-// Every command must succeed and print what the README says it prints (`# → ...` lines).
+// The manual is tested: the runnable blocks (```sh runnable) of the README and of the docs/ pages
+// it lists under "Read on" are pasted, in that order, into one bash session against a running
+// `make demo`, as a newcomer would after `source .tollgate/demo/env`. Every command must succeed
+// and print what the page says it prints (`# → ...` lines).
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { runnableCommands, splitOutputs, walkthroughScript } from './runnable-blocks.js';
+import { readOnPages, runnableCommands, splitOutputs, walkthroughScript } from './runnable-blocks.js';
 
 const run = promisify(execFile);
 const ROOT = new URL('../../..', import.meta.url).pathname;
@@ -51,10 +52,15 @@ afterAll(async () => {
   if (demo.exitCode === null && demo.signalCode === null) process.kill(-demo.pid, 'SIGKILL');
 }, 90_000);
 
-test('every runnable README command answers as the README shows, against make demo', async () => {
+test('every runnable command of the README and docs/ answers as written, against make demo', async () => {
   const readme = await readFile(path.join(ROOT, 'README.md'), 'utf8');
-  const commands = runnableCommands(readme);
-  // The walkthrough: keys, the CLI, workflows, platform resources and models.
+  const pages = readOnPages(readme);
+  // Every page of docs/ is in the reading order (a page left out would never run).
+  expect([...pages].sort()).toEqual((await readdir(path.join(ROOT, 'docs'))).map((f) => `docs/${f}`).sort());
+  const commands = runnableCommands(readme, 'README.md');
+  for (const page of pages)
+    commands.push(...runnableCommands(await readFile(path.join(ROOT, page), 'utf8'), page));
+  // The walkthrough: a first call, keys, the CLI, workflows, platform resources and models.
   expect(commands.length).toBeGreaterThanOrEqual(20);
   const script = walkthroughScript(commands, `cd '${ROOT}'\nsource .tollgate/demo/env`);
   const { stdout } = await run('bash', ['-c', script], { cwd: ROOT, timeout: 300_000, maxBuffer: 32 << 20 });
@@ -62,12 +68,11 @@ test('every runnable README command answers as the README shows, against make de
   const failures: string[] = [];
   commands.forEach((c, i) => {
     const r = results[i];
-    if (r === undefined) return failures.push(`README line ${c.line}: never ran\n  ${c.command}`);
-    if (r.status !== 0)
-      failures.push(`README line ${c.line}: exit ${r.status}\n  ${c.command}\n  ${r.output}`);
+    if (r === undefined) return failures.push(`${c.where}: never ran\n  ${c.command}`);
+    if (r.status !== 0) failures.push(`${c.where}: exit ${r.status}\n  ${c.command}\n  ${r.output}`);
     for (const wanted of c.expect) {
       if (!r.output.includes(wanted))
-        failures.push(`README line ${c.line}: no "${wanted}" in the output\n  ${c.command}\n  ${r.output}`);
+        failures.push(`${c.where}: no "${wanted}" in the output\n  ${c.command}\n  ${r.output}`);
     }
   });
   expect(failures).toEqual([]);

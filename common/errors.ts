@@ -74,6 +74,7 @@ export const ERROR_STATUS = {
   access_denied: 403,
   address_not_allowed: 403,
   model_access_denied: 403,
+  model_not_in_key_scope: 403,
   module_mismatch: 403,
   role_not_allowed: 403,
   workflow_not_allowed: 403,

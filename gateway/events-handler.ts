@@ -126,9 +126,10 @@ class EventsCall {
     if ('inference' in target) {
       // A model published as a workflow service gets the V2 request checks before it is sent on.
       res.setHeader('x-request-id', requestId);
-      const { model, routed } = target.inference;
+      const { model, workflow, routed } = target.inference;
       answered = this.inference.workflow(req, res, {
         model,
+        workflow,
         routed,
         grant,
         requestId,

@@ -38,6 +38,10 @@ export const apiKeySpecSchema = generatedApiKeySpec
     message: 'a bda key has exactly one role, the id of the workflow it calls',
     path: ['roles'],
   })
+  .refine((s) => s.module === 'platform' || s.models === undefined, {
+    message: "models limits a platform key; a bda key calls its own workflow's models only",
+    path: ['models'],
+  })
   .refine((s) => (s.allowedCidrs ?? []).every(isCidr), {
     message: 'each allowedCidrs entry must be a CIDR such as 10.0.0.0/8 or 2001:db8::/32',
     path: ['allowedCidrs'],
@@ -77,13 +81,14 @@ export function newApiKey(id: string, spec: ApiKeySpec): ApiKey {
 
 /** The Redis key-index entry for a key: what it grants, never the hash or the key. */
 export function toKeyGrant(key: ApiKey): KeyGrant {
-  const { module, roles, owner, name, rateLimit, allowedCidrs, rolled } = key.spec;
+  const { module, roles, owner, name, rateLimit, allowedCidrs, models, rolled } = key.spec;
   const grant: KeyGrant = { id: apiKeyId(key), owner, module, roles: [...roles] };
   if (name !== undefined) grant.name = name;
   const expiresAt = stopsAt(key.spec);
   if (expiresAt !== undefined) grant.expiresAt = expiresAt;
   if (rateLimit !== undefined) grant.rateLimit = { ...rateLimit };
   if (allowedCidrs !== undefined) grant.allowedCidrs = [...allowedCidrs];
+  if (models !== undefined) grant.models = [...models];
   // Only a grace period that ends before the key's own expiry makes the key stop as "rolled".
   if (rolled !== undefined && expiresAt === rolled.graceEndsAt) grant.rolledTo = rolled.to;
   return grant;

@@ -29,6 +29,8 @@ export const keyGrantSchema = z.object({
   rateLimit: rateLimitSchema.optional(),
   /** Client networks the key may be used from; absent means anywhere. */
   allowedCidrs: z.array(z.string()).optional(),
+  /** The models a platform key may call: names or `*` patterns (common/apikey/model-scope.ts). */
+  models: z.array(z.string()).optional(),
   /** The key was rolled to this key id: `expiresAt` is the end of its grace period. */
   rolledTo: z.string().optional(),
 });

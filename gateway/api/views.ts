@@ -28,6 +28,10 @@ export const apiKeyViewSchema = z.object({
   expiresAt: dateTime.optional(),
   rateLimit: rateLimitSchema.optional(),
   allowedCidrs: z.array(z.string()).optional(),
+  models: z
+    .array(z.string())
+    .optional()
+    .describe('The models the key may call (names or * patterns); absent: any'),
   rolledFrom: z.string().optional().describe('The key this one replaced, when it was made by a roll'),
   rolled: z
     .object({ to: z.string(), at: dateTime, graceEndsAt: dateTime })
@@ -114,7 +118,8 @@ const later = (a: string | undefined, b: string | undefined): string | undefined
  * (synced by the operator, and what survives a Redis flush); the more recent figure wins.
  */
 export function toApiKeyView(key: ApiKey, usage: KeyUsage | undefined): ApiKeyView {
-  const { name, start, module, roles, expiresAt, rateLimit, allowedCidrs, rolledFrom, rolled } = key.spec;
+  const { name, start, module, roles, expiresAt, rateLimit, allowedCidrs, models, rolledFrom, rolled } =
+    key.spec;
   const ends = stopsAt(key.spec);
   const view: ApiKeyView = {
     id: apiKeyId(key),
@@ -137,6 +142,7 @@ export function toApiKeyView(key: ApiKey, usage: KeyUsage | undefined): ApiKeyVi
   if (expiresAt !== undefined) view.expiresAt = expiresAt;
   if (rateLimit !== undefined) view.rateLimit = { ...rateLimit };
   if (allowedCidrs !== undefined) view.allowedCidrs = [...allowedCidrs];
+  if (models !== undefined) view.models = [...models];
   if (rolledFrom !== undefined) view.rolledFrom = rolledFrom;
   if (rolled !== undefined) view.rolled = { ...rolled };
   return view;

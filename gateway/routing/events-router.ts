@@ -39,7 +39,7 @@ export type EventsTarget =
    * (`POST /events/bda/<wf>/<model>/v2/models/<model>/infer`): checked as /v2 checks it, by the
    * same Inference service, from the runtime the workflow route names.
    */
-  | { kind: 'bda'; inference: { model: string; routed: RuntimeAddress } };
+  | { kind: 'bda'; inference: { model: string; workflow: string; routed: RuntimeAddress } };
 
 const PLATFORM_METHODS = new Set(['GET', 'PUT', 'POST']);
 
@@ -105,11 +105,14 @@ export class EventsRouter {
       refuseOtherOwner(route.route.owner, grant, workflow);
       const audience =
         route.route.grantAudience === undefined ? {} : { grantAudience: route.route.grantAudience };
-      if (isModelInference(method, path, service))
+      // Only a route the operator wrote for a Model (its source says so, and it is sealed): a
+      // Service a team labels with a model's name as its service id is proxied as its own.
+      if (route.route.source?.startsWith('model/') === true && isModelInference(method, path, service))
         return {
           kind: 'bda',
           inference: {
             model: service,
+            workflow,
             routed: { origin: route.origin, basePath: route.basePath, ...audience },
           },
         };

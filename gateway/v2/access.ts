@@ -2,6 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import { TollgateError } from '../../common/errors.js';
 import type { KeyGrant } from '../../common/resources/grant.js';
 import { isModelName } from '../../common/resources/model-name.js';
+import { scopeAllows } from '../../common/apikey/model-scope.js';
 import type { RoleCatalogue } from '../../common/apikey/roles.js';
 import type { RateLimiter } from '../auth/rate-limit.js';
 import { noteRefusal, type RefusalSink } from '../auth/refusals.js';
@@ -86,8 +87,10 @@ export class ModelAccess {
       await this.admit(grant, req, endpoint);
     });
     const mine = (await this.models.list())
-      .filter(
-        (m) => grant.module === 'platform' || (m.workflow !== undefined && m.workflow === grant.roles[0]),
+      .filter((m) =>
+        grant.module === 'platform'
+          ? scopeAllows(grant.models, m.name)
+          : m.workflow !== undefined && m.workflow === grant.roles[0],
       )
       .sort((a, b) => (a.name < b.name ? -1 : 1));
     return Promise.all(
@@ -162,6 +165,13 @@ export class ModelAccess {
     want: VersionWanted,
   ): Promise<{ chosen: Chosen; audience: string | undefined }> {
     this.checkInferenceRole(grant);
+    // Before the model is looked up: a key learns nothing of the models outside its scope.
+    if (!scopeAllows(grant.models, model)) {
+      throw new TollgateError(
+        'model_not_in_key_scope',
+        `this key may call only ${(grant.models ?? []).join(', ')}; model '${model}' is not among them (GET /v2/models lists what it may call)`,
+      );
+    }
     const route = await this.placement.modelRoute(model);
     let workflow = route?.route.workflow;
     let info: ModelInfo | undefined;

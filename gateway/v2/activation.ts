@@ -61,13 +61,14 @@ export async function warmed(
 
 /**
  * Where a workflow's call to its model goes: where /v2 would send it. The workflow route names the
- * model's main runtime (`routed`); a model with versions takes the traffic split, and one at zero
- * is held until a replica is ready.
+ * model's main runtime (`routed`); a model of this workflow with versions takes the traffic split,
+ * and one at zero is held until a replica is ready.
  */
 export async function workflowRuntime(
   activator: Pick<Activator, 'hold'>,
   lookup: ModelRouteLookup,
   model: string,
+  workflow: string,
   routed: RuntimeAddress,
 ): Promise<RuntimeAddress> {
   const audience = routed.grantAudience === undefined ? {} : { grantAudience: routed.grantAudience };
@@ -83,6 +84,8 @@ export async function workflowRuntime(
       : { origin: v.origin, basePath: v.basePath, version: v.name, ...audience };
   };
   const route = await lookup(model);
-  if (route === null || (route.versions === undefined && route.route.cold !== true)) return routed;
+  // The model's own route decides only for a model of this workflow (never another's runtime).
+  if (route === null || route.route.workflow !== workflow) return routed;
+  if (route.versions === undefined && route.route.cold !== true) return routed;
   return pick(route) ?? (await heldUntilWarm(activator, lookup, model, '', pick)) ?? routed;
 }

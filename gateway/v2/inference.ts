@@ -30,6 +30,8 @@ export interface InferCall {
 
 /** A workflow's call to a model published as its service: where the workflow route sends it. */
 export interface WorkflowInferCall extends Omit<InferCall, 'runtime'> {
+  /** The workflow whose service the model is. */
+  workflow: string;
   routed: RuntimeAddress;
 }
 
@@ -48,13 +50,9 @@ export class Inference {
 
   /** A workflow's call: to the version the traffic split draws, held while the model is at zero. */
   async workflow(req: IncomingMessage, res: ServerResponse, call: WorkflowInferCall): Promise<number> {
-    const { routed, ...rest } = call;
-    const runtime = await workflowRuntime(
-      this.s.activator,
-      (m) => this.s.routes.model(m),
-      call.model,
-      routed,
-    );
+    const { routed, workflow, ...rest } = call;
+    const lookup = (m: string) => this.s.routes.model(m);
+    const runtime = await workflowRuntime(this.s.activator, lookup, call.model, workflow, routed);
     return this.infer(req, res, { ...rest, runtime });
   }
 

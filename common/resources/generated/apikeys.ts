@@ -45,6 +45,12 @@ export const apiKeySpecSchema = z.object({
     .optional(),
   /** Client networks (CIDR, IPv4 or IPv6) the key may be used from. Absent means from anywhere. */
   allowedCidrs: z.array(z.string().min(3).max(49)).min(1).max(32).optional(),
+  /** The models a platform key may call (V2 inference, metadata, readiness): names, or patterns where * stands for any run of name characters (model-fraud-*). Absent means every model the key's roles allow. */
+  models: z
+    .array(z.string().min(1).max(63).regex(new RegExp('^[a-z0-9*]([-a-z0-9*]*[a-z0-9*])?$')))
+    .min(1)
+    .max(32)
+    .optional(),
 });
 export type ApiKeySpec = z.infer<typeof apiKeySpecSchema>;
 

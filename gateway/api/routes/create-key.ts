@@ -10,6 +10,7 @@ import {
   type ApiKeySpec,
 } from '../../../common/resources/apikey.js';
 import { isCidr } from '../../../common/net/cidr.js';
+import { MODEL_SCOPE_MAX, MODEL_SCOPE_PATTERN } from '../../../common/apikey/model-scope.js';
 import { callerOf } from '../../auth/oidc.js';
 import type { ManagementDeps } from '../deps.js';
 import { validate } from '../validate.js';
@@ -63,6 +64,21 @@ export const createKeyBodySchema = z
       .max(32, 'a key has at most 32 allowedCidrs')
       .refine((l) => new Set(l).size === l.length, 'allowedCidrs lists a network twice; list each once')
       .optional(),
+    models: z
+      .array(
+        z
+          .string({ error: 'each models entry is a string' })
+          .max(63, 'a models entry is at most 63 characters')
+          .regex(
+            new RegExp(MODEL_SCOPE_PATTERN),
+            'each models entry is a model name or a pattern with *, e.g. model-iris or model-fraud-*',
+          ),
+        { error: 'models must be an array of model names or patterns, e.g. ["model-iris"]' },
+      )
+      .min(1, 'models lists at least one model; leave it out to allow every model the roles allow')
+      .max(MODEL_SCOPE_MAX, `a key has at most ${MODEL_SCOPE_MAX} models entries`)
+      .refine((l) => new Set(l).size === l.length, 'models lists an entry twice; list each once')
+      .optional(),
   })
   .meta({
     examples: [
@@ -73,6 +89,7 @@ export const createKeyBodySchema = z
         allowedCidrs: ['10.0.0.0/8'],
         rateLimit: { requests: 100, windowSeconds: 60 },
       },
+      { module: 'platform', roles: ['models:inference'], models: ['model-iris', 'model-fraud-*'] },
     ],
   });
 type CreateKeyBody = z.output<typeof createKeyBodySchema>;
@@ -114,6 +131,7 @@ function createKey(deps: ManagementDeps): RequestHandler {
     if (body.expiresAt !== undefined) spec.expiresAt = new Date(body.expiresAt).toISOString();
     if (body.rateLimit !== undefined) spec.rateLimit = body.rateLimit;
     if (body.allowedCidrs !== undefined) spec.allowedCidrs = body.allowedCidrs;
+    if (body.models !== undefined) spec.models = body.models;
 
     const created = await deps.store.create(newApiKey(newKeyId(), spec));
     try {
@@ -178,6 +196,13 @@ async function checkRoles(deps: ManagementDeps, owner: string, body: CreateKeyBo
     });
   }
   if (body.module === 'bda') {
+    if (body.models !== undefined) {
+      throw new TollgateError(
+        'invalid_field',
+        "models: only a platform key is limited to models; a bda key calls its own workflow's models only",
+        { field: 'models' },
+      );
+    }
     const [workflow] = body.roles;
     if (body.roles.length !== 1 || workflow === undefined) {
       throw new TollgateError(

@@ -1,6 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import { z } from 'zod';
 import { TollgateError } from '../../../common/errors.js';
+import { scopeAllows } from '../../../common/apikey/model-scope.js';
 import type { Logger } from '../../../common/logger.js';
 import type { KeyGrant } from '../../../common/resources/grant.js';
 import {
@@ -106,7 +107,7 @@ export function createModelsResource(deps: ModelsResourceDeps): PlatformResource
     // segments: events, platform, api, v1, models[, <name>]
     const rest = path.segments.slice(5);
     if (rest.length === 0) {
-      if (method === 'GET') return list(deps, res, path.query);
+      if (method === 'GET') return list(deps, res, grant, path.query);
       if (method === 'POST') return create(deps, res, grant, await readBody(req));
       throw methodNotAllowed(method, 'GET, POST', 'the models collection');
     }
@@ -117,6 +118,8 @@ export function createModelsResource(deps: ModelsResourceDeps): PlatformResource
         `no such endpoint under ${COLLECTION_PATH}; use /models or /models/<name>`,
       );
     }
+    // Before the model is looked up: a key limited to models learns nothing of the others.
+    checkScope(grant, name);
     if (method === 'GET') return read(deps, res, name);
     if (method === 'PUT') return update(deps, res, grant, name, await readBody(req));
     throw methodNotAllowed(method, 'GET, PUT', 'a model');
@@ -137,10 +140,28 @@ async function readBody(req: Parameters<PlatformResourceHandler>[0]): Promise<Mo
   return validate(bodySchema, body, 'body');
 }
 
-async function list(deps: ModelsResourceDeps, res: ServerResponse, query: string): Promise<void> {
+/** A key limited to models (its `models`) reads and writes those only. */
+function checkScope(grant: KeyGrant, name: string): void {
+  if (scopeAllows(grant.models, name)) return;
+  throw new TollgateError(
+    'model_not_in_key_scope',
+    `this key may use only ${(grant.models ?? []).join(', ')}; model '${name}' is not among them`,
+  );
+}
+
+async function list(
+  deps: ModelsResourceDeps,
+  res: ServerResponse,
+  grant: KeyGrant,
+  query: string,
+): Promise<void> {
   const filters = validate(listQuerySchema, Object.fromEntries(new URLSearchParams(query)), 'query');
   const models = await deps.store.list();
-  const items = models.filter((m) => filters.workflow === undefined || m.spec.workflow === filters.workflow);
+  const items = models.filter(
+    (m) =>
+      (filters.workflow === undefined || m.spec.workflow === filters.workflow) &&
+      scopeAllows(grant.models, m.metadata.name),
+  );
   send(res, 200, { items: items.map(view) });
 }
 
@@ -164,6 +185,7 @@ async function create(
       { field: 'metadata.name' },
     );
   }
+  checkScope(grant, name);
   if (body.metadata?.resourceVersion !== undefined) {
     throw new TollgateError(
       'invalid_field',

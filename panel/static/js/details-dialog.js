@@ -34,6 +34,7 @@ export function createDetailsDialog({ onAuthError }) {
       ...fact('Module', key.module),
       ...fact('Roles', key.roles.join(', ')),
       ...fact('Networks', key.allowedCidrs?.join(', ') ?? 'Any'),
+      ...(key.module === 'platform' ? fact('Models', key.models?.join(', ') ?? 'Any its roles allow') : []),
       ...(key.rolledFrom ? fact('Replaces', key.rolledFrom) : []),
       ...(key.rolled
         ? fact('Rolled', `to ${key.rolled.to}; works until ${formatDateTime(key.rolled.graceEndsAt)}`)

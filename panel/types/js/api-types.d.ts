@@ -288,6 +288,8 @@ export interface components {
             id: string;
             /** Format: date-time */
             lastUsed?: string;
+            /** @description The models the key may call (names or * patterns); absent: any */
+            models?: string[];
             /** @enum {string} */
             module: "bda" | "platform";
             name?: string;
@@ -327,6 +329,8 @@ export interface components {
                 id: string;
                 /** Format: date-time */
                 lastUsed?: string;
+                /** @description The models the key may call (names or * patterns); absent: any */
+                models?: string[];
                 /** @enum {string} */
                 module: "bda" | "platform";
                 name?: string;
@@ -421,6 +425,8 @@ export interface components {
             key: string;
             /** Format: date-time */
             lastUsed?: string;
+            /** @description The models the key may call (names or * patterns); absent: any */
+            models?: string[];
             /** @enum {string} */
             module: "bda" | "platform";
             name?: string;
@@ -546,6 +552,8 @@ export interface components {
                 id: string;
                 /** Format: date-time */
                 lastUsed?: string;
+                /** @description The models the key may call (names or * patterns); absent: any */
+                models?: string[];
                 /** @enum {string} */
                 module: "bda" | "platform";
                 name?: string;
@@ -594,6 +602,8 @@ export interface components {
             key: string;
             /** Format: date-time */
             lastUsed?: string;
+            /** @description The models the key may call (names or * patterns); absent: any */
+            models?: string[];
             /** @enum {string} */
             module: "bda" | "platform";
             name?: string;
@@ -615,6 +625,8 @@ export interface components {
                 id: string;
                 /** Format: date-time */
                 lastUsed?: string;
+                /** @description The models the key may call (names or * patterns); absent: any */
+                models?: string[];
                 /** @enum {string} */
                 module: "bda" | "platform";
                 name?: string;
@@ -936,6 +948,7 @@ export interface operations {
                     allowedCidrs?: string[];
                     /** Format: date-time */
                     expiresAt?: string;
+                    models?: string[];
                     /** @enum {string} */
                     module: "bda" | "platform";
                     name?: string;

@@ -150,7 +150,7 @@ describe('the OpenAPI document', () => {
       additionalProperties: boolean;
     };
     expect(Object.keys(create.properties).sort()).toEqual(
-      ['allowedCidrs', 'expiresAt', 'module', 'name', 'rateLimit', 'roles'].sort(),
+      ['allowedCidrs', 'expiresAt', 'models', 'module', 'name', 'rateLimit', 'roles'].sort(),
     );
     expect(create.properties['roles']?.maxItems).toBe(32);
     expect(create.properties['name']?.maxLength).toBe(100);

@@ -42,7 +42,7 @@ let rc: ReturnType<typeof redisClient>;
 let gateway: GatewayServer;
 let base: string;
 let work: string;
-let keys: { platform: string; viewer: string; bda: string; otherBda: string };
+let keys: { platform: string; viewer: string; bda: string; otherBda: string; scoped: string };
 
 const json = (body: unknown): { method: string; headers: Record<string, string>; body: string } => ({
   method: 'POST',
@@ -114,6 +114,8 @@ beforeAll(async () => {
     viewer: (await createKey(rc, 'platform', ['viewer'])).key,
     bda: (await createKey(rc, 'bda', [WORKFLOW])).key,
     otherBda: (await createKey(rc, 'bda', ['wf-other'])).key,
+    scoped: (await createKey(rc, 'platform', ['models:inference'], { models: ['model-iris', 'model-d*'] }))
+      .key,
   };
 }, 600_000);
 
@@ -693,6 +695,49 @@ describe('listing the models a key may call', () => {
     expect([none.status, none.json.code]).toEqual([401, 'missing_api_key']);
     const viewer = await send(base, '/v2/models', { headers: apikey(keys.viewer) });
     expect([viewer.status, viewer.json.code]).toEqual([403, 'model_access_denied']);
+  });
+});
+
+describe('a key limited to some models', () => {
+  const features = {
+    inputs: [{ name: 'features', datatype: 'FP32', shape: [1, 4], data: [5.1, 3.5, 1.4, 0.2] }],
+  };
+
+  test('calls the models it names or matches, and is refused every other with 403 and what it may call', async () => {
+    expect((await infer('model-iris', features, apikey(keys.scoped))).status).toBe(200);
+    const matched = await send(base, '/v2/models/model-diabetes', { headers: apikey(keys.scoped) });
+    expect([matched.status, matched.json['name']]).toEqual([200, 'model-diabetes']);
+    for (const path of [
+      '/v2/models/model-wine/infer',
+      '/v2/models/model-wine',
+      '/v2/models/model-wine/ready',
+    ]) {
+      const post = path.endsWith('/infer');
+      const refused = await send(base, path, {
+        headers: { ...apikey(keys.scoped), 'content-type': 'application/json' },
+        ...(post ? { method: 'POST', body: JSON.stringify(features) } : {}),
+      });
+      expect([path, refused.status, refused.json.code]).toEqual([path, 403, 'model_not_in_key_scope']);
+      expect(refused.json.error).toBe(
+        "this key may call only model-iris, model-d*; model 'model-wine' is not among them (GET /v2/models lists what it may call)",
+      );
+    }
+    // A model that does not exist is refused the same way: the scope says nothing of what exists.
+    const absent = await infer('model-nothing', features, apikey(keys.scoped));
+    expect([absent.status, absent.json.code]).toEqual([403, 'model_not_in_key_scope']);
+  });
+
+  test('sees only those models in GET /v2/models and the repository index', async () => {
+    const listed = await send(base, '/v2/models', { headers: apikey(keys.scoped) });
+    expect((listed.json as unknown as { models: Array<{ name: string }> }).models.map((m) => m.name)).toEqual(
+      ['model-diabetes', 'model-digits', 'model-iris'],
+    );
+    const index = await send(base, '/v2/repository/index', { method: 'POST', headers: apikey(keys.scoped) });
+    expect((index.json as unknown as Array<{ name: string }>).map((e) => e.name)).toEqual([
+      'model-diabetes',
+      'model-digits',
+      'model-iris',
+    ]);
   });
 });
 

@@ -16,7 +16,8 @@ import express from 'express';
 import { importJWK, SignJWT, type JWK } from 'jose';
 import { Redis } from 'ioredis';
 import { DirApiKeyStore } from '../../../common/apikey/dir-store.js';
-import { hashKey, parseKey } from '../../../common/apikey/format.js';
+import { generateKey, hashKey, keyStart, parseKey } from '../../../common/apikey/format.js';
+import { newApiKey, newKeyId } from '../../../common/resources/apikey.js';
 import { KeyIndexWriter } from '../../../common/apikey/index-writer.js';
 import { RoleCatalogue } from '../../../common/apikey/roles.js';
 import type { ApiKeyStore } from '../../../common/apikey/store.js';
@@ -693,6 +694,58 @@ describe.each(stores)('management API over HTTP (keys on %s)', (label, openStore
         await expect(
           store.update({ ...fresh!, spec: { ...fresh!.spec, allowedCidrs: ['not-a-cidr'] } }),
         ).rejects.toThrow(/CIDR|immutable/);
+      }
+    });
+  });
+
+  describe('keys limited to models', () => {
+    it('keeps the models on the key, its index entry and its roll', async () => {
+      const models = ['model-iris', 'model-fraud-*'];
+      const created = await create({ module: 'platform', roles: ['models:inference'], models });
+      expect(created.status).toBe(201);
+      expect(created.body.models).toEqual(models);
+      const id = created.body.id as string;
+      expect((await call('GET', `/apikeys/${id}`)).body.models).toEqual(models);
+      expect(await readSealed(client, redisKeys.apiKey(hashKey(created.body.key as string)))).toMatchObject({
+        models,
+      });
+      const rolled = await call('POST', `/apikeys/${id}/roll`, { body: { gracePeriodSeconds: 0 } });
+      expect([rolled.status, rolled.body.models]).toEqual([201, models]);
+      // A key without a scope shows none: any model its roles allow.
+      const open = await create({ module: 'platform', roles: ['models:inference'] });
+      expect(open.body.models).toBeUndefined();
+    });
+
+    it('refuses models on a bda key, and entries that are no name or pattern, saying what to send', async () => {
+      const bda = await create({ module: 'bda', roles: ['fraud'], models: ['model-iris'] });
+      expectError(bda, 400, 'invalid_field', 'models');
+      expect(bda.body.error).toMatch(/only a platform key is limited to models/);
+      for (const models of [['Model_Iris'], ['model iris'], [], ['model-a', 'model-a'], [7], 'model-iris']) {
+        const refused = await create({ module: 'platform', roles: ['models:inference'], models });
+        expectError(refused, 400, 'invalid_field', 'models');
+      }
+      const tooMany = Array.from({ length: 33 }, (_, i) => `model-${i}`);
+      expectError(
+        await create({ module: 'platform', roles: ['models:inference'], models: tooMany }),
+        400,
+        'invalid_field',
+        'models',
+      );
+      if (label === 'Kubernetes') {
+        // The CRD holds the rule for kubectl and GitOps tools too.
+        const key = generateKey('bda');
+        await expect(
+          store.create(
+            newApiKey(newKeyId(), {
+              hash: hashKey(key),
+              start: keyStart(key),
+              module: 'bda',
+              roles: ['fraud'],
+              owner: alice,
+              models: ['model-iris'],
+            }),
+          ),
+        ).rejects.toThrow(/platform key/);
       }
     });
   });

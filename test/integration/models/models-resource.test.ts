@@ -94,13 +94,20 @@ describe.each([
   let base: string;
   const keys: Record<string, string> = {};
 
-  async function addKey(name: string, owner: string, module: Module, roles: string[]): Promise<void> {
+  async function addKey(
+    name: string,
+    owner: string,
+    module: Module,
+    roles: string[],
+    models?: string[],
+  ): Promise<void> {
     const key = generateKey(module);
     await new KeyIndexWriter(redisClient, await testSealer()).put(hashKey(key), {
       id: randomBytes(10).toString('hex'),
       owner,
       module,
       roles,
+      ...(models === undefined ? {} : { models }),
     });
     keys[name] = key;
   }
@@ -146,6 +153,7 @@ describe.each([
     await addKey('viewer', 'carol', 'platform', ['models:viewer']);
     await addKey('inference', 'carol', 'platform', ['models:inference']);
     await addKey('bda', 'alice', 'bda', [`wf-alice-${suffix}`]);
+    await addKey('scopedEditor', 'alice', 'platform', ['editor'], ['model-scoped-*']);
 
     const config = loadGatewayConfig({
       env: {},
@@ -450,5 +458,36 @@ describe.each([
     expect((all.json.items as Model[]).map((m) => m.metadata.name)).toEqual(['model-iris', 'model-scorer']);
     const badQuery = await call('GET', `${PATH}?sort=name`, keys.viewer as string);
     expect([badQuery.status, badQuery.json.code]).toEqual([400, 'unknown_field']);
+  });
+
+  // Last: it adds a model the listings above do not expect.
+  it('shows, reads and writes to a key limited to models only those models', async () => {
+    const scoped = keys.scopedEditor as string;
+    const made = await call('POST', PATH, scoped, {
+      metadata: { name: 'model-scoped-a' },
+      spec: { storageUri: 's3://models/scoped-a' },
+    });
+    expect(made.status).toBe(201);
+    const irisUri = async () =>
+      ((await call('GET', `${PATH}/model-iris`, keys.viewer as string)).json.spec as { storageUri: string })
+        .storageUri;
+    const before = await irisUri();
+    const listed = await call('GET', PATH, scoped);
+    expect((listed.json.items as Model[]).map((m) => m.metadata.name)).toEqual(['model-scoped-a']);
+    for (const [method, body] of [
+      ['GET', undefined],
+      ['PUT', { spec: { storageUri: 's3://models/taken' } }],
+    ] as const) {
+      const refused = await call(method, `${PATH}/model-iris`, scoped, body);
+      expect([method, refused.status, refused.json.code]).toEqual([method, 403, 'model_not_in_key_scope']);
+    }
+    const outside = await call('POST', PATH, scoped, {
+      metadata: { name: 'model-other' },
+      spec: { storageUri: 's3://models/other' },
+    });
+    expect([outside.status, outside.json.code]).toEqual([403, 'model_not_in_key_scope']);
+    // Untouched by the refused PUT, and the refused POST made nothing.
+    expect(await irisUri()).toBe(before);
+    expect((await call('GET', `${PATH}/model-other`, keys.viewer as string)).status).toBe(404);
   });
 });

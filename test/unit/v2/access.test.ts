@@ -158,6 +158,26 @@ describe('ModelAccess', () => {
     expect(runtime.cold).toBeUndefined();
   });
 
+  it('refuses a key limited to other models before looking the model up, and lists only its own', async () => {
+    const t = setup({
+      routes: { 'model-a': route(), 'model-b': route() },
+      models: { 'model-a': { workflow: undefined }, 'model-b': { workflow: undefined } },
+    });
+    t.as({ models: ['model-a'] });
+    expect((await t.access.authorised(req(), 'model-a', { version: undefined, split: true })).grant.id).toBe(
+      'k1',
+    );
+    for (const model of ['model-b', 'model-none']) {
+      const [status, code, message] = await refusal(
+        t.access.authorised(req(), model, { version: undefined, split: true }),
+      );
+      expect([status, code]).toEqual([403, 'model_not_in_key_scope']);
+      expect(message).toMatch(/may call only model-a/);
+    }
+    expect(t.seen.refused).toEqual(['k1 model_not_in_key_scope', 'k1 model_not_in_key_scope']);
+    expect((await t.access.callableModels(req(), '/v2/models')).map((m) => m.name)).toEqual(['model-a']);
+  });
+
   it('lists to each key the models it may call, with readiness per version', async () => {
     const t = setup({
       routes: { 'model-b': route({ workflow: 'wf-a' }) },

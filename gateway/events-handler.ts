@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { KeyGrant } from '../common/resources/grant.js';
 import type { Authenticate } from './auth/authenticate.js';
+import { isLimited } from './auth/rate-limit.js';
 import { sendError } from './http/errors.js';
 import type { MetricsRouteKind } from './metrics.js';
 import { requestIdOf, upstreamRequestHeaders } from './proxy/headers.js';
@@ -97,7 +98,7 @@ class EventsCall {
   }
 
   private routed(grant: KeyGrant, target: EventsTarget): void {
-    if (grant.rateLimit === undefined) this.send(grant, target);
+    if (!isLimited(grant)) this.send(grant, target);
     else
       this.s.rateLimiter.take(grant).then(
         () => this.send(grant, target),

@@ -52,6 +52,9 @@ export const redisKeys = {
   modelUsageMinutes: (model: string, day: string) => `${KEY_PREFIX}model-usage:${model}:m:${day}`,
   /** String counter for a fixed rate-limit window: key id + window start (epoch seconds). */
   rateLimit: (id: string, windowStart: number) => `${KEY_PREFIX}rl:${id}:${windowStart}`,
+  /** A named limit's window: one segment more than `rateLimit`'s, so the two never meet. */
+  namedLimit: (id: string, name: string, windowStart: number) =>
+    `${KEY_PREFIX}rl:${id}:${name}:${windowStart}`,
   /** String: JSON Route for a workflow service. */
   bdaRoute: (workflow: string, service: string) => `${KEY_PREFIX}route:bda:${workflow}:${service}`,
   /** String: JSON Route for a model's runtime (present only while it has ready replicas). */

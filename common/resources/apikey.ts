@@ -31,6 +31,37 @@ export const rateLimitSchema = z.strictObject({
   windowSeconds: z.int().min(1).max(86_400),
 });
 
+/** The most named limits a key carries. */
+export const MAX_NAMED_LIMITS = 8;
+
+/** A named limit as the management API takes it (the CRD's rules, with messages that say what to fix). */
+export const namedLimitInputSchema = z.strictObject({
+  name: z
+    .string({ error: 'a limit name is a string' })
+    .regex(
+      /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/,
+      'a limit name is lower-case letters, digits and dashes, e.g. burst or per-day',
+    )
+    .max(32, 'a limit name is at most 32 characters'),
+  requests: z
+    .int({ error: 'requests is a whole number' })
+    .min(1, 'requests is at least 1')
+    .max(1_000_000_000, 'requests is at most 1,000,000,000'),
+  windowSeconds: z
+    .int({ error: 'windowSeconds is a whole number of seconds' })
+    .min(1, 'windowSeconds is at least 1')
+    .max(2_678_400, 'windowSeconds is at most 2,678,400 (31 days)'),
+});
+
+export const namedLimitsInputSchema = z
+  .array(namedLimitInputSchema, { error: 'limits is an array of {name, requests, windowSeconds}' })
+  .min(1, 'limits lists at least one limit; leave it out for none')
+  .max(MAX_NAMED_LIMITS, `a key has at most ${MAX_NAMED_LIMITS} limits`)
+  .refine(
+    (l) => new Set(l.map((x) => x.name)).size === l.length,
+    'limits names a limit twice; name each once',
+  );
+
 // The field rules come from crds/apikeys.yaml (one source: common/resources/generated/); the
 // cross-field rule the CRD states in CEL is restated here for input that has not reached the API server.
 export const apiKeySpecSchema = generatedApiKeySpec
@@ -81,12 +112,13 @@ export function newApiKey(id: string, spec: ApiKeySpec): ApiKey {
 
 /** The Redis key-index entry for a key: what it grants, never the hash or the key. */
 export function toKeyGrant(key: ApiKey): KeyGrant {
-  const { module, roles, owner, name, rateLimit, allowedCidrs, models, rolled } = key.spec;
+  const { module, roles, owner, name, rateLimit, limits, allowedCidrs, models, rolled } = key.spec;
   const grant: KeyGrant = { id: apiKeyId(key), owner, module, roles: [...roles] };
   if (name !== undefined) grant.name = name;
   const expiresAt = stopsAt(key.spec);
   if (expiresAt !== undefined) grant.expiresAt = expiresAt;
   if (rateLimit !== undefined) grant.rateLimit = { ...rateLimit };
+  if (limits !== undefined) grant.limits = limits.map((l) => ({ ...l }));
   if (allowedCidrs !== undefined) grant.allowedCidrs = [...allowedCidrs];
   if (models !== undefined) grant.models = [...models];
   // Only a grace period that ends before the key's own expiry makes the key stop as "rolled".

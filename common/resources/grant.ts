@@ -16,6 +16,10 @@ export const rateLimitSchema = z.object({
 });
 export type RateLimit = z.infer<typeof rateLimitSchema>;
 
+/** A rate limit with a name, which the 429 it causes says (a burst per second, a quota per day). */
+export const namedLimitSchema = rateLimitSchema.extend({ name: z.string().min(1) });
+export type NamedLimit = z.infer<typeof namedLimitSchema>;
+
 /** What a key grants, as stored in the Redis key index and sent upstream (never the key). */
 export const keyGrantSchema = z.object({
   /** The ApiKey resource's id (not secret). */
@@ -27,6 +31,8 @@ export const keyGrantSchema = z.object({
   /** ISO 8601; absent means the key does not expire. */
   expiresAt: z.string().optional(),
   rateLimit: rateLimitSchema.optional(),
+  /** Named limits besides `rateLimit`; a call must fit them all. */
+  limits: z.array(namedLimitSchema).optional(),
   /** Client networks the key may be used from; absent means anywhere. */
   allowedCidrs: z.array(z.string()).optional(),
   /** The models a platform key may call: names or `*` patterns (common/apikey/model-scope.ts). */

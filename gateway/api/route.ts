@@ -7,7 +7,7 @@ export type JsonSchema = Record<string, unknown>;
 
 /** One operation of Tollgate's HTTP surface, as the OpenAPI document describes it (openapi.ts). */
 export interface OperationDoc {
-  method: 'get' | 'post' | 'delete';
+  method: 'get' | 'post' | 'put' | 'delete';
   /** From the root, with `{param}` for path parameters. */
   path: string;
   operationId: string;

@@ -27,6 +27,10 @@ export const apiKeyViewSchema = z.object({
   refusalCount: z.int().min(0).describe('Calls refused although the key exists'),
   expiresAt: dateTime.optional(),
   rateLimit: rateLimitSchema.optional(),
+  limits: z
+    .array(z.object({ name: z.string(), requests: z.int().min(1), windowSeconds: z.int().min(1) }))
+    .optional()
+    .describe('Named limits besides rateLimit; a call must fit them all'),
   allowedCidrs: z.array(z.string()).optional(),
   models: z
     .array(z.string())
@@ -118,8 +122,19 @@ const later = (a: string | undefined, b: string | undefined): string | undefined
  * (synced by the operator, and what survives a Redis flush); the more recent figure wins.
  */
 export function toApiKeyView(key: ApiKey, usage: KeyUsage | undefined): ApiKeyView {
-  const { name, start, module, roles, expiresAt, rateLimit, allowedCidrs, models, rolledFrom, rolled } =
-    key.spec;
+  const {
+    name,
+    start,
+    module,
+    roles,
+    expiresAt,
+    rateLimit,
+    limits,
+    allowedCidrs,
+    models,
+    rolledFrom,
+    rolled,
+  } = key.spec;
   const ends = stopsAt(key.spec);
   const view: ApiKeyView = {
     id: apiKeyId(key),
@@ -141,6 +156,7 @@ export function toApiKeyView(key: ApiKey, usage: KeyUsage | undefined): ApiKeyVi
   if (lastUsed !== undefined) view.lastUsed = lastUsed;
   if (expiresAt !== undefined) view.expiresAt = expiresAt;
   if (rateLimit !== undefined) view.rateLimit = { ...rateLimit };
+  if (limits !== undefined) view.limits = limits.map((l) => ({ ...l }));
   if (allowedCidrs !== undefined) view.allowedCidrs = [...allowedCidrs];
   if (models !== undefined) view.models = [...models];
   if (rolledFrom !== undefined) view.rolledFrom = rolledFrom;

@@ -24,6 +24,7 @@ export const AUDIT_ACTIONS = [
   'key.deleted',
   'key.expired',
   'key.refused',
+  'key.limits_changed',
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 

@@ -4,7 +4,7 @@ import type { KeyGrant } from '../../common/resources/grant.js';
 import { isModelName } from '../../common/resources/model-name.js';
 import { scopeAllows } from '../../common/apikey/model-scope.js';
 import type { RoleCatalogue } from '../../common/apikey/roles.js';
-import type { RateLimiter } from '../auth/rate-limit.js';
+import { isLimited, type RateLimiter } from '../auth/rate-limit.js';
 import { noteRefusal, type RefusalSink } from '../auth/refusals.js';
 import type { UsageRecorder } from '../auth/usage.js';
 import type { Activator } from './activator.js';
@@ -136,7 +136,7 @@ export class ModelAccess {
   /** A grant the central gateway signed was rate-limited and counted there already. */
   private async admit(grant: KeyGrant, req: IncomingMessage, endpoint: string): Promise<void> {
     if (countedUpstream(grant)) return;
-    if (grant.rateLimit !== undefined) await this.s.rateLimiter.take(grant);
+    if (isLimited(grant)) await this.s.rateLimiter.take(grant);
     this.s.usage.record(grant.id, `${req.method ?? 'GET'} ${endpoint}`);
   }
 

@@ -30,6 +30,18 @@ export const apiKeySpecSchema = z.object({
       windowSeconds: z.int().min(1).max(86400),
     })
     .optional(),
+  /** Named rate limits besides rateLimit (for example a burst per second and a quota per day), each a fixed window counted across every gateway replica; a call must fit them all, and the 429 names the one it did not fit. */
+  limits: z
+    .array(
+      z.object({
+        name: z.string().min(1).max(32).regex(new RegExp('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')),
+        requests: z.int().min(1).max(1000000000),
+        windowSeconds: z.int().min(1).max(2678400),
+      }),
+    )
+    .min(1)
+    .max(8)
+    .optional(),
   /** The id of the key this one replaced when that key was rolled. */
   rolledFrom: z.string().regex(new RegExp('^[0-9a-f]{20}$')).optional(),
   /** Set when the key is rolled: the key that replaced it, and the end of its grace period, after which it is refused. */

@@ -5,6 +5,7 @@ import { TollgateError } from '../../../common/errors.js';
 import {
   newApiKey,
   newKeyId,
+  namedLimitsInputSchema,
   rateLimitSchema,
   toKeyGrant,
   type ApiKeySpec,
@@ -52,6 +53,7 @@ export const createKeyBodySchema = z
       })
       .optional(),
     rateLimit: rateLimitSchema.optional(),
+    limits: namedLimitsInputSchema.optional(),
     allowedCidrs: z
       .array(
         z
@@ -90,6 +92,14 @@ export const createKeyBodySchema = z
         rateLimit: { requests: 100, windowSeconds: 60 },
       },
       { module: 'platform', roles: ['models:inference'], models: ['model-iris', 'model-fraud-*'] },
+      {
+        module: 'platform',
+        roles: ['viewer'],
+        limits: [
+          { name: 'burst', requests: 10, windowSeconds: 1 },
+          { name: 'per-day', requests: 10000, windowSeconds: 86400 },
+        ],
+      },
     ],
   });
 type CreateKeyBody = z.output<typeof createKeyBodySchema>;
@@ -130,6 +140,7 @@ function createKey(deps: ManagementDeps): RequestHandler {
     // Normalised to UTC so the CRD, the index and the listing all carry the same string.
     if (body.expiresAt !== undefined) spec.expiresAt = new Date(body.expiresAt).toISOString();
     if (body.rateLimit !== undefined) spec.rateLimit = body.rateLimit;
+    if (body.limits !== undefined) spec.limits = body.limits;
     if (body.allowedCidrs !== undefined) spec.allowedCidrs = body.allowedCidrs;
     if (body.models !== undefined) spec.models = body.models;
 

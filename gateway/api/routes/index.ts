@@ -1,6 +1,7 @@
 import type { ManagementRoute } from '../route.js';
 import { adminDeleteKeyRoute } from './admin-delete-key.js';
 import { adminListKeysRoute } from './admin-list-keys.js';
+import { adminSetLimitsRoute } from './admin-set-limits.js';
 import { createKeyRoute } from './create-key.js';
 import { deleteKeyRoute } from './delete-key.js';
 import { getKeyRoute } from './get-key.js';
@@ -30,5 +31,6 @@ export const managementRoutes: readonly ManagementRoute[] = [
   whoamiRoute,
   adminListKeysRoute,
   adminDeleteKeyRoute,
+  adminSetLimitsRoute,
   offboardRoute,
 ];

@@ -7,6 +7,7 @@ const ACTIONS = {
   'key.deleted': 'Deleted',
   'key.expired': 'Used after expiry',
   'key.refused': 'Refused use',
+  'key.limits_changed': 'Limits changed',
 };
 
 /** @param {string} action */

@@ -34,6 +34,13 @@ export function createDetailsDialog({ onAuthError }) {
       ...fact('Module', key.module),
       ...fact('Roles', key.roles.join(', ')),
       ...fact('Networks', key.allowedCidrs?.join(', ') ?? 'Any'),
+      ...fact(
+        'Limits',
+        [
+          ...(key.rateLimit ? [`${key.rateLimit.requests} per ${key.rateLimit.windowSeconds} s`] : []),
+          ...(key.limits ?? []).map((l) => `${l.name}: ${l.requests} per ${l.windowSeconds} s`),
+        ].join(', ') || 'None',
+      ),
       ...(key.module === 'platform' ? fact('Models', key.models?.join(', ') ?? 'Any its roles allow') : []),
       ...(key.rolledFrom ? fact('Replaces', key.rolledFrom) : []),
       ...(key.rolled

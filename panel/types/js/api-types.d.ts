@@ -35,6 +35,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/admin/apikeys/{id}/limits": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /** Administrators: override a key’s rate limit and named limits (recorded in the audit trail) */
+        put: operations["adminSetApiKeyLimits"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/admin/offboard": {
         parameters: {
             query?: never;
@@ -288,6 +305,12 @@ export interface components {
             id: string;
             /** Format: date-time */
             lastUsed?: string;
+            /** @description Named limits besides rateLimit; a call must fit them all */
+            limits?: {
+                name: string;
+                requests: number;
+                windowSeconds: number;
+            }[];
             /** @description The models the key may call (names or * patterns); absent: any */
             models?: string[];
             /** @enum {string} */
@@ -329,6 +352,12 @@ export interface components {
                 id: string;
                 /** Format: date-time */
                 lastUsed?: string;
+                /** @description Named limits besides rateLimit; a call must fit them all */
+                limits?: {
+                    name: string;
+                    requests: number;
+                    windowSeconds: number;
+                }[];
                 /** @description The models the key may call (names or * patterns); absent: any */
                 models?: string[];
                 /** @enum {string} */
@@ -392,7 +421,7 @@ export interface components {
         AuditPage: {
             items: {
                 /** @enum {string} */
-                action: "key.created" | "key.rolled" | "key.deleted" | "key.expired" | "key.refused";
+                action: "key.created" | "key.rolled" | "key.deleted" | "key.expired" | "key.refused" | "key.limits_changed";
                 actor: string;
                 address?: string;
                 at: string;
@@ -425,6 +454,12 @@ export interface components {
             key: string;
             /** Format: date-time */
             lastUsed?: string;
+            /** @description Named limits besides rateLimit; a call must fit them all */
+            limits?: {
+                name: string;
+                requests: number;
+                windowSeconds: number;
+            }[];
             /** @description The models the key may call (names or * patterns); absent: any */
             models?: string[];
             /** @enum {string} */
@@ -552,6 +587,12 @@ export interface components {
                 id: string;
                 /** Format: date-time */
                 lastUsed?: string;
+                /** @description Named limits besides rateLimit; a call must fit them all */
+                limits?: {
+                    name: string;
+                    requests: number;
+                    windowSeconds: number;
+                }[];
                 /** @description The models the key may call (names or * patterns); absent: any */
                 models?: string[];
                 /** @enum {string} */
@@ -602,6 +643,12 @@ export interface components {
             key: string;
             /** Format: date-time */
             lastUsed?: string;
+            /** @description Named limits besides rateLimit; a call must fit them all */
+            limits?: {
+                name: string;
+                requests: number;
+                windowSeconds: number;
+            }[];
             /** @description The models the key may call (names or * patterns); absent: any */
             models?: string[];
             /** @enum {string} */
@@ -625,6 +672,12 @@ export interface components {
                 id: string;
                 /** Format: date-time */
                 lastUsed?: string;
+                /** @description Named limits besides rateLimit; a call must fit them all */
+                limits?: {
+                    name: string;
+                    requests: number;
+                    windowSeconds: number;
+                }[];
                 /** @description The models the key may call (names or * patterns); absent: any */
                 models?: string[];
                 /** @enum {string} */
@@ -803,6 +856,116 @@ export interface operations {
             };
         };
     };
+    adminSetApiKeyLimits: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description null removes them; absent leaves them */
+                    limits?: {
+                        name: string;
+                        requests: number;
+                        windowSeconds: number;
+                    }[] | null;
+                    /** @description null removes it; absent leaves it */
+                    rateLimit?: {
+                        requests: number;
+                        windowSeconds: number;
+                    } | null;
+                };
+            };
+        };
+        responses: {
+            /** @description The key with its new limits */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKey"];
+                };
+            };
+            /** @description The request is invalid: `field` names what to fix */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, unknown or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The credentials do not allow this (admin routes: not an administrator) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (another user’s key is not found either) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The key changed meanwhile, was already rolled, or has expired */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is larger than the gateway accepts */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not JSON */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A store the gateway needs is unavailable; retry */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     offboardUser: {
         parameters: {
             query?: never;
@@ -948,6 +1111,11 @@ export interface operations {
                     allowedCidrs?: string[];
                     /** Format: date-time */
                     expiresAt?: string;
+                    limits?: {
+                        name: string;
+                        requests: number;
+                        windowSeconds: number;
+                    }[];
                     models?: string[];
                     /** @enum {string} */
                     module: "bda" | "platform";
@@ -1283,7 +1451,7 @@ export interface operations {
     listAuditEvents: {
         parameters: {
             query?: {
-                action?: "key.created" | "key.rolled" | "key.deleted" | "key.expired" | "key.refused";
+                action?: "key.created" | "key.rolled" | "key.deleted" | "key.expired" | "key.refused" | "key.limits_changed";
                 cursor?: string;
                 keyId?: string;
                 limit?: number;

@@ -267,6 +267,42 @@ describe('gateway proxying', () => {
     expect(ttl).toBeLessThanOrEqual(61);
   });
 
+  it('holds a key to every one of its named limits, naming the one a call did not fit', async () => {
+    const upTo = upstream.seen.length;
+    // A day's windows: a test run never straddles one (they start at midnight UTC).
+    const limited = await createKey(r, 'bda', [wf], {
+      rateLimit: { requests: 100, windowSeconds: 86_400 },
+      limits: [
+        { name: 'burst', requests: 3, windowSeconds: 86_400 },
+        { name: 'per-day', requests: 5, windowSeconds: 86_400 },
+      ],
+    });
+    const answers = [];
+    for (let i = 0; i < 4; i++)
+      answers.push(await send(gw.url, `/events/bda/${wf}/svc/x`, { headers: apikey(limited.key) }));
+    expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 429]);
+    const refused = answers[3]!;
+    expect([refused.json.code, refused.headers['tollgate-limit']]).toEqual(['rate_limited', 'burst']);
+    expect(refused.json.error).toMatch(
+      /^this key's limit "burst" allows 3 requests per 86400 s; retry after \d+ s$/,
+    );
+    expect(Number(refused.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    expect(upstream.seen.length - upTo).toBe(3);
+    // Each limit is its own counter in Redis (one round trip counts them all), with its window's expiry.
+    const counters = await r.keys(`${redisKeys.rateLimit(limited.grant.id, 0).replace(/0$/, '')}*`);
+    expect(counters).toHaveLength(3);
+    for (const c of counters) expect(await r.ttl(c)).toBeGreaterThan(0);
+
+    // A key whose tighter limit is a named one: that one is named, even with the plain limit met too.
+    const quota = await createKey(r, 'bda', [wf], {
+      rateLimit: { requests: 2, windowSeconds: 86_400 },
+      limits: [{ name: 'quota', requests: 1, windowSeconds: 86_400 }],
+    });
+    const first = await send(gw.url, `/events/bda/${wf}/svc/x`, { headers: apikey(quota.key) });
+    const second = await send(gw.url, `/events/bda/${wf}/svc/x`, { headers: apikey(quota.key) });
+    expect([first.status, second.status, second.headers['tollgate-limit']]).toEqual([200, 429, 'quota']);
+  });
+
   it('records last use and request counts off the request path', async () => {
     const counted = await createKey(r, 'bda', [wf]);
     const before = Date.now();

@@ -143,7 +143,7 @@ export async function createKey(
   redis: Redis,
   module: Module,
   roles: string[],
-  extra: Partial<Pick<KeyGrant, 'expiresAt' | 'rateLimit' | 'name' | 'owner' | 'models'>> = {},
+  extra: Partial<Pick<KeyGrant, 'expiresAt' | 'rateLimit' | 'limits' | 'name' | 'owner' | 'models'>> = {},
 ): Promise<{ key: string; grant: KeyGrant; hash: string }> {
   const key = generateKey(module);
   const grant: KeyGrant = { id: newId(), owner: 'alice', module, roles, ...extra };

@@ -51,6 +51,7 @@ function sharedEnv(): Record<string, string> {
     TOLLGATE_AUDIT_URI: auditUri(),
     TOLLGATE_AUDIT_FLUSH_MS: '200',
     TOLLGATE_MAX_ROLL_GRACE_SECONDS: '600',
+    TOLLGATE_ADMIN_GROUPS: 'platform-ops',
     // Replicas share the signing key: the entries `tollgate dev` seals are the ones they believe.
     TOLLGATE_GRANT_SIGNING_KEY_FILE: join(stateDir, 'grant-signing-key.json'),
     LOG_LEVEL: 'warn',
@@ -89,10 +90,13 @@ async function stopDev(): Promise<void> {
   await exited;
 }
 
-async function token(user: string): Promise<string> {
-  const { stdout } = await run(process.execPath, [BIN, 'token', '--user', user, '--state-dir', stateDir], {
-    env: { ...process.env, NODE_OPTIONS: '' },
-  });
+async function token(user: string, group?: string): Promise<string> {
+  const groups = group === undefined ? [] : ['--group', group];
+  const { stdout } = await run(
+    process.execPath,
+    [BIN, 'token', '--user', user, '--state-dir', stateDir, ...groups],
+    { env: { ...process.env, NODE_OPTIONS: '' } },
+  );
   return stdout.trim();
 }
 
@@ -505,6 +509,64 @@ describe('the audit trail', () => {
     expect(r.status).toBe(200);
     return r.body as never;
   };
+
+  it('holds a key to its named limits; an administrator overrides them on every replica at once, in the trail', async () => {
+    const day = 86_400;
+    const k = await newKey({ limits: [{ name: 'burst', requests: 2, windowSeconds: day }] });
+    expect((await use(replica.url, k.key)).status).toBe(200);
+    expect((await use(directCaller.url, k.key)).status).toBe(200);
+    const over = await use(replica.url, k.key);
+    expect([over.status, over.code]).toEqual([429, 'rate_limited']);
+    expect(over.message).toMatch(/limit "burst" allows 2 requests per 86400 s/);
+
+    // Not an administrator: refused, and nothing changes.
+    const refused = await api('PUT', `/admin/apikeys/${k.id}/limits`, { body: { limits: null } });
+    expect([refused.status, refused.body['code']]).toEqual([403, 'admin_required']);
+    const admin = await token('root@example.com', 'platform-ops');
+    const set = await api('PUT', `/admin/apikeys/${k.id}/limits`, {
+      token: admin,
+      body: {
+        rateLimit: { requests: 1000, windowSeconds: 60 },
+        limits: [{ name: 'per-day', requests: 3, windowSeconds: day }],
+      },
+    });
+    expect(set).toMatchObject({ status: 200, audit: 'stored' });
+    expect([set.body['rateLimit'], set.body['limits']]).toEqual([
+      { requests: 1000, windowSeconds: 60 },
+      [{ name: 'per-day', requests: 3, windowSeconds: day }],
+    ]);
+    // Both replicas had the old grant cached: each takes the new limits at once.
+    const statuses = [];
+    for (const base of [replica.url, directCaller.url, replica.url, directCaller.url])
+      statuses.push((await use(base, k.key)).status);
+    expect(statuses).toEqual([200, 200, 200, 429]);
+    const removed = await api('PUT', `/admin/apikeys/${k.id}/limits`, {
+      token: admin,
+      body: { rateLimit: null, limits: null },
+    });
+    expect([removed.status, removed.body['limits'], removed.body['rateLimit']]).toEqual([
+      200,
+      undefined,
+      undefined,
+    ]);
+    expect((await use(replica.url, k.key)).status).toBe(200);
+
+    const events = await eventually('the limits events', async () => {
+      const page = await audit(`?keyId=${k.id}&action=key.limits_changed`);
+      return page.items.length === 2 ? page.items : undefined;
+    });
+    expect(events[1]).toMatchObject({
+      actor: 'root@example.com',
+      detail: {
+        limitsBefore: 'burst=2/86400s',
+        limits: 'per-day=3/86400s',
+        rateLimitBefore: 'none',
+        rateLimit: '1000/60s',
+      },
+    });
+    // Its owner sees the change in their own trail.
+    expect(events[0]).toMatchObject({ detail: { limits: 'none', rateLimit: 'none' } });
+  });
 
   it('records who did what to a key, when and from where, and refused uses at a bounded rate', async () => {
     const k = await newKey();

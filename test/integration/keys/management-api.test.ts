@@ -800,6 +800,73 @@ describe.each(stores)('management API over HTTP (keys on %s)', (label, openStore
       expect(items(await call('GET', '/apikeys', { token: adminToken }))).toEqual([]);
     });
 
+    it('overrides a key’s limits for administrators, refusing what is malformed and saying what to fix', async () => {
+      const made = await create({
+        module: 'platform',
+        roles: ['viewer'],
+        limits: [{ name: 'burst', requests: 10, windowSeconds: 1 }],
+      });
+      expect([made.status, made.body.limits]).toEqual([
+        201,
+        [{ name: 'burst', requests: 10, windowSeconds: 1 }],
+      ]);
+      const id = made.body.id as string;
+      const put = (body: unknown, token = adminToken) =>
+        call('PUT', `/admin/apikeys/${id}/limits`, { token, body });
+      expectError(await put({ limits: null }, daveToken), 403, 'admin_required');
+      expectError(await put({}), 400, 'invalid_field', 'body');
+      expectError(await put({ limits: [] }), 400, 'invalid_field', 'limits');
+      expectError(
+        await put({ limits: [{ name: 'Burst', requests: 1, windowSeconds: 1 }] }),
+        400,
+        'invalid_field',
+        'limits.name',
+      );
+      expectError(
+        await put({
+          limits: [
+            { name: 'a', requests: 1, windowSeconds: 1 },
+            { name: 'a', requests: 2, windowSeconds: 2 },
+          ],
+        }),
+        400,
+        'invalid_field',
+        'limits',
+      );
+      expectError(
+        await put({ limits: [{ name: 'a', requests: 1, windowSeconds: 2_678_401 }] }),
+        400,
+        'invalid_field',
+        'limits.windowSeconds',
+      );
+      expectError(await put({ rateLimit: null, extra: 1 }), 400, 'unknown_field', 'extra');
+      expectError(
+        await call('PUT', '/admin/apikeys/00000000000000000000/limits', {
+          token: adminToken,
+          body: { limits: null },
+        }),
+        404,
+        'key_not_found',
+      );
+      const set = await put({ limits: [{ name: 'per-day', requests: 5000, windowSeconds: 86_400 }] });
+      expect([set.status, set.body.limits]).toEqual([
+        200,
+        [{ name: 'per-day', requests: 5000, windowSeconds: 86_400 }],
+      ]);
+      // The owner sees it; the index entry the gateways read carries it.
+      expect((await call('GET', `/apikeys/${id}`)).body.limits).toEqual([
+        { name: 'per-day', requests: 5000, windowSeconds: 86_400 },
+      ]);
+      expect(await readSealed(client, redisKeys.apiKey(hashKey(made.body.key as string)))).toMatchObject({
+        limits: [{ name: 'per-day', requests: 5000, windowSeconds: 86_400 }],
+      });
+      // Other fields stay immutable, for the CRD too.
+      expect((await call('GET', `/apikeys/${id}`)).body).toMatchObject({
+        roles: ['viewer'],
+        state: 'active',
+      });
+    });
+
     it('lists and searches every user’s keys with their owner, and revokes any of them', async () => {
       const made = await create({ module: 'platform', roles: ['editor'], name: 'erin deploy' }, erinToken);
       const id = made.body.id as string;

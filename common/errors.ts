@@ -59,6 +59,7 @@ export const ERROR_STATUS = {
   expired_api_key: 401,
   invalid_auth_scheme: 401,
   invalid_grant: 401,
+  invalid_report_signature: 401,
   invalid_key_checksum: 401,
   invalid_token: 401,
   malformed_api_key: 401,

@@ -202,6 +202,14 @@ export const gatewayConfigSchema = z
      * Members of any of these groups are administrators: they may list, search and revoke every
      * user's keys, and offboard a user. Empty: nobody is.
      */
+    /**
+     * Leaked-key reports from a secret-scanning service (GitHub's partner program format): where
+     * its public keys are published (`https://api.github.com/meta/public_keys/secret_scanning`
+     * for GitHub). Unset: POST /api/v1/leaked-keys answers 404.
+     */
+    leakReportKeysUrl: z.url({ protocol: /^https?$/ }).optional(),
+    /** revoke: a reported key that is real is revoked at once; report: only recorded and answered. */
+    leakReportAction: z.enum(['revoke', 'report']).default('revoke'),
     adminGroups: z
       .union([
         z.array(z.string().min(1).max(255)),
@@ -254,6 +262,8 @@ const ENV: ReadonlyArray<readonly [string, keyof GatewayConfigInput]> = [
   ['TOLLGATE_REPORT_KEY', 'reportKey'],
   ['TOLLGATE_GROUPS_CLAIM', 'groupsClaim'],
   ['TOLLGATE_ADMIN_GROUPS', 'adminGroups'],
+  ['TOLLGATE_LEAK_REPORT_KEYS_URL', 'leakReportKeysUrl'],
+  ['TOLLGATE_LEAK_REPORT_ACTION', 'leakReportAction'],
   ['POD_NAMESPACE', 'namespace'],
   ['TOLLGATE_NAMESPACE', 'namespace'],
 ];

@@ -131,6 +131,7 @@ export function register(program: Command): void {
               // A configured provider replaces the local issuer (and the panel offers "Sign in").
               identity: config.oidc === undefined ? { local: { stateDir, selfUrl } } : { oidc: config.oidc },
               admin: { groupsClaim: config.groupsClaim, adminGroups: config.adminGroups },
+              leakReports: { keysUrl: config.leakReportKeysUrl, action: config.leakReportAction },
               trust,
             }),
           platformResources: ({ trust }) =>

@@ -133,6 +133,7 @@ async function clusterManagement(
     keys: { kubeConfig, namespace: config.namespace },
     identity: { oidc: config.oidc },
     admin: { groupsClaim: config.groupsClaim, adminGroups: config.adminGroups },
+    leakReports: { keysUrl: config.leakReportKeysUrl, action: config.leakReportAction },
     trust,
   });
 }

@@ -8,6 +8,8 @@ import type { AuditLog } from '../audit/audit-log.js';
 import type { ModelStore } from '../platform/models/store.js';
 import type { AdminPolicy, TokenVerifier } from '../auth/oidc.js';
 import type { OffboardedUsers } from '../auth/offboarded-users.js';
+import type { LeakReporterKeys } from '../auth/leak-reporter-keys.js';
+import type { KeyGrant } from '../../common/resources/grant.js';
 
 /** What the management API is built from; the gateway builds each once and injects it. */
 export interface ManagementDeps {
@@ -27,6 +29,10 @@ export interface ManagementDeps {
   admin: AdminPolicy;
   /** Every key event is recorded here; `GET /audit` reads it. */
   audit: AuditLog;
+  /** Leaked-key reports: the scanning service's keys (undefined: reports are off), and what a true one does. */
+  leakReports: { keys: LeakReporterKeys | undefined; action: 'revoke' | 'report' };
+  /** The grant of a key by its hash, as the index holds it. */
+  findGrant(hash: string): Promise<KeyGrant | undefined>;
   /** The longest grace period a roll may give the old key. */
   maxRollGraceSeconds: number;
   log: Logger;

@@ -1,4 +1,6 @@
 import { OffboardedUsers } from '../auth/offboarded-users.js';
+import { LeakReporterKeys } from '../auth/leak-reporter-keys.js';
+import { readKeyGrant } from '../../common/apikey/index-reader.js';
 import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import type { RequestHandler, Router } from 'express';
 import type { Redis } from 'ioredis';
@@ -41,6 +43,8 @@ export interface ManagementOptions {
   admin: AdminPolicy;
   /** Seals the index entries of the keys made here: the central gateway's signing key is needed. */
   trust: EntryTrust;
+  /** Leaked-key reports: where the scanning service publishes its keys (unset: off), and what a true report does. */
+  leakReports?: { keysUrl: string | undefined; action: 'revoke' | 'report' };
 }
 
 export interface Management {
@@ -88,6 +92,14 @@ export async function createManagement(opts: ManagementOptions): Promise<Managem
     models,
     audit: opts.audit,
     maxRollGraceSeconds: opts.maxRollGraceSeconds,
+    leakReports: {
+      keys:
+        opts.leakReports?.keysUrl === undefined
+          ? undefined
+          : new LeakReporterKeys(opts.leakReports.keysUrl, opts.log),
+      action: opts.leakReports?.action ?? 'revoke',
+    },
+    findGrant: (hash) => readKeyGrant(opts.redis, opts.trust.verifier, hash),
     log: opts.log,
   });
   const close = () => store.close();

@@ -135,10 +135,11 @@ const inferenceRequestSchema: Schema = {
 
 /** The management routes, as each declares itself (routes/). */
 function managementOperations(settings: ContractSettings): OperationDoc[] {
-  return managementRoutes.map(({ handler: _handler, path, body, ...doc }) => ({
+  return managementRoutes.map(({ handler: _handler, path, body, auth, ...doc }) => ({
     ...doc,
     path: MANAGEMENT_BASE + path,
-    security: 'bearer',
+    // A scanner's report is admitted by the signature over its body, not by a token.
+    security: auth === 'scanner-signature' ? 'none' : 'bearer',
     ...(body === undefined ? {} : { body: typeof body === 'function' ? body(settings) : body }),
   }));
 }

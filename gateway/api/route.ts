@@ -41,6 +41,12 @@ export interface ManagementRoute extends Omit<OperationDoc, 'path' | 'security' 
   /** Under `/api/v1`, with `{param}` for path parameters. */
   path: string;
   body?: OperationBody | ((settings: ContractSettings) => OperationBody);
+  /**
+   * Who may call it: a user's bearer token (the default), or (`scanner-signature`) anyone whose
+   * body carries a secret-scanning service's signature, which the handler verifies over the raw
+   * body (the route then gets the body as bytes).
+   */
+  auth?: 'bearer' | 'scanner-signature';
   handler(deps: ManagementDeps): RequestHandler;
 }
 

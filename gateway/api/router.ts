@@ -11,6 +11,8 @@ import { managementRoutes } from './routes/index.js';
 export type { ManagementDeps } from './deps.js';
 
 const BODY_LIMIT = '16kb';
+/** A leak report lists up to 1,000 tokens with where each was found. */
+const SIGNED_BODY_LIMIT = '1mb';
 
 const methodNotAllowed =
   (allow: string): RequestHandler =>
@@ -22,6 +24,24 @@ const methodNotAllowed =
 
 /** `/apikeys/{id}` as Express writes it: `/apikeys/:id`. */
 const expressPath = (path: string): string => path.replace(/\{(\w+)\}/g, ':$1');
+
+/** Mounts routes by path, each method with its body parser, and 405 for the others. */
+function mount(router: Router, deps: ManagementDeps, list: readonly ManagementRoute[]): void {
+  const byPath = new Map<string, ManagementRoute[]>();
+  for (const r of list) byPath.set(r.path, [...(byPath.get(r.path) ?? []), r]);
+  for (const [path, routes] of byPath) {
+    const mounted = router.route(expressPath(path));
+    for (const r of routes) {
+      const handlers: RequestHandler[] = [r.handler(deps)];
+      // A signed body is verified over its bytes, as sent.
+      if (r.auth === 'scanner-signature')
+        handlers.unshift(express.raw({ type: () => true, limit: SIGNED_BODY_LIMIT }));
+      else if (r.body !== undefined) handlers.unshift(express.json({ limit: BODY_LIMIT, strict: true }));
+      mounted[r.method](...handlers);
+    }
+    mounted.all(methodNotAllowed(routes.map((r) => r.method.toUpperCase()).join(', ')));
+  }
+}
 
 /**
  * The management API behind the panel, mounted at `/api/v1`: the routes of routes/, each declared
@@ -47,18 +67,18 @@ export function createManagementRouter(deps: ManagementDeps): Router {
       res.json(contract);
     })
     .all(methodNotAllowed('GET'));
+  // The routes a signature admits come before the bearer check; the others after it.
+  mount(
+    router,
+    deps,
+    managementRoutes.filter((r) => r.auth === 'scanner-signature'),
+  );
   router.use(authenticateUser(deps.verifyToken));
-  const byPath = new Map<string, ManagementRoute[]>();
-  for (const r of managementRoutes) byPath.set(r.path, [...(byPath.get(r.path) ?? []), r]);
-  for (const [path, routes] of byPath) {
-    const mounted = router.route(expressPath(path));
-    for (const r of routes) {
-      const handlers: RequestHandler[] = [r.handler(deps)];
-      if (r.body !== undefined) handlers.unshift(express.json({ limit: BODY_LIMIT, strict: true }));
-      mounted[r.method](...handlers);
-    }
-    mounted.all(methodNotAllowed(routes.map((r) => r.method.toUpperCase()).join(', ')));
-  }
+  mount(
+    router,
+    deps,
+    managementRoutes.filter((r) => r.auth !== 'scanner-signature'),
+  );
   router.use((req) => {
     throw new TollgateError('unknown_endpoint', `no management API endpoint at ${req.baseUrl}${req.path}`);
   });

@@ -25,6 +25,7 @@ export const AUDIT_ACTIONS = [
   'key.expired',
   'key.refused',
   'key.limits_changed',
+  'key.leaked',
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 

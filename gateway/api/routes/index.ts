@@ -12,6 +12,7 @@ import { listModelsRoute } from './list-models.js';
 import { listModulesRoute } from './list-modules.js';
 import { offboardRoute } from './offboard.js';
 import { rollKeyRoute } from './roll-key.js';
+import { reportLeakedKeysRoute } from './report-leaked-keys.js';
 import { whoamiRoute } from './whoami.js';
 
 /**
@@ -33,4 +34,5 @@ export const managementRoutes: readonly ManagementRoute[] = [
   adminDeleteKeyRoute,
   adminSetLimitsRoute,
   offboardRoute,
+  reportLeakedKeysRoute,
 ];

@@ -8,6 +8,7 @@ const ACTIONS = {
   'key.expired': 'Used after expiry',
   'key.refused': 'Refused use',
   'key.limits_changed': 'Limits changed',
+  'key.leaked': 'Reported leaked',
 };
 
 /** @param {string} action */

@@ -156,6 +156,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/leaked-keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A secret-scanning service reports keys found in public code (GitHub partner format, signed with its published keys) */
+        post: operations["reportLeakedKeys"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/me": {
         parameters: {
             query?: never;
@@ -421,7 +438,7 @@ export interface components {
         AuditPage: {
             items: {
                 /** @enum {string} */
-                action: "key.created" | "key.rolled" | "key.deleted" | "key.expired" | "key.refused" | "key.limits_changed";
+                action: "key.created" | "key.rolled" | "key.deleted" | "key.expired" | "key.refused" | "key.limits_changed" | "key.leaked";
                 actor: string;
                 address?: string;
                 at: string;
@@ -1451,7 +1468,7 @@ export interface operations {
     listAuditEvents: {
         parameters: {
             query?: {
-                action?: "key.created" | "key.rolled" | "key.deleted" | "key.expired" | "key.refused" | "key.limits_changed";
+                action?: "key.created" | "key.rolled" | "key.deleted" | "key.expired" | "key.refused" | "key.limits_changed" | "key.leaked";
                 cursor?: string;
                 keyId?: string;
                 limit?: number;
@@ -1484,6 +1501,88 @@ export interface operations {
             };
             /** @description Missing, malformed, unknown or expired credentials */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A store the gateway needs is unavailable; retry */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    reportLeakedKeys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": ({
+                    source?: string;
+                    token: string;
+                    type?: string;
+                    url?: string;
+                } & {
+                    [key: string]: unknown;
+                })[];
+            };
+        };
+        responses: {
+            /** @description Each token labelled true or false positive, by its hash */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        label: "true_positive" | "false_positive";
+                        /** @description SHA-256 (hex) of the token: the token itself is never sent back */
+                        token_hash: string;
+                        token_type: string;
+                    }[];
+                };
+            };
+            /** @description The request is invalid: `field` names what to fix */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, unknown or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (another user’s key is not found either) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is larger than the gateway accepts */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };

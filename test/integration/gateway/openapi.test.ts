@@ -131,6 +131,7 @@ describe('the OpenAPI document', () => {
       '/api/v1/apikeys/{id}/roll',
       '/api/v1/apikeys/{id}/usage',
       '/api/v1/audit',
+      '/api/v1/leaked-keys',
       '/api/v1/me',
       '/api/v1/models',
       '/api/v1/modules',

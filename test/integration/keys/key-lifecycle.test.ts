@@ -13,6 +13,9 @@ import { freePort, redis } from '../../harness/index.js';
 import { spawnGateway, type GatewayProcess } from '../gateway/process.js';
 import { startUpstream, type Upstream } from '../gateway/support.js';
 import { removeTempDirs, tempDir } from './fixtures.js';
+import { scanningService } from './scanner.js';
+import { hashKey } from '../../../common/apikey/format.js';
+import { redisKeys } from '../../../common/redis/schema.js';
 
 const run = promisify(execFile);
 const ROOT = join(import.meta.dirname, '..', '..', '..');
@@ -40,6 +43,7 @@ let behindProxy: GatewayProcess;
 let directCaller: GatewayProcess;
 let alice: string;
 let bob: string;
+let scanner: Awaited<ReturnType<typeof scanningService>>;
 
 const auditUri = () => pathToFileURL(join(stateDir, 'audit')).href;
 
@@ -52,6 +56,7 @@ function sharedEnv(): Record<string, string> {
     TOLLGATE_AUDIT_FLUSH_MS: '200',
     TOLLGATE_MAX_ROLL_GRACE_SECONDS: '600',
     TOLLGATE_ADMIN_GROUPS: 'platform-ops',
+    TOLLGATE_LEAK_REPORT_KEYS_URL: scanner.keysUrl,
     // Replicas share the signing key: the entries `tollgate dev` seals are the ones they believe.
     TOLLGATE_GRANT_SIGNING_KEY_FILE: join(stateDir, 'grant-signing-key.json'),
     LOG_LEVEL: 'warn',
@@ -158,6 +163,7 @@ beforeAll(async () => {
   redisUrl = (await redis('key-lifecycle')).url;
   client = new Redis(redisUrl);
   upstream = await startUpstream();
+  scanner = await scanningService();
   devPort = await freePort();
   devUrl = `http://127.0.0.1:${devPort}`;
   await startDev();
@@ -183,6 +189,7 @@ afterAll(async () => {
   for (const g of [replica, behindProxy, directCaller]) g?.child.kill('SIGKILL');
   client?.disconnect();
   await upstream?.close();
+  await scanner?.close();
   await removeTempDirs();
 });
 
@@ -566,6 +573,48 @@ describe('the audit trail', () => {
     });
     // Its owner sees the change in their own trail.
     expect(events[0]).toMatchObject({ detail: { limits: 'none', rateLimit: 'none' } });
+  });
+
+  it('revokes a key a scanning service reports, on every replica, and the trail says where it was found', async () => {
+    const k = await newKey({ name: 'in a gist' });
+    expect((await use(replica.url, k.key)).status).toBe(200);
+    const body = JSON.stringify([
+      { token: k.key, type: 'tollgate_platform_key', url: 'https://example.com/gist/1', source: 'gist' },
+    ]);
+    const res = await fetch(`${devUrl}/api/v1/leaked-keys`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'github-public-key-identifier': scanner.keyId,
+        'github-public-key-signature': scanner.sign(Buffer.from(body)),
+      },
+      body,
+    });
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as Array<{ label: string }>).map((v) => v.label)).toEqual(['true_positive']);
+    // Refused at once on the replicas that had it cached: its entry is gone (401 unknown_api_key;
+    // 503 index_rebuilding while the index marker is down, as after this file's Redis flush).
+    for (const base of [replica.url, directCaller.url]) {
+      const after = await use(base, k.key);
+      expect([base, after.code]).toEqual([
+        base,
+        expect.stringMatching(/^(unknown_api_key|index_rebuilding)$/),
+      ]);
+      expect(await client.exists(redisKeys.apiKey(hashKey(k.key)))).toBe(0);
+    }
+    const events = await eventually('the leak events', async () => {
+      const page = await audit(`?keyId=${k.id}`);
+      return page.items.some((e) => e.action === 'key.deleted') ? page.items : undefined;
+    });
+    expect(events.map((e) => e.action)).toEqual(['key.deleted', 'key.leaked', 'key.created']);
+    expect(events[1]).toMatchObject({
+      actor: 'leak-report',
+      detail: { url: 'https://example.com/gist/1', source: 'gist', outcome: 'revoked' },
+    });
+    expect(events[0]).toMatchObject({
+      actor: 'leak-report',
+      detail: { reason: 'reported leaked at https://example.com/gist/1' },
+    });
   });
 
   it('records who did what to a key, when and from where, and refused uses at a bounded rate', async () => {

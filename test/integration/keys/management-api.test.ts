@@ -13,6 +13,11 @@ import {
   workflowSchema,
 } from '../../../common/resources/workflow.js';
 import express from 'express';
+import { createHash, generateKeyPairSync, sign } from 'node:crypto';
+import { scanningService } from './scanner.js';
+import { readKeyGrant } from '../../../common/apikey/index-reader.js';
+import { LeakReporterKeys } from '../../../gateway/auth/leak-reporter-keys.js';
+import type { ManagementDeps } from '../../../gateway/api/deps.js';
 import { importJWK, SignJWT, type JWK } from 'jose';
 import { Redis } from 'ioredis';
 import { DirApiKeyStore } from '../../../common/apikey/dir-store.js';
@@ -100,6 +105,8 @@ describe.each(stores)('management API over HTTP (keys on %s)', (label, openStore
   let aliceToken: string;
   let bobToken: string;
   let store: ApiKeyStore;
+  let deps: ManagementDeps;
+  let scanner: Awaited<ReturnType<typeof scanningService>>;
 
   beforeAll(async () => {
     idp = await loopbackIdentityProvider();
@@ -115,32 +122,37 @@ describe.each(stores)('management API over HTTP (keys on %s)', (label, openStore
       url: 'http://127.0.0.1:9',
       owner: bob,
     });
+    scanner = await scanningService();
     const app = express();
     app.use(
       '/api/v1',
-      createManagementRouter({
-        store: (store = await openStore(stateDir)),
-        index: new KeyIndexWriter(client, await testSealer()),
-        redis: client,
-        audit: unusedAudit(),
-        maxRollGraceSeconds: 3_600,
-        workflows: new WorkflowRoutes(
-          client,
-          await testVerifier(),
-          new ManifestWorkflowRecords(new ManifestDir(recordsDir, () => undefined)),
-        ),
-        roles: new RoleCatalogue({ resources: ['datasets'] }),
-        verifyToken: new OffboardedUsers(client, 0).guard(
-          createTokenVerifier(
-            { issuer: 'urn:tollgate:standalone', audience: 'tollgate', jwksUrl: idp.jwksUrl },
-            adminPolicy,
+      createManagementRouter(
+        (deps = {
+          store: (store = await openStore(stateDir)),
+          index: new KeyIndexWriter(client, await testSealer()),
+          redis: client,
+          audit: unusedAudit(),
+          maxRollGraceSeconds: 3_600,
+          workflows: new WorkflowRoutes(
+            client,
+            await testVerifier(),
+            new ManifestWorkflowRecords(new ManifestDir(recordsDir, () => undefined)),
           ),
-        ),
-        offboarded: new OffboardedUsers(client, 0),
-        admin: adminPolicy,
-        models: new DirModelStore(new ManifestDir(stateDir, () => undefined)),
-        log,
-      }),
+          roles: new RoleCatalogue({ resources: ['datasets'] }),
+          verifyToken: new OffboardedUsers(client, 0).guard(
+            createTokenVerifier(
+              { issuer: 'urn:tollgate:standalone', audience: 'tollgate', jwksUrl: idp.jwksUrl },
+              adminPolicy,
+            ),
+          ),
+          offboarded: new OffboardedUsers(client, 0),
+          admin: adminPolicy,
+          models: new DirModelStore(new ManifestDir(stateDir, () => undefined)),
+          leakReports: { keys: new LeakReporterKeys(scanner.keysUrl, log), action: 'revoke' },
+          findGrant: async (hash) => readKeyGrant(client, await testVerifier(), hash),
+          log,
+        }),
+      ),
     );
     server = app.listen(0, '127.0.0.1');
     await new Promise((r) => server.once('listening', r));
@@ -150,6 +162,7 @@ describe.each(stores)('management API over HTTP (keys on %s)', (label, openStore
   });
   afterAll(async () => {
     await new Promise((r) => server.close(r));
+    await scanner.close();
     await idp.close();
     client.disconnect();
   });
@@ -746,6 +759,101 @@ describe.each(stores)('management API over HTTP (keys on %s)', (label, openStore
             }),
           ),
         ).rejects.toThrow(/platform key/);
+      }
+    });
+  });
+
+  describe('leaked-key reports', () => {
+    const report = (matches: unknown, sign = scanner.sign, keyId = scanner.keyId) => {
+      const raw = typeof matches === 'string' ? matches : JSON.stringify(matches);
+      return fetch(`${base}/leaked-keys`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'github-public-key-identifier': keyId,
+          'github-public-key-signature': sign(Buffer.from(raw)),
+        },
+        body: raw,
+      }).then(async (res) => ({ status: res.status, text: await res.text() }));
+    };
+    const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+
+    it('revokes a real key the scanning service found, and labels every token by its hash', async () => {
+      const made = await create({ module: 'platform', roles: ['viewer'], name: 'pushed by mistake' });
+      const key = made.body.key as string;
+      const unknown = generateKey('platform');
+      const answer = await report([
+        {
+          token: key,
+          type: 'tollgate_platform_key',
+          url: 'https://example.com/repo/blob/main/.env',
+          source: 'content',
+        },
+        { token: unknown, type: 'tollgate_platform_key', url: 'https://example.com/a', source: 'content' },
+        { token: 'tgp_not-a-key', type: 'tollgate_platform_key', url: '', source: 'commit' },
+      ]);
+      expect(answer.status).toBe(200);
+      expect(JSON.parse(answer.text)).toEqual([
+        { token_hash: sha256(key), token_type: 'tollgate_platform_key', label: 'true_positive' },
+        { token_hash: sha256(unknown), token_type: 'tollgate_platform_key', label: 'false_positive' },
+        { token_hash: sha256('tgp_not-a-key'), token_type: 'tollgate_platform_key', label: 'false_positive' },
+      ]);
+      // Never a key in the answer.
+      expect(answer.text).not.toContain(key);
+      // Revoked at once: the index entry and the resource are gone.
+      expect(await client.exists(redisKeys.apiKey(hashKey(key)))).toBe(0);
+      expectError(await call('GET', `/apikeys/${made.body.id as string}`), 404, 'key_not_found');
+      // The same report again: no longer a live key.
+      const again = await report([{ token: key, type: 't', url: '', source: 'content' }]);
+      expect(JSON.parse(again.text)).toEqual([
+        { token_hash: sha256(key), token_type: 't', label: 'false_positive' },
+      ]);
+    });
+
+    it('only records and answers a true report when the setting says report', async () => {
+      const made = await create({ module: 'bda', roles: [workflow] });
+      const key = made.body.key as string;
+      deps.leakReports.action = 'report';
+      try {
+        const answer = await report([
+          { token: key, type: 't', url: 'https://example.com/x', source: 'content' },
+        ]);
+        expect(JSON.parse(answer.text)).toEqual([
+          { token_hash: sha256(key), token_type: 't', label: 'true_positive' },
+        ]);
+      } finally {
+        deps.leakReports.action = 'revoke';
+      }
+      expect(await client.exists(redisKeys.apiKey(hashKey(key)))).toBe(1);
+      expect((await call('GET', `/apikeys/${made.body.id as string}`)).status).toBe(200);
+    });
+
+    it('believes no report without the service’s signature, and revokes nothing for it', async () => {
+      const made = await create({ module: 'platform', roles: ['viewer'] });
+      const key = made.body.key as string;
+      const matches = [{ token: key, type: 't', url: '', source: 'content' }];
+      const other = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+      const forged = (body: Buffer) => sign('sha256', body, other.privateKey).toString('base64');
+      for (const attempt of [
+        await report(matches, forged),
+        await report(matches, scanner.sign, 'no-such-key-id'),
+        await report(matches, () => ''),
+        await report(matches, () => 'bm90IGEgc2lnbmF0dXJl'),
+      ]) {
+        expect([attempt.status, JSON.parse(attempt.text).code]).toEqual([401, 'invalid_report_signature']);
+      }
+      // A signature over other bytes does not carry over to these.
+      const signedElse = scanner.sign(Buffer.from('[]'));
+      expect((await report(matches, () => signedElse)).status).toBe(401);
+      expect(await client.exists(redisKeys.apiKey(hashKey(key)))).toBe(1);
+    });
+
+    it('refuses a signed body that is no report, saying what to send', async () => {
+      const notJson = await report('{not json');
+      expect([notJson.status, JSON.parse(notJson.text).code]).toEqual([400, 'invalid_json']);
+      for (const body of [{ token: 'x' }, [], [{ type: 'no token' }]]) {
+        const bad = await report(body);
+        expect([bad.status, JSON.parse(bad.text).code]).toEqual([400, 'invalid_field']);
       }
     });
   });

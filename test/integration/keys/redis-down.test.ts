@@ -5,6 +5,7 @@ import { OffboardedUsers } from '../../../gateway/auth/offboarded-users.js';
 import express from 'express';
 import { Redis } from 'ioredis';
 import { DirApiKeyStore } from '../../../common/apikey/dir-store.js';
+import { readKeyGrant } from '../../../common/apikey/index-reader.js';
 import { KeyIndexWriter } from '../../../common/apikey/index-writer.js';
 import { RoleCatalogue } from '../../../common/apikey/roles.js';
 import { createLogger } from '../../../common/logger.js';
@@ -57,6 +58,8 @@ describe('management API with Redis down', () => {
         offboarded: new OffboardedUsers(client, 0),
         admin: NO_ADMINS,
         models: new DirModelStore(new ManifestDir(await tempDir('tollgate-down-models-'), () => undefined)),
+        leakReports: { keys: undefined, action: 'revoke' },
+        findGrant: async (hash) => readKeyGrant(client, await testVerifier(), hash),
         log: createLogger('redis-down-test', 'silent'),
       }),
     );

@@ -1,0 +1,135 @@
+import type { Request, RequestHandler } from 'express';
+import { z } from 'zod';
+import { hashKey, parseKey } from '../../../common/apikey/format.js';
+import { TollgateError } from '../../../common/errors.js';
+import { AUDIT_HEADER } from '../../audit/audit-log.js';
+import type { ManagementDeps } from '../deps.js';
+import { revokeKey } from '../revoke.js';
+import type { ManagementRoute } from '../route.js';
+import { validate } from '../validate.js';
+
+/** One match as a scanning service sends it (GitHub's secret scanning partner program). */
+const matchSchema = z
+  .object({
+    token: z.string({ error: 'token is the string found' }).max(512, 'token is at most 512 characters'),
+    type: z.string().max(256).optional(),
+    url: z.string().max(2048).optional(),
+    source: z.string().max(256).optional(),
+  })
+  .loose();
+export const leakReportSchema = z
+  .array(matchSchema, { error: 'the report is a JSON array of {token, type, url, source}' })
+  .min(1, 'the report lists at least one token')
+  .max(1_000, 'a report lists at most 1,000 tokens');
+
+export const leakVerdictsSchema = z.array(
+  z.object({
+    token_hash: z.string().describe('SHA-256 (hex) of the token: the token itself is never sent back'),
+    token_type: z.string(),
+    label: z.enum(['true_positive', 'false_positive']),
+  }),
+);
+
+const off = (): TollgateError =>
+  new TollgateError(
+    'unknown_endpoint',
+    'leaked-key reports are not taken by this gateway: set leakReportKeysUrl (TOLLGATE_LEAK_REPORT_KEYS_URL)',
+  );
+
+/** The one actor a report acts as, in the trail. */
+const REPORTER = 'leak-report';
+
+/**
+ * POST /leaked-keys: a secret-scanning service reports keys it found in public code. The report is
+ * believed only with a valid signature of the service (its published keys, fetched and cached);
+ * each token that is a real, live key is revoked at once (or, with leakReportAction=report, only
+ * recorded), recorded in the trail with where it was found, and the answer labels every token
+ * true or false positive, by its hash.
+ */
+function reportLeakedKeys(deps: ManagementDeps): RequestHandler {
+  return async (req, res) => {
+    const keys = deps.leakReports.keys;
+    if (keys === undefined) throw off();
+    const body = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
+    await keys.verify(body, req.get('github-public-key-identifier'), req.get('github-public-key-signature'));
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(body.toString('utf8'));
+    } catch {
+      throw new TollgateError(
+        'invalid_json',
+        'the report is not JSON; send a JSON array of {token, type, url, source}',
+        {
+          field: 'body',
+        },
+      );
+    }
+    const report = validate(leakReportSchema, parsed, 'body');
+    const verdicts = [];
+    for (const match of report) {
+      const real = await handleMatch(deps, req, match);
+      verdicts.push({
+        token_hash: hashKey(match.token),
+        token_type: match.type ?? '',
+        label: real ? 'true_positive' : 'false_positive',
+      });
+    }
+    res
+      .status(200)
+      .set(AUDIT_HEADER, await deps.audit.settle())
+      .json(verdicts);
+  };
+}
+
+/** Whether the token is a live key; if so, revoked (or recorded) as the setting says. */
+async function handleMatch(
+  deps: ManagementDeps,
+  req: Request,
+  match: z.output<typeof matchSchema>,
+): Promise<boolean> {
+  // Well-formed and with a good checksum, or it was never a key of ours: no lookup.
+  if ('problem' in parseKey(match.token)) return false;
+  const hash = hashKey(match.token);
+  const grant = await deps.findGrant(hash);
+  if (grant === undefined) return false;
+  const key = await deps.store.find(grant.id);
+  if (key === undefined || key.spec.hash !== hash) return false;
+  const where = { url: match.url ?? '', source: match.source ?? '', type: match.type ?? '' };
+  deps.log.warn(
+    { id: grant.id, owner: grant.owner, ...where, action: deps.leakReports.action },
+    'api key reported leaked',
+  );
+  deps.audit.record({
+    action: 'key.leaked',
+    keyId: grant.id,
+    key: { name: key.spec.name, start: key.spec.start },
+    owner: key.spec.owner,
+    actor: REPORTER,
+    req,
+    detail: { ...where, outcome: deps.leakReports.action === 'revoke' ? 'revoked' : 'reported' },
+  });
+  if (deps.leakReports.action === 'revoke')
+    await revokeKey(deps, key, {
+      actor: REPORTER,
+      req,
+      reason: `reported leaked at ${where.url || where.source || 'an unnamed place'}`,
+    });
+  return true;
+}
+
+export const reportLeakedKeysRoute: ManagementRoute = {
+  method: 'post',
+  path: '/leaked-keys',
+  operationId: 'reportLeakedKeys',
+  summary:
+    'A secret-scanning service reports keys found in public code (GitHub partner format, signed with its published keys)',
+  auth: 'scanner-signature',
+  body: { schema: leakReportSchema, required: true },
+  ok: {
+    status: 200,
+    description: 'Each token labelled true or false positive, by its hash',
+    schema: leakVerdictsSchema,
+  },
+  errors: [400, 401, 404, 413, 503],
+  handler: reportLeakedKeys,
+};

@@ -45,6 +45,8 @@ const claimsSchema = z.object({
   own: z.string(),
   mod: z.enum(['bda', 'platform']),
   roles: z.array(z.string()),
+  /** The key's model scope, when it has one: the sidecar holds the call to it too. */
+  models: z.array(z.string()).optional(),
   jti: z.string().min(1),
   exp: z.number(),
 });
@@ -62,7 +64,13 @@ export class GrantSigner {
   }
 
   sign(grant: KeyGrant, audience: string, call: GrantedCall): Promise<string> {
-    const claims = { kid: grant.id, own: grant.owner, mod: grant.module, roles: grant.roles };
+    const claims = {
+      kid: grant.id,
+      own: grant.owner,
+      mod: grant.module,
+      roles: grant.roles,
+      ...(grant.models === undefined ? {} : { models: grant.models }),
+    };
     return new SignJWT({ ...claims, htm: call.method, htt: call.target })
       .setProtectedHeader({ alg: ALG, kid: this.kid, typ: 'tollgate-grant+jwt' })
       .setIssuer(ISSUER)
@@ -166,7 +174,13 @@ export class GrantVerifier {
     this.seen.set(claims.jti, true);
     if (!(await this.claim(claims.jti, REPLAY_TTL_MS)))
       throw invalid('it was used already; a grant passes once');
-    const grant: KeyGrant = { id: claims.kid, owner: claims.own, module: claims.mod, roles: claims.roles };
+    const grant: KeyGrant = {
+      id: claims.kid,
+      owner: claims.own,
+      module: claims.mod,
+      roles: claims.roles,
+      ...(claims.models === undefined ? {} : { models: claims.models }),
+    };
     signed.add(grant);
     return grant;
   }

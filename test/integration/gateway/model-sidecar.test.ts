@@ -12,6 +12,7 @@ import { redisKeys } from '../../../common/redis/schema.js';
 import { grantAudience } from '../../../common/resources/grant.js';
 import { RouteWriter } from '../../../common/routes/workflow-routes.js';
 import { createSidecar, type Sidecar } from '../../../gateway/sidecar/sidecar.js';
+import { GrantSigner } from '../../../gateway/auth/signed-grant.js';
 import { redis, startMlserver, venv } from '../../harness/index.js';
 import {
   apikey,
@@ -23,7 +24,7 @@ import {
   type TestGateway,
   sidecarServices,
 } from './support.js';
-import { testSealer, TEST_TRUSTED_KEYS } from '../signing.js';
+import { testSealer, TEST_SIGNING_KEY_FILE, TEST_TRUSTED_KEYS } from '../signing.js';
 
 const run = promisify(execFile);
 const FIXTURE = new URL('../harness/fixtures/train_iris.py', import.meta.url).pathname;
@@ -160,6 +161,27 @@ describe('a model’s sidecar in front of MLServer', () => {
     expect((r.json.outputs as Array<{ data: number[] }>)[0]?.data).toEqual(expected.predictions);
     const direct = await send(sidecarUrl, `/v2/models/${model}/infer`, withKey(key, infer(expected.rows)));
     expect([direct.status, direct.json.code]).toEqual([401, 'unknown_api_key']);
+  });
+
+  it('holds a signed grant to the key’s model scope too', async () => {
+    const signer = await GrantSigner.open(TEST_SIGNING_KEY_FILE);
+    const target = `/v2/models/${model}/infer`;
+    const audience = grantAudience.model('default', model);
+    const signedFor = async (models: string[]) => {
+      const grant = {
+        id: 'k-scope',
+        owner: 'alice',
+        module: 'platform' as const,
+        roles: ['models:inference'],
+        models,
+      };
+      const token = await signer.sign(grant, audience, { method: 'POST', target });
+      const body = infer(expected.rows);
+      return send(sidecarUrl, target, { ...body, headers: { ...body.headers, 'x-tollgate-grant': token } });
+    };
+    const outside = await signedFor(['model-elsewhere']);
+    expect([outside.status, outside.json.code]).toEqual([403, 'model_not_in_key_scope']);
+    expect((await signedFor([model])).status).toBe(200);
   });
 
   it('a gateway without the signing key says so instead of sending calls the sidecar must refuse', async () => {

@@ -76,6 +76,7 @@ export const ERROR_STATUS = {
   address_not_allowed: 403,
   model_access_denied: 403,
   model_not_in_key_scope: 403,
+  credits_counted_centrally: 403,
   module_mismatch: 403,
   role_not_allowed: 403,
   workflow_not_allowed: 403,
@@ -110,6 +111,7 @@ export const ERROR_STATUS = {
   unsupported_media_type: 415,
   // 429
   rate_limited: 429,
+  credits_exhausted: 429,
   // 431
   headers_too_large: 431,
   // 500

@@ -209,7 +209,9 @@ export async function createGatewayServices(
     keys,
     audit,
     refused,
-    rateLimiter: new RateLimiter(redis),
+    // Only a central gateway (it holds the signing key) counts credits: a sidecar's Redis user may
+    // not write them, so a team that reads its password cannot give any key more.
+    rateLimiter: new RateLimiter(redis, { countsCredits: config.grantSigningKeyFile !== undefined }),
     usage,
     modelUsage,
     load,

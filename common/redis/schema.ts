@@ -29,6 +29,7 @@ import { createHash } from 'node:crypto';
  *                                            day, <minute>r (calls), <minute>e (errors), <minute>l
  *                                            (summed latency, ms); 26 h TTL; the panel's Models page
  *   tg:rl:*        counter                   the gateway's RateLimiter
+ *   tg:cr:*        counter                   the gateway's RateLimiter (credits spent per period)
  *   tg:index:built marker                    the operator, after a full rebuild
  *   tg:index:building token                  the operator, while a rebuild runs (the marker is set
  *                                            only if its token survived)
@@ -52,6 +53,8 @@ export const redisKeys = {
   modelUsageMinutes: (model: string, day: string) => `${KEY_PREFIX}model-usage:${model}:m:${day}`,
   /** String counter for a fixed rate-limit window: key id + window start (epoch seconds). */
   rateLimit: (id: string, windowStart: number) => `${KEY_PREFIX}rl:${id}:${windowStart}`,
+  /** Credits a key spent in a period (`all`, a UTC day `d2026-11-25` or month `m2026-11`). */
+  creditsSpent: (id: string, period: string) => `${KEY_PREFIX}cr:${id}:${period}`,
   /** A named limit's window: one segment more than `rateLimit`'s, so the two never meet. */
   namedLimit: (id: string, name: string, windowStart: number) =>
     `${KEY_PREFIX}rl:${id}:${name}:${windowStart}`,

@@ -31,6 +31,17 @@ export const rateLimitSchema = z.strictObject({
   windowSeconds: z.int().min(1).max(86_400),
 });
 
+/** Credits as the management API takes them. */
+export const creditsInputSchema = z.strictObject({
+  amount: z
+    .int({ error: 'amount is a whole number of calls' })
+    .min(0, 'amount cannot be negative')
+    .max(1_000_000_000_000, 'amount is at most 1,000,000,000,000'),
+  refill: z
+    .enum(['daily', 'monthly'], { error: 'refill is "daily" or "monthly"; leave it out for none' })
+    .optional(),
+});
+
 /** The most named limits a key carries. */
 export const MAX_NAMED_LIMITS = 8;
 
@@ -112,13 +123,14 @@ export function newApiKey(id: string, spec: ApiKeySpec): ApiKey {
 
 /** The Redis key-index entry for a key: what it grants, never the hash or the key. */
 export function toKeyGrant(key: ApiKey): KeyGrant {
-  const { module, roles, owner, name, rateLimit, limits, allowedCidrs, models, rolled } = key.spec;
+  const { module, roles, owner, name, rateLimit, limits, credits, allowedCidrs, models, rolled } = key.spec;
   const grant: KeyGrant = { id: apiKeyId(key), owner, module, roles: [...roles] };
   if (name !== undefined) grant.name = name;
   const expiresAt = stopsAt(key.spec);
   if (expiresAt !== undefined) grant.expiresAt = expiresAt;
   if (rateLimit !== undefined) grant.rateLimit = { ...rateLimit };
   if (limits !== undefined) grant.limits = limits.map((l) => ({ ...l }));
+  if (credits !== undefined) grant.credits = { ...credits };
   if (allowedCidrs !== undefined) grant.allowedCidrs = [...allowedCidrs];
   if (models !== undefined) grant.models = [...models];
   // Only a grace period that ends before the key's own expiry makes the key stop as "rolled".

@@ -31,6 +31,10 @@ export const keyGrantSchema = z.object({
   /** ISO 8601; absent means the key does not expire. */
   expiresAt: z.string().optional(),
   rateLimit: rateLimitSchema.optional(),
+  /** Calls the key may make (in all, or each UTC day or month with refill); one spent per admitted call. */
+  credits: z
+    .object({ amount: z.number().int().min(0), refill: z.enum(['daily', 'monthly']).optional() })
+    .optional(),
   /** Named limits besides `rateLimit`; a call must fit them all. */
   limits: z.array(namedLimitSchema).optional(),
   /** Client networks the key may be used from; absent means anywhere. */

@@ -27,6 +27,10 @@ export const apiKeyViewSchema = z.object({
   refusalCount: z.int().min(0).describe('Calls refused although the key exists'),
   expiresAt: dateTime.optional(),
   rateLimit: rateLimitSchema.optional(),
+  credits: z
+    .object({ amount: z.int().min(0), refill: z.enum(['daily', 'monthly']).optional() })
+    .optional()
+    .describe('Calls the key may make, in all or each UTC day or month with refill'),
   limits: z
     .array(z.object({ name: z.string(), requests: z.int().min(1), windowSeconds: z.int().min(1) }))
     .optional()
@@ -88,6 +92,15 @@ export const rolledKeySchema = createdKeySchema.extend({
 });
 
 const usagePointSchema = z.object({ at: dateTime, requests: z.int().min(0), refusals: z.int().min(0) });
+/** A key's credits now. */
+export const creditsStateSchema = z.object({
+  amount: z.int().min(0),
+  spent: z.int().describe('Spent this period (below 0 after a top-up larger than what was spent)'),
+  remaining: z.int().min(0),
+  refill: z.enum(['daily', 'monthly']).optional(),
+  refillsAt: dateTime.optional().describe('When the next refill comes'),
+});
+
 export const keyUsageSchema = z.object({
   id: z.string(),
   requestCount: z.int().min(0),
@@ -96,6 +109,7 @@ export const keyUsageSchema = z.object({
   perMinute: z.array(usagePointSchema).describe('The last 24 hours, oldest first'),
   perHour: z.array(usagePointSchema).describe('The last 30 days, oldest first'),
   topEndpoints: z.array(z.object({ endpoint: z.string(), requests: z.int().min(0) })),
+  credits: creditsStateSchema.optional(),
 });
 
 export const modulesSchema = z.object({
@@ -157,6 +171,7 @@ export function toApiKeyView(key: ApiKey, usage: KeyUsage | undefined): ApiKeyVi
   if (expiresAt !== undefined) view.expiresAt = expiresAt;
   if (rateLimit !== undefined) view.rateLimit = { ...rateLimit };
   if (limits !== undefined) view.limits = limits.map((l) => ({ ...l }));
+  if (key.spec.credits !== undefined) view.credits = { ...key.spec.credits };
   if (allowedCidrs !== undefined) view.allowedCidrs = [...allowedCidrs];
   if (models !== undefined) view.models = [...models];
   if (rolledFrom !== undefined) view.rolledFrom = rolledFrom;

@@ -26,6 +26,7 @@ export const AUDIT_ACTIONS = [
   'key.refused',
   'key.limits_changed',
   'key.leaked',
+  'key.credits_added',
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 

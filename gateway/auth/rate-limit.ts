@@ -1,12 +1,13 @@
 import type { Redis } from 'ioredis';
+import { creditPeriod } from '../../common/apikey/credits.js';
 import { TollgateError } from '../../common/errors.js';
 import { redisKeys } from '../../common/redis/schema.js';
 import type { KeyGrant, RateLimit } from '../../common/resources/grant.js';
 import { redisUnavailable } from '../../common/redis/unavailable.js';
 
-/** Whether a key has any limit to count (a key without one costs nothing here). */
+/** Whether a key has any limit or credits to count (a key without costs nothing here). */
 export const isLimited = (grant: KeyGrant): boolean =>
-  grant.rateLimit !== undefined || grant.limits !== undefined;
+  grant.rateLimit !== undefined || grant.limits !== undefined || grant.credits !== undefined;
 
 /** One window being counted: where, and what the 429 says when it is full. */
 interface Window {
@@ -18,15 +19,22 @@ interface Window {
 }
 
 /**
- * Per-key fixed-window rate limits, counted in Redis so every replica shares one budget: the key's
- * `rateLimit` and each of its named `limits` (a burst per second and a quota per day, say); a call
- * must fit them all. One round trip, and no script: a transaction increments each window's counter
- * and gives it an expiry only if it has none (`EXPIRE … NX`, Redis 7). Sidecars count here too,
- * and their Redis user may not run scripts: a script of the sidecar's own could hold the
- * single-threaded server for as long as it likes.
+ * Per-key fixed-window rate limits and credits, counted in Redis so every replica shares one
+ * budget: the key's `rateLimit`, each of its named `limits` (a burst per second and a quota per
+ * day, say) and its `credits`; a call must fit them all. One round trip, and no script: a
+ * transaction increments each counter and gives it an expiry only if it has none (`EXPIRE … NX`,
+ * Redis 7). Sidecars count here too, and their Redis user may not run scripts: a script of the
+ * sidecar's own could hold the single-threaded server for as long as it likes.
+ *
+ * Credits are spent by the increment itself, so no call is admitted past them however many
+ * replicas race (each sees its own count); a call refused, by them or by a limit, gives its credit
+ * back, so a top-up or the next period is not eaten by refusals.
  */
 export class RateLimiter {
-  constructor(private readonly redis: Redis) {}
+  constructor(
+    private readonly redis: Redis,
+    private readonly opts: { countsCredits: boolean } = { countsCredits: true },
+  ) {}
 
   /** Resolves when the call fits the key's budgets; rejects with 429 (and Retry-After) or 503. */
   async take(grant: KeyGrant, nowMs = Date.now()): Promise<void> {
@@ -42,19 +50,40 @@ export class RateLimiter {
     };
     if (grant.rateLimit !== undefined) add(grant.rateLimit, undefined);
     for (const l of grant.limits ?? []) add(l, l.name);
-    if (windows.length === 0) return;
+    const credits = grant.credits;
+    if (credits !== undefined && !this.opts.countsCredits) {
+      throw new TollgateError(
+        'credits_counted_centrally',
+        'this key carries credits, which only the central gateway counts: call this service through it (/events/... or /v2/... on the gateway)',
+      );
+    }
+    const period = credits === undefined ? undefined : creditPeriod(credits.refill, nowMs);
+    const creditsKey = period === undefined ? undefined : redisKeys.creditsSpent(grant.id, period.id);
+    if (windows.length === 0 && creditsKey === undefined) return;
     let counts: number[];
+    let spent = 0;
     try {
       const tx = this.redis.multi();
       for (const w of windows) tx.incr(w.key).expire(w.key, w.limit.windowSeconds + 1, 'NX');
+      if (creditsKey !== undefined) {
+        tx.incr(creditsKey);
+        // A period's counter outlives its period by a day; credits without refill never expire.
+        if (period?.endsAtMs !== undefined)
+          tx.expire(creditsKey, Math.ceil((period.endsAtMs - nowMs) / 1000) + 86_400, 'NX');
+      }
       const replies = await tx.exec();
       // Every step must have happened: a counter left without its expiry would refuse the key forever.
       const failed =
         replies === null ? new Error('the transaction was discarded') : replies.find(([e]) => e)?.[0];
       if (failed) throw failed;
       counts = windows.map((_, i) => Number(replies?.[2 * i]?.[1]));
+      if (creditsKey !== undefined) spent = Number(replies?.[2 * windows.length]?.[1]);
     } catch (err) {
       throw redisUnavailable(err);
+    }
+    if (credits !== undefined && creditsKey !== undefined && spent > credits.amount) {
+      await this.giveBack(creditsKey);
+      throw creditsExhausted(credits, period?.endsAtMs, nowMs);
     }
     // The full window that frees last decides when to retry.
     let over: { w: Window; retryAfter: number } | undefined;
@@ -64,6 +93,7 @@ export class RateLimiter {
       if (over === undefined || retryAfter > over.retryAfter) over = { w, retryAfter };
     });
     if (over === undefined) return;
+    if (creditsKey !== undefined) await this.giveBack(creditsKey);
     const { w, retryAfter } = over;
     const what =
       w.name === undefined
@@ -76,4 +106,28 @@ export class RateLimiter {
       },
     });
   }
+
+  /** A refused call's credit back; should Redis fail now, it stays spent (never one too many). */
+  private async giveBack(creditsKey: string): Promise<void> {
+    await this.redis.decr(creditsKey).catch(() => undefined);
+  }
+}
+
+function creditsExhausted(
+  credits: NonNullable<KeyGrant['credits']>,
+  refillAtMs: number | undefined,
+  nowMs: number,
+): TollgateError {
+  if (refillAtMs === undefined) {
+    return new TollgateError(
+      'credits_exhausted',
+      `this key's ${credits.amount} credits are spent; an administrator can add more`,
+    );
+  }
+  const per = credits.refill === 'daily' ? 'day' : 'month';
+  return new TollgateError(
+    'credits_exhausted',
+    `this key's ${credits.amount} credits for this ${per} are spent; they refill at ${new Date(refillAtMs).toISOString()}`,
+    { headers: { 'retry-after': String(Math.max(1, Math.ceil((refillAtMs - nowMs) / 1000))) } },
+  );
 }

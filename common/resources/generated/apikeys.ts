@@ -30,6 +30,13 @@ export const apiKeySpecSchema = z.object({
       windowSeconds: z.int().min(1).max(86400),
     })
     .optional(),
+  /** Calls the key may make: amount in all, or amount each UTC day or month with refill. Each admitted call spends one, counted across every gateway replica; at zero the answer is 429 credits_exhausted. */
+  credits: z
+    .object({
+      amount: z.int().min(0).max(1000000000000),
+      refill: z.enum(['daily', 'monthly']).optional(),
+    })
+    .optional(),
   /** Named rate limits besides rateLimit (for example a burst per second and a quota per day), each a fixed window counted across every gateway replica; a call must fit them all, and the 429 names the one it did not fit. */
   limits: z
     .array(

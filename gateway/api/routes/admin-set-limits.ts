@@ -4,6 +4,7 @@ import { readKeyUsage } from '../../../common/apikey/usage.js';
 import { isTollgateError, TollgateError } from '../../../common/errors.js';
 import {
   apiKeyId,
+  creditsInputSchema,
   namedLimitsInputSchema,
   rateLimitSchema,
   toKeyGrant,
@@ -21,9 +22,10 @@ export const setLimitsBodySchema = z
   .strictObject({
     rateLimit: rateLimitSchema.nullable().optional().describe('null removes it; absent leaves it'),
     limits: namedLimitsInputSchema.nullable().optional().describe('null removes them; absent leaves them'),
+    credits: creditsInputSchema.nullable().optional().describe('null removes them; absent leaves them'),
   })
-  .refine((b) => b.rateLimit !== undefined || b.limits !== undefined, {
-    message: 'send rateLimit, limits or both (null removes one)',
+  .refine((b) => b.rateLimit !== undefined || b.limits !== undefined || b.credits !== undefined, {
+    message: 'send rateLimit, limits, credits or several (null removes one)',
   })
   .meta({ examples: [{ limits: [{ name: 'per-day', requests: 50000, windowSeconds: 86400 }] }] });
 
@@ -43,11 +45,15 @@ const described = (key: ApiKey): Record<string, string> => ({
       : `${key.spec.rateLimit.requests}/${key.spec.rateLimit.windowSeconds}s`,
   limits:
     (key.spec.limits ?? []).map((l) => `${l.name}=${l.requests}/${l.windowSeconds}s`).join(',') || 'none',
+  credits:
+    key.spec.credits === undefined
+      ? 'none'
+      : `${key.spec.credits.amount}${key.spec.credits.refill === undefined ? '' : `/${key.spec.credits.refill}`}`,
 });
 
 /**
- * PUT /admin/apikeys/{id}/limits: administrators override anyone's limits (the key's rateLimit and
- * its named limits). The resource changes first, then its index entry, which every gateway replica
+ * PUT /admin/apikeys/{id}/limits: administrators override anyone's limits (the key's rateLimit, its
+ * named limits and its credits). The resource changes first, then its index entry, which every gateway replica
  * drops from its cache at once; the trail records the limits before and after.
  */
 function adminSetLimits(deps: ManagementDeps): RequestHandler {
@@ -66,13 +72,17 @@ function adminSetLimits(deps: ManagementDeps): RequestHandler {
     if (key === undefined) throw noSuchKey(id);
     const before = described(key);
     for (let attempt = 1; ; attempt++) {
-      const { rateLimit: _rateLimit, limits: _limits, ...rest } = key.spec;
-      const rateLimit = body.rateLimit === undefined ? key.spec.rateLimit : (body.rateLimit ?? undefined);
-      const limits = body.limits === undefined ? key.spec.limits : (body.limits ?? undefined);
+      const { rateLimit: _rateLimit, limits: _limits, credits: _credits, ...rest } = key.spec;
+      const chosen = <T>(asked: T | null | undefined, kept: T | undefined): T | undefined =>
+        asked === undefined ? kept : (asked ?? undefined);
+      const rateLimit = chosen(body.rateLimit, key.spec.rateLimit);
+      const limits = chosen(body.limits, key.spec.limits);
+      const credits = chosen(body.credits, key.spec.credits);
       const spec = {
         ...rest,
         ...(rateLimit === undefined ? {} : { rateLimit }),
         ...(limits === undefined ? {} : { limits }),
+        ...(credits === undefined ? {} : { credits }),
       };
       try {
         key = await deps.store.update({ ...key, spec });
@@ -111,7 +121,8 @@ export const adminSetLimitsRoute: ManagementRoute = {
   method: 'put',
   path: '/admin/apikeys/{id}/limits',
   operationId: 'adminSetApiKeyLimits',
-  summary: 'Administrators: override a key’s rate limit and named limits (recorded in the audit trail)',
+  summary:
+    'Administrators: override a key’s rate limit, named limits and credits (recorded in the audit trail)',
   pathParams: keyIdParamsSchema,
   body: { schema: setLimitsBodySchema, required: true },
   ok: { status: 200, description: 'The key with its new limits', schema: apiKeyViewSchema },

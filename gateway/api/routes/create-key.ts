@@ -5,6 +5,7 @@ import { TollgateError } from '../../../common/errors.js';
 import {
   newApiKey,
   newKeyId,
+  creditsInputSchema,
   namedLimitsInputSchema,
   rateLimitSchema,
   toKeyGrant,
@@ -54,6 +55,7 @@ export const createKeyBodySchema = z
       .optional(),
     rateLimit: rateLimitSchema.optional(),
     limits: namedLimitsInputSchema.optional(),
+    credits: creditsInputSchema.optional(),
     allowedCidrs: z
       .array(
         z
@@ -141,6 +143,7 @@ function createKey(deps: ManagementDeps): RequestHandler {
     if (body.expiresAt !== undefined) spec.expiresAt = new Date(body.expiresAt).toISOString();
     if (body.rateLimit !== undefined) spec.rateLimit = body.rateLimit;
     if (body.limits !== undefined) spec.limits = body.limits;
+    if (body.credits !== undefined) spec.credits = body.credits;
     if (body.allowedCidrs !== undefined) spec.allowedCidrs = body.allowedCidrs;
     if (body.models !== undefined) spec.models = body.models;
 

@@ -1,6 +1,7 @@
 import type { ManagementRoute } from '../route.js';
 import { adminDeleteKeyRoute } from './admin-delete-key.js';
 import { adminListKeysRoute } from './admin-list-keys.js';
+import { adminAddCreditsRoute } from './admin-add-credits.js';
 import { adminSetLimitsRoute } from './admin-set-limits.js';
 import { createKeyRoute } from './create-key.js';
 import { deleteKeyRoute } from './delete-key.js';
@@ -33,6 +34,7 @@ export const managementRoutes: readonly ManagementRoute[] = [
   adminListKeysRoute,
   adminDeleteKeyRoute,
   adminSetLimitsRoute,
+  adminAddCreditsRoute,
   offboardRoute,
   reportLeakedKeysRoute,
 ];

@@ -1,5 +1,6 @@
 import type { RequestHandler } from 'express';
 import { readKeyUsage, readUsageSeries } from '../../../common/apikey/usage.js';
+import { readCredits } from '../../../common/apikey/credits.js';
 import { callerOf } from '../../auth/oidc.js';
 import type { ManagementDeps } from '../deps.js';
 import { toApiKeyView, keyUsageSchema } from '../views.js';
@@ -20,12 +21,15 @@ function keyUsage(deps: ManagementDeps): RequestHandler {
       readUsageSeries(deps.redis, id),
     ]);
     const view = toApiKeyView(key, totals.get(id));
+    const credits =
+      key.spec.credits === undefined ? undefined : await readCredits(deps.redis, id, key.spec.credits);
     res.json({
       id,
       requestCount: view.requestCount,
       refusalCount: totals.get(id)?.refused ?? 0,
       ...(view.lastUsed === undefined ? {} : { lastUsed: view.lastUsed }),
       ...series,
+      ...(credits === undefined ? {} : { credits }),
     });
   };
 }

@@ -9,6 +9,7 @@ const ACTIONS = {
   'key.refused': 'Refused use',
   'key.limits_changed': 'Limits changed',
   'key.leaked': 'Reported leaked',
+  'key.credits_added': 'Credits added',
 };
 
 /** @param {string} action */

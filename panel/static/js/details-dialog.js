@@ -69,6 +69,14 @@ export function createDetailsDialog({ onAuthError }) {
         $('details-facts').append(
           ...fact('Requests', `${usage.requestCount} (${usage.refusalCount} refused)`),
           ...fact('Last used', usage.lastUsed ? formatDateTime(usage.lastUsed) : 'Never'),
+          ...(usage.credits
+            ? fact(
+                'Credits',
+                `${usage.credits.remaining} of ${usage.credits.amount} left${
+                  usage.credits.refillsAt ? `; refill ${formatDateTime(usage.credits.refillsAt)}` : ''
+                }`,
+              )
+            : []),
         );
         $('details-minutes').replaceChildren(
           usageChart(usage.perMinute, { label: 'Requests per minute, last 24 hours', bucket: minuteLabel }),

@@ -35,6 +35,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/admin/apikeys/{id}/credits": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Administrators: top up a key’s credits for its current period (recorded in the audit trail) */
+        post: operations["adminAddApiKeyCredits"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/admin/apikeys/{id}/limits": {
         parameters: {
             query?: never;
@@ -43,7 +60,7 @@ export interface paths {
             cookie?: never;
         };
         get?: never;
-        /** Administrators: override a key’s rate limit and named limits (recorded in the audit trail) */
+        /** Administrators: override a key’s rate limit, named limits and credits (recorded in the audit trail) */
         put: operations["adminSetApiKeyLimits"];
         post?: never;
         delete?: never;
@@ -317,6 +334,12 @@ export interface components {
             allowedCidrs?: string[];
             /** Format: date-time */
             createdAt?: string;
+            /** @description Calls the key may make, in all or each UTC day or month with refill */
+            credits?: {
+                amount: number;
+                /** @enum {string} */
+                refill?: "daily" | "monthly";
+            };
             /** Format: date-time */
             expiresAt?: string;
             id: string;
@@ -364,6 +387,12 @@ export interface components {
                 allowedCidrs?: string[];
                 /** Format: date-time */
                 createdAt?: string;
+                /** @description Calls the key may make, in all or each UTC day or month with refill */
+                credits?: {
+                    amount: number;
+                    /** @enum {string} */
+                    refill?: "daily" | "monthly";
+                };
                 /** Format: date-time */
                 expiresAt?: string;
                 id: string;
@@ -411,6 +440,19 @@ export interface components {
             nextCursor?: string;
         };
         ApiKeyUsage: {
+            credits?: {
+                amount: number;
+                /** @enum {string} */
+                refill?: "daily" | "monthly";
+                /**
+                 * Format: date-time
+                 * @description When the next refill comes
+                 */
+                refillsAt?: string;
+                remaining: number;
+                /** @description Spent this period (below 0 after a top-up larger than what was spent) */
+                spent: number;
+            };
             id: string;
             /** Format: date-time */
             lastUsed?: string;
@@ -438,7 +480,7 @@ export interface components {
         AuditPage: {
             items: {
                 /** @enum {string} */
-                action: "key.created" | "key.rolled" | "key.deleted" | "key.expired" | "key.refused" | "key.limits_changed" | "key.leaked";
+                action: "key.created" | "key.rolled" | "key.deleted" | "key.expired" | "key.refused" | "key.limits_changed" | "key.leaked" | "key.credits_added";
                 actor: string;
                 address?: string;
                 at: string;
@@ -464,6 +506,12 @@ export interface components {
             allowedCidrs?: string[];
             /** Format: date-time */
             createdAt?: string;
+            /** @description Calls the key may make, in all or each UTC day or month with refill */
+            credits?: {
+                amount: number;
+                /** @enum {string} */
+                refill?: "daily" | "monthly";
+            };
             /** Format: date-time */
             expiresAt?: string;
             id: string;
@@ -599,6 +647,12 @@ export interface components {
                 allowedCidrs?: string[];
                 /** Format: date-time */
                 createdAt?: string;
+                /** @description Calls the key may make, in all or each UTC day or month with refill */
+                credits?: {
+                    amount: number;
+                    /** @enum {string} */
+                    refill?: "daily" | "monthly";
+                };
                 /** Format: date-time */
                 expiresAt?: string;
                 id: string;
@@ -653,6 +707,12 @@ export interface components {
             allowedCidrs?: string[];
             /** Format: date-time */
             createdAt?: string;
+            /** @description Calls the key may make, in all or each UTC day or month with refill */
+            credits?: {
+                amount: number;
+                /** @enum {string} */
+                refill?: "daily" | "monthly";
+            };
             /** Format: date-time */
             expiresAt?: string;
             id: string;
@@ -684,6 +744,12 @@ export interface components {
                 allowedCidrs?: string[];
                 /** Format: date-time */
                 createdAt?: string;
+                /** @description Calls the key may make, in all or each UTC day or month with refill */
+                credits?: {
+                    amount: number;
+                    /** @enum {string} */
+                    refill?: "daily" | "monthly";
+                };
                 /** Format: date-time */
                 expiresAt?: string;
                 id: string;
@@ -873,6 +939,109 @@ export interface operations {
             };
         };
     };
+    adminAddApiKeyCredits: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    add: number;
+                };
+            };
+        };
+        responses: {
+            /** @description The key’s credits now */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        amount: number;
+                        /** @enum {string} */
+                        refill?: "daily" | "monthly";
+                        /**
+                         * Format: date-time
+                         * @description When the next refill comes
+                         */
+                        refillsAt?: string;
+                        remaining: number;
+                        /** @description Spent this period (below 0 after a top-up larger than what was spent) */
+                        spent: number;
+                    };
+                };
+            };
+            /** @description The request is invalid: `field` names what to fix */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, unknown or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The credentials do not allow this (admin routes: not an administrator) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (another user’s key is not found either) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is larger than the gateway accepts */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not JSON */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A store the gateway needs is unavailable; retry */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     adminSetApiKeyLimits: {
         parameters: {
             query?: never;
@@ -885,6 +1054,12 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** @description null removes them; absent leaves them */
+                    credits?: {
+                        amount: number;
+                        /** @enum {string} */
+                        refill?: "daily" | "monthly";
+                    } | null;
                     /** @description null removes them; absent leaves them */
                     limits?: {
                         name: string;
@@ -1126,6 +1301,11 @@ export interface operations {
             content: {
                 "application/json": {
                     allowedCidrs?: string[];
+                    credits?: {
+                        amount: number;
+                        /** @enum {string} */
+                        refill?: "daily" | "monthly";
+                    };
                     /** Format: date-time */
                     expiresAt?: string;
                     limits?: {
@@ -1468,7 +1648,7 @@ export interface operations {
     listAuditEvents: {
         parameters: {
             query?: {
-                action?: "key.created" | "key.rolled" | "key.deleted" | "key.expired" | "key.refused" | "key.limits_changed" | "key.leaked";
+                action?: "key.created" | "key.rolled" | "key.deleted" | "key.expired" | "key.refused" | "key.limits_changed" | "key.leaked" | "key.credits_added";
                 cursor?: string;
                 keyId?: string;
                 limit?: number;

@@ -124,6 +124,7 @@ describe('the OpenAPI document', () => {
     expect(Object.keys(document.paths).sort()).toEqual([
       '/api/v1/admin/apikeys',
       '/api/v1/admin/apikeys/{id}',
+      '/api/v1/admin/apikeys/{id}/credits',
       '/api/v1/admin/apikeys/{id}/limits',
       '/api/v1/admin/offboard',
       '/api/v1/apikeys',
@@ -152,7 +153,17 @@ describe('the OpenAPI document', () => {
       additionalProperties: boolean;
     };
     expect(Object.keys(create.properties).sort()).toEqual(
-      ['allowedCidrs', 'expiresAt', 'limits', 'models', 'module', 'name', 'rateLimit', 'roles'].sort(),
+      [
+        'allowedCidrs',
+        'credits',
+        'expiresAt',
+        'limits',
+        'models',
+        'module',
+        'name',
+        'rateLimit',
+        'roles',
+      ].sort(),
     );
     expect(create.properties['roles']?.maxItems).toBe(32);
     expect(create.properties['name']?.maxLength).toBe(100);

@@ -575,6 +575,52 @@ describe('the audit trail', () => {
     expect(events[0]).toMatchObject({ detail: { limits: 'none', rateLimit: 'none' } });
   });
 
+  it('spends credits across every replica, admitting no call past them; an administrator tops them up', async () => {
+    const k = await newKey({ credits: { amount: 40 } });
+    const bases = [devUrl, replica.url, behindProxy.url, directCaller.url];
+    const seenBefore = upstream.seen.length;
+    // 120 callers at once, spread over four gateway processes.
+    const results = await Promise.all(Array.from({ length: 120 }, (_, i) => use(bases[i % 4]!, k.key)));
+    const admitted = results.filter((r) => r.status === 200).length;
+    expect(admitted).toBe(40);
+    expect(new Set(results.filter((r) => r.status !== 200).map((r) => `${r.status} ${r.code}`))).toEqual(
+      new Set(['429 credits_exhausted']),
+    );
+    expect(upstream.seen.length - seenBefore).toBe(40);
+    expect(results.find((r) => r.status === 429)?.message).toBe(
+      "this key's 40 credits are spent; an administrator can add more",
+    );
+    // Refusals gave their credits back: the count is the calls admitted.
+    const usage = await api('GET', `/apikeys/${k.id}/usage`);
+    expect(usage.body['credits']).toEqual({ amount: 40, spent: 40, remaining: 0 });
+
+    const admin = await token('root@example.com', 'platform-ops');
+    const notAdmin = await api('POST', `/admin/apikeys/${k.id}/credits`, { body: { add: 5 } });
+    expect([notAdmin.status, notAdmin.body['code']]).toEqual([403, 'admin_required']);
+    const topped = await api('POST', `/admin/apikeys/${k.id}/credits`, { token: admin, body: { add: 5 } });
+    expect(topped).toMatchObject({ status: 200, audit: 'stored', body: { remaining: 5, spent: 35 } });
+    const after = [];
+    for (let i = 0; i < 6; i++) after.push((await use(bases[i % 4]!, k.key)).status);
+    expect(after).toEqual([200, 200, 200, 200, 200, 429]);
+    const bad = await api('POST', `/admin/apikeys/${k.id}/credits`, { token: admin, body: { add: 0 } });
+    expect([bad.status, bad.body['code'], bad.body['field']]).toEqual([400, 'invalid_field', 'add']);
+    const none = await newKey();
+    const noCredits = await api('POST', `/admin/apikeys/${none.id}/credits`, {
+      token: admin,
+      body: { add: 1 },
+    });
+    expect([noCredits.status, noCredits.body['code']]).toEqual([400, 'invalid_field']);
+
+    // A refilling key says when its credits come back.
+    const daily = await newKey({ credits: { amount: 1, refill: 'daily' } });
+    expect((await use(replica.url, daily.key)).status).toBe(200);
+    const spentToday = await use(replica.url, daily.key);
+    expect([spentToday.status, spentToday.code]).toEqual([429, 'credits_exhausted']);
+    expect(spentToday.message).toMatch(
+      /^this key's 1 credits for this day are spent; they refill at \d{4}-\d\d-\d\dT00:00:00\.000Z$/,
+    );
+  });
+
   it('revokes a key a scanning service reports, on every replica, and the trail says where it was found', async () => {
     const k = await newKey({ name: 'in a gist' });
     expect((await use(replica.url, k.key)).status).toBe(200);

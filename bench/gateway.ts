@@ -294,6 +294,19 @@ export async function run(): Promise<void> {
       module: 'bda',
       roles: [workflow],
     });
+    // A key with credits and two named limits, none of them reached: what counting them costs.
+    const budgetedKey = generateKey('bda');
+    await new KeyIndexWriter(redis, await testSealer()).put(hashKey(budgetedKey), {
+      id: '0123456789abcdef0124',
+      owner: 'bench',
+      module: 'bda',
+      roles: [workflow],
+      credits: { amount: 1_000_000_000 },
+      limits: [
+        { name: 'burst', requests: 1_000_000_000, windowSeconds: 1 },
+        { name: 'per-day', requests: 1_000_000_000, windowSeconds: 86_400 },
+      ],
+    });
     // As the operator writes a labelled Service's route.
     await new RouteWriter(redis, await testSealer()).put(redisKeys.bdaRoute(workflow, 'svc'), {
       url: `http://127.0.0.1:${upstreamPort}`,
@@ -357,6 +370,7 @@ export async function run(): Promise<void> {
       direct: { url: upstream, headers: {}, pid: pid(upstreamProc) },
       nginx: { url: nginx, headers: auth, pid: pid(nginxProc) },
       gateway: { url: gateway, headers: auth, pid: pid(gatewayProc) },
+      budgeted: { url: gateway, headers: { authorization: `Apikey ${budgetedKey}` }, pid: pid(gatewayProc) },
       plain: { url: plain, headers: auth, pid: pid(plainProc) },
       bare: { url: bare, headers: {}, pid: pid(bareProc) },
     };
@@ -364,6 +378,7 @@ export async function run(): Promise<void> {
       direct: [],
       nginx: [],
       gateway: [],
+      budgeted: [],
       plain: [],
       bare: [],
     };
@@ -380,6 +395,7 @@ export async function run(): Promise<void> {
     const viaGateway = median(runs.gateway);
     const viaBare = median(runs.bare);
     const viaPlain = median(runs.plain);
+    const viaBudgeted = median(runs.budgeted);
     console.log(`(a) upstream direct   ${fmt(direct)}`);
     console.log(`(b) nginx + key check ${fmt(viaNginx)}`);
     console.log(`(c) tollgate gateway  ${fmt(viaGateway)}`);
@@ -388,6 +404,11 @@ export async function run(): Promise<void> {
     );
     console.log(
       `(e) gateway, totals   ${fmt(viaPlain)}   (usageSeries off: no per-minute/hour/endpoint counting)`,
+    );
+    console.log(`(f) gateway, a key with credits and two named limits ${fmt(viaBudgeted)}`);
+    console.log(
+      `credits + two named limits cost: budgeted/plain key ${(viaBudgeted.rps / viaGateway.rps).toFixed(3)} ` +
+        `(target >= 0.9; per round: ${runs.budgeted.map((b, i) => (b.rps / (runs.gateway[i]?.rps ?? NaN)).toFixed(3)).join(', ')})`,
     );
     console.log(
       `usage over time costs: gateway/gateway-with-totals-only ${(viaGateway.rps / viaPlain.rps).toFixed(3)} ` +
@@ -454,6 +475,10 @@ export async function run(): Promise<void> {
     console.log(`  nginx + key check  ${fmtFixed(fixedNginx)}`);
     const fixed = await fixedRate(gateway, auth, 1000, gatewayProc.pid as number);
     console.log(`  tollgate gateway   ${fmtFixed(fixed)}   p99 < 2 ms: ${fixed.p99 < 2000 ? 'yes' : 'NO'}`);
+    const fixedBudgeted = await fixedRate(gateway, targets.budgeted.headers, 1000, gatewayProc.pid as number);
+    console.log(
+      `  gateway, credits + 2 limits ${fmtFixed(fixedBudgeted)}   p99 added ${((fixedBudgeted.p99 - fixed.p99) / 1000).toFixed(2)} ms (target < 1 ms)`,
+    );
 
     const secondProc = startGateway('second gateway', secondPort, 1);
     await waitFor(`http://127.0.0.1:${secondPort}/events/bda/${workflow}/svc/`, auth);

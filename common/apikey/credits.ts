@@ -39,7 +39,7 @@ export interface CreditsState {
   refillsAt?: string;
 }
 
-/** The credits of the key `id` now: its amount, and what Redis counted spent this period. */
+/** The credits of the key whose counters are `id` (its countsAs, or its own id) now: its amount, and what Redis counted spent this period. */
 export async function readCredits(
   redis: Redis,
   id: string,
@@ -57,7 +57,7 @@ export async function readCredits(
   };
 }
 
-/** Adds credits to the key's current period (a top-up): its spent count goes down by `add`. */
+/** Adds credits to the current period of the counters `id` (a top-up): its spent count goes down by `add`. */
 export async function addCredits(
   redis: Redis,
   id: string,

@@ -123,7 +123,8 @@ export function newApiKey(id: string, spec: ApiKeySpec): ApiKey {
 
 /** The Redis key-index entry for a key: what it grants, never the hash or the key. */
 export function toKeyGrant(key: ApiKey): KeyGrant {
-  const { module, roles, owner, name, rateLimit, limits, credits, allowedCidrs, models, rolled } = key.spec;
+  const { module, roles, owner, name, rateLimit, limits, credits, allowedCidrs, models, rolled, countsAs } =
+    key.spec;
   const grant: KeyGrant = { id: apiKeyId(key), owner, module, roles: [...roles] };
   if (name !== undefined) grant.name = name;
   const expiresAt = stopsAt(key.spec);
@@ -131,6 +132,7 @@ export function toKeyGrant(key: ApiKey): KeyGrant {
   if (rateLimit !== undefined) grant.rateLimit = { ...rateLimit };
   if (limits !== undefined) grant.limits = limits.map((l) => ({ ...l }));
   if (credits !== undefined) grant.credits = { ...credits };
+  if (countsAs !== undefined) grant.countsAs = countsAs;
   if (allowedCidrs !== undefined) grant.allowedCidrs = [...allowedCidrs];
   if (models !== undefined) grant.models = [...models];
   // Only a grace period that ends before the key's own expiry makes the key stop as "rolled".

@@ -31,6 +31,11 @@ export const keyGrantSchema = z.object({
   /** ISO 8601; absent means the key does not expire. */
   expiresAt: z.string().optional(),
   rateLimit: rateLimitSchema.optional(),
+  /**
+   * Set for a key made by a roll: the id whose counters it shares (the roll chain's first key), so
+   * rolling resets no rate-limit window and no credits. Absent: the key's own id.
+   */
+  countsAs: z.string().min(1).optional(),
   /** Calls the key may make (in all, or each UTC day or month with refill); one spent per admitted call. */
   credits: z
     .object({ amount: z.number().int().min(0), refill: z.enum(['daily', 'monthly']).optional() })

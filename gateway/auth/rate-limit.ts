@@ -39,13 +39,13 @@ export class RateLimiter {
   /** Resolves when the call fits the key's budgets; rejects with 429 (and Retry-After) or 503. */
   async take(grant: KeyGrant, nowMs = Date.now()): Promise<void> {
     const nowS = Math.floor(nowMs / 1000);
+    // A rolled key counts on its chain's counters: rolling resets no quota.
+    const account = grant.countsAs ?? grant.id;
     const windows: Window[] = [];
     const add = (limit: RateLimit, name: string | undefined): void => {
       const start = nowS - (nowS % limit.windowSeconds);
       const key =
-        name === undefined
-          ? redisKeys.rateLimit(grant.id, start)
-          : redisKeys.namedLimit(grant.id, name, start);
+        name === undefined ? redisKeys.rateLimit(account, start) : redisKeys.namedLimit(account, name, start);
       windows.push({ key, limit, start, name });
     };
     if (grant.rateLimit !== undefined) add(grant.rateLimit, undefined);
@@ -58,7 +58,7 @@ export class RateLimiter {
       );
     }
     const period = credits === undefined ? undefined : creditPeriod(credits.refill, nowMs);
-    const creditsKey = period === undefined ? undefined : redisKeys.creditsSpent(grant.id, period.id);
+    const creditsKey = period === undefined ? undefined : redisKeys.creditsSpent(account, period.id);
     if (windows.length === 0 && creditsKey === undefined) return;
     let counts: number[];
     let spent = 0;

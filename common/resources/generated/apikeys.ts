@@ -49,6 +49,8 @@ export const apiKeySpecSchema = z.object({
     .min(1)
     .max(8)
     .optional(),
+  /** Set by a roll: the id of the first key of the roll chain, whose counters (rate limits, credits) this key shares, so rolling a key resets no quota. */
+  countsAs: z.string().regex(new RegExp('^[0-9a-f]{20}$')).optional(),
   /** The id of the key this one replaced when that key was rolled. */
   rolledFrom: z.string().regex(new RegExp('^[0-9a-f]{20}$')).optional(),
   /** Set when the key is rolled: the key that replaced it, and the end of its grace period, after which it is refused. */

@@ -50,8 +50,9 @@ function adminAddCredits(deps: ManagementDeps): RequestHandler {
     }
     let state;
     try {
-      await addCredits(deps.redis, id, credits, add);
-      state = await readCredits(deps.redis, id, credits);
+      const account = key.spec.countsAs ?? id;
+      await addCredits(deps.redis, account, credits, add);
+      state = await readCredits(deps.redis, account, credits);
     } catch (err) {
       throw redisUnavailable(err);
     }

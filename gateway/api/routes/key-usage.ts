@@ -22,7 +22,9 @@ function keyUsage(deps: ManagementDeps): RequestHandler {
     ]);
     const view = toApiKeyView(key, totals.get(id));
     const credits =
-      key.spec.credits === undefined ? undefined : await readCredits(deps.redis, id, key.spec.credits);
+      key.spec.credits === undefined
+        ? undefined
+        : await readCredits(deps.redis, key.spec.countsAs ?? id, key.spec.credits);
     res.json({
       id,
       requestCount: view.requestCount,

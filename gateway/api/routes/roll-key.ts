@@ -64,7 +64,14 @@ function rollKey(deps: ManagementDeps): RequestHandler {
       body.gracePeriodSeconds ?? Math.min(DEFAULT_ROLL_GRACE_SECONDS, deps.maxRollGraceSeconds);
     const key = generateKey(old.spec.module);
     const { hash: _hash, start: _start, rolled: _rolled, rolledFrom: _from, ...kept } = old.spec;
-    const spec: ApiKeySpec = { ...kept, hash: hashKey(key), start: keyStart(key), rolledFrom: id };
+    // The new key counts as the chain's first key: its limits and credits go on, not start again.
+    const spec: ApiKeySpec = {
+      ...kept,
+      hash: hashKey(key),
+      start: keyStart(key),
+      rolledFrom: id,
+      countsAs: old.spec.countsAs ?? id,
+    };
     const created = await deps.store.create(newApiKey(newKeyId(), spec));
     const newId = apiKeyId(created);
 

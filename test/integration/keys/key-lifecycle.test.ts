@@ -611,6 +611,27 @@ describe('the audit trail', () => {
     });
     expect([noCredits.status, noCredits.body['code']]).toEqual([400, 'invalid_field']);
 
+    // Rolling resets no quota: the new key spends the same credits and fills the same windows as
+    // the old one, which shares them through its grace period (the hole rolling opens in Tyk).
+    const rolling = await newKey({
+      credits: { amount: 3 },
+      limits: [{ name: 'per-day', requests: 4, windowSeconds: 86_400 }],
+    });
+    expect((await use(replica.url, rolling.key)).status).toBe(200);
+    expect((await use(directCaller.url, rolling.key)).status).toBe(200);
+    const rolled = await api('POST', `/apikeys/${rolling.id}/roll`, { body: { gracePeriodSeconds: 600 } });
+    expect(rolled.status).toBe(201);
+    const newKeyValue = rolled.body['key'] as string;
+    expect((await use(replica.url, newKeyValue)).status).toBe(200);
+    const spentNew = await use(directCaller.url, newKeyValue);
+    const spentOld = await use(replica.url, rolling.key);
+    expect([spentNew.code, spentOld.code]).toEqual(['credits_exhausted', 'credits_exhausted']);
+    expect((await api('GET', `/apikeys/${rolled.body['id'] as string}/usage`)).body['credits']).toEqual({
+      amount: 3,
+      spent: 3,
+      remaining: 0,
+    });
+
     // A refilling key says when its credits come back.
     const daily = await newKey({ credits: { amount: 1, refill: 'daily' } });
     expect((await use(replica.url, daily.key)).status).toBe(200);

@@ -307,6 +307,15 @@ export async function run(): Promise<void> {
         { name: 'per-day', requests: 1_000_000_000, windowSeconds: 86_400 },
       ],
     });
+    // A key with one plain rate limit: the Redis round trip any counted key pays, alone.
+    const limitedKey = generateKey('bda');
+    await new KeyIndexWriter(redis, await testSealer()).put(hashKey(limitedKey), {
+      id: '0123456789abcdef0125',
+      owner: 'bench',
+      module: 'bda',
+      roles: [workflow],
+      rateLimit: { requests: 1_000_000, windowSeconds: 1 },
+    });
     // As the operator writes a labelled Service's route.
     await new RouteWriter(redis, await testSealer()).put(redisKeys.bdaRoute(workflow, 'svc'), {
       url: `http://127.0.0.1:${upstreamPort}`,
@@ -371,6 +380,7 @@ export async function run(): Promise<void> {
       nginx: { url: nginx, headers: auth, pid: pid(nginxProc) },
       gateway: { url: gateway, headers: auth, pid: pid(gatewayProc) },
       budgeted: { url: gateway, headers: { authorization: `Apikey ${budgetedKey}` }, pid: pid(gatewayProc) },
+      limited: { url: gateway, headers: { authorization: `Apikey ${limitedKey}` }, pid: pid(gatewayProc) },
       plain: { url: plain, headers: auth, pid: pid(plainProc) },
       bare: { url: bare, headers: {}, pid: pid(bareProc) },
     };
@@ -379,6 +389,7 @@ export async function run(): Promise<void> {
       nginx: [],
       gateway: [],
       budgeted: [],
+      limited: [],
       plain: [],
       bare: [],
     };
@@ -396,6 +407,7 @@ export async function run(): Promise<void> {
     const viaBare = median(runs.bare);
     const viaPlain = median(runs.plain);
     const viaBudgeted = median(runs.budgeted);
+    const viaLimited = median(runs.limited);
     console.log(`(a) upstream direct   ${fmt(direct)}`);
     console.log(`(b) nginx + key check ${fmt(viaNginx)}`);
     console.log(`(c) tollgate gateway  ${fmt(viaGateway)}`);
@@ -406,6 +418,11 @@ export async function run(): Promise<void> {
       `(e) gateway, totals   ${fmt(viaPlain)}   (usageSeries off: no per-minute/hour/endpoint counting)`,
     );
     console.log(`(f) gateway, a key with credits and two named limits ${fmt(viaBudgeted)}`);
+    console.log(`(g) gateway, a key with one rateLimit ${fmt(viaLimited)}`);
+    console.log(
+      `a counted key's Redis round trip: rateLimit/plain key ${(viaLimited.rps / viaGateway.rps).toFixed(3)}; ` +
+        `credits + two named limits over one rateLimit (the same one round trip): ${(viaBudgeted.rps / viaLimited.rps).toFixed(3)}`,
+    );
     console.log(
       `credits + two named limits cost: budgeted/plain key ${(viaBudgeted.rps / viaGateway.rps).toFixed(3)} ` +
         `(target >= 0.9; per round: ${runs.budgeted.map((b, i) => (b.rps / (runs.gateway[i]?.rps ?? NaN)).toFixed(3)).join(', ')})`,

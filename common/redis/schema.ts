@@ -55,9 +55,12 @@ export const redisKeys = {
   rateLimit: (id: string, windowStart: number) => `${KEY_PREFIX}rl:${id}:${windowStart}`,
   /** Credits a key spent in a period (`all`, a UTC day `d2026-11-25` or month `m2026-11`). */
   creditsSpent: (id: string, period: string) => `${KEY_PREFIX}cr:${id}:${period}`,
-  /** A named limit's window: one segment more than `rateLimit`'s, so the two never meet. */
-  namedLimit: (id: string, name: string, windowStart: number) =>
-    `${KEY_PREFIX}rl:${id}:${name}:${windowStart}`,
+  /**
+   * A named limit's window: more segments than `rateLimit`'s, so the two never meet, and its
+   * length among them, so a limit given another window by an administrator starts a new counter.
+   */
+  namedLimit: (id: string, name: string, windowSeconds: number, windowStart: number) =>
+    `${KEY_PREFIX}rl:${id}:${name}:${windowSeconds}:${windowStart}`,
   /** String: JSON Route for a workflow service. */
   bdaRoute: (workflow: string, service: string) => `${KEY_PREFIX}route:bda:${workflow}:${service}`,
   /** String: JSON Route for a model's runtime (present only while it has ready replicas). */

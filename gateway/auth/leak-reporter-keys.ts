@@ -13,8 +13,11 @@ const publishedKeysSchema = z.object({
 
 /** How long the published keys are kept before they are fetched again. */
 const KEEP_MS = 60 * 60_000;
-/** A report signed with a key not yet known fetches the list again, at most this often. */
-const REFETCH_MS = 60_000;
+/**
+ * A report signed with a key not yet known fetches the list again, at most this often: anyone may
+ * post a report, and the service's API allows few unauthenticated fetches an hour.
+ */
+const REFETCH_MS = 10 * 60_000;
 const FETCH_TIMEOUT_MS = 5_000;
 
 const badSignature = (why: string): TollgateError =>

@@ -45,7 +45,9 @@ export class RateLimiter {
     const add = (limit: RateLimit, name: string | undefined): void => {
       const start = nowS - (nowS % limit.windowSeconds);
       const key =
-        name === undefined ? redisKeys.rateLimit(account, start) : redisKeys.namedLimit(account, name, start);
+        name === undefined
+          ? redisKeys.rateLimit(account, start)
+          : redisKeys.namedLimit(account, name, limit.windowSeconds, start);
       windows.push({ key, limit, start, name });
     };
     if (grant.rateLimit !== undefined) add(grant.rateLimit, undefined);
@@ -119,9 +121,11 @@ function creditsExhausted(
   nowMs: number,
 ): TollgateError {
   if (refillAtMs === undefined) {
+    // No refill will come: a retry helps only after a top-up, so clients are told to wait long.
     return new TollgateError(
       'credits_exhausted',
       `this key's ${credits.amount} credits are spent; an administrator can add more`,
+      { headers: { 'retry-after': '3600' } },
     );
   }
   const per = credits.refill === 'daily' ? 'day' : 'month';

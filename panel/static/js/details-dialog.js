@@ -72,7 +72,7 @@ export function createDetailsDialog({ onAuthError }) {
           ...(usage.credits
             ? fact(
                 'Credits',
-                `${usage.credits.remaining} of ${usage.credits.amount} left${
+                `${usage.credits.remaining} left (${usage.credits.amount}${usage.credits.refill ? ` a ${usage.credits.refill === 'daily' ? 'day' : 'month'}` : ' in all'})${
                   usage.credits.refillsAt ? `; refill ${formatDateTime(usage.credits.refillsAt)}` : ''
                 }`,
               )

@@ -62,7 +62,7 @@ function withoutUnicodePatterns(value: unknown): unknown {
   return out;
 }
 
-function parameters(where: 'path' | 'query', object: z.ZodObject | undefined): Schema[] {
+function parameters(where: 'path' | 'query' | 'header', object: z.ZodObject | undefined): Schema[] {
   if (object === undefined) return [];
   return Object.entries(object.shape).map(([name, field]) => {
     const schema = jsonSchema(field as z.ZodType, 'input');
@@ -135,7 +135,7 @@ const inferenceRequestSchema: Schema = {
 
 /** The management routes, as each declares itself (routes/). */
 function managementOperations(settings: ContractSettings): OperationDoc[] {
-  return managementRoutes.map(({ handler: _handler, path, body, auth, ...doc }) => ({
+  return managementRoutes.map(({ handler: _handler, beforeBody: _beforeBody, path, body, auth, ...doc }) => ({
     ...doc,
     path: MANAGEMENT_BASE + path,
     // A scanner's report is admitted by the signature over its body, not by a token.
@@ -226,7 +226,11 @@ function operationObject(op: OperationDoc): Schema {
     operationId: op.operationId,
     summary: op.summary,
     security: op.security === 'none' ? [] : [{ [op.security === 'bearer' ? 'oidc' : 'apiKey']: [] }],
-    parameters: [...parameters('path', op.pathParams), ...parameters('query', op.query)],
+    parameters: [
+      ...parameters('path', op.pathParams),
+      ...parameters('query', op.query),
+      ...parameters('header', op.headers),
+    ],
     ...(body === undefined
       ? {}
       : {

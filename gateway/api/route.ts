@@ -15,6 +15,8 @@ export interface OperationDoc {
   security: 'bearer' | 'apikey' | 'none';
   pathParams?: z.ZodObject;
   query?: z.ZodObject;
+  /** Request headers the operation needs (documented; the handler checks them). */
+  headers?: z.ZodObject;
   /** A zod schema the handler validates with, or a hand-written shape. */
   body?: OperationBody;
   ok: { status: number; description: string; schema?: z.ZodType | JsonSchema; links?: JsonSchema };
@@ -47,6 +49,8 @@ export interface ManagementRoute extends Omit<OperationDoc, 'path' | 'security' 
    * body (the route then gets the body as bytes).
    */
   auth?: 'bearer' | 'scanner-signature';
+  /** Runs before the body is read: what can refuse a call without it (a route switched off, a missing header). */
+  beforeBody?(deps: ManagementDeps): RequestHandler;
   handler(deps: ManagementDeps): RequestHandler;
 }
 

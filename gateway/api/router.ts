@@ -37,6 +37,7 @@ function mount(router: Router, deps: ManagementDeps, list: readonly ManagementRo
       if (r.auth === 'scanner-signature')
         handlers.unshift(express.raw({ type: () => true, limit: SIGNED_BODY_LIMIT }));
       else if (r.body !== undefined) handlers.unshift(express.json({ limit: BODY_LIMIT, strict: true }));
+      if (r.beforeBody !== undefined) handlers.unshift(r.beforeBody(deps));
       mounted[r.method](...handlers);
     }
     mounted.all(methodNotAllowed(routes.map((r) => r.method.toUpperCase()).join(', ')));

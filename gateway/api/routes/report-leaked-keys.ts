@@ -46,6 +46,20 @@ const REPORTER = 'leak-report';
  * recorded), recorded in the trail with where it was found, and the answer labels every token
  * true or false positive, by its hash.
  */
+/** Before the body is read: reports switched off, or no signature to check, refuse at once. */
+function beforeReport(deps: ManagementDeps): RequestHandler {
+  return (req, _res, next) => {
+    if (deps.leakReports.keys === undefined) throw off();
+    if (!req.get('github-public-key-identifier') || !req.get('github-public-key-signature')) {
+      throw new TollgateError(
+        'invalid_report_signature',
+        'the report is not signed by the scanning service: send Github-Public-Key-Identifier and Github-Public-Key-Signature',
+      );
+    }
+    next();
+  };
+}
+
 function reportLeakedKeys(deps: ManagementDeps): RequestHandler {
   return async (req, res) => {
     const keys = deps.leakReports.keys;
@@ -124,6 +138,17 @@ export const reportLeakedKeysRoute: ManagementRoute = {
   summary:
     'A secret-scanning service reports keys found in public code (GitHub partner format, signed with its published keys)',
   auth: 'scanner-signature',
+  headers: z.object({
+    'Github-Public-Key-Identifier': z
+      .string()
+      .min(1)
+      .describe('Which of the service’s published keys signed the report'),
+    'Github-Public-Key-Signature': z
+      .string()
+      .min(1)
+      .describe('Base64 ECDSA P-256 / SHA-256 signature (DER) of the raw body'),
+  }),
+  beforeBody: beforeReport,
   body: { schema: leakReportSchema, required: true },
   ok: {
     status: 200,

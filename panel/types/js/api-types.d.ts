@@ -1702,7 +1702,12 @@ export interface operations {
     reportLeakedKeys: {
         parameters: {
             query?: never;
-            header?: never;
+            header: {
+                /** @description Which of the service’s published keys signed the report */
+                "Github-Public-Key-Identifier": string;
+                /** @description Base64 ECDSA P-256 / SHA-256 signature (DER) of the raw body */
+                "Github-Public-Key-Signature": string;
+            };
             path?: never;
             cookie?: never;
         };

@@ -848,6 +848,21 @@ describe.each(stores)('management API over HTTP (keys on %s)', (label, openStore
       expect(await client.exists(redisKeys.apiKey(hashKey(key)))).toBe(1);
     });
 
+    it('refuses an unsigned report before reading its body, and a signed one past 1 MiB', async () => {
+      const big = `[${'"x",'.repeat(400_000)}"x"]`;
+      const unsigned = await fetch(`${base}/leaked-keys`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: big,
+      });
+      expect([unsigned.status, ((await unsigned.json()) as { code: string }).code]).toEqual([
+        401,
+        'invalid_report_signature',
+      ]);
+      const tooBig = await report(big);
+      expect([tooBig.status, JSON.parse(tooBig.text).code]).toEqual([413, 'body_too_large']);
+    });
+
     it('refuses a signed body that is no report, saying what to send', async () => {
       const notJson = await report('{not json');
       expect([notJson.status, JSON.parse(notJson.text).code]).toEqual([400, 'invalid_json']);

@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import { redisKeys } from '../redis/schema.js';
+import { execAll } from '../redis/transaction.js';
 import type { KeyGrant } from '../resources/grant.js';
 
 /**
@@ -68,10 +69,12 @@ export async function addCredits(
   const period = creditPeriod(credits.refill, nowMs);
   const key = redisKeys.creditsSpent(id, period.id);
   const tx = redis.multi().decrby(key, add);
-  if (period.endsAtMs !== undefined)
-    tx.expire(key, Math.ceil((period.endsAtMs - nowMs) / 1000) + 86_400, 'NX');
-  const replies = await tx.exec();
-  const failed =
-    replies === null ? new Error('the transaction was discarded') : replies.find(([e]) => e)?.[0];
-  if (failed) throw failed;
+  const ttl = counterTtlSeconds(period, nowMs);
+  if (ttl !== undefined) tx.expire(key, ttl, 'NX');
+  await execAll(tx);
+}
+
+/** How long a period's counter lives: its period and a day more; credits without refill never expire. */
+export function counterTtlSeconds(period: CreditPeriod, nowMs: number): number | undefined {
+  return period.endsAtMs === undefined ? undefined : Math.ceil((period.endsAtMs - nowMs) / 1000) + 86_400;
 }

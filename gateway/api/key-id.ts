@@ -16,6 +16,13 @@ export const keyIdParam = (params: unknown): string => validate(keyIdParamsSchem
 export const keyNotFound = (id: string): TollgateError =>
   new TollgateError('key_not_found', `you have no API key with id ${id}; GET /api/v1/apikeys lists yours`);
 
+/** Administrators' routes: a key no user has. */
+export const noKeyOfAnyone = (id: string): TollgateError =>
+  new TollgateError(
+    'key_not_found',
+    `no user has an API key with id ${id}; GET /api/v1/admin/apikeys lists them`,
+  );
+
 /** What a new key's id leads to (OpenAPI links; a fuzzer follows them with real ids). */
 export const keyLinks: Record<string, unknown> = Object.fromEntries(
   ['getApiKey', 'getApiKeyUsage', 'rollApiKey', 'deleteApiKey'].map((operationId) => [

@@ -17,6 +17,7 @@ import {
 } from './sidecar-reports.js';
 import type { SegmentStore } from './segment-store.js';
 import { PeriodicFlush } from '../periodic-flush.js';
+import { execAll } from '../../common/redis/transaction.js';
 
 export const AUDIT_ACTIONS = [
   'key.created',
@@ -490,15 +491,13 @@ export class AuditLog {
   private async spill(events: AuditEvent[]): Promise<boolean> {
     if (this.links.redis === undefined) return false;
     try {
-      const replies = await this.links.redis
-        .multi()
-        .rpush(redisKeys.auditBacklog, ...events.map((e) => JSON.stringify(e)))
-        .ltrim(redisKeys.auditBacklog, -MAX_PENDING, -1)
-        .exec();
-      const failed =
-        replies === null ? new Error('the transaction was discarded') : replies.find(([e]) => e)?.[0];
-      if (failed) throw failed;
-      const length = Number(replies?.[0]?.[1] ?? 0);
+      const replies = await execAll(
+        this.links.redis
+          .multi()
+          .rpush(redisKeys.auditBacklog, ...events.map((e) => JSON.stringify(e)))
+          .ltrim(redisKeys.auditBacklog, -MAX_PENDING, -1),
+      );
+      const length = Number(replies[0] ?? 0);
       if (length > MAX_PENDING) {
         this.log.error(
           { dropped: length - MAX_PENDING },

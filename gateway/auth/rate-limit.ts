@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
-import { creditPeriod } from '../../common/apikey/credits.js';
+import { counterTtlSeconds, creditPeriod } from '../../common/apikey/credits.js';
+import { execAll } from '../../common/redis/transaction.js';
 import { TollgateError } from '../../common/errors.js';
 import { redisKeys } from '../../common/redis/schema.js';
 import type { KeyGrant, RateLimit } from '../../common/resources/grant.js';
@@ -67,19 +68,14 @@ export class RateLimiter {
     try {
       const tx = this.redis.multi();
       for (const w of windows) tx.incr(w.key).expire(w.key, w.limit.windowSeconds + 1, 'NX');
-      if (creditsKey !== undefined) {
+      if (creditsKey !== undefined && period !== undefined) {
         tx.incr(creditsKey);
-        // A period's counter outlives its period by a day; credits without refill never expire.
-        if (period?.endsAtMs !== undefined)
-          tx.expire(creditsKey, Math.ceil((period.endsAtMs - nowMs) / 1000) + 86_400, 'NX');
+        const ttl = counterTtlSeconds(period, nowMs);
+        if (ttl !== undefined) tx.expire(creditsKey, ttl, 'NX');
       }
-      const replies = await tx.exec();
-      // Every step must have happened: a counter left without its expiry would refuse the key forever.
-      const failed =
-        replies === null ? new Error('the transaction was discarded') : replies.find(([e]) => e)?.[0];
-      if (failed) throw failed;
-      counts = windows.map((_, i) => Number(replies?.[2 * i]?.[1]));
-      if (creditsKey !== undefined) spent = Number(replies?.[2 * windows.length]?.[1]);
+      const replies = await execAll(tx);
+      counts = windows.map((_, i) => Number(replies[2 * i]));
+      if (creditsKey !== undefined) spent = Number(replies[2 * windows.length]);
     } catch (err) {
       throw redisUnavailable(err);
     }

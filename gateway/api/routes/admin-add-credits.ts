@@ -7,7 +7,7 @@ import { apiKeyId } from '../../../common/resources/apikey.js';
 import { AUDIT_HEADER } from '../../audit/audit-log.js';
 import { callerOf, requireAdmin } from '../../auth/oidc.js';
 import type { ManagementDeps } from '../deps.js';
-import { keyIdParam, keyIdParamsSchema } from '../key-id.js';
+import { keyIdParam, keyIdParamsSchema, noKeyOfAnyone } from '../key-id.js';
 import type { ManagementRoute } from '../route.js';
 import { validate } from '../validate.js';
 import { creditsStateSchema } from '../views.js';
@@ -35,11 +35,7 @@ function adminAddCredits(deps: ManagementDeps): RequestHandler {
       );
     const { add } = validate(addCreditsBodySchema, req.body, 'body');
     const key = await deps.store.find(id);
-    if (key === undefined)
-      throw new TollgateError(
-        'key_not_found',
-        `no user has an API key with id ${id}; GET /api/v1/admin/apikeys lists them`,
-      );
+    if (key === undefined) throw noKeyOfAnyone(id);
     const credits = key.spec.credits;
     if (credits === undefined) {
       throw new TollgateError(

@@ -1,17 +1,10 @@
 import type { RequestHandler } from 'express';
-import { TollgateError } from '../../../common/errors.js';
 import { callerOf, requireAdmin } from '../../auth/oidc.js';
 import type { ManagementDeps } from '../deps.js';
 import { revokeKey } from '../revoke.js';
-import { keyIdParam, keyIdParamsSchema } from '../key-id.js';
+import { keyIdParam, keyIdParamsSchema, noKeyOfAnyone } from '../key-id.js';
 import { AUDIT_HEADER } from '../../audit/audit-log.js';
 import type { ManagementRoute } from '../route.js';
-
-const noSuchKey = (id: string): TollgateError =>
-  new TollgateError(
-    'key_not_found',
-    `no user has an API key with id ${id}; GET /api/v1/admin/apikeys lists them`,
-  );
 
 /** DELETE /admin/apikeys/{id}: revokes anyone's key; the audit trail names the administrator. */
 function adminDeleteKey(deps: ManagementDeps): RequestHandler {
@@ -20,11 +13,11 @@ function adminDeleteKey(deps: ManagementDeps): RequestHandler {
     requireAdmin(caller, deps.admin.groupsClaim);
     const id = keyIdParam(req.params);
     const key = await deps.store.find(id);
-    if (key === undefined) throw noSuchKey(id);
+    if (key === undefined) throw noKeyOfAnyone(id);
     if (
       !(await revokeKey(deps, key, { actor: caller.subject, req, reason: 'revoked by an administrator' }))
     ) {
-      throw noSuchKey(id);
+      throw noKeyOfAnyone(id);
     }
     res
       .status(204)

@@ -13,7 +13,7 @@ import {
 import { AUDIT_HEADER } from '../../audit/audit-log.js';
 import { callerOf, requireAdmin } from '../../auth/oidc.js';
 import type { ManagementDeps } from '../deps.js';
-import { keyIdParam, keyIdParamsSchema } from '../key-id.js';
+import { keyIdParam, keyIdParamsSchema, noKeyOfAnyone } from '../key-id.js';
 import type { ManagementRoute } from '../route.js';
 import { validate } from '../validate.js';
 import { apiKeyViewSchema, toApiKeyView } from '../views.js';
@@ -31,12 +31,6 @@ export const setLimitsBodySchema = z
 
 /** Attempts at the conditional write before giving up with key_changed. */
 const ATTEMPTS = 5;
-
-const noSuchKey = (id: string): TollgateError =>
-  new TollgateError(
-    'key_not_found',
-    `no user has an API key with id ${id}; GET /api/v1/admin/apikeys lists them`,
-  );
 
 const described = (key: ApiKey): Record<string, string> => ({
   rateLimit:
@@ -69,7 +63,7 @@ function adminSetLimits(deps: ManagementDeps): RequestHandler {
     }
     const body = validate(setLimitsBodySchema, req.body, 'body');
     let key = await deps.store.find(id);
-    if (key === undefined) throw noSuchKey(id);
+    if (key === undefined) throw noKeyOfAnyone(id);
     const before = described(key);
     for (let attempt = 1; ; attempt++) {
       const { rateLimit: _rateLimit, limits: _limits, credits: _credits, ...rest } = key.spec;
@@ -90,7 +84,7 @@ function adminSetLimits(deps: ManagementDeps): RequestHandler {
       } catch (e) {
         if (!isTollgateError(e) || e.code !== 'key_changed' || attempt >= ATTEMPTS) throw e;
         const again = await deps.store.find(id);
-        if (again === undefined) throw noSuchKey(id);
+        if (again === undefined) throw noKeyOfAnyone(id);
         key = again;
       }
     }

@@ -77,6 +77,8 @@ export const ERROR_STATUS = {
   model_access_denied: 403,
   model_not_in_key_scope: 403,
   credits_counted_centrally: 403,
+  identity_missing: 403,
+  identity_not_owned: 403,
   module_mismatch: 403,
   role_not_allowed: 403,
   workflow_not_allowed: 403,
@@ -84,6 +86,7 @@ export const ERROR_STATUS = {
   // 404
   credentials_not_found: 404,
   empty_prefix: 404,
+  identity_not_found: 404,
   key_not_found: 404,
   model_not_found: 404,
   model_version_not_found: 404,
@@ -99,6 +102,9 @@ export const ERROR_STATUS = {
   // 408
   request_timeout: 408,
   // 409
+  identity_exists: 409,
+  identity_in_use: 409,
+  identity_changed: 409,
   key_already_rolled: 409,
   key_changed: 409,
   key_expired: 409,

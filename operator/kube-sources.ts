@@ -8,7 +8,17 @@ import {
   modelSchema,
   type Model,
 } from '../common/resources/model.js';
-import { compactApiKey, type ApiKeyResource } from './controllers/apikey-controller.js';
+import {
+  compactApiKey,
+  type ApiKeyResource,
+  type IdentityResource,
+} from './controllers/apikey-controller.js';
+import {
+  IDENTITY_GROUP,
+  IDENTITY_PLURAL,
+  IDENTITY_VERSION,
+  identitySchema,
+} from '../common/resources/identity.js';
 import type { WorkflowService } from '../common/resources/workflow-service.js';
 import {
   WORKFLOW_PLURAL,
@@ -66,6 +76,11 @@ export function kubeSources(
       apiKeySchema,
       'ApiKey',
       compactApiKey,
+    ),
+    identities: customSource<IdentityResource>(
+      { group: IDENTITY_GROUP, version: IDENTITY_VERSION, plural: IDENTITY_PLURAL },
+      identitySchema,
+      'Identity',
     ),
     services: new KubeLabelledSource<WorkflowService>(
       kc,

@@ -7,6 +7,7 @@
  * THE SEAM (standalone mode). Everything the controllers touch outside Redis comes in through
  * `OperatorSources`:
  *   - `models`, `apiKeys`: ResourceSource (list + watch + fresh read + status/finalizer writes),
+ *   - `identities`: WatchedSource of Identities (their limits go into their keys' index entries),
  *   - `services`: WatchedSource of workflow Services (labels tollgate.dev/workflow, tollgate.dev/service),
  *     and `serviceAddress`, where their routes go,
  *   - `workflows`: WatchedSource of Workflow records (who owns a workflow, which namespaces serve it),
@@ -24,7 +25,7 @@ import { connectRedis } from '../common/redis/connect.js';
 import type { Redis } from 'ioredis';
 import type { Logger } from '../common/logger.js';
 import type { Model } from '../common/resources/model.js';
-import type { ApiKeyResource } from './controllers/apikey-controller.js';
+import type { ApiKeyResource, IdentityResource } from './controllers/apikey-controller.js';
 import { Controller } from './framework/controller.js';
 import type { ServiceAddress } from './controllers/workflow-service-controller.js';
 import type { WorkflowService } from '../common/resources/workflow-service.js';
@@ -46,6 +47,8 @@ import type { ModelGateway } from '../common/resources/model.js';
 export interface OperatorSources {
   models: ResourceSource<Model>;
   apiKeys: ResourceSource<ApiKeyResource>;
+  /** Identities: their limits go into the index entries of their keys. */
+  identities: WatchedSource<IdentityResource>;
   services: WatchedSource<WorkflowService>;
   /** Workflow records: a workflow's owner and the namespaces that may serve it (never labels). */
   workflows: WatchedSource<Workflow>;

@@ -56,6 +56,7 @@ export function setupTerm({ sources, redis, sealer, verifier, routes, signingKey
     }),
     new ApiKeyReconciler(
       sources.apiKeys,
+      sources.identities,
       new KeyIndexWriter(redis, sealer),
       opts.namespace === undefined ? undefined : { redis, verifier, namespace: opts.namespace },
     ),

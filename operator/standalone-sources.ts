@@ -5,7 +5,8 @@ import type { ManifestDir } from '../common/resources/manifest-dir.js';
 import { MODEL_PLURAL, modelSchema, type Model } from '../common/resources/model.js';
 import { SERVICES_PLURAL, workflowServiceManifestSchema } from '../common/resources/workflow-service.js';
 import { WORKFLOW_PLURAL, workflowSchema, type Workflow } from '../common/resources/workflow.js';
-import type { ApiKeyResource } from './controllers/apikey-controller.js';
+import type { ApiKeyResource, IdentityResource } from './controllers/apikey-controller.js';
+import { IDENTITY_PLURAL, identitySchema } from '../common/resources/identity.js';
 import { annotatedServiceAddress } from './controllers/workflow-service-controller.js';
 import { LogEventRecorder } from './events.js';
 import type { OperatorSources } from './manager.js';
@@ -27,6 +28,10 @@ export function standaloneSources(
     models: new ManifestResourceSource<Model>(manifests.collection<Model>(MODEL_PLURAL, modelSchema), log),
     apiKeys: new ManifestResourceSource<ApiKeyResource>(
       manifests.collection<ApiKeyResource>(API_KEY_PLURAL, apiKeySchema as z.ZodType<ApiKeyResource>),
+      log,
+    ),
+    identities: new ManifestResourceSource<IdentityResource>(
+      manifests.collection<IdentityResource>(IDENTITY_PLURAL, identitySchema as z.ZodType<IdentityResource>),
       log,
     ),
     services: new ManifestResourceSource(

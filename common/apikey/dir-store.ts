@@ -58,6 +58,10 @@ export class DirApiKeyStore implements ApiKeyStore {
     // Nothing runs between calls: every call reads the directory.
   }
 
+  async keysOfIdentity(identity: string): Promise<ApiKey[]> {
+    return (await this.keys.list()).filter((k) => k.spec.identity === identity);
+  }
+
   find(id: string): Promise<ApiKey | undefined> {
     return this.keys.get(apiKeyName(id));
   }

@@ -60,9 +60,10 @@ function toListed(raw: unknown): Listed | undefined {
   const parsed = apiKeySchema.safeParse(raw);
   if (!parsed.success) return undefined;
   const key = parsed.data;
-  const { name, start, module, roles, owner, ownerName } = key.spec;
+  const { name, start, module, roles, owner, ownerName, identity } = key.spec;
   const spec: KeyListing['spec'] = { start, module, roles, owner };
   if (name !== undefined) spec.name = name;
+  if (identity !== undefined) spec.identity = identity;
   if (ownerName !== undefined) spec.ownerName = ownerName;
   // What a listed key's view reads (views.ts): its name, creation time, spec and status.
   const { name: resourceName, namespace, creationTimestamp, resourceVersion } = key.metadata;
@@ -182,6 +183,12 @@ export class KubeApiKeyStore implements ApiKeyStore {
 
   find(id: string): Promise<ApiKey | undefined> {
     return this.read(id);
+  }
+
+  async keysOfIdentity(identity: string): Promise<ApiKey[]> {
+    return [...filter(await this.every(), (l) => l.live && l.listing.spec.identity === identity)].map(
+      fromListed,
+    );
   }
 
   async update(key: ApiKey): Promise<ApiKey> {

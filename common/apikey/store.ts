@@ -25,6 +25,8 @@ export interface ApiKeyStore {
   everyKeyOf(owner: string): Promise<ApiKey[]>;
   /** Administrators only: a key whoever owns it. */
   find(id: string): Promise<ApiKey | undefined>;
+  /** Every live key of the identity, whoever made it: an identity change rewrites their entries. */
+  keysOfIdentity(identity: string): Promise<ApiKey[]>;
   /**
    * Writes a changed key read from this store; a key changed by someone else since it was read
    * (or deleted) is refused with key_changed, never overwritten.
@@ -72,7 +74,7 @@ interface Position {
 
 /** What listing and searching read of a key: a store may keep only this for every key. */
 export interface KeyListing extends Position {
-  spec: Pick<ApiKey['spec'], 'name' | 'start' | 'module' | 'roles' | 'owner' | 'ownerName'>;
+  spec: Pick<ApiKey['spec'], 'name' | 'start' | 'module' | 'roles' | 'owner' | 'ownerName' | 'identity'>;
 }
 
 export const listingOf = (key: ApiKey): KeyListing => ({

@@ -6,6 +6,7 @@ import {
 } from './generated/apikeys.js';
 import { isCidr } from '../net/cidr.js';
 import type { KeyGrant } from './grant.js';
+import { identityGrant, type IdentitySpec } from './identity.js';
 
 /**
  * The ApiKey resource (tollgate.dev/v1alpha1): one key, holding only the SHA-256 of its value.
@@ -121,11 +122,30 @@ export function newApiKey(id: string, spec: ApiKeySpec): ApiKey {
   return { apiVersion: API_KEY_API_VERSION, kind: API_KEY_KIND, metadata: { name: apiKeyName(id) }, spec };
 }
 
-/** The Redis key-index entry for a key: what it grants, never the hash or the key. */
-export function toKeyGrant(key: ApiKey): KeyGrant {
-  const { module, roles, owner, name, rateLimit, limits, credits, allowedCidrs, models, rolled, countsAs } =
-    key.spec;
+/** Looks an identity up by name (undefined: there is none): where `toKeyGrant` finds a key's. */
+export type IdentityLookup = (name: string) => IdentitySpec | undefined;
+
+/**
+ * The Redis key-index entry for a key: what it grants, never the hash or the key. A key of an
+ * identity carries the identity's limits and credits too (`identities` finds them).
+ */
+export function toKeyGrant(key: ApiKey, identities: IdentityLookup): KeyGrant {
+  const {
+    module,
+    roles,
+    owner,
+    name,
+    rateLimit,
+    limits,
+    credits,
+    allowedCidrs,
+    models,
+    rolled,
+    countsAs,
+    identity,
+  } = key.spec;
   const grant: KeyGrant = { id: apiKeyId(key), owner, module, roles: [...roles] };
+  if (identity !== undefined) grant.identity = identityGrant(identity, identities(identity));
   if (name !== undefined) grant.name = name;
   const expiresAt = stopsAt(key.spec);
   if (expiresAt !== undefined) grant.expiresAt = expiresAt;

@@ -20,6 +20,24 @@ export type RateLimit = z.infer<typeof rateLimitSchema>;
 export const namedLimitSchema = rateLimitSchema.extend({ name: z.string().min(1) });
 export type NamedLimit = z.infer<typeof namedLimitSchema>;
 
+const creditsSchema = z.object({
+  amount: z.number().int().min(0),
+  refill: z.enum(['daily', 'monthly']).optional(),
+});
+
+/**
+ * The identity a key belongs to, as its index entry carries it: the identity's own limits and
+ * credits, counted across all its keys. `missing`: the key names an identity that does not exist,
+ * and is refused.
+ */
+export const identityGrantSchema = z.object({
+  name: z.string().min(1),
+  limits: z.array(namedLimitSchema).optional(),
+  credits: creditsSchema.optional(),
+  missing: z.literal(true).optional(),
+});
+export type IdentityGrant = z.infer<typeof identityGrantSchema>;
+
 /** What a key grants, as stored in the Redis key index and sent upstream (never the key). */
 export const keyGrantSchema = z.object({
   /** The ApiKey resource's id (not secret). */
@@ -37,11 +55,11 @@ export const keyGrantSchema = z.object({
    */
   countsAs: z.string().min(1).optional(),
   /** Calls the key may make (in all, or each UTC day or month with refill); one spent per admitted call. */
-  credits: z
-    .object({ amount: z.number().int().min(0), refill: z.enum(['daily', 'monthly']).optional() })
-    .optional(),
+  credits: creditsSchema.optional(),
   /** Named limits besides `rateLimit`; a call must fit them all. */
   limits: z.array(namedLimitSchema).optional(),
+  /** The identity whose limits and credits the key shares with its other keys. */
+  identity: identityGrantSchema.optional(),
   /** Client networks the key may be used from; absent means anywhere. */
   allowedCidrs: z.array(z.string()).optional(),
   /** The models a platform key may call: names or `*` patterns (common/apikey/model-scope.ts). */

@@ -2,6 +2,7 @@ import type { Redis } from 'ioredis';
 import type { KeyIndexWriter } from '../../common/apikey/index-writer.js';
 import type { RoleCatalogue } from '../../common/apikey/roles.js';
 import type { ApiKeyStore } from '../../common/apikey/store.js';
+import type { IdentityStore } from '../../common/identity/store.js';
 import type { Logger } from '../../common/logger.js';
 import type { WorkflowRoutes } from '../../common/routes/workflow-routes.js';
 import type { AuditLog } from '../audit/audit-log.js';
@@ -14,6 +15,8 @@ import type { KeyGrant } from '../../common/resources/grant.js';
 /** What the management API is built from; the gateway builds each once and injects it. */
 export interface ManagementDeps {
   store: ApiKeyStore;
+  /** Identities: whom several keys belong to, with limits and credits across them. */
+  identities: IdentityStore;
   index: KeyIndexWriter;
   /** Read for usage figures (last used, request count). */
   redis: Redis;

@@ -11,6 +11,9 @@ import { KeyIndexWriter } from '../../common/apikey/index-writer.js';
 import { KubeApiKeyStore } from '../../common/apikey/kube-store.js';
 import type { RoleCatalogue } from '../../common/apikey/roles.js';
 import type { ApiKeyStore } from '../../common/apikey/store.js';
+import { DirIdentityStore } from '../../common/identity/dir-store.js';
+import { KubeIdentityStore } from '../../common/identity/kube-store.js';
+import type { IdentityStore } from '../../common/identity/store.js';
 import type { Logger } from '../../common/logger.js';
 import { ManifestDir } from '../../common/resources/manifest-dir.js';
 import type { WorkflowRoutes } from '../../common/routes/workflow-routes.js';
@@ -72,6 +75,14 @@ export async function createManagement(opts: ManagementOptions): Promise<Managem
           ),
         )
       : watchedKeyStore(opts.keys, opts.log);
+  const identities: IdentityStore =
+    'stateDir' in opts.keys
+      ? new DirIdentityStore(
+          new ManifestDir(opts.keys.stateDir, (file, err) =>
+            opts.log.warn({ file, err }, 'invalid manifest ignored'),
+          ),
+        )
+      : new KubeIdentityStore(opts.keys.kubeConfig, opts.keys.namespace);
   // The Models page reads the Models beside the keys: the same namespace, or the same directory.
   const models: ModelStore =
     'stateDir' in opts.keys
@@ -82,6 +93,7 @@ export async function createManagement(opts: ManagementOptions): Promise<Managem
   const offboarded = new OffboardedUsers(opts.redis, (oidc.clockToleranceSeconds ?? 30) * 1000);
   const router = createManagementRouter({
     store,
+    identities,
     index: new KeyIndexWriter(opts.redis, sealer),
     redis: opts.redis,
     workflows: opts.workflows,

@@ -16,6 +16,9 @@ import {
   offboardResultSchema,
   ownedKeyPageSchema,
   rolledKeySchema,
+  identityViewSchema,
+  identityListSchema,
+  creditsStateSchema,
 } from './views.js';
 
 /**
@@ -89,6 +92,9 @@ const COMPONENTS: Record<string, z.ZodType> = {
   CreatedApiKey: createdKeySchema,
   RolledApiKey: rolledKeySchema,
   ApiKeyUsage: keyUsageSchema,
+  Identity: identityViewSchema,
+  IdentityList: identityListSchema,
+  CreditsState: creditsStateSchema,
   AuditPage: auditPageSchema,
   Modules: modulesSchema,
   ModelMetadata: modelMetadataSchema,

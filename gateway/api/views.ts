@@ -40,6 +40,10 @@ export const apiKeyViewSchema = z.object({
     .array(z.string())
     .optional()
     .describe('The models the key may call (names or * patterns); absent: any'),
+  identity: z
+    .string()
+    .optional()
+    .describe('The identity the key belongs to: its limits and credits hold across all its keys'),
   rolledFrom: z.string().optional().describe('The key this one replaced, when it was made by a roll'),
   rolled: z
     .object({ to: z.string(), at: dateTime, graceEndsAt: dateTime })
@@ -101,6 +105,24 @@ export const creditsStateSchema = z.object({
   refillsAt: dateTime.optional().describe('When the next refill comes'),
 });
 
+/** An identity as its owner and administrators see it. */
+export const identityViewSchema = z.object({
+  name: z.string().describe('Its id, in keys and URLs'),
+  displayName: z.string().optional(),
+  owner: z.string().describe('The subject of the user who made it; only they add keys to it'),
+  ownerName: z.string().optional(),
+  createdAt: dateTime.optional(),
+  limits: z
+    .array(z.object({ name: z.string(), requests: z.int().min(1), windowSeconds: z.int().min(1) }))
+    .optional()
+    .describe('Named limits counted across all its keys'),
+  credits: creditsStateSchema.optional().describe('Credits shared by all its keys, now'),
+  keys: z.int().min(0).describe('How many keys belong to it'),
+});
+export type IdentityView = z.infer<typeof identityViewSchema>;
+
+export const identityListSchema = z.object({ items: z.array(identityViewSchema) });
+
 export const keyUsageSchema = z.object({
   id: z.string(),
   requestCount: z.int().min(0),
@@ -110,6 +132,9 @@ export const keyUsageSchema = z.object({
   perHour: z.array(usagePointSchema).describe('The last 30 days, oldest first'),
   topEndpoints: z.array(z.object({ endpoint: z.string(), requests: z.int().min(0) })),
   credits: creditsStateSchema.optional(),
+  identityCredits: creditsStateSchema
+    .optional()
+    .describe('The credits of the key’s identity, shared with its other keys'),
 });
 
 export const modulesSchema = z.object({
@@ -174,6 +199,7 @@ export function toApiKeyView(key: ApiKey, usage: KeyUsage | undefined): ApiKeyVi
   if (key.spec.credits !== undefined) view.credits = { ...key.spec.credits };
   if (allowedCidrs !== undefined) view.allowedCidrs = [...allowedCidrs];
   if (models !== undefined) view.models = [...models];
+  if (key.spec.identity !== undefined) view.identity = key.spec.identity;
   if (rolledFrom !== undefined) view.rolledFrom = rolledFrom;
   if (rolled !== undefined) view.rolled = { ...rolled };
   return view;

@@ -28,6 +28,10 @@ export const AUDIT_ACTIONS = [
   'key.limits_changed',
   'key.leaked',
   'key.credits_added',
+  'identity.created',
+  'identity.deleted',
+  'identity.limits_changed',
+  'identity.credits_added',
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
@@ -36,7 +40,10 @@ export const auditEventSchema = z.object({
   id: z.string(),
   at: z.string().refine((at) => !Number.isNaN(Date.parse(at)), 'not a date-time'),
   action: z.enum(AUDIT_ACTIONS),
-  keyId: z.string(),
+  /** The key's id; absent for an identity's own events. */
+  keyId: z.string().optional(),
+  /** The identity the event is about (identity.*), or the identity of the key it is about. */
+  identity: z.string().optional(),
   /** The key's name and first characters when it happened, so a reader knows which key it was. */
   keyName: z.string().optional(),
   keyStart: z.string().optional(),
@@ -51,7 +58,8 @@ export type AuditEvent = z.infer<typeof auditEventSchema>;
 
 export interface AuditRecord {
   action: AuditAction;
-  keyId: string;
+  keyId?: string;
+  identity?: string | undefined;
   /** How a reader recognises the key: its name and its first characters (never the key). */
   key?: { name?: string | undefined; start?: string | undefined };
   owner: string;
@@ -62,6 +70,7 @@ export interface AuditRecord {
 
 export interface AuditQuery {
   keyId?: string;
+  identity?: string;
   action?: AuditAction;
   /** ISO date-times; `since` defaults to the retention limit. */
   since?: string;
@@ -211,7 +220,8 @@ export class AuditLog {
       id: `${nowMs.toString(36).padStart(9, '0')}-${this.replica}-${(this.seq++).toString(36)}`,
       at: new Date(nowMs).toISOString(),
       action: r.action,
-      keyId: r.keyId,
+      ...(r.keyId === undefined ? {} : { keyId: r.keyId }),
+      ...(r.identity === undefined ? {} : { identity: r.identity }),
       ...(r.key?.name === undefined ? {} : { keyName: r.key.name }),
       ...(r.key?.start === undefined ? {} : { keyStart: r.key.start }),
       owner: r.owner,
@@ -335,6 +345,7 @@ export class AuditLog {
     const selected = [...new Map(events.map((e) => [e.id, e])).values()]
       .filter((e) => e.owner === owner)
       .filter((e) => q.keyId === undefined || e.keyId === q.keyId)
+      .filter((e) => q.identity === undefined || e.identity === q.identity)
       .filter((e) => q.action === undefined || e.action === q.action)
       .filter((e) => {
         const at = Date.parse(e.at);

@@ -137,6 +137,13 @@ export class KeyChecker {
       }
       return new TollgateError('expired_api_key', 'this key has expired; create a new one');
     }
+    if (grant.identity?.missing === true) {
+      // Its identity's limits cannot be counted: the key is not let off them.
+      return new TollgateError(
+        'identity_missing',
+        `this key belongs to the identity "${grant.identity.name}", which does not exist (deleted?); its owner must create it again or make a key without it`,
+      );
+    }
     if (entry.allowlist === undefined) return undefined;
     const address = clientAddress(req, this.proxies);
     if (entry.allowlist.allows(address)) return undefined;

@@ -1,14 +1,27 @@
 import type { Redis } from 'ioredis';
-import { counterTtlSeconds, creditPeriod } from '../../common/apikey/credits.js';
+import { counterTtlSeconds, creditPeriod, type CreditPeriod } from '../../common/apikey/credits.js';
 import { execAll } from '../../common/redis/transaction.js';
 import { TollgateError } from '../../common/errors.js';
 import { redisKeys } from '../../common/redis/schema.js';
-import type { KeyGrant, RateLimit } from '../../common/resources/grant.js';
+import type { KeyGrant, NamedLimit, RateLimit } from '../../common/resources/grant.js';
 import { redisUnavailable } from '../../common/redis/unavailable.js';
 
 /** Whether a key has any limit or credits to count (a key without costs nothing here). */
 export const isLimited = (grant: KeyGrant): boolean =>
-  grant.rateLimit !== undefined || grant.limits !== undefined || grant.credits !== undefined;
+  grant.rateLimit !== undefined ||
+  grant.limits !== undefined ||
+  grant.credits !== undefined ||
+  grant.identity?.limits !== undefined ||
+  grant.identity?.credits !== undefined;
+
+/**
+ * The counters' account of an identity: `@` never starts a key id (hex), so an identity named like
+ * one never shares its counters.
+ */
+export const identityAccount = (name: string): string => `@${name}`;
+
+/** Whose budget a window or credits belong to, as the 429 names it. */
+type Holder = { kind: 'key' } | { kind: 'identity'; name: string };
 
 /** One window being counted: where, and what the 429 says when it is full. */
 interface Window {
@@ -17,7 +30,18 @@ interface Window {
   start: number;
   /** The named limit's name; undefined for the key's `rateLimit`. */
   name: string | undefined;
+  holder: Holder;
 }
+
+/** Credits being spent: whose, their counter, and the period it counts. */
+interface Spend {
+  key: string;
+  credits: Credits;
+  period: CreditPeriod;
+  holder: Holder;
+}
+
+type Credits = NonNullable<KeyGrant['credits']>;
 
 /**
  * Per-key fixed-window rate limits and credits, counted in Redis so every replica shares one
@@ -40,48 +64,75 @@ export class RateLimiter {
   /** Resolves when the call fits the key's budgets; rejects with 429 (and Retry-After) or 503. */
   async take(grant: KeyGrant, nowMs = Date.now()): Promise<void> {
     const nowS = Math.floor(nowMs / 1000);
-    // A rolled key counts on its chain's counters: rolling resets no quota.
-    const account = grant.countsAs ?? grant.id;
     const windows: Window[] = [];
-    const add = (limit: RateLimit, name: string | undefined): void => {
-      const start = nowS - (nowS % limit.windowSeconds);
-      const key =
-        name === undefined
-          ? redisKeys.rateLimit(account, start)
-          : redisKeys.namedLimit(account, name, limit.windowSeconds, start);
-      windows.push({ key, limit, start, name });
+    const spends: Spend[] = [];
+    const count = (
+      account: string,
+      holder: Holder,
+      budget: { rateLimit?: RateLimit; limits?: NamedLimit[]; credits?: Credits },
+    ): void => {
+      const add = (limit: RateLimit, name: string | undefined): void => {
+        const start = nowS - (nowS % limit.windowSeconds);
+        const key =
+          name === undefined
+            ? redisKeys.rateLimit(account, start)
+            : redisKeys.namedLimit(account, name, limit.windowSeconds, start);
+        windows.push({ key, limit, start, name, holder });
+      };
+      if (budget.rateLimit !== undefined) add(budget.rateLimit, undefined);
+      for (const l of budget.limits ?? []) add(l, l.name);
+      if (budget.credits === undefined) return;
+      if (!this.opts.countsCredits) {
+        throw new TollgateError(
+          'credits_counted_centrally',
+          `${holder.kind === 'key' ? 'this key carries' : `this key's identity "${holder.name}" carries`} credits, which only the central gateway counts: call this service through it (/events/... or /v2/... on the gateway)`,
+        );
+      }
+      const period = creditPeriod(budget.credits.refill, nowMs);
+      spends.push({
+        key: redisKeys.creditsSpent(account, period.id),
+        credits: budget.credits,
+        period,
+        holder,
+      });
     };
-    if (grant.rateLimit !== undefined) add(grant.rateLimit, undefined);
-    for (const l of grant.limits ?? []) add(l, l.name);
-    const credits = grant.credits;
-    if (credits !== undefined && !this.opts.countsCredits) {
-      throw new TollgateError(
-        'credits_counted_centrally',
-        'this key carries credits, which only the central gateway counts: call this service through it (/events/... or /v2/... on the gateway)',
-      );
-    }
-    const period = credits === undefined ? undefined : creditPeriod(credits.refill, nowMs);
-    const creditsKey = period === undefined ? undefined : redisKeys.creditsSpent(account, period.id);
-    if (windows.length === 0 && creditsKey === undefined) return;
+    // A rolled key counts on its chain's counters: rolling resets no quota.
+    count(grant.countsAs ?? grant.id, { kind: 'key' }, grant);
+    const { identity } = grant;
+    if (identity !== undefined)
+      count(identityAccount(identity.name), { kind: 'identity', name: identity.name }, identity);
+    if (windows.length === 0 && spends.length === 0) return;
     let counts: number[];
-    let spent = 0;
+    let spent: number[];
     try {
       const tx = this.redis.multi();
-      for (const w of windows) tx.incr(w.key).expire(w.key, w.limit.windowSeconds + 1, 'NX');
-      if (creditsKey !== undefined && period !== undefined) {
-        tx.incr(creditsKey);
-        const ttl = counterTtlSeconds(period, nowMs);
-        if (ttl !== undefined) tx.expire(creditsKey, ttl, 'NX');
+      // Where each INCR's reply is: credits that never refill get no EXPIRE after theirs.
+      const at: number[] = [];
+      let n = 0;
+      for (const w of windows) {
+        tx.incr(w.key).expire(w.key, w.limit.windowSeconds + 1, 'NX');
+        at.push(n);
+        n += 2;
+      }
+      for (const s of spends) {
+        tx.incr(s.key);
+        at.push(n++);
+        const ttl = counterTtlSeconds(s.period, nowMs);
+        if (ttl !== undefined) {
+          tx.expire(s.key, ttl, 'NX');
+          n++;
+        }
       }
       const replies = await execAll(tx);
-      counts = windows.map((_, i) => Number(replies[2 * i]));
-      if (creditsKey !== undefined) spent = Number(replies[2 * windows.length]);
+      counts = windows.map((_, i) => Number(replies[at[i] as number]));
+      spent = spends.map((_, i) => Number(replies[at[windows.length + i] as number]));
     } catch (err) {
       throw redisUnavailable(err);
     }
-    if (credits !== undefined && creditsKey !== undefined && spent > credits.amount) {
-      await this.giveBack(creditsKey);
-      throw creditsExhausted(credits, period?.endsAtMs, nowMs);
+    const broke = spends.find((s, i) => (spent[i] as number) > s.credits.amount);
+    if (broke !== undefined) {
+      await this.giveBack(spends);
+      throw creditsExhausted(broke, nowMs);
     }
     // The full window that frees last decides when to retry.
     let over: { w: Window; retryAfter: number } | undefined;
@@ -91,43 +142,53 @@ export class RateLimiter {
       if (over === undefined || retryAfter > over.retryAfter) over = { w, retryAfter };
     });
     if (over === undefined) return;
-    if (creditsKey !== undefined) await this.giveBack(creditsKey);
+    await this.giveBack(spends);
     const { w, retryAfter } = over;
+    const whose = w.holder.kind === 'key' ? 'this key' : `this key's identity "${w.holder.name}"`;
     const what =
       w.name === undefined
-        ? `this key allows ${w.limit.requests} requests per ${w.limit.windowSeconds} s`
-        : `this key's limit "${w.name}" allows ${w.limit.requests} requests per ${w.limit.windowSeconds} s`;
+        ? `${whose} allows ${w.limit.requests} requests per ${w.limit.windowSeconds} s`
+        : `${whose}${w.holder.kind === 'key' ? "'s" : ''} limit "${w.name}" allows ${w.limit.requests} requests per ${w.limit.windowSeconds} s`;
     throw new TollgateError('rate_limited', `${what}; retry after ${retryAfter} s`, {
       headers: {
         'retry-after': String(retryAfter),
         ...(w.name === undefined ? {} : { 'tollgate-limit': w.name }),
+        ...(w.holder.kind === 'identity' ? { 'tollgate-identity': w.holder.name } : {}),
       },
     });
   }
 
-  /** A refused call's credit back; should Redis fail now, it stays spent (never one too many). */
-  private async giveBack(creditsKey: string): Promise<void> {
-    await this.redis.decr(creditsKey).catch(() => undefined);
+  /** A refused call's credits back; should Redis fail now, they stay spent (never one too many). */
+  private async giveBack(spends: Spend[]): Promise<void> {
+    if (spends.length === 0) return;
+    const tx = this.redis.multi();
+    for (const s of spends) tx.decr(s.key);
+    await tx.exec().catch(() => undefined);
   }
 }
 
-function creditsExhausted(
-  credits: NonNullable<KeyGrant['credits']>,
-  refillAtMs: number | undefined,
-  nowMs: number,
-): TollgateError {
+function creditsExhausted({ credits, period, holder }: Spend, nowMs: number): TollgateError {
+  const whose = holder.kind === 'key' ? "this key's" : `the identity "${holder.name}"'s`;
+  const headers: Record<string, string> =
+    holder.kind === 'identity' ? { 'tollgate-identity': holder.name } : {};
+  const refillAtMs = period.endsAtMs;
   if (refillAtMs === undefined) {
     // No refill will come: a retry helps only after a top-up, so clients are told to wait long.
     return new TollgateError(
       'credits_exhausted',
-      `this key's ${credits.amount} credits are spent; an administrator can add more`,
-      { headers: { 'retry-after': '3600' } },
+      `${whose} ${credits.amount} credits are spent; an administrator can add more`,
+      { headers: { 'retry-after': '3600', ...headers } },
     );
   }
   const per = credits.refill === 'daily' ? 'day' : 'month';
   return new TollgateError(
     'credits_exhausted',
-    `this key's ${credits.amount} credits for this ${per} are spent; they refill at ${new Date(refillAtMs).toISOString()}`,
-    { headers: { 'retry-after': String(Math.max(1, Math.ceil((refillAtMs - nowMs) / 1000))) } },
+    `${whose} ${credits.amount} credits for this ${per} are spent; they refill at ${new Date(refillAtMs).toISOString()}`,
+    {
+      headers: {
+        'retry-after': String(Math.max(1, Math.ceil((refillAtMs - nowMs) / 1000))),
+        ...headers,
+      },
+    },
   );
 }

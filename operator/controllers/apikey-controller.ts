@@ -11,6 +11,7 @@ import {
   type ApiKey,
 } from '../../common/resources/apikey.js';
 import type { KeyGrant } from '../../common/resources/grant.js';
+import type { Identity } from '../../common/resources/identity.js';
 import {
   ConflictError,
   parseRefKey,
@@ -18,6 +19,7 @@ import {
   type Resource,
   type ResourceRef,
   type ResourceSource,
+  type WatchedSource,
 } from '../framework/resource-source.js';
 import {
   withConflictRetry,
@@ -27,6 +29,7 @@ import {
 } from '../framework/controller.js';
 
 export type ApiKeyResource = ApiKey & Resource;
+export type IdentityResource = Identity & Resource;
 
 /**
  * What the operator keeps of an ApiKey: what its reconciles and the usage sync read, nothing more
@@ -88,17 +91,12 @@ const isConflict = (e: unknown) => e instanceof ConflictError;
 interface Written {
   uid: string | undefined;
   generation: number | undefined;
+  /** The resourceVersion of the key's identity the entry was made from (`-` for none). */
+  identity: string | undefined;
   seal: string;
   written: boolean;
 }
-const writtenFor = (k: ApiKeyResource, seal: string): Written => ({
-  uid: k.metadata.uid,
-  generation: k.metadata.generation,
-  seal,
-  written: true,
-});
-const isFor = (w: Written | undefined, k: ApiKeyResource): w is Written =>
-  w !== undefined && w.uid === k.metadata.uid && w.generation === k.metadata.generation;
+const MISSING = '-';
 
 /**
  * ApiKey → its Redis index entry (`tg:key:<hash>` → KeyGrant, announced on the keys channel).
@@ -114,6 +112,8 @@ export class ApiKeyReconciler implements Reconciler {
 
   constructor(
     private readonly keys: ResourceSource<ApiKeyResource>,
+    /** A key of an identity carries its limits: a change to one rewrites the entries of its keys. */
+    private readonly identities: WatchedSource<IdentityResource>,
     private readonly index: KeyIndexWriter,
     /**
      * Where stale entries are swept from (operator/rebuild.ts): only with a namespace, the one whose
@@ -121,7 +121,65 @@ export class ApiKeyReconciler implements Reconciler {
      */
     private readonly stale?: { redis: Redis; verifier: EntryVerifier; namespace: string },
   ) {
-    this.watches = { for: keys, onDeleted: (ref, gone) => this.noteDeleted(ref, gone), workers: 16 };
+    this.watches = {
+      for: keys,
+      onDeleted: (ref, gone) => this.noteDeleted(ref, gone),
+      owns: [
+        {
+          start: (onChange) => identities.start((ref) => this.keysOf(ref).forEach(onChange)),
+          stop: () => identities.stop(),
+        },
+      ],
+      workers: 16,
+    };
+  }
+
+  /** The keys of an identity (one pass over the cache: identities change seldom). */
+  private keysOf(identity: ResourceRef): ResourceRef[] {
+    const refs: ResourceRef[] = [];
+    for (const k of this.keys.list()) {
+      const namespace = k.metadata.namespace ?? '';
+      if (k.spec.identity === identity.name && namespace === identity.namespace)
+        refs.push({ namespace, name: k.metadata.name });
+    }
+    return refs;
+  }
+
+  /** The key's identity as the cache holds it, if it names one. */
+  private identityOf(k: ApiKeyResource): IdentityResource | undefined {
+    const name = k.spec.identity;
+    return name === undefined
+      ? undefined
+      : this.identities.get({ namespace: k.metadata.namespace ?? '', name });
+  }
+
+  private grantOf(k: ApiKeyResource): KeyGrant {
+    const identity = this.identityOf(k);
+    return toKeyGrant(k, () => identity?.spec);
+  }
+
+  private writtenFor(k: ApiKeyResource, seal: string): Written {
+    return {
+      uid: k.metadata.uid,
+      generation: k.metadata.generation,
+      identity: this.identityVersion(k),
+      seal,
+      written: true,
+    };
+  }
+
+  private identityVersion(k: ApiKeyResource): string | undefined {
+    if (k.spec.identity === undefined) return undefined;
+    return this.identityOf(k)?.metadata.resourceVersion ?? MISSING;
+  }
+
+  private isFor(w: Written | undefined, k: ApiKeyResource): w is Written {
+    return (
+      w !== undefined &&
+      w.uid === k.metadata.uid &&
+      w.generation === k.metadata.generation &&
+      w.identity === this.identityVersion(k)
+    );
   }
 
   noteDeleted(ref: ResourceRef, key: ApiKeyResource | undefined): void {
@@ -138,7 +196,7 @@ export class ApiKeyReconciler implements Reconciler {
     let count = 0;
     await this.index.putMany(this.live(), (e, seal) => {
       count++;
-      this.entries.set(e.ref, writtenFor(e.key, seal));
+      this.entries.set(e.ref, this.writtenFor(e.key, seal));
     });
     return count;
   }
@@ -160,8 +218,8 @@ export class ApiKeyReconciler implements Reconciler {
         ref,
         key: k,
         hash: k.spec.hash,
-        grant: () => toKeyGrant(k),
-        ...(isFor(kept, k) ? { seal: kept.seal } : {}),
+        grant: () => this.grantOf(k),
+        ...(this.isFor(kept, k) ? { seal: kept.seal } : {}),
       };
     }
   }
@@ -210,8 +268,8 @@ export class ApiKeyReconciler implements Reconciler {
       obj = updated;
     }
     const entry = this.entries.get(key);
-    if (isFor(entry, obj) && entry.written) return undefined;
-    this.entries.set(key, writtenFor(obj, await this.index.put(obj.spec.hash, toKeyGrant(obj))));
+    if (this.isFor(entry, obj) && entry.written) return undefined;
+    this.entries.set(key, this.writtenFor(obj, await this.index.put(obj.spec.hash, this.grantOf(obj))));
     return undefined;
   }
 }

@@ -49,6 +49,8 @@ export const apiKeySpecSchema = z.object({
     .min(1)
     .max(8)
     .optional(),
+  /** The Identity (same namespace) the key belongs to: its limits and credits are counted across all its keys, besides the key's own. A key whose identity is missing is refused. */
+  identity: z.string().max(63).regex(new RegExp('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')).optional(),
   /** Set by a roll: the id of the first key of the roll chain, whose counters (rate limits, credits) this key shares, so rolling a key resets no quota. */
   countsAs: z.string().regex(new RegExp('^[0-9a-f]{20}$')).optional(),
   /** The id of the key this one replaced when that key was rolled. */

@@ -7,12 +7,12 @@ import {
   creditsInputSchema,
   namedLimitsInputSchema,
   rateLimitSchema,
-  toKeyGrant,
   type ApiKey,
 } from '../../../common/resources/apikey.js';
 import { AUDIT_HEADER } from '../../audit/audit-log.js';
 import { callerOf, requireAdmin } from '../../auth/oidc.js';
 import type { ManagementDeps } from '../deps.js';
+import { keyGrantOf } from '../key-grant.js';
 import { keyIdParam, keyIdParamsSchema, noKeyOfAnyone } from '../key-id.js';
 import type { ManagementRoute } from '../route.js';
 import { validate } from '../validate.js';
@@ -88,7 +88,7 @@ function adminSetLimits(deps: ManagementDeps): RequestHandler {
         key = again;
       }
     }
-    await deps.index.put(key.spec.hash, toKeyGrant(key));
+    await deps.index.put(key.spec.hash, await keyGrantOf(deps.identities, key));
     deps.audit.record({
       action: 'key.limits_changed',
       keyId: apiKeyId(key),

@@ -2,19 +2,22 @@ import type { RequestHandler } from 'express';
 import { z } from 'zod';
 import { generateKey, hashKey, keyStart } from '../../../common/apikey/format.js';
 import { TollgateError } from '../../../common/errors.js';
+import { identityNameSchema } from '../../../common/resources/identity.js';
+import { identityFor } from '../identity-access.js';
 import {
+  apiKeyId,
   newApiKey,
   newKeyId,
   creditsInputSchema,
   namedLimitsInputSchema,
   rateLimitSchema,
-  toKeyGrant,
   type ApiKeySpec,
 } from '../../../common/resources/apikey.js';
 import { isCidr } from '../../../common/net/cidr.js';
 import { MODEL_SCOPE_MAX, MODEL_SCOPE_PATTERN } from '../../../common/apikey/model-scope.js';
 import { callerOf } from '../../auth/oidc.js';
 import type { ManagementDeps } from '../deps.js';
+import { keyGrantOf } from '../key-grant.js';
 import { validate } from '../validate.js';
 import { toApiKeyView, createdKeySchema } from '../views.js';
 import { AUDIT_HEADER } from '../../audit/audit-log.js';
@@ -83,6 +86,9 @@ export const createKeyBodySchema = z
       .max(MODEL_SCOPE_MAX, `a key has at most ${MODEL_SCOPE_MAX} models entries`)
       .refine((l) => new Set(l).size === l.length, 'models lists an entry twice; list each once')
       .optional(),
+    identity: identityNameSchema
+      .optional()
+      .describe('One of your identities: its limits and credits hold across all its keys'),
   })
   .meta({
     examples: [
@@ -94,6 +100,7 @@ export const createKeyBodySchema = z
         rateLimit: { requests: 100, windowSeconds: 60 },
       },
       { module: 'platform', roles: ['models:inference'], models: ['model-iris', 'model-fraud-*'] },
+      { module: 'platform', roles: ['viewer'], name: 'acme: reporting', identity: 'acme-corp' },
       {
         module: 'platform',
         roles: ['viewer'],
@@ -119,6 +126,9 @@ function createKey(deps: ManagementDeps): RequestHandler {
     const caller = callerOf(res);
     const owner = caller.subject;
     await checkRoles(deps, owner, body);
+    // Only its owner adds keys to an identity (another user's is "not found", as if none existed).
+    if (body.identity !== undefined)
+      await identityFor(deps, caller, body.identity, { admin: false, field: 'identity' });
     if (body.expiresAt !== undefined && Date.parse(body.expiresAt) <= Date.now()) {
       throw new TollgateError(
         'expiry_in_past',
@@ -146,18 +156,19 @@ function createKey(deps: ManagementDeps): RequestHandler {
     if (body.credits !== undefined) spec.credits = body.credits;
     if (body.allowedCidrs !== undefined) spec.allowedCidrs = body.allowedCidrs;
     if (body.models !== undefined) spec.models = body.models;
+    if (body.identity !== undefined) spec.identity = body.identity;
 
     const created = await deps.store.create(newApiKey(newKeyId(), spec));
     try {
-      await deps.index.put(spec.hash, toKeyGrant(created));
+      await deps.index.put(spec.hash, await keyGrantOf(deps.identities, created));
     } catch (e) {
       // The key was never shown, so undoing the resource loses nothing; keeping it would make the
       // operator index a key nobody holds.
       await deps.store
-        .delete(owner, toKeyGrant(created).id)
+        .delete(owner, apiKeyId(created))
         .catch((undo: unknown) =>
           deps.log.error(
-            { err: undo, id: toKeyGrant(created).id },
+            { err: undo, id: apiKeyId(created) },
             'could not undo an ApiKey whose index entry failed',
           ),
         );
@@ -175,7 +186,7 @@ function createKey(deps: ManagementDeps): RequestHandler {
         reason: 'made while its owner was offboarded',
       }).catch((undo: unknown) =>
         deps.log.error(
-          { err: undo, id: toKeyGrant(created).id },
+          { err: undo, id: apiKeyId(created) },
           'could not undo a key made during an offboarding',
         ),
       );
@@ -186,6 +197,7 @@ function createKey(deps: ManagementDeps): RequestHandler {
     deps.audit.record({
       action: 'key.created',
       keyId: view.id,
+      identity: spec.identity,
       key: { name: spec.name, start: spec.start },
       owner,
       actor: owner,
@@ -254,6 +266,6 @@ export const createKeyRoute: ManagementRoute = {
   summary: 'Create a key; the answer holds the key, the only time it is sent',
   body: { schema: createKeyBodySchema, required: true },
   ok: { status: 201, description: 'The new key', schema: createdKeySchema, links: keyLinks },
-  errors: [400, 401, 413, 415, 503],
+  errors: [400, 401, 404, 413, 415, 503],
   handler: createKey,
 };

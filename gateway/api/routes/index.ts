@@ -15,6 +15,12 @@ import { offboardRoute } from './offboard.js';
 import { rollKeyRoute } from './roll-key.js';
 import { reportLeakedKeysRoute } from './report-leaked-keys.js';
 import { whoamiRoute } from './whoami.js';
+import { createIdentityRoute } from './create-identity.js';
+import { listIdentitiesRoute } from './list-identities.js';
+import { getIdentityRoute } from './get-identity.js';
+import { deleteIdentityRoute } from './delete-identity.js';
+import { adminSetIdentityLimitsRoute } from './admin-set-identity-limits.js';
+import { adminAddIdentityCreditsRoute } from './admin-add-identity-credits.js';
 
 /**
  * Every management route, in the order the OpenAPI document lists them. The router mounts them and
@@ -27,6 +33,10 @@ export const managementRoutes: readonly ManagementRoute[] = [
   deleteKeyRoute,
   rollKeyRoute,
   keyUsageRoute,
+  listIdentitiesRoute,
+  createIdentityRoute,
+  getIdentityRoute,
+  deleteIdentityRoute,
   listAuditRoute,
   listModulesRoute,
   listModelsRoute,
@@ -35,6 +45,8 @@ export const managementRoutes: readonly ManagementRoute[] = [
   adminDeleteKeyRoute,
   adminSetLimitsRoute,
   adminAddCreditsRoute,
+  adminSetIdentityLimitsRoute,
+  adminAddIdentityCreditsRoute,
   offboardRoute,
   reportLeakedKeysRoute,
 ];

@@ -6,6 +6,7 @@ import type { ManagementDeps } from '../deps.js';
 import { toApiKeyView, keyUsageSchema } from '../views.js';
 import { keyIdParam, keyNotFound, keyIdParamsSchema } from '../key-id.js';
 import type { ManagementRoute } from '../route.js';
+import { identityCredits } from '../identity-access.js';
 
 /**
  * GET /apikeys/{id}/usage: requests and refusals per minute for the last 24 hours and per hour for
@@ -25,6 +26,9 @@ function keyUsage(deps: ManagementDeps): RequestHandler {
       key.spec.credits === undefined
         ? undefined
         : await readCredits(deps.redis, key.spec.countsAs ?? id, key.spec.credits);
+    const identity =
+      key.spec.identity === undefined ? undefined : await deps.identities.get(key.spec.identity);
+    const identityCreditsNow = identity === undefined ? undefined : await identityCredits(deps, identity);
     res.json({
       id,
       requestCount: view.requestCount,
@@ -32,6 +36,7 @@ function keyUsage(deps: ManagementDeps): RequestHandler {
       ...(view.lastUsed === undefined ? {} : { lastUsed: view.lastUsed }),
       ...series,
       ...(credits === undefined ? {} : { credits }),
+      ...(identityCreditsNow === undefined ? {} : { identityCredits: identityCreditsNow }),
     });
   };
 }

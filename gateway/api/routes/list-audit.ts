@@ -1,6 +1,7 @@
 import type { RequestHandler } from 'express';
 import { z } from 'zod';
 import { KEY_ID_PATTERN } from '../../../common/resources/apikey.js';
+import { identityNameSchema } from '../../../common/resources/identity.js';
 import { AUDIT_ACTIONS, auditEventSchema } from '../../audit/audit-log.js';
 import { callerOf } from '../../auth/oidc.js';
 import type { ManagementDeps } from '../deps.js';
@@ -17,6 +18,7 @@ const dateTime = (field: string) =>
 export const auditQuerySchema = z
   .strictObject({
     keyId: z.string().regex(KEY_ID_PATTERN, 'keyId is 20 lowercase hexadecimal characters').optional(),
+    identity: identityNameSchema.optional(),
     action: z.enum(AUDIT_ACTIONS, { error: `action is one of ${AUDIT_ACTIONS.join(', ')}` }).optional(),
     since: dateTime('since').optional(),
     until: dateTime('until').optional(),
@@ -41,7 +43,8 @@ export const auditQuerySchema = z
   );
 
 /**
- * GET /audit: the events of the caller's keys (created, rolled, deleted, expired, refused uses),
+ * GET /audit: the events of the caller's keys (created, rolled, deleted, expired, refused uses) and
+ * identities (created, deleted, limits changed, credits added),
  * newest first, including keys since deleted.
  */
 function listAudit(deps: ManagementDeps): RequestHandler {
@@ -61,7 +64,7 @@ export const listAuditRoute: ManagementRoute = {
   method: 'get',
   path: '/audit',
   operationId: 'listAuditEvents',
-  summary: 'Events of your keys, newest first',
+  summary: 'Events of your keys and identities, newest first',
   query: auditQuerySchema,
   ok: { status: 200, description: 'A page of events', schema: auditPageSchema },
   errors: [400, 401, 503],

@@ -129,6 +129,14 @@ export async function listModules() {
 }
 
 /**
+ * The caller's identities: a key made for one shares its limits and credits with its other keys.
+ * @returns {Promise<Schemas['IdentityList']>}
+ */
+export async function listIdentities() {
+  return /** @type {Schemas['IdentityList']} */ (await call('GET', 'identities'));
+}
+
+/**
  * Rolls a key: a new key with the same grant; the old one works for `gracePeriodSeconds` more.
  * @param {string} id
  * @param {number} gracePeriodSeconds

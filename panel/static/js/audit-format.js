@@ -10,6 +10,10 @@ const ACTIONS = {
   'key.limits_changed': 'Limits changed',
   'key.leaked': 'Reported leaked',
   'key.credits_added': 'Credits added',
+  'identity.created': 'Identity created',
+  'identity.deleted': 'Identity deleted',
+  'identity.limits_changed': 'Identity limits changed',
+  'identity.credits_added': 'Identity credits added',
 };
 
 /** @param {string} action */

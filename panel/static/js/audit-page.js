@@ -44,6 +44,8 @@ export function createAuditPage({ onError }) {
    * @param {AuditEvent} e
    */
   function keyCell(e) {
+    if (e.keyId === undefined)
+      return [el('span', { className: 'audit-key', text: `identity ${e.identity ?? ''}` })];
     const parts = [];
     if (e.keyName) parts.push(el('span', { className: 'key-name', text: e.keyName }));
     if (e.keyStart) parts.push(el('span', { className: 'mono', text: `${e.keyStart}…` }));
@@ -53,7 +55,7 @@ export function createAuditPage({ onError }) {
 
   /** @param {AuditEvent} e */
   function row(e) {
-    return el('tr', { attrs: { 'data-action': e.action, 'data-key-id': e.keyId } }, [
+    return el('tr', { attrs: { 'data-action': e.action, 'data-key-id': e.keyId ?? '' } }, [
       el('td', {}, [el('time', { text: formatDateTime(e.at), attrs: { datetime: e.at } })]),
       el('td', { text: actionLabel(e.action) }),
       el('td', {}, keyCell(e)),

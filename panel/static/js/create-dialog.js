@@ -1,6 +1,6 @@
 // The "Create key" dialog: module, role(s), optional name and expiry. On success it hands the
 // answer (which holds the key value, sent this once) to the reveal dialog and forgets it.
-import { ApiError, createKey, listModules } from './api.js';
+import { ApiError, createKey, listIdentities, listModules } from './api.js';
 import { $, el, find, messageOf, setFieldError, showBanner } from './dom.js';
 import { endOfDayUtc } from './format.js';
 
@@ -26,6 +26,7 @@ export function createCreateDialog({ onCreated, onAuthError }) {
   const platformList = $('role-platform');
   const name = $('key-name', HTMLInputElement);
   const expiry = $('key-expiry', HTMLInputElement);
+  const identity = $('key-identity', HTMLSelectElement);
   const banner = $('create-error');
   /** @type {Record<string, ErrorSlot>} */
   const errors = {
@@ -33,6 +34,7 @@ export function createCreateDialog({ onCreated, onAuthError }) {
     platform: [null, $('role-error-platform')],
     name: [name, $('name-error')],
     expiresAt: [expiry, $('expiry-error')],
+    identity: [identity, $('identity-error')],
   };
 
   /** @returns {Module} */
@@ -102,6 +104,7 @@ export function createCreateDialog({ onCreated, onAuthError }) {
     const request = { module, roles };
     if (name.value.trim()) request.name = name.value.trim();
     if (expiry.value) request.expiresAt = endOfDayUtc(expiry.value);
+    if (identity.value) request.identity = identity.value;
     return request;
   }
 
@@ -192,7 +195,17 @@ export function createCreateDialog({ onCreated, onAuthError }) {
       save.disabled = true;
       dialog.showModal();
       try {
-        fillRoles((await listModules()).modules);
+        const [modules, identities] = await Promise.all([listModules(), listIdentities()]);
+        fillRoles(modules.modules);
+        identity.replaceChildren(
+          el('option', { text: 'None', attrs: { value: '' } }),
+          ...identities.items.map((i) =>
+            el('option', {
+              text: i.displayName ? `${i.name} — ${i.displayName}` : i.name,
+              attrs: { value: i.name },
+            }),
+          ),
+        );
         if (draft !== null) applyDraft(draft);
       } catch (error) {
         if (error instanceof ApiError && error.status === 401) {

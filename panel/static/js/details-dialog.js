@@ -41,6 +41,9 @@ export function createDetailsDialog({ onAuthError }) {
           ...(key.limits ?? []).map((l) => `${l.name}: ${l.requests} per ${l.windowSeconds} s`),
         ].join(', ') || 'None',
       ),
+      ...(key.identity
+        ? fact('Identity', `${key.identity} (its limits and credits are shared with its other keys)`)
+        : []),
       ...(key.module === 'platform' ? fact('Models', key.models?.join(', ') ?? 'Any its roles allow') : []),
       ...(key.rolledFrom ? fact('Replaces', key.rolledFrom) : []),
       ...(key.rolled

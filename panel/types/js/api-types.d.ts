@@ -69,6 +69,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/admin/identities/{name}/credits": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Administrators: top up the credits an identity’s keys share (recorded in the audit trail) */
+        post: operations["adminAddIdentityCredits"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/admin/identities/{name}/limits": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /** Administrators: set an identity’s limits and credits, which all its keys share (recorded in the audit trail) */
+        put: operations["adminSetIdentityLimits"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/admin/offboard": {
         parameters: {
             query?: never;
@@ -163,11 +197,47 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Events of your keys, newest first */
+        /** Events of your keys and identities, newest first */
         get: operations["listAuditEvents"];
         put?: never;
         post?: never;
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/identities": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Your identities (an administrator sees everyone’s), with their credits now */
+        get: operations["listIdentities"];
+        put?: never;
+        /** Make an identity (a customer, a team) whose keys share its limits and credits */
+        post: operations["createIdentity"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/identities/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One of your identities, with its credits now */
+        get: operations["getIdentity"];
+        put?: never;
+        post?: never;
+        /** Delete an identity no key belongs to */
+        delete: operations["deleteIdentity"];
         options?: never;
         head?: never;
         patch?: never;
@@ -343,6 +413,8 @@ export interface components {
             /** Format: date-time */
             expiresAt?: string;
             id: string;
+            /** @description The identity the key belongs to: its limits and credits hold across all its keys */
+            identity?: string;
             /** Format: date-time */
             lastUsed?: string;
             /** @description Named limits besides rateLimit; a call must fit them all */
@@ -396,6 +468,8 @@ export interface components {
                 /** Format: date-time */
                 expiresAt?: string;
                 id: string;
+                /** @description The identity the key belongs to: its limits and credits hold across all its keys */
+                identity?: string;
                 /** Format: date-time */
                 lastUsed?: string;
                 /** @description Named limits besides rateLimit; a call must fit them all */
@@ -454,6 +528,20 @@ export interface components {
                 spent: number;
             };
             id: string;
+            /** @description The credits of the key’s identity, shared with its other keys */
+            identityCredits?: {
+                amount: number;
+                /** @enum {string} */
+                refill?: "daily" | "monthly";
+                /**
+                 * Format: date-time
+                 * @description When the next refill comes
+                 */
+                refillsAt?: string;
+                remaining: number;
+                /** @description Spent this period (below 0 after a top-up larger than what was spent) */
+                spent: number;
+            };
             /** Format: date-time */
             lastUsed?: string;
             /** @description The last 30 days, oldest first */
@@ -480,7 +568,7 @@ export interface components {
         AuditPage: {
             items: {
                 /** @enum {string} */
-                action: "key.created" | "key.rolled" | "key.deleted" | "key.expired" | "key.refused" | "key.limits_changed" | "key.leaked" | "key.credits_added";
+                action: "key.created" | "key.rolled" | "key.deleted" | "key.expired" | "key.refused" | "key.limits_changed" | "key.leaked" | "key.credits_added" | "identity.created" | "identity.deleted" | "identity.limits_changed" | "identity.credits_added";
                 actor: string;
                 address?: string;
                 at: string;
@@ -488,7 +576,8 @@ export interface components {
                     [key: string]: string | number;
                 };
                 id: string;
-                keyId: string;
+                identity?: string;
+                keyId?: string;
                 keyName?: string;
                 keyStart?: string;
                 owner: string;
@@ -515,6 +604,8 @@ export interface components {
             /** Format: date-time */
             expiresAt?: string;
             id: string;
+            /** @description The identity the key belongs to: its limits and credits hold across all its keys */
+            identity?: string;
             /** @description The key itself: shown in this answer only, never again */
             key: string;
             /** Format: date-time */
@@ -556,6 +647,19 @@ export interface components {
              */
             state: "active" | "rolled" | "expired";
         };
+        CreditsState: {
+            amount: number;
+            /** @enum {string} */
+            refill?: "daily" | "monthly";
+            /**
+             * Format: date-time
+             * @description When the next refill comes
+             */
+            refillsAt?: string;
+            remaining: number;
+            /** @description Spent this period (below 0 after a top-up larger than what was spent) */
+            spent: number;
+        };
         Error: {
             /** @description Stable, machine-readable */
             code: string;
@@ -563,6 +667,72 @@ export interface components {
             error: string;
             /** @description The request field at fault */
             field?: string;
+        };
+        Identity: {
+            /** Format: date-time */
+            createdAt?: string;
+            /** @description Credits shared by all its keys, now */
+            credits?: {
+                amount: number;
+                /** @enum {string} */
+                refill?: "daily" | "monthly";
+                /**
+                 * Format: date-time
+                 * @description When the next refill comes
+                 */
+                refillsAt?: string;
+                remaining: number;
+                /** @description Spent this period (below 0 after a top-up larger than what was spent) */
+                spent: number;
+            };
+            displayName?: string;
+            /** @description How many keys belong to it */
+            keys: number;
+            /** @description Named limits counted across all its keys */
+            limits?: {
+                name: string;
+                requests: number;
+                windowSeconds: number;
+            }[];
+            /** @description Its id, in keys and URLs */
+            name: string;
+            /** @description The subject of the user who made it; only they add keys to it */
+            owner: string;
+            ownerName?: string;
+        };
+        IdentityList: {
+            items: {
+                /** Format: date-time */
+                createdAt?: string;
+                /** @description Credits shared by all its keys, now */
+                credits?: {
+                    amount: number;
+                    /** @enum {string} */
+                    refill?: "daily" | "monthly";
+                    /**
+                     * Format: date-time
+                     * @description When the next refill comes
+                     */
+                    refillsAt?: string;
+                    remaining: number;
+                    /** @description Spent this period (below 0 after a top-up larger than what was spent) */
+                    spent: number;
+                };
+                displayName?: string;
+                /** @description How many keys belong to it */
+                keys: number;
+                /** @description Named limits counted across all its keys */
+                limits?: {
+                    name: string;
+                    requests: number;
+                    windowSeconds: number;
+                }[];
+                /** @description Its id, in keys and URLs */
+                name: string;
+                /** @description The subject of the user who made it; only they add keys to it */
+                owner: string;
+                ownerName?: string;
+            }[];
         };
         ModelMetadata: {
             inputs: unknown;
@@ -656,6 +826,8 @@ export interface components {
                 /** Format: date-time */
                 expiresAt?: string;
                 id: string;
+                /** @description The identity the key belongs to: its limits and credits hold across all its keys */
+                identity?: string;
                 /** Format: date-time */
                 lastUsed?: string;
                 /** @description Named limits besides rateLimit; a call must fit them all */
@@ -716,6 +888,8 @@ export interface components {
             /** Format: date-time */
             expiresAt?: string;
             id: string;
+            /** @description The identity the key belongs to: its limits and credits hold across all its keys */
+            identity?: string;
             /** @description The key itself: shown in this answer only, never again */
             key: string;
             /** Format: date-time */
@@ -753,6 +927,8 @@ export interface components {
                 /** Format: date-time */
                 expiresAt?: string;
                 id: string;
+                /** @description The identity the key belongs to: its limits and credits hold across all its keys */
+                identity?: string;
                 /** Format: date-time */
                 lastUsed?: string;
                 /** @description Named limits besides rateLimit; a call must fit them all */
@@ -962,19 +1138,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        amount: number;
-                        /** @enum {string} */
-                        refill?: "daily" | "monthly";
-                        /**
-                         * Format: date-time
-                         * @description When the next refill comes
-                         */
-                        refillsAt?: string;
-                        remaining: number;
-                        /** @description Spent this period (below 0 after a top-up larger than what was spent) */
-                        spent: number;
-                    };
+                    "application/json": components["schemas"]["CreditsState"];
                 };
             };
             /** @description The request is invalid: `field` names what to fix */
@@ -1082,6 +1246,208 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ApiKey"];
+                };
+            };
+            /** @description The request is invalid: `field` names what to fix */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, unknown or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The credentials do not allow this (admin routes: not an administrator) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (another user’s key is not found either) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The key changed meanwhile, was already rolled, or has expired */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is larger than the gateway accepts */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not JSON */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A store the gateway needs is unavailable; retry */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    adminAddIdentityCredits: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    add: number;
+                };
+            };
+        };
+        responses: {
+            /** @description The identity’s credits now */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreditsState"];
+                };
+            };
+            /** @description The request is invalid: `field` names what to fix */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, unknown or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The credentials do not allow this (admin routes: not an administrator) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (another user’s key is not found either) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is larger than the gateway accepts */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not JSON */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A store the gateway needs is unavailable; retry */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    adminSetIdentityLimits: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description null removes them; absent leaves them */
+                    credits?: {
+                        amount: number;
+                        /** @enum {string} */
+                        refill?: "daily" | "monthly";
+                    } | null;
+                    /** @description null removes them; absent leaves them */
+                    limits?: {
+                        name: string;
+                        requests: number;
+                        windowSeconds: number;
+                    }[] | null;
+                };
+            };
+        };
+        responses: {
+            /** @description The identity with its new limits */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Identity"];
                 };
             };
             /** @description The request is invalid: `field` names what to fix */
@@ -1308,6 +1674,8 @@ export interface operations {
                     };
                     /** Format: date-time */
                     expiresAt?: string;
+                    /** @description One of your identities: its limits and credits hold across all its keys */
+                    identity?: string;
                     limits?: {
                         name: string;
                         requests: number;
@@ -1346,6 +1714,15 @@ export interface operations {
             };
             /** @description Missing, malformed, unknown or expired credentials */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (another user’s key is not found either) */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1648,8 +2025,9 @@ export interface operations {
     listAuditEvents: {
         parameters: {
             query?: {
-                action?: "key.created" | "key.rolled" | "key.deleted" | "key.expired" | "key.refused" | "key.limits_changed" | "key.leaked" | "key.credits_added";
+                action?: "key.created" | "key.rolled" | "key.deleted" | "key.expired" | "key.refused" | "key.limits_changed" | "key.leaked" | "key.credits_added" | "identity.created" | "identity.deleted" | "identity.limits_changed" | "identity.credits_added";
                 cursor?: string;
+                identity?: string;
                 keyId?: string;
                 limit?: number;
                 since?: string;
@@ -1681,6 +2059,258 @@ export interface operations {
             };
             /** @description Missing, malformed, unknown or expired credentials */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A store the gateway needs is unavailable; retry */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listIdentities: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The identities, by name */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IdentityList"];
+                };
+            };
+            /** @description Missing, malformed, unknown or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A store the gateway needs is unavailable; retry */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createIdentity: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    credits?: {
+                        amount: number;
+                        /** @enum {string} */
+                        refill?: "daily" | "monthly";
+                    };
+                    displayName?: string;
+                    limits?: {
+                        name: string;
+                        requests: number;
+                        windowSeconds: number;
+                    }[];
+                    name: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The new identity */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Identity"];
+                };
+            };
+            /** @description The request is invalid: `field` names what to fix */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, unknown or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The key changed meanwhile, was already rolled, or has expired */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is larger than the gateway accepts */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not JSON */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A store the gateway needs is unavailable; retry */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getIdentity: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The identity */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Identity"];
+                };
+            };
+            /** @description The request is invalid: `field` names what to fix */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, unknown or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (another user’s key is not found either) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A store the gateway needs is unavailable; retry */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteIdentity: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is invalid: `field` names what to fix */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, unknown or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (another user’s key is not found either) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The key changed meanwhile, was already rolled, or has expired */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -329,8 +329,12 @@ describe('central gateway and sidecar together: a signed grant instead of a seco
         'not json',
         JSON.stringify({ h: limited.hash, c: 'x'.repeat(10_000), n: 1 }),
       );
-      let items: Array<{ keyId: string; keyName?: string; detail?: Record<string, unknown>; owner: string }> =
-        [];
+      let items: Array<{
+        keyId?: string;
+        keyName?: string;
+        detail?: Record<string, unknown>;
+        owner: string;
+      }> = [];
       for (let i = 0; i < 50 && items.length === 0; i++) {
         await sleep(50);
         await collector.services.audit.flush();

@@ -15,18 +15,26 @@ import { LocalIssuer } from '../../../gateway/auth/local-issuer.js';
 /** An admin policy under which nobody is an administrator. */
 export const NO_ADMINS = { groupsClaim: 'groups', adminGroups: [] };
 
-const CRD_FILE = fileURLToPath(new URL('../../../crds/apikeys.yaml', import.meta.url));
+const CRD_FILES = ['apikeys', 'identities'].map((name) =>
+  fileURLToPath(new URL(`../../../crds/${name}.yaml`, import.meta.url)),
+);
 const run = promisify(execFile);
 
 /**
- * A client for the harness's API server with the ApiKey CRD applied from crds/ by kubectl, as an
+ * A client for the harness's API server with the ApiKey and Identity CRDs applied from crds/ by kubectl, as an
  * installer applies it (a typed client would drop the schema's `enum` and `x-kubernetes-*` fields).
  */
 export async function kubeWithApiKeys(): Promise<{ kc: KubeConfig; kubectl: string; kubeconfig: string }> {
   const info = await kube();
   const kubectl = (...args: string[]) => run(info.kubectl, ['--kubeconfig', info.kubeconfig, ...args]);
-  await kubectl('apply', '--server-side', '--force-conflicts', '-f', CRD_FILE);
-  await kubectl('wait', '--for=condition=Established', '--timeout=30s', 'crd/apikeys.tollgate.dev');
+  for (const file of CRD_FILES) await kubectl('apply', '--server-side', '--force-conflicts', '-f', file);
+  await kubectl(
+    'wait',
+    '--for=condition=Established',
+    '--timeout=30s',
+    'crd/apikeys.tollgate.dev',
+    'crd/identities.tollgate.dev',
+  );
   const kc = new KubeConfig();
   kc.loadFromFile(info.kubeconfig);
   return { kc, kubectl: info.kubectl, kubeconfig: info.kubeconfig };

@@ -4,6 +4,7 @@
 // usage over time, and the audit trail surviving a Redis flush and a restart.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { pathToFileURL } from 'node:url';
@@ -497,6 +498,142 @@ describe('standalone state', () => {
       async () => ((await call()) === 200 ? true : undefined),
       15_000,
     );
+  });
+});
+
+describe('identities', () => {
+  it('share credits and limits across their keys on every replica, through rolls; administrators change and top them up', async () => {
+    const name = `acme-${Math.random().toString(36).slice(2, 8)}`;
+    const made = await api('POST', '/identities', {
+      body: { name, displayName: 'ACME Corp.', credits: { amount: 30 } },
+    });
+    expect(made).toMatchObject({
+      status: 201,
+      audit: 'stored',
+      body: { name, displayName: 'ACME Corp.', keys: 0, credits: { amount: 30, spent: 0, remaining: 30 } },
+    });
+    const again = await api('POST', '/identities', { body: { name } });
+    expect([again.status, again.body['code']]).toEqual([409, 'identity_exists']);
+    const badName = await api('POST', '/identities', { body: { name: 'ACME Corp' } });
+    expect([badName.status, badName.body['code'], badName.body['field']]).toEqual([
+      400,
+      'invalid_field',
+      'name',
+    ]);
+    // Another user can neither see it nor add keys to it: it is "not found", as if it did not exist.
+    const bobsKey = await api('POST', '/apikeys', {
+      token: bob,
+      body: { module: 'platform', roles: ['viewer'], identity: name },
+    });
+    expect([bobsKey.status, bobsKey.body['code'], bobsKey.body['field']]).toEqual([
+      404,
+      'identity_not_found',
+      'identity',
+    ]);
+    expect((await api('GET', `/identities/${name}`, { token: bob })).status).toBe(404);
+    expect((await api('GET', '/identities', { token: bob })).body['items']).toEqual([]);
+
+    const k1 = await newKey({ identity: name });
+    // A key's own credits and its identity's are both spent; the scarcer one decides.
+    const k2 = await newKey({ identity: name, credits: { amount: 1000 } });
+    const bases = [devUrl, replica.url, behindProxy.url, directCaller.url];
+    const seenBefore = upstream.seen.length;
+    const results = await Promise.all(
+      Array.from({ length: 90 }, (_, i) => use(bases[i % 4]!, i % 2 === 0 ? k1.key : k2.key)),
+    );
+    expect(results.filter((r) => r.status === 200)).toHaveLength(30);
+    expect(upstream.seen.length - seenBefore).toBe(30);
+    const refused = results.filter((r) => r.status !== 200);
+    expect(new Set(refused.map((r) => `${r.status} ${r.code}`))).toEqual(new Set(['429 credits_exhausted']));
+    expect(refused[0]?.message).toBe(
+      `the identity "${name}"'s 30 credits are spent; an administrator can add more`,
+    );
+    const k2Admitted = results.filter((r, i) => i % 2 === 1 && r.status === 200).length;
+    const usage = await api('GET', `/apikeys/${k2.id}/usage`);
+    // The key's own credits were given back for each call its identity refused.
+    expect(usage.body['credits']).toEqual({ amount: 1000, spent: k2Admitted, remaining: 1000 - k2Admitted });
+    expect(usage.body['identityCredits']).toEqual({ amount: 30, spent: 30, remaining: 0 });
+    expect((await api('GET', `/identities/${name}`)).body).toMatchObject({
+      keys: 2,
+      credits: { remaining: 0 },
+    });
+
+    // Rolling keeps the identity: the new key is held to the same spent credits.
+    const rolled = await api('POST', `/apikeys/${k1.id}/roll`, { body: { gracePeriodSeconds: 60 } });
+    expect([rolled.status, rolled.body['identity']]).toEqual([201, name]);
+    const rolledUse = await use(replica.url, rolled.body['key'] as string);
+    expect([rolledUse.status, rolledUse.code]).toEqual([429, 'credits_exhausted']);
+
+    const admin = await token('root@example.com', 'platform-ops');
+    const notAdmin = await api('POST', `/admin/identities/${name}/credits`, { body: { add: 2 } });
+    expect([notAdmin.status, notAdmin.body['code']]).toEqual([403, 'admin_required']);
+    const topped = await api('POST', `/admin/identities/${name}/credits`, { token: admin, body: { add: 2 } });
+    expect(topped).toMatchObject({ status: 200, audit: 'stored', body: { remaining: 2 } });
+    const afterTopUp = [];
+    for (const base of [replica.url, directCaller.url, devUrl])
+      afterTopUp.push((await use(base, k2.key)).status);
+    expect(afterTopUp).toEqual([200, 200, 429]);
+
+    // An administrator replaces the credits by a named limit: every replica holds both keys to it at once.
+    const set = await api('PUT', `/admin/identities/${name}/limits`, {
+      token: admin,
+      body: { credits: null, limits: [{ name: 'per-day', requests: 3, windowSeconds: 86_400 }] },
+    });
+    expect(set).toMatchObject({
+      status: 200,
+      audit: 'stored',
+      body: { name, keys: 3, limits: [{ name: 'per-day', requests: 3, windowSeconds: 86_400 }] },
+    });
+    expect(set.body['credits']).toBeUndefined();
+    const limited = [];
+    for (const [base, key] of [
+      [replica.url, k2.key],
+      [directCaller.url, rolled.body['key'] as string],
+      [devUrl, k2.key],
+      [replica.url, k1.key],
+    ] as const)
+      limited.push(await use(base, key));
+    expect(limited.map((r) => r.status)).toEqual([200, 200, 200, 429]);
+    expect(limited[3]).toMatchObject({
+      code: 'rate_limited',
+      message: expect.stringMatching(
+        new RegExp(`^this key's identity "${name}" limit "per-day" allows 3 requests per 86400 s`),
+      ),
+    });
+    const badLimits = await api('PUT', `/admin/identities/${name}/limits`, { token: admin, body: {} });
+    expect([badLimits.status, badLimits.body['code']]).toEqual([400, 'invalid_field']);
+
+    // In use, it cannot be deleted; its trail lists what happened to it.
+    const inUse = await api('DELETE', `/identities/${name}`);
+    expect([inUse.status, inUse.body['code']]).toEqual([409, 'identity_in_use']);
+    const events = await eventually('the identity events', async () => {
+      const r = await api('GET', `/audit?identity=${name}`);
+      const items = r.body['items'] as AuditItem[];
+      return items.length >= 4 ? items : undefined;
+    });
+    expect(events.map((e) => e.action)).toEqual(
+      expect.arrayContaining([
+        'identity.created',
+        'identity.credits_added',
+        'identity.limits_changed',
+        'key.created',
+      ]),
+    );
+    expect(events.find((e) => e.action === 'identity.limits_changed')).toMatchObject({
+      actor: 'root@example.com',
+      detail: { creditsBefore: '30', credits: 'none', limits: 'per-day=3/86400s', keys: 3 },
+    });
+
+    // Deleted behind the API's back (kubectl delete): the operator rewrites its keys' entries, and
+    // every replica refuses them rather than let them off the identity's limits.
+    await rm(join(stateDir, 'identities', `${name}.yaml`));
+    for (const base of [replica.url, directCaller.url]) {
+      const gone = await eventually('the keys of a deleted identity refused', async () => {
+        const r = await use(base, k2.key);
+        return r.status === 403 ? r : undefined;
+      });
+      expect(gone).toMatchObject({ code: 'identity_missing' });
+    }
   });
 });
 

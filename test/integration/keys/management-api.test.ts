@@ -21,6 +21,9 @@ import type { ManagementDeps } from '../../../gateway/api/deps.js';
 import { importJWK, SignJWT, type JWK } from 'jose';
 import { Redis } from 'ioredis';
 import { DirApiKeyStore } from '../../../common/apikey/dir-store.js';
+import { DirIdentityStore } from '../../../common/identity/dir-store.js';
+import { KubeIdentityStore } from '../../../common/identity/kube-store.js';
+import type { IdentityStore } from '../../../common/identity/store.js';
 import { generateKey, hashKey, keyStart, parseKey } from '../../../common/apikey/format.js';
 import { newApiKey, newKeyId } from '../../../common/resources/apikey.js';
 import { KeyIndexWriter } from '../../../common/apikey/index-writer.js';
@@ -78,13 +81,20 @@ interface KeyJson {
 
 const adminPolicy = { groupsClaim: 'groups', adminGroups: ['tollgate-admins', 'platform-ops'] };
 
-const stores: Array<[string, (dir: string) => Promise<ApiKeyStore>]> = [
-  ['manifest directory', async (dir) => new DirApiKeyStore(new ManifestDir(dir, () => undefined))],
+const stores: Array<[string, (dir: string) => Promise<{ keys: ApiKeyStore; identities: IdentityStore }>]> = [
+  [
+    'manifest directory',
+    async (dir) => ({
+      keys: new DirApiKeyStore(new ManifestDir(dir, () => undefined)),
+      identities: new DirIdentityStore(new ManifestDir(dir, () => undefined)),
+    }),
+  ],
   [
     'Kubernetes',
     async () => {
       const { kc } = await kubeWithApiKeys();
-      return kubeKeyStore(kc, await freshNamespace(kc, 'keys-api'));
+      const namespace = await freshNamespace(kc, 'keys-api');
+      return { keys: kubeKeyStore(kc, namespace), identities: new KubeIdentityStore(kc, namespace) };
     },
   ],
 ];
@@ -128,7 +138,7 @@ describe.each(stores)('management API over HTTP (keys on %s)', (label, openStore
       '/api/v1',
       createManagementRouter(
         (deps = {
-          store: (store = await openStore(stateDir)),
+          ...(await openStore(stateDir).then((s) => ({ store: (store = s.keys), identities: s.identities }))),
           index: new KeyIndexWriter(client, await testSealer()),
           redis: client,
           audit: unusedAudit(),
@@ -870,6 +880,104 @@ describe.each(stores)('management API over HTTP (keys on %s)', (label, openStore
         const bad = await report(body);
         expect([bad.status, JSON.parse(bad.text).code]).toEqual([400, 'invalid_field']);
       }
+    });
+  });
+
+  describe('identities', () => {
+    it('are made, listed, read and deleted by their owner; another user sees none of them', async () => {
+      const name = `team-${suffix}`;
+      const made = await call('POST', '/identities', {
+        body: {
+          name,
+          displayName: 'Team A',
+          limits: [{ name: 'per-day', requests: 500, windowSeconds: 86_400 }],
+          credits: { amount: 100, refill: 'monthly' },
+        },
+      });
+      expect(made.status).toBe(201);
+      expect(made.headers.get('location')).toBe(`/api/v1/identities/${name}`);
+      expect(made.body).toMatchObject({
+        name,
+        displayName: 'Team A',
+        owner: alice,
+        keys: 0,
+        limits: [{ name: 'per-day', requests: 500, windowSeconds: 86_400 }],
+        credits: { amount: 100, spent: 0, remaining: 100, refill: 'monthly' },
+      });
+      expectError(await call('POST', '/identities', { body: { name } }), 409, 'identity_exists', 'name');
+      expectError(
+        await call('POST', '/identities', { body: { name: `bob-${suffix}` }, token: bobToken }).then(
+          async () => call('POST', '/identities', { body: { name: `bob-${suffix}` } }),
+        ),
+        409,
+        'identity_exists',
+        'name',
+      );
+      expect(items(await call('GET', '/identities')).map((i) => i.name as unknown)).toContain(name);
+      expect(
+        items(await call('GET', '/identities', { token: bobToken })).map((i) => i.name as unknown),
+      ).toEqual([`bob-${suffix}`]);
+      expectError(await call('GET', `/identities/${name}`, { token: bobToken }), 404, 'identity_not_found');
+
+      const key = await create({ module: 'platform', roles: ['viewer'], identity: name });
+      expect([key.status, key.body.identity]).toEqual([201, name]);
+      // Its index entry carries the identity's limits and credits: the hot path reads nothing more.
+      const grant = await readKeyGrant(client, await testVerifier(), hashKey(key.body.key as string));
+      expect(grant?.identity).toEqual({
+        name,
+        limits: [{ name: 'per-day', requests: 500, windowSeconds: 86_400 }],
+        credits: { amount: 100, refill: 'monthly' },
+      });
+      expectError(
+        await create({ module: 'platform', roles: ['viewer'], identity: name }, bobToken),
+        404,
+        'identity_not_found',
+        'identity',
+      );
+      expectError(
+        await create({ module: 'platform', roles: ['viewer'], identity: `none-${suffix}` }),
+        404,
+        'identity_not_found',
+        'identity',
+      );
+      expectError(await call('DELETE', `/identities/${name}`), 409, 'identity_in_use');
+      expectError(
+        await call('DELETE', `/identities/${name}`, { token: bobToken }),
+        404,
+        'identity_not_found',
+      );
+      expect((await call('DELETE', `/apikeys/${key.body.id as string}`)).status).toBe(204);
+      expect((await call('DELETE', `/identities/${name}`)).status).toBe(204);
+      expectError(await call('GET', `/identities/${name}`), 404, 'identity_not_found');
+    });
+
+    it('refuses bad names and limits with the field at fault, and administrators’ routes to others', async () => {
+      for (const name of ['Team', 'a_b', '-a', 'a'.repeat(64), '']) {
+        expectError(await call('POST', '/identities', { body: { name } }), 400, 'invalid_field', 'name');
+      }
+      expectError(
+        await call('POST', '/identities', { body: { name: `x-${suffix}`, credits: { amount: -1 } } }),
+        400,
+        'invalid_field',
+        'credits.amount',
+      );
+      expectError(
+        await call('POST', '/identities', { body: { name: `x-${suffix}`, owner: bob } }),
+        400,
+        'unknown_field',
+        'owner',
+      );
+      expectError(await call('GET', '/identities/NOT_A_NAME'), 400, 'invalid_field', 'name');
+      expectError(
+        await call('PUT', `/admin/identities/x-${suffix}/limits`, { body: { credits: null } }),
+        403,
+        'admin_required',
+      );
+      expectError(
+        await call('POST', `/admin/identities/x-${suffix}/credits`, { body: { add: 1 } }),
+        403,
+        'admin_required',
+      );
     });
   });
 

@@ -2,6 +2,7 @@ import { unusedAudit } from '../../harness/audit.js';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { OffboardedUsers } from '../../../gateway/auth/offboarded-users.js';
+import { DirIdentityStore } from '../../../common/identity/dir-store.js';
 import express from 'express';
 import { Redis } from 'ioredis';
 import { DirApiKeyStore } from '../../../common/apikey/dir-store.js';
@@ -43,6 +44,9 @@ describe('management API with Redis down', () => {
       '/api/v1',
       createManagementRouter({
         store,
+        identities: new DirIdentityStore(
+          new ManifestDir(await tempDir('tollgate-down-ids-'), () => undefined),
+        ),
         index: new KeyIndexWriter(client, await testSealer()),
         redis: client,
         audit: unusedAudit(),

@@ -36,3 +36,28 @@ describe('a sidecar’s rate limiter', () => {
     ]);
   });
 });
+
+describe('a sidecar’s rate limiter, for a key of an identity', () => {
+  it('refuses a key whose identity carries credits, naming the identity, asking nothing of Redis', async () => {
+    const untouched = new Proxy(
+      {},
+      {
+        get: () => {
+          throw new Error('Redis was asked');
+        },
+      },
+    ) as unknown as Redis;
+    const err = await new RateLimiter(untouched, { countsCredits: false })
+      .take({
+        id: 'k',
+        owner: 'a',
+        module: 'platform',
+        roles: ['viewer'],
+        identity: { name: 'acme', credits: { amount: 5, refill: 'daily' } },
+      })
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(TollgateError);
+    expect((err as TollgateError).code).toBe('credits_counted_centrally');
+    expect((err as TollgateError).message).toMatch(/identity "acme" carries credits/);
+  });
+});

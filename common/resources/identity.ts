@@ -1,0 +1,49 @@
+import { z } from 'zod';
+import type { identitySpecSchema } from './generated/identities.js';
+import { identitySchema as generatedIdentity } from './generated/identities.js';
+import type { IdentityGrant } from './grant.js';
+
+/**
+ * The Identity resource (tollgate.dev/v1alpha1): whom several keys belong to (a customer, a team,
+ * a service account). Its field rules are crds/identities.yaml's (generated/identities.ts). Its
+ * limits reach the hot path inside each of its keys' index entries (`identityGrant`), so a call
+ * reads one entry, never a second.
+ */
+export {
+  identitySpecSchema,
+  type Identity,
+  type IdentitySpec,
+  IDENTITY_API_VERSION,
+  IDENTITY_PLURAL,
+} from './generated/identities.js';
+
+export const IDENTITY_GROUP = 'tollgate.dev';
+export const IDENTITY_VERSION = 'v1alpha1';
+export const IDENTITY_KIND = 'Identity';
+
+/** An identity's name: a DNS label, as the CRD's CEL rule says. */
+export const IDENTITY_NAME_PATTERN = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+
+export const identityNameSchema = z
+  .string({ error: 'identity is the name of an identity, a string' })
+  .regex(
+    IDENTITY_NAME_PATTERN,
+    'an identity name is lower-case letters, digits and dashes (at most 63), e.g. acme-corp',
+  );
+
+export const identitySchema = generatedIdentity.extend({
+  metadata: generatedIdentity.shape.metadata.extend({ name: identityNameSchema }),
+});
+
+/** What an identity puts in each of its keys' index entries: its name, limits and credits. */
+export function identityGrant(
+  name: string,
+  spec: z.infer<typeof identitySpecSchema> | undefined,
+): IdentityGrant {
+  // Missing (deleted, or never made): the key is refused rather than let off the identity's limits.
+  if (spec === undefined) return { name, missing: true };
+  const grant: IdentityGrant = { name };
+  if (spec.limits !== undefined) grant.limits = spec.limits.map((l) => ({ ...l }));
+  if (spec.credits !== undefined) grant.credits = { ...spec.credits };
+  return grant;
+}

@@ -1,0 +1,105 @@
+// The rate limiter's counters for a key of an identity, on a real Redis: the key's own budgets and
+// the identity's are counted in one transaction, each on its own counters, and a refusal by any
+// of them gives back every credit the call took.
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { Redis } from 'ioredis';
+import { TollgateError } from '../../../common/errors.js';
+import type { KeyGrant } from '../../../common/resources/grant.js';
+import { identityAccount, RateLimiter } from '../../../gateway/auth/rate-limit.js';
+import { readCredits } from '../../../common/apikey/credits.js';
+import { redis } from '../../harness/index.js';
+
+let client: Redis;
+
+beforeAll(async () => {
+  client = new Redis((await redis('identity-counters')).url);
+});
+
+afterAll(() => client.disconnect());
+
+const refusal = async (p: Promise<void>): Promise<TollgateError> => {
+  const err = await p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  if (!(err instanceof TollgateError)) throw new Error(`admitted, or failed otherwise: ${String(err)}`);
+  return err;
+};
+
+describe('a key of an identity', () => {
+  it('spends its own credits and its identity’s; the scarcer refuses, and every credit comes back', async () => {
+    const suffix = Math.random().toString(36).slice(2, 8);
+    const identity = `team-${suffix}`;
+    const limiter = new RateLimiter(client);
+    // Credits that never refill (no EXPIRE in the transaction) beside daily ones and a window:
+    // each counter's reply is read from its own place.
+    const grant = (id: string): KeyGrant => ({
+      id,
+      owner: 'alice',
+      module: 'platform',
+      roles: ['viewer'],
+      credits: { amount: 100 },
+      limits: [{ name: 'burst', requests: 100, windowSeconds: 60 }],
+      identity: { name: identity, credits: { amount: 3, refill: 'daily' } },
+    });
+    const a = grant(`a${suffix}`);
+    const b = grant(`b${suffix}`);
+    await limiter.take(a);
+    await limiter.take(b);
+    await limiter.take(a);
+    const spent = await refusal(limiter.take(b));
+    expect([spent.status, spent.code, spent.headers?.['tollgate-identity']]).toEqual([
+      429,
+      'credits_exhausted',
+      identity,
+    ]);
+    expect(spent.message).toMatch(
+      new RegExp(`^the identity "${identity}"'s 3 credits for this day are spent`),
+    );
+    // b's own credits: one spent, the refused call's given back.
+    expect((await readCredits(client, b.id, { amount: 100 })).spent).toBe(1);
+    expect(
+      (await readCredits(client, identityAccount(identity), { amount: 3, refill: 'daily' })).remaining,
+    ).toBe(0);
+    // An identity named like a key id never shares that key's counters.
+    const lookalike = `${'0'.repeat(20)}`;
+    await limiter.take({
+      ...a,
+      id: lookalike,
+      credits: { amount: 1 },
+      identity: { name: lookalike, credits: { amount: 5 } },
+    });
+    const own = await refusal(
+      limiter.take({
+        ...a,
+        id: lookalike,
+        credits: { amount: 1 },
+        identity: { name: lookalike, credits: { amount: 5 } },
+      }),
+    );
+    expect(own.message).toMatch(/^this key's 1 credits are spent/);
+  });
+
+  it('is held to its identity’s named limit, which says whose it is', async () => {
+    const identity = `ops-${Math.random().toString(36).slice(2, 8)}`;
+    const limiter = new RateLimiter(client);
+    const g: KeyGrant = {
+      id: `c${Math.random().toString(36).slice(2, 8)}`,
+      owner: 'alice',
+      module: 'platform',
+      roles: ['viewer'],
+      identity: { name: identity, limits: [{ name: 'per-hour', requests: 2, windowSeconds: 3600 }] },
+    };
+    await limiter.take(g);
+    await limiter.take({ ...g, id: `${g.id}x` });
+    const over = await refusal(limiter.take(g));
+    expect([over.code, over.headers?.['tollgate-limit'], over.headers?.['tollgate-identity']]).toEqual([
+      'rate_limited',
+      'per-hour',
+      identity,
+    ]);
+    expect(over.message).toMatch(
+      new RegExp(`^this key's identity "${identity}" limit "per-hour" allows 2 requests per 3600 s`),
+    );
+  });
+});

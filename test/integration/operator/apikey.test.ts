@@ -100,6 +100,68 @@ describe('ApiKey index, workflow routes, restarts and Redis loss', () => {
     keys.close();
   });
 
+  test('a key of an Identity carries its limits; a change to the Identity rewrites the entry, its deletion refuses the key', async () => {
+    const until = <T>(what: string, probe: () => Promise<T | undefined>) => eventually(probe, what);
+    const identityRef = { group: 'tollgate.dev', version: 'v1alpha1', plural: 'identities', namespace: ns };
+    const name = `team-${Math.random().toString(36).slice(2, 8)}`;
+    const k = apiKeyBody('platform', 'carol');
+    k.body.spec.identity = name;
+    // The key first: its identity does not exist yet, and it must not be let off its limits.
+    await c.custom.createNamespacedCustomObject({ ...keyRef, namespace: ns, body: k.body });
+    expect(
+      await until('the entry of a key whose identity is missing', async () => {
+        const g = await grantOf(k.hash);
+        return g?.['identity'] === undefined ? undefined : g['identity'];
+      }),
+    ).toEqual({ name, missing: true });
+    await c.custom.createNamespacedCustomObject({
+      ...identityRef,
+      body: {
+        apiVersion: 'tollgate.dev/v1alpha1',
+        kind: 'Identity',
+        metadata: { name },
+        spec: { owner: 'carol', credits: { amount: 50 } },
+      },
+    });
+    await until('the identity in its key entry', async () => {
+      const g = await grantOf(k.hash);
+      return JSON.stringify(g?.['identity']) === JSON.stringify({ name, credits: { amount: 50 } })
+        ? g
+        : undefined;
+    });
+    const keys = await listen(redisUrl, redisChannels.keys);
+    const current = (await c.custom.getNamespacedCustomObject({ ...identityRef, name })) as {
+      spec: Record<string, unknown>;
+    };
+    await c.custom.replaceNamespacedCustomObject({
+      ...identityRef,
+      name,
+      body: {
+        ...current,
+        spec: { ...current.spec, limits: [{ name: 'burst', requests: 5, windowSeconds: 1 }] },
+      },
+    });
+    await until('the changed limits in its key entry', async () => {
+      const g = await grantOf(k.hash);
+      return JSON.stringify(g?.['identity']) ===
+        JSON.stringify({
+          name,
+          limits: [{ name: 'burst', requests: 5, windowSeconds: 1 }],
+          credits: { amount: 50 },
+        })
+        ? g
+        : undefined;
+    });
+    // Announced, so no gateway replica keeps the old limits cached.
+    expect(keys.messages).toContain(keyChangeTag(k.hash));
+    keys.close();
+    await c.custom.deleteNamespacedCustomObject({ ...identityRef, name });
+    await until('the key refused once its identity is deleted', async () => {
+      const g = await grantOf(k.hash);
+      return JSON.stringify(g?.['identity']) === JSON.stringify({ name, missing: true }) ? g : undefined;
+    });
+  });
+
   test('labelled workflow Services become bda routes, follow relabelling and go on delete', async () => {
     const [wfA, wfB] = [uniqueWorkflow('wf-a'), uniqueWorkflow('wf-b')];
     await createWorkflow(c, wfA, 'alice', [ns]);

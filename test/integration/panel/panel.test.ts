@@ -644,4 +644,49 @@ describe('rotation, usage and the audit trail in the panel', () => {
     await frank.context().close();
     await carol.context().close();
   });
+  it('makes a key for one of the user’s identities; its details name it, and the identity’s credits hold', async () => {
+    const token = await issuer.mint('grace');
+    const made = await fetch(`${gatewayBase}/api/v1/identities`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'grace-team', displayName: 'Grace’s team', credits: { amount: 1 } }),
+    });
+    expect(made.status).toBe(201);
+    const grace = await openPanel('grace');
+    await grace.getByRole('button', { name: 'Create key' }).first().click();
+    const dialog = grace.getByRole('dialog', { name: 'Create an API key' });
+    await dialog.locator('#key-identity option[value="grace-team"]').waitFor({ state: 'attached' });
+    await dialog.getByText('Platform REST resources').click();
+    await dialog.locator('#role-platform input[value="viewer"]').check();
+    await dialog.getByLabel('Name (optional)').fill('team reader');
+    await dialog.getByLabel('Identity (optional)').selectOption('grace-team');
+    await dialog.getByRole('button', { name: 'Create key' }).click();
+    const key = await grace
+      .getByRole('dialog', { name: 'Your new API key' })
+      .getByLabel('API key')
+      .inputValue();
+    await closeReveal(grace);
+    expect((await callGateway('/events/platform/api/v1/datasets', key)).status).toBe(200);
+    const spent = await callGateway('/events/platform/api/v1/datasets', key);
+    expect([spent.status, spent.body.code]).toEqual([429, 'credits_exhausted']);
+    const row = grace.locator('#keys-body tr', { hasText: 'team reader' });
+    await row.getByRole('button', { name: /Details of key team reader/ }).click();
+    const details = grace.getByRole('dialog', { name: 'team reader' });
+    await details.getByText(/^grace-team \(its limits and credits are shared/).waitFor();
+    await details.getByRole('button', { name: 'Close' }).click();
+    await grace.getByRole('link', { name: 'Audit log' }).click();
+    await grace.getByLabel('Event').selectOption('identity.created');
+    await grace.getByText('1 event', { exact: true }).waitFor();
+    expect(await grace.locator('#audit-body tr').first().innerText()).toMatch(
+      /Identity created[\s\S]*identity grace-team/,
+    );
+    // Another user cannot choose it.
+    const frank = await openPanel('frank');
+    await frank.getByRole('button', { name: 'Create key' }).first().click();
+    const other = frank.getByRole('dialog', { name: 'Create an API key' });
+    await other.locator('#role-platform input').first().waitFor({ state: 'attached' });
+    expect(await other.locator('#key-identity option').allInnerTexts()).toEqual(['None']);
+    await frank.context().close();
+    await grace.context().close();
+  });
 });

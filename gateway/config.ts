@@ -5,6 +5,7 @@ import { roleDefinitionSchema } from '../common/apikey/roles.js';
 import { TollgateError } from '../common/errors.js';
 import { redisUrlSchema } from '../common/redis/connect.js';
 import { cidrPrefix, isCidr } from '../common/net/cidr.js';
+import type { WebhookSettings } from './webhooks/dispatcher.js';
 
 /**
  * Gateway configuration: defaults, then a YAML/JSON file (`TOLLGATE_CONFIG` or `--config`), then
@@ -15,6 +16,69 @@ const resourceName = z
   .string()
   .regex(/^[a-z][a-z0-9-]{0,62}$/, 'a resource name is lower-case letters, digits and dashes');
 const httpUrl = z.url({ protocol: /^https?$/ });
+
+/** The webhooks' settings (gateway/webhooks), a part of the gateway's. */
+const webhookConfigShape = {
+  /**
+   * Webhooks may POST to addresses inside these networks too: loopback, private and link-local
+   * addresses are refused by default (a user chooses the URL; the gateway must not become their
+   * way into the cluster).
+   */
+  webhookAllowedCidrs: z
+    .union([
+      z.array(z.string()),
+      z.string().transform((list) =>
+        list
+          .split(',')
+          .map((c) => c.trim())
+          .filter((c) => c !== ''),
+      ),
+    ])
+    .pipe(z.array(z.string().refine(isCidr, 'each entry is a CIDR such as 10.0.0.0/8 or fd00::/8')))
+    .default([]),
+  /** Webhook URLs may be http:// (else https:// only). */
+  webhookAllowHttp: z
+    .union([z.boolean(), z.enum(['true', 'false']).transform((v) => v === 'true')])
+    .default(false),
+  /** Seconds between a failed delivery and its next attempts (Standard Webhooks' schedule). */
+  webhookRetrySeconds: z
+    .union([
+      z.array(z.number()),
+      z.string().transform((list) =>
+        list
+          .split(',')
+          .map((c) => c.trim())
+          .filter((c) => c !== '')
+          .map(Number),
+      ),
+    ])
+    .pipe(z.array(z.number().positive().max(86_400)).max(20))
+    .default([5, 300, 1_800, 7_200, 18_000, 36_000, 36_000]),
+  /** How often due webhook deliveries are sent. */
+  webhookPollMs: z.coerce.number().int().min(10).max(60_000).default(1_000),
+  /** How often keys are checked for a coming expiry (key.expiring). */
+  webhookExpiringScanMs: z.coerce.number().int().min(100).default(3_600_000),
+};
+
+/** The webhooks' settings when none are given (the defaults above). */
+export const DEFAULT_WEBHOOK_SETTINGS = webhookSettingsOf(z.object(webhookConfigShape).parse({}));
+
+/** What the management API's webhooks take of the gateway's settings. */
+export function webhookSettingsOf(c: {
+  webhookAllowedCidrs: string[];
+  webhookAllowHttp: boolean;
+  webhookRetrySeconds: number[];
+  webhookPollMs: number;
+  webhookExpiringScanMs: number;
+}): WebhookSettings {
+  return {
+    allowedCidrs: c.webhookAllowedCidrs,
+    allowHttp: c.webhookAllowHttp,
+    retrySeconds: c.webhookRetrySeconds,
+    pollMs: c.webhookPollMs,
+    expiringScanMs: c.webhookExpiringScanMs,
+  };
+}
 
 export const gatewayConfigSchema = z
   .strictObject({
@@ -210,6 +274,7 @@ export const gatewayConfigSchema = z
     leakReportKeysUrl: z.url({ protocol: /^https?$/ }).optional(),
     /** revoke: a reported key that is real is revoked at once; report: only recorded and answered. */
     leakReportAction: z.enum(['revoke', 'report']).default('revoke'),
+    ...webhookConfigShape,
     adminGroups: z
       .union([
         z.array(z.string().min(1).max(255)),
@@ -264,6 +329,11 @@ const ENV: ReadonlyArray<readonly [string, keyof GatewayConfigInput]> = [
   ['TOLLGATE_ADMIN_GROUPS', 'adminGroups'],
   ['TOLLGATE_LEAK_REPORT_KEYS_URL', 'leakReportKeysUrl'],
   ['TOLLGATE_LEAK_REPORT_ACTION', 'leakReportAction'],
+  ['TOLLGATE_WEBHOOK_ALLOWED_CIDRS', 'webhookAllowedCidrs'],
+  ['TOLLGATE_WEBHOOK_ALLOW_HTTP', 'webhookAllowHttp'],
+  ['TOLLGATE_WEBHOOK_RETRY_SECONDS', 'webhookRetrySeconds'],
+  ['TOLLGATE_WEBHOOK_POLL_MS', 'webhookPollMs'],
+  ['TOLLGATE_WEBHOOK_EXPIRING_SCAN_MS', 'webhookExpiringScanMs'],
   ['POD_NAMESPACE', 'namespace'],
   ['TOLLGATE_NAMESPACE', 'namespace'],
 ];

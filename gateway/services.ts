@@ -5,6 +5,9 @@ import { RoleCatalogue } from '../common/apikey/roles.js';
 import type { Logger } from '../common/logger.js';
 import type { Management } from './api/management.js';
 import { AuditLog } from './audit/audit-log.js';
+import type { LimitNotice } from './auth/rate-limit.js';
+import { noticeEvent } from './webhooks/events.js';
+import { WebhookInbox } from './webhooks/inbox.js';
 import { openSegmentStore } from './audit/open-segment-store.js';
 import { MetadataCache } from './v2/metadata-cache.js';
 import { ModelUsageRecorder } from './v2/model-usage.js';
@@ -189,6 +192,7 @@ export async function createGatewayServices(
     config.grantSigningKeyFile === undefined ? undefined : await GrantSigner.open(config.grantSigningKeyFile);
   const metadata = new MetadataCache(upstreams, grantSigner, invalidation, log, config.cacheEntries);
   const management = await extras.management?.(shared);
+  const inbox = new WebhookInbox(redis, (err) => log.warn({ err }, 'webhook event not queued'));
   invalidation.start();
   usage.start();
   modelUsage.start();
@@ -211,7 +215,14 @@ export async function createGatewayServices(
     refused,
     // Only a central gateway (it holds the signing key) counts credits: a sidecar's Redis user may
     // not write them, so a team that reads its password cannot give any key more.
-    rateLimiter: new RateLimiter(redis, { countsCredits: config.grantSigningKeyFile !== undefined }),
+    rateLimiter: new RateLimiter(redis, {
+      countsCredits: config.grantSigningKeyFile !== undefined,
+      // A central gateway tells the webhooks of breaches and low credits through Redis (a sidecar's
+      // user may not write there): whichever replica serves the management API sends them.
+      ...(config.grantSigningKeyFile === undefined
+        ? {}
+        : { notices: (n: LimitNotice) => inbox.push(noticeEvent(n)) }),
+    }),
     usage,
     modelUsage,
     load,

@@ -10,7 +10,7 @@ import { MODEL_PLURAL, modelSchema, type Model } from '../../common/resources/mo
 import { createManagement } from '../../gateway/api/management.js';
 import { ManifestWorkflowRecords } from '../../common/routes/workflow-records.js';
 import { WorkflowRoutes } from '../../common/routes/workflow-routes.js';
-import { loadGatewayConfig, type GatewayConfigInput } from '../../gateway/config.js';
+import { loadGatewayConfig, webhookSettingsOf, type GatewayConfigInput } from '../../gateway/config.js';
 import { createGatewayServer } from '../../gateway/server.js';
 import { modelsPlatformResource } from '../../gateway/platform/models/index.js';
 import { createGatewayServices } from '../../gateway/services.js';
@@ -132,6 +132,7 @@ export function register(program: Command): void {
               identity: config.oidc === undefined ? { local: { stateDir, selfUrl } } : { oidc: config.oidc },
               admin: { groupsClaim: config.groupsClaim, adminGroups: config.adminGroups },
               leakReports: { keysUrl: config.leakReportKeysUrl, action: config.leakReportAction },
+              webhooks: webhookSettingsOf(config),
               trust,
             }),
           platformResources: ({ trust }) =>

@@ -8,7 +8,12 @@ import { stopOnSignals } from '../stop-on-signals.js';
 import { createLogger } from '../../common/logger.js';
 import { KubeWorkflowRecords } from '../../common/routes/workflow-records.js';
 import { WorkflowRoutes } from '../../common/routes/workflow-routes.js';
-import { loadGatewayConfig, parseUpstreamList, type GatewayConfigInput } from '../../gateway/config.js';
+import {
+  loadGatewayConfig,
+  parseUpstreamList,
+  webhookSettingsOf,
+  type GatewayConfigInput,
+} from '../../gateway/config.js';
 import { createGatewayServer } from '../../gateway/server.js';
 import { createManagement } from '../../gateway/api/management.js';
 import type { GatewayConfig } from '../../gateway/config.js';
@@ -134,6 +139,7 @@ async function clusterManagement(
     identity: { oidc: config.oidc },
     admin: { groupsClaim: config.groupsClaim, adminGroups: config.adminGroups },
     leakReports: { keysUrl: config.leakReportKeysUrl, action: config.leakReportAction },
+    webhooks: webhookSettingsOf(config),
     trust,
   });
 }

@@ -1,30 +1,43 @@
+import type { KubeConfig } from '@kubernetes/client-node';
 import { TollgateError } from '../errors.js';
-import type { Identity } from '../resources/identity.js';
+import {
+  IDENTITY_GROUP,
+  IDENTITY_PLURAL,
+  IDENTITY_VERSION,
+  identitySchema,
+  type Identity,
+} from '../resources/identity.js';
+import type { ManifestDir } from '../resources/manifest-dir.js';
+import { DirResourceStore } from '../stores/dir-resource-store.js';
+import { KubeResourceStore } from '../stores/kube-resource-store.js';
+import type { ResourceKind, ResourceStore } from '../stores/resource-store.js';
 
-/**
- * Where Identity resources live: the API server (kube-store.ts) or the standalone manifest
- * directory (dir-store.ts). Identities are few (one per customer or team), so both list them
- * whole; owner checks are the caller's (gateway/api/identity-access.ts).
- */
-export interface IdentityStore {
-  /** Stores a new identity; identity_exists when the name is taken (by anyone). */
-  create(identity: Identity): Promise<Identity>;
-  get(name: string): Promise<Identity | undefined>;
-  /** Every identity, or one owner's. */
-  list(owner?: string): Promise<Identity[]>;
-  /** Writes a changed identity read from this store; identity_changed if it changed meanwhile. */
-  update(identity: Identity): Promise<Identity>;
-  /** Removes exactly the identity read (its uid or resourceVersion); false if it is gone. */
-  delete(identity: Identity): Promise<boolean>;
-}
+/** Where Identity resources live; owner checks are the caller's (gateway/api/identity-access.ts). */
+export type IdentityStore = ResourceStore<Identity>;
 
-export const identityExists = (name: string): TollgateError =>
-  new TollgateError('identity_exists', `an identity named "${name}" exists already; choose another name`, {
-    field: 'name',
-  });
+const IDENTITY: ResourceKind = {
+  kind: 'Identity',
+  crdFile: 'crds/identities.yaml',
+  exists: (name) =>
+    new TollgateError('identity_exists', `an identity named "${name}" exists already; choose another name`, {
+      field: 'name',
+    }),
+  changed: (name) =>
+    new TollgateError(
+      'identity_changed',
+      `identity "${name}" was changed or deleted meanwhile; read it again and retry`,
+    ),
+};
 
-export const identityChanged = (name: string): TollgateError =>
-  new TollgateError(
-    'identity_changed',
-    `identity "${name}" was changed or deleted meanwhile; read it again and retry`,
+/** Identities in the keys' namespace of the API server. */
+export const kubeIdentityStore = (kc: KubeConfig, namespace: string): IdentityStore =>
+  new KubeResourceStore(
+    kc,
+    { group: IDENTITY_GROUP, version: IDENTITY_VERSION, namespace, plural: IDENTITY_PLURAL },
+    identitySchema,
+    IDENTITY,
   );
+
+/** Identity manifests in the standalone state directory (`<dir>/identities/<name>.yaml`). */
+export const dirIdentityStore = (dir: ManifestDir): IdentityStore =>
+  new DirResourceStore(dir, IDENTITY_PLURAL, identitySchema, IDENTITY);

@@ -35,6 +35,8 @@ import { createHash } from 'node:crypto';
  *                                            only if its token survived)
  *   tg:grant:used:<jti>      string          a sidecar, with NX and a TTL past the grant's expiry:
  *                                            a grant spent at one replica is refused at every other
+ *   tg:wh:*        the webhook deliveries    central gateways (gateway/webhooks/deliveries.ts): the
+ *                                            queue by due time, each message, each endpoint's log
  */
 export const KEY_PREFIX = 'tg:';
 
@@ -61,6 +63,16 @@ export const redisKeys = {
    */
   namedLimit: (id: string, name: string, windowSeconds: number, windowStart: number) =>
     `${KEY_PREFIX}rl:${id}:${name}:${windowSeconds}:${windowStart}`,
+  /** List: events raised on the data plane, waiting to be fanned out to the endpoints (JSON each). */
+  webhookInbox: `${KEY_PREFIX}wh:inbox`,
+  /** Sorted set: webhook message ids by when their next attempt is due (epoch ms). */
+  webhookDue: `${KEY_PREFIX}wh:due`,
+  /** Hash: one webhook message (its endpoint, body, attempts and last outcome). */
+  webhookMessage: (id: string) => `${KEY_PREFIX}wh:msg:${id}`,
+  /** Sorted set: an endpoint's recent message ids by creation time (the newest 200 kept). */
+  webhookLog: (webhook: string) => `${KEY_PREFIX}wh:log:${webhook}`,
+  /** String, NX with a TTL: a once-only event already sent (a key's expiry announced to an endpoint). */
+  webhookOnce: (what: string) => `${KEY_PREFIX}wh:once:${what}`,
   /** String: JSON Route for a workflow service. */
   bdaRoute: (workflow: string, service: string) => `${KEY_PREFIX}route:bda:${workflow}:${service}`,
   /** String: JSON Route for a model's runtime (present only while it has ready replicas). */

@@ -1,4 +1,5 @@
 import {
+  hkdfSync,
   createPrivateKey,
   createPublicKey,
   sign,
@@ -59,6 +60,15 @@ export class EntrySealer {
   constructor(stored: StoredKey) {
     this.key = createPrivateKey({ key: stored, format: 'jwk' });
     this.kid = stored.kid;
+  }
+
+  /**
+   * A secret of its own for `purpose` (HKDF over the private key): what the holders of the signing
+   * key can all make again, so such a secret is never stored (a webhook's signing secret).
+   */
+  deriveSecret(purpose: string): Buffer {
+    const d = this.key.export({ format: 'jwk' }).d ?? '';
+    return Buffer.from(hkdfSync('sha256', Buffer.from(d, 'base64url'), 'tollgate', purpose, 32));
   }
 
   /**

@@ -11,6 +11,11 @@ import type { AdminPolicy, TokenVerifier } from '../auth/oidc.js';
 import type { OffboardedUsers } from '../auth/offboarded-users.js';
 import type { LeakReporterKeys } from '../auth/leak-reporter-keys.js';
 import type { KeyGrant } from '../../common/resources/grant.js';
+import type { EntrySealer } from '../../common/redis/sealed-entry.js';
+import type { DeliveryQueue } from '../webhooks/deliveries.js';
+import type { WebhookDispatcher } from '../webhooks/dispatcher.js';
+import type { WebhookSender } from '../webhooks/sender.js';
+import type { WebhookStore } from '../webhooks/store.js';
 
 /** What the management API is built from; the gateway builds each once and injects it. */
 export interface ManagementDeps {
@@ -36,6 +41,15 @@ export interface ManagementDeps {
   leakReports: { keys: LeakReporterKeys | undefined; action: 'revoke' | 'report' };
   /** The grant of a key by its hash, as the index holds it. */
   findGrant(hash: string): Promise<KeyGrant | undefined>;
+  /** Webhooks on key events: the endpoints, their deliveries, and how to reach and sign for them. */
+  webhooks: {
+    store: WebhookStore;
+    queue: DeliveryQueue;
+    sender: WebhookSender;
+    dispatcher: WebhookDispatcher;
+    sealer: EntrySealer;
+    allowHttp: boolean;
+  };
   /** The longest grace period a roll may give the old key. */
   maxRollGraceSeconds: number;
   log: Logger;

@@ -11,9 +11,17 @@ import { KeyIndexWriter } from '../../common/apikey/index-writer.js';
 import { KubeApiKeyStore } from '../../common/apikey/kube-store.js';
 import type { RoleCatalogue } from '../../common/apikey/roles.js';
 import type { ApiKeyStore } from '../../common/apikey/store.js';
-import { DirIdentityStore } from '../../common/identity/dir-store.js';
-import { KubeIdentityStore } from '../../common/identity/kube-store.js';
-import type { IdentityStore } from '../../common/identity/store.js';
+import { dirIdentityStore, kubeIdentityStore, type IdentityStore } from '../../common/identity/store.js';
+import { DeliveryQueue } from '../webhooks/deliveries.js';
+import { WebhookDispatcher, type WebhookSettings } from '../webhooks/dispatcher.js';
+import { DEFAULT_WEBHOOK_SETTINGS } from '../config.js';
+import { fromAudit } from '../webhooks/events.js';
+import { WebhookInbox } from '../webhooks/inbox.js';
+import { WebhookSender } from '../webhooks/sender.js';
+import { dirWebhookStore, kubeWebhookStore, type WebhookStore } from '../webhooks/store.js';
+
+/** How long a webhook receiver has to answer one delivery. */
+const WEBHOOK_TIMEOUT_MS = 10_000;
 import type { Logger } from '../../common/logger.js';
 import { ManifestDir } from '../../common/resources/manifest-dir.js';
 import type { WorkflowRoutes } from '../../common/routes/workflow-routes.js';
@@ -48,6 +56,8 @@ export interface ManagementOptions {
   trust: EntryTrust;
   /** Leaked-key reports: where the scanning service publishes its keys (unset: off), and what a true report does. */
   leakReports?: { keysUrl: string | undefined; action: 'revoke' | 'report' };
+  /** Webhooks on key events: which inward networks and schemes they may use, and their schedule. */
+  webhooks?: WebhookSettings;
 }
 
 export interface Management {
@@ -55,7 +65,7 @@ export interface Management {
   router: Router;
   /** Standalone only: the local issuer's JWKS, to mount at JWKS_PATH. */
   jwks?: RequestHandler;
-  /** Stops the key store's watch. */
+  /** Stops the key store's watch and the webhook deliveries. */
   close(): Promise<void>;
 }
 
@@ -67,27 +77,30 @@ export async function createManagement(opts: ManagementOptions): Promise<Managem
       'the management API writes the key index, which only the holder of the signing key may: set grantSigningKeyFile',
       { field: 'grantSigningKeyFile' },
     );
-  const store: ApiKeyStore =
-    'stateDir' in opts.keys
-      ? new DirApiKeyStore(
-          new ManifestDir(opts.keys.stateDir, (file, err) =>
-            opts.log.warn({ file, err }, 'invalid manifest ignored'),
-          ),
-        )
-      : watchedKeyStore(opts.keys, opts.log);
-  const identities: IdentityStore =
-    'stateDir' in opts.keys
-      ? new DirIdentityStore(
-          new ManifestDir(opts.keys.stateDir, (file, err) =>
-            opts.log.warn({ file, err }, 'invalid manifest ignored'),
-          ),
-        )
-      : new KubeIdentityStore(opts.keys.kubeConfig, opts.keys.namespace);
-  // The Models page reads the Models beside the keys: the same namespace, or the same directory.
-  const models: ModelStore =
-    'stateDir' in opts.keys
-      ? new DirModelStore(new ManifestDir(opts.keys.stateDir, () => undefined))
-      : new KubeModelStore(opts.keys.kubeConfig.makeApiClient(CustomObjectsApi), opts.keys.namespace);
+  const { store, identities, webhookStore, models } = openStores(opts);
+  const { allowedCidrs, allowHttp, ...schedule } = opts.webhooks ?? DEFAULT_WEBHOOK_SETTINGS;
+  const sender = new WebhookSender({ allowedCidrs, timeoutMs: WEBHOOK_TIMEOUT_MS });
+  // Kept a day past the last retry, and at least three days: long enough to see and replay.
+  const retentionSeconds = Math.max(3 * 86_400, schedule.retrySeconds.reduce((a, b) => a + b, 0) + 86_400);
+  const queue = new DeliveryQueue(opts.redis, Math.ceil(retentionSeconds));
+  const dispatcher = new WebhookDispatcher(
+    {
+      store: webhookStore,
+      queue,
+      sender,
+      inbox: new WebhookInbox(opts.redis, () => undefined),
+      sealer,
+      redis: opts.redis,
+      keys: store,
+      log: opts.log.child({ component: 'webhooks' }),
+    },
+    schedule,
+  );
+  opts.audit.subscribe((event) => {
+    const forWebhooks = fromAudit(event);
+    if (forWebhooks !== undefined) dispatcher.publish(forWebhooks);
+  });
+  dispatcher.start();
   const issuer = 'local' in opts.identity ? await LocalIssuer.open(opts.identity.local.stateDir) : undefined;
   const oidc = 'local' in opts.identity ? localOidcConfig(opts.identity.local.selfUrl) : opts.identity.oidc;
   const offboarded = new OffboardedUsers(opts.redis, (oidc.clockToleranceSeconds ?? 30) * 1000);
@@ -112,10 +125,44 @@ export async function createManagement(opts: ManagementOptions): Promise<Managem
       action: opts.leakReports?.action ?? 'revoke',
     },
     findGrant: (hash) => readKeyGrant(opts.redis, opts.trust.verifier, hash),
+    webhooks: { store: webhookStore, queue, sender, dispatcher, sealer, allowHttp },
     log: opts.log,
   });
-  const close = () => store.close();
+  const close = async () => {
+    await dispatcher.stop();
+    await store.close();
+  };
   return issuer === undefined ? { router, close } : { router, close, jwks: issuer.jwksHandler() };
+}
+
+/**
+ * Where the management API keeps what it writes: ApiKeys, Identities and Webhooks, and the Models
+ * the panel's Models page reads beside them: one namespace of the API server, or the state directory.
+ */
+function openStores(opts: ManagementOptions): {
+  store: ApiKeyStore;
+  identities: IdentityStore;
+  webhookStore: WebhookStore;
+  models: ModelStore;
+} {
+  if ('stateDir' in opts.keys) {
+    const dir = new ManifestDir(opts.keys.stateDir, (file, err) =>
+      opts.log.warn({ file, err }, 'invalid manifest ignored'),
+    );
+    return {
+      store: new DirApiKeyStore(dir),
+      identities: dirIdentityStore(dir),
+      webhookStore: dirWebhookStore(dir),
+      models: new DirModelStore(dir),
+    };
+  }
+  const { kubeConfig, namespace } = opts.keys;
+  return {
+    store: watchedKeyStore(opts.keys, opts.log),
+    identities: kubeIdentityStore(kubeConfig, namespace),
+    webhookStore: kubeWebhookStore(kubeConfig, namespace),
+    models: new KubeModelStore(kubeConfig.makeApiClient(CustomObjectsApi), namespace),
+  };
 }
 
 /** The keys on the API server, their watch started at once: the first listing finds it warm. */

@@ -19,6 +19,9 @@ import {
   identityViewSchema,
   identityListSchema,
   creditsStateSchema,
+  webhookViewSchema,
+  webhookWithSecretSchema,
+  deliverySchema,
 } from './views.js';
 
 /**
@@ -95,6 +98,9 @@ const COMPONENTS: Record<string, z.ZodType> = {
   Identity: identityViewSchema,
   IdentityList: identityListSchema,
   CreditsState: creditsStateSchema,
+  Webhook: webhookViewSchema,
+  WebhookWithSecret: webhookWithSecretSchema,
+  Delivery: deliverySchema,
   AuditPage: auditPageSchema,
   Modules: modulesSchema,
   ModelMetadata: modelMetadataSchema,

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { WEBHOOK_EVENTS } from '../../common/resources/webhook.js';
 import type { KeyUsage } from '../../common/apikey/usage.js';
 import {
   apiKeyId,
@@ -122,6 +123,46 @@ export const identityViewSchema = z.object({
 export type IdentityView = z.infer<typeof identityViewSchema>;
 
 export const identityListSchema = z.object({ items: z.array(identityViewSchema) });
+
+/** A webhook endpoint as its owner sees it (never its secret, shown once when made or rotated). */
+export const webhookViewSchema = z.object({
+  id: z.string(),
+  url: z.string(),
+  events: z.array(z.enum(WEBHOOK_EVENTS)),
+  owner: z.string(),
+  allOwners: z.literal(true).optional().describe('An administrator’s: every user’s key events'),
+  expiringDays: z
+    .int()
+    .optional()
+    .describe('Days before a key’s expiry that key.expiring is sent (default 7)'),
+  description: z.string().optional(),
+  createdAt: dateTime.optional(),
+});
+export type WebhookView = z.infer<typeof webhookViewSchema>;
+
+export const webhookListSchema = z.object({ items: z.array(webhookViewSchema) });
+
+export const webhookWithSecretSchema = webhookViewSchema.extend({
+  secret: z
+    .string()
+    .describe(
+      'The signing secret (Standard Webhooks, whsec_…): shown in this answer only; rotate to get another',
+    ),
+});
+
+export const deliverySchema = z.object({
+  id: z.string().describe('The message id, sent as webhook-id on every attempt'),
+  type: z.string(),
+  createdAt: dateTime,
+  status: z.enum(['pending', 'delivered', 'failed']),
+  attempts: z.int().min(0),
+  lastAttemptAt: dateTime.optional(),
+  lastStatus: z.int().optional().describe('The receiver’s HTTP status on the last attempt'),
+  lastError: z.string().optional(),
+  nextAttemptAt: dateTime.optional(),
+});
+
+export const deliveryListSchema = z.object({ items: z.array(deliverySchema) });
 
 export const keyUsageSchema = z.object({
   id: z.string(),

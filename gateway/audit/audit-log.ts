@@ -215,6 +215,13 @@ export class AuditLog {
     await this.flusher.stop();
   }
 
+  private readonly listeners: Array<(event: AuditEvent) => void> = [];
+
+  /** Told of every event recorded (the webhooks hear of management actions here). */
+  subscribe(listener: (event: AuditEvent) => void): void {
+    this.listeners.push(listener);
+  }
+
   record(r: AuditRecord, nowMs = Date.now()): void {
     const event: AuditEvent = {
       id: `${nowMs.toString(36).padStart(9, '0')}-${this.replica}-${(this.seq++).toString(36)}`,
@@ -231,6 +238,7 @@ export class AuditLog {
     if (address !== undefined) event.address = address;
     if (r.detail !== undefined) event.detail = r.detail;
     this.log.info({ audit: event }, 'audit');
+    for (const listener of this.listeners) listener(event);
     if (this.store === undefined) return;
     if (this.pending.length >= MAX_PENDING) {
       this.pending.shift();

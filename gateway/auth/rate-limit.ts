@@ -44,6 +44,22 @@ interface Spend {
 type Credits = NonNullable<KeyGrant['credits']>;
 
 /**
+ * What the limiter tells the webhooks of (gateway/webhooks): a limit's first refusal in its window,
+ * and credits running low or spent by an admitted call. Each is read off the counters' own replies
+ * (the call whose INCR reached the mark), so exactly one call among all replicas reports it.
+ */
+export interface LimitNotice {
+  type: 'key.rate_limited' | 'credits.low' | 'credits.exhausted';
+  grant: KeyGrant;
+  /** The identity whose limit or credits it is; absent for the key's own. */
+  identity?: string;
+  detail: Record<string, string | number>;
+}
+
+/** Credits are "low" once at most a tenth of them (at least one) is left. */
+const lowMark = (amount: number): number => amount - Math.max(1, Math.floor(amount / 10));
+
+/**
  * Per-key fixed-window rate limits and credits, counted in Redis so every replica shares one
  * budget: the key's `rateLimit`, each of its named `limits` (a burst per second and a quota per
  * day, say) and its `credits`; a call must fit them all. One round trip, and no script: a
@@ -58,7 +74,9 @@ type Credits = NonNullable<KeyGrant['credits']>;
 export class RateLimiter {
   constructor(
     private readonly redis: Redis,
-    private readonly opts: { countsCredits: boolean } = { countsCredits: true },
+    private readonly opts: { countsCredits: boolean; notices?: (n: LimitNotice) => void } = {
+      countsCredits: true,
+    },
   ) {}
 
   /** Resolves when the call fits the key's budgets; rejects with 429 (and Retry-After) or 503. */
@@ -129,6 +147,7 @@ export class RateLimiter {
     } catch (err) {
       throw redisUnavailable(err);
     }
+    this.tellBreaches(grant, windows, counts);
     const broke = spends.find((s, i) => (spent[i] as number) > s.credits.amount);
     if (broke !== undefined) {
       await this.giveBack(spends);
@@ -141,7 +160,10 @@ export class RateLimiter {
       const retryAfter = Math.max(1, w.start + w.limit.windowSeconds - nowS);
       if (over === undefined || retryAfter > over.retryAfter) over = { w, retryAfter };
     });
-    if (over === undefined) return;
+    if (over === undefined) {
+      this.tellCredits(grant, spends, spent);
+      return;
+    }
     await this.giveBack(spends);
     const { w, retryAfter } = over;
     const whose = w.holder.kind === 'key' ? 'this key' : `this key's identity "${w.holder.name}"`;
@@ -155,6 +177,53 @@ export class RateLimiter {
         ...(w.name === undefined ? {} : { 'tollgate-limit': w.name }),
         ...(w.holder.kind === 'identity' ? { 'tollgate-identity': w.holder.name } : {}),
       },
+    });
+  }
+
+  private tellBreaches(grant: KeyGrant, windows: Window[], counts: number[]): void {
+    const tell = this.opts.notices;
+    if (tell === undefined) return;
+    windows.forEach((w, i) => {
+      if (counts[i] !== w.limit.requests + 1) return;
+      tell({
+        type: 'key.rate_limited',
+        grant,
+        ...(w.holder.kind === 'identity' ? { identity: w.holder.name } : {}),
+        detail: {
+          limit: w.name ?? 'rateLimit',
+          requests: w.limit.requests,
+          windowSeconds: w.limit.windowSeconds,
+        },
+      });
+    });
+  }
+
+  private tellCredits(grant: KeyGrant, spends: Spend[], spent: number[]): void {
+    const tell = this.opts.notices;
+    if (tell === undefined) return;
+    spends.forEach((s, i) => {
+      const { amount } = s.credits;
+      const now = spent[i] as number;
+      const type =
+        now === amount
+          ? 'credits.exhausted'
+          : now === lowMark(amount) && lowMark(amount) > 0
+            ? 'credits.low'
+            : undefined;
+      if (type === undefined) return;
+      tell({
+        type,
+        grant,
+        ...(s.holder.kind === 'identity' ? { identity: s.holder.name } : {}),
+        detail: {
+          amount,
+          remaining: amount - now,
+          ...(s.credits.refill === undefined ? {} : { refill: s.credits.refill }),
+          ...(s.period.endsAtMs === undefined
+            ? {}
+            : { refillsAt: new Date(s.period.endsAtMs).toISOString() }),
+        },
+      });
     });
   }
 

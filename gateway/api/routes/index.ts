@@ -21,6 +21,12 @@ import { getIdentityRoute } from './get-identity.js';
 import { deleteIdentityRoute } from './delete-identity.js';
 import { adminSetIdentityLimitsRoute } from './admin-set-identity-limits.js';
 import { adminAddIdentityCreditsRoute } from './admin-add-identity-credits.js';
+import { createWebhookRoute } from './create-webhook.js';
+import { listWebhooksRoute } from './list-webhooks.js';
+import { deleteWebhookRoute } from './delete-webhook.js';
+import { rotateWebhookSecretRoute } from './rotate-webhook-secret.js';
+import { listWebhookDeliveriesRoute } from './list-webhook-deliveries.js';
+import { replayWebhookDeliveryRoute } from './replay-webhook-delivery.js';
 
 /**
  * Every management route, in the order the OpenAPI document lists them. The router mounts them and
@@ -37,6 +43,12 @@ export const managementRoutes: readonly ManagementRoute[] = [
   createIdentityRoute,
   getIdentityRoute,
   deleteIdentityRoute,
+  listWebhooksRoute,
+  createWebhookRoute,
+  deleteWebhookRoute,
+  rotateWebhookSecretRoute,
+  listWebhookDeliveriesRoute,
+  replayWebhookDeliveryRoute,
   listAuditRoute,
   listModulesRoute,
   listModelsRoute,

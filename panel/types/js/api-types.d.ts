@@ -311,6 +311,92 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Your webhook endpoints (an administrator sees everyone’s) */
+        get: operations["listWebhooks"];
+        put?: never;
+        /** Register an endpoint for your key events; the answer holds its signing secret, the only time it is sent */
+        post: operations["createWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhooks/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Remove a webhook endpoint */
+        delete: operations["deleteWebhook"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhooks/{id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** An endpoint’s recent deliveries, newest first: delivered, pending (with the next attempt) or failed */
+        get: operations["listWebhookDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhooks/{id}/deliveries/{delivery}/replay": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Send a delivery again now, with its attempts counted afresh */
+        post: operations["replayWebhookDelivery"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhooks/{id}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Give an endpoint a new signing secret (shown in this answer only); the old one stops at once */
+        post: operations["rotateWebhookSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/events/platform/api/v1/{resource}": {
         parameters: {
             query?: never;
@@ -660,6 +746,23 @@ export interface components {
             /** @description Spent this period (below 0 after a top-up larger than what was spent) */
             spent: number;
         };
+        Delivery: {
+            attempts: number;
+            /** Format: date-time */
+            createdAt: string;
+            /** @description The message id, sent as webhook-id on every attempt */
+            id: string;
+            /** Format: date-time */
+            lastAttemptAt?: string;
+            lastError?: string;
+            /** @description The receiver’s HTTP status on the last attempt */
+            lastStatus?: number;
+            /** Format: date-time */
+            nextAttemptAt?: string;
+            /** @enum {string} */
+            status: "pending" | "delivered" | "failed";
+            type: string;
+        };
         Error: {
             /** @description Stable, machine-readable */
             code: string;
@@ -977,6 +1080,40 @@ export interface components {
              * @enum {string}
              */
             state: "active" | "rolled" | "expired";
+        };
+        Webhook: {
+            /**
+             * @description An administrator’s: every user’s key events
+             * @constant
+             */
+            allOwners?: true;
+            /** Format: date-time */
+            createdAt?: string;
+            description?: string;
+            events: ("key.created" | "key.rolled" | "key.revoked" | "key.offboarded" | "key.expiring" | "key.leaked" | "key.rate_limited" | "credits.low" | "credits.exhausted")[];
+            /** @description Days before a key’s expiry that key.expiring is sent (default 7) */
+            expiringDays?: number;
+            id: string;
+            owner: string;
+            url: string;
+        };
+        WebhookWithSecret: {
+            /**
+             * @description An administrator’s: every user’s key events
+             * @constant
+             */
+            allOwners?: true;
+            /** Format: date-time */
+            createdAt?: string;
+            description?: string;
+            events: ("key.created" | "key.rolled" | "key.revoked" | "key.offboarded" | "key.expiring" | "key.leaked" | "key.rate_limited" | "credits.low" | "credits.exhausted")[];
+            /** @description Days before a key’s expiry that key.expiring is sent (default 7) */
+            expiringDays?: number;
+            id: string;
+            owner: string;
+            /** @description The signing secret (Standard Webhooks, whsec_…): shown in this answer only; rotate to get another */
+            secret: string;
+            url: string;
         };
     };
     responses: never;
@@ -2503,6 +2640,420 @@ export interface operations {
             };
             /** @description Missing, malformed, unknown or expired credentials */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A store the gateway needs is unavailable; retry */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listWebhooks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoints */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: {
+                            /**
+                             * @description An administrator’s: every user’s key events
+                             * @constant
+                             */
+                            allOwners?: true;
+                            /** Format: date-time */
+                            createdAt?: string;
+                            description?: string;
+                            events: ("key.created" | "key.rolled" | "key.revoked" | "key.offboarded" | "key.expiring" | "key.leaked" | "key.rate_limited" | "credits.low" | "credits.exhausted")[];
+                            /** @description Days before a key’s expiry that key.expiring is sent (default 7) */
+                            expiringDays?: number;
+                            id: string;
+                            owner: string;
+                            url: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Missing, malformed, unknown or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A store the gateway needs is unavailable; retry */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description Administrators: the key events of every user
+                     * @constant
+                     */
+                    allOwners?: true;
+                    description?: string;
+                    events: ("key.created" | "key.rolled" | "key.revoked" | "key.offboarded" | "key.expiring" | "key.leaked" | "key.rate_limited" | "credits.low" | "credits.exhausted")[];
+                    expiringDays?: number;
+                    /** Format: uri */
+                    url: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The endpoint and its signing secret */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookWithSecret"];
+                };
+            };
+            /** @description The request is invalid: `field` names what to fix */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, unknown or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The credentials do not allow this (admin routes: not an administrator) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is larger than the gateway accepts */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not JSON */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A store the gateway needs is unavailable; retry */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Removed */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is invalid: `field` names what to fix */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, unknown or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (another user’s key is not found either) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The key changed meanwhile, was already rolled, or has expired */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A store the gateway needs is unavailable; retry */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listWebhookDeliveries: {
+        parameters: {
+            query?: {
+                limit?: number;
+                status?: "pending" | "delivered" | "failed";
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The deliveries */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: {
+                            attempts: number;
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** @description The message id, sent as webhook-id on every attempt */
+                            id: string;
+                            /** Format: date-time */
+                            lastAttemptAt?: string;
+                            lastError?: string;
+                            /** @description The receiver’s HTTP status on the last attempt */
+                            lastStatus?: number;
+                            /** Format: date-time */
+                            nextAttemptAt?: string;
+                            /** @enum {string} */
+                            status: "pending" | "delivered" | "failed";
+                            type: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description The request is invalid: `field` names what to fix */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, unknown or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (another user’s key is not found either) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A store the gateway needs is unavailable; retry */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    replayWebhookDelivery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                delivery: string;
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Queued again */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Delivery"];
+                };
+            };
+            /** @description The request is invalid: `field` names what to fix */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, unknown or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (another user’s key is not found either) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A store the gateway needs is unavailable; retry */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    rotateWebhookSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint and its new secret */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookWithSecret"];
+                };
+            };
+            /** @description The request is invalid: `field` names what to fix */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, unknown or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (another user’s key is not found either) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The key changed meanwhile, was already rolled, or has expired */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -15,6 +15,7 @@ import { spawnGateway, type GatewayProcess } from '../gateway/process.js';
 import { startUpstream, type Upstream } from '../gateway/support.js';
 import { removeTempDirs, tempDir } from './fixtures.js';
 import { scanningService } from './scanner.js';
+import { WebhookReceiver } from './webhook-receiver.js';
 import { hashKey } from '../../../common/apikey/format.js';
 import { redisKeys } from '../../../common/redis/schema.js';
 
@@ -60,6 +61,12 @@ function sharedEnv(): Record<string, string> {
     TOLLGATE_LEAK_REPORT_KEYS_URL: scanner.keysUrl,
     // Replicas share the signing key: the entries `tollgate dev` seals are the ones they believe.
     TOLLGATE_GRANT_SIGNING_KEY_FILE: join(stateDir, 'grant-signing-key.json'),
+    // Webhooks reach the test's receivers on loopback, over http, and retry within a second.
+    TOLLGATE_WEBHOOK_ALLOWED_CIDRS: '127.0.0.0/8',
+    TOLLGATE_WEBHOOK_ALLOW_HTTP: 'true',
+    TOLLGATE_WEBHOOK_RETRY_SECONDS: '0.3,0.3,0.3',
+    TOLLGATE_WEBHOOK_POLL_MS: '100',
+    TOLLGATE_WEBHOOK_EXPIRING_SCAN_MS: '300',
     LOG_LEVEL: 'warn',
   };
 }
@@ -633,6 +640,215 @@ describe('identities', () => {
         return r.status === 403 ? r : undefined;
       });
       expect(gone).toMatchObject({ code: 'identity_missing' });
+    }
+  });
+});
+
+describe('webhooks', () => {
+  interface DeliveryJson {
+    id: string;
+    type: string;
+    status: string;
+    attempts: number;
+    lastError?: string;
+  }
+  const deliveries = async (id: string, query = ''): Promise<DeliveryJson[]> => {
+    const r = await api('GET', `/webhooks/${id}/deliveries${query}`);
+    expect(r.status).toBe(200);
+    return r.body['items'] as DeliveryJson[];
+  };
+  const keyEvents = (r: WebhookReceiver, type: string, keyId: string) =>
+    r.of(type).filter((e) => e.data?.['keyId'] === keyId);
+
+  it("tell an owner's endpoint of their keys' events, signed the Standard Webhooks way, once each", async () => {
+    const receiver = await new WebhookReceiver().start();
+    const bobsReceiver = await new WebhookReceiver().start();
+    try {
+      const made = await api('POST', '/webhooks', {
+        body: {
+          url: receiver.url,
+          events: [
+            'key.created',
+            'key.rolled',
+            'key.revoked',
+            'key.rate_limited',
+            'credits.low',
+            'credits.exhausted',
+            'key.expiring',
+          ],
+          expiringDays: 3,
+          description: 'ops',
+        },
+      });
+      expect(made.status).toBe(201);
+      expect(made.body['secret']).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
+      receiver.secret = made.body['secret'] as string;
+      const hook = made.body['id'] as string;
+      const bobs = await api('POST', '/webhooks', {
+        token: bob,
+        body: { url: bobsReceiver.url, events: ['key.created', 'key.revoked', 'credits.low'] },
+      });
+      bobsReceiver.secret = bobs.body['secret'] as string;
+      expect(bobs.body['secret']).not.toBe(receiver.secret);
+
+      const limited = await newKey({
+        name: 'hooked',
+        limits: [{ name: 'burst', requests: 1, windowSeconds: 3600 }],
+      });
+      const paying = await newKey({ name: 'paying', credits: { amount: 3 } });
+      const soon = await newKey({
+        name: 'soon',
+        expiresAt: new Date(Date.now() + 2 * 86_400_000).toISOString(),
+      });
+      const later = await newKey({
+        name: 'later',
+        expiresAt: new Date(Date.now() + 10 * 86_400_000).toISOString(),
+      });
+      // The first refusal of the window is told, by whichever replica saw it; later ones are not.
+      expect((await use(replica.url, limited.key)).status).toBe(200);
+      expect((await use(directCaller.url, limited.key)).status).toBe(429);
+      expect((await use(replica.url, limited.key)).status).toBe(429);
+      // Credits: low once a tenth (at least one) is left, exhausted when the last is spent.
+      const spends = [];
+      for (const base of [replica.url, directCaller.url, behindProxy.url, replica.url])
+        spends.push((await use(base, paying.key)).status);
+      expect(spends).toEqual([200, 200, 200, 429]);
+      const rolled = await api('POST', `/apikeys/${limited.id}/roll`, { body: { gracePeriodSeconds: 60 } });
+      expect(rolled.status).toBe(201);
+      expect((await api('DELETE', `/apikeys/${paying.id}`)).status).toBe(204);
+
+      await eventually('every event delivered', async () =>
+        keyEvents(receiver, 'key.revoked', paying.id).length === 1 &&
+        keyEvents(receiver, 'key.expiring', soon.id).length === 1 &&
+        keyEvents(receiver, 'credits.exhausted', paying.id).length === 1 &&
+        keyEvents(receiver, 'key.rate_limited', limited.id).length === 1 &&
+        keyEvents(receiver, 'key.rolled', limited.id).length === 1
+          ? true
+          : undefined,
+      );
+      // Scans on every replica went on meanwhile: each event came once.
+      await sleep(1_000);
+      for (const k of [limited, paying, soon, later])
+        expect(keyEvents(receiver, 'key.created', k.id)).toHaveLength(1);
+      expect(keyEvents(receiver, 'key.rate_limited', limited.id)).toHaveLength(1);
+      expect(keyEvents(receiver, 'key.rate_limited', limited.id)[0]?.data).toMatchObject({
+        keyName: 'hooked',
+        owner: 'alice@example.com',
+        detail: { limit: 'burst', requests: 1, windowSeconds: 3600 },
+      });
+      expect(keyEvents(receiver, 'credits.low', paying.id)).toHaveLength(1);
+      expect(keyEvents(receiver, 'credits.low', paying.id)[0]?.data?.['detail']).toMatchObject({
+        amount: 3,
+        remaining: 1,
+      });
+      expect(keyEvents(receiver, 'credits.exhausted', paying.id)).toHaveLength(1);
+      expect(keyEvents(receiver, 'key.rolled', limited.id)[0]?.data?.['detail']).toMatchObject({
+        to: rolled.body['id'],
+      });
+      expect(keyEvents(receiver, 'key.expiring', soon.id)).toHaveLength(1);
+      expect(keyEvents(receiver, 'key.expiring', later.id)).toHaveLength(0);
+      // Every delivery verified; none carries a key.
+      expect(receiver.received.filter((r) => !r.verified)).toEqual([]);
+      const everything = receiver.received.map((r) => r.raw).join('\n');
+      for (const k of [limited, paying, soon, later]) expect(everything).not.toContain(k.key);
+      expect(everything).not.toContain(rolled.body['key'] as string);
+      // Bob's endpoint hears of none of alice's keys.
+      const alices = new Set([limited.id, paying.id, soon.id, later.id]);
+      expect(bobsReceiver.received.filter((r) => alices.has(r.data?.['keyId'] as string))).toEqual([]);
+      // The endpoint's log: what was sent, each once.
+      const log = await deliveries(hook, '?status=delivered&limit=200');
+      expect(log.length).toBeGreaterThanOrEqual(receiver.received.length);
+      expect(new Set(log.map((d) => d.status))).toEqual(new Set(['delivered']));
+      // Another user neither sees the endpoint nor its log.
+      expect((await api('GET', `/webhooks/${hook}/deliveries`, { token: bob })).status).toBe(404);
+      expect(((await api('GET', '/webhooks', { token: bob })).body['items'] as unknown[]).length).toBe(1);
+      expect((await api('DELETE', `/webhooks/${hook}`)).status).toBe(204);
+      expect((await api('DELETE', `/webhooks/${bobs.body['id'] as string}`, { token: bob })).status).toBe(
+        204,
+      );
+    } finally {
+      await receiver.stop();
+      await bobsReceiver.stop();
+    }
+  });
+
+  it('retry while the receiver is down, keep a failed delivery visible and replayable, and rotate the secret', async () => {
+    const receiver = await new WebhookReceiver().start();
+    try {
+      const made = await api('POST', '/webhooks', { body: { url: receiver.url, events: ['key.revoked'] } });
+      receiver.secret = made.body['secret'] as string;
+      const hook = made.body['id'] as string;
+
+      // Down for two attempts (503), then back: the third attempt lands, with the same webhook-id.
+      receiver.failNext = 2;
+      const first = await newKey();
+      expect((await api('DELETE', `/apikeys/${first.id}`)).status).toBe(204);
+      const landed = await eventually('the delivery after two failures', async () => {
+        const d = (await deliveries(hook)).find((x) => x.status === 'delivered');
+        return d;
+      });
+      expect(landed.attempts).toBe(3);
+      expect(keyEvents(receiver, 'key.revoked', first.id)).toHaveLength(1);
+      expect(keyEvents(receiver, 'key.revoked', first.id)[0]?.id).toBe(landed.id);
+
+      // Refusing connections through every attempt: failed for good, and visible.
+      await receiver.stop();
+      const second = await newKey();
+      expect((await api('DELETE', `/apikeys/${second.id}`)).status).toBe(204);
+      const failed = await eventually(
+        'the failed delivery',
+        async () => (await deliveries(hook, '?status=failed'))[0],
+      );
+      expect(failed).toMatchObject({ type: 'key.revoked', attempts: 4 });
+      expect(failed.lastError).toMatch(/ECONNREFUSED/);
+      // Back up: a replay sends it now.
+      await receiver.start();
+      const replayed = await api('POST', `/webhooks/${hook}/deliveries/${failed.id}/replay`);
+      expect([replayed.status, replayed.body['status'], replayed.body['attempts']]).toEqual([
+        202,
+        'pending',
+        0,
+      ]);
+      await eventually('the replayed delivery', async () =>
+        keyEvents(receiver, 'key.revoked', second.id).length === 1 ? true : undefined,
+      );
+      const unknown = await api('POST', `/webhooks/${hook}/deliveries/msg_${'0'.repeat(24)}/replay`);
+      expect([unknown.status, unknown.body['code']]).toEqual([404, 'delivery_not_found']);
+
+      // A rotated secret: signed with the new one only (the old one no longer verifies).
+      const rotated = await api('POST', `/webhooks/${hook}/rotate-secret`);
+      expect(rotated.status).toBe(200);
+      expect(rotated.body['secret']).not.toBe(receiver.secret);
+      const third = await newKey();
+      expect((await api('DELETE', `/apikeys/${third.id}`)).status).toBe(204);
+      await eventually('a delivery refused under the old secret', async () =>
+        receiver.received.some((r) => !r.verified) ? true : undefined,
+      );
+      receiver.secret = rotated.body['secret'] as string;
+      await eventually('the retry verified under the new secret', async () =>
+        keyEvents(receiver, 'key.revoked', third.id).length === 1 ? true : undefined,
+      );
+
+      // Bad endpoints are refused, saying which field.
+      for (const [body, code, field] of [
+        [{ url: 'http://10.1.2.3/hooks', events: ['key.revoked'] }, 'invalid_field', 'url'],
+        [{ url: 'http://[::1]:9/hooks', events: ['key.revoked'] }, 'invalid_field', 'url'],
+        [{ url: 'ftp://example.com/hooks', events: ['key.revoked'] }, 'invalid_field', 'url'],
+        [{ url: receiver.url, events: [] }, 'invalid_field', 'events'],
+        [{ url: receiver.url, events: ['key.exploded'] }, 'invalid_field', 'events'],
+        [{ url: receiver.url, events: ['key.revoked'], secret: 'mine' }, 'unknown_field', 'secret'],
+      ] as const) {
+        const r = await api('POST', '/webhooks', { body });
+        expect([r.status, r.body['code'], r.body['field']]).toEqual([400, code, field]);
+      }
+      const notAdmin = await api('POST', '/webhooks', {
+        body: { url: receiver.url, events: ['key.revoked'], allOwners: true },
+      });
+      expect([notAdmin.status, notAdmin.body['code']]).toEqual([403, 'admin_required']);
+      expect((await api('DELETE', `/webhooks/${hook}`)).status).toBe(204);
+      expect((await api('GET', `/webhooks/${hook}/deliveries`)).status).toBe(404);
+    } finally {
+      await receiver.stop();
     }
   });
 });

@@ -1,4 +1,5 @@
 import { unusedAudit } from '../../harness/audit.js';
+import { webhookDeps } from './webhook-deps.js';
 import { putWorkflowRoute } from '../workflow-route.js';
 import { readdir, readFile } from 'node:fs/promises';
 import type { Server } from 'node:http';
@@ -21,9 +22,7 @@ import type { ManagementDeps } from '../../../gateway/api/deps.js';
 import { importJWK, SignJWT, type JWK } from 'jose';
 import { Redis } from 'ioredis';
 import { DirApiKeyStore } from '../../../common/apikey/dir-store.js';
-import { DirIdentityStore } from '../../../common/identity/dir-store.js';
-import { KubeIdentityStore } from '../../../common/identity/kube-store.js';
-import type { IdentityStore } from '../../../common/identity/store.js';
+import { dirIdentityStore, kubeIdentityStore, type IdentityStore } from '../../../common/identity/store.js';
 import { generateKey, hashKey, keyStart, parseKey } from '../../../common/apikey/format.js';
 import { newApiKey, newKeyId } from '../../../common/resources/apikey.js';
 import { KeyIndexWriter } from '../../../common/apikey/index-writer.js';
@@ -86,7 +85,7 @@ const stores: Array<[string, (dir: string) => Promise<{ keys: ApiKeyStore; ident
     'manifest directory',
     async (dir) => ({
       keys: new DirApiKeyStore(new ManifestDir(dir, () => undefined)),
-      identities: new DirIdentityStore(new ManifestDir(dir, () => undefined)),
+      identities: dirIdentityStore(new ManifestDir(dir, () => undefined)),
     }),
   ],
   [
@@ -94,7 +93,7 @@ const stores: Array<[string, (dir: string) => Promise<{ keys: ApiKeyStore; ident
     async () => {
       const { kc } = await kubeWithApiKeys();
       const namespace = await freshNamespace(kc, 'keys-api');
-      return { keys: kubeKeyStore(kc, namespace), identities: new KubeIdentityStore(kc, namespace) };
+      return { keys: kubeKeyStore(kc, namespace), identities: kubeIdentityStore(kc, namespace) };
     },
   ],
 ];
@@ -138,7 +137,11 @@ describe.each(stores)('management API over HTTP (keys on %s)', (label, openStore
       '/api/v1',
       createManagementRouter(
         (deps = {
-          ...(await openStore(stateDir).then((s) => ({ store: (store = s.keys), identities: s.identities }))),
+          ...(await openStore(stateDir).then(async (s) => ({
+            store: (store = s.keys),
+            identities: s.identities,
+            webhooks: await webhookDeps(client, stateDir, s.keys),
+          }))),
           index: new KeyIndexWriter(client, await testSealer()),
           redis: client,
           audit: unusedAudit(),

@@ -2,7 +2,8 @@ import { unusedAudit } from '../../harness/audit.js';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { OffboardedUsers } from '../../../gateway/auth/offboarded-users.js';
-import { DirIdentityStore } from '../../../common/identity/dir-store.js';
+import { webhookDeps } from './webhook-deps.js';
+import { dirIdentityStore } from '../../../common/identity/store.js';
 import express from 'express';
 import { Redis } from 'ioredis';
 import { DirApiKeyStore } from '../../../common/apikey/dir-store.js';
@@ -44,9 +45,8 @@ describe('management API with Redis down', () => {
       '/api/v1',
       createManagementRouter({
         store,
-        identities: new DirIdentityStore(
-          new ManifestDir(await tempDir('tollgate-down-ids-'), () => undefined),
-        ),
+        webhooks: await webhookDeps(client, await tempDir('tollgate-down-wh-'), store),
+        identities: dirIdentityStore(new ManifestDir(await tempDir('tollgate-down-ids-'), () => undefined)),
         index: new KeyIndexWriter(client, await testSealer()),
         redis: client,
         audit: unusedAudit(),

@@ -1,0 +1,172 @@
+import { randomBytes } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import { redisKeys } from '../../common/redis/schema.js';
+import { execAll } from '../../common/redis/transaction.js';
+import type { Attempt } from './sender.js';
+
+/** What an endpoint's delivery log shows of one message. */
+export interface Delivery {
+  /** The message id: the `webhook-id` header, the same on every attempt (receivers dedupe by it). */
+  id: string;
+  type: string;
+  createdAt: string;
+  status: 'pending' | 'delivered' | 'failed';
+  attempts: number;
+  lastAttemptAt?: string;
+  /** The receiver's HTTP status on the last attempt, if it answered. */
+  lastStatus?: number;
+  lastError?: string;
+  /** When the next attempt is due, while pending. */
+  nextAttemptAt?: string;
+}
+
+/** A message claimed for an attempt. */
+export interface Claimed {
+  id: string;
+  webhook: string;
+  body: string;
+  attempts: number;
+}
+
+/** Messages of an endpoint's log kept (older ones are trimmed with their message). */
+const LOG_SIZE = 200;
+
+// Moves every due message's next attempt a lease away, atomically: a message is claimed by one
+// gateway replica, and comes due again if that replica dies before recording the outcome.
+const CLAIM = `
+local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[3]))
+for _, id in ipairs(due) do redis.call('ZADD', KEYS[1], ARGV[2], id) end
+return due`;
+
+/**
+ * The webhook deliveries, in Redis so every central gateway replica shares one queue: each message
+ * (its endpoint, body, attempts and last outcome) in a hash, the queue as a sorted set by when the
+ * next attempt is due, and each endpoint's recent messages for its delivery log. A message lives
+ * `retentionSeconds`; a failed one stays visible, and replayable, for that long.
+ */
+export class DeliveryQueue {
+  constructor(
+    private readonly redis: Redis,
+    private readonly retentionSeconds: number,
+  ) {}
+
+  /** Queues a message for `webhook`, due now; resolves with its id. */
+  async enqueue(webhook: string, type: string, body: string, nowMs = Date.now()): Promise<string> {
+    const id = `msg_${randomBytes(12).toString('hex')}`;
+    const key = redisKeys.webhookMessage(id);
+    const log = redisKeys.webhookLog(webhook);
+    await execAll(
+      this.redis
+        .multi()
+        .hset(key, {
+          webhook,
+          type,
+          body,
+          createdAt: new Date(nowMs).toISOString(),
+          status: 'pending',
+          attempts: 0,
+          nextAttemptAt: new Date(nowMs).toISOString(),
+        })
+        .expire(key, this.retentionSeconds)
+        .zadd(redisKeys.webhookDue, nowMs, id)
+        .zadd(log, nowMs, id)
+        .zremrangebyrank(log, 0, -LOG_SIZE - 1)
+        .expire(log, this.retentionSeconds),
+    );
+    return id;
+  }
+
+  /** Claims up to `max` due messages for one attempt each (leased for `leaseMs`). */
+  async claim(nowMs: number, leaseMs: number, max: number): Promise<Claimed[]> {
+    const ids = (await this.redis.eval(
+      CLAIM,
+      1,
+      redisKeys.webhookDue,
+      String(nowMs),
+      String(nowMs + leaseMs),
+      String(max),
+    )) as string[];
+    if (ids.length === 0) return [];
+    const tx = this.redis.pipeline();
+    for (const id of ids) tx.hmget(redisKeys.webhookMessage(id), 'webhook', 'body', 'attempts');
+    const rows = await execAll(tx);
+    const claimed: Claimed[] = [];
+    const gone: string[] = [];
+    ids.forEach((id, i) => {
+      const [webhook, body, attempts] = rows[i] as Array<string | null>;
+      if (webhook === null || webhook === undefined || body === null || body === undefined) gone.push(id);
+      else claimed.push({ id, webhook, body, attempts: Number(attempts ?? 0) });
+    });
+    // Expired with its retention: nothing left to send.
+    if (gone.length > 0) await this.redis.zrem(redisKeys.webhookDue, ...gone);
+    return claimed;
+  }
+
+  /**
+   * Records an attempt: delivered, due again at `retryAtMs`, or failed for good (no retry left):
+   * then it leaves the queue and stays in the log until a replay.
+   */
+  async record(
+    id: string,
+    attempt: Attempt,
+    attempts: number,
+    retryAtMs: number | undefined,
+    nowMs = Date.now(),
+  ): Promise<void> {
+    const key = redisKeys.webhookMessage(id);
+    const fields: Record<string, string | number> = {
+      attempts,
+      lastAttemptAt: new Date(nowMs).toISOString(),
+      status: attempt.ok ? 'delivered' : retryAtMs === undefined ? 'failed' : 'pending',
+      lastError: attempt.ok ? '' : attempt.error,
+      lastStatus: attempt.status ?? '',
+      nextAttemptAt: !attempt.ok && retryAtMs !== undefined ? new Date(retryAtMs).toISOString() : '',
+    };
+    const tx = this.redis.multi().hset(key, fields);
+    if (!attempt.ok && retryAtMs !== undefined) tx.zadd(redisKeys.webhookDue, retryAtMs, id);
+    else tx.zrem(redisKeys.webhookDue, id);
+    await execAll(tx);
+  }
+
+  /** An endpoint's recent messages, newest first. */
+  async list(webhook: string, limit: number): Promise<Delivery[]> {
+    const ids = await this.redis.zrevrange(redisKeys.webhookLog(webhook), 0, limit - 1);
+    const tx = this.redis.pipeline();
+    for (const id of ids) tx.hgetall(redisKeys.webhookMessage(id));
+    const rows = ids.length === 0 ? [] : await execAll(tx);
+    return ids.flatMap((id, i) => {
+      const row = rows[i] as Record<string, string>;
+      return row.webhook === webhook ? [toDelivery(id, row)] : [];
+    });
+  }
+
+  /** Queues a message of `webhook` again, due now, with its attempts counted afresh. */
+  async replay(webhook: string, id: string, nowMs = Date.now()): Promise<Delivery | undefined> {
+    const key = redisKeys.webhookMessage(id);
+    if ((await this.redis.hget(key, 'webhook')) !== webhook) return undefined;
+    const due = new Date(nowMs).toISOString();
+    await execAll(
+      this.redis
+        .multi()
+        .hset(key, { status: 'pending', attempts: 0, nextAttemptAt: due })
+        .expire(key, this.retentionSeconds)
+        .zadd(redisKeys.webhookDue, nowMs, id),
+    );
+    return toDelivery(id, await this.redis.hgetall(key));
+  }
+}
+
+function toDelivery(id: string, row: Record<string, string>): Delivery {
+  const d: Delivery = {
+    id,
+    type: row.type ?? '',
+    createdAt: row.createdAt ?? '',
+    status: row.status === 'delivered' || row.status === 'failed' ? row.status : 'pending',
+    attempts: Number(row.attempts ?? 0),
+  };
+  if (row.lastAttemptAt) d.lastAttemptAt = row.lastAttemptAt;
+  if (row.lastStatus) d.lastStatus = Number(row.lastStatus);
+  if (row.lastError) d.lastError = row.lastError;
+  if (d.status === 'pending' && row.nextAttemptAt) d.nextAttemptAt = row.nextAttemptAt;
+  return d;
+}

@@ -1,0 +1,238 @@
+import type { Redis } from 'ioredis';
+import type { ApiKeyStore } from '../../common/apikey/store.js';
+import type { Logger } from '../../common/logger.js';
+import { redisKeys } from '../../common/redis/schema.js';
+import type { EntrySealer } from '../../common/redis/sealed-entry.js';
+import { apiKeyId, type ApiKey } from '../../common/resources/apikey.js';
+import { DEFAULT_EXPIRING_DAYS, type Webhook } from '../../common/resources/webhook.js';
+import type { DeliveryQueue } from './deliveries.js';
+import type { WebhookEvent } from './events.js';
+import type { WebhookInbox } from './inbox.js';
+import type { WebhookSender } from './sender.js';
+import { signedHeaders, webhookSecret } from './signature.js';
+import type { WebhookStore } from './store.js';
+
+export interface DispatcherOptions {
+  /** Seconds before each retry of a failed delivery; its length is the number of retries. */
+  retrySeconds: readonly number[];
+  pollMs: number;
+  expiringScanMs: number;
+}
+
+/** The gateway's webhook settings: the dispatcher's, and where and how endpoints may be reached. */
+export interface WebhookSettings extends DispatcherOptions {
+  /** Inward networks (loopback, private) endpoints may be in nonetheless. */
+  allowedCidrs: readonly string[];
+  /** Endpoints may be http:// URLs (else https:// only). */
+  allowHttp: boolean;
+}
+
+/** How long the endpoints' list is believed before it is read again (a new one hears within this). */
+const ENDPOINTS_TTL_MS = 2_000;
+/** Messages claimed per poll, and how long a claimed one waits before another replica may try it. */
+const BATCH = 20;
+const LEASE_MS = 60_000;
+
+/**
+ * Sends key events to the endpoints that asked for them. Each event becomes one message per
+ * endpoint, queued in Redis (deliveries.ts) and sent by whichever central gateway replica claims
+ * it, signed the Standard Webhooks way, retried on the schedule, and kept visible when it fails
+ * for good. Events come from the audit trail (management actions), from the rate limiter (a
+ * limit breached, credits low or spent) and from a periodic look at keys about to expire.
+ */
+export class WebhookDispatcher {
+  private endpoints: { at: number; list: Promise<Webhook[]> } | undefined;
+  private pollTimer: NodeJS.Timeout | undefined;
+  private scanTimer: NodeJS.Timeout | undefined;
+  private polling = false;
+  private stopped = false;
+
+  constructor(
+    private readonly s: {
+      store: WebhookStore;
+      queue: DeliveryQueue;
+      sender: WebhookSender;
+      inbox: WebhookInbox;
+      sealer: EntrySealer;
+      redis: Redis;
+      keys: ApiKeyStore;
+      log: Logger;
+    },
+    private readonly opts: DispatcherOptions,
+  ) {}
+
+  start(): void {
+    this.pollTimer = setInterval(() => void this.poll(), this.opts.pollMs);
+    this.pollTimer.unref();
+    this.scanTimer = setInterval(() => void this.scanExpiring(), this.opts.expiringScanMs);
+    this.scanTimer.unref();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearInterval(this.pollTimer);
+    clearInterval(this.scanTimer);
+    await this.s.sender.close();
+  }
+
+  /** A changed endpoint is heard at once by this replica (others within ENDPOINTS_TTL_MS). */
+  forgetEndpoints(): void {
+    this.endpoints = undefined;
+  }
+
+  /** Queues the event for every endpoint that asked for it; never throws (a failure is logged). */
+  publish(event: WebhookEvent, nowMs = Date.now()): void {
+    void this.enqueue(event, nowMs).catch((err: unknown) =>
+      this.s.log.warn({ err, type: event.type }, 'webhook event not queued'),
+    );
+  }
+
+  private async enqueue(event: WebhookEvent, nowMs: number, only?: Webhook, sendNow = true): Promise<void> {
+    const targets = only === undefined ? (await this.listEndpoints()).filter((w) => wants(w, event)) : [only];
+    if (targets.length === 0) return;
+    const body = JSON.stringify({
+      type: event.type,
+      timestamp: new Date(nowMs).toISOString(),
+      data: event.data,
+    });
+    for (const w of targets) await this.s.queue.enqueue(w.metadata.name, event.type, body, nowMs);
+    // Sent now rather than at the next tick: most deliveries succeed at once.
+    if (sendNow) void this.poll();
+  }
+
+  private listEndpoints(): Promise<Webhook[]> {
+    const now = Date.now();
+    if (this.endpoints === undefined || now - this.endpoints.at > ENDPOINTS_TTL_MS) {
+      const list = this.s.store.list();
+      list.catch(() => (this.endpoints = undefined));
+      this.endpoints = { at: now, list };
+    }
+    return this.endpoints.list;
+  }
+
+  /** Sends what is due: one attempt per claimed message, its outcome recorded. */
+  async poll(): Promise<void> {
+    if (this.polling || this.stopped) return;
+    this.polling = true;
+    try {
+      // The data plane's events first (any central replica raised them): a message per endpoint.
+      for (
+        let events = await this.s.inbox.take(BATCH);
+        events.length > 0;
+        events = await this.s.inbox.take(BATCH)
+      )
+        for (const e of events) await this.enqueue(e, Date.now(), undefined, false);
+      for (;;) {
+        const claimed = await this.s.queue.claim(Date.now(), LEASE_MS, BATCH);
+        if (claimed.length === 0) return;
+        const endpoints = new Map((await this.listEndpoints()).map((w) => [w.metadata.name, w]));
+        await Promise.all(
+          claimed.map(async (m) => {
+            const endpoint = endpoints.get(m.webhook);
+            const attempts = m.attempts + 1;
+            if (endpoint === undefined) {
+              await this.s.queue.record(
+                m.id,
+                { ok: false, error: 'the endpoint was deleted' },
+                attempts,
+                undefined,
+              );
+              return;
+            }
+            const nowS = Math.floor(Date.now() / 1000);
+            const secret = webhookSecret(this.s.sealer, endpoint);
+            const outcome = await this.s.sender.send(
+              endpoint.spec.url,
+              signedHeaders(secret, m.id, nowS, m.body),
+              m.body,
+            );
+            const delay = this.opts.retrySeconds[attempts - 1];
+            const retryAt = outcome.ok || delay === undefined ? undefined : Date.now() + delay * 1000;
+            await this.s.queue.record(m.id, outcome, attempts, retryAt);
+            if (!outcome.ok)
+              this.s.log.info(
+                { webhook: m.webhook, message: m.id, attempts, error: outcome.error, retryAt },
+                retryAt === undefined
+                  ? 'webhook delivery failed for good'
+                  : 'webhook delivery failed; will retry',
+              );
+          }),
+        );
+      }
+    } catch (err) {
+      this.s.log.warn({ err }, 'webhook deliveries not sent this time (Redis?)');
+    } finally {
+      this.polling = false;
+    }
+  }
+
+  /**
+   * key.expiring: each endpoint that asked hears once of each of its keys (its owner's, or every
+   * user's) that expires within its expiringDays. Every replica looks; the first to mark a key
+   * announced (SET NX) announces it.
+   */
+  async scanExpiring(nowMs = Date.now()): Promise<void> {
+    try {
+      const endpoints = (await this.listEndpoints()).filter((w) => w.spec.events.includes('key.expiring'));
+      if (endpoints.length === 0) return;
+      const everyone = endpoints.some((w) => w.spec.allOwners === true);
+      const keys = everyone
+        ? await this.everyKey()
+        : (
+            await Promise.all(
+              [...new Set(endpoints.map((w) => w.spec.owner))].map((o) => this.s.keys.everyKeyOf(o)),
+            )
+          ).flat();
+      for (const w of endpoints) {
+        const horizon = nowMs + (w.spec.expiringDays ?? DEFAULT_EXPIRING_DAYS) * 86_400_000;
+        for (const key of keys) {
+          const { expiresAt, rolled, owner } = key.spec;
+          if (expiresAt === undefined || rolled !== undefined) continue;
+          if (w.spec.allOwners !== true && owner !== w.spec.owner) continue;
+          const at = Date.parse(expiresAt);
+          if (at <= nowMs || at > horizon) continue;
+          const once = redisKeys.webhookOnce(`expiring:${w.metadata.name}:${apiKeyId(key)}:${at}`);
+          const first = await this.s.redis.set(once, '1', 'PX', at - nowMs + 86_400_000, 'NX');
+          if (first !== 'OK') continue;
+          await this.enqueue(expiringEvent(key, nowMs), nowMs, w);
+        }
+      }
+    } catch (err) {
+      this.s.log.warn({ err }, 'keys not checked for a coming expiry this time');
+    }
+  }
+
+  private async everyKey(): Promise<ApiKey[]> {
+    const all: ApiKey[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await this.s.keys.listEvery({ limit: 200, ...(cursor === undefined ? {} : { cursor }) });
+      all.push(...page.items);
+      cursor = page.nextCursor;
+    } while (cursor !== undefined);
+    return all;
+  }
+}
+
+/** Whether an endpoint receives an event: a type it asked for, of its owner (or of everyone's). */
+const wants = (w: Webhook, e: WebhookEvent): boolean =>
+  w.spec.events.includes(e.type) && (w.spec.allOwners === true || w.spec.owner === e.owner);
+
+function expiringEvent(key: ApiKey, nowMs: number): WebhookEvent {
+  const { owner, name, start, identity, expiresAt } = key.spec;
+  return {
+    type: 'key.expiring',
+    owner,
+    data: {
+      keyId: apiKeyId(key),
+      ...(name === undefined ? {} : { keyName: name }),
+      keyStart: start,
+      ...(identity === undefined ? {} : { identity }),
+      owner,
+      detail: {
+        expiresAt: expiresAt ?? '',
+        inDays: Math.round(((Date.parse(expiresAt ?? '') - nowMs) / 86_400_000) * 10) / 10,
+      },
+    },
+  };
+}

@@ -1,0 +1,40 @@
+import type { Redis } from 'ioredis';
+import { redisKeys } from '../../common/redis/schema.js';
+import type { WebhookEvent } from './events.js';
+
+/** Events waiting for a dispatcher, at most: with no management API running, old ones go. */
+const MAX_WAITING = 10_000;
+
+/**
+ * Events raised on the data plane (a limit breached, credits low or spent) by any central gateway
+ * replica, whether or not it serves the management API: they wait here, in Redis, until a replica
+ * that knows the endpoints (gateway/webhooks/dispatcher.ts) fans them out.
+ */
+export class WebhookInbox {
+  constructor(
+    private readonly redis: Redis,
+    private readonly onError: (err: unknown) => void,
+  ) {}
+
+  /** Never waits on the call it is raised by, and never fails it. */
+  push(event: WebhookEvent): void {
+    this.redis
+      .multi()
+      .lpush(redisKeys.webhookInbox, JSON.stringify(event))
+      .ltrim(redisKeys.webhookInbox, 0, MAX_WAITING - 1)
+      .exec()
+      .catch(this.onError);
+  }
+
+  /** The oldest waiting events, up to `max`, taken (each by one replica). */
+  async take(max: number): Promise<WebhookEvent[]> {
+    const raw = await this.redis.rpop(redisKeys.webhookInbox, max);
+    return (raw ?? []).flatMap((line) => {
+      try {
+        return [JSON.parse(line) as WebhookEvent];
+      } catch {
+        return [];
+      }
+    });
+  }
+}

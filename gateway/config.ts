@@ -36,6 +36,28 @@ const webhookConfigShape = {
     ])
     .pipe(z.array(z.string().refine(isCidr, 'each entry is a CIDR such as 10.0.0.0/8 or fd00::/8')))
     .default([]),
+  /**
+   * Webhook URLs may name only these hosts (`hooks.example.com`, or `*.example.com` for its
+   * subdomains). Empty: any host with a public address.
+   */
+  webhookAllowedHosts: z
+    .union([
+      z.array(z.string()),
+      z.string().transform((list) =>
+        list
+          .split(',')
+          .map((c) => c.trim())
+          .filter((c) => c !== ''),
+      ),
+    ])
+    .pipe(
+      z.array(
+        z
+          .string()
+          .regex(/^(\*\.)?[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/i, 'each entry is a host name, or *. and a domain'),
+      ),
+    )
+    .default([]),
   /** Webhook URLs may be http:// (else https:// only). */
   webhookAllowHttp: z
     .union([z.boolean(), z.enum(['true', 'false']).transform((v) => v === 'true')])
@@ -66,6 +88,7 @@ export const DEFAULT_WEBHOOK_SETTINGS = webhookSettingsOf(z.object(webhookConfig
 /** What the management API's webhooks take of the gateway's settings. */
 export function webhookSettingsOf(c: {
   webhookAllowedCidrs: string[];
+  webhookAllowedHosts: string[];
   webhookAllowHttp: boolean;
   webhookRetrySeconds: number[];
   webhookPollMs: number;
@@ -73,6 +96,7 @@ export function webhookSettingsOf(c: {
 }): WebhookSettings {
   return {
     allowedCidrs: c.webhookAllowedCidrs,
+    allowedHosts: c.webhookAllowedHosts,
     allowHttp: c.webhookAllowHttp,
     retrySeconds: c.webhookRetrySeconds,
     pollMs: c.webhookPollMs,
@@ -330,6 +354,7 @@ const ENV: ReadonlyArray<readonly [string, keyof GatewayConfigInput]> = [
   ['TOLLGATE_LEAK_REPORT_KEYS_URL', 'leakReportKeysUrl'],
   ['TOLLGATE_LEAK_REPORT_ACTION', 'leakReportAction'],
   ['TOLLGATE_WEBHOOK_ALLOWED_CIDRS', 'webhookAllowedCidrs'],
+  ['TOLLGATE_WEBHOOK_ALLOWED_HOSTS', 'webhookAllowedHosts'],
   ['TOLLGATE_WEBHOOK_ALLOW_HTTP', 'webhookAllowHttp'],
   ['TOLLGATE_WEBHOOK_RETRY_SECONDS', 'webhookRetrySeconds'],
   ['TOLLGATE_WEBHOOK_POLL_MS', 'webhookPollMs'],

@@ -78,8 +78,8 @@ export async function createManagement(opts: ManagementOptions): Promise<Managem
       { field: 'grantSigningKeyFile' },
     );
   const { store, identities, webhookStore, models } = openStores(opts);
-  const { allowedCidrs, allowHttp, ...schedule } = opts.webhooks ?? DEFAULT_WEBHOOK_SETTINGS;
-  const sender = new WebhookSender({ allowedCidrs, timeoutMs: WEBHOOK_TIMEOUT_MS });
+  const { allowedCidrs, allowedHosts, allowHttp, ...schedule } = opts.webhooks ?? DEFAULT_WEBHOOK_SETTINGS;
+  const sender = new WebhookSender({ allowedCidrs, allowedHosts, timeoutMs: WEBHOOK_TIMEOUT_MS });
   // Kept a day past the last retry, and at least three days: long enough to see and replay.
   const retentionSeconds = Math.max(3 * 86_400, schedule.retrySeconds.reduce((a, b) => a + b, 0) + 86_400);
   const queue = new DeliveryQueue(opts.redis, Math.ceil(retentionSeconds));

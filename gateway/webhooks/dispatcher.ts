@@ -23,6 +23,8 @@ export interface DispatcherOptions {
 export interface WebhookSettings extends DispatcherOptions {
   /** Inward networks (loopback, private) endpoints may be in nonetheless. */
   allowedCidrs: readonly string[];
+  /** The only hosts endpoints may name (`*.` for a domain's subdomains); empty: any public one. */
+  allowedHosts: readonly string[];
   /** Endpoints may be http:// URLs (else https:// only). */
   allowHttp: boolean;
 }

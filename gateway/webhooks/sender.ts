@@ -42,8 +42,15 @@ export class WebhookSender {
   private readonly agent: Agent;
   private readonly allowed: CidrAllowlist | undefined;
 
-  constructor(opts: { allowedCidrs: readonly string[]; timeoutMs: number }) {
+  private readonly hosts: readonly string[];
+
+  constructor(opts: {
+    allowedCidrs: readonly string[];
+    allowedHosts?: readonly string[];
+    timeoutMs: number;
+  }) {
     this.allowed = opts.allowedCidrs.length === 0 ? undefined : new CidrAllowlist([...opts.allowedCidrs]);
+    this.hosts = (opts.allowedHosts ?? []).map((h) => h.toLowerCase());
     const permitted = (address: string): boolean =>
       !inward(address) || (this.allowed?.allows(address) ?? false);
     this.agent = new Agent({
@@ -69,10 +76,20 @@ export class WebhookSender {
     });
   }
 
-  /** Whether a URL names an address literal webhooks may not reach (checked again on connect). */
-  refuses(url: URL): boolean {
-    const host = url.hostname.replace(/^\[|\]$/g, '');
-    return isIP(host) !== 0 && inward(host) && !(this.allowed?.allows(host) ?? false);
+  /**
+   * Why an endpoint's URL is refused, if it is: a host the gateway's allowedHosts leave out, or an
+   * address literal webhooks may not reach (a name is checked on connect, after DNS).
+   */
+  refusal(url: URL): string | undefined {
+    const host = url.hostname.replace(/^\[|\]$/g, '').toLowerCase();
+    if (
+      this.hosts.length > 0 &&
+      !this.hosts.some((h) => (h.startsWith('*.') ? host.endsWith(h.slice(1)) : host === h))
+    )
+      return `${host} is not among the hosts this gateway sends webhooks to (${this.hosts.join(', ')})`;
+    if (isIP(host) !== 0 && inward(host) && !(this.allowed?.allows(host) ?? false))
+      return `${host} is a loopback, private or link-local address, which webhooks may not reach; use a public address`;
+    return undefined;
   }
 
   /** POSTs one delivery; a 2xx answer within the timeout is a success, anything else a failure. */

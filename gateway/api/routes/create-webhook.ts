@@ -81,12 +81,8 @@ function createWebhook(deps: ManagementDeps): RequestHandler {
           field: 'url',
         },
       );
-    if (deps.webhooks.sender.refuses(url))
-      throw new TollgateError(
-        'invalid_field',
-        `url: ${url.hostname} is a loopback, private or link-local address, which webhooks may not reach; use a public address`,
-        { field: 'url' },
-      );
+    const refusal = deps.webhooks.sender.refusal(url);
+    if (refusal !== undefined) throw new TollgateError('invalid_field', `url: ${refusal}`, { field: 'url' });
     const id = newWebhookId();
     const webhook: Webhook = {
       apiVersion: WEBHOOK_API_VERSION,

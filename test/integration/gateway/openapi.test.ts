@@ -12,7 +12,7 @@ import { createLogger } from '../../../common/logger.js';
 import { WorkflowRoutes } from '../../../common/routes/workflow-routes.js';
 import { createManagement } from '../../../gateway/api/management.js';
 import { LocalIssuer } from '../../../gateway/auth/local-issuer.js';
-import { loadGatewayConfig } from '../../../gateway/config.js';
+import { DEFAULT_WEBHOOK_SETTINGS, loadGatewayConfig } from '../../../gateway/config.js';
 import { createGatewayServer, type GatewayServer } from '../../../gateway/server.js';
 import { createGatewayServices, type SharedServices } from '../../../gateway/services.js';
 import { createV2Handler } from '../../../gateway/v2/router.js';
@@ -71,6 +71,14 @@ beforeAll(async () => {
       identity: { local: { stateDir, selfUrl: base } },
       // The fuzzer is an administrator, so the admin routes are exercised too.
       admin: { groupsClaim: 'groups', adminGroups: ['tollgate-admins'] },
+      // The endpoints it registers may name only this host, which nothing listens on: no webhook
+      // leaves the machine, nor looks a name up.
+      webhooks: {
+        ...DEFAULT_WEBHOOK_SETTINGS,
+        allowedHosts: ['127.0.0.2'],
+        allowedCidrs: ['127.0.0.2/32'],
+        allowHttp: true,
+      },
     });
   const services = await createGatewayServices(config, log, { management });
   gateway = createGatewayServer(services, createV2Handler(services, noModels));
@@ -140,6 +148,11 @@ describe('the OpenAPI document', () => {
       '/api/v1/me',
       '/api/v1/models',
       '/api/v1/modules',
+      '/api/v1/webhooks',
+      '/api/v1/webhooks/{id}',
+      '/api/v1/webhooks/{id}/deliveries',
+      '/api/v1/webhooks/{id}/deliveries/{delivery}/replay',
+      '/api/v1/webhooks/{id}/rotate-secret',
       '/events/platform/api/v1/{resource}',
       '/v2/health/live',
       '/v2/health/ready',

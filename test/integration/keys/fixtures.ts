@@ -15,7 +15,7 @@ import { LocalIssuer } from '../../../gateway/auth/local-issuer.js';
 /** An admin policy under which nobody is an administrator. */
 export const NO_ADMINS = { groupsClaim: 'groups', adminGroups: [] };
 
-const CRD_FILES = ['apikeys', 'identities'].map((name) =>
+const CRD_FILES = ['apikeys', 'identities', 'webhooks'].map((name) =>
   fileURLToPath(new URL(`../../../crds/${name}.yaml`, import.meta.url)),
 );
 const run = promisify(execFile);
@@ -34,6 +34,7 @@ export async function kubeWithApiKeys(): Promise<{ kc: KubeConfig; kubectl: stri
     '--timeout=30s',
     'crd/apikeys.tollgate.dev',
     'crd/identities.tollgate.dev',
+    'crd/webhooks.tollgate.dev',
   );
   const kc = new KubeConfig();
   kc.loadFromFile(info.kubeconfig);

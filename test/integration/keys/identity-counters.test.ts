@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
 import { TollgateError } from '../../../common/errors.js';
 import type { KeyGrant } from '../../../common/resources/grant.js';
-import { identityAccount, RateLimiter } from '../../../gateway/auth/rate-limit.js';
+import { identityAccount, RateLimiter, type LimitNotice } from '../../../gateway/auth/rate-limit.js';
 import { readCredits } from '../../../common/apikey/credits.js';
 import { redis } from '../../harness/index.js';
 
@@ -101,5 +101,43 @@ describe('a key of an identity', () => {
     expect(over.message).toMatch(
       new RegExp(`^this key's identity "${identity}" limit "per-hour" allows 2 requests per 3600 s`),
     );
+  });
+});
+
+describe('what the limiter tells the webhooks', () => {
+  it('a window’s first refusal, and credits low and spent, once each among concurrent calls', async () => {
+    const notices: LimitNotice[] = [];
+    const limiter = new RateLimiter(client, { countsCredits: true, notices: (n) => notices.push(n) });
+    const suffix = Math.random().toString(36).slice(2, 8);
+    const grant: KeyGrant = {
+      id: `n${suffix}`,
+      owner: 'alice',
+      module: 'platform',
+      roles: ['viewer'],
+      limits: [{ name: 'burst', requests: 30, windowSeconds: 3600 }],
+      identity: { name: `crew-${suffix}`, credits: { amount: 20 } },
+    };
+    // 40 calls at once: 20 admitted (the identity's credits), the rest refused.
+    const outcomes = await Promise.all(
+      Array.from({ length: 40 }, () =>
+        limiter.take(grant).then(
+          () => 'ok',
+          (e: unknown) => (e as TollgateError).code,
+        ),
+      ),
+    );
+    expect(outcomes.filter((o) => o === 'ok')).toHaveLength(20);
+    // Refused calls keep counting in the window: its 31st call is the first over it.
+    expect(notices.map((n) => `${n.type}:${n.identity ?? 'key'}`).sort()).toEqual([
+      `credits.exhausted:crew-${suffix}`,
+      `credits.low:crew-${suffix}`,
+      'key.rate_limited:key',
+    ]);
+    expect(notices.find((n) => n.type === 'credits.low')?.detail).toEqual({ amount: 20, remaining: 2 });
+    expect(notices.find((n) => n.type === 'key.rate_limited')?.detail).toEqual({
+      limit: 'burst',
+      requests: 30,
+      windowSeconds: 3600,
+    });
   });
 });

@@ -1,5 +1,6 @@
 import { unusedAudit } from '../../harness/audit.js';
 import { webhookDeps } from './webhook-deps.js';
+import { dirWebhookStore, kubeWebhookStore } from '../../../gateway/webhooks/store.js';
 import { putWorkflowRoute } from '../workflow-route.js';
 import { readdir, readFile } from 'node:fs/promises';
 import type { Server } from 'node:http';
@@ -80,20 +81,39 @@ interface KeyJson {
 
 const adminPolicy = { groupsClaim: 'groups', adminGroups: ['tollgate-admins', 'platform-ops'] };
 
-const stores: Array<[string, (dir: string) => Promise<{ keys: ApiKeyStore; identities: IdentityStore }>]> = [
+const stores: Array<
+  [
+    string,
+    (dir: string) => Promise<{
+      keys: ApiKeyStore;
+      identities: IdentityStore;
+      webhooks: (redis: Redis) => Promise<ManagementDeps['webhooks']>;
+    }>,
+  ]
+> = [
   [
     'manifest directory',
-    async (dir) => ({
-      keys: new DirApiKeyStore(new ManifestDir(dir, () => undefined)),
-      identities: dirIdentityStore(new ManifestDir(dir, () => undefined)),
-    }),
+    async (dir) => {
+      const keys = new DirApiKeyStore(new ManifestDir(dir, () => undefined));
+      return {
+        keys,
+        identities: dirIdentityStore(new ManifestDir(dir, () => undefined)),
+        webhooks: (redis: Redis) =>
+          webhookDeps(redis, dirWebhookStore(new ManifestDir(dir, () => undefined)), keys),
+      };
+    },
   ],
   [
     'Kubernetes',
     async () => {
       const { kc } = await kubeWithApiKeys();
       const namespace = await freshNamespace(kc, 'keys-api');
-      return { keys: kubeKeyStore(kc, namespace), identities: kubeIdentityStore(kc, namespace) };
+      const keys = kubeKeyStore(kc, namespace);
+      return {
+        keys,
+        identities: kubeIdentityStore(kc, namespace),
+        webhooks: (redis: Redis) => webhookDeps(redis, kubeWebhookStore(kc, namespace), keys),
+      };
     },
   ],
 ];
@@ -140,7 +160,7 @@ describe.each(stores)('management API over HTTP (keys on %s)', (label, openStore
           ...(await openStore(stateDir).then(async (s) => ({
             store: (store = s.keys),
             identities: s.identities,
-            webhooks: await webhookDeps(client, stateDir, s.keys),
+            webhooks: await s.webhooks(client),
           }))),
           index: new KeyIndexWriter(client, await testSealer()),
           redis: client,
@@ -981,6 +1001,55 @@ describe.each(stores)('management API over HTTP (keys on %s)', (label, openStore
         403,
         'admin_required',
       );
+    });
+  });
+
+  describe('webhooks', () => {
+    it('are registered over https, listed, rotated and removed by their owner only', async () => {
+      expectError(
+        await call('POST', '/webhooks', {
+          body: { url: 'http://hooks.example.com/t', events: ['key.revoked'] },
+        }),
+        400,
+        'invalid_field',
+        'url',
+      );
+      const made = await call('POST', '/webhooks', {
+        body: {
+          url: 'https://hooks.example.com/t',
+          events: ['key.revoked', 'key.expiring'],
+          expiringDays: 14,
+        },
+      });
+      expect(made.status).toBe(201);
+      expect(made.headers.get('cache-control')).toBe('no-store');
+      expect(made.body).toMatchObject({
+        url: 'https://hooks.example.com/t',
+        events: ['key.revoked', 'key.expiring'],
+        expiringDays: 14,
+        owner: alice,
+      });
+      const secret = made.body.secret as string;
+      expect(secret).toMatch(/^whsec_/);
+      const id = made.body.id as string;
+      const listed = items(await call('GET', '/webhooks')) as unknown as Array<Record<string, unknown>>;
+      expect(listed.map((w) => w.id)).toContain(id);
+      expect(JSON.stringify(listed)).not.toContain(secret);
+      expect(items(await call('GET', '/webhooks', { token: bobToken }))).toEqual([]);
+      expectError(await call('DELETE', `/webhooks/${id}`, { token: bobToken }), 404, 'webhook_not_found');
+      expectError(
+        await call('POST', `/webhooks/${id}/rotate-secret`, { token: bobToken }),
+        404,
+        'webhook_not_found',
+      );
+      const rotated = await call('POST', `/webhooks/${id}/rotate-secret`);
+      expect(rotated.status).toBe(200);
+      expect(rotated.body.secret).toMatch(/^whsec_/);
+      expect(rotated.body.secret).not.toBe(secret);
+      expect((await call('GET', `/webhooks/${id}/deliveries`)).body).toEqual({ items: [] });
+      expectError(await call('GET', '/webhooks/not-an-id/deliveries'), 400, 'invalid_field', 'id');
+      expect((await call('DELETE', `/webhooks/${id}`)).status).toBe(204);
+      expectError(await call('GET', `/webhooks/${id}/deliveries`), 404, 'webhook_not_found');
     });
   });
 

@@ -3,6 +3,7 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { OffboardedUsers } from '../../../gateway/auth/offboarded-users.js';
 import { webhookDeps } from './webhook-deps.js';
+import { dirWebhookStore } from '../../../gateway/webhooks/store.js';
 import { dirIdentityStore } from '../../../common/identity/store.js';
 import express from 'express';
 import { Redis } from 'ioredis';
@@ -45,7 +46,11 @@ describe('management API with Redis down', () => {
       '/api/v1',
       createManagementRouter({
         store,
-        webhooks: await webhookDeps(client, await tempDir('tollgate-down-wh-'), store),
+        webhooks: await webhookDeps(
+          client,
+          dirWebhookStore(new ManifestDir(await tempDir('tollgate-down-wh-'), () => undefined)),
+          store,
+        ),
         identities: dirIdentityStore(new ManifestDir(await tempDir('tollgate-down-ids-'), () => undefined)),
         index: new KeyIndexWriter(client, await testSealer()),
         redis: client,

@@ -1,23 +1,21 @@
 import type { Redis } from 'ioredis';
 import type { ApiKeyStore } from '../../../common/apikey/store.js';
 import { createLogger } from '../../../common/logger.js';
-import { ManifestDir } from '../../../common/resources/manifest-dir.js';
 import type { ManagementDeps } from '../../../gateway/api/deps.js';
 import { DEFAULT_WEBHOOK_SETTINGS } from '../../../gateway/config.js';
 import { DeliveryQueue } from '../../../gateway/webhooks/deliveries.js';
 import { WebhookDispatcher } from '../../../gateway/webhooks/dispatcher.js';
 import { WebhookInbox } from '../../../gateway/webhooks/inbox.js';
 import { WebhookSender } from '../../../gateway/webhooks/sender.js';
-import { dirWebhookStore } from '../../../gateway/webhooks/store.js';
+import type { WebhookStore } from '../../../gateway/webhooks/store.js';
 import { testSealer } from '../signing.js';
 
-/** The webhooks part of hand-built management deps: endpoints as manifests in `dir`, not started. */
+/** The webhooks part of hand-built management deps: endpoints in `store`, deliveries not started. */
 export async function webhookDeps(
   redis: Redis,
-  dir: string,
+  store: WebhookStore,
   keys: ApiKeyStore,
 ): Promise<ManagementDeps['webhooks']> {
-  const store = dirWebhookStore(new ManifestDir(dir, () => undefined));
   const queue = new DeliveryQueue(redis, 3 * 86_400);
   const sender = new WebhookSender({ allowedCidrs: [], timeoutMs: 1_000 });
   const sealer = await testSealer();

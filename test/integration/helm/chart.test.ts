@@ -357,6 +357,9 @@ describe('helm chart: lint and render', () => {
       trustedProxyCidrs: [],
       maxRollGraceSeconds: 604800,
       auditRetentionDays: 90,
+      webhookAllowedHosts: [],
+      webhookAllowedCidrs: [],
+      webhookAllowHttp: false,
       oidc: {
         issuer: 'https://idp.example.test/realms/data',
         audience: 'tollgate',

@@ -109,6 +109,8 @@ export const ERROR_STATUS = {
   identity_changed: 409,
   key_already_rolled: 409,
   webhook_changed: 409,
+  too_many_webhooks: 409,
+  too_many_identities: 409,
   key_changed: 409,
   key_expired: 409,
   model_conflict: 409,

@@ -6,7 +6,7 @@ import type { Logger } from '../common/logger.js';
 import type { Management } from './api/management.js';
 import { AuditLog } from './audit/audit-log.js';
 import type { LimitNotice } from './auth/rate-limit.js';
-import { noticeEvent } from './webhooks/events.js';
+import { noticeEvent, noticeOnce } from './webhooks/events.js';
 import { WebhookInbox } from './webhooks/inbox.js';
 import { openSegmentStore } from './audit/open-segment-store.js';
 import { MetadataCache } from './v2/metadata-cache.js';
@@ -221,7 +221,7 @@ export async function createGatewayServices(
       // user may not write there): whichever replica serves the management API sends them.
       ...(config.grantSigningKeyFile === undefined
         ? {}
-        : { notices: (n: LimitNotice) => inbox.push(noticeEvent(n)) }),
+        : { notices: (n: LimitNotice) => inbox.push(noticeEvent(n), noticeOnce(n)) }),
     }),
     usage,
     modelUsage,

@@ -58,6 +58,7 @@ export function setupTerm({ sources, redis, sealer, verifier, routes, signingKey
       sources.apiKeys,
       sources.identities,
       new KeyIndexWriter(redis, sealer),
+      sealer,
       opts.namespace === undefined ? undefined : { redis, verifier, namespace: opts.namespace },
     ),
     new WorkflowServiceReconciler({

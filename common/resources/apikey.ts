@@ -6,7 +6,7 @@ import {
 } from './generated/apikeys.js';
 import { isCidr } from '../net/cidr.js';
 import type { KeyGrant } from './grant.js';
-import { identityGrant, type IdentitySpec } from './identity.js';
+import { identityGrant, type FoundIdentity } from './identity.js';
 
 /**
  * The ApiKey resource (tollgate.dev/v1alpha1): one key, holding only the SHA-256 of its value.
@@ -122,8 +122,8 @@ export function newApiKey(id: string, spec: ApiKeySpec): ApiKey {
   return { apiVersion: API_KEY_API_VERSION, kind: API_KEY_KIND, metadata: { name: apiKeyName(id) }, spec };
 }
 
-/** Looks an identity up by name (undefined: there is none): where `toKeyGrant` finds a key's. */
-export type IdentityLookup = (name: string) => IdentitySpec | undefined;
+/** Looks an identity up by name: where `toKeyGrant` finds a key's. */
+export type IdentityLookup = (name: string) => FoundIdentity;
 
 /**
  * The Redis key-index entry for a key: what it grants, never the hash or the key. A key of an

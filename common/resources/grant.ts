@@ -32,6 +32,13 @@ const creditsSchema = z.object({
  */
 export const identityGrantSchema = z.object({
   name: z.string().min(1),
+  /**
+   * Where its counters are (`@` and a keyed digest of its name, rate-limit.ts): not guessable from
+   * the name, so a team holding a sidecar's Redis password (which may increment counters) cannot
+   * fill another customer's windows; the same across the identity's re-creation, so deleting and
+   * making it again resets no quota.
+   */
+  account: z.string().regex(/^@[0-9a-f]{24}$/),
   limits: z.array(namedLimitSchema).optional(),
   credits: creditsSchema.optional(),
   missing: z.literal(true).optional(),

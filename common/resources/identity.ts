@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { identitySpecSchema } from './generated/identities.js';
 import { identitySchema as generatedIdentity } from './generated/identities.js';
+import type { EntrySealer } from '../redis/sealed-entry.js';
 import type { IdentityGrant } from './grant.js';
 
 /**
@@ -35,14 +36,27 @@ export const identitySchema = generatedIdentity.extend({
   metadata: generatedIdentity.shape.metadata.extend({ name: identityNameSchema }),
 });
 
+/**
+ * The account an identity's counters are kept under: a digest of its name keyed by the signing
+ * key (grant.ts, identityGrantSchema.account says why). The operator and the central gateways,
+ * which hold that key, all make the same one.
+ */
+export function identityCounterAccount(sealer: Pick<EntrySealer, 'deriveSecret'>, name: string): string {
+  return `@${sealer.deriveSecret(`identity-counters:${name}`).toString('hex').slice(0, 24)}`;
+}
+
+/** An identity as a key's entry is made from it: its spec (undefined: there is none) and account. */
+export interface FoundIdentity {
+  spec: z.infer<typeof identitySpecSchema> | undefined;
+  account: string;
+}
+
 /** What an identity puts in each of its keys' index entries: its name, limits and credits. */
-export function identityGrant(
-  name: string,
-  spec: z.infer<typeof identitySpecSchema> | undefined,
-): IdentityGrant {
+export function identityGrant(name: string, found: FoundIdentity): IdentityGrant {
+  const { spec, account } = found;
   // Missing (deleted, or never made): the key is refused rather than let off the identity's limits.
-  if (spec === undefined) return { name, missing: true };
-  const grant: IdentityGrant = { name };
+  if (spec === undefined) return { name, account, missing: true };
+  const grant: IdentityGrant = { name, account };
   if (spec.limits !== undefined) grant.limits = spec.limits.map((l) => ({ ...l }));
   if (spec.credits !== undefined) grant.credits = { ...spec.credits };
   return grant;

@@ -20,6 +20,8 @@ import type { WebhookStore } from '../webhooks/store.js';
 /** What the management API is built from; the gateway builds each once and injects it. */
 export interface ManagementDeps {
   store: ApiKeyStore;
+  /** Seals index entries, and derives what the signing key's holders share (identities' counter accounts, webhook secrets). */
+  sealer: EntrySealer;
   /** Identities: whom several keys belong to, with limits and credits across them. */
   identities: IdentityStore;
   index: KeyIndexWriter;
@@ -47,8 +49,6 @@ export interface ManagementDeps {
     queue: DeliveryQueue;
     sender: WebhookSender;
     dispatcher: WebhookDispatcher;
-    sealer: EntrySealer;
-    allowHttp: boolean;
   };
   /** The longest grace period a roll may give the old key. */
   maxRollGraceSeconds: number;

@@ -3,9 +3,12 @@ import { readCredits, type CreditsState } from '../../common/apikey/credits.js';
 import { TollgateError } from '../../common/errors.js';
 import { redisUnavailable } from '../../common/redis/unavailable.js';
 import { toKeyGrant } from '../../common/resources/apikey.js';
-import { identityNameSchema, type Identity } from '../../common/resources/identity.js';
+import {
+  identityCounterAccount,
+  identityNameSchema,
+  type Identity,
+} from '../../common/resources/identity.js';
 import type { Caller } from '../auth/oidc.js';
-import { identityAccount } from '../auth/rate-limit.js';
 import type { ManagementDeps } from './deps.js';
 import { validate } from './validate.js';
 import type { IdentityView } from './views.js';
@@ -46,7 +49,10 @@ export async function rewriteKeysOf(deps: ManagementDeps, identity: Identity): P
   for (const key of keys)
     await deps.index.put(
       key.spec.hash,
-      toKeyGrant(key, () => identity.spec),
+      toKeyGrant(key, () => ({
+        spec: identity.spec,
+        account: identityCounterAccount(deps.sealer, identity.metadata.name),
+      })),
     );
   return keys.length;
 }
@@ -59,16 +65,25 @@ export async function identityCredits(
   const credits = identity.spec.credits;
   if (credits === undefined) return undefined;
   try {
-    return await readCredits(deps.redis, identityAccount(identity.metadata.name), credits);
+    return await readCredits(
+      deps.redis,
+      identityCounterAccount(deps.sealer, identity.metadata.name),
+      credits,
+    );
   } catch (err) {
     throw redisUnavailable(err);
   }
 }
 
-export async function toIdentityView(deps: ManagementDeps, identity: Identity): Promise<IdentityView> {
+/** The identity as the API shows it; `withKeys`: with how many keys it has (a pass over the keys). */
+export async function toIdentityView(
+  deps: ManagementDeps,
+  identity: Identity,
+  withKeys = true,
+): Promise<IdentityView> {
   const { owner, ownerName, displayName, limits } = identity.spec;
-  const keys = await deps.store.keysOfIdentity(identity.metadata.name);
-  const view: IdentityView = { name: identity.metadata.name, owner, keys: keys.length };
+  const view: IdentityView = { name: identity.metadata.name, owner };
+  if (withKeys) view.keys = (await deps.store.keysOfIdentity(identity.metadata.name)).length;
   if (ownerName !== undefined) view.ownerName = ownerName;
   if (displayName !== undefined) view.displayName = displayName;
   const created = identity.metadata.creationTimestamp;

@@ -1,10 +1,18 @@
 import type { IdentityStore } from '../../common/identity/store.js';
+import type { EntrySealer } from '../../common/redis/sealed-entry.js';
 import { toKeyGrant, type ApiKey } from '../../common/resources/apikey.js';
 import type { KeyGrant } from '../../common/resources/grant.js';
+import { identityCounterAccount } from '../../common/resources/identity.js';
 
 /** A key's index entry as the management API writes it: with its identity's limits, read now. */
-export async function keyGrantOf(identities: IdentityStore, key: ApiKey): Promise<KeyGrant> {
+export async function keyGrantOf(
+  deps: { identities: IdentityStore; sealer: EntrySealer },
+  key: ApiKey,
+): Promise<KeyGrant> {
   const name = key.spec.identity;
-  const identity = name === undefined ? undefined : await identities.get(name);
-  return toKeyGrant(key, (n) => (n === name ? identity?.spec : undefined));
+  const identity = name === undefined ? undefined : await deps.identities.get(name);
+  return toKeyGrant(key, (n) => ({
+    spec: n === name ? identity?.spec : undefined,
+    account: identityCounterAccount(deps.sealer, n),
+  }));
 }

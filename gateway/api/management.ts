@@ -79,7 +79,7 @@ export async function createManagement(opts: ManagementOptions): Promise<Managem
     );
   const { store, identities, webhookStore, models } = openStores(opts);
   const { allowedCidrs, allowedHosts, allowHttp, ...schedule } = opts.webhooks ?? DEFAULT_WEBHOOK_SETTINGS;
-  const sender = new WebhookSender({ allowedCidrs, allowedHosts, timeoutMs: WEBHOOK_TIMEOUT_MS });
+  const sender = new WebhookSender({ allowedCidrs, allowedHosts, allowHttp, timeoutMs: WEBHOOK_TIMEOUT_MS });
   // Kept a day past the last retry, and at least three days: long enough to see and replay.
   const retentionSeconds = Math.max(3 * 86_400, schedule.retrySeconds.reduce((a, b) => a + b, 0) + 86_400);
   const queue = new DeliveryQueue(opts.redis, Math.ceil(retentionSeconds));
@@ -125,7 +125,8 @@ export async function createManagement(opts: ManagementOptions): Promise<Managem
       action: opts.leakReports?.action ?? 'revoke',
     },
     findGrant: (hash) => readKeyGrant(opts.redis, opts.trust.verifier, hash),
-    webhooks: { store: webhookStore, queue, sender, dispatcher, sealer, allowHttp },
+    sealer,
+    webhooks: { store: webhookStore, queue, sender, dispatcher },
     log: opts.log,
   });
   const close = async () => {

@@ -86,6 +86,7 @@ export const callerSchema = z.object({
 export const offboardResultSchema = z.object({
   owner: z.string(),
   revoked: z.array(z.string()).describe('Ids of the keys revoked now'),
+  webhooksRemoved: z.array(z.string()).describe('Ids of the user’s webhook endpoints removed'),
 });
 
 export const createdKeySchema = apiKeyViewSchema.extend({
@@ -118,7 +119,7 @@ export const identityViewSchema = z.object({
     .optional()
     .describe('Named limits counted across all its keys'),
   credits: creditsStateSchema.optional().describe('Credits shared by all its keys, now'),
-  keys: z.int().min(0).describe('How many keys belong to it'),
+  keys: z.int().min(0).optional().describe('How many keys belong to it (not in listings)'),
 });
 export type IdentityView = z.infer<typeof identityViewSchema>;
 

@@ -32,6 +32,8 @@ export const AUDIT_ACTIONS = [
   'identity.deleted',
   'identity.limits_changed',
   'identity.credits_added',
+  'webhook.created',
+  'webhook.deleted',
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 

@@ -14,12 +14,6 @@ export const isLimited = (grant: KeyGrant): boolean =>
   grant.identity?.limits !== undefined ||
   grant.identity?.credits !== undefined;
 
-/**
- * The counters' account of an identity: `@` never starts a key id (hex), so an identity named like
- * one never shares its counters.
- */
-export const identityAccount = (name: string): string => `@${name}`;
-
 /** Whose budget a window or credits belong to, as the 429 names it. */
 type Holder = { kind: 'key' } | { kind: 'identity'; name: string };
 
@@ -117,8 +111,7 @@ export class RateLimiter {
     // A rolled key counts on its chain's counters: rolling resets no quota.
     count(grant.countsAs ?? grant.id, { kind: 'key' }, grant);
     const { identity } = grant;
-    if (identity !== undefined)
-      count(identityAccount(identity.name), { kind: 'identity', name: identity.name }, identity);
+    if (identity !== undefined) count(identity.account, { kind: 'identity', name: identity.name }, identity);
     if (windows.length === 0 && spends.length === 0) return;
     let counts: number[];
     let spent: number[];

@@ -28,7 +28,7 @@ export interface Claimed {
   attempts: number;
 }
 
-/** Messages of an endpoint's log kept (older ones are trimmed with their message). */
+/** Messages kept per endpoint: older ones go, with their hash and queue entry. */
 const LOG_SIZE = 200;
 
 // Moves every due message's next attempt a lease away, atomically: a message is claimed by one
@@ -50,12 +50,15 @@ export class DeliveryQueue {
     private readonly retentionSeconds: number,
   ) {}
 
-  /** Queues a message for `webhook`, due now; resolves with its id. */
+  /**
+   * Queues a message for `webhook`, due now; resolves with its id. The endpoint's oldest messages
+   * beyond its log's size go, hash and queue entry too: one endpoint holds at most LOG_SIZE.
+   */
   async enqueue(webhook: string, type: string, body: string, nowMs = Date.now()): Promise<string> {
     const id = `msg_${randomBytes(12).toString('hex')}`;
     const key = redisKeys.webhookMessage(id);
     const log = redisKeys.webhookLog(webhook);
-    await execAll(
+    const replies = await execAll(
       this.redis
         .multi()
         .hset(key, {
@@ -70,9 +73,18 @@ export class DeliveryQueue {
         .expire(key, this.retentionSeconds)
         .zadd(redisKeys.webhookDue, nowMs, id)
         .zadd(log, nowMs, id)
-        .zremrangebyrank(log, 0, -LOG_SIZE - 1)
-        .expire(log, this.retentionSeconds),
+        .expire(log, this.retentionSeconds)
+        .zrange(log, 0, -LOG_SIZE - 1),
     );
+    const old = replies.at(-1) as string[];
+    if (old.length > 0)
+      await execAll(
+        this.redis
+          .multi()
+          .del(...old.map((m) => redisKeys.webhookMessage(m)))
+          .zrem(redisKeys.webhookDue, ...old)
+          .zrem(log, ...old),
+      );
     return id;
   }
 

@@ -177,14 +177,8 @@ export class WebhookDispatcher {
     try {
       const endpoints = (await this.listEndpoints()).filter((w) => w.spec.events.includes('key.expiring'));
       if (endpoints.length === 0) return;
-      const everyone = endpoints.some((w) => w.spec.allOwners === true);
-      const keys = everyone
-        ? await this.everyKey()
-        : (
-            await Promise.all(
-              [...new Set(endpoints.map((w) => w.spec.owner))].map((o) => this.s.keys.everyKeyOf(o)),
-            )
-          ).flat();
+      // One pass over the keys (the store's watched copy on a cluster), whatever the endpoints.
+      const keys = await this.everyKey();
       for (const w of endpoints) {
         const horizon = nowMs + (w.spec.expiringDays ?? DEFAULT_EXPIRING_DAYS) * 86_400_000;
         for (const key of keys) {

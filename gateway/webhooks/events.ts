@@ -58,3 +58,9 @@ export function noticeEvent(n: LimitNotice): WebhookEvent {
   if (identity !== undefined) data.identity = identity;
   return { type: n.type, owner: grant.owner, data };
 }
+
+/** A breached limit is told at most once a minute per key and limit; credits marks are once by nature. */
+export function noticeOnce(n: LimitNotice): { key: string; seconds: number } | undefined {
+  if (n.type !== 'key.rate_limited') return undefined;
+  return { key: `rl:${n.grant.id}:${n.identity ?? ''}:${String(n.detail['limit'])}`, seconds: 60 };
+}

@@ -16,13 +16,26 @@ export class WebhookInbox {
     private readonly onError: (err: unknown) => void,
   ) {}
 
-  /** Never waits on the call it is raised by, and never fails it. */
-  push(event: WebhookEvent): void {
-    this.redis
-      .multi()
-      .lpush(redisKeys.webhookInbox, JSON.stringify(event))
-      .ltrim(redisKeys.webhookInbox, 0, MAX_WAITING - 1)
-      .exec()
+  /**
+   * Never waits on the call it is raised by, and never fails it. With `once`, the event is dropped
+   * when one with the same `once.key` was pushed within `once.seconds` (a limit of one request per
+   * second is breached every second: its owner hears of it once a minute, and the inbox is not
+   * flooded with one user's notices).
+   */
+  push(event: WebhookEvent, once?: { key: string; seconds: number }): void {
+    const gate =
+      once === undefined
+        ? Promise.resolve<'OK' | null>('OK')
+        : this.redis.set(redisKeys.webhookOnce(once.key), '1', 'EX', once.seconds, 'NX');
+    gate
+      .then((first) => {
+        if (first !== 'OK') return;
+        return this.redis
+          .multi()
+          .lpush(redisKeys.webhookInbox, JSON.stringify(event))
+          .ltrim(redisKeys.webhookInbox, 0, MAX_WAITING - 1)
+          .exec();
+      })
       .catch(this.onError);
   }
 

@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { KeyIndexWriter } from '../../common/apikey/index-writer.js';
-import type { EntryVerifier } from '../../common/redis/sealed-entry.js';
+import type { EntrySealer, EntryVerifier } from '../../common/redis/sealed-entry.js';
 import { sweepStaleKeys } from '../rebuild.js';
 import {
   API_KEY_API_VERSION,
@@ -11,7 +11,7 @@ import {
   type ApiKey,
 } from '../../common/resources/apikey.js';
 import type { KeyGrant } from '../../common/resources/grant.js';
-import type { Identity } from '../../common/resources/identity.js';
+import { identityCounterAccount, type Identity } from '../../common/resources/identity.js';
 import {
   ConflictError,
   parseRefKey,
@@ -107,6 +107,7 @@ export class ApiKeyReconciler implements Reconciler {
   readonly name = 'apikey';
   private readonly entries = new Map<string, Written>();
   private readonly tombstones = new Map<string, { hash: string; id: string }>();
+  private readonly accounts = new Map<string, string>();
 
   readonly watches: Watches<ApiKeyResource>;
 
@@ -115,6 +116,8 @@ export class ApiKeyReconciler implements Reconciler {
     /** A key of an identity carries its limits: a change to one rewrites the entries of its keys. */
     private readonly identities: WatchedSource<IdentityResource>,
     private readonly index: KeyIndexWriter,
+    /** Makes identities' counter accounts (common/resources/identity.ts), as the gateways do. */
+    private readonly sealer: Pick<EntrySealer, 'deriveSecret'>,
     /**
      * Where stale entries are swept from (operator/rebuild.ts): only with a namespace, the one whose
      * keys this operator owns; an operator of every namespace leaves the index's strays alone.
@@ -145,40 +148,45 @@ export class ApiKeyReconciler implements Reconciler {
     return refs;
   }
 
-  /** The key's identity as the cache holds it, if it names one. */
-  private identityOf(k: ApiKeyResource): IdentityResource | undefined {
+  /**
+   * The key's identity as the cache holds it now, with the version an entry made from it records
+   * (`-` when it is missing). Read once per write, before signing: an identity changing meanwhile
+   * leaves an entry recorded as older than it is, which its requeued reconcile then rewrites.
+   */
+  private identityNow(k: ApiKeyResource): {
+    identity: IdentityResource | undefined;
+    version: string | undefined;
+  } {
     const name = k.spec.identity;
-    return name === undefined
-      ? undefined
-      : this.identities.get({ namespace: k.metadata.namespace ?? '', name });
+    if (name === undefined) return { identity: undefined, version: undefined };
+    const identity = this.identities.get({ namespace: k.metadata.namespace ?? '', name });
+    return { identity, version: identity?.metadata.resourceVersion ?? MISSING };
   }
 
-  private grantOf(k: ApiKeyResource): KeyGrant {
-    const identity = this.identityOf(k);
-    return toKeyGrant(k, () => identity?.spec);
+  private grantOf(k: ApiKeyResource, identity: IdentityResource | undefined): KeyGrant {
+    return toKeyGrant(k, (name) => ({ spec: identity?.spec, account: this.accountOf(name) }));
   }
 
-  private writtenFor(k: ApiKeyResource, seal: string): Written {
-    return {
-      uid: k.metadata.uid,
-      generation: k.metadata.generation,
-      identity: this.identityVersion(k),
-      seal,
-      written: true,
-    };
+  /** Identities' counter accounts, made once per name (a keyed digest each). */
+  private accountOf(name: string): string {
+    let account = this.accounts.get(name);
+    if (account === undefined) {
+      account = identityCounterAccount(this.sealer, name);
+      if (this.accounts.size < 10_000) this.accounts.set(name, account);
+    }
+    return account;
   }
 
-  private identityVersion(k: ApiKeyResource): string | undefined {
-    if (k.spec.identity === undefined) return undefined;
-    return this.identityOf(k)?.metadata.resourceVersion ?? MISSING;
+  private writtenFor(k: ApiKeyResource, seal: string, identity: string | undefined): Written {
+    return { uid: k.metadata.uid, generation: k.metadata.generation, identity, seal, written: true };
   }
 
-  private isFor(w: Written | undefined, k: ApiKeyResource): w is Written {
+  private isFor(w: Written | undefined, k: ApiKeyResource, identity: string | undefined): w is Written {
     return (
       w !== undefined &&
       w.uid === k.metadata.uid &&
       w.generation === k.metadata.generation &&
-      w.identity === this.identityVersion(k)
+      w.identity === identity
     );
   }
 
@@ -196,7 +204,7 @@ export class ApiKeyReconciler implements Reconciler {
     let count = 0;
     await this.index.putMany(this.live(), (e, seal) => {
       count++;
-      this.entries.set(e.ref, this.writtenFor(e.key, seal));
+      this.entries.set(e.ref, this.writtenFor(e.key, seal, e.identity));
     });
     return count;
   }
@@ -207,6 +215,7 @@ export class ApiKeyReconciler implements Reconciler {
     key: ApiKeyResource;
     hash: string;
     grant: () => KeyGrant;
+    identity: string | undefined;
     seal?: string;
   }> {
     for (const k of this.keys.list()) {
@@ -214,12 +223,14 @@ export class ApiKeyReconciler implements Reconciler {
         continue;
       const ref = refKey({ namespace: k.metadata.namespace ?? '', name: k.metadata.name });
       const kept = this.entries.get(ref);
+      const { identity, version } = this.identityNow(k);
       yield {
         ref,
         key: k,
         hash: k.spec.hash,
-        grant: () => this.grantOf(k),
-        ...(this.isFor(kept, k) ? { seal: kept.seal } : {}),
+        grant: () => this.grantOf(k, identity),
+        identity: version,
+        ...(this.isFor(kept, k, version) ? { seal: kept.seal } : {}),
       };
     }
   }
@@ -268,8 +279,10 @@ export class ApiKeyReconciler implements Reconciler {
       obj = updated;
     }
     const entry = this.entries.get(key);
-    if (this.isFor(entry, obj) && entry.written) return undefined;
-    this.entries.set(key, this.writtenFor(obj, await this.index.put(obj.spec.hash, this.grantOf(obj))));
+    const { identity, version } = this.identityNow(obj);
+    if (this.isFor(entry, obj, version) && entry.written) return undefined;
+    const seal = await this.index.put(obj.spec.hash, this.grantOf(obj, identity));
+    this.entries.set(key, this.writtenFor(obj, seal, version));
     return undefined;
   }
 }

@@ -4,7 +4,7 @@ import { TollgateError } from '../../../common/errors.js';
 import { redisUnavailable } from '../../../common/redis/unavailable.js';
 import { AUDIT_HEADER } from '../../audit/audit-log.js';
 import { callerOf, requireAdmin } from '../../auth/oidc.js';
-import { identityAccount } from '../../auth/rate-limit.js';
+import { identityCounterAccount } from '../../../common/resources/identity.js';
 import type { ManagementDeps } from '../deps.js';
 import { identityCredits, identityFor, identityParam, identityParamsSchema } from '../identity-access.js';
 import type { ManagementRoute } from '../route.js';
@@ -33,7 +33,7 @@ function adminAddIdentityCredits(deps: ManagementDeps): RequestHandler {
         { field: 'add' },
       );
     try {
-      await addCredits(deps.redis, identityAccount(name), credits, add);
+      await addCredits(deps.redis, identityCounterAccount(deps.sealer, name), credits, add);
     } catch (err) {
       throw redisUnavailable(err);
     }

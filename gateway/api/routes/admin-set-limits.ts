@@ -88,7 +88,7 @@ function adminSetLimits(deps: ManagementDeps): RequestHandler {
         key = again;
       }
     }
-    await deps.index.put(key.spec.hash, await keyGrantOf(deps.identities, key));
+    await deps.index.put(key.spec.hash, await keyGrantOf(deps, key));
     deps.audit.record({
       action: 'key.limits_changed',
       keyId: apiKeyId(key),

@@ -16,6 +16,9 @@ import type { ManagementRoute } from '../route.js';
 import { validate } from '../validate.js';
 import { identityViewSchema } from '../views.js';
 
+/** Identities one user may have (each is a resource on the API server). */
+export const MAX_IDENTITIES_PER_OWNER = 100;
+
 // Printable text only: a display name is shown in the panel and in `kubectl get`.
 const PRINTABLE = /^[^\p{Cc}\p{Cf}\p{Zl}\p{Zp}]*$/u;
 
@@ -69,6 +72,12 @@ function createIdentity(deps: ManagementDeps): RequestHandler {
         ...(body.credits === undefined ? {} : { credits: body.credits }),
       },
     };
+    const theirs = (await deps.identities.list()).filter((i) => i.spec.owner === caller.subject);
+    if (theirs.length >= MAX_IDENTITIES_PER_OWNER)
+      throw new TollgateError(
+        'too_many_identities',
+        `you have ${theirs.length} identities, the most one user may have; delete one you no longer use first`,
+      );
     const created = await deps.identities.create(identity);
     deps.audit.record({
       action: 'identity.created',

@@ -160,7 +160,7 @@ function createKey(deps: ManagementDeps): RequestHandler {
 
     const created = await deps.store.create(newApiKey(newKeyId(), spec));
     try {
-      await deps.index.put(spec.hash, await keyGrantOf(deps.identities, created));
+      await deps.index.put(spec.hash, await keyGrantOf(deps, created));
     } catch (e) {
       // The key was never shown, so undoing the resource loses nothing; keeping it would make the
       // operator index a key nobody holds.

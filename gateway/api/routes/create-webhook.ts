@@ -17,6 +17,9 @@ import { validate } from '../validate.js';
 import { webhookWithSecretSchema } from '../views.js';
 import { toWebhookView } from '../webhook-access.js';
 
+/** Endpoints one user may have: each event is a message per endpoint, kept for days. */
+export const MAX_WEBHOOKS_PER_OWNER = 10;
+
 // Printable text only: a description is shown in listings.
 const PRINTABLE = /^[^\p{Cc}\p{Cf}\p{Zl}\p{Zp}]*$/u;
 
@@ -72,17 +75,14 @@ function createWebhook(deps: ManagementDeps): RequestHandler {
     const body = validate(createWebhookBodySchema, req.body, 'body');
     const caller = callerOf(res);
     if (body.allOwners === true) requireAdmin(caller, deps.admin.groupsClaim);
-    const url = new URL(body.url);
-    if (url.protocol === 'http:' && !deps.webhooks.allowHttp)
-      throw new TollgateError(
-        'invalid_field',
-        'url must be https:// (this gateway sends webhooks over TLS only)',
-        {
-          field: 'url',
-        },
-      );
-    const refusal = deps.webhooks.sender.refusal(url);
+    const refusal = deps.webhooks.sender.refusal(new URL(body.url));
     if (refusal !== undefined) throw new TollgateError('invalid_field', `url: ${refusal}`, { field: 'url' });
+    const theirs = (await deps.webhooks.store.list()).filter((w) => w.spec.owner === caller.subject);
+    if (theirs.length >= MAX_WEBHOOKS_PER_OWNER)
+      throw new TollgateError(
+        'too_many_webhooks',
+        `you have ${theirs.length} webhooks, the most one user may have; delete one (DELETE /api/v1/webhooks/<id>) first`,
+      );
     const id = newWebhookId();
     const webhook: Webhook = {
       apiVersion: WEBHOOK_API_VERSION,
@@ -100,10 +100,22 @@ function createWebhook(deps: ManagementDeps): RequestHandler {
     };
     const created = await deps.webhooks.store.create(webhook);
     deps.webhooks.dispatcher.forgetEndpoints();
+    deps.audit.record({
+      action: 'webhook.created',
+      owner: caller.subject,
+      actor: caller.subject,
+      req,
+      detail: {
+        webhook: id,
+        url: body.url,
+        events: body.events.join(','),
+        ...(body.allOwners ? { allOwners: 'true' } : {}),
+      },
+    });
     res
       .status(201)
       .set({ Location: `${req.baseUrl}/webhooks/${id}`, 'Cache-Control': 'no-store' })
-      .json({ ...toWebhookView(created), secret: webhookSecret(deps.webhooks.sealer, created) });
+      .json({ ...toWebhookView(created), secret: webhookSecret(deps.sealer, created) });
   };
 }
 
@@ -115,6 +127,6 @@ export const createWebhookRoute: ManagementRoute = {
     'Register an endpoint for your key events; the answer holds its signing secret, the only time it is sent',
   body: { schema: createWebhookBodySchema, required: true },
   ok: { status: 201, description: 'The endpoint and its signing secret', schema: webhookWithSecretSchema },
-  errors: [400, 401, 403, 413, 415, 503],
+  errors: [400, 401, 403, 409, 413, 415, 503],
   handler: createWebhook,
 };

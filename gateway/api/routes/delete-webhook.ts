@@ -1,4 +1,5 @@
 import type { RequestHandler } from 'express';
+import { AUDIT_HEADER } from '../../audit/audit-log.js';
 import { callerOf } from '../../auth/oidc.js';
 import type { ManagementDeps } from '../deps.js';
 import type { ManagementRoute } from '../route.js';
@@ -8,10 +9,21 @@ import { webhookFor, webhookIdParam, webhookIdParamsSchema, webhookNotFound } fr
 function deleteWebhook(deps: ManagementDeps): RequestHandler {
   return async (req, res) => {
     const id = webhookIdParam(req.params);
-    const webhook = await webhookFor(deps, callerOf(res), id);
+    const caller = callerOf(res);
+    const webhook = await webhookFor(deps, caller, id);
     if (!(await deps.webhooks.store.delete(webhook))) throw webhookNotFound(id);
     deps.webhooks.dispatcher.forgetEndpoints();
-    res.status(204).end();
+    deps.audit.record({
+      action: 'webhook.deleted',
+      owner: webhook.spec.owner,
+      actor: caller.subject,
+      req,
+      detail: { webhook: id, url: webhook.spec.url },
+    });
+    res
+      .status(204)
+      .set(AUDIT_HEADER, await deps.audit.settle())
+      .end();
   };
 }
 

@@ -1,4 +1,5 @@
 import type { RequestHandler } from 'express';
+import { webhookId } from '../../../common/resources/webhook.js';
 import { z } from 'zod';
 import { TollgateError } from '../../../common/errors.js';
 import { apiKeyId } from '../../../common/resources/apikey.js';
@@ -38,6 +39,20 @@ function offboard(deps: ManagementDeps): RequestHandler {
     // First the lockout: from here the user's tokens are refused on every replica, so no new key
     // or roll can start; one already under way undoes itself (create-key, roll-key).
     await deps.offboarded.mark(owner);
+    // Then their webhook endpoints: a departed user hears nothing more (not even of this).
+    const webhooksRemoved: string[] = [];
+    for (const w of await deps.webhooks.store.list()) {
+      if (w.spec.owner !== owner || !(await deps.webhooks.store.delete(w))) continue;
+      webhooksRemoved.push(webhookId(w.metadata.name));
+      deps.audit.record({
+        action: 'webhook.deleted',
+        owner,
+        actor: caller.subject,
+        req,
+        detail: { webhook: webhookId(w.metadata.name), url: w.spec.url, reason: 'user offboarded' },
+      });
+    }
+    deps.webhooks.dispatcher.forgetEndpoints();
     const revoked: string[] = [];
     // Until a pass finds nothing left: a roll that completed while a pass listed is caught by the
     // next one.
@@ -68,7 +83,7 @@ function offboard(deps: ManagementDeps): RequestHandler {
         `offboarding revoked ${revoked.length} keys but ${left} were still being made; the user's tokens are refused, retry to revoke the rest`,
       );
     }
-    res.set(AUDIT_HEADER, await deps.audit.settle()).json({ owner, revoked });
+    res.set(AUDIT_HEADER, await deps.audit.settle()).json({ owner, revoked, webhooksRemoved });
   };
 }
 
@@ -78,7 +93,7 @@ export const offboardRoute: ManagementRoute = {
   method: 'post',
   path: '/admin/offboard',
   operationId: 'offboardUser',
-  summary: 'Administrators: revoke every key of one user in one action',
+  summary: 'Administrators: revoke every key of one user, and remove their webhooks, in one action',
   body: { schema: offboardBodySchema, required: true },
   ok: { status: 200, description: 'The keys revoked', schema: offboardResultSchema },
   errors: [400, 401, 403, 413, 415, 503],

@@ -82,7 +82,7 @@ function rollKey(deps: ManagementDeps): RequestHandler {
     };
     let marked: ApiKey;
     try {
-      await deps.index.put(spec.hash, await keyGrantOf(deps.identities, created));
+      await deps.index.put(spec.hash, await keyGrantOf(deps, created));
       // As for a new key, once it is whole: a roll racing its owner's offboarding is undone.
       await deps.offboarded.check(callerOf(res));
       marked = await markRolled(deps, old, rolled);
@@ -95,7 +95,7 @@ function rollKey(deps: ManagementDeps): RequestHandler {
     // shorten the old key's index entry now is repaired by the operator, which reconciles the
     // changed resource into the same entry.
     await deps.index
-      .put(marked.spec.hash, await keyGrantOf(deps.identities, marked))
+      .put(marked.spec.hash, await keyGrantOf(deps, marked))
       .catch((err: unknown) =>
         deps.log.warn({ err, id }, 'rolled key: index entry not shortened now; the operator will'),
       );

@@ -18,7 +18,7 @@ function rotateWebhookSecret(deps: ManagementDeps): RequestHandler {
     res
       .status(200)
       .set('Cache-Control', 'no-store')
-      .json({ ...toWebhookView(rotated), secret: webhookSecret(deps.webhooks.sealer, rotated) });
+      .json({ ...toWebhookView(rotated), secret: webhookSecret(deps.sealer, rotated) });
   };
 }
 

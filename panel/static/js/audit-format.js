@@ -14,6 +14,8 @@ const ACTIONS = {
   'identity.deleted': 'Identity deleted',
   'identity.limits_changed': 'Identity limits changed',
   'identity.credits_added': 'Identity credits added',
+  'webhook.created': 'Webhook added',
+  'webhook.deleted': 'Webhook removed',
 };
 
 /** @param {string} action */

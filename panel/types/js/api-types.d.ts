@@ -112,7 +112,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Administrators: revoke every key of one user in one action */
+        /** Administrators: revoke every key of one user, and remove their webhooks, in one action */
         post: operations["offboardUser"];
         delete?: never;
         options?: never;
@@ -654,7 +654,7 @@ export interface components {
         AuditPage: {
             items: {
                 /** @enum {string} */
-                action: "key.created" | "key.rolled" | "key.deleted" | "key.expired" | "key.refused" | "key.limits_changed" | "key.leaked" | "key.credits_added" | "identity.created" | "identity.deleted" | "identity.limits_changed" | "identity.credits_added";
+                action: "key.created" | "key.rolled" | "key.deleted" | "key.expired" | "key.refused" | "key.limits_changed" | "key.leaked" | "key.credits_added" | "identity.created" | "identity.deleted" | "identity.limits_changed" | "identity.credits_added" | "webhook.created" | "webhook.deleted";
                 actor: string;
                 address?: string;
                 at: string;
@@ -789,8 +789,8 @@ export interface components {
                 spent: number;
             };
             displayName?: string;
-            /** @description How many keys belong to it */
-            keys: number;
+            /** @description How many keys belong to it (not in listings) */
+            keys?: number;
             /** @description Named limits counted across all its keys */
             limits?: {
                 name: string;
@@ -822,8 +822,8 @@ export interface components {
                     spent: number;
                 };
                 displayName?: string;
-                /** @description How many keys belong to it */
-                keys: number;
+                /** @description How many keys belong to it (not in listings) */
+                keys?: number;
                 /** @description Named limits counted across all its keys */
                 limits?: {
                     name: string;
@@ -914,6 +914,8 @@ export interface components {
             owner: string;
             /** @description Ids of the keys revoked now */
             revoked: string[];
+            /** @description Ids of the user’s webhook endpoints removed */
+            webhooksRemoved: string[];
         };
         OwnedApiKeyPage: {
             items: {
@@ -2162,7 +2164,7 @@ export interface operations {
     listAuditEvents: {
         parameters: {
             query?: {
-                action?: "key.created" | "key.rolled" | "key.deleted" | "key.expired" | "key.refused" | "key.limits_changed" | "key.leaked" | "key.credits_added" | "identity.created" | "identity.deleted" | "identity.limits_changed" | "identity.credits_added";
+                action?: "key.created" | "key.rolled" | "key.deleted" | "key.expired" | "key.refused" | "key.limits_changed" | "key.leaked" | "key.credits_added" | "identity.created" | "identity.deleted" | "identity.limits_changed" | "identity.credits_added" | "webhook.created" | "webhook.deleted";
                 cursor?: string;
                 identity?: string;
                 keyId?: string;
@@ -2766,6 +2768,15 @@ export interface operations {
             };
             /** @description The credentials do not allow this (admin routes: not an administrator) */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The key changed meanwhile, was already rolled, or has expired */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -5,11 +5,15 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
 import { TollgateError } from '../../../common/errors.js';
 import type { KeyGrant } from '../../../common/resources/grant.js';
-import { identityAccount, RateLimiter, type LimitNotice } from '../../../gateway/auth/rate-limit.js';
+import { RateLimiter, type LimitNotice } from '../../../gateway/auth/rate-limit.js';
+import { identityCounterAccount } from '../../../common/resources/identity.js';
+import { testSealer } from '../signing.js';
 import { readCredits } from '../../../common/apikey/credits.js';
 import { redis } from '../../harness/index.js';
 
 let client: Redis;
+/** An identity's counter account, as the operator and the gateways make it. */
+const account = async (name: string): Promise<string> => identityCounterAccount(await testSealer(), name);
 
 beforeAll(async () => {
   client = new Redis((await redis('identity-counters')).url);
@@ -33,6 +37,7 @@ describe('a key of an identity', () => {
     const limiter = new RateLimiter(client);
     // Credits that never refill (no EXPIRE in the transaction) beside daily ones and a window:
     // each counter's reply is read from its own place.
+    const acct = await account(identity);
     const grant = (id: string): KeyGrant => ({
       id,
       owner: 'alice',
@@ -40,7 +45,7 @@ describe('a key of an identity', () => {
       roles: ['viewer'],
       credits: { amount: 100 },
       limits: [{ name: 'burst', requests: 100, windowSeconds: 60 }],
-      identity: { name: identity, credits: { amount: 3, refill: 'daily' } },
+      identity: { name: identity, account: acct, credits: { amount: 3, refill: 'daily' } },
     });
     const a = grant(`a${suffix}`);
     const b = grant(`b${suffix}`);
@@ -58,23 +63,21 @@ describe('a key of an identity', () => {
     );
     // b's own credits: one spent, the refused call's given back.
     expect((await readCredits(client, b.id, { amount: 100 })).spent).toBe(1);
-    expect(
-      (await readCredits(client, identityAccount(identity), { amount: 3, refill: 'daily' })).remaining,
-    ).toBe(0);
-    // An identity named like a key id never shares that key's counters.
+    expect((await readCredits(client, acct, { amount: 3, refill: 'daily' })).remaining).toBe(0);
+    // An identity's counters are never a key's, whatever its name (a key id's, here).
     const lookalike = `${'0'.repeat(20)}`;
     await limiter.take({
       ...a,
       id: lookalike,
       credits: { amount: 1 },
-      identity: { name: lookalike, credits: { amount: 5 } },
+      identity: { name: lookalike, account: await account(lookalike), credits: { amount: 5 } },
     });
     const own = await refusal(
       limiter.take({
         ...a,
         id: lookalike,
         credits: { amount: 1 },
-        identity: { name: lookalike, credits: { amount: 5 } },
+        identity: { name: lookalike, account: await account(lookalike), credits: { amount: 5 } },
       }),
     );
     expect(own.message).toMatch(/^this key's 1 credits are spent/);
@@ -88,7 +91,11 @@ describe('a key of an identity', () => {
       owner: 'alice',
       module: 'platform',
       roles: ['viewer'],
-      identity: { name: identity, limits: [{ name: 'per-hour', requests: 2, windowSeconds: 3600 }] },
+      identity: {
+        name: identity,
+        account: await account(identity),
+        limits: [{ name: 'per-hour', requests: 2, windowSeconds: 3600 }],
+      },
     };
     await limiter.take(g);
     await limiter.take({ ...g, id: `${g.id}x` });
@@ -115,7 +122,7 @@ describe('what the limiter tells the webhooks', () => {
       module: 'platform',
       roles: ['viewer'],
       limits: [{ name: 'burst', requests: 30, windowSeconds: 3600 }],
-      identity: { name: `crew-${suffix}`, credits: { amount: 20 } },
+      identity: { name: `crew-${suffix}`, account: await account(`crew-${suffix}`), credits: { amount: 20 } },
     };
     // 40 calls at once: 20 admitted (the identity's credits), the rest refused.
     const outcomes = await Promise.all(

@@ -163,6 +163,7 @@ describe.each(stores)('management API over HTTP (keys on %s)', (label, openStore
             webhooks: await s.webhooks(client),
           }))),
           index: new KeyIndexWriter(client, await testSealer()),
+          sealer: await testSealer(),
           redis: client,
           audit: unusedAudit(),
           maxRollGraceSeconds: 3_600,
@@ -948,6 +949,8 @@ describe.each(stores)('management API over HTTP (keys on %s)', (label, openStore
       const grant = await readKeyGrant(client, await testVerifier(), hashKey(key.body.key as string));
       expect(grant?.identity).toEqual({
         name,
+        // Its counters' account: a keyed digest of the name, not the name (which anyone may guess).
+        account: expect.stringMatching(/^@[0-9a-f]{24}$/),
         limits: [{ name: 'per-day', requests: 500, windowSeconds: 86_400 }],
         credits: { amount: 100, refill: 'monthly' },
       });
@@ -1246,11 +1249,26 @@ describe.each(stores)('management API over HTTP (keys on %s)', (label, openStore
       const made = await store.find(outside.body.id as string);
       await store.update({ ...made!, metadata: { ...made!.metadata, labels: {} } });
       const stays = await create({ module: 'platform', roles: ['viewer'], name: 'stays' }, erinToken);
+      // Their webhook endpoints go too; another user's stays.
+      const hook = await call('POST', '/webhooks', {
+        token: leaverToken,
+        body: { url: 'https://hooks.example.com/leaver', events: ['key.revoked'] },
+      });
+      const erinsHook = await call('POST', '/webhooks', {
+        token: erinToken,
+        body: { url: 'https://hooks.example.com/erin', events: ['key.revoked'] },
+      });
 
       const done = await call('POST', '/admin/offboard', { token: adminToken, body: { owner: leaver } });
       expect(done.status).toBe(200);
       expect(done.body.owner).toBe(leaver);
       expect((done.body.revoked as string[]).length).toBe(4);
+      expect(done.body.webhooksRemoved).toEqual([hook.body.id]);
+      const left = (await call('GET', '/webhooks', { token: adminToken })).body.items as Array<{
+        id: string;
+      }>;
+      expect(left.map((w) => w.id)).toContain(erinsHook.body.id);
+      expect(left.map((w) => w.id)).not.toContain(hook.body.id);
       for (const key of keys) expect(await indexed(key)).toBe(false);
       expect(await indexed(stays.body.key as string)).toBe(true);
       // A lockout, not only a revocation: the tokens the user still holds make, roll and list nothing.
@@ -1273,6 +1291,7 @@ describe.each(stores)('management API over HTTP (keys on %s)', (label, openStore
       ).toEqual({
         owner: leaver,
         revoked: [],
+        webhooksRemoved: [],
       });
       expectError(
         await call('POST', '/admin/offboard', { token: adminToken, body: {} }),

@@ -53,6 +53,7 @@ describe('management API with Redis down', () => {
         ),
         identities: dirIdentityStore(new ManifestDir(await tempDir('tollgate-down-ids-'), () => undefined)),
         index: new KeyIndexWriter(client, await testSealer()),
+        sealer: await testSealer(),
         redis: client,
         audit: unusedAudit(),
         maxRollGraceSeconds: 3_600,

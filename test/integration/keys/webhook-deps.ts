@@ -32,5 +32,5 @@ export async function webhookDeps(
     },
     DEFAULT_WEBHOOK_SETTINGS,
   );
-  return { store, queue, sender, dispatcher, sealer, allowHttp: false };
+  return { store, queue, sender, dispatcher };
 }

@@ -62,7 +62,7 @@ describe('webhook events', () => {
       owner: 'alice',
       module: 'platform' as const,
       roles: ['viewer'],
-      identity: { name: 'acme' },
+      identity: { name: 'acme', account: '@0123456789abcdef01234567' },
     };
     expect(
       noticeEvent({ type: 'credits.low', grant, identity: 'acme', detail: { amount: 10, remaining: 1 } }),
@@ -76,7 +76,7 @@ describe('webhook events', () => {
 
 describe('webhook destinations', () => {
   it('refuse loopback, private, link-local and metadata addresses unless the gateway allows them', async () => {
-    const sender = new WebhookSender({ allowedCidrs: [], timeoutMs: 1_000 });
+    const sender = new WebhookSender({ allowedCidrs: [], allowHttp: true, timeoutMs: 1_000 });
     const inward = [
       'http://127.0.0.1/h',
       'http://10.0.0.5/h',
@@ -89,15 +89,33 @@ describe('webhook destinations', () => {
       'http://[fe80::1]/h',
       'http://[::ffff:10.0.0.1]/h',
       'http://0.0.0.0/h',
+      'http://[64:ff9b::a9fe:a9fe]/h',
+      'http://198.18.0.1/h',
+      'http://224.0.0.1/h',
     ];
     for (const url of inward) expect([url, sender.refusal(new URL(url)) !== undefined]).toEqual([url, true]);
     expect(sender.refusal(new URL('https://203.0.113.7/h'))).toBeUndefined();
     expect(sender.refusal(new URL('https://hooks.example.com/h'))).toBeUndefined();
     // A name is checked on the address it resolves to, when connecting: nothing is sent.
-    const attempt = await sender.send('http://localhost:9/h', {}, '{}');
-    expect(attempt).toMatchObject({ ok: false, error: expect.stringMatching(/^ENOTALLOWED/) });
+    expect(await sender.send('http://localhost:9/h', {}, '{}')).toEqual({
+      ok: false,
+      error: 'not allowed: the host resolves to an address webhooks may not reach',
+    });
+    // An address literal is refused when sending too (the settings may have changed), unconnected.
+    expect(await sender.send('https://127.0.0.1:9/h', {}, '{}')).toMatchObject({
+      ok: false,
+      error: expect.stringMatching(/^not allowed: 127\.0\.0\.1 is a loopback/),
+    });
     await sender.close();
-    const allowing = new WebhookSender({ allowedCidrs: ['10.0.0.0/8'], timeoutMs: 1_000 });
+    // http:// only where the gateway allows it, checked again when sending.
+    const strict = new WebhookSender({ allowedCidrs: [], timeoutMs: 1_000 });
+    expect(strict.refusal(new URL('http://hooks.example.com/h'))).toMatch(/must be https/);
+    expect(await strict.send('http://hooks.example.com/h', {}, '{}')).toEqual({
+      ok: false,
+      error: 'not allowed: it must be https:// (this gateway sends webhooks over TLS only)',
+    });
+    await strict.close();
+    const allowing = new WebhookSender({ allowedCidrs: ['10.0.0.0/8'], allowHttp: true, timeoutMs: 1_000 });
     expect(allowing.refusal(new URL('http://10.0.0.5/h'))).toBeUndefined();
     expect(allowing.refusal(new URL('http://127.0.0.1/h'))).toMatch(/loopback, private or link-local/);
     await allowing.close();

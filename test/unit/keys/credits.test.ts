@@ -53,7 +53,11 @@ describe('a sidecar’s rate limiter, for a key of an identity', () => {
         owner: 'a',
         module: 'platform',
         roles: ['viewer'],
-        identity: { name: 'acme', credits: { amount: 5, refill: 'daily' } },
+        identity: {
+          name: 'acme',
+          account: '@0123456789abcdef01234567',
+          credits: { amount: 5, refill: 'daily' },
+        },
       })
       .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(TollgateError);

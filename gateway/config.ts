@@ -299,6 +299,31 @@ export const gatewayConfigSchema = z
     /** revoke: a reported key that is real is revoked at once; report: only recorded and answered. */
     leakReportAction: z.enum(['revoke', 'report']).default('revoke'),
     ...webhookConfigShape,
+    /**
+     * Credits one call to a platform resource spends, where not 1 (`{datasets: 5}`); a Model's own
+     * is its spec.creditCost.
+     */
+    creditCosts: z
+      .union([
+        z.record(z.string(), z.unknown()),
+        z.string().transform((list, ctx) => {
+          const out: Record<string, unknown> = {};
+          for (const item of list
+            .split(',')
+            .map((i) => i.trim())
+            .filter((i) => i !== '')) {
+            const eq = item.indexOf('=');
+            if (eq <= 0) {
+              ctx.addIssue({ code: 'custom', message: `"${item}" must be written resource=cost` });
+              return z.NEVER;
+            }
+            out[item.slice(0, eq)] = Number(item.slice(eq + 1));
+          }
+          return out;
+        }),
+      ])
+      .pipe(z.record(z.string(), z.int('a cost is a whole number of credits').min(1).max(1000)))
+      .default({}),
     adminGroups: z
       .union([
         z.array(z.string().min(1).max(255)),
@@ -353,6 +378,7 @@ const ENV: ReadonlyArray<readonly [string, keyof GatewayConfigInput]> = [
   ['TOLLGATE_ADMIN_GROUPS', 'adminGroups'],
   ['TOLLGATE_LEAK_REPORT_KEYS_URL', 'leakReportKeysUrl'],
   ['TOLLGATE_LEAK_REPORT_ACTION', 'leakReportAction'],
+  ['TOLLGATE_CREDIT_COSTS', 'creditCosts'],
   ['TOLLGATE_WEBHOOK_ALLOWED_CIDRS', 'webhookAllowedCidrs'],
   ['TOLLGATE_WEBHOOK_ALLOWED_HOSTS', 'webhookAllowedHosts'],
   ['TOLLGATE_WEBHOOK_ALLOW_HTTP', 'webhookAllowHttp'],

@@ -100,7 +100,7 @@ class EventsCall {
   private routed(grant: KeyGrant, target: EventsTarget): void {
     if (!isLimited(grant)) this.send(grant, target);
     else
-      this.s.rateLimiter.take(grant).then(
+      this.s.rateLimiter.take(grant, target.cost).then(
         () => this.send(grant, target),
         (err: unknown) => this.fail(err),
       );

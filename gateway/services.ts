@@ -180,6 +180,7 @@ export async function createGatewayServices(
     roles,
     config.upstreams,
     extras.platformResources?.(shared) ?? new Map(),
+    config.creditCosts,
   );
   const upstreams = new UpstreamPools({
     connections: config.upstreamConnections,

@@ -74,7 +74,7 @@ export class RateLimiter {
   ) {}
 
   /** Resolves when the call fits the key's budgets; rejects with 429 (and Retry-After) or 503. */
-  async take(grant: KeyGrant, nowMs = Date.now()): Promise<void> {
+  async take(grant: KeyGrant, cost = 1, nowMs = Date.now()): Promise<void> {
     const nowS = Math.floor(nowMs / 1000);
     const windows: Window[] = [];
     const spends: Spend[] = [];
@@ -126,7 +126,7 @@ export class RateLimiter {
         n += 2;
       }
       for (const s of spends) {
-        tx.incr(s.key);
+        tx.incrby(s.key, cost);
         at.push(n++);
         const ttl = counterTtlSeconds(s.period, nowMs);
         if (ttl !== undefined) {
@@ -143,8 +143,8 @@ export class RateLimiter {
     this.tellBreaches(grant, windows, counts);
     const broke = spends.find((s, i) => (spent[i] as number) > s.credits.amount);
     if (broke !== undefined) {
-      await this.giveBack(spends);
-      throw creditsExhausted(broke, nowMs);
+      await this.giveBack(spends, cost);
+      throw creditsExhausted(broke, cost, nowMs);
     }
     // The full window that frees last decides when to retry.
     let over: { w: Window; retryAfter: number } | undefined;
@@ -154,10 +154,10 @@ export class RateLimiter {
       if (over === undefined || retryAfter > over.retryAfter) over = { w, retryAfter };
     });
     if (over === undefined) {
-      this.tellCredits(grant, spends, spent);
+      this.tellCredits(grant, spends, spent, cost);
       return;
     }
-    await this.giveBack(spends);
+    await this.giveBack(spends, cost);
     const { w, retryAfter } = over;
     const whose = w.holder.kind === 'key' ? 'this key' : `this key's identity "${w.holder.name}"`;
     const what =
@@ -191,16 +191,21 @@ export class RateLimiter {
     });
   }
 
-  private tellCredits(grant: KeyGrant, spends: Spend[], spent: number[]): void {
+  /**
+   * Credits low: the call whose spending crossed the mark (one call, among all replicas). Spent:
+   * the call after which less is left than it cost (exactly one call when every call costs alike).
+   */
+  private tellCredits(grant: KeyGrant, spends: Spend[], spent: number[], cost: number): void {
     const tell = this.opts.notices;
     if (tell === undefined) return;
     spends.forEach((s, i) => {
       const { amount } = s.credits;
       const now = spent[i] as number;
+      const mark = lowMark(amount);
       const type =
-        now === amount
+        amount - now < cost
           ? 'credits.exhausted'
-          : now === lowMark(amount) && lowMark(amount) > 0
+          : mark > 0 && now - cost < mark && now >= mark
             ? 'credits.low'
             : undefined;
       if (type === undefined) return;
@@ -221,15 +226,15 @@ export class RateLimiter {
   }
 
   /** A refused call's credits back; should Redis fail now, they stay spent (never one too many). */
-  private async giveBack(spends: Spend[]): Promise<void> {
+  private async giveBack(spends: Spend[], cost: number): Promise<void> {
     if (spends.length === 0) return;
     const tx = this.redis.multi();
-    for (const s of spends) tx.decr(s.key);
+    for (const s of spends) tx.decrby(s.key, cost);
     await tx.exec().catch(() => undefined);
   }
 }
 
-function creditsExhausted({ credits, period, holder }: Spend, nowMs: number): TollgateError {
+function creditsExhausted({ credits, period, holder }: Spend, cost: number, nowMs: number): TollgateError {
   const whose = holder.kind === 'key' ? "this key's" : `the identity "${holder.name}"'s`;
   const headers: Record<string, string> =
     holder.kind === 'identity' ? { 'tollgate-identity': holder.name } : {};
@@ -238,14 +243,14 @@ function creditsExhausted({ credits, period, holder }: Spend, nowMs: number): To
     // No refill will come: a retry helps only after a top-up, so clients are told to wait long.
     return new TollgateError(
       'credits_exhausted',
-      `${whose} ${credits.amount} credits are spent; an administrator can add more`,
+      `${whose} ${credits.amount} credits are spent${cost > 1 ? ` (this call costs ${cost})` : ''}; an administrator can add more`,
       { headers: { 'retry-after': '3600', ...headers } },
     );
   }
   const per = credits.refill === 'daily' ? 'day' : 'month';
   return new TollgateError(
     'credits_exhausted',
-    `${whose} ${credits.amount} credits for this ${per} are spent; they refill at ${new Date(refillAtMs).toISOString()}`,
+    `${whose} ${credits.amount} credits for this ${per} are spent${cost > 1 ? ` (this call costs ${cost})` : ''}; they refill at ${new Date(refillAtMs).toISOString()}`,
     {
       headers: {
         'retry-after': String(Math.max(1, Math.ceil((refillAtMs - nowMs) / 1000))),

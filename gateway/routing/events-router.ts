@@ -26,7 +26,7 @@ export type PlatformResourceHandler = (
   ctx: { grant: KeyGrant; requestId: string; resource: string; path: NormalisedPath },
 ) => void | Promise<void>;
 
-export type EventsTarget =
+export type EventsTarget = (
   | {
       kind: RouteKind;
       proxy: { origin: string; path: string };
@@ -39,7 +39,11 @@ export type EventsTarget =
    * (`POST /events/bda/<wf>/<model>/v2/models/<model>/infer`): checked as /v2 checks it, by the
    * same Inference service, from the runtime the workflow route names.
    */
-  | { kind: 'bda'; inference: { model: string; workflow: string; routed: RuntimeAddress } };
+  | { kind: 'bda'; inference: { model: string; workflow: string; routed: RuntimeAddress } }
+) & {
+  /** Credits the call spends (a platform resource's creditCosts setting, a Model's creditCost); absent: 1. */
+  cost?: number;
+};
 
 const PLATFORM_METHODS = new Set(['GET', 'PUT', 'POST']);
 
@@ -54,6 +58,8 @@ export class EventsRouter {
     private readonly roles: RoleCatalogue,
     upstreams: Readonly<Record<string, string>>,
     private readonly builtIn: ReadonlyMap<string, PlatformResourceHandler>,
+    /** Credits a call to each platform resource spends, where not 1 (the gateway's creditCosts). */
+    private readonly costs: Readonly<Record<string, number>> = {},
   ) {
     this.upstreams = new Map(Object.entries(upstreams).map(([name, url]) => [name, resolveRoute({ url })]));
   }
@@ -105,6 +111,8 @@ export class EventsRouter {
       refuseOtherOwner(route.route.owner, grant, workflow);
       const audience =
         route.route.grantAudience === undefined ? {} : { grantAudience: route.route.grantAudience };
+      // A model's creditCost is its inference's: its other paths cost what any call does.
+      const cost = route.route.creditCost === undefined ? {} : { cost: route.route.creditCost };
       // Only a route the operator wrote for a Model (its source says so, and it is sealed): a
       // Service a team labels with a model's name as its service id is proxied as its own.
       if (route.route.source?.startsWith('model/') === true && isModelInference(method, path, service))
@@ -115,6 +123,7 @@ export class EventsRouter {
             workflow,
             routed: { origin: route.origin, basePath: route.basePath, ...audience },
           },
+          ...cost,
         };
       return {
         kind: 'bda',
@@ -156,10 +165,15 @@ export class EventsRouter {
         `this key's roles (${grant.roles.join(', ')}) do not allow ${method} on ${resource}`,
       );
     }
-    if (builtIn !== undefined) return { kind: 'platform', builtIn, resource };
+    const cost = this.costs[resource] === undefined ? {} : { cost: this.costs[resource] };
+    if (builtIn !== undefined) return { kind: 'platform', builtIn, resource, ...cost };
     const route = upstream as ResolvedRoute;
     // The upstream serves the platform's own REST paths: it receives /api/v1/<resource>[/...].
-    return { kind: 'platform', proxy: { origin: route.origin, path: upstreamPath(route.basePath, path, 2) } };
+    return {
+      kind: 'platform',
+      proxy: { origin: route.origin, path: upstreamPath(route.basePath, path, 2) },
+      ...cost,
+    };
   }
 }
 

@@ -128,15 +128,16 @@ export class ModelAccess {
     }
     return this.refusalsNoted(grant, req, async () => {
       const found = await this.runtimeFor(model, grant, want);
-      await this.admit(grant, req, `/v2/models/${model}`);
+      // Inference (the calls a traffic split applies to) spends the model's creditCost.
+      await this.admit(grant, req, `/v2/models/${model}`, want.split ? found.cost : 1);
       return { grant, runtime: await this.warm(model, want, found) };
     });
   }
 
   /** A grant the central gateway signed was rate-limited and counted there already. */
-  private async admit(grant: KeyGrant, req: IncomingMessage, endpoint: string): Promise<void> {
+  private async admit(grant: KeyGrant, req: IncomingMessage, endpoint: string, cost = 1): Promise<void> {
     if (countedUpstream(grant)) return;
-    if (isLimited(grant)) await this.s.rateLimiter.take(grant);
+    if (isLimited(grant)) await this.s.rateLimiter.take(grant, cost);
     this.s.usage.record(grant.id, `${req.method ?? 'GET'} ${endpoint}`);
   }
 
@@ -163,7 +164,7 @@ export class ModelAccess {
     model: string,
     grant: KeyGrant,
     want: VersionWanted,
-  ): Promise<{ chosen: Chosen; audience: string | undefined }> {
+  ): Promise<{ chosen: Chosen; audience: string | undefined; cost: number }> {
     this.checkInferenceRole(grant);
     // Before the model is looked up: a key learns nothing of the models outside its scope.
     if (!scopeAllows(grant.models, model)) {
@@ -199,7 +200,7 @@ export class ModelAccess {
       throw notReady(`model '${model}'`);
     }
     const chosen = await chooseVersion(model, route, want, (m) => this.models.find(m));
-    return { chosen, audience: route.route.grantAudience };
+    return { chosen, audience: route.route.grantAudience, cost: route.route.creditCost ?? 1 };
   }
 
   private async warm(

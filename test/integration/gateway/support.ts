@@ -143,7 +143,9 @@ export async function createKey(
   redis: Redis,
   module: Module,
   roles: string[],
-  extra: Partial<Pick<KeyGrant, 'expiresAt' | 'rateLimit' | 'limits' | 'name' | 'owner' | 'models'>> = {},
+  extra: Partial<
+    Pick<KeyGrant, 'expiresAt' | 'rateLimit' | 'limits' | 'name' | 'owner' | 'models' | 'credits'>
+  > = {},
 ): Promise<{ key: string; grant: KeyGrant; hash: string }> {
   const key = generateKey(module);
   const grant: KeyGrant = { id: newId(), owner: 'alice', module, roles, ...extra };

@@ -349,6 +349,7 @@ describe('helm chart: lint and render', () => {
       port: 8080,
       upstreams: { datasets: 'http://datasets.platform.svc:8080' },
       roles: [],
+      creditCosts: {},
       bodyLimitBytes: 10485760,
       upstreamTimeoutMs: 60000,
       shutdownTimeoutMs: 30000,

@@ -42,7 +42,15 @@ let rc: ReturnType<typeof redisClient>;
 let gateway: GatewayServer;
 let base: string;
 let work: string;
-let keys: { platform: string; viewer: string; bda: string; otherBda: string; scoped: string };
+let keys: {
+  platform: string;
+  viewer: string;
+  bda: string;
+  otherBda: string;
+  scoped: string;
+  paying: string;
+  payingBda: string;
+};
 
 const json = (body: unknown): { method: string; headers: Record<string, string>; body: string } => ({
   method: 'POST',
@@ -88,6 +96,8 @@ beforeAll(async () => {
     const name = `model-${c}`;
     const uri = await uploadFolder(m, bucket, `models/${name}`, path.join(models, name));
     const model = modelResource(name, uri, c === 'iris' ? WORKFLOW : undefined);
+    // Its inference costs 4 credits of a key that has them (spec.creditCost).
+    if (c === 'iris') model.spec.creditCost = 4;
     await manifests.put(model);
     resources.push([model, path.join(models, name)]);
   }
@@ -116,6 +126,8 @@ beforeAll(async () => {
     otherBda: (await createKey(rc, 'bda', ['wf-other'])).key,
     scoped: (await createKey(rc, 'platform', ['models:inference'], { models: ['model-iris', 'model-d*'] }))
       .key,
+    paying: (await createKey(rc, 'platform', ['models:inference'], { credits: { amount: 10 } })).key,
+    payingBda: (await createKey(rc, 'bda', [WORKFLOW], { credits: { amount: 5 } })).key,
   };
 }, 600_000);
 
@@ -738,6 +750,37 @@ describe('a key limited to some models', () => {
       'model-digits',
       'model-iris',
     ]);
+  });
+});
+
+describe('a model that declares what its inference costs', () => {
+  const features = {
+    inputs: [{ name: 'features', datatype: 'FP32', shape: [1, 4], data: [5.1, 3.5, 1.4, 0.2] }],
+  };
+
+  test('spends its creditCost per inference and 1 per other call, on /v2 and through its workflow', async () => {
+    const statuses: Array<number | string> = [];
+    const note = (a: { status: number; json: Record<string, unknown> }) =>
+      statuses.push(a.status === 200 ? 200 : `${a.status} ${String(a.json['code'])}`);
+    note(await infer('model-iris', features, apikey(keys.paying))); // 4
+    note(await send(base, '/v2/models/model-iris', { headers: apikey(keys.paying) })); // 5
+    note(await infer('model-iris', features, apikey(keys.paying))); // 9
+    const refused = await infer('model-iris', features, apikey(keys.paying)); // 13 > 10: refused, given back
+    note(refused);
+    note(await send(base, '/v2/models/model-iris', { headers: apikey(keys.paying) })); // 10
+    note(await send(base, '/v2/models/model-iris', { headers: apikey(keys.paying) })); // 11 > 10
+    expect(statuses).toEqual([200, 200, 200, '429 credits_exhausted', 200, '429 credits_exhausted']);
+    expect(refused.json.error).toMatch(/^this key's 10 credits are spent \(this call costs 4\)/);
+    // Published as its workflow's service, the same model costs the same.
+    const viaWorkflow = (key: string) =>
+      send(base, `/events/bda/${WORKFLOW}/model-iris/v2/models/model-iris/infer`, {
+        method: 'POST',
+        headers: { ...apikey(key), 'content-type': 'application/json' },
+        body: JSON.stringify(features),
+      });
+    expect((await viaWorkflow(keys.payingBda)).status).toBe(200);
+    const second = await viaWorkflow(keys.payingBda);
+    expect([second.status, second.json.code]).toEqual([429, 'credits_exhausted']);
   });
 });
 

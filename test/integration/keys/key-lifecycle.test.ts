@@ -53,7 +53,9 @@ function sharedEnv(): Record<string, string> {
   return {
     NODE_OPTIONS: '',
     TOLLGATE_REDIS_URL: redisUrl,
-    TOLLGATE_UPSTREAMS: `datasets=${upstream.url}`,
+    TOLLGATE_UPSTREAMS: `datasets=${upstream.url},reports=${upstream.url}`,
+    // A report costs 3 credits of a key that has them; datasets the 1 any call costs.
+    TOLLGATE_CREDIT_COSTS: 'reports=3',
     TOLLGATE_AUDIT_URI: auditUri(),
     TOLLGATE_AUDIT_FLUSH_MS: '200',
     TOLLGATE_MAX_ROLL_GRACE_SECONDS: '600',
@@ -984,6 +986,29 @@ describe('the audit trail', () => {
     expect((await api('GET', `/apikeys/${rolled.body['id'] as string}/usage`)).body['credits']).toEqual({
       amount: 3,
       spent: 3,
+      remaining: 0,
+    });
+
+    // A resource that costs more: each call spends its cost, and one it cannot afford is refused.
+    const costly = await newKey({ credits: { amount: 10 } });
+    const report = async (base: string) => {
+      const res = await fetch(`${base}/events/platform/api/v1/reports`, {
+        headers: { authorization: `Apikey ${costly.key}` },
+      });
+      const body = (await res.json()) as { code?: string; error?: string };
+      return { status: res.status, code: body.code, message: body.error };
+    };
+    const reports = [];
+    for (const base of [replica.url, directCaller.url, devUrl, replica.url]) reports.push(await report(base));
+    expect(reports.map((r) => r.status)).toEqual([200, 200, 200, 429]);
+    expect(reports[3]).toMatchObject({
+      code: 'credits_exhausted',
+      message: "this key's 10 credits are spent (this call costs 3); an administrator can add more",
+    });
+    expect((await use(replica.url, costly.key)).status).toBe(200);
+    expect((await api('GET', `/apikeys/${costly.id}/usage`)).body['credits']).toEqual({
+      amount: 10,
+      spent: 10,
       remaining: 0,
     });
 

@@ -17,6 +17,24 @@ const resourceName = z
   .regex(/^[a-z][a-z0-9-]{0,62}$/, 'a resource name is lower-case letters, digits and dashes');
 const httpUrl = z.url({ protocol: /^https?$/ });
 
+/**
+ * A list setting: an array in the config file, or `a,b,c` in an environment variable; each item
+ * checked by `item`.
+ */
+function listOf<T extends z.ZodType>(item: T) {
+  return z
+    .union([
+      z.array(z.unknown()),
+      z.string().transform((list) =>
+        list
+          .split(',')
+          .map((c) => c.trim())
+          .filter((c) => c !== ''),
+      ),
+    ])
+    .pipe(z.array(item));
+}
+
 /** The webhooks' settings (gateway/webhooks), a part of the gateway's. */
 const webhookConfigShape = {
   /**
@@ -24,57 +42,25 @@ const webhookConfigShape = {
    * addresses are refused by default (a user chooses the URL; the gateway must not become their
    * way into the cluster).
    */
-  webhookAllowedCidrs: z
-    .union([
-      z.array(z.string()),
-      z.string().transform((list) =>
-        list
-          .split(',')
-          .map((c) => c.trim())
-          .filter((c) => c !== ''),
-      ),
-    ])
-    .pipe(z.array(z.string().refine(isCidr, 'each entry is a CIDR such as 10.0.0.0/8 or fd00::/8')))
-    .default([]),
+  webhookAllowedCidrs: listOf(
+    z.string().refine(isCidr, 'each entry is a CIDR such as 10.0.0.0/8 or fd00::/8'),
+  ).default([]),
   /**
    * Webhook URLs may name only these hosts (`hooks.example.com`, or `*.example.com` for its
    * subdomains). Empty: any host with a public address.
    */
-  webhookAllowedHosts: z
-    .union([
-      z.array(z.string()),
-      z.string().transform((list) =>
-        list
-          .split(',')
-          .map((c) => c.trim())
-          .filter((c) => c !== ''),
-      ),
-    ])
-    .pipe(
-      z.array(
-        z
-          .string()
-          .regex(/^(\*\.)?[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/i, 'each entry is a host name, or *. and a domain'),
-      ),
-    )
-    .default([]),
+  webhookAllowedHosts: listOf(
+    z
+      .string()
+      .regex(/^(\*\.)?[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/i, 'each entry is a host name, or *. and a domain'),
+  ).default([]),
   /** Webhook URLs may be http:// (else https:// only). */
   webhookAllowHttp: z
     .union([z.boolean(), z.enum(['true', 'false']).transform((v) => v === 'true')])
     .default(false),
   /** Seconds between a failed delivery and its next attempts (Standard Webhooks' schedule). */
-  webhookRetrySeconds: z
-    .union([
-      z.array(z.number()),
-      z.string().transform((list) =>
-        list
-          .split(',')
-          .map((c) => c.trim())
-          .filter((c) => c !== '')
-          .map(Number),
-      ),
-    ])
-    .pipe(z.array(z.number().positive().max(86_400)).max(20))
+  webhookRetrySeconds: listOf(z.coerce.number().positive().max(86_400))
+    .pipe(z.array(z.number()).max(20, 'at most 20 retries'))
     .default([5, 300, 1_800, 7_200, 18_000, 36_000, 36_000]),
   /** How often due webhook deliveries are sent. */
   webhookPollMs: z.coerce.number().int().min(10).max(60_000).default(1_000),
@@ -169,28 +155,15 @@ export const gatewayConfigSchema = z
      * Where the trusted proxies connect from (the ingress controller's pod network, say). A caller
      * from anywhere else is its own address, whatever X-Forwarded-For it sends.
      */
-    trustedProxyCidrs: z
-      .union([
-        z.array(z.string()),
-        z.string().transform((list) =>
-          list
-            .split(',')
-            .map((c) => c.trim())
-            .filter((c) => c !== ''),
+    trustedProxyCidrs: listOf(
+      z
+        .string()
+        .refine(isCidr, 'each entry is a CIDR such as 10.0.0.0/8 or fd00::/8')
+        .refine(
+          (c) => cidrPrefix(c) !== 0,
+          'a /0 trusts every caller to name its own address: give the proxies’ own networks',
         ),
-      ])
-      .pipe(
-        z.array(
-          z
-            .string()
-            .refine(isCidr, 'each entry is a CIDR such as 10.0.0.0/8 or fd00::/8')
-            .refine(
-              (c) => cidrPrefix(c) !== 0,
-              'a /0 trusts every caller to name its own address: give the proxies’ own networks',
-            ),
-        ),
-      )
-      .default([]),
+    ).default([]),
     /** The longest grace period a rolled key may keep working for (`POST /apikeys/{id}/roll`). */
     maxRollGraceSeconds: z.coerce
       .number()
@@ -324,17 +297,7 @@ export const gatewayConfigSchema = z
       ])
       .pipe(z.record(z.string(), z.int('a cost is a whole number of credits').min(1).max(1000)))
       .default({}),
-    adminGroups: z
-      .union([
-        z.array(z.string().min(1).max(255)),
-        z.string().transform((list) =>
-          list
-            .split(',')
-            .map((g) => g.trim())
-            .filter((g) => g !== ''),
-        ),
-      ])
-      .default([]),
+    adminGroups: listOf(z.string().min(1).max(255)).default([]),
   })
   .refine((c) => c.trustedProxies === 0 || c.trustedProxyCidrs.length > 0, {
     path: ['trustedProxyCidrs'],

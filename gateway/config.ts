@@ -18,10 +18,10 @@ const resourceName = z
 const httpUrl = z.url({ protocol: /^https?$/ });
 
 /**
- * A list setting: an array in the config file, or `a,b,c` in an environment variable; each item
- * checked by `item`.
+ * A list setting: an array in the config file, or `a,b,c` in an environment variable (each entry
+ * read by `fromText`); each item checked by `item`.
  */
-function listOf<T extends z.ZodType>(item: T) {
+function listOf<T extends z.ZodType>(item: T, fromText: (text: string) => unknown = (t) => t) {
   return z
     .union([
       z.array(z.unknown()),
@@ -29,7 +29,8 @@ function listOf<T extends z.ZodType>(item: T) {
         list
           .split(',')
           .map((c) => c.trim())
-          .filter((c) => c !== ''),
+          .filter((c) => c !== '')
+          .map(fromText),
       ),
     ])
     .pipe(z.array(item));
@@ -59,7 +60,7 @@ const webhookConfigShape = {
     .union([z.boolean(), z.enum(['true', 'false']).transform((v) => v === 'true')])
     .default(false),
   /** Seconds between a failed delivery and its next attempts (Standard Webhooks' schedule). */
-  webhookRetrySeconds: listOf(z.coerce.number().positive().max(86_400))
+  webhookRetrySeconds: listOf(z.number().positive().max(86_400), Number)
     .pipe(z.array(z.number()).max(20, 'at most 20 retries'))
     .default([5, 300, 1_800, 7_200, 18_000, 36_000, 36_000]),
   /** How often due webhook deliveries are sent. */
@@ -273,8 +274,9 @@ export const gatewayConfigSchema = z
     leakReportAction: z.enum(['revoke', 'report']).default('revoke'),
     ...webhookConfigShape,
     /**
-     * Credits one call to a platform resource spends, where not 1 (`{datasets: 5}`); a Model's own
-     * is its spec.creditCost.
+     * What one call spends of a key's (or identity's) credits, where not 1, by platform resource
+     * or model (`{datasets: 5, model-fraud: 20}`; a model's price is its inference's). Only this
+     * setting prices calls: a Model's spec is its team's to write.
      */
     creditCosts: z
       .union([
@@ -290,12 +292,20 @@ export const gatewayConfigSchema = z
               ctx.addIssue({ code: 'custom', message: `"${item}" must be written resource=cost` });
               return z.NEVER;
             }
-            out[item.slice(0, eq)] = Number(item.slice(eq + 1));
+            out[item.slice(0, eq).trim()] = Number(item.slice(eq + 1).trim());
           }
           return out;
         }),
       ])
-      .pipe(z.record(z.string(), z.int('a cost is a whole number of credits').min(1).max(1000)))
+      .pipe(
+        z.record(
+          z.string().regex(/^[a-z][a-z0-9-]{0,62}$/, 'a priced name is a platform resource or a model name'),
+          z
+            .int('a cost is a whole number of credits')
+            .min(1, 'a cost is at least 1')
+            .max(1000, 'a cost is at most 1000'),
+        ),
+      )
       .default({}),
     adminGroups: listOf(z.string().min(1).max(255)).default([]),
   })

@@ -6,6 +6,7 @@ import type { Logger } from '../common/logger.js';
 import type { Management } from './api/management.js';
 import { AuditLog } from './audit/audit-log.js';
 import type { LimitNotice } from './auth/rate-limit.js';
+import { CreditCosts } from './auth/credit-costs.js';
 import { noticeEvent, noticeOnce } from './webhooks/events.js';
 import { WebhookInbox } from './webhooks/inbox.js';
 import { openSegmentStore } from './audit/open-segment-store.js';
@@ -47,6 +48,8 @@ export interface GatewayServices {
   /** Refusals of calls whose key exists: audited and counted (gateway/auth/refusals.ts). */
   refused: RefusalSink;
   rateLimiter: RateLimiter;
+  /** What a call spends of a key's credits, by platform resource or model. */
+  creditCosts: CreditCosts;
   usage: UsageRecorder;
   /** Each model's calls, errors and latency per minute, for the panel's Models page. */
   modelUsage: ModelUsageRecorder;
@@ -175,12 +178,13 @@ export async function createGatewayServices(
   );
   const routes = new RouteTable(redis, trust.verifier, invalidation, log, config.cacheEntries);
   const shared: SharedServices = { roles, audit, trust };
+  const creditCosts = new CreditCosts(config.creditCosts);
   const events = new EventsRouter(
     routes,
     roles,
     config.upstreams,
     extras.platformResources?.(shared) ?? new Map(),
-    config.creditCosts,
+    creditCosts,
   );
   const upstreams = new UpstreamPools({
     connections: config.upstreamConnections,
@@ -216,6 +220,7 @@ export async function createGatewayServices(
     refused,
     // Only a central gateway (it holds the signing key) counts credits: a sidecar's Redis user may
     // not write them, so a team that reads its password cannot give any key more.
+    creditCosts,
     rateLimiter: new RateLimiter(redis, {
       countsCredits: config.grantSigningKeyFile !== undefined,
       // A central gateway tells the webhooks of breaches and low credits through Redis (a sidecar's

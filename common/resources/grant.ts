@@ -110,8 +110,6 @@ export const routeSchema = z.object({
    * waits at the gateway while one starts, instead of being refused.
    */
   cold: z.boolean().optional(),
-  /** Credits one inference call spends (a Model's spec.creditCost); absent: 1. */
-  creditCost: z.int().min(1).max(1000).optional(),
   /** With `cold`: how long a held call waits for a replica (spec.scaling.activationTimeoutSeconds). */
   activationTimeoutSeconds: z.int().min(1).max(600).optional(),
 });

@@ -75,6 +75,9 @@ export class RateLimiter {
 
   /** Resolves when the call fits the key's budgets; rejects with 429 (and Retry-After) or 503. */
   async take(grant: KeyGrant, cost = 1, nowMs = Date.now()): Promise<void> {
+    // A price below 1 would admit calls for nothing, or make credits: never from a setting.
+    if (!Number.isInteger(cost) || cost < 1)
+      throw new RangeError(`a call costs a whole number >= 1, not ${cost}`);
     const nowS = Math.floor(nowMs / 1000);
     const windows: Window[] = [];
     const spends: Spend[] = [];
@@ -144,7 +147,8 @@ export class RateLimiter {
     const broke = spends.find((s, i) => (spent[i] as number) > s.credits.amount);
     if (broke !== undefined) {
       await this.giveBack(spends, cost);
-      throw creditsExhausted(broke, cost, nowMs);
+      const left = broke.credits.amount - ((spent[spends.indexOf(broke)] as number) - cost);
+      throw creditsExhausted(broke, cost, left, nowMs);
     }
     // The full window that frees last decides when to retry.
     let over: { w: Window; retryAfter: number } | undefined;
@@ -234,7 +238,16 @@ export class RateLimiter {
   }
 }
 
-function creditsExhausted({ credits, period, holder }: Spend, cost: number, nowMs: number): TollgateError {
+/** What a call that costs more than one was short of. */
+const short = (cost: number, left: number): string =>
+  cost === 1 ? '' : ` (this call costs ${cost}; ${Math.max(0, left)} left)`;
+
+function creditsExhausted(
+  { credits, period, holder }: Spend,
+  cost: number,
+  left: number,
+  nowMs: number,
+): TollgateError {
   const whose = holder.kind === 'key' ? "this key's" : `the identity "${holder.name}"'s`;
   const headers: Record<string, string> =
     holder.kind === 'identity' ? { 'tollgate-identity': holder.name } : {};
@@ -243,14 +256,14 @@ function creditsExhausted({ credits, period, holder }: Spend, cost: number, nowM
     // No refill will come: a retry helps only after a top-up, so clients are told to wait long.
     return new TollgateError(
       'credits_exhausted',
-      `${whose} ${credits.amount} credits are spent${cost > 1 ? ` (this call costs ${cost})` : ''}; an administrator can add more`,
+      `${whose} ${credits.amount} credits are spent${short(cost, left)}; an administrator can add more`,
       { headers: { 'retry-after': '3600', ...headers } },
     );
   }
   const per = credits.refill === 'daily' ? 'day' : 'month';
   return new TollgateError(
     'credits_exhausted',
-    `${whose} ${credits.amount} credits for this ${per} are spent${cost > 1 ? ` (this call costs ${cost})` : ''}; they refill at ${new Date(refillAtMs).toISOString()}`,
+    `${whose} ${credits.amount} credits for this ${per} are spent${short(cost, left)}; they refill at ${new Date(refillAtMs).toISOString()}`,
     {
       headers: {
         'retry-after': String(Math.max(1, Math.ceil((refillAtMs - nowMs) / 1000))),

@@ -1,3 +1,4 @@
+import { CreditCosts } from '../auth/credit-costs.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { RoleCatalogue } from '../../common/apikey/roles.js';
 import { TollgateError, type ErrorCode } from '../../common/errors.js';
@@ -41,7 +42,7 @@ export type EventsTarget = (
    */
   | { kind: 'bda'; inference: { model: string; workflow: string; routed: RuntimeAddress } }
 ) & {
-  /** Credits the call spends (a platform resource's creditCosts setting, a Model's creditCost); absent: 1. */
+  /** Credits the call spends (the price the gateway's creditCosts setting gives it); absent: 1. */
   cost?: number;
 };
 
@@ -58,8 +59,8 @@ export class EventsRouter {
     private readonly roles: RoleCatalogue,
     upstreams: Readonly<Record<string, string>>,
     private readonly builtIn: ReadonlyMap<string, PlatformResourceHandler>,
-    /** Credits a call to each platform resource spends, where not 1 (the gateway's creditCosts). */
-    private readonly costs: Readonly<Record<string, number>> = {},
+    /** What a call spends of a key's credits, by resource or model (the gateway's creditCosts). */
+    private readonly costs: CreditCosts = new CreditCosts({}),
   ) {
     this.upstreams = new Map(Object.entries(upstreams).map(([name, url]) => [name, resolveRoute({ url })]));
   }
@@ -111,11 +112,13 @@ export class EventsRouter {
       refuseOtherOwner(route.route.owner, grant, workflow);
       const audience =
         route.route.grantAudience === undefined ? {} : { grantAudience: route.route.grantAudience };
-      // A model's creditCost is its inference's: its other paths cost what any call does.
-      const cost = route.route.creditCost === undefined ? {} : { cost: route.route.creditCost };
+      // A model published as the workflow's service: every POST to it (its inference, versioned or
+      // not) costs the model's price; its other paths cost what any call does.
+      const isModel = route.route.source?.startsWith('model/') === true;
+      const cost = isModel && method === 'POST' ? { cost: this.costs.of(service) } : {};
       // Only a route the operator wrote for a Model (its source says so, and it is sealed): a
       // Service a team labels with a model's name as its service id is proxied as its own.
-      if (route.route.source?.startsWith('model/') === true && isModelInference(method, path, service))
+      if (isModel && isModelInference(method, path, service))
         return {
           kind: 'bda',
           inference: {
@@ -129,6 +132,7 @@ export class EventsRouter {
         kind: 'bda',
         proxy: { origin: route.origin, path: upstreamPath(route.basePath, path, 4) },
         ...audience,
+        ...cost,
       };
     };
     return found instanceof Promise ? found.then(toTarget) : toTarget(found);
@@ -165,7 +169,7 @@ export class EventsRouter {
         `this key's roles (${grant.roles.join(', ')}) do not allow ${method} on ${resource}`,
       );
     }
-    const cost = this.costs[resource] === undefined ? {} : { cost: this.costs[resource] };
+    const cost = { cost: this.costs.of(resource) };
     if (builtIn !== undefined) return { kind: 'platform', builtIn, resource, ...cost };
     const route = upstream as ResolvedRoute;
     // The upstream serves the platform's own REST paths: it receives /api/v1/<resource>[/...].

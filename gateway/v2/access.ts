@@ -1,3 +1,4 @@
+import type { CreditCosts } from '../auth/credit-costs.js';
 import type { IncomingMessage } from 'node:http';
 import { TollgateError } from '../../common/errors.js';
 import type { KeyGrant } from '../../common/resources/grant.js';
@@ -37,6 +38,8 @@ export const centralPlacement = (s: GatewayServices): V2Placement => ({
 export interface AccessServices {
   roles: Pick<RoleCatalogue, 'allows'>;
   rateLimiter: Pick<RateLimiter, 'take'>;
+  /** What an inference call spends of a key's credits, by model. */
+  creditCosts: Pick<CreditCosts, 'of'>;
   usage: Pick<UsageRecorder, 'record'>;
   refused: RefusalSink;
   activator: Pick<Activator, 'hold'>;
@@ -128,8 +131,8 @@ export class ModelAccess {
     }
     return this.refusalsNoted(grant, req, async () => {
       const found = await this.runtimeFor(model, grant, want);
-      // Inference (the calls a traffic split applies to) spends the model's creditCost.
-      await this.admit(grant, req, `/v2/models/${model}`, want.split ? found.cost : 1);
+      // Inference (the calls a traffic split applies to) spends the model's price.
+      await this.admit(grant, req, `/v2/models/${model}`, want.split ? this.s.creditCosts.of(model) : 1);
       return { grant, runtime: await this.warm(model, want, found) };
     });
   }
@@ -164,7 +167,7 @@ export class ModelAccess {
     model: string,
     grant: KeyGrant,
     want: VersionWanted,
-  ): Promise<{ chosen: Chosen; audience: string | undefined; cost: number }> {
+  ): Promise<{ chosen: Chosen; audience: string | undefined }> {
     this.checkInferenceRole(grant);
     // Before the model is looked up: a key learns nothing of the models outside its scope.
     if (!scopeAllows(grant.models, model)) {
@@ -200,7 +203,7 @@ export class ModelAccess {
       throw notReady(`model '${model}'`);
     }
     const chosen = await chooseVersion(model, route, want, (m) => this.models.find(m));
-    return { chosen, audience: route.route.grantAudience, cost: route.route.creditCost ?? 1 };
+    return { chosen, audience: route.route.grantAudience };
   }
 
   private async warm(

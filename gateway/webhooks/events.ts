@@ -59,8 +59,14 @@ export function noticeEvent(n: LimitNotice): WebhookEvent {
   return { type: n.type, owner: grant.owner, data };
 }
 
-/** A breached limit is told at most once a minute per key and limit; credits marks are once by nature. */
-export function noticeOnce(n: LimitNotice): { key: string; seconds: number } | undefined {
-  if (n.type !== 'key.rate_limited') return undefined;
-  return { key: `rl:${n.grant.id}:${n.identity ?? ''}:${String(n.detail['limit'])}`, seconds: 60 };
+/**
+ * A breached limit is told at most once a minute per key and limit. Credits low and spent are
+ * raised once each when every call costs alike, but calls of mixed prices can cross a mark twice:
+ * each is told at most once an hour per budget.
+ */
+export function noticeOnce(n: LimitNotice): { key: string; seconds: number } {
+  if (n.type === 'key.rate_limited')
+    return { key: `rl:${n.grant.id}:${n.identity ?? ''}:${String(n.detail['limit'])}`, seconds: 60 };
+  const budget = n.identity ?? n.grant.countsAs ?? n.grant.id;
+  return { key: `${n.type}:${budget}:${String(n.detail['refillsAt'] ?? 'all')}`, seconds: 3600 };
 }

@@ -374,7 +374,6 @@ export class ModelReconciler implements Reconciler {
       ...(workflow && owner !== undefined ? { workflow } : {}),
       ...(owner ? { owner } : {}),
       ...(main.state.grantAudience === undefined ? {} : { grantAudience: main.state.grantAudience }),
-      ...(model.spec.creditCost === undefined ? {} : { creditCost: model.spec.creditCost }),
       ...(main.cold ? { cold: true } : {}),
       ...(waits && policy !== undefined
         ? { activationTimeoutSeconds: Math.round(policy.activationTimeoutMs / 1000) }

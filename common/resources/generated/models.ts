@@ -34,8 +34,6 @@ export const modelSpecSchema = z.object({
     )
     .max(9)
     .optional(),
-  /** Credits one inference call spends of a key (or identity) with credits. Default 1. */
-  creditCost: z.int().min(1).max(1000).optional(),
   /** A workflow (bda) id. The model is then also reachable as that workflow's service and callable with the workflow's bda keys. */
   workflow: z.string().max(128).regex(new RegExp('^[A-Za-z0-9][A-Za-z0-9_.-]*$')).optional(),
   /** Where the model's calls are checked. central: by the central gateway only (the model's pods answer anyone who reaches them inside the cluster). sidecar: a Tollgate container in each model pod checks every call, from outside or inside the cluster; MLServer listens on the pod's loopback only. Default: the chart's models.gateway. */

@@ -96,8 +96,6 @@ beforeAll(async () => {
     const name = `model-${c}`;
     const uri = await uploadFolder(m, bucket, `models/${name}`, path.join(models, name));
     const model = modelResource(name, uri, c === 'iris' ? WORKFLOW : undefined);
-    // Its inference costs 4 credits of a key that has them (spec.creditCost).
-    if (c === 'iris') model.spec.creditCost = 4;
     await manifests.put(model);
     resources.push([model, path.join(models, name)]);
   }
@@ -113,6 +111,8 @@ beforeAll(async () => {
       port: 0,
       redisUrl: r.url,
       bodyLimitBytes: BODY_LIMIT,
+      // model-iris's inference costs 4 credits of a key that has them (the administrator's price).
+      creditCosts: { 'model-iris': 4 },
     },
   });
   const services = await createGatewayServices(config, createLogger('gateway-inference', 'silent'));
@@ -753,12 +753,12 @@ describe('a key limited to some models', () => {
   });
 });
 
-describe('a model that declares what its inference costs', () => {
+describe('a model whose inference the administrator prices', () => {
   const features = {
     inputs: [{ name: 'features', datatype: 'FP32', shape: [1, 4], data: [5.1, 3.5, 1.4, 0.2] }],
   };
 
-  test('spends its creditCost per inference and 1 per other call, on /v2 and through its workflow', async () => {
+  test('spends its price per inference and 1 per other call, on /v2 and through its workflow', async () => {
     const statuses: Array<number | string> = [];
     const note = (a: { status: number; json: Record<string, unknown> }) =>
       statuses.push(a.status === 200 ? 200 : `${a.status} ${String(a.json['code'])}`);
@@ -770,7 +770,7 @@ describe('a model that declares what its inference costs', () => {
     note(await send(base, '/v2/models/model-iris', { headers: apikey(keys.paying) })); // 10
     note(await send(base, '/v2/models/model-iris', { headers: apikey(keys.paying) })); // 11 > 10
     expect(statuses).toEqual([200, 200, 200, '429 credits_exhausted', 200, '429 credits_exhausted']);
-    expect(refused.json.error).toMatch(/^this key's 10 credits are spent \(this call costs 4\)/);
+    expect(refused.json.error).toMatch(/^this key's 10 credits are spent \(this call costs 4; 1 left\)/);
     // Published as its workflow's service, the same model costs the same.
     const viaWorkflow = (key: string) =>
       send(base, `/events/bda/${WORKFLOW}/model-iris/v2/models/model-iris/infer`, {

@@ -152,19 +152,16 @@ export class ServedModels {
         if (workflow !== undefined)
           await routes.remove(redisKeys.bdaRoute(workflow, model.metadata.name), source);
       } else {
-        const cost = model.spec.creditCost === undefined ? {} : { creditCost: model.spec.creditCost };
         await routes.put(redisKeys.modelRoute(model.metadata.name), {
           url: state.url,
           source,
           ...(workflow ? { workflow } : {}),
-          ...cost,
         });
         if (workflow !== undefined) {
           await routes.put(redisKeys.bdaRoute(workflow, model.metadata.name), {
             url: state.url,
             source,
             workflow,
-            ...cost,
           });
         }
         // The operator marks its index complete once it has written it.

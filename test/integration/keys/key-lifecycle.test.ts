@@ -1003,7 +1003,7 @@ describe('the audit trail', () => {
     expect(reports.map((r) => r.status)).toEqual([200, 200, 200, 429]);
     expect(reports[3]).toMatchObject({
       code: 'credits_exhausted',
-      message: "this key's 10 credits are spent (this call costs 3); an administrator can add more",
+      message: "this key's 10 credits are spent (this call costs 3; 1 left); an administrator can add more",
     });
     expect((await use(replica.url, costly.key)).status).toBe(200);
     expect((await api('GET', `/apikeys/${costly.id}/usage`)).body['credits']).toEqual({

@@ -105,7 +105,6 @@ describe('Model reconciler on a real API server', () => {
       storageUri: `file://${dir}`,
       replicas: 2,
       resources: { limits: { cpu: 1, memory: '1Gi' } },
-      creditCost: 3,
     });
 
     const d = await eventually(
@@ -195,8 +194,6 @@ describe('Model reconciler on a real API server', () => {
     expect(await openSealed(redisKeys.modelRoute(name), route)).toEqual({
       url: `http://${name}.${ns}.svc:8080`,
       source: `model/${ns}/${name}`,
-      // What one inference call spends of a key with credits (the gateway reads it from here).
-      creditCost: 3,
     });
     await eventually(async () => routes.messages.includes(redisKeys.modelRoute(name)), 'the route announced');
 

@@ -1,5 +1,5 @@
 import { Webhook } from 'standardwebhooks';
-import { fromAudit, noticeEvent } from '../../../gateway/webhooks/events.js';
+import { fromAudit, noticeEvent, noticeOnce } from '../../../gateway/webhooks/events.js';
 import { WebhookSender } from '../../../gateway/webhooks/sender.js';
 import { signedHeaders } from '../../../gateway/webhooks/signature.js';
 import type { AuditEvent } from '../../../gateway/audit/audit-log.js';
@@ -71,6 +71,38 @@ describe('webhook events', () => {
       owner: 'alice',
       data: { keyId: 'k1', owner: 'alice', identity: 'acme', detail: { amount: 10, remaining: 1 } },
     });
+  });
+});
+
+describe('how often a notice is told', () => {
+  it('a breach once a minute per key and limit; credits marks once an hour per budget and period', () => {
+    const grant = {
+      id: 'k1',
+      owner: 'alice',
+      module: 'platform' as const,
+      roles: ['viewer'],
+      countsAs: 'k0',
+    };
+    const breach = (limit: string) =>
+      noticeOnce({ type: 'key.rate_limited', grant, detail: { limit, requests: 1, windowSeconds: 1 } });
+    expect(breach('burst')).toEqual({ key: 'rl:k1::burst', seconds: 60 });
+    expect(breach('per-day').key).not.toBe(breach('burst').key);
+    // Calls of mixed prices can cross "spent" twice in a period: one notice (the roll chain's budget).
+    const spent = (refillsAt?: string) =>
+      noticeOnce({
+        type: 'credits.exhausted',
+        grant,
+        detail: { amount: 10, remaining: 0, ...(refillsAt === undefined ? {} : { refillsAt }) },
+      });
+    expect(spent()).toEqual({ key: 'credits.exhausted:k0:all', seconds: 3600 });
+    expect(spent('2026-12-01T00:00:00.000Z').key).toBe('credits.exhausted:k0:2026-12-01T00:00:00.000Z');
+    const ofIdentity = noticeOnce({
+      type: 'credits.low',
+      grant,
+      identity: 'acme',
+      detail: { amount: 10, remaining: 1 },
+    });
+    expect(ofIdentity.key).toBe('credits.low:acme:all');
   });
 });
 

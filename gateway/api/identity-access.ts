@@ -2,7 +2,6 @@ import { z } from 'zod';
 import { readCredits, type CreditsState } from '../../common/apikey/credits.js';
 import { TollgateError } from '../../common/errors.js';
 import { redisUnavailable } from '../../common/redis/unavailable.js';
-import { toKeyGrant } from '../../common/resources/apikey.js';
 import {
   identityCounterAccount,
   identityNameSchema,
@@ -10,6 +9,7 @@ import {
 } from '../../common/resources/identity.js';
 import type { Caller } from '../auth/oidc.js';
 import type { ManagementDeps } from './deps.js';
+import { keyGrantOf } from './key-grant.js';
 import { validate } from './validate.js';
 import type { IdentityView } from './views.js';
 
@@ -46,14 +46,7 @@ export async function identityFor(
  */
 export async function rewriteKeysOf(deps: ManagementDeps, identity: Identity): Promise<number> {
   const keys = await deps.store.keysOfIdentity(identity.metadata.name);
-  for (const key of keys)
-    await deps.index.put(
-      key.spec.hash,
-      toKeyGrant(key, () => ({
-        spec: identity.spec,
-        account: identityCounterAccount(deps.sealer, identity.metadata.name),
-      })),
-    );
+  for (const key of keys) await deps.index.put(key.spec.hash, await keyGrantOf(deps, key, identity));
   return keys.length;
 }
 

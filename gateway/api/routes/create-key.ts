@@ -127,8 +127,10 @@ function createKey(deps: ManagementDeps): RequestHandler {
     const owner = caller.subject;
     await checkRoles(deps, owner, body);
     // Only its owner adds keys to an identity (another user's is "not found", as if none existed).
-    if (body.identity !== undefined)
-      await identityFor(deps, caller, body.identity, { admin: false, field: 'identity' });
+    const identity =
+      body.identity === undefined
+        ? undefined
+        : await identityFor(deps, caller, body.identity, { admin: false, field: 'identity' });
     if (body.expiresAt !== undefined && Date.parse(body.expiresAt) <= Date.now()) {
       throw new TollgateError(
         'expiry_in_past',
@@ -160,7 +162,7 @@ function createKey(deps: ManagementDeps): RequestHandler {
 
     const created = await deps.store.create(newApiKey(newKeyId(), spec));
     try {
-      await deps.index.put(spec.hash, await keyGrantOf(deps, created));
+      await deps.index.put(spec.hash, await keyGrantOf(deps, created, identity));
     } catch (e) {
       // The key was never shown, so undoing the resource loses nothing; keeping it would make the
       // operator index a key nobody holds.

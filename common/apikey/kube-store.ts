@@ -5,6 +5,7 @@ import {
   apiFailureDetail,
   isApiStatus,
   listAllCustomObjects,
+  storeCall,
   type CustomResourcePlace,
 } from '../kube/custom-objects.js';
 import {
@@ -241,16 +242,7 @@ export class KubeApiKeyStore implements ApiKeyStore {
   }
 
   /** Runs an API call; failures other than "not found" become a 503 the caller can report. */
-  private async call<T>(verb: string, fn: () => Promise<T>): Promise<T> {
-    try {
-      return await fn();
-    } catch (e) {
-      if (isApiStatus(e, 404) || isApiStatus(e, 409)) throw e;
-      throw new TollgateError(
-        'key_store_unavailable',
-        `the Kubernetes API refused to ${verb} ApiKey resources (${apiFailureDetail(e)}); check the API server and the gateway's RBAC`,
-        { cause: e },
-      );
-    }
+  private call<T>(verb: string, fn: () => Promise<T>): Promise<T> {
+    return storeCall(`${verb} ApiKey resources`, "the API server and the gateway's RBAC", fn);
   }
 }

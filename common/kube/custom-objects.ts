@@ -1,4 +1,5 @@
 import { ApiException, type CustomObjectsApi } from '@kubernetes/client-node';
+import { TollgateError } from '../errors.js';
 
 /** Where a kind of custom resource lives: its API group, version, plural and namespace. */
 export interface CustomResourcePlace {
@@ -49,4 +50,22 @@ export function apiFailureDetail(e: unknown): string {
     message = undefined;
   }
   return typeof message === 'string' ? `HTTP ${e.code}: ${message}` : `HTTP ${e.code}`;
+}
+
+/**
+ * Runs a store's API server call. A 404 or a 409 passes through, for the store to read as "not
+ * found" or "changed"; any other failure becomes a 503 saying what was refused (`what`: "list
+ * ApiKey resources") and what to `check`.
+ */
+export async function storeCall<T>(what: string, check: string, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (e) {
+    if (isApiStatus(e, 404) || isApiStatus(e, 409)) throw e;
+    throw new TollgateError(
+      'key_store_unavailable',
+      `the Kubernetes API refused to ${what} (${apiFailureDetail(e)}); check ${check}`,
+      { cause: e },
+    );
+  }
 }

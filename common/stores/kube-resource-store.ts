@@ -1,10 +1,9 @@
 import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import type { z } from 'zod';
-import { TollgateError } from '../errors.js';
 import {
-  apiFailureDetail,
   isApiStatus,
   listAllCustomObjects,
+  storeCall,
   type CustomResourcePlace,
 } from '../kube/custom-objects.js';
 import type { ResourceKind, ResourceStore, StoredResource } from './resource-store.js';
@@ -89,16 +88,12 @@ export class KubeResourceStore<T extends StoredResource> implements ResourceStor
   }
 
   /** Runs an API call; failures other than 404 and 409 become a 503 that says where to look. */
-  private async call<R>(verb: string, fn: () => Promise<R>): Promise<R> {
-    try {
-      return await fn();
-    } catch (e) {
-      if (isApiStatus(e, 404) || isApiStatus(e, 409)) throw e;
-      throw new TollgateError(
-        'key_store_unavailable',
-        `the Kubernetes API refused to ${verb} ${this.kind.kind} resources (${apiFailureDetail(e)}); check the API server, the ${this.kind.kind} CRD (${this.kind.crdFile}) and the gateway's RBAC`,
-        { cause: e },
-      );
-    }
+  private call<R>(verb: string, fn: () => Promise<R>): Promise<R> {
+    const { kind, crdFile } = this.kind;
+    return storeCall(
+      `${verb} ${kind} resources`,
+      `the API server, the ${kind} CRD (${crdFile}) and the gateway's RBAC`,
+      fn,
+    );
   }
 }

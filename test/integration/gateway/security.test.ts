@@ -1,6 +1,7 @@
 import { connect } from 'node:net';
 import { generateKey } from '../../../common/apikey/format.js';
 import { redis } from '../../harness/index.js';
+import { waitUntil } from '../../harness/wait.js';
 import {
   apikey,
   createKey,
@@ -100,12 +101,27 @@ describe('gateway security', () => {
     });
 
     it('shape errors cost no Redis round trip', async () => {
-      const before = Number((await r.info('stats')).match(/total_commands_processed:(\d+)/)?.[1]);
-      for (let i = 0; i < 20; i++)
-        await send(gw.url, path(), { headers: { authorization: `Apikey tgb_nope` } });
-      const after = Number((await r.info('stats')).match(/total_commands_processed:(\d+)/)?.[1]);
-      // Only our own two INFO calls (and at most a heartbeat or two) in between.
-      expect(after - before).toBeLessThan(6);
+      // MONITOR, not a command count: the gateway's background work (webhook queue, inbox) may
+      // run meanwhile; what matters is that no refused shape ever reached the key index.
+      const monitor = await r.monitor();
+      const seen: string[][] = [];
+      monitor.on('monitor', (_time: string, args: string[]) => seen.push(args));
+      try {
+        const marker = `shape-errors-${Date.now()}`;
+        await r.echo(`${marker}-start`);
+        for (let i = 0; i < 20; i++)
+          await send(gw.url, path(), { headers: { authorization: `Apikey tgb_nope` } });
+        await r.echo(`${marker}-end`);
+        const at = (word: string): number => seen.findIndex((args) => args.includes(`${marker}-${word}`));
+        await waitUntil('MONITOR saw the end marker', async () => at('end') >= 0, { timeoutMs: 5000 });
+        expect(at('start')).toBeGreaterThanOrEqual(0);
+        const between = seen.slice(at('start') + 1, at('end'));
+        // A key check reads tg:key:<hash> and counts tg:rl:…; a refused shape must do neither.
+        const keyWork = between.filter((args) => args.some((a) => /^tg:(key|rl|cr):/.test(a)));
+        expect(keyWork).toEqual([]);
+      } finally {
+        monitor.disconnect();
+      }
     });
   });
 

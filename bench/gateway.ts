@@ -17,6 +17,8 @@ import {
   cpuSeconds,
   fixedRate,
   fmtFixed,
+  ms,
+  type FixedRate,
   ROOT,
   SECONDS,
   start,
@@ -490,11 +492,23 @@ export async function run(): Promise<void> {
     );
     const fixedNginx = await fixedRate(nginx, auth, 1000, nginxProc.pid as number);
     console.log(`  nginx + key check  ${fmtFixed(fixedNginx)}`);
-    const fixed = await fixedRate(gateway, auth, 1000, gatewayProc.pid as number);
+    // The plain key and the budgeted one in alternate rounds, each shown by its median p99 round:
+    // one GC pause or noisy neighbour in a single 5 s round moves a p99 by several milliseconds.
+    const fixedRuns: Record<'plain' | 'budgeted', FixedRate[]> = { plain: [], budgeted: [] };
+    for (let round = 0; round < ROUNDS; round++) {
+      fixedRuns.plain.push(await fixedRate(gateway, auth, 1000, gatewayProc.pid as number));
+      fixedRuns.budgeted.push(
+        await fixedRate(gateway, targets.budgeted.headers, 1000, gatewayProc.pid as number),
+      );
+    }
+    const byP99 = (runs: FixedRate[]): FixedRate =>
+      [...runs].sort((a, b) => a.p99 - b.p99)[Math.floor(runs.length / 2)] as FixedRate;
+    const fixed = byP99(fixedRuns.plain);
+    const fixedBudgeted = byP99(fixedRuns.budgeted);
     console.log(`  tollgate gateway   ${fmtFixed(fixed)}   p99 < 2 ms: ${fixed.p99 < 2000 ? 'yes' : 'NO'}`);
-    const fixedBudgeted = await fixedRate(gateway, targets.budgeted.headers, 1000, gatewayProc.pid as number);
     console.log(
-      `  gateway, credits + 2 limits ${fmtFixed(fixedBudgeted)}   p99 added ${((fixedBudgeted.p99 - fixed.p99) / 1000).toFixed(2)} ms (target < 1 ms)`,
+      `  gateway, credits + 2 limits ${fmtFixed(fixedBudgeted)}   p99 added ${((fixedBudgeted.p99 - fixed.p99) / 1000).toFixed(2)} ms (target < 1 ms; ` +
+        `p99 per round, plain/budgeted: ${fixedRuns.plain.map((p, i) => `${ms(p.p99).trim()}/${ms(fixedRuns.budgeted[i]?.p99 ?? NaN).trim()}`).join(', ')} ms)`,
     );
 
     const secondProc = startGateway('second gateway', secondPort, 1);

@@ -198,6 +198,17 @@ export async function createGatewayServices(
   const metadata = new MetadataCache(upstreams, grantSigner, invalidation, log, config.cacheEntries);
   const management = await extras.management?.(shared);
   const inbox = new WebhookInbox(redis, (err) => log.warn({ err }, 'webhook event not queued'));
+  // Only a central gateway (it holds the signing key) counts credits: a sidecar's Redis user may
+  // not write them, so a team that reads its password cannot give any key more.
+  const rateLimiter = new RateLimiter(redis, {
+    countsCredits: config.grantSigningKeyFile !== undefined,
+    leases: config.grantSigningKeyFile !== undefined,
+    // A central gateway tells the webhooks of breaches and low credits through Redis (a sidecar's
+    // user may not write there): whichever replica serves the management API sends them.
+    ...(config.grantSigningKeyFile === undefined
+      ? {}
+      : { notices: (n: LimitNotice) => inbox.push(noticeEvent(n), noticeOnce(n)) }),
+  });
   invalidation.start();
   usage.start();
   modelUsage.start();
@@ -218,17 +229,8 @@ export async function createGatewayServices(
     keys,
     audit,
     refused,
-    // Only a central gateway (it holds the signing key) counts credits: a sidecar's Redis user may
-    // not write them, so a team that reads its password cannot give any key more.
     creditCosts,
-    rateLimiter: new RateLimiter(redis, {
-      countsCredits: config.grantSigningKeyFile !== undefined,
-      // A central gateway tells the webhooks of breaches and low credits through Redis (a sidecar's
-      // user may not write there): whichever replica serves the management API sends them.
-      ...(config.grantSigningKeyFile === undefined
-        ? {}
-        : { notices: (n: LimitNotice) => inbox.push(noticeEvent(n), noticeOnce(n)) }),
-    }),
+    rateLimiter,
     usage,
     modelUsage,
     load,
@@ -248,6 +250,7 @@ export async function createGatewayServices(
       await load.stop();
       await audit.stop();
       await upstreams.close();
+      await rateLimiter.close();
       invalidation.stop();
       await Promise.allSettled([redis.quit(), subscriber.quit()]);
       redis.disconnect();

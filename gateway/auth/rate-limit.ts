@@ -5,6 +5,7 @@ import { TollgateError } from '../../common/errors.js';
 import { redisKeys } from '../../common/redis/schema.js';
 import type { KeyGrant, NamedLimit, RateLimit } from '../../common/resources/grant.js';
 import { redisUnavailable } from '../../common/redis/unavailable.js';
+import { CounterLeases, IDLE_MS, settle, type Counted, type Settled, type Unused } from './counter-leases.js';
 
 /** Whether a key has any limit or credits to count (a key without costs nothing here). */
 export const isLimited = (grant: KeyGrant): boolean =>
@@ -25,6 +26,8 @@ interface Window {
   /** The named limit's name; undefined for the key's `rateLimit`. */
   name: string | undefined;
   holder: Holder;
+  /** The same budget in every window, for its lease's pace. */
+  family: string;
 }
 
 /** Credits being spent: whose, their counter, and the period it counts. */
@@ -33,6 +36,7 @@ interface Spend {
   credits: Credits;
   period: CreditPeriod;
   holder: Holder;
+  family: string;
 }
 
 type Credits = NonNullable<KeyGrant['credits']>;
@@ -66,11 +70,20 @@ const lowMark = (amount: number): number => amount - Math.max(1, Math.floor(amou
  * back, so a top-up or the next period is not eaten by refusals.
  */
 export class RateLimiter {
+  private readonly leases = new CounterLeases();
+  private sweeper: NodeJS.Timeout | undefined;
+
   constructor(
     private readonly redis: Redis,
-    private readonly opts: { countsCredits: boolean; notices?: (n: LimitNotice) => void } = {
-      countsCredits: true,
-    },
+    private readonly opts: {
+      countsCredits: boolean;
+      /**
+       * Take leases on hot budgets (gateway/auth/counter-leases.ts). Never in a sidecar: its Redis
+       * user may only INCR a counter, as INCRBY (or DECRBY) could also take a count down.
+       */
+      leases?: boolean;
+      notices?: (n: LimitNotice) => void;
+    } = { countsCredits: true, leases: true },
   ) {}
 
   /** Resolves when the call fits the key's budgets; rejects with 429 (and Retry-After) or 503. */
@@ -92,7 +105,14 @@ export class RateLimiter {
           name === undefined
             ? redisKeys.rateLimit(account, start)
             : redisKeys.namedLimit(account, name, limit.windowSeconds, start);
-        windows.push({ key, limit, start, name, holder });
+        windows.push({
+          key,
+          limit,
+          start,
+          name,
+          holder,
+          family: `${account}/${name ?? ''}/${limit.windowSeconds}`,
+        });
       };
       if (budget.rateLimit !== undefined) add(budget.rateLimit, undefined);
       for (const l of budget.limits ?? []) add(l, l.name);
@@ -109,6 +129,7 @@ export class RateLimiter {
         credits: budget.credits,
         period,
         holder,
+        family: `${account}/credits`,
       });
     };
     // A rolled key counts on its chain's counters: rolling resets no quota.
@@ -116,52 +137,87 @@ export class RateLimiter {
     const { identity } = grant;
     if (identity !== undefined) count(identity.account, { kind: 'identity', name: identity.name }, identity);
     if (windows.length === 0 && spends.length === 0) return;
-    let counts: number[];
-    let spent: number[];
+    const counted: Counted[] = [
+      ...windows.map((w) => ({
+        key: w.key,
+        family: w.family,
+        limit: w.limit.requests,
+        need: 1,
+        endsAtMs: (w.start + w.limit.windowSeconds) * 1000,
+      })),
+      ...spends.map((s) => ({
+        key: s.key,
+        family: s.family,
+        limit: s.credits.amount,
+        need: cost,
+        endsAtMs: s.period.endsAtMs,
+      })),
+    ];
+    const leasing = this.opts.leases === true;
+    // Like a cached grant (gateway/auth/key-check.ts), a lease counts only while Redis is up:
+    // when it is down, nothing passes.
+    if (leasing && this.redis.status === 'ready' && this.leases.takeLocal(counted, nowMs)) return;
+    const extras = counted.map((c) => (leasing ? this.leases.extra(c, nowMs) : 0));
+    let values: number[];
     try {
       const tx = this.redis.multi();
-      // Where each INCR's reply is: credits that never refill get no EXPIRE after theirs.
+      // Where each INCRBY's reply is: credits that never refill get no EXPIRE after theirs.
       const at: number[] = [];
       let n = 0;
-      for (const w of windows) {
-        tx.incr(w.key).expire(w.key, w.limit.windowSeconds + 1, 'NX');
-        at.push(n);
-        n += 2;
-      }
-      for (const s of spends) {
-        tx.incrby(s.key, cost);
+      counted.forEach((c, i) => {
+        const by = c.need + (extras[i] as number);
+        if (by === 1) tx.incr(c.key);
+        else tx.incrby(c.key, by);
         at.push(n++);
-        const ttl = counterTtlSeconds(s.period, nowMs);
+        const ttl =
+          i < windows.length
+            ? (windows[i] as Window).limit.windowSeconds + 1
+            : counterTtlSeconds((spends[i - windows.length] as Spend).period, nowMs);
         if (ttl !== undefined) {
-          tx.expire(s.key, ttl, 'NX');
+          tx.expire(c.key, ttl, 'NX');
           n++;
         }
-      }
+      });
       const replies = await execAll(tx);
-      counts = windows.map((_, i) => Number(replies[at[i] as number]));
-      spent = spends.map((_, i) => Number(replies[at[windows.length + i] as number]));
+      values = at.map((i) => Number(replies[i]));
     } catch (err) {
       throw redisUnavailable(err);
     }
-    this.tellBreaches(grant, windows, counts);
-    const broke = spends.find((s, i) => (spent[i] as number) > s.credits.amount);
-    if (broke !== undefined) {
-      await this.giveBack(spends, cost);
-      const left = broke.credits.amount - ((spent[spends.indexOf(broke)] as number) - cost);
-      throw creditsExhausted(broke, cost, left, nowMs);
+    const unused: Unused[] = [];
+    const settled = counted.map((c, i) => {
+      const reply = settle(c, extras[i] as number, values[i] as number, unused);
+      if (leasing) this.leases.keep(c, reply, nowMs, unused);
+      return reply;
+    });
+    if (extras.some((e) => e > 0)) this.sweepSoon();
+    const ofWindows = settled.slice(0, windows.length);
+    const ofSpends = settled.slice(windows.length);
+    this.tellBreaches(grant, windows, ofWindows);
+    const refused = (): Promise<void> => {
+      // A refused call's credits back: a top-up or the next period is not eaten by refusals.
+      for (const s of spends) unused.push({ key: s.key, units: cost, endsAtMs: s.period.endsAtMs });
+      return this.giveBack(unused, nowMs);
+    };
+    const broke = spends.findIndex((_, i) => !(ofSpends[i] as Settled).fits);
+    if (broke >= 0) {
+      await refused();
+      const left = (spends[broke] as Spend).credits.amount - (ofSpends[broke] as Settled).before;
+      throw creditsExhausted(spends[broke] as Spend, cost, left, nowMs);
     }
     // The full window that frees last decides when to retry.
     let over: { w: Window; retryAfter: number } | undefined;
     windows.forEach((w, i) => {
-      if ((counts[i] as number) <= w.limit.requests) return;
+      if ((ofWindows[i] as Settled).fits) return;
       const retryAfter = Math.max(1, w.start + w.limit.windowSeconds - nowS);
       if (over === undefined || retryAfter > over.retryAfter) over = { w, retryAfter };
     });
     if (over === undefined) {
-      this.tellCredits(grant, spends, spent, cost);
+      this.tellCredits(grant, spends, ofSpends, cost);
+      // Units past a limit, asked for by a lease (gateway/auth/counter-leases.ts): not this call's.
+      if (unused.length > 0) void this.giveBack(unused, nowMs);
       return;
     }
-    await this.giveBack(spends, cost);
+    await refused();
     const { w, retryAfter } = over;
     const whose = w.holder.kind === 'key' ? 'this key' : `this key's identity "${w.holder.name}"`;
     const what =
@@ -177,11 +233,12 @@ export class RateLimiter {
     });
   }
 
-  private tellBreaches(grant: KeyGrant, windows: Window[], counts: number[]): void {
+  private tellBreaches(grant: KeyGrant, windows: Window[], settled: Settled[]): void {
     const tell = this.opts.notices;
     if (tell === undefined) return;
     windows.forEach((w, i) => {
-      if (counts[i] !== w.limit.requests + 1) return;
+      // The window's first refused call: the one that found it exactly full.
+      if ((settled[i] as Settled).before !== w.limit.requests) return;
       tell({
         type: 'key.rate_limited',
         grant,
@@ -199,17 +256,18 @@ export class RateLimiter {
    * Credits low: the call whose spending crossed the mark (one call, among all replicas). Spent:
    * the call after which less is left than it cost (exactly one call when every call costs alike).
    */
-  private tellCredits(grant: KeyGrant, spends: Spend[], spent: number[], cost: number): void {
+  private tellCredits(grant: KeyGrant, spends: Spend[], settled: Settled[], cost: number): void {
     const tell = this.opts.notices;
     if (tell === undefined) return;
     spends.forEach((s, i) => {
       const { amount } = s.credits;
-      const now = spent[i] as number;
+      // Leased units count as spent: the counter crossed the mark in this reply, or it did not.
+      const { before, after: now } = settled[i] as Settled;
       const mark = lowMark(amount);
       const type =
         amount - now < cost
           ? 'credits.exhausted'
-          : mark > 0 && now - cost < mark && now >= mark
+          : mark > 0 && before < mark && now >= mark
             ? 'credits.low'
             : undefined;
       if (type === undefined) return;
@@ -229,12 +287,38 @@ export class RateLimiter {
     });
   }
 
-  /** A refused call's credits back; should Redis fail now, they stay spent (never one too many). */
-  private async giveBack(spends: Spend[], cost: number): Promise<void> {
-    if (spends.length === 0) return;
+  /**
+   * Units back to their counters: a refused call's credits, and leases' units past a limit or
+   * unused. Should Redis fail now, they stay spent (never one too many). A window that has ended
+   * is left alone; EXPIRE NX keeps a counter that expired meanwhile from living on.
+   */
+  private async giveBack(unused: Unused[], nowMs: number): Promise<void> {
+    const live = unused.filter((u) => u.endsAtMs === undefined || u.endsAtMs > nowMs);
+    if (live.length === 0) return;
     const tx = this.redis.multi();
-    for (const s of spends) tx.decrby(s.key, cost);
+    for (const u of live) {
+      tx.decrby(u.key, u.units);
+      if (u.endsAtMs !== undefined) tx.expire(u.key, Math.ceil((u.endsAtMs - nowMs) / 1000) + 1, 'NX');
+    }
     await tx.exec().catch(() => undefined);
+  }
+
+  /** Starts the idle sweep once a lease is held; a limiter that never leases runs no timer. */
+  private sweepSoon(): void {
+    if (this.sweeper !== undefined) return;
+    this.sweeper = setInterval(() => {
+      const now = Date.now();
+      void this.giveBack(this.leases.sweep(now), now);
+    }, IDLE_MS / 2);
+    this.sweeper.unref();
+  }
+
+  /** Gives every leased unit back; the gateway calls it as it shuts down, before Redis closes. */
+  async close(): Promise<void> {
+    if (this.sweeper !== undefined) clearInterval(this.sweeper);
+    this.sweeper = undefined;
+    const now = Date.now();
+    await this.giveBack(this.leases.sweep(now, true), now);
   }
 }
 

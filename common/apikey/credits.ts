@@ -74,7 +74,12 @@ export async function addCredits(
   await execAll(tx);
 }
 
+/** A period's counter outlives its period by a day, so usage can still show the one just ended. */
+export const CREDITS_COUNTER_OUTLIVES_S = 86_400;
+
 /** How long a period's counter lives: its period and a day more; credits without refill never expire. */
 export function counterTtlSeconds(period: CreditPeriod, nowMs: number): number | undefined {
-  return period.endsAtMs === undefined ? undefined : Math.ceil((period.endsAtMs - nowMs) / 1000) + 86_400;
+  return period.endsAtMs === undefined
+    ? undefined
+    : Math.ceil((period.endsAtMs - nowMs) / 1000) + CREDITS_COUNTER_OUTLIVES_S;
 }

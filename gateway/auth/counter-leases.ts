@@ -35,9 +35,14 @@ export interface Counted {
   need: number;
   /** When the counter's window or period ends (ms); undefined for credits that never refill. */
   endsAtMs: number | undefined;
+  /** How long the counter lives on after that end (its EXPIRE), so units can still go back. */
+  outlivesMs: number;
 }
 
-/** What a counter's reply says of one call, once its lease is settled. */
+/** Units taken from a counter and not needed: to be given back with DECRBY. */
+export type Unused = Pick<Counted, 'key' | 'endsAtMs' | 'outlivesMs'> & { units: number };
+
+/** What a counter's reply says of one call. */
 export interface Settled {
   /** The call fits this counter. */
   fits: boolean;
@@ -45,37 +50,36 @@ export interface Settled {
   before: number;
   /** The counter as it stands for this replica: before, plus the need, plus the units kept. */
   after: number;
+  /** Units beyond the need this replica keeps for its next calls. */
+  kept: number;
 }
 
 /**
  * Reads a counter's reply to INCRBY need+extra: whether the call fits, and how many of the extra
- * units it may keep; units past the limit go to `unused`, to be given back.
+ * units it may keep, judged on the count Redis gave (the extra was asked for on an older one), so
+ * a lease never holds the last sixteenth; the rest go to `unused`, to be given back.
  */
-export function settle(
-  c: Counted,
-  extra: number,
-  value: number,
-  unused: Unused[],
-): Settled & { kept: number } {
+export function settle(c: Counted, extra: number, value: number, unused: Unused[]): Settled {
   const before = value - c.need - extra;
   const fits = before + c.need <= c.limit;
-  const kept = fits ? Math.max(0, Math.min(extra, c.limit - before - c.need)) : 0;
-  if (extra > kept) unused.push({ key: c.key, units: extra - kept, endsAtMs: c.endsAtMs });
+  const kept = fits ? Math.max(0, Math.min(extra, Math.floor((c.limit - before - c.need) / SHARE))) : 0;
+  if (extra > kept) unused.push({ ...pick(c), units: extra - kept });
   return { fits, before, after: before + c.need + kept, kept };
 }
 
-/** Units taken from a counter and not needed: to be given back with DECRBY. */
-export interface Unused {
-  key: string;
-  units: number;
-  endsAtMs: number | undefined;
-}
+/** Whether units may still go back to a counter: its window runs, or its period's counter lives. */
+export const returnable = (u: Unused, nowMs: number): boolean =>
+  u.endsAtMs === undefined || nowMs < u.endsAtMs + u.outlivesMs - 1000;
 
-interface Lease {
-  units: number;
+const pick = (c: Unused | Counted): Pick<Counted, 'key' | 'endsAtMs' | 'outlivesMs'> => ({
+  key: c.key,
+  endsAtMs: c.endsAtMs,
+  outlivesMs: c.outlivesMs,
+});
+
+interface Lease extends Unused {
   /** The limit they were taken under: a changed limit (an administrator's) voids them. */
   limit: number;
-  endsAtMs: number | undefined;
   lastUsedMs: number;
   /** The counter's value as this replica last saw it. */
   seen: number;
@@ -113,42 +117,46 @@ export class CounterLeases {
 
   /** How many units to ask for beyond the call's need: none unless the budget runs hot. */
   extra(c: Counted, nowMs: number): number {
-    const pace = this.paces.get(c.family);
     const lease = this.usable(c, nowMs);
     // A counter not seen yet is counted exactly once, which tells how much is left.
-    if (pace === undefined || lease === undefined || pace.previous < MIN_CALLS_PER_SLOT) return 0;
+    if (lease === undefined || !this.hot(c.family)) return 0;
+    const pace = this.paces.get(c.family) as Pace;
     const room = c.limit - lease.seen - c.need;
     return Math.max(0, Math.min(Math.floor(room / SHARE), Math.floor((pace.previous * LEASE_MS) / SLOT_MS)));
   }
 
-  /** Keeps a reply's units beyond the call's need for the next calls, and what it said of the count. */
-  keep(c: Counted, reply: Settled & { kept: number }, nowMs: number, unused: Unused[]): void {
+  /**
+   * Keeps a reply's units beyond the call's need for the next calls, and what it said of the
+   * count. A budget that does not run hot is not remembered: most keys leave nothing here.
+   */
+  keep(c: Counted, reply: Settled, nowMs: number, unused: Unused[]): void {
     const lease = this.usable(c, nowMs);
-    if (lease === undefined) {
-      this.void(c.key, unused);
-      this.leases.set(c.key, {
-        units: reply.kept,
-        limit: c.limit,
-        endsAtMs: c.endsAtMs,
-        lastUsedMs: nowMs,
-        seen: reply.after,
-      });
-    } else {
+    if (lease !== undefined) {
       lease.units += reply.kept;
       lease.seen = Math.max(lease.seen, reply.after);
       lease.lastUsedMs = nowMs;
+      return;
     }
+    this.void(c.key, unused);
+    if (reply.kept === 0 && !this.hot(c.family)) return;
+    this.leases.set(c.key, {
+      ...pick(c),
+      units: reply.kept,
+      limit: c.limit,
+      lastUsedMs: nowMs,
+      seen: reply.after,
+    });
   }
 
-  /** Leases unused for `IDLE_MS` (or all, at shutdown) back to their counters; spent windows dropped. */
+  /**
+   * Leases unused for `IDLE_MS`, or whose window or period has ended (or all, at shutdown), back
+   * to their counters; paces of budgets no longer called forgotten.
+   */
   sweep(nowMs: number, all = false): Unused[] {
     const unused: Unused[] = [];
     for (const [key, lease] of this.leases) {
-      if (lease.endsAtMs !== undefined && lease.endsAtMs <= nowMs) {
-        this.leases.delete(key);
-      } else if (all || nowMs - lease.lastUsedMs >= IDLE_MS) {
-        this.void(key, unused);
-      }
+      const ended = lease.endsAtMs !== undefined && lease.endsAtMs <= nowMs;
+      if (all || ended || nowMs - lease.lastUsedMs >= IDLE_MS) this.void(key, unused);
     }
     for (const [family, pace] of this.paces) {
       if (nowMs - pace.slot * SLOT_MS > 10 * IDLE_MS) this.paces.delete(family);
@@ -164,11 +172,15 @@ export class CounterLeases {
     return lease;
   }
 
+  private hot(family: string): boolean {
+    return (this.paces.get(family)?.previous ?? 0) >= MIN_CALLS_PER_SLOT;
+  }
+
   private void(key: string, unused: Unused[]): void {
     const lease = this.leases.get(key);
     if (lease === undefined) return;
     this.leases.delete(key);
-    if (lease.units > 0) unused.push({ key, units: lease.units, endsAtMs: lease.endsAtMs });
+    if (lease.units > 0) unused.push({ ...pick(lease), units: lease.units });
   }
 
   private pace(family: string, nowMs: number): void {
@@ -183,5 +195,10 @@ export class CounterLeases {
       pace.slot = slot;
       pace.calls = 1;
     }
+  }
+
+  /** Budgets and leases held, for tests that they stay bounded. */
+  get size(): { leases: number; paces: number } {
+    return { leases: this.leases.size, paces: this.paces.size };
   }
 }

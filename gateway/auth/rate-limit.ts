@@ -1,11 +1,19 @@
 import type { Redis } from 'ioredis';
-import { counterTtlSeconds, creditPeriod, type CreditPeriod } from '../../common/apikey/credits.js';
+import { creditPeriod, CREDITS_COUNTER_OUTLIVES_S, type CreditPeriod } from '../../common/apikey/credits.js';
 import { execAll } from '../../common/redis/transaction.js';
 import { TollgateError } from '../../common/errors.js';
 import { redisKeys } from '../../common/redis/schema.js';
 import type { KeyGrant, NamedLimit, RateLimit } from '../../common/resources/grant.js';
 import { redisUnavailable } from '../../common/redis/unavailable.js';
-import { CounterLeases, IDLE_MS, settle, type Counted, type Settled, type Unused } from './counter-leases.js';
+import {
+  CounterLeases,
+  IDLE_MS,
+  returnable,
+  settle,
+  type Counted,
+  type Settled,
+  type Unused,
+} from './counter-leases.js';
 
 /** Whether a key has any limit or credits to count (a key without costs nothing here). */
 export const isLimited = (grant: KeyGrant): boolean =>
@@ -72,6 +80,13 @@ const lowMark = (amount: number): number => amount - Math.max(1, Math.floor(amou
 export class RateLimiter {
   private readonly leases = new CounterLeases();
   private sweeper: NodeJS.Timeout | undefined;
+  private closed = false;
+  /**
+   * Windows whose first refusal this replica has told (leasing only): with units in flight
+   * between replicas the count can step over "exactly full", so each replica tells its first
+   * refusal and the webhook inbox keeps one (gateway/webhooks/inbox.ts, noticeOnce).
+   */
+  private readonly told = new Map<string, number>();
 
   constructor(
     private readonly redis: Redis,
@@ -81,7 +96,7 @@ export class RateLimiter {
        * Take leases on hot budgets (gateway/auth/counter-leases.ts). Never in a sidecar: its Redis
        * user may only INCR a counter, as INCRBY (or DECRBY) could also take a count down.
        */
-      leases?: boolean;
+      leases: boolean;
       notices?: (n: LimitNotice) => void;
     } = { countsCredits: true, leases: true },
   ) {}
@@ -144,6 +159,7 @@ export class RateLimiter {
         limit: w.limit.requests,
         need: 1,
         endsAtMs: (w.start + w.limit.windowSeconds) * 1000,
+        outlivesMs: 1000,
       })),
       ...spends.map((s) => ({
         key: s.key,
@@ -151,9 +167,11 @@ export class RateLimiter {
         limit: s.credits.amount,
         need: cost,
         endsAtMs: s.period.endsAtMs,
+        outlivesMs: CREDITS_COUNTER_OUTLIVES_S * 1000,
       })),
     ];
-    const leasing = this.opts.leases === true;
+    const leasing = this.opts.leases && !this.closed;
+    if (leasing) this.sweepSoon();
     // Like a cached grant (gateway/auth/key-check.ts), a lease counts only while Redis is up:
     // when it is down, nothing passes.
     if (leasing && this.redis.status === 'ready' && this.leases.takeLocal(counted, nowMs)) return;
@@ -169,12 +187,8 @@ export class RateLimiter {
         if (by === 1) tx.incr(c.key);
         else tx.incrby(c.key, by);
         at.push(n++);
-        const ttl =
-          i < windows.length
-            ? (windows[i] as Window).limit.windowSeconds + 1
-            : counterTtlSeconds((spends[i - windows.length] as Spend).period, nowMs);
-        if (ttl !== undefined) {
-          tx.expire(c.key, ttl, 'NX');
+        if (c.endsAtMs !== undefined) {
+          tx.expire(c.key, expirySeconds(c, nowMs), 'NX');
           n++;
         }
       });
@@ -186,16 +200,17 @@ export class RateLimiter {
     const unused: Unused[] = [];
     const settled = counted.map((c, i) => {
       const reply = settle(c, extras[i] as number, values[i] as number, unused);
-      if (leasing) this.leases.keep(c, reply, nowMs, unused);
+      // A limiter closed while this call waited keeps nothing: no sweep would give it back.
+      if (leasing && !this.closed) this.leases.keep(c, reply, nowMs, unused);
+      else if (reply.kept > 0) unused.push({ ...c, units: reply.kept });
       return reply;
     });
-    if (extras.some((e) => e > 0)) this.sweepSoon();
     const ofWindows = settled.slice(0, windows.length);
     const ofSpends = settled.slice(windows.length);
-    this.tellBreaches(grant, windows, ofWindows);
+    this.tellBreaches(grant, windows, ofWindows, leasing);
     const refused = (): Promise<void> => {
       // A refused call's credits back: a top-up or the next period is not eaten by refusals.
-      for (const s of spends) unused.push({ key: s.key, units: cost, endsAtMs: s.period.endsAtMs });
+      for (const c of counted.slice(windows.length)) unused.push({ ...c, units: cost });
       return this.giveBack(unused, nowMs);
     };
     const broke = spends.findIndex((_, i) => !(ofSpends[i] as Settled).fits);
@@ -233,12 +248,19 @@ export class RateLimiter {
     });
   }
 
-  private tellBreaches(grant: KeyGrant, windows: Window[], settled: Settled[]): void {
+  private tellBreaches(grant: KeyGrant, windows: Window[], settled: Settled[], leasing: boolean): void {
     const tell = this.opts.notices;
     if (tell === undefined) return;
     windows.forEach((w, i) => {
-      // The window's first refused call: the one that found it exactly full.
-      if ((settled[i] as Settled).before !== w.limit.requests) return;
+      const { fits, before } = settled[i] as Settled;
+      if (fits) return;
+      if (leasing) {
+        if (this.told.has(w.key)) return;
+        this.told.set(w.key, (w.start + w.limit.windowSeconds) * 1000);
+      } else if (before !== w.limit.requests) {
+        // Counted call by call, the window's first refused call is the one that found it full.
+        return;
+      }
       tell({
         type: 'key.rate_limited',
         grant,
@@ -293,21 +315,22 @@ export class RateLimiter {
    * is left alone; EXPIRE NX keeps a counter that expired meanwhile from living on.
    */
   private async giveBack(unused: Unused[], nowMs: number): Promise<void> {
-    const live = unused.filter((u) => u.endsAtMs === undefined || u.endsAtMs > nowMs);
+    const live = unused.filter((u) => returnable(u, nowMs));
     if (live.length === 0) return;
     const tx = this.redis.multi();
     for (const u of live) {
       tx.decrby(u.key, u.units);
-      if (u.endsAtMs !== undefined) tx.expire(u.key, Math.ceil((u.endsAtMs - nowMs) / 1000) + 1, 'NX');
+      if (u.endsAtMs !== undefined) tx.expire(u.key, expirySeconds(u, nowMs), 'NX');
     }
     await tx.exec().catch(() => undefined);
   }
 
-  /** Starts the idle sweep once a lease is held; a limiter that never leases runs no timer. */
+  /** Starts the sweep of idle leases and old paces; a limiter that never leases runs no timer. */
   private sweepSoon(): void {
     if (this.sweeper !== undefined) return;
     this.sweeper = setInterval(() => {
       const now = Date.now();
+      for (const [key, endsAtMs] of this.told) if (endsAtMs <= now) this.told.delete(key);
       void this.giveBack(this.leases.sweep(now), now);
     }, IDLE_MS / 2);
     this.sweeper.unref();
@@ -315,12 +338,17 @@ export class RateLimiter {
 
   /** Gives every leased unit back; the gateway calls it as it shuts down, before Redis closes. */
   async close(): Promise<void> {
+    this.closed = true;
     if (this.sweeper !== undefined) clearInterval(this.sweeper);
     this.sweeper = undefined;
     const now = Date.now();
     await this.giveBack(this.leases.sweep(now, true), now);
   }
 }
+
+/** A counter lives to its window's or period's end, and then `outlivesMs` more. */
+const expirySeconds = (c: Pick<Counted, 'endsAtMs' | 'outlivesMs'>, nowMs: number): number =>
+  Math.ceil(((c.endsAtMs as number) + c.outlivesMs - nowMs) / 1000);
 
 /** What a call that costs more than one was short of. */
 const short = (cost: number, left: number): string =>

@@ -69,6 +69,33 @@ async function burst(
   return { admitted: n };
 }
 
+/** `n` calls in waves of `width` at once, at 2,000 a second of the calls' clock; counts the outcomes. */
+async function waves(
+  limiter: RateLimiter,
+  grant: KeyGrant,
+  n: number,
+  startMs: number,
+  width = 25,
+): Promise<{ admitted: number; refused: Set<string> }> {
+  let admitted = 0;
+  const refused = new Set<string>();
+  for (let i = 0; i < n; i += width) {
+    const outcomes = await Promise.all(
+      Array.from({ length: Math.min(width, n - i) }, (_, j) =>
+        limiter.take(grant, 1, startMs + (i + j) / 2).then(
+          () => 'ok',
+          (e: unknown) => (e instanceof TollgateError ? e.code : String(e)),
+        ),
+      ),
+    );
+    for (const o of outcomes) {
+      if (o === 'ok') admitted++;
+      else refused.add(o);
+    }
+  }
+  return { admitted, refused };
+}
+
 describe('counter leases', () => {
   it('count a hot key a few units at a time, and give back what was not used', async () => {
     const limiter = new RateLimiter(client);
@@ -119,6 +146,51 @@ describe('counter leases', () => {
     expect(admitted + rest.admitted).toBe(amount);
     expect(rest.refusal?.code).toBe('credits_exhausted');
     expect(await spent(id)).toBe(amount);
+  });
+
+  it('admit no call past a window or the credits with calls overlapping in each of several replicas', async () => {
+    const connections = [0, 1].map(() => new Redis(client.options));
+    const replicas = connections.map((c) => new RateLimiter(c));
+    const startMs = Date.now();
+    // Credits the tighter budget: 2,500 of them, 4,000 calls.
+    const credits = `overlap${suffix()}`;
+    const spentOut = await Promise.all(replicas.map((r) => waves(r, hot(credits, 2500), 2000, startMs)));
+    const creditsAdmitted = spentOut.reduce((sum, o) => sum + o.admitted, 0);
+    expect(creditsAdmitted).toBeLessThanOrEqual(2500);
+    expect(creditsAdmitted).toBeGreaterThan(2000);
+    expect(new Set(spentOut.flatMap((o) => [...o.refused]))).toEqual(new Set(['credits_exhausted']));
+    // A window the tighter one: 1,500 calls an hour, 3,000 calls.
+    const window = `window${suffix()}`;
+    const windowOut = await Promise.all(
+      replicas.map((r) => waves(r, hot(window, 1_000_000, 1500), 1500, startMs)),
+    );
+    const windowAdmitted = windowOut.reduce((sum, o) => sum + o.admitted, 0);
+    expect(windowAdmitted).toBeLessThanOrEqual(1500);
+    expect(windowAdmitted).toBeGreaterThan(1200);
+    expect(new Set(windowOut.flatMap((o) => [...o.refused]))).toEqual(new Set(['rate_limited']));
+    await Promise.all(replicas.map((r) => r.close()));
+    for (const c of connections) c.disconnect();
+    expect(await spent(credits)).toBe(creditsAdmitted);
+    expect(await spent(window)).toBe(windowAdmitted);
+  });
+
+  it('tell a window’s first refusal once per replica, however the units moved', async () => {
+    const notices: string[] = [];
+    const connections = [0, 1].map(() => new Redis(client.options));
+    const replicas = connections.map(
+      (c, i) =>
+        new RateLimiter(c, {
+          countsCredits: true,
+          leases: true,
+          notices: (n) => notices.push(`${i}:${n.type}:${String(n.detail['limit'])}`),
+        }),
+    );
+    const id = `told${suffix()}`;
+    await Promise.all(replicas.map((r) => waves(r, hot(id, 1_000_000, 1000), 1000, Date.now())));
+    await Promise.all(replicas.map((r) => r.close()));
+    for (const c of connections) c.disconnect();
+    // Each replica was refused, and each told it once; the webhook inbox keeps one of them.
+    expect(notices.sort()).toEqual(['0:key.rate_limited:per-hour', '1:key.rate_limited:per-hour']);
   });
 
   it('hold no call to a lease taken under a limit an administrator has since lowered', async () => {

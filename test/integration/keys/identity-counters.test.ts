@@ -114,7 +114,11 @@ describe('a key of an identity', () => {
 describe('what the limiter tells the webhooks', () => {
   it('a window’s first refusal, and credits low and spent, once each among concurrent calls', async () => {
     const notices: LimitNotice[] = [];
-    const limiter = new RateLimiter(client, { countsCredits: true, notices: (n) => notices.push(n) });
+    const limiter = new RateLimiter(client, {
+      countsCredits: true,
+      leases: true,
+      notices: (n) => notices.push(n),
+    });
     const suffix = Math.random().toString(36).slice(2, 8);
     const grant: KeyGrant = {
       id: `n${suffix}`,

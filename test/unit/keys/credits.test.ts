@@ -25,7 +25,7 @@ describe('a sidecar’s rate limiter', () => {
         },
       },
     ) as unknown as Redis;
-    const limiter = new RateLimiter(untouched, { countsCredits: false });
+    const limiter = new RateLimiter(untouched, { countsCredits: false, leases: false });
     const err = await limiter
       .take({ id: 'k', owner: 'a', module: 'platform', roles: ['viewer'], credits: { amount: 5 } })
       .catch((e: unknown) => e);
@@ -47,7 +47,7 @@ describe('a sidecar’s rate limiter, for a key of an identity', () => {
         },
       },
     ) as unknown as Redis;
-    const err = await new RateLimiter(untouched, { countsCredits: false })
+    const err = await new RateLimiter(untouched, { countsCredits: false, leases: false })
       .take({
         id: 'k',
         owner: 'a',

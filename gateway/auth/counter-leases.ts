@@ -13,8 +13,8 @@
  * call by call exactly as before.
  */
 
-/** Calls of one budget per 100 ms slot below which no lease is taken (1,000 calls a second). */
-export const MIN_CALLS_PER_SLOT = 100;
+/** Calls of one budget per 100 ms slot below which no lease is taken (500 calls a second). */
+export const MIN_CALLS_PER_SLOT = 50;
 const SLOT_MS = 100;
 /** A lease covers this much of the replica's own traffic on the budget. */
 const LEASE_MS = 50;

@@ -180,6 +180,26 @@ export const gatewayConfigSchema = z
     auditUri: z.string().min(1).optional(),
     auditRetentionDays: z.coerce.number().int().min(1).max(3650).default(90),
     auditFlushMs: z.coerce.number().int().positive().default(1_000),
+    /**
+     * Where models that set spec.logging have their calls logged: `file:///dir` or
+     * `s3://bucket/prefix` (S3 credentials as for the audit trail). Standalone defaults to
+     * `<stateDir>/payload-logs`; unset on a cluster, nothing is logged.
+     */
+    payloadLogUri: z.string().min(1).optional(),
+    /** How often buffered payload records are written (one object per model and hour each time). */
+    payloadLogIntervalMs: z.coerce.number().int().min(100).max(3_600_000).default(60_000),
+    /** Payload records held between writes; past this, new ones are dropped and counted. */
+    payloadLogBufferBytes: z.coerce
+      .number()
+      .int()
+      .min(1024)
+      .default(16 * 1024 * 1024),
+    /** A request or answer larger than this is logged as its size only. */
+    payloadLogMaxBodyBytes: z.coerce
+      .number()
+      .int()
+      .min(256)
+      .default(64 * 1024),
     /** A key's refused uses are recorded at most once per this interval (the rest are counted). */
     auditRefusalIntervalMs: z.coerce.number().int().nonnegative().default(60_000),
     /**
@@ -343,6 +363,10 @@ const ENV: ReadonlyArray<readonly [string, keyof GatewayConfigInput]> = [
   ['TOLLGATE_AUDIT_RETENTION_DAYS', 'auditRetentionDays'],
   ['TOLLGATE_AUDIT_FLUSH_MS', 'auditFlushMs'],
   ['TOLLGATE_AUDIT_REFUSAL_INTERVAL_MS', 'auditRefusalIntervalMs'],
+  ['TOLLGATE_PAYLOAD_LOG_URI', 'payloadLogUri'],
+  ['TOLLGATE_PAYLOAD_LOG_INTERVAL_MS', 'payloadLogIntervalMs'],
+  ['TOLLGATE_PAYLOAD_LOG_BUFFER_BYTES', 'payloadLogBufferBytes'],
+  ['TOLLGATE_PAYLOAD_LOG_MAX_BODY_BYTES', 'payloadLogMaxBodyBytes'],
   ['TOLLGATE_STATE_DIR', 'stateDir'],
   ['TOLLGATE_GRANT_SIGNING_KEY_FILE', 'grantSigningKeyFile'],
   ['TOLLGATE_TRUSTED_KEYS', 'trustedKeys'],

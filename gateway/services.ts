@@ -9,7 +9,8 @@ import type { LimitNotice } from './auth/rate-limit.js';
 import { CreditCosts } from './auth/credit-costs.js';
 import { noticeEvent, noticeOnce } from './webhooks/events.js';
 import { WebhookInbox } from './webhooks/inbox.js';
-import { openSegmentStore } from './audit/open-segment-store.js';
+import { openSegmentStore } from './segments/open-segment-store.js';
+import { PayloadLog } from './v2/payload-log/payload-log.js';
 import { MetadataCache } from './v2/metadata-cache.js';
 import { ModelUsageRecorder } from './v2/model-usage.js';
 import { LoadReporter } from './v2/load-reporter.js';
@@ -67,6 +68,12 @@ export interface GatewayServices {
   trust: EntryTrust;
   /** Models' V2 metadata, shared by /v2 and the workflow route to the same models. */
   metadata: MetadataCache;
+  /**
+   * Where models that set spec.logging log their calls; undefined where this gateway keeps none
+   * (no payloadLogUri, or a sidecar: it holds no storage credentials, and calls from outside the
+   * pod reach it through a central gateway, which logs them).
+   */
+  payloadLog: PayloadLog | undefined;
   /** Set once shutdown begins: /readyz fails, so the replica leaves its Service's endpoints. */
   draining: boolean;
   /** Ends background work and closes connections; the HTTP server must be closed first. */
@@ -197,6 +204,15 @@ export async function createGatewayServices(
     config.grantSigningKeyFile === undefined ? undefined : await GrantSigner.open(config.grantSigningKeyFile);
   const metadata = new MetadataCache(upstreams, grantSigner, invalidation, log, config.cacheEntries);
   const management = await extras.management?.(shared);
+  const payloadLog =
+    config.payloadLogUri === undefined || config.grantSigningKeyFile === undefined
+      ? undefined
+      : new PayloadLog(
+          await openSegmentStore(config.payloadLogUri, process.env),
+          { intervalMs: config.payloadLogIntervalMs, bufferBytes: config.payloadLogBufferBytes },
+          metrics.registry,
+          log.child({ component: 'payload-log' }),
+        );
   const inbox = new WebhookInbox(redis, (err) => log.warn({ err }, 'webhook event not queued'));
   // Only a central gateway (it holds the signing key) counts credits: a sidecar's Redis user may
   // not write them, so a team that reads its password cannot give any key more.
@@ -214,6 +230,7 @@ export async function createGatewayServices(
   modelUsage.start();
   load.start();
   audit.start();
+  payloadLog?.start();
 
   // Start answering even if Redis is away (every checked call then gets 503), but give it a
   // moment so a normal start does not begin with a burst of refusals.
@@ -240,6 +257,7 @@ export async function createGatewayServices(
     management,
     upstreams,
     metadata,
+    payloadLog,
     grantSigner,
     trust,
     draining: false,
@@ -249,6 +267,7 @@ export async function createGatewayServices(
       await modelUsage.stop();
       await load.stop();
       await audit.stop();
+      await payloadLog?.stop();
       await upstreams.close();
       await rateLimiter.close();
       invalidation.stop();

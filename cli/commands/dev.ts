@@ -81,6 +81,9 @@ export function register(program: Command): void {
           grantSigningKeyFile,
           // The audit trail beside the manifests: a Redis flush leaves both.
           auditUri: process.env.TOLLGATE_AUDIT_URI ?? pathToFileURL(path.join(stateDir, 'audit')).href,
+          // Models that log their calls (spec.logging) write them beside it.
+          payloadLogUri:
+            process.env.TOLLGATE_PAYLOAD_LOG_URI ?? pathToFileURL(path.join(stateDir, 'payload-logs')).href,
           // No load balancer in front of a standalone gateway: nothing to drain towards.
           shutdownDrainMs: 0,
         };

@@ -112,6 +112,13 @@ export const routeSchema = z.object({
   cold: z.boolean().optional(),
   /** With `cold`: how long a held call waits for a replica (spec.scaling.activationTimeoutSeconds). */
   activationTimeoutSeconds: z.int().min(1).max(600).optional(),
+  /** A model's payload logging (spec.logging): the share of calls logged, the fields redacted. */
+  logging: z
+    .object({
+      sampleRate: z.number().min(0).max(1),
+      redact: z.array(z.string().min(1).max(128)).max(32).optional(),
+    })
+    .optional(),
 });
 export type Route = z.infer<typeof routeSchema>;
 

@@ -15,7 +15,7 @@ import {
   sendReport,
   takeReports,
 } from './sidecar-reports.js';
-import type { SegmentStore } from './segment-store.js';
+import type { SegmentStore } from '../segments/segment-store.js';
 import { PeriodicFlush } from '../periodic-flush.js';
 import { execAll } from '../../common/redis/transaction.js';
 

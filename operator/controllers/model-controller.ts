@@ -378,6 +378,7 @@ export class ModelReconciler implements Reconciler {
       ...(waits && policy !== undefined
         ? { activationTimeoutSeconds: Math.round(policy.activationTimeoutMs / 1000) }
         : {}),
+      ...(model.spec.logging === undefined ? {} : { logging: payloadLogging(model.spec.logging) }),
       ...(versioned
         ? {
             versions: ready.map((r) => ({
@@ -484,4 +485,12 @@ export class ModelReconciler implements Reconciler {
     // Checks are kept per workload: the Model's own name, or <name>-<version>.
     for (const k of this.checked.keys()) if (k === key || k.startsWith(`${key}-`)) this.checked.delete(k);
   }
+}
+
+/** A Model's spec.logging as its route carries it to the gateways: every call unless sampled. */
+function payloadLogging(logging: NonNullable<Model['spec']['logging']>): NonNullable<Route['logging']> {
+  return {
+    sampleRate: logging.sampleRate ?? 1,
+    ...(logging.redact === undefined || logging.redact.length === 0 ? {} : { redact: logging.redact }),
+  };
 }

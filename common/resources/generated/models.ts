@@ -36,6 +36,15 @@ export const modelSpecSchema = z.object({
     .optional(),
   /** A workflow (bda) id. The model is then also reachable as that workflow's service and callable with the workflow's bda keys. */
   workflow: z.string().max(128).regex(new RegExp('^[A-Za-z0-9][A-Za-z0-9_.-]*$')).optional(),
+  /** Payload logging: a share of this model's inference calls (request and answer, refusals and runtime errors included) written by the gateway as time-partitioned JSON Lines where the administrator keeps payload logs (model=<name>/date=<d>/hour=<h>/). Logging never slows or fails a call. */
+  logging: z
+    .object({
+      /** The share of calls logged, from 0 (none) to 1 (every call). Default 1. */
+      sampleRate: z.number().min(0).max(1).optional(),
+      /** Field names logged as "[redacted]": any JSON property of that name, and the data of any input or output tensor of that name. */
+      redact: z.array(z.string().min(1).max(128)).max(32).optional(),
+    })
+    .optional(),
   /** Where the model's calls are checked. central: by the central gateway only (the model's pods answer anyone who reaches them inside the cluster). sidecar: a Tollgate container in each model pod checks every call, from outside or inside the cluster; MLServer listens on the pod's loopback only. Default: the chart's models.gateway. */
   gateway: z.enum(['central', 'sidecar']).optional(),
   /** MLServer replicas of each version (without spec.scaling). 0 keeps the resource but serves nothing. */

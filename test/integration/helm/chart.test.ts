@@ -418,6 +418,22 @@ describe('helm chart: lint and render', () => {
     await expect(render(['audit.storageUri=ftp://nowhere'])).rejects.toThrow(/storageUri/);
   });
 
+  it('tells the gateways where models log their calls, only where the administrator says', async () => {
+    const { objects } = await render([
+      'models.payloadLogs.storageUri=s3://lake/payloads',
+      'models.payloadLogs.intervalSeconds=30',
+    ]);
+    const config = find(objects, 'ConfigMap', 't1-tollgate-gateway').data?.['gateway.yaml'] ?? '';
+    expect(parseAllDocuments(config)[0]?.toJS()).toMatchObject({
+      payloadLogUri: 's3://lake/payloads',
+      payloadLogIntervalMs: 30_000,
+    });
+    const plain = await render([]);
+    const plainConfig = find(plain.objects, 'ConfigMap', 't1-tollgate-gateway').data?.['gateway.yaml'] ?? '';
+    expect(parseAllDocuments(plainConfig)[0]?.toJS()).not.toHaveProperty('payloadLogUri');
+    await expect(render(['models.payloadLogs.storageUri=/var/log/payloads'])).rejects.toThrow(/storageUri/);
+  });
+
   it('uses an external Redis from a URL (kept in a Secret) and renders no bundled Redis', async () => {
     const { objects } = await render(['redis.external.url=redis://:s3cret@redis.shared.svc:6379/2']);
     expect(objects.some((o) => o.kind === 'Deployment' && o.metadata.name === 't1-tollgate-redis')).toBe(

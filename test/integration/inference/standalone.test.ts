@@ -1,5 +1,5 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -44,8 +44,8 @@ describe('tollgate dev: standalone mode', () => {
   let key: string;
   let devLog = '';
 
-  const manifest = (name: string, storageUri: string): string =>
-    `apiVersion: tollgate.dev/v1alpha1\nkind: Model\nmetadata:\n  name: ${name}\nspec:\n  storageUri: ${storageUri}\n`;
+  const manifest = (name: string, storageUri: string, extra = ''): string =>
+    `apiVersion: tollgate.dev/v1alpha1\nkind: Model\nmetadata:\n  name: ${name}\nspec:\n  storageUri: ${storageUri}\n${extra}`;
 
   const status = async (name: string): Promise<{ phase?: string; url?: string } | undefined> => {
     const doc = parse(await readFile(path.join(state, 'models', `${name}.yaml`), 'utf8')) as {
@@ -74,9 +74,17 @@ describe('tollgate dev: standalone mode', () => {
     );
     await writeFile(
       path.join(state, 'models', 'model-iris.yaml'),
-      manifest('model-iris', `file://${path.join(models, 'model-iris')}`),
+      // Every call logged, its class probabilities redacted; model-reviews logs none of its calls.
+      manifest(
+        'model-iris',
+        `file://${path.join(models, 'model-iris')}`,
+        '  logging:\n    sampleRate: 1\n    redact: [predict_proba]\n',
+      ),
     );
-    await writeFile(path.join(state, 'models', 'model-reviews.yaml'), manifest('model-reviews', reviews));
+    await writeFile(
+      path.join(state, 'models', 'model-reviews.yaml'),
+      manifest('model-reviews', reviews, '  logging:\n    sampleRate: 0\n'),
+    );
 
     const port = await freePort();
     base = `http://127.0.0.1:${port}`;
@@ -84,6 +92,7 @@ describe('tollgate dev: standalone mode', () => {
       ...process.env,
       ...s3Env(m),
       TOLLGATE_STATE_DIR: state,
+      TOLLGATE_PAYLOAD_LOG_INTERVAL_MS: '200',
       REDIS_URL: r.url,
       LOG_LEVEL: 'info',
     };
@@ -138,6 +147,68 @@ describe('tollgate dev: standalone mode', () => {
       code: 'shape_data_mismatch',
       field: 'inputs[features].data',
     });
+  });
+
+  test('a Model that logs its calls has them in the state directory, partitioned, refusals included', async () => {
+    const logs = path.join(state, 'payload-logs');
+    const records = async (model: string): Promise<Array<Record<string, unknown>>> => {
+      const files = (await readdir(logs, { recursive: true }).catch(() => [] as string[])).filter(
+        (f) => f.startsWith(`model=${model}/`) && f.endsWith('.jsonl'),
+      );
+      const lines: Array<Record<string, unknown>> = [];
+      for (const f of files) {
+        expect(f).toMatch(
+          new RegExp(`^model=${model}/date=\\d{4}-\\d{2}-\\d{2}/hour=\\d{2}/[\\w.-]+\\.jsonl$`),
+        );
+        for (const line of (await readFile(path.join(logs, f), 'utf8')).trim().split('\n'))
+          lines.push(JSON.parse(line) as Record<string, unknown>);
+      }
+      return lines;
+    };
+    const call = (model: string, body: string, requestId: string): Promise<Response> =>
+      fetch(`${base}/v2/models/${model}/infer`, {
+        method: 'POST',
+        headers: {
+          authorization: `Apikey ${key}`,
+          'content-type': 'application/json',
+          'x-request-id': requestId,
+        },
+        body,
+      });
+    for (const name of ['model-iris', 'model-reviews'])
+      await until(`${name} ready`, async () => ((await status(name))?.phase === 'Ready' ? true : undefined));
+    const run = Math.random().toString(36).slice(2, 8);
+    const requestText = await readFile(path.join(models, 'requests', 'model-iris.json'), 'utf8');
+    const request = JSON.parse(requestText) as Record<string, unknown>;
+    expect((await call('model-iris', requestText, `ok-${run}`)).status).toBe(200);
+    const wrong = { inputs: [{ name: 'features', datatype: 'FP32', shape: [2, 4], data: [1, 2, 3] }] };
+    expect((await call('model-iris', JSON.stringify(wrong), `bad-${run}`)).status).toBe(400);
+    const reviews = await readFile(path.join(models, 'requests', 'model-reviews.json'), 'utf8');
+    expect((await call('model-reviews', reviews, `reviews-${run}`)).status).toBe(200);
+    const logged = await until('model-iris calls logged', async () => {
+      const found = (await records('model-iris')).filter((r) => String(r['requestId']).endsWith(run));
+      return found.length >= 2 ? found : undefined;
+    });
+    expect(logged).toHaveLength(2);
+    const ok = logged.find((r) => r['requestId'] === `ok-${run}`);
+    expect(ok).toMatchObject({ model: 'model-iris', version: null, code: null, request });
+    const outputs = (ok?.['response'] as { outputs: Array<{ name: string; data: unknown }> }).outputs;
+    expect(outputs.find((o) => o.name === 'predict_proba')?.data).toBe('[redacted]');
+    expect(Array.isArray(outputs.find((o) => o.name === 'predict')?.data)).toBe(true);
+    expect(typeof ok?.['keyId']).toBe('string');
+    expect(JSON.stringify(logged)).not.toContain(key);
+    expect(logged.find((r) => r['requestId'] === `bad-${run}`)).toMatchObject({
+      status: 400,
+      code: 'shape_data_mismatch',
+      request: { inputs: [{ name: 'features', shape: [2, 4], data: [1, 2, 3] }] },
+      response: {
+        code: 'shape_data_mismatch',
+        error: "input 'features': shape [2,4] needs 8 values, data has 3",
+      },
+    });
+    // sampleRate 0: model-reviews was called, and nothing of it is logged (the iris records were
+    // written in the same interval).
+    expect(await records('model-reviews')).toEqual([]);
   });
 
   test('the models share one MLServer; deleting a manifest unloads its model and the others go on', async () => {

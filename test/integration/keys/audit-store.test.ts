@@ -2,7 +2,7 @@ import { CreateBucketCommand, ListObjectsV2Command, PutObjectCommand } from '@aw
 import { createLogger } from '../../../common/logger.js';
 import { s3ClientFromEnv } from '../../../common/storage/s3-client.js';
 import { AuditLog } from '../../../gateway/audit/audit-log.js';
-import { openSegmentStore } from '../../../gateway/audit/open-segment-store.js';
+import { openSegmentStore } from '../../../gateway/segments/open-segment-store.js';
 import { NO_PROXIES } from '../../../gateway/http/client-address.js';
 import { Redis } from 'ioredis';
 import { freePort, minio, redis } from '../../harness/index.js';

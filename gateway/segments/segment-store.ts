@@ -1,7 +1,8 @@
 /**
- * Where the audit trail's segments live: immutable text objects named
- * `<owner-digest>/<yyyy-mm-dd>/<segment>.jsonl`. Objects are written whole and never changed,
- * so several gateway replicas share one place without coordinating.
+ * Where the gateway keeps append-only JSON Lines: immutable text objects under a folder or an S3
+ * prefix, written whole and never changed, so several gateway replicas share one place without
+ * coordinating. The audit trail (`<owner-digest>/<yyyy-mm-dd>/<segment>.jsonl`) and the models'
+ * payload logs (`model=<m>/date=<d>/hour=<h>/<replica>-<t>.jsonl`) are two of them.
  */
 export interface SegmentStore {
   /** For messages: the URI the store was opened from. */

@@ -1,0 +1,152 @@
+import { hostname } from 'node:os';
+import { Counter, type Registry } from 'prom-client';
+import type { Logger } from '../../../common/logger.js';
+import { PeriodicFlush } from '../../periodic-flush.js';
+import type { SegmentStore } from '../../segments/segment-store.js';
+import type { PayloadRecord } from './record.js';
+
+export interface PayloadLogOptions {
+  /** How often buffered records are written: one object per model and hour per interval. */
+  intervalMs: number;
+  /**
+   * Records held between writes, in bytes: past it new records are dropped (and counted). One
+   * model may fill at most a quarter of it, so one team's logging cannot crowd out the others'.
+   */
+  bufferBytes: number;
+  /** This replica's name in object names (the pod's, on a cluster). */
+  replica?: string;
+}
+
+type Outcome = 'written' | 'dropped_buffer_full' | 'dropped_write_failed' | 'dropped_unwritable';
+
+/**
+ * The models' payload logs: sampled calls buffered in memory and written as time-partitioned JSON
+ * Lines, `model=<m>/date=<yyyy-mm-dd>/hour=<hh>/<replica>-<time>-<n>.jsonl`, the Hive layout
+ * DuckDB, Spark or Athena query as a table. Logging never slows or fails a call: `offer` only
+ * appends to a bounded buffer, writes happen off the request path, and what the buffer or the
+ * store cannot take is dropped and counted (`tollgate_payload_log_records_total{outcome}`).
+ */
+export class PayloadLog {
+  private buffered = new Map<string, string[]>();
+  private bytes = 0;
+  private byModel = new Map<string, number>();
+  private seq = 0;
+  private readonly replica: string;
+  private readonly records: Counter<'model' | 'outcome'>;
+  private readonly flusher: PeriodicFlush;
+
+  constructor(
+    private readonly store: SegmentStore,
+    private readonly opts: PayloadLogOptions,
+    registry: Registry,
+    private readonly log: Logger,
+  ) {
+    this.replica = (opts.replica ?? hostname()).replace(/[^A-Za-z0-9.-]/g, '-').slice(0, 63) || 'gateway';
+    this.records = new Counter({
+      name: 'tollgate_payload_log_records_total',
+      help: 'Sampled inference calls of models that log their payloads: written, or dropped (buffer or the model’s share of it full, write failed, not serialisable)',
+      labelNames: ['model', 'outcome'],
+      registers: [registry],
+    });
+    this.flusher = new PeriodicFlush(() => this.write(), opts.intervalMs);
+  }
+
+  start(): void {
+    this.flusher.start();
+  }
+
+  /** Writes what is buffered; the gateway calls it as it shuts down. */
+  async stop(): Promise<void> {
+    await this.flusher.stop();
+  }
+
+  /**
+   * Whether a record of this model would be kept now: checked before the record is built, so a
+   * full buffer costs a call nothing. A refusal is counted.
+   */
+  hasRoom(model: string): boolean {
+    if (this.bytes < this.opts.bufferBytes && (this.byModel.get(model) ?? 0) < this.modelShare()) return true;
+    this.count(model, 'dropped_buffer_full');
+    return false;
+  }
+
+  /** Buffers one record; never throws, never waits. */
+  offer(record: PayloadRecord): void {
+    let line: string;
+    try {
+      line = JSON.stringify(record);
+    } catch {
+      // Values are bounded in depth and size before they get here; should one still not serialise,
+      // the record is lost, never the call.
+      this.count(record.model, 'dropped_unwritable');
+      return;
+    }
+    const size = Buffer.byteLength(line) + 1;
+    const held = this.byModel.get(record.model) ?? 0;
+    if (this.bytes + size > this.opts.bufferBytes || held + size > this.modelShare()) {
+      this.count(record.model, 'dropped_buffer_full');
+      return;
+    }
+    const partition = partitionOf(record.model, record.time);
+    const lines = this.buffered.get(partition);
+    if (lines === undefined) this.buffered.set(partition, [line]);
+    else lines.push(line);
+    this.bytes += size;
+    this.byModel.set(record.model, held + size);
+  }
+
+  /** A record that could not be made: counted, as every loss is. */
+  lost(model: string): void {
+    this.count(model, 'dropped_unwritable');
+  }
+
+  private modelShare(): number {
+    return Math.floor(this.opts.bufferBytes / 4);
+  }
+
+  /** Writes what is buffered now (tests; the timer does it every interval). */
+  flush(): Promise<void> {
+    return this.flusher.flush();
+  }
+
+  /** Every partition's buffered records as one object each. */
+  private async write(): Promise<void> {
+    if (this.buffered.size === 0) return;
+    const batch = this.buffered;
+    this.buffered = new Map();
+    this.bytes = 0;
+    this.byModel = new Map();
+    const stamp = new Date()
+      .toISOString()
+      .replace(/[-:]/g, '')
+      .replace(/\.\d+Z$/, 'Z');
+    await Promise.all(
+      [...batch].map(async ([partition, lines]) => {
+        const model = modelOfPartition(partition);
+        const name = `${partition}/${this.replica}-${stamp}-${this.seq++}.jsonl`;
+        try {
+          await this.store.put(name, `${lines.join('\n')}\n`);
+          this.count(model, 'written', lines.length);
+        } catch (err) {
+          this.count(model, 'dropped_write_failed', lines.length);
+          this.log.warn(
+            { err, model, records: lines.length },
+            `payload log not written to ${this.store.uri}`,
+          );
+        }
+      }),
+    );
+  }
+
+  private count(model: string, outcome: Outcome, n = 1): void {
+    this.records.inc({ model, outcome }, n);
+  }
+}
+
+/** `model=<m>/date=<yyyy-mm-dd>/hour=<hh>` of a record's UTC time. */
+export function partitionOf(model: string, time: string): string {
+  return `model=${model}/date=${time.slice(0, 10)}/hour=${time.slice(11, 13)}`;
+}
+
+const modelOfPartition = (partition: string): string =>
+  partition.slice('model='.length, partition.indexOf('/'));

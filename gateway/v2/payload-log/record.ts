@@ -1,0 +1,94 @@
+import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib';
+
+/**
+ * One logged inference call, as a line of a model's payload log: what was asked and answered,
+ * refusals and runtime errors included, with the fields the Model names redacted. The key itself
+ * is never here, only its id.
+ */
+export interface PayloadRecord {
+  time: string;
+  model: string;
+  /** The version that answered; null for a model without versions. */
+  version: string | null;
+  requestId: string;
+  keyId: string;
+  status: number;
+  /** The error code of a refusal or failure; null on success. */
+  code: string | null;
+  latencyMs: number;
+  /** The request body (V2 JSON; a binary request as the gateway translated it); null if unread. */
+  request: unknown;
+  /** The answer: the runtime's JSON, or `{error, code}` as the caller got it. */
+  response: unknown;
+}
+
+export const REDACTED = '[redacted]';
+/** What stands for a value nested past `MAX_DEPTH`: never walked, so never logged as it is. */
+export const TOO_DEEP = '[too deep]';
+
+/** Deeper than any V2 body: what lies below is replaced, not walked. */
+const MAX_DEPTH = 32;
+
+/**
+ * The value with the named fields redacted: any property of that name, and the `data` of any
+ * tensor (an object with `name` and `data`, as V2 inputs and outputs are) of that name. Anything
+ * nested deeper than a V2 body ever is stands as `TOO_DEEP`: a name below it could not be
+ * redacted, and JSON.stringify of a deep enough value throws.
+ */
+export function redact(value: unknown, names: ReadonlySet<string>, depth = 0): unknown {
+  if (value === null || typeof value !== 'object') return value;
+  if (depth >= MAX_DEPTH) return TOO_DEEP;
+  if (Array.isArray(value)) return value.map((v) => redact(v, names, depth + 1));
+  const object = value as Record<string, unknown>;
+  const tensor = typeof object['name'] === 'string' && names.has(object['name']);
+  return Object.fromEntries(
+    Object.entries(object).map(([k, v]) => [
+      k,
+      names.has(k) || (tensor && k === 'data') ? REDACTED : redact(v, names, depth + 1),
+    ]),
+  );
+}
+
+/** The content encodings a runtime may answer with, undone for the log (bounded, as the body is). */
+const INFLATE: Record<string, (b: Buffer, o: { maxOutputLength: number }) => Buffer> = {
+  gzip: gunzipSync,
+  'x-gzip': gunzipSync,
+  deflate: inflateSync,
+  br: brotliDecompressSync,
+};
+
+/**
+ * A body as the log keeps it: its JSON, redacted; past `maxBytes`, only its size (a log line must
+ * stay small, and a large tensor is rarely what a data team queries). A compressed answer is read
+ * as the caller reads it. A body that is not JSON (a runtime's plain-text error, a binary request
+ * refused before it was decoded) is kept as text only where nothing is to be redacted: a named
+ * field in it could not be found.
+ */
+export function loggedBody(
+  body: string | Buffer | number | undefined,
+  maxBytes: number,
+  names: ReadonlySet<string>,
+  encoding?: string,
+): unknown {
+  if (body === undefined) return null;
+  // A number: the size of a body streamed past the limit, of which nothing was kept.
+  if (typeof body === 'number') return { truncated: true, bytes: body };
+  let raw = typeof body === 'string' ? Buffer.from(body) : body;
+  if (raw.length > maxBytes) return { truncated: true, bytes: raw.length };
+  const coding = encoding?.trim().toLowerCase();
+  if (coding !== undefined && coding !== '' && coding !== 'identity') {
+    const inflate = INFLATE[coding];
+    if (inflate === undefined) return { unparsed: true, bytes: raw.length, encoding: coding };
+    try {
+      raw = inflate(raw, { maxOutputLength: maxBytes });
+    } catch {
+      return { truncated: true, encodedBytes: raw.length, encoding: coding };
+    }
+  }
+  const text = raw.toString();
+  try {
+    return redact(JSON.parse(text) as unknown, names);
+  } catch {
+    return names.size === 0 ? { text } : { unparsed: true, bytes: raw.length };
+  }
+}

@@ -1,0 +1,81 @@
+import { describe, expect, it } from '@jest/globals';
+import { brotliCompressSync, gzipSync } from 'node:zlib';
+import { loggedBody, REDACTED, redact, TOO_DEEP } from '../../../gateway/v2/payload-log/record.js';
+import { partitionOf } from '../../../gateway/v2/payload-log/payload-log.js';
+
+describe('payload log records', () => {
+  const request = {
+    id: 'r1',
+    parameters: { customer: 'alice', content_type: 'np' },
+    inputs: [
+      { name: 'ssn', datatype: 'BYTES', shape: [1], data: ['123-45-6789'] },
+      { name: 'age', datatype: 'INT64', shape: [1], data: [42] },
+    ],
+  };
+
+  it('redacts a named tensor’s data and a named property anywhere, and nothing else', () => {
+    expect(redact(request, new Set(['ssn', 'customer']))).toEqual({
+      id: 'r1',
+      parameters: { customer: REDACTED, content_type: 'np' },
+      inputs: [
+        { name: 'ssn', datatype: 'BYTES', shape: [1], data: REDACTED },
+        { name: 'age', datatype: 'INT64', shape: [1], data: [42] },
+      ],
+    });
+    expect(redact(request, new Set())).toEqual(request);
+  });
+
+  it('stands a value nested past any V2 body for what is below, so a log line can always be written', () => {
+    let deep: unknown = [1];
+    for (let i = 0; i < 10_000; i++) deep = [deep];
+    // JSON.stringify of the value itself throws (call stack); of what the log keeps, it does not.
+    expect(() => JSON.stringify(deep)).toThrow();
+    const kept = redact({ parameters: { deep } }, new Set());
+    expect(JSON.stringify(kept)).toContain(TOO_DEEP);
+    // A name below that depth could not be redacted: it is gone with the rest.
+    let hidden: unknown = { ssn: '123-45-6789' };
+    for (let i = 0; i < 40; i++) hidden = { next: hidden };
+    expect(JSON.stringify(redact(hidden, new Set(['ssn'])))).not.toContain('123-45-6789');
+  });
+
+  it('keeps a body as JSON, as text when it is not JSON, and only its size past the limit', () => {
+    const names = new Set(['ssn']);
+    expect(loggedBody(Buffer.from(JSON.stringify(request)), 4096, names)).toMatchObject({
+      inputs: [
+        { name: 'ssn', data: REDACTED },
+        { name: 'age', data: [42] },
+      ],
+    });
+    // Text is kept only where nothing is to be redacted: a named field in it could not be found.
+    expect(loggedBody('Internal Server Error', 4096, new Set())).toEqual({ text: 'Internal Server Error' });
+    expect(loggedBody('{"ssn": "123-45-6789", broken', 4096, names)).toEqual({ unparsed: true, bytes: 29 });
+    expect(loggedBody('x'.repeat(5000), 4096, names)).toEqual({ truncated: true, bytes: 5000 });
+    expect(loggedBody(123_456, 4096, names)).toEqual({ truncated: true, bytes: 123_456 });
+    expect(loggedBody(undefined, 4096, names)).toBeNull();
+    // A compressed answer is read as its caller reads it, and bounded after decompression too.
+    const answer = Buffer.from(JSON.stringify({ outputs: [{ name: 'ssn', data: ['x'] }] }));
+    expect(loggedBody(gzipSync(answer), 4096, names, 'gzip')).toEqual({
+      outputs: [{ name: 'ssn', data: REDACTED }],
+    });
+    expect(loggedBody(brotliCompressSync(answer), 4096, names, 'br')).toMatchObject({
+      outputs: [{ data: REDACTED }],
+    });
+    const bomb = gzipSync(Buffer.alloc(1_000_000, 32));
+    expect(loggedBody(bomb, 4096, names, 'gzip')).toEqual({
+      truncated: true,
+      encodedBytes: bomb.length,
+      encoding: 'gzip',
+    });
+    expect(loggedBody(answer, 4096, names, 'zstd')).toEqual({
+      unparsed: true,
+      bytes: answer.length,
+      encoding: 'zstd',
+    });
+  });
+
+  it('partitions by model, UTC date and hour, the Hive way', () => {
+    expect(partitionOf('model-iris', '2026-11-26T07:05:09.123Z')).toBe(
+      'model=model-iris/date=2026-11-26/hour=07',
+    );
+  });
+});

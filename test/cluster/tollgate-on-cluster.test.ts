@@ -2,7 +2,8 @@
 // images built from the repository's Dockerfiles), a model pulled from MinIO by the init
 // container and served by MLServer, keys, a workflow Service, and the faults a cluster has.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { clusterMinio, prometheus } from '../harness/index.js';
+import { CreateBucketCommand, GetObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
+import { cluster, clusterMinio, prometheus } from '../harness/index.js';
 import { panelsWithoutSeries } from '../harness/dashboard.js';
 import { steadyLoad } from '../harness/steady-load.js';
 import {
@@ -18,6 +19,7 @@ import {
   installTollgate,
   irisInfer,
   irisModel,
+  kubectlFor,
   modelDoc,
   NAMESPACE,
   podNames,
@@ -36,6 +38,8 @@ const BUCKET = 'cluster-models';
 
 let t: Installed;
 let iris: IrisModel;
+let logs: S3Client | undefined;
+const LOGS_BUCKET = 'cluster-payload-logs';
 const times: Record<string, number> = {};
 
 const model = (name: string, prefix: string): unknown =>
@@ -55,10 +59,26 @@ const condition = async (name: string, type: string) =>
 
 beforeAll(async () => {
   const started = Date.now();
-  t = await installTollgate();
+  // The administrator's payload log bucket, reached with the gateway's storage Secret (made
+  // before the install: the gateway pods read it at start).
+  const c = await cluster();
+  const s3 = await clusterMinio();
+  logs = new S3Client({
+    endpoint: s3.endpoint,
+    region: s3.region,
+    forcePathStyle: true,
+    credentials: { accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey },
+  });
+  await logs.send(new CreateBucketCommand({ Bucket: LOGS_BUCKET }));
+  await kubectlFor(c, 'create', 'namespace', NAMESPACE);
+  await storageSecret(c, NAMESPACE, s3);
+  t = await installTollgate([
+    'audit.credentialsSecret=minio',
+    `models.payloadLogs.storageUri=s3://${LOGS_BUCKET}/payloads`,
+    'models.payloadLogs.intervalSeconds=2',
+  ]);
   times['install (cluster start + helm install, every pod Ready)'] = Date.now() - started;
   times['of which the cluster start (node Ready, images imported, CoreDNS and Traefik Ready)'] = t.c.startMs;
-  const s3 = await clusterMinio();
   iris = await irisModel(s3);
   await iris.upload(BUCKET, 'iris/v1', MODEL);
   // The same model under another name, for the Model applied after a leader change.
@@ -72,6 +92,7 @@ beforeAll(async () => {
 }, 900_000);
 
 afterAll(async () => {
+  logs?.destroy();
   await t?.cleanup(MODELS_NS);
   await iris?.close();
   process.stderr.write(
@@ -113,7 +134,10 @@ describe('install as the README says', () => {
 describe('a model from object storage', () => {
   it('is pulled by the init container, served by MLServer and answers as scikit-learn does', async () => {
     const applied = Date.now();
-    await applyDoc(t.c, model(MODEL, 'iris/v1'));
+    // Its team logs every call, the features redacted; where is the administrator's.
+    const doc = model(MODEL, 'iris/v1') as { spec: Record<string, unknown> };
+    doc.spec['logging'] = { sampleRate: 1, redact: ['features'] };
+    await applyDoc(t.c, doc);
     await eventually(
       'Model Ready',
       async () => ((await modelJson(MODEL)).status?.phase === 'Ready' ? true : undefined),
@@ -153,6 +177,34 @@ describe('a model from object storage', () => {
       `involvedObject.name=${MODEL}`,
     );
     expect(events).toMatch(/Deployed|Ready|Created/);
+
+    // The calls are in the administrator's bucket, partitioned, the named input redacted.
+    const record = await eventually(
+      'a payload log record',
+      async () => {
+        const listed = await logs?.send(
+          new ListObjectsV2Command({ Bucket: LOGS_BUCKET, Prefix: `payloads/model=${MODEL}/` }),
+        );
+        const name = listed?.Contents?.[0]?.Key;
+        if (name === undefined) return undefined;
+        expect(name).toMatch(
+          new RegExp(`^payloads/model=${MODEL}/date=\\d{4}-\\d{2}-\\d{2}/hour=\\d{2}/[\\w.-]+\\.jsonl$`),
+        );
+        const text = await (
+          await logs?.send(new GetObjectCommand({ Bucket: LOGS_BUCKET, Key: name }))
+        )?.Body?.transformToString();
+        return (text ?? '')
+          .trim()
+          .split('\n')
+          .map((l) => JSON.parse(l) as Record<string, unknown>)
+          .find((r) => r['status'] === 200);
+      },
+      60_000,
+    );
+    const logged = (record['response'] as { outputs: Array<{ name: string; data: unknown }> }).outputs;
+    expect((record['request'] as { inputs: Array<{ data: unknown }> }).inputs[0]?.data).toBe('[redacted]');
+    expect(logged.find((o) => o.name === 'predict')?.data).toEqual(iris.expected.predictions);
+    expect(JSON.stringify(record)).not.toContain(key);
   });
 
   it('refuses a bad model-settings.json with SettingsValid=False and starts no pod', async () => {

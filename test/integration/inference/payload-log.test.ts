@@ -10,6 +10,7 @@ import { openSegmentStore } from '../../../gateway/segments/open-segment-store.j
 import { PayloadLog } from '../../../gateway/v2/payload-log/payload-log.js';
 import type { PayloadRecord } from '../../../gateway/v2/payload-log/record.js';
 import { minio } from '../../harness/index.js';
+import { s3Env } from './stack.js';
 
 const record = (model: string, time: string, n: number): PayloadRecord => ({
   time,
@@ -37,12 +38,7 @@ async function counts(registry: Registry): Promise<Record<string, number>> {
 describe('payload logs', () => {
   it('are written to S3 as one JSON Lines object per model and hour, in Hive partitions', async () => {
     const m = await minio();
-    const env = {
-      AWS_ACCESS_KEY_ID: m.accessKeyId,
-      AWS_SECRET_ACCESS_KEY: m.secretAccessKey,
-      AWS_ENDPOINT_URL: m.endpoint,
-      AWS_REGION: m.region,
-    };
+    const env = s3Env(m);
     const bucket = `payloads-${Date.now().toString(36)}`;
     const s3 = s3ClientFromEnv(env);
     try {

@@ -33,6 +33,9 @@ export class GatewayMetrics {
   private readonly modelSeconds: Histogram<'model' | 'version'>;
   private readonly modelRuntimeSeconds: Histogram<'model' | 'version'>;
   private readonly modelInFlight: Gauge<'model' | 'version'>;
+  private readonly shadowCalls: Counter<'model' | 'version' | 'outcome'>;
+  private readonly shadowSeconds: Histogram<'model' | 'version'>;
+  private readonly fallbacks: Counter<'model' | 'version' | 'code'>;
   private readonly modelChildren = new Map<
     string,
     {
@@ -108,6 +111,25 @@ export class GatewayMetrics {
       labelNames: ['model', 'version'],
       registers: [this.registry],
     });
+    this.shadowCalls = new Counter({
+      name: 'tollgate_model_shadow_calls_total',
+      help: 'Copies of answered calls sent to a shadow version (spec.shadow), by outcome: agreed or disagreed with the serving version, failed, or dropped (too many copies in flight)',
+      labelNames: ['model', 'version', 'outcome'],
+      registers: [this.registry],
+    });
+    this.shadowSeconds = new Histogram({
+      name: 'tollgate_model_shadow_duration_seconds',
+      help: 'Time a shadow version took to answer a copy (compare tollgate_model_runtime_duration_seconds of the serving version)',
+      labelNames: ['model', 'version'],
+      buckets: MODEL_BUCKETS,
+      registers: [this.registry],
+    });
+    this.fallbacks = new Counter({
+      name: 'tollgate_model_fallbacks_total',
+      help: 'Calls a canary version failed that the default version answered instead, by the canary’s error code',
+      labelNames: ['model', 'version', 'code'],
+      registers: [this.registry],
+    });
     this.upstreamSeconds = new Histogram({
       name: 'tollgate_gateway_upstream_duration_seconds',
       help: 'Time from sending a request upstream to the end of its response, by route kind',
@@ -150,6 +172,22 @@ export class GatewayMetrics {
         return elapsed;
       },
     };
+  }
+
+  /** One copy of a call sent to a shadow version, and its time when it answered. */
+  shadowCall(
+    model: string,
+    version: string,
+    outcome: 'agreed' | 'disagreed' | 'failed' | 'dropped',
+    seconds?: number,
+  ): void {
+    this.shadowCalls.inc({ model, version, outcome });
+    if (seconds !== undefined) this.shadowSeconds.observe({ model, version }, seconds);
+  }
+
+  /** A canary failed a call and the default version answered it. */
+  fallback(model: string, version: string, code: string): void {
+    this.fallbacks.inc({ model, version, code });
   }
 
   /** Exposes whether the in-process caches are trusted (their invalidation channel is live). */

@@ -10,6 +10,7 @@ import { CreditCosts } from './auth/credit-costs.js';
 import { noticeEvent, noticeOnce } from './webhooks/events.js';
 import { WebhookInbox } from './webhooks/inbox.js';
 import { openSegmentStore } from './segments/open-segment-store.js';
+import { VersionFigureRecorder } from './v2/version-figures.js';
 import { PayloadLog } from './v2/payload-log/payload-log.js';
 import { MetadataCache } from './v2/metadata-cache.js';
 import { ModelUsageRecorder } from './v2/model-usage.js';
@@ -74,6 +75,11 @@ export interface GatewayServices {
    * pod reach it through a central gateway, which logs them).
    */
   payloadLog: PayloadLog | undefined;
+  /**
+   * Each version's calls, failures and latency for the operator's canary analysis; undefined in a
+   * sidecar, which also sends no shadow copies and falls back on no default (it serves one version).
+   */
+  versionFigures: VersionFigureRecorder | undefined;
   /** Set once shutdown begins: /readyz fails, so the replica leaves its Service's endpoints. */
   draining: boolean;
   /** Ends background work and closes connections; the HTTP server must be closed first. */
@@ -213,6 +219,9 @@ export async function createGatewayServices(
           metrics.registry,
           log.child({ component: 'payload-log' }),
         );
+  // A central gateway only: a sidecar's Redis user may not write the figures a rollout is judged on.
+  const versionFigures =
+    config.grantSigningKeyFile === undefined ? undefined : new VersionFigureRecorder(redis, log);
   const inbox = new WebhookInbox(redis, (err) => log.warn({ err }, 'webhook event not queued'));
   // Only a central gateway (it holds the signing key) counts credits: a sidecar's Redis user may
   // not write them, so a team that reads its password cannot give any key more.
@@ -231,6 +240,7 @@ export async function createGatewayServices(
   load.start();
   audit.start();
   payloadLog?.start();
+  versionFigures?.start();
 
   // Start answering even if Redis is away (every checked call then gets 503), but give it a
   // moment so a normal start does not begin with a burst of refusals.
@@ -258,6 +268,7 @@ export async function createGatewayServices(
     upstreams,
     metadata,
     payloadLog,
+    versionFigures,
     grantSigner,
     trust,
     draining: false,
@@ -268,6 +279,7 @@ export async function createGatewayServices(
       await load.stop();
       await audit.stop();
       await payloadLog?.stop();
+      await versionFigures?.stop();
       await upstreams.close();
       await rateLimiter.close();
       invalidation.stop();

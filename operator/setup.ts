@@ -2,6 +2,7 @@ import type { Redis } from 'ioredis';
 import { KeyIndexWriter } from '../common/apikey/index-writer.js';
 import type { StoredKey } from '../common/crypto/key-file.js';
 import { ReportChecker } from '../common/redis/load-reports.js';
+import { readVersionFigures } from '../common/redis/version-figures.js';
 import type { EntrySealer, EntryVerifier } from '../common/redis/sealed-entry.js';
 import type { RouteWriter } from '../common/routes/workflow-routes.js';
 import { ApiKeyReconciler } from './controllers/apikey-controller.js';
@@ -43,6 +44,7 @@ export function setupTerm({ sources, redis, sealer, verifier, routes, signingKey
       workflows,
       routes,
       log,
+      figures: (model, version, from, to) => readVersionFigures(redis, model, version, from, to),
       scaler: new Autoscaler({
         models: sources.models,
         redis,

@@ -106,6 +106,17 @@ export const routeSchema = z.object({
     )
     .optional(),
   /**
+   * Shadow traffic (spec.shadow): a ready version that gets a copy of `percent` of the answered
+   * inference calls; its answers are compared and logged, never returned.
+   */
+  shadow: z
+    .object({
+      name: z.string().min(1),
+      url: z.url({ protocol: /^https?$/ }),
+      percent: z.int().min(1).max(100),
+    })
+    .optional(),
+  /**
    * No replica is ready because the autoscaler scaled the model (or this version) to zero: a call
    * waits at the gateway while one starts, instead of being refused.
    */

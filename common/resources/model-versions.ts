@@ -101,6 +101,43 @@ export function versionProblems(model: string, spec: ModelSpec): Array<{ field: 
     }
     canaries.add(t.version);
   }
+  const others = (field: string, version: string, role: string) => {
+    if (!names.includes(version)) {
+      problems.push({
+        field,
+        message: `${field} names version "${version}", which is not one of spec.versions (${names.join(', ') || 'none'})`,
+      });
+    } else if (version === fallback) {
+      problems.push({ field, message: `"${version}" is the default version; ${field} names ${role}` });
+    }
+  };
+  if (spec.shadow !== undefined) {
+    others('spec.shadow.version', spec.shadow.version, 'a version that only gets copies of its calls');
+    if (canaries.has(spec.shadow.version))
+      problems.push({
+        field: 'spec.shadow.version',
+        message: `"${spec.shadow.version}" also takes calls in spec.traffic: a shadow's answers are never returned`,
+      });
+  }
+  if (spec.rollout !== undefined) {
+    others('spec.rollout.version', spec.rollout.version, 'the canary it brings in');
+    if (traffic.length > 0)
+      problems.push({
+        field: 'spec.traffic',
+        message: "spec.rollout sets the canary's traffic itself: remove spec.traffic",
+      });
+    if (spec.shadow?.version === spec.rollout.version)
+      problems.push({
+        field: 'spec.shadow.version',
+        message: "the rollout's canary cannot also be the shadow version",
+      });
+    const steps = spec.rollout.steps ?? [];
+    if (steps.some((x, i) => i > 0 && x <= (steps[i - 1] ?? 0)))
+      problems.push({
+        field: 'spec.rollout.steps',
+        message: `spec.rollout.steps must increase (${steps.join(', ')})`,
+      });
+  }
   const total = traffic.reduce((a, t) => a + t.percent, 0);
   if (total > 100) {
     problems.push({

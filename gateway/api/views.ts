@@ -282,6 +282,30 @@ export const modelViewSchema = z.object({
       }),
     )
     .describe('Calls over the last hour, oldest first, from every gateway replica'),
+  shadow: z
+    .object({
+      version: z.string(),
+      percent: z.int().min(1).max(100),
+      calls: z.int().min(0),
+      agreed: z.int().min(0),
+      failed: z.int().min(0),
+      agreementRate: z.number().min(0).max(1).nullable(),
+      meanLatencyMs: z.number().min(0),
+      servingMeanLatencyMs: z.number().min(0),
+    })
+    .optional()
+    .describe(
+      'spec.shadow and its copies over the last hour: how many agreed with the serving version, failed, and both mean runtime times',
+    ),
+  rollout: z
+    .object({
+      version: z.string(),
+      phase: z.enum(['Waiting', 'Progressing', 'Promoted', 'RolledBack']),
+      weight: z.int().min(0).max(100),
+      message: z.string().optional(),
+    })
+    .optional()
+    .describe("spec.rollout's canary analysis, as the operator last reported it"),
   exampleRequest: z
     .object({
       inputs: z.array(

@@ -14,6 +14,8 @@ export interface ResolvedRoute {
   basePath: string;
   /** A model with versions: each ready version's address and share of unversioned inference calls. */
   versions?: ResolvedVersion[];
+  /** spec.shadow: the version that gets copies of a share of the answered calls. */
+  shadow?: ResolvedVersion;
 }
 
 export interface ResolvedVersion {
@@ -35,6 +37,11 @@ export interface RuntimeAddress {
   version?: string;
   /** No replica is ready (scaled to zero): nothing answers at this address yet. */
   cold?: boolean;
+  /**
+   * The split drew this version, a canary: where the call goes instead if the canary fails it (the
+   * default version's runtime). The caller asked for the model, not for the canary.
+   */
+  fallback?: RuntimeAddress;
 }
 
 interface Entry {
@@ -131,6 +138,12 @@ export function resolveRoute(route: Route): ResolvedRoute {
       ...address(v.url),
       ...(v.cold === true ? { cold: true } : {}),
     }));
+  if (route.shadow !== undefined)
+    resolved.shadow = {
+      name: route.shadow.name,
+      percent: route.shadow.percent,
+      ...address(route.shadow.url),
+    };
   return resolved;
 }
 

@@ -213,12 +213,17 @@ export class ModelAccess {
   ): Promise<RuntimeAddress> {
     if (chosen.cold === true && want.wake !== false)
       chosen = await warmed(this.s.activator, (m) => this.placement.modelRoute(m), model, chosen.name);
-    return {
-      origin: chosen.origin,
-      basePath: chosen.basePath,
-      ...(audience === undefined ? {} : { grantAudience: audience }),
-      ...(chosen.name === undefined ? {} : { version: chosen.name }),
-      ...(chosen.cold === true ? { cold: true } : {}),
-    };
+    return addressOf(chosen, audience);
   }
+}
+
+function addressOf(chosen: Chosen, audience: string | undefined): RuntimeAddress {
+  return {
+    origin: chosen.origin,
+    basePath: chosen.basePath,
+    ...(audience === undefined ? {} : { grantAudience: audience }),
+    ...(chosen.name === undefined ? {} : { version: chosen.name }),
+    ...(chosen.cold === true ? { cold: true } : {}),
+    ...(chosen.fallback === undefined ? {} : { fallback: addressOf(chosen.fallback, audience) }),
+  };
 }

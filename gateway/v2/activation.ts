@@ -3,7 +3,7 @@ import { SCALING_DEFAULTS } from '../../common/resources/model-scaling.js';
 import { reachable } from '../proxy/reachable.js';
 import type { ResolvedRoute, RuntimeAddress } from '../routing/route-table.js';
 import type { Activator } from './activator.js';
-import { splitTraffic, type Chosen } from './versions.js';
+import { splitTraffic, withFallback, type Chosen } from './versions.js';
 
 /** Where a model's route is read: the route table, or a sidecar's one runtime. */
 export type ModelRouteLookup = (name: string) => Promise<ResolvedRoute | null> | ResolvedRoute | null;
@@ -79,9 +79,25 @@ export async function workflowRuntime(
         ? undefined
         : { origin: route.origin, basePath: route.basePath, ...audience };
     const v = splitTraffic(route.versions.filter((x) => x.cold !== true));
-    return v === undefined
-      ? undefined
-      : { origin: v.origin, basePath: v.basePath, version: v.name, ...audience };
+    if (v === undefined) return undefined;
+    const main = route.versions.find((x) => x.origin === route.origin && x.basePath === route.basePath);
+    const { fallback } = withFallback<Chosen>(v, main);
+    return {
+      origin: v.origin,
+      basePath: v.basePath,
+      version: v.name,
+      ...audience,
+      ...(fallback === undefined
+        ? {}
+        : {
+            fallback: {
+              origin: fallback.origin,
+              basePath: fallback.basePath,
+              ...(fallback.name === undefined ? {} : { version: fallback.name }),
+              ...audience,
+            },
+          }),
+    };
   };
   const route = await lookup(model);
   // The model's own route decides only for a model of this workflow (never another's runtime).

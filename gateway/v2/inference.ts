@@ -6,7 +6,9 @@ import { TollgateError } from '../../common/errors.js';
 import type { KeyGrant } from '../../common/resources/grant.js';
 import { countedUpstream } from '../auth/signed-grant.js';
 import { clientResponseHeaders } from '../proxy/headers.js';
-import type { RuntimeAddress } from '../routing/route-table.js';
+import type { ResolvedRoute, RuntimeAddress } from '../routing/route-table.js';
+import type { ModelCall } from '../metrics.js';
+import { ShadowTraffic, type ServedCall } from './shadow/shadow-traffic.js';
 import type { GatewayServices } from '../services.js';
 import { workflowRuntime } from './activation.js';
 import { BINARY_EXPANSION, decodeBinaryRequest, encodeBinaryResponse } from './binary-tensors.js';
@@ -20,9 +22,15 @@ import { loggedBody } from './payload-log/record.js';
 /** Largest error body read from a runtime (a traceback can be long; only its last line is used). */
 const MAX_ERROR_BODY = 256 * 1024;
 
-/** What a logged call keeps of itself as it goes (gateway/v2/payload-log). */
+/**
+ * What a call keeps of itself as it goes, when its model logs it (gateway/v2/payload-log) or a
+ * shadow version gets a copy of it (gateway/v2/shadow).
+ */
 interface Captured {
-  redact: ReadonlySet<string>;
+  /** Logged: the fields to redact. Undefined: kept for the shadow only. */
+  redact: ReadonlySet<string> | undefined;
+  /** A shadow version gets a copy: the whole answer is kept to compare (within the body limit). */
+  shadowed: boolean;
   request?: string | Buffer;
   /** The answer, or its size when it was too large to keep. */
   response?: string | Buffer | number;
@@ -31,8 +39,8 @@ interface Captured {
 }
 
 /**
- * Passes the runtime's answer on untouched while keeping a copy for the payload log, as long as it
- * stays within `max` bytes; past that only its size.
+ * Passes the runtime's answer on untouched while keeping a copy, as long as it stays within `max`
+ * bytes; past that only its size.
  */
 function keepCopy(captured: Captured, max: number): Transform {
   const chunks: Buffer[] = [];
@@ -41,7 +49,7 @@ function keepCopy(captured: Captured, max: number): Transform {
     transform(chunk: Buffer, _encoding, done) {
       total += chunk.length;
       if (total <= max) chunks.push(chunk);
-      // Past the limit only the size is logged: what was kept goes at once.
+      // Past the limit only the size is kept: what was kept goes at once.
       else chunks.length = 0;
       done(null, chunk);
     },
@@ -69,18 +77,39 @@ export interface WorkflowInferCall extends Omit<InferCall, 'runtime'> {
   routed: RuntimeAddress;
 }
 
+/** A request read and checked once, sent to one runtime or two (a canary's failure, then the default). */
+interface Checked {
+  body: Buffer | string;
+  rewritten: boolean;
+  binaryOutputs: BinaryOutputs | undefined;
+}
+
+/** One runtime's try at a call: measured on its own version's metrics, load and figures. */
+interface Attempt {
+  runtime: RuntimeAddress;
+  observed: ModelCall;
+  endLoad: (() => void) | undefined;
+  startedAt: number;
+}
+
 /**
  * V2 inference, which two entries call: `/v2/models/<m>/infer` once the access checks chose the
  * runtime, and a workflow's `/events/bda/<wf>/<model>/v2/models/<model>/infer` once its route
  * did. Reads the request (bounded), checks it against the model's metadata, sends it to the
  * runtime and answers with the runtime's response or its error in the V2 shape; measures it.
- * The entry has set the response's x-request-id.
+ * A canary the traffic split drew that fails the call hands it to the default version (the caller
+ * asked for the model, not the canary); a shadow version gets a copy once the caller has its
+ * answer. The entry has set the response's x-request-id.
  */
 export class Inference {
+  private readonly shadows: ShadowTraffic;
+
   constructor(
     private readonly s: GatewayServices,
     private readonly runtimes: RuntimeClient = new RuntimeClient(s),
-  ) {}
+  ) {
+    this.shadows = new ShadowTraffic(s, runtimes);
+  }
 
   /** A workflow's call: to the version the traffic split draws, held while the model is at zero. */
   async workflow(req: IncomingMessage, res: ServerResponse, call: WorkflowInferCall): Promise<number> {
@@ -93,151 +122,236 @@ export class Inference {
   /** Resolves with the status the client got. */
   async infer(req: IncomingMessage, res: ServerResponse, call: InferCall): Promise<number> {
     const { s } = this;
-    const logged = s.payloadLog === undefined ? undefined : await this.sampled(call.model);
+    const route = await this.routeOf(call.model);
+    const logging = route?.route.logging;
+    const logged = logging !== undefined && Math.random() < logging.sampleRate;
+    const shadow = ShadowTraffic.drawn(route?.shadow) ? route?.shadow : undefined;
+    const captured: Captured | undefined =
+      logged || shadow !== undefined
+        ? { redact: logged ? new Set(logging?.redact) : undefined, shadowed: shadow !== undefined }
+        : undefined;
     const startedAt = performance.now();
-    const observed = s.metrics.modelCall(call.model, call.runtime.version);
-    // A call a central gateway signed for this sidecar was counted there already.
-    const endLoad = countedUpstream(call.grant)
-      ? undefined
-      : s.load.begin(call.model, call.runtime.version ?? '');
-    const progress = { checked: false };
+    let attempt = this.begin(call, call.runtime);
+    let checked: Checked | undefined;
     let outcome: { status: number; refusal?: { code: string; error: string } } | undefined;
     try {
-      const status = await this.answer(
-        req,
-        res,
-        call,
-        progress,
-        (seconds) => observed.runtime(seconds),
-        logged,
-      );
-      s.modelUsage.record(call.model, status, observed.end(status) * 1000);
+      checked = await this.check(req, call, captured);
+      let answer: Dispatcher.ResponseData;
+      try {
+        answer = await this.send(req, call, attempt, checked);
+      } catch (err) {
+        const fallback = attempt.runtime.fallback;
+        if (fallback === undefined || !(err instanceof TollgateError)) throw err;
+        // The canary failed it: the default version answers, with the same request. The canary's
+        // try counts against it only if the default answers (a request both refuse says nothing
+        // of the canary), and is measured as what it was on the canary's own metrics.
+        const canary = attempt;
+        const canaryMs = this.ended(call, canary, err.status, err.code);
+        attempt = this.begin(call, fallback);
+        let answered = false;
+        try {
+          answer = await this.send(req, call, attempt, checked);
+          answered = true;
+        } finally {
+          this.figure(call.model, canary.runtime.version, answered, canaryMs);
+        }
+        this.s.metrics.fallback(call.model, canary.runtime.version ?? '', err.code);
+      }
+      const status = await this.deliver(res, answer, checked, captured);
+      this.figure(call.model, attempt.runtime.version, false, this.ended(call, attempt, status));
       outcome = { status };
+      if (shadow !== undefined && shadow.name !== attempt.runtime.version)
+        this.shadows.copy(
+          req,
+          shadow,
+          this.served(call, attempt, checked, captured),
+          attempt.runtime.grantAudience,
+        );
       return status;
     } catch (err) {
       const known = err instanceof TollgateError ? err : undefined;
       const status = known?.status ?? 500;
-      // Refused by the gateway's own checks of the body, before the runtime saw it.
-      const rejected = !progress.checked && known !== undefined && status < 500;
       const code = known?.code ?? 'internal_error';
-      const seconds = observed.end(status, code, rejected);
-      s.modelUsage.record(call.model, status, seconds * 1000);
+      // Refused by the gateway's own checks of the body, before the runtime saw it.
+      const rejected = checked === undefined && known !== undefined && status < 500;
+      const ms = this.ended(call, attempt, status, code, rejected);
+      // A runtime that broke on a request the checks passed; its refusals (4xx) are the request's.
+      if (checked !== undefined) this.figure(call.model, attempt.runtime.version, status >= 500, ms);
       outcome = {
         status,
         refusal: { code, error: known?.message ?? 'the gateway failed to answer this call' },
       };
       throw err;
     } finally {
-      endLoad?.();
+      s.modelUsage.record(call.model, outcome?.status ?? 500, performance.now() - startedAt);
       // After the answer, outside it: nothing the log does can change the call.
-      if (logged !== undefined && outcome !== undefined) this.logCall(call, logged, outcome, startedAt);
+      if (captured?.redact !== undefined && outcome !== undefined)
+        this.logCall(call, attempt.runtime.version, captured, outcome, startedAt);
     }
   }
 
-  /** Whether this call is one its model logs (spec.logging, sampled): what is captured of it. */
-  private async sampled(model: string): Promise<Captured | undefined> {
-    if (this.s.payloadLog === undefined) return undefined;
-    let logging;
+  /** The model's route for what a central gateway adds to a call (payload log, shadow, figures). */
+  private async routeOf(model: string): Promise<ResolvedRoute | null | undefined> {
+    if (this.s.versionFigures === undefined) return undefined;
     try {
-      logging = (await this.s.routes.model(model))?.route.logging;
+      return await this.s.routes.model(model);
     } catch {
       // The route was read a moment ago to reach this call; if Redis failed since, the call will too.
       return undefined;
     }
-    if (logging === undefined || Math.random() >= logging.sampleRate) return undefined;
-    return { redact: new Set(logging.redact) };
   }
 
-  /** Offers the call to the payload log; never throws (a record that cannot be made is counted). */
-  private logCall(
-    call: InferCall,
-    captured: Captured,
-    outcome: { status: number; refusal?: { code: string; error: string } },
-    startedAt: number,
-  ): void {
-    const log = this.s.payloadLog;
-    if (log === undefined || !log.hasRoom(call.model)) return;
-    const max = this.s.config.payloadLogMaxBodyBytes;
-    try {
-      log.offer({
-        time: new Date().toISOString(),
-        model: call.model,
-        version: call.runtime.version ?? null,
-        requestId: call.requestId,
-        keyId: call.grant.id,
-        status: outcome.status,
-        code: outcome.refusal?.code ?? null,
-        latencyMs: Math.round((performance.now() - startedAt) * 1000) / 1000,
-        request: loggedBody(captured.request, max, captured.redact),
-        response:
-          outcome.refusal ?? loggedBody(captured.response, max, captured.redact, captured.responseEncoding),
-      });
-    } catch {
-      log.lost(call.model);
-    }
+  private begin(call: InferCall, runtime: RuntimeAddress): Attempt {
+    return {
+      runtime,
+      observed: this.s.metrics.modelCall(call.model, runtime.version),
+      // A call a central gateway signed for this sidecar was counted there already.
+      endLoad: countedUpstream(call.grant) ? undefined : this.s.load.begin(call.model, runtime.version ?? ''),
+      startedAt: performance.now(),
+    };
   }
 
-  private async answer(
+  /** An attempt is over: its metrics and its load. Returns its time in ms. */
+  private ended(call: InferCall, attempt: Attempt, status: number, code?: string, rejected = false): number {
+    attempt.endLoad?.();
+    return attempt.observed.end(status, code, rejected) * 1000;
+  }
+
+  /** A version's try at a call the checks passed, for the figures a rollout is judged on. */
+  private figure(model: string, version: string | undefined, failed: boolean, ms: number): void {
+    if (version !== undefined) this.s.versionFigures?.record(model, version, failed, ms);
+  }
+
+  /** Reads the request (bounded) and checks it against the model's metadata; a binary body is translated once. */
+  private async check(
     req: IncomingMessage,
-    res: ServerResponse,
     call: InferCall,
-    progress: { checked: boolean },
-    runtimeSeconds: (seconds: number) => void,
     captured: Captured | undefined,
-  ): Promise<number> {
+  ): Promise<Checked> {
     const { s } = this;
-    const { model } = call;
     // The binary tensor extension (tritonclient's default) arrives as a JSON header and raw bytes.
     const declared = req.headers['inference-header-content-length'];
     const binaryHeader = Array.isArray(declared) ? declared.join(',') : declared;
     checkContentType(req, binaryHeader !== undefined);
     const raw = await readBody(req, s.config.bodyLimitBytes);
     if (captured !== undefined) captured.request = raw;
-    const { metadata } = await s.metadata.get(model, call.runtime, call.grant);
-    // Checked against the model before anything is decoded; a binary body is translated once.
+    const { metadata } = await s.metadata.get(call.model, call.runtime, call.grant);
     const translated =
       binaryHeader === undefined
         ? { json: raw, checked: validateInferRequest(raw, metadata) }
         : decodeBinaryRequest(raw, binaryHeader, metadata, BINARY_EXPANSION * s.config.bodyLimitBytes);
-    const { binaryOutputs } = translated.checked;
-    progress.checked = true;
     if (captured !== undefined) captured.request = translated.json;
+    return {
+      body: translated.json,
+      rewritten: translated.json !== raw,
+      binaryOutputs: translated.checked.binaryOutputs,
+    };
+  }
 
-    let answer: Dispatcher.ResponseData;
+  /** The runtime's 200 answer, its head read; any other answer as the V2 error it stands for. */
+  private async send(
+    req: IncomingMessage,
+    call: InferCall,
+    attempt: Attempt,
+    checked: Checked,
+  ): Promise<Dispatcher.ResponseData> {
     const sentAt = performance.now();
+    let answer: Dispatcher.ResponseData;
     try {
       answer = await this.runtimes.infer(
         req,
-        call,
-        model,
+        { grant: call.grant, requestId: call.requestId, runtime: attempt.runtime },
+        call.model,
         call.query,
-        translated.json,
-        translated.json !== raw,
+        checked.body,
+        checked.rewritten,
       );
     } finally {
-      runtimeSeconds((performance.now() - sentAt) / 1000);
+      attempt.observed.runtime((performance.now() - sentAt) / 1000);
     }
-    if (answer.statusCode === 200) {
-      if (binaryOutputs !== undefined)
-        return sendBinaryOutputs(res, answer, binaryOutputs, s.config.bodyLimitBytes, captured);
-      res.writeHead(200, clientResponseHeaders(answer.headers));
-      if (captured === undefined) {
-        await pipeline(answer.body, res);
-        return 200;
-      }
-      const encoding = answer.headers['content-encoding'];
-      if (typeof encoding === 'string') captured.responseEncoding = encoding;
-      await pipeline(answer.body, keepCopy(captured, s.config.payloadLogMaxBodyBytes), res);
-      return 200;
-    }
+    if (answer.statusCode === 200) return answer;
     const text = await readLimited(answer.body, MAX_ERROR_BODY);
-    const err = runtimeError(model, answer.statusCode, text);
+    const err = runtimeError(call.model, answer.statusCode, text);
     // The runtime refused what the cached metadata allowed: the model may have changed under it.
-    if (err.code !== 'inference_error') s.metadata.forget(model);
+    if (err.code !== 'inference_error') this.s.metadata.forget(call.model);
     throw err;
   }
-}
 
+  /** Passes the 200 answer on (binary outputs re-encoded as asked), keeping a copy if the call is captured. */
+  private async deliver(
+    res: ServerResponse,
+    answer: Dispatcher.ResponseData,
+    checked: Checked,
+    captured: Captured | undefined,
+  ): Promise<number> {
+    const limit = this.s.config.bodyLimitBytes;
+    if (checked.binaryOutputs !== undefined)
+      return sendBinaryOutputs(res, answer, checked.binaryOutputs, limit, captured);
+    res.writeHead(200, clientResponseHeaders(answer.headers));
+    if (captured === undefined) {
+      await pipeline(answer.body, res);
+      return 200;
+    }
+    const encoding = answer.headers['content-encoding'];
+    if (typeof encoding === 'string') captured.responseEncoding = encoding;
+    // A shadow compares whole answers; a log line keeps at most payloadLogMaxBodyBytes of one.
+    const logMax = this.s.config.payloadLogMaxBodyBytes;
+    const keep = captured.shadowed ? Math.max(limit, logMax) : logMax;
+    await pipeline(answer.body, keepCopy(captured, keep), res);
+    return 200;
+  }
+
+  /** What the shadow needs of a call the serving version answered. */
+  private served(
+    call: InferCall,
+    attempt: Attempt,
+    checked: Checked,
+    captured: Captured | undefined,
+  ): ServedCall {
+    return {
+      model: call.model,
+      grant: call.grant,
+      requestId: call.requestId,
+      query: call.query,
+      body: checked.body,
+      servingVersion: attempt.runtime.version,
+      servingMs: performance.now() - attempt.startedAt,
+      answer: typeof captured?.response === 'string' ? Buffer.from(captured.response) : captured?.response,
+      encoding: captured?.responseEncoding,
+      logRedact: captured?.redact,
+    };
+  }
+
+  /** Offers the call to the payload log; never throws (a record that cannot be made is counted). */
+  private logCall(
+    call: InferCall,
+    version: string | undefined,
+    captured: Captured,
+    outcome: { status: number; refusal?: { code: string; error: string } },
+    startedAt: number,
+  ): void {
+    const log = this.s.payloadLog;
+    const redact = captured.redact;
+    if (log === undefined || redact === undefined || !log.hasRoom(call.model)) return;
+    const max = this.s.config.payloadLogMaxBodyBytes;
+    try {
+      log.offer({
+        time: new Date().toISOString(),
+        model: call.model,
+        version: version ?? null,
+        requestId: call.requestId,
+        keyId: call.grant.id,
+        status: outcome.status,
+        code: outcome.refusal?.code ?? null,
+        latencyMs: Math.round((performance.now() - startedAt) * 1000) / 1000,
+        request: loggedBody(captured.request, max, redact),
+        response: outcome.refusal ?? loggedBody(captured.response, max, redact, captured.responseEncoding),
+      });
+    } catch {
+      log.lost(call.model);
+    }
+  }
+}
 /**
  * The runtime's JSON answer, with the outputs the client asked for in binary moved into raw bytes
  * after the JSON header (`Inference-Header-Content-Length` says where the header ends).

@@ -15,7 +15,16 @@ interface Minute {
   calls: number;
   errors: number;
   latencyMs: number;
+  /** Copies sent to the shadow version (spec.shadow), answered or failed. */
+  shadowCalls: number;
+  shadowAgreed: number;
+  shadowFailed: number;
+  /** Summed over the answered copies: the shadow's time, and the serving runtime's on the same calls. */
+  shadowLatencyMs: number;
+  servingLatencyMs: number;
 }
+
+export type ShadowOutcome = 'agreed' | 'disagreed' | 'failed';
 
 export class ModelUsageRecorder {
   private pending = new Map<string, Map<number, Minute>>();
@@ -31,6 +40,32 @@ export class ModelUsageRecorder {
 
   /** One answered call; an error is any answer but 200. */
   record(model: string, status: number, latencyMs: number, nowMs = Date.now()): void {
+    const bucket = this.minute(model, nowMs);
+    bucket.calls++;
+    if (status !== 200) bucket.errors++;
+    bucket.latencyMs += latencyMs;
+  }
+
+  /** One copy of a call a shadow version answered (or failed), with both versions' runtime times. */
+  recordShadow(
+    model: string,
+    outcome: ShadowOutcome,
+    shadowMs: number,
+    servingMs: number,
+    nowMs = Date.now(),
+  ): void {
+    const bucket = this.minute(model, nowMs);
+    bucket.shadowCalls++;
+    if (outcome === 'failed') {
+      bucket.shadowFailed++;
+      return;
+    }
+    if (outcome === 'agreed') bucket.shadowAgreed++;
+    bucket.shadowLatencyMs += shadowMs;
+    bucket.servingLatencyMs += servingMs;
+  }
+
+  private minute(model: string, nowMs: number): Minute {
     let minutes = this.pending.get(model);
     if (minutes === undefined) {
       minutes = new Map();
@@ -39,12 +74,19 @@ export class ModelUsageRecorder {
     const minute = Math.floor(nowMs / 60_000);
     let bucket = minutes.get(minute);
     if (bucket === undefined) {
-      bucket = { calls: 0, errors: 0, latencyMs: 0 };
+      bucket = {
+        calls: 0,
+        errors: 0,
+        latencyMs: 0,
+        shadowCalls: 0,
+        shadowAgreed: 0,
+        shadowFailed: 0,
+        shadowLatencyMs: 0,
+        servingLatencyMs: 0,
+      };
       minutes.set(minute, bucket);
     }
-    bucket.calls++;
-    if (status !== 200) bucket.errors++;
-    bucket.latencyMs += latencyMs;
+    return bucket;
   }
 
   start(): void {
@@ -64,9 +106,17 @@ export class ModelUsageRecorder {
       for (const [minute, m] of minutes) {
         const b = usageBuckets(minute * 60_000);
         const key = redisKeys.modelUsageMinutes(model, b.day);
-        pipeline.hincrby(key, `${b.minuteOfDay}r`, m.calls);
-        if (m.errors > 0) pipeline.hincrby(key, `${b.minuteOfDay}e`, m.errors);
-        pipeline.hincrby(key, `${b.minuteOfDay}l`, Math.round(m.latencyMs));
+        const add = (field: string, n: number) => {
+          if (n > 0) pipeline.hincrby(key, `${b.minuteOfDay}${field}`, Math.round(n));
+        };
+        add('r', m.calls);
+        add('e', m.errors);
+        add('l', m.latencyMs);
+        add('sc', m.shadowCalls);
+        add('sa', m.shadowAgreed);
+        add('sf', m.shadowFailed);
+        add('sl', m.shadowLatencyMs);
+        add('sp', m.servingLatencyMs);
         pipeline.expire(key, MINUTE_TTL_S);
       }
     }
@@ -87,13 +137,29 @@ export interface ModelUsagePoint {
   meanLatencyMs: number;
 }
 
-/** The last `minutes` minutes of each model's calls, oldest first (one pipeline). */
+/** A shadow version's copies over the span read: how many, how many agreed or failed, mean times. */
+export interface ShadowFigures {
+  calls: number;
+  agreed: number;
+  failed: number;
+  /** agreed / answered copies; null before any copy was answered. */
+  agreementRate: number | null;
+  meanLatencyMs: number;
+  servingMeanLatencyMs: number;
+}
+
+export interface ModelUsage {
+  perMinute: ModelUsagePoint[];
+  shadow: ShadowFigures;
+}
+
+/** The last `minutes` minutes of each model's calls, oldest first, and its shadow's (one pipeline). */
 export async function readModelUsage(
   redis: Redis,
   models: readonly string[],
   minutes = 60,
   nowMs = Date.now(),
-): Promise<Map<string, ModelUsagePoint[]>> {
+): Promise<Map<string, ModelUsage>> {
   const last = Math.floor(nowMs / 60_000);
   const span = Array.from({ length: minutes }, (_, i) => (last - minutes + 1 + i) * 60_000);
   const days = [...new Set(span.map((ms) => usageBuckets(ms).day))];
@@ -101,28 +167,40 @@ export async function readModelUsage(
   for (const model of models)
     for (const day of days) pipeline.hgetall(redisKeys.modelUsageMinutes(model, day));
   const results = (await pipeline.exec()) ?? [];
-  const out = new Map<string, ModelUsagePoint[]>();
+  const out = new Map<string, ModelUsage>();
+  const mean = (sum: number, n: number) => (n === 0 ? 0 : Math.round((sum / n) * 10) / 10);
   models.forEach((model, mi) => {
     const byDay = new Map<string, Record<string, string>>();
     days.forEach((day, di) => {
       const [err, value] = results[mi * days.length + di] ?? [null, {}];
       if (err === null) byDay.set(day, (value ?? {}) as Record<string, string>);
     });
-    out.set(
-      model,
-      span.map((ms) => {
-        const b = usageBuckets(ms);
-        const hash = byDay.get(b.day) ?? {};
-        const calls = Number(hash[`${b.minuteOfDay}r`] ?? 0);
-        const latency = Number(hash[`${b.minuteOfDay}l`] ?? 0);
-        return {
-          at: new Date(ms).toISOString(),
-          calls,
-          errors: Number(hash[`${b.minuteOfDay}e`] ?? 0),
-          meanLatencyMs: calls === 0 ? 0 : Math.round((latency / calls) * 10) / 10,
-        };
-      }),
-    );
+    const sums = { sc: 0, sa: 0, sf: 0, sl: 0, sp: 0 };
+    const perMinute = span.map((ms) => {
+      const b = usageBuckets(ms);
+      const hash = byDay.get(b.day) ?? {};
+      const field = (f: string) => Number(hash[`${b.minuteOfDay}${f}`] ?? 0);
+      for (const f of Object.keys(sums) as Array<keyof typeof sums>) sums[f] += field(f);
+      const calls = field('r');
+      return {
+        at: new Date(ms).toISOString(),
+        calls,
+        errors: field('e'),
+        meanLatencyMs: mean(field('l'), calls),
+      };
+    });
+    const answered = sums.sc - sums.sf;
+    out.set(model, {
+      perMinute,
+      shadow: {
+        calls: sums.sc,
+        agreed: sums.sa,
+        failed: sums.sf,
+        agreementRate: answered === 0 ? null : Math.round((sums.sa / answered) * 1000) / 1000,
+        meanLatencyMs: mean(sums.sl, answered),
+        servingMeanLatencyMs: mean(sums.sp, answered),
+      },
+    });
   });
   return out;
 }

@@ -13,6 +13,8 @@ export interface RuntimeCall {
   grant: KeyGrant;
   requestId: string;
   runtime: RuntimeAddress;
+  /** The gateway reads the answer itself (a shadow's copy): asked uncompressed. */
+  plain?: boolean;
 }
 
 export type RuntimeServices = Pick<GatewayServices, 'upstreams' | 'grantSigner'>;
@@ -56,7 +58,8 @@ export class RuntimeClient {
   ): Promise<Dispatcher.ResponseData> {
     const path = `${call.runtime.basePath}/v2/models/${model}/infer${query}`;
     const sent = await this.headers(req, call, 'POST', path);
-    const headers = json ? asJsonBody(sent) : sent;
+    const rewritten = json ? asJsonBody(sent) : sent;
+    const headers = call.plain === true ? uncompressed(rewritten) : rewritten;
     try {
       // Inference changes nothing: a replica going away or a Service between endpoints is tried again.
       return await sendAgainOnConnectionLoss(() =>
@@ -93,5 +96,16 @@ function asJsonBody(headers: string[]): string[] {
     out.push(headers[i] as string, headers[i + 1] as string);
   }
   out.push('content-type', 'application/json');
+  return out;
+}
+
+/** Headers asking for an answer the gateway can read as it comes. */
+function uncompressed(headers: string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < headers.length; i += 2) {
+    if ((headers[i] as string).toLowerCase() === 'accept-encoding') continue;
+    out.push(headers[i] as string, headers[i + 1] as string);
+  }
+  out.push('accept-encoding', 'identity');
   return out;
 }

@@ -16,6 +16,8 @@ export interface Chosen {
   origin: string;
   basePath: string;
   cold?: boolean;
+  /** A canary the split drew: the default version, which answers the call if the canary fails it. */
+  fallback?: Chosen;
 }
 
 /** One version drawn with the weights of its percentages; undefined when none takes any traffic. */
@@ -80,5 +82,11 @@ export async function chooseVersion(
   const main = versions.find((v) => v.origin === route.origin && v.basePath === route.basePath);
   const fallback = main ?? { origin: route.origin, basePath: route.basePath };
   if (!want.split) return fallback;
-  return splitTraffic(versions) ?? fallback;
+  return withFallback(splitTraffic(versions) ?? fallback, main);
+}
+
+/** A drawn canary with the default version to fall back on, when the default is ready. */
+export function withFallback<V extends Chosen>(drawn: V, main: Chosen | undefined): V {
+  if (main === undefined || main.cold === true || drawn === main || drawn.cold === true) return drawn;
+  return { ...drawn, fallback: main };
 }

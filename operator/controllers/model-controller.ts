@@ -48,6 +48,14 @@ import {
   type ServedVersion,
 } from '../../common/resources/model-versions.js';
 import { scalingOf } from '../../common/resources/model-scaling.js';
+import type { VersionFigures } from '../../common/redis/version-figures.js';
+import {
+  advanceRollout,
+  checkEveryMs,
+  effectiveSpec,
+  rolloutRevision,
+  type RolloutStep,
+} from './model-rollout.js';
 
 export const MODEL_FINALIZER = 'tollgate.dev/model-routes';
 /** How often a Model whose folder is wrong looks again (the fix may be an upload, not an edit). */
@@ -89,6 +97,8 @@ export interface ModelControllerDeps {
   defaultGateway?: ModelGateway;
   /** Replicas of Models with spec.scaling (without it, such Models run their minimum). */
   scaler?: ReplicaScaler;
+  /** A version's figures at the gateways over a span, for spec.rollout's analysis. */
+  figures: (model: string, version: string, fromMs: number, toMs: number) => Promise<VersionFigures>;
 }
 
 /** Where the replicas of an autoscaled version come from; its decisions enqueue the Model. */
@@ -117,6 +127,8 @@ export class ModelReconciler implements Reconciler {
   private readonly workflowRefusals = new Map<string, string>();
   /** Workflows of Models deleted without the finalizer, to clean their routes. */
   private readonly tombstones = new Map<string, string | undefined>();
+  /** When each Model's running rollout step was last judged: a status write must not start a loop. */
+  private readonly rolloutJudged = new Map<string, number>();
 
   /** Models, and the runtime's workloads (a Deployment's readiness changes its Model's status). */
   readonly watches: Watches<Model>;
@@ -202,8 +214,11 @@ export class ModelReconciler implements Reconciler {
       await this.writeStatus(model, (m, now) => nameTakenStatus(m, holder, now));
       return { requeueAfterMs: NAME_RECHECK_MS };
     }
+    const rollout = await this.rolloutStep(model, key);
+    // The rollout's step sets the canary's share (or promotes it) without touching the spec.
+    const serving = effectiveSpec(model.spec, rollout?.status);
     const results: VersionResult[] = [];
-    for (const version of servedVersions(ref.name, model.spec)) {
+    for (const version of servedVersions(ref.name, serving)) {
       const obs = await this.observe(model, version);
       if (obs.kind === 'settings' && obs.check.ok) {
         const plan = this.plan(model, version, obs.check);
@@ -219,12 +234,58 @@ export class ModelReconciler implements Reconciler {
     // Workloads serving no version of the spec (removed versions, or the unnamed one replaced).
     const wanted = new Set(results.map((r) => r.version.workload));
     const stale = this.deps.runtime.workloads(ref).filter((w) => !wanted.has(w));
-    const serving = await this.syncRoutes(model, results, stale.length > 0);
-    const draining = await this.drain(ref, stale, serving);
-    await this.writeStatus(model, (m, now) => desiredStatus(m, results, draining.versions, now));
+    const routed = await this.syncRoutes(model, results, stale.length > 0);
+    const draining = await this.drain(ref, stale, routed);
+    await this.writeStatus(model, (m, now) =>
+      desiredStatus(m, results, draining.versions, now, rollout?.status),
+    );
+    if (rollout?.event !== undefined) {
+      const { type, reason, message } = rollout.event;
+      await this.deps.events.record(
+        { ...model, apiVersion: MODEL_API_VERSION, kind: MODEL_KIND },
+        type,
+        reason,
+        message,
+      );
+    }
     const wrong = results.some((r) => r.obs.kind !== 'settings' || !r.obs.check.ok);
-    const next = Math.min(wrong ? RECHECK_MS : Infinity, draining.nextMs);
+    const next = Math.min(wrong ? RECHECK_MS : Infinity, draining.nextMs, rollout?.recheckMs ?? Infinity);
     return next === Infinity ? undefined : { requeueAfterMs: next };
+  }
+
+  /**
+   * Where spec.rollout stands now: judged at most once per check interval while a step runs (its
+   * own status write wakes this reconciler again, and would otherwise judge it in a loop).
+   */
+  private async rolloutStep(model: Model, key: string): Promise<RolloutStep | undefined> {
+    const { spec, status } = model;
+    if (spec.rollout === undefined) {
+      this.rolloutJudged.delete(key);
+      return undefined;
+    }
+    const previous = status?.rollout;
+    const now = Date.now();
+    const every = checkEveryMs(spec);
+    const last = this.rolloutJudged.get(key);
+    if (
+      last !== undefined &&
+      now < last + every &&
+      previous?.phase === 'Progressing' &&
+      previous.revision === rolloutRevision(spec)
+    )
+      return { status: previous, recheckMs: last + every - now };
+    const canary = spec.rollout.version;
+    const canaryReady = (status?.versions ?? []).some((v) => v.name === canary && v.phase === 'Ready');
+    const step = await advanceRollout(
+      spec,
+      previous,
+      canaryReady,
+      (version, from, to) => this.deps.figures(model.metadata.name, version, from, to),
+      now,
+    );
+    if (step?.status.phase === 'Progressing') this.rolloutJudged.set(key, now);
+    else this.rolloutJudged.delete(key);
+    return step;
   }
 
   /**
@@ -350,9 +411,19 @@ export class ModelReconciler implements Reconciler {
       // entry's address only once the route says it is warm.
       return [{ version: r.version, state: { ...runtime, url: runtime.url || NO_ADDRESS_YET }, cold: true }];
     });
+    const shadowSpec = model.spec.shadow;
+    // A shadow's answers are never returned: it never stands in for the default.
+    const candidates =
+      shadowSpec === undefined ? ready : ready.filter((r) => r.version.name !== shadowSpec.version);
     const main =
-      ready.find((r) => r.version.isDefault && !r.cold) ??
-      [...ready].sort((a, b) => Number(a.cold) - Number(b.cold) || b.version.percent - a.version.percent)[0];
+      candidates.find((r) => r.version.isDefault && !r.cold) ??
+      [...candidates].sort(
+        (a, b) => Number(a.cold) - Number(b.cold) || b.version.percent - a.version.percent,
+      )[0];
+    const shadow =
+      shadowSpec === undefined
+        ? undefined
+        : ready.find((r) => r.version.name === shadowSpec.version && !r.cold);
     if (main === undefined) {
       // Nothing of the spec serves yet, but a replaced workload does: its route stays until then.
       if (replacing && this.routed.get(key)?.keys.length) return false;
@@ -379,6 +450,11 @@ export class ModelReconciler implements Reconciler {
         ? { activationTimeoutSeconds: Math.round(policy.activationTimeoutMs / 1000) }
         : {}),
       ...(model.spec.logging === undefined ? {} : { logging: payloadLogging(model.spec.logging) }),
+      ...(shadow === undefined || shadowSpec === undefined
+        ? {}
+        : {
+            shadow: { name: shadowSpec.version, url: shadow.state.url, percent: shadowSpec.percent ?? 100 },
+          }),
       ...(versioned
         ? {
             versions: ready.map((r) => ({
@@ -481,6 +557,7 @@ export class ModelReconciler implements Reconciler {
 
   private forget(key: string): void {
     this.routed.delete(key);
+    this.rolloutJudged.delete(key);
     this.deps.scaler?.forget(parseRefKey(key));
     // Checks are kept per workload: the Model's own name, or <name>-<version>.
     for (const k of this.checked.keys()) if (k === key || k.startsWith(`${key}-`)) this.checked.delete(k);

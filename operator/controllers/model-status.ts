@@ -3,6 +3,7 @@ import { formatProblems } from '../../common/model-settings/check-folder.js';
 import type { Model, ModelCondition, ModelPhase, ModelStatus } from '../../common/resources/model.js';
 import type { ServedVersion } from '../../common/resources/model-versions.js';
 import type { RuntimeState } from '../serving/runtime-driver.js';
+import { rolloutCondition, type RolloutStatus } from './model-rollout.js';
 
 /** What the reconciler learned this time round; the status is a pure function of it. */
 export type Observation =
@@ -172,6 +173,7 @@ export function desiredStatus(
   results: VersionResult[],
   draining: DrainingVersion[],
   now: Date,
+  rollout?: RolloutStatus,
 ): ModelStatus {
   const main = results.find((r) => r.version.isDefault) ?? results[0];
   if (main === undefined) throw new Error('a Model has at least one version');
@@ -207,7 +209,13 @@ export function desiredStatus(
       })),
     ];
   }
-  return { ...status, phase: top.phase, ...stamped(model, [settings, ready], now) };
+  const conditions = rollout === undefined ? [settings, ready] : [settings, ready, rolloutCondition(rollout)];
+  return {
+    ...status,
+    ...(rollout === undefined ? {} : { rollout }),
+    phase: top.phase,
+    ...stamped(model, conditions, now),
+  };
 }
 
 /** observedGeneration, and each condition's lastTransitionTime kept while its status holds. */

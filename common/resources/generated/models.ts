@@ -34,6 +34,32 @@ export const modelSpecSchema = z.object({
     )
     .max(9)
     .optional(),
+  /** Shadow traffic: a version that gets a copy of a share of the calls the serving version answers. Its answers are compared with the serving version's (agreement, latency) and logged with the payload log, never returned to the caller. */
+  shadow: z
+    .object({
+      /** The version that receives the copies (one of spec.versions, not the default). */
+      version: z.string().max(20),
+      /** The percentage of answered inference calls copied to it. Default 100. */
+      percent: z.int().min(1).max(100).optional(),
+    })
+    .optional(),
+  /** Automatic canary analysis: the operator gives the version its traffic in steps, judges each step on the gateways' figures for it (error rate, p95 latency), and promotes it (it becomes the default, status.defaultVersion) or rolls it back (it takes no calls) on its own. A call the canary fails is answered by the default version instead. Any change to the rollout or to the two versions starts it again. */
+  rollout: z
+    .object({
+      /** The canary (one of spec.versions, not the default). */
+      version: z.string().max(20),
+      /** The canary's percentage of calls at each step, increasing. Default [10, 50]; promotion follows the last. */
+      steps: z.array(z.int().min(1).max(100)).min(1).max(10).optional(),
+      /** How long each step runs before it is judged. Default 60. */
+      stepSeconds: z.int().min(5).max(86400).optional(),
+      /** Calls the canary must answer in a step before it is judged (a quiet step runs longer). Default 20. */
+      minCalls: z.int().min(1).max(1000000).optional(),
+      /** The largest share of the canary's calls that may fail (the runtime did not answer 200 a request the gateway's checks passed, and the default version did). Default 0.01. */
+      maxErrorRate: z.number().min(0).max(1).optional(),
+      /** The largest p95 latency (ms, at the gateway) the canary may have over a step. Default none. */
+      maxLatencyMs: z.int().min(1).max(600000).optional(),
+    })
+    .optional(),
   /** A workflow (bda) id. The model is then also reachable as that workflow's service and callable with the workflow's bda keys. */
   workflow: z.string().max(128).regex(new RegExp('^[A-Za-z0-9][A-Za-z0-9_.-]*$')).optional(),
   /** Payload logging: a share of this model's inference calls (request and answer, refusals and runtime errors included) written by the gateway as time-partitioned JSON Lines where the administrator keeps payload logs (model=<name>/date=<d>/hour=<h>/). Logging never slows or fails a call. */
@@ -154,7 +180,28 @@ export const modelStatusSchema = z.object({
       }),
     )
     .optional(),
-  /** SettingsValid and Ready, with a reason and a message saying what to change. */
+  /** Where the automatic canary analysis of spec.rollout stands. */
+  rollout: z
+    .object({
+      version: z.string(),
+      /** A digest of the rollout and its two versions; a new one starts the rollout again. */
+      revision: z.string().optional(),
+      /** Waiting (the canary is not ready yet), Progressing (a step is running), Promoted (the canary is the default now), RolledBack (it takes no calls). */
+      phase: z.enum(['Waiting', 'Progressing', 'Promoted', 'RolledBack']),
+      /** The step running now (0 is the first). */
+      step: z.int().optional(),
+      /** The canary's percentage of unversioned inference calls now. */
+      weight: z.int().optional(),
+      stepStartedAt: z.iso.datetime({ offset: true }).optional(),
+      /** Calls the canary answered in this step so far. */
+      calls: z.int().optional(),
+      errorRate: z.number().optional(),
+      p95LatencyMs: z.number().optional(),
+      /** What the rollout is doing, or why it stopped. */
+      message: z.string().optional(),
+    })
+    .optional(),
+  /** SettingsValid, Ready and (with spec.rollout) Rollout, with a reason and a message saying what to change. */
   conditions: z
     .array(
       z.object({

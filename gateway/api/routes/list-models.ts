@@ -1,7 +1,7 @@
 import type { RequestHandler } from 'express';
 import type { Model } from '../../../common/resources/model.js';
 import { defaultVersionOf, servedVersions } from '../../../common/resources/model-versions.js';
-import { readModelUsage } from '../../v2/model-usage.js';
+import { readModelUsage, type ModelUsage } from '../../v2/model-usage.js';
 import type { ManagementDeps } from '../deps.js';
 import type { ModelView } from '../views.js';
 import { modelPageSchema } from '../views.js';
@@ -19,12 +19,13 @@ function listModels(deps: ManagementDeps): RequestHandler {
       deps.redis,
       models.map((m) => m.metadata.name),
     );
-    res.json({ items: models.map((m) => toModelView(m, usage.get(m.metadata.name) ?? [])) });
+    res.json({ items: models.map((m) => toModelView(m, usage.get(m.metadata.name))) });
   };
 }
 
-function toModelView(model: Model, perMinute: ModelView['perMinute']): ModelView {
+function toModelView(model: Model, usage: ModelUsage | undefined): ModelView {
   const { status, spec } = model;
+  const rollout = status?.rollout;
   const problem = status?.conditions?.find((c) => c.status === 'False' && c.message !== '');
   const inputs = status?.inputs ?? [];
   const defaultName = defaultVersionOf(spec);
@@ -40,7 +41,33 @@ function toModelView(model: Model, perMinute: ModelView['perMinute']): ModelView
     outputs: status?.outputs ?? [],
     ...(defaultName === undefined ? {} : { defaultVersion: defaultName }),
     versions: versionsOf(model),
-    perMinute,
+    perMinute: usage?.perMinute ?? [],
+    ...(spec.shadow === undefined
+      ? {}
+      : {
+          shadow: {
+            version: spec.shadow.version,
+            percent: spec.shadow.percent ?? 100,
+            ...(usage?.shadow ?? {
+              calls: 0,
+              agreed: 0,
+              failed: 0,
+              agreementRate: null,
+              meanLatencyMs: 0,
+              servingMeanLatencyMs: 0,
+            }),
+          },
+        }),
+    ...(rollout === undefined || spec.rollout === undefined
+      ? {}
+      : {
+          rollout: {
+            version: rollout.version,
+            phase: rollout.phase,
+            weight: rollout.weight ?? 0,
+            ...(rollout.message === undefined ? {} : { message: rollout.message }),
+          },
+        }),
     ...exampleRequest(inputs),
   };
 }
@@ -64,7 +91,8 @@ function versionsOf(model: Model): ModelView['versions'] {
     const seen = reported.get(v.name ?? '');
     return {
       name: v.name ?? '',
-      traffic: v.percent,
+      // What the operator serves now (a rollout moves it), else what the spec asks.
+      traffic: seen?.traffic ?? v.percent,
       phase: seen?.phase ?? 'Pending',
       readyReplicas: seen?.readyReplicas ?? 0,
       storageUri: v.storageUri,

@@ -20,6 +20,11 @@ export interface PayloadRecord {
   request: unknown;
   /** The answer: the runtime's JSON, or `{error, code}` as the caller got it. */
   response: unknown;
+  /**
+   * A shadow version's answer to a copy of the call (spec.shadow), never returned: the version
+   * that answered the caller, and whether the two answers agree.
+   */
+  shadowOf?: { version: string | null; agreed: boolean };
 }
 
 export const REDACTED = '[redacted]';
@@ -57,6 +62,26 @@ const INFLATE: Record<string, (b: Buffer, o: { maxOutputLength: number }) => Buf
   br: brotliDecompressSync,
 };
 
+/** A runtime's answer as its caller reads it (at most `maxBytes` once inflated), or why it cannot be. */
+export function decoded(
+  raw: Buffer,
+  encoding: string | undefined,
+  maxBytes: number,
+):
+  | Buffer
+  | { unparsed: true; bytes: number; encoding: string }
+  | { truncated: true; encodedBytes: number; encoding: string } {
+  const coding = encoding?.trim().toLowerCase();
+  if (coding === undefined || coding === '' || coding === 'identity') return raw;
+  const inflate = INFLATE[coding];
+  if (inflate === undefined) return { unparsed: true, bytes: raw.length, encoding: coding };
+  try {
+    return inflate(raw, { maxOutputLength: maxBytes });
+  } catch {
+    return { truncated: true, encodedBytes: raw.length, encoding: coding };
+  }
+}
+
 /**
  * A body as the log keeps it: its JSON, redacted; past `maxBytes`, only its size (a log line must
  * stay small, and a large tensor is rarely what a data team queries). A compressed answer is read
@@ -73,18 +98,10 @@ export function loggedBody(
   if (body === undefined) return null;
   // A number: the size of a body streamed past the limit, of which nothing was kept.
   if (typeof body === 'number') return { truncated: true, bytes: body };
-  let raw = typeof body === 'string' ? Buffer.from(body) : body;
-  if (raw.length > maxBytes) return { truncated: true, bytes: raw.length };
-  const coding = encoding?.trim().toLowerCase();
-  if (coding !== undefined && coding !== '' && coding !== 'identity') {
-    const inflate = INFLATE[coding];
-    if (inflate === undefined) return { unparsed: true, bytes: raw.length, encoding: coding };
-    try {
-      raw = inflate(raw, { maxOutputLength: maxBytes });
-    } catch {
-      return { truncated: true, encodedBytes: raw.length, encoding: coding };
-    }
-  }
+  const encoded = typeof body === 'string' ? Buffer.from(body) : body;
+  if (encoded.length > maxBytes) return { truncated: true, bytes: encoded.length };
+  const raw = decoded(encoded, encoding, maxBytes);
+  if (!Buffer.isBuffer(raw)) return raw;
   const text = raw.toString();
   try {
     return redact(JSON.parse(text) as unknown, names);

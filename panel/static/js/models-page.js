@@ -65,6 +65,24 @@ export function createModelsPage({ onError }) {
           el('dd', { className: 'mono', text: model.storageUri }),
           el('dt', { text: 'Versions' }),
           el('dd', {}, [versionList(model)]),
+          ...(model.rollout
+            ? [
+                el('dt', { text: 'Rollout' }),
+                el('dd', { className: 'model-rollout', attrs: { 'data-phase': model.rollout.phase } }, [
+                  el('span', {
+                    className: 'badge',
+                    text: `${model.rollout.phase} ${model.rollout.version} at ${model.rollout.weight}%`,
+                  }),
+                  el('span', { className: 'muted', text: ` ${model.rollout.message ?? ''}` }),
+                ]),
+              ]
+            : []),
+          ...(model.shadow
+            ? [
+                el('dt', { text: 'Shadow' }),
+                el('dd', { className: 'model-shadow' }, [shadowLine(model.shadow)]),
+              ]
+            : []),
           el('dt', { text: 'Inputs' }),
           el('dd', {
             className: 'mono',
@@ -128,6 +146,27 @@ export function createModelsPage({ onError }) {
   }
 
   return { reload: () => load() };
+}
+
+/**
+ * The shadow version's copies over the last hour: how often it agreed with the serving version,
+ * and both versions' mean runtime times on the same calls.
+ * @param {NonNullable<ModelSummary['shadow']>} shadow
+ */
+function shadowLine(shadow) {
+  const answered = shadow.calls - shadow.failed;
+  const agreement =
+    shadow.agreementRate === null
+      ? 'no copy answered yet'
+      : `${(shadow.agreementRate * 100).toFixed(1)}% agreed`;
+  return el('span', {
+    text:
+      `${shadow.version} gets ${shadow.percent}% of calls as copies: ${shadow.calls} in the last hour, ${agreement}` +
+      (answered > 0
+        ? `, ${shadow.meanLatencyMs.toFixed(1)} ms mean vs ${shadow.servingMeanLatencyMs.toFixed(1)} ms serving`
+        : '') +
+      (shadow.failed > 0 ? `, ${shadow.failed} failed` : ''),
+  });
 }
 
 /**

@@ -885,6 +885,25 @@ export interface components {
                 phase: "Pending" | "Loading" | "Ready" | "Failed";
                 readyReplicas: number;
                 replicas: number;
+                /** @description spec.rollout's canary analysis, as the operator last reported it */
+                rollout?: {
+                    message?: string;
+                    /** @enum {string} */
+                    phase: "Waiting" | "Progressing" | "Promoted" | "RolledBack";
+                    version: string;
+                    weight: number;
+                };
+                /** @description spec.shadow and its copies over the last hour: how many agreed with the serving version, failed, and both mean runtime times */
+                shadow?: {
+                    agreed: number;
+                    agreementRate: number | null;
+                    calls: number;
+                    failed: number;
+                    meanLatencyMs: number;
+                    percent: number;
+                    servingMeanLatencyMs: number;
+                    version: string;
+                };
                 /** @description The default version's model folder */
                 storageUri: string;
                 /** @description Each version (one unnamed for a model without spec.versions), with its share of calls */

@@ -33,6 +33,8 @@ export interface Dev {
   log(): string;
   /** A key (platform by default) with these roles, created through the management API as user vera. */
   key(roles: string[], module?: 'platform' | 'bda'): Promise<string>;
+  /** A management API token of user vera. */
+  token(): Promise<string>;
   stop(): Promise<void>;
 }
 
@@ -43,11 +45,17 @@ export interface Dev {
 export async function startDev(
   state: string,
   redisUrl: string,
-  opts: { built?: boolean } = {},
+  opts: { built?: boolean; env?: Record<string, string> } = {},
 ): Promise<Dev> {
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
-  const env = { ...process.env, TOLLGATE_STATE_DIR: state, REDIS_URL: redisUrl, LOG_LEVEL: 'info' };
+  const env = {
+    ...process.env,
+    TOLLGATE_STATE_DIR: state,
+    REDIS_URL: redisUrl,
+    LOG_LEVEL: 'info',
+    ...opts.env,
+  };
   const entry = opts.built === true ? [path.join(ROOT, 'bin/tollgate.js')] : [TSX, CLI];
   const dev: ChildProcess = spawn(
     process.execPath,
@@ -59,17 +67,17 @@ export async function startDev(
   dev.stdout?.on('data', keep);
   dev.stderr?.on('data', keep);
   await until('the gateway', async () => ((await fetch(`${base}/readyz`)).ok ? true : undefined), 60_000);
+  const token = async (): Promise<string> =>
+    (await run(process.execPath, [TSX, CLI, 'token', '--user', 'vera'], { env })).stdout.trim();
   return {
     base,
     pid: dev.pid ?? 0,
     log: () => output,
+    token,
     async key(roles, module = 'platform') {
-      const token = (
-        await run(process.execPath, [TSX, CLI, 'token', '--user', 'vera'], { env })
-      ).stdout.trim();
       const created = await fetch(`${base}/api/v1/apikeys`, {
         method: 'POST',
-        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        headers: { authorization: `Bearer ${await token()}`, 'content-type': 'application/json' },
         body: JSON.stringify({ module, roles, name: 'dev test' }),
       });
       if (created.status !== 201)

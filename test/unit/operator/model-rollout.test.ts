@@ -1,0 +1,174 @@
+import type { VersionFigures } from '../../../common/redis/version-figures.js';
+import type { ModelSpec } from '../../../common/resources/model.js';
+import { servedVersions, versionProblems } from '../../../common/resources/model-versions.js';
+import {
+  advanceRollout,
+  effectiveSpec,
+  rolloutCondition,
+  rolloutRevision,
+  type RolloutStatus,
+} from '../../../operator/controllers/model-rollout.js';
+
+const spec = (rollout: Partial<NonNullable<ModelSpec['rollout']>> = {}): ModelSpec => ({
+  versions: [
+    { name: '1', storageUri: 'file:///m/1' },
+    { name: '2', storageUri: 'file:///m/2' },
+  ],
+  defaultVersion: '1',
+  rollout: { version: '2', steps: [10, 50], stepSeconds: 60, minCalls: 20, maxErrorRate: 0.05, ...rollout },
+  replicas: 1,
+});
+const T0 = Date.parse('2026-11-26T03:00:00Z');
+const figures = (f: Partial<VersionFigures>) => async (): Promise<VersionFigures> => ({
+  calls: 0,
+  failures: 0,
+  p95LatencyMs: undefined,
+  ...f,
+});
+const none = figures({});
+
+/** Drives one look after another, as the reconciler does. */
+async function look(
+  s: ModelSpec,
+  prev: RolloutStatus | undefined,
+  at: number,
+  f: Partial<VersionFigures> = {},
+  ready = true,
+) {
+  const step = await advanceRollout(s, prev, ready, figures(f), at);
+  if (step === undefined) throw new Error('no rollout');
+  return step;
+}
+
+describe('automatic canary analysis (spec.rollout)', () => {
+  test('waits for the canary, then starts at the first step with an event', async () => {
+    const s = spec();
+    const waiting = await look(s, undefined, T0, {}, false);
+    expect(waiting.status).toMatchObject({ phase: 'Waiting', weight: 0 });
+    expect(waiting.event).toBeUndefined();
+    expect(effectiveSpec(s, waiting.status).traffic).toEqual([]);
+    const started = await look(s, waiting.status, T0 + 1000);
+    expect(started.status).toMatchObject({ phase: 'Progressing', step: 0, weight: 10, version: '2' });
+    expect(started.event).toMatchObject({ type: 'Normal', reason: 'RolloutStarted' });
+    expect(effectiveSpec(s, started.status).traffic).toEqual([{ version: '2', percent: 10 }]);
+    expect(
+      servedVersions('model-x', effectiveSpec(s, started.status)).map((v) => [v.name, v.percent]),
+    ).toEqual([
+      ['1', 90],
+      ['2', 10],
+    ]);
+  });
+
+  test('a step passes after stepSeconds with minCalls within bounds; the last promotes', async () => {
+    const s = spec();
+    const started = (await look(s, undefined, T0)).status;
+    const early = await look(s, started, T0 + 30_000, { calls: 100, failures: 1 });
+    expect(early.status).toMatchObject({ phase: 'Progressing', step: 0, calls: 100, errorRate: 0.01 });
+    expect(early.event).toBeUndefined();
+    const quiet = await look(s, started, T0 + 61_000, { calls: 5 });
+    expect(quiet.status.phase).toBe('Progressing');
+    expect(quiet.status.message).toContain('waiting for 20 calls');
+    const second = await look(s, started, T0 + 61_000, { calls: 40, failures: 1 });
+    expect(second.status).toMatchObject({ phase: 'Progressing', step: 1, weight: 50, calls: 0 });
+    expect(second.event?.reason).toBe('RolloutStep');
+    const promoted = await look(s, second.status, T0 + 130_000, {
+      calls: 200,
+      failures: 0,
+      p95LatencyMs: 25,
+    });
+    expect(promoted.status).toMatchObject({ phase: 'Promoted', weight: 100, p95LatencyMs: 25 });
+    expect(promoted.event).toMatchObject({ type: 'Normal', reason: 'Promoted' });
+    expect(promoted.recheckMs).toBeUndefined();
+    const served = effectiveSpec(s, promoted.status);
+    expect(served.defaultVersion).toBe('2');
+    expect(servedVersions('model-x', served).map((v) => [v.name, v.percent, v.isDefault])).toEqual([
+      ['1', 0, false],
+      ['2', 100, true],
+    ]);
+    expect(rolloutCondition(promoted.status)).toMatchObject({ status: 'True', reason: 'Promoted' });
+    // Over: no more looks at the figures, and it stays promoted.
+    const after = await advanceRollout(
+      s,
+      promoted.status,
+      true,
+      () => Promise.reject(new Error('asked')),
+      T0 + 1e6,
+    );
+    expect(after?.status).toEqual(promoted.status);
+  });
+
+  test('too many failures roll back as soon as minCalls are in, without waiting for the step', async () => {
+    const s = spec();
+    const started = (await look(s, undefined, T0)).status;
+    const few = await look(s, started, T0 + 2_000, { calls: 10, failures: 10 });
+    expect(few.status.phase).toBe('Progressing');
+    const back = await look(s, started, T0 + 3_000, { calls: 20, failures: 2 });
+    expect(back.status).toMatchObject({ phase: 'RolledBack', weight: 0, calls: 20, errorRate: 0.1 });
+    expect(back.event).toMatchObject({ type: 'Warning', reason: 'RolledBack' });
+    expect(back.event?.message).toContain('error rate 10% is above spec.rollout.maxErrorRate 5%');
+    expect(effectiveSpec(s, back.status).traffic).toEqual([]);
+    expect(rolloutCondition(back.status)).toMatchObject({
+      type: 'Rollout',
+      status: 'False',
+      reason: 'RolledBack',
+    });
+    // The same rollout is not tried again; a new canary folder is a new rollout.
+    expect((await look(s, back.status, T0 + 1e6)).status.phase).toBe('RolledBack');
+    const rebuilt: ModelSpec = {
+      ...s,
+      versions: [
+        { name: '1', storageUri: 'file:///m/1' },
+        { name: '2', storageUri: 'file:///m/2-fixed' },
+      ],
+    };
+    expect(rolloutRevision(rebuilt)).not.toBe(rolloutRevision(s));
+    expect(effectiveSpec(rebuilt, back.status).traffic).toEqual([]);
+    expect((await look(rebuilt, back.status, T0 + 1e6)).status).toMatchObject({
+      phase: 'Progressing',
+      step: 0,
+    });
+  });
+
+  test('a p95 latency above maxLatencyMs rolls back; without the bound latency is only shown', async () => {
+    const slow = spec({ maxLatencyMs: 100 });
+    const started = (await look(slow, undefined, T0)).status;
+    const back = await look(slow, started, T0 + 5_000, { calls: 50, p95LatencyMs: 250 });
+    expect(back.status.phase).toBe('RolledBack');
+    expect(back.status.message).toContain('p95 latency (≤ 250 ms) is above spec.rollout.maxLatencyMs 100 ms');
+    const unbounded = spec();
+    const s2 = (await look(unbounded, undefined, T0)).status;
+    expect((await look(unbounded, s2, T0 + 5_000, { calls: 50, p95LatencyMs: 250 })).status.phase).toBe(
+      'Progressing',
+    );
+  });
+
+  test('a Model without spec.rollout is served as written', async () => {
+    const plain: ModelSpec = { ...spec(), rollout: undefined, traffic: [{ version: '2', percent: 30 }] };
+    expect(await advanceRollout(plain, undefined, true, none, T0)).toBeUndefined();
+    expect(effectiveSpec(plain, undefined)).toBe(plain);
+  });
+
+  test('stores without an API server check the CRD rules for shadow and rollout', () => {
+    const problems = (s: Partial<ModelSpec>) =>
+      versionProblems('model-x', { ...spec(), rollout: undefined, ...s }).map(
+        (p) => `${p.field}: ${p.message}`,
+      );
+    expect(problems({ shadow: { version: '1' } })).toEqual([
+      'spec.shadow.version: "1" is the default version; spec.shadow.version names a version that only gets copies of its calls',
+    ]);
+    expect(problems({ shadow: { version: '9' } })[0]).toContain('not one of spec.versions (1, 2)');
+    expect(problems({ shadow: { version: '2' }, traffic: [{ version: '2', percent: 5 }] })).toEqual([
+      `spec.shadow.version: "2" also takes calls in spec.traffic: a shadow's answers are never returned`,
+    ]);
+    expect(problems({ rollout: { version: '2', steps: [50, 20] } })).toEqual([
+      'spec.rollout.steps: spec.rollout.steps must increase (50, 20)',
+    ]);
+    expect(problems({ rollout: { version: '2' }, traffic: [{ version: '2', percent: 5 }] })).toEqual([
+      "spec.traffic: spec.rollout sets the canary's traffic itself: remove spec.traffic",
+    ]);
+    expect(problems({ rollout: { version: '2' }, shadow: { version: '2' } })).toContain(
+      "spec.shadow.version: the rollout's canary cannot also be the shadow version",
+    );
+    expect(problems({ rollout: { version: '2', steps: [10, 50] }, shadow: undefined })).toEqual([]);
+  });
+});

@@ -15,9 +15,12 @@ import {
   modelDoc,
   readyPodIps,
   storageSecret,
+  type Installed,
+  type IrisModel,
 } from '../test/cluster/support.js';
 import { load, fmt } from './inference.js';
 import { lifecycle } from './lifecycle.js';
+import { coldStarts } from './cold-starts.js';
 
 /**
  * Tollgate on the test cluster: the time from `kubectl apply` of a Model to its first answer
@@ -29,7 +32,10 @@ import { lifecycle } from './lifecycle.js';
 const MODEL = 'model-iris';
 const NS = 'bench';
 
-export async function run(): Promise<void> {
+/** Starts the cluster, installs the chart and gives `body` a namespace with storage and a key. */
+export async function onCluster(
+  body: (t: Installed, iris: IrisModel, auth: Record<string, string>) => Promise<void>,
+): Promise<void> {
   const runDir = mkdtempSync(join(tmpdir(), 'tollgate-bench-cluster-'));
   const manager = new ComponentManager(runDir);
   process.env[HARNESS_URL_ENV] = await manager.listen();
@@ -41,12 +47,22 @@ export async function run(): Promise<void> {
     );
     const s3 = await clusterMinio();
     const iris = await irisModel(s3);
-    await iris.upload('bench', 'iris', MODEL);
     await t.kubectl('create', 'namespace', NS);
     await storageSecret(t.c, NS, s3);
     const { key } = await createKey(t, 'alice', { module: 'platform', roles: ['models:inference'] });
+    await body(t, iris, { authorization: `Apikey ${key}` });
+    await iris.close();
+    await t.cleanup();
+  } finally {
+    await manager.shutdown();
+    rmSync(runDir, { recursive: true, force: true });
+  }
+}
+
+export function run(): Promise<void> {
+  return onCluster(async (t, iris, auth) => {
+    await iris.upload('bench', 'iris', MODEL);
     const body = irisInfer(iris.expected.rows);
-    const auth = { authorization: `Apikey ${key}` };
     const applied = Date.now();
     await applyDoc(t.c, modelDoc(MODEL, NS, 's3://bench/iris'));
     await eventually(
@@ -68,10 +84,11 @@ export async function run(): Promise<void> {
     console.log(`through the gateway (NodePort)     ${fmt(through)}`);
     console.log(`throughput ratio gateway/direct ${(through.rps / direct.rps).toFixed(3)}`);
     await lifecycle(t, iris, NS, auth);
-    await iris.close();
-    await t.cleanup();
-  } finally {
-    await manager.shutdown();
-    rmSync(runDir, { recursive: true, force: true });
-  }
+    await coldStarts(t, iris, NS, auth);
+  });
+}
+
+/** `make bench ARGS=cold-starts`: the cold starts alone, on a cluster of their own. */
+export function runColdStarts(): Promise<void> {
+  return onCluster((t, iris, auth) => coldStarts(t, iris, NS, auth));
 }

@@ -9,6 +9,7 @@ const benchmarks: Record<string, () => Promise<{ run: () => Promise<void> }>> = 
   inference: () => import('./inference.js'),
   puller: () => import('./puller.js'),
   cluster: () => import('./cluster.js'),
+  'cold-starts': async () => ({ run: (await import('./cluster.js')).runColdStarts }),
   scale: () => import('./scale.js'),
 };
 

@@ -28,6 +28,13 @@ import { createHash } from 'node:crypto';
  *   tg:model-usage:<model>:m:<day> hash      the gateway's ModelUsageRecorder: per minute of a UTC
  *                                            day, <minute>r (calls), <minute>e (errors), <minute>l
  *                                            (summed latency, ms); 26 h TTL; the panel's Models page
+ *   tg:shadow-usage:<model>:m:<day> hash     central gateways' ShadowTraffic: per minute, <minute>sc
+ *                                            (copies), sa (agreed), sf (failed), sl and sp (summed
+ *                                            shadow and serving times, ms); 26 h TTL. Apart from
+ *                                            model-usage, which a sidecar's user may increment
+ *   tg:vfig:<model>:<bucket> hash            central gateways' VersionFigureRecorder: each version's
+ *                                            calls, failures and latency per 10 s, what spec.rollout
+ *                                            is judged on (common/redis/version-figures.ts); 1 h TTL
  *   tg:rl:*        counter                   the gateway's RateLimiter
  *   tg:cr:*        counter                   the gateway's RateLimiter (credits spent per period)
  *   tg:index:built marker                    the operator, after a full rebuild
@@ -53,6 +60,8 @@ export const redisKeys = {
   keyUsageEndpoints: (id: string) => `${KEY_PREFIX}usage:${id}:ep`,
   /** Hash: a model's calls (`<minute>r`), errors (`<minute>e`) and latency sum in ms (`<minute>l`) per minute of one UTC day. */
   modelUsageMinutes: (model: string, day: string) => `${KEY_PREFIX}model-usage:${model}:m:${day}`,
+  /** Hash: a model's shadow copies per minute of a UTC day (central gateways only). */
+  shadowUsageMinutes: (model: string, day: string) => `${KEY_PREFIX}shadow-usage:${model}:m:${day}`,
   /** String counter for a fixed rate-limit window: key id + window start (epoch seconds). */
   rateLimit: (id: string, windowStart: number) => `${KEY_PREFIX}rl:${id}:${windowStart}`,
   /** Credits a key spent in a period (`all`, a UTC day `d2026-11-25` or month `m2026-11`). */

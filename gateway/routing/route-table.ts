@@ -42,6 +42,11 @@ export interface RuntimeAddress {
    * default version's runtime). The caller asked for the model, not for the canary.
    */
   fallback?: RuntimeAddress;
+  /**
+   * The traffic split chose it (an unversioned inference call): its tries count in the figures a
+   * rollout is judged on. A call that names its version does not.
+   */
+  drawn?: boolean;
 }
 
 interface Entry {

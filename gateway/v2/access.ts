@@ -212,7 +212,10 @@ export class ModelAccess {
     { chosen, audience }: { chosen: Chosen; audience: string | undefined },
   ): Promise<RuntimeAddress> {
     if (chosen.cold === true && want.wake !== false)
-      chosen = await warmed(this.s.activator, (m) => this.placement.modelRoute(m), model, chosen.name);
+      chosen = {
+        ...(await warmed(this.s.activator, (m) => this.placement.modelRoute(m), model, chosen.name)),
+        ...(chosen.drawn === true ? { drawn: true } : {}),
+      };
     return addressOf(chosen, audience);
   }
 }
@@ -225,5 +228,6 @@ function addressOf(chosen: Chosen, audience: string | undefined): RuntimeAddress
     ...(chosen.name === undefined ? {} : { version: chosen.name }),
     ...(chosen.cold === true ? { cold: true } : {}),
     ...(chosen.fallback === undefined ? {} : { fallback: addressOf(chosen.fallback, audience) }),
+    ...(chosen.drawn === true ? { drawn: true } : {}),
   };
 }

@@ -86,6 +86,7 @@ export async function workflowRuntime(
       origin: v.origin,
       basePath: v.basePath,
       version: v.name,
+      drawn: true,
       ...audience,
       ...(fallback === undefined
         ? {}

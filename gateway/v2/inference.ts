@@ -8,7 +8,7 @@ import { countedUpstream } from '../auth/signed-grant.js';
 import { clientResponseHeaders } from '../proxy/headers.js';
 import type { ResolvedRoute, RuntimeAddress } from '../routing/route-table.js';
 import type { ModelCall } from '../metrics.js';
-import { ShadowTraffic, type ServedCall } from './shadow/shadow-traffic.js';
+import { SHADOW_MAX_BYTES, ShadowTraffic, type ServedCall } from './shadow/shadow-traffic.js';
 import type { GatewayServices } from '../services.js';
 import { workflowRuntime } from './activation.js';
 import { BINARY_EXPANSION, decodeBinaryRequest, encodeBinaryResponse } from './binary-tensors.js';
@@ -18,6 +18,7 @@ import { RuntimeClient } from './runtime-client.js';
 import { runtimeError } from './runtime-errors.js';
 import { validateInferRequest, type BinaryOutputs } from './validate-infer.js';
 import { loggedBody } from './payload-log/record.js';
+import type { ModelMetadata } from './metadata.js';
 
 /** Largest error body read from a runtime (a traceback can be long; only its last line is used). */
 const MAX_ERROR_BODY = 256 * 1024;
@@ -90,6 +91,10 @@ interface Attempt {
   observed: ModelCall;
   endLoad: (() => void) | undefined;
   startedAt: number;
+  /** The runtime's own time (ms): from sending to its answer's head, or to its failure. */
+  runtimeMs?: number;
+  /** The runtime answered other than 200, or could not be reached. */
+  runtimeFailed?: boolean;
 }
 
 /**
@@ -125,7 +130,7 @@ export class Inference {
     const route = await this.routeOf(call.model);
     const logging = route?.route.logging;
     const logged = logging !== undefined && Math.random() < logging.sampleRate;
-    const shadow = ShadowTraffic.drawn(route?.shadow) ? route?.shadow : undefined;
+    const shadow = this.shadows.drawn(call.model, route?.shadow);
     const captured: Captured | undefined =
       logged || shadow !== undefined
         ? { redact: logged ? new Set(logging?.redact) : undefined, shadowed: shadow !== undefined }
@@ -134,31 +139,41 @@ export class Inference {
     let attempt = this.begin(call, call.runtime);
     let checked: Checked | undefined;
     let outcome: { status: number; refusal?: { code: string; error: string } } | undefined;
+    // A canary the split drew that failed the call; the default version answers it instead, with
+    // the same request. The canary's try counts against it only once the default has answered (a
+    // request both refuse says nothing of the canary), and is measured on its own metrics.
+    let canary: { attempt: Attempt; code: string } | undefined;
+    const fallBack = (err: unknown): void => {
+      const fallback = attempt.runtime.fallback;
+      if (canary !== undefined || fallback === undefined || !(err instanceof TollgateError)) throw err;
+      this.ended(call, attempt, err.status, err.code);
+      canary = { attempt, code: err.code };
+      attempt = this.begin(call, fallback);
+    };
     try {
-      checked = await this.check(req, call, captured);
+      const body = await this.read(req, captured);
+      let metadata: ModelMetadata;
+      try {
+        metadata = await this.metadataOf(call, attempt);
+      } catch (err) {
+        fallBack(err);
+        metadata = await this.metadataOf(call, attempt);
+      }
+      checked = this.check(body, metadata, captured);
       let answer: Dispatcher.ResponseData;
       try {
         answer = await this.send(req, call, attempt, checked);
       } catch (err) {
-        const fallback = attempt.runtime.fallback;
-        if (fallback === undefined || !(err instanceof TollgateError)) throw err;
-        // The canary failed it: the default version answers, with the same request. The canary's
-        // try counts against it only if the default answers (a request both refuse says nothing
-        // of the canary), and is measured as what it was on the canary's own metrics.
-        const canary = attempt;
-        const canaryMs = this.ended(call, canary, err.status, err.code);
-        attempt = this.begin(call, fallback);
-        let answered = false;
-        try {
-          answer = await this.send(req, call, attempt, checked);
-          answered = true;
-        } finally {
-          this.figure(call.model, canary.runtime.version, answered, canaryMs);
-        }
-        this.s.metrics.fallback(call.model, canary.runtime.version ?? '', err.code);
+        fallBack(err);
+        answer = await this.send(req, call, attempt, checked);
+      }
+      if (canary !== undefined) {
+        this.figure(call.model, canary.attempt, true);
+        s.metrics.fallback(call.model, canary.attempt.runtime.version ?? '', canary.code);
       }
       const status = await this.deliver(res, answer, checked, captured);
-      this.figure(call.model, attempt.runtime.version, false, this.ended(call, attempt, status));
+      this.ended(call, attempt, status);
+      this.figure(call.model, attempt, false);
       outcome = { status };
       if (shadow !== undefined && shadow.name !== attempt.runtime.version)
         this.shadows.copy(
@@ -174,9 +189,11 @@ export class Inference {
       const code = known?.code ?? 'internal_error';
       // Refused by the gateway's own checks of the body, before the runtime saw it.
       const rejected = checked === undefined && known !== undefined && status < 500;
-      const ms = this.ended(call, attempt, status, code, rejected);
-      // A runtime that broke on a request the checks passed; its refusals (4xx) are the request's.
-      if (checked !== undefined) this.figure(call.model, attempt.runtime.version, status >= 500, ms);
+      this.ended(call, attempt, status, code, rejected);
+      // The runtime's own part only: a runtime that broke (5xx) fails; one that refused the
+      // request (4xx), or answered a client that then went away, did not.
+      if (attempt.runtimeMs !== undefined)
+        this.figure(call.model, attempt, attempt.runtimeFailed === true && status >= 500);
       outcome = {
         status,
         refusal: { code, error: known?.message ?? 'the gateway failed to answer this call' },
@@ -211,35 +228,58 @@ export class Inference {
     };
   }
 
-  /** An attempt is over: its metrics and its load. Returns its time in ms. */
-  private ended(call: InferCall, attempt: Attempt, status: number, code?: string, rejected = false): number {
+  /** An attempt is over: its metrics and its load. */
+  private ended(call: InferCall, attempt: Attempt, status: number, code?: string, rejected = false): void {
     attempt.endLoad?.();
-    return attempt.observed.end(status, code, rejected) * 1000;
+    attempt.observed.end(status, code, rejected);
   }
 
-  /** A version's try at a call the checks passed, for the figures a rollout is judged on. */
-  private figure(model: string, version: string | undefined, failed: boolean, ms: number): void {
-    if (version !== undefined) this.s.versionFigures?.record(model, version, failed, ms);
+  /**
+   * A try the traffic split drew, for the figures a rollout is judged on: only those, so a caller
+   * who names a version cannot weigh on its rollout, and only the runtime's time, so a client
+   * that sends or reads slowly cannot either.
+   */
+  private figure(model: string, attempt: Attempt, failed: boolean): void {
+    const { version, drawn } = attempt.runtime;
+    if (drawn !== true || version === undefined || attempt.runtimeMs === undefined) return;
+    this.s.versionFigures?.record(model, version, failed, attempt.runtimeMs);
   }
 
-  /** Reads the request (bounded) and checks it against the model's metadata; a binary body is translated once. */
-  private async check(
+  /** The model's metadata from the attempt's runtime; a failure to get it is the runtime's. */
+  private async metadataOf(call: InferCall, attempt: Attempt): Promise<ModelMetadata> {
+    const startedAt = performance.now();
+    try {
+      return (await this.s.metadata.get(call.model, attempt.runtime, call.grant)).metadata;
+    } catch (err) {
+      attempt.runtimeMs = performance.now() - startedAt;
+      attempt.runtimeFailed = true;
+      throw err;
+    }
+  }
+
+  /** Reads the request (bounded); the binary tensor extension (tritonclient's default) is a JSON header and raw bytes. */
+  private async read(
     req: IncomingMessage,
-    call: InferCall,
     captured: Captured | undefined,
-  ): Promise<Checked> {
-    const { s } = this;
-    // The binary tensor extension (tritonclient's default) arrives as a JSON header and raw bytes.
+  ): Promise<{ raw: Buffer; binaryHeader: string | undefined }> {
     const declared = req.headers['inference-header-content-length'];
     const binaryHeader = Array.isArray(declared) ? declared.join(',') : declared;
     checkContentType(req, binaryHeader !== undefined);
-    const raw = await readBody(req, s.config.bodyLimitBytes);
+    const raw = await readBody(req, this.s.config.bodyLimitBytes);
     if (captured !== undefined) captured.request = raw;
-    const { metadata } = await s.metadata.get(call.model, call.runtime, call.grant);
+    return { raw, binaryHeader };
+  }
+
+  /** Checks the request against the model's metadata before anything is decoded; a binary body is translated once. */
+  private check(
+    { raw, binaryHeader }: { raw: Buffer; binaryHeader: string | undefined },
+    metadata: ModelMetadata,
+    captured: Captured | undefined,
+  ): Checked {
     const translated =
       binaryHeader === undefined
         ? { json: raw, checked: validateInferRequest(raw, metadata) }
-        : decodeBinaryRequest(raw, binaryHeader, metadata, BINARY_EXPANSION * s.config.bodyLimitBytes);
+        : decodeBinaryRequest(raw, binaryHeader, metadata, BINARY_EXPANSION * this.s.config.bodyLimitBytes);
     if (captured !== undefined) captured.request = translated.json;
     return {
       body: translated.json,
@@ -266,10 +306,15 @@ export class Inference {
         checked.body,
         checked.rewritten,
       );
+    } catch (err) {
+      attempt.runtimeFailed = true;
+      throw err;
     } finally {
-      attempt.observed.runtime((performance.now() - sentAt) / 1000);
+      attempt.runtimeMs = performance.now() - sentAt;
+      attempt.observed.runtime(attempt.runtimeMs / 1000);
     }
     if (answer.statusCode === 200) return answer;
+    attempt.runtimeFailed = true;
     const text = await readLimited(answer.body, MAX_ERROR_BODY);
     const err = runtimeError(call.model, answer.statusCode, text);
     // The runtime refused what the cached metadata allowed: the model may have changed under it.
@@ -296,7 +341,7 @@ export class Inference {
     if (typeof encoding === 'string') captured.responseEncoding = encoding;
     // A shadow compares whole answers; a log line keeps at most payloadLogMaxBodyBytes of one.
     const logMax = this.s.config.payloadLogMaxBodyBytes;
-    const keep = captured.shadowed ? Math.max(limit, logMax) : logMax;
+    const keep = captured.shadowed ? Math.max(SHADOW_MAX_BYTES, logMax) : logMax;
     await pipeline(answer.body, keepCopy(captured, keep), res);
     return 200;
   }
@@ -315,7 +360,7 @@ export class Inference {
       query: call.query,
       body: checked.body,
       servingVersion: attempt.runtime.version,
-      servingMs: performance.now() - attempt.startedAt,
+      servingMs: attempt.runtimeMs ?? 0,
       answer: typeof captured?.response === 'string' ? Buffer.from(captured.response) : captured?.response,
       encoding: captured?.responseEncoding,
       logRedact: captured?.redact,

@@ -105,19 +105,24 @@ export class ModelUsageRecorder {
     for (const [model, minutes] of batch) {
       for (const [minute, m] of minutes) {
         const b = usageBuckets(minute * 60_000);
-        const key = redisKeys.modelUsageMinutes(model, b.day);
-        const add = (field: string, n: number) => {
+        const adder = (key: string) => (field: string, n: number) => {
           if (n > 0) pipeline.hincrby(key, `${b.minuteOfDay}${field}`, Math.round(n));
         };
+        const calls = redisKeys.modelUsageMinutes(model, b.day);
+        const add = adder(calls);
         add('r', m.calls);
         add('e', m.errors);
         add('l', m.latencyMs);
-        add('sc', m.shadowCalls);
-        add('sa', m.shadowAgreed);
-        add('sf', m.shadowFailed);
-        add('sl', m.shadowLatencyMs);
-        add('sp', m.servingLatencyMs);
-        pipeline.expire(key, MINUTE_TTL_S);
+        pipeline.expire(calls, MINUTE_TTL_S);
+        if (m.shadowCalls === 0) continue;
+        const shadow = redisKeys.shadowUsageMinutes(model, b.day);
+        const addShadow = adder(shadow);
+        addShadow('sc', m.shadowCalls);
+        addShadow('sa', m.shadowAgreed);
+        addShadow('sf', m.shadowFailed);
+        addShadow('sl', m.shadowLatencyMs);
+        addShadow('sp', m.servingLatencyMs);
+        pipeline.expire(shadow, MINUTE_TTL_S);
       }
     }
     try {
@@ -165,22 +170,36 @@ export async function readModelUsage(
   const days = [...new Set(span.map((ms) => usageBuckets(ms).day))];
   const pipeline = redis.pipeline();
   for (const model of models)
-    for (const day of days) pipeline.hgetall(redisKeys.modelUsageMinutes(model, day));
+    for (const day of days) {
+      pipeline.hgetall(redisKeys.modelUsageMinutes(model, day));
+      pipeline.hgetall(redisKeys.shadowUsageMinutes(model, day));
+    }
   const results = (await pipeline.exec()) ?? [];
   const out = new Map<string, ModelUsage>();
   const mean = (sum: number, n: number) => (n === 0 ? 0 : Math.round((sum / n) * 10) / 10);
   models.forEach((model, mi) => {
     const byDay = new Map<string, Record<string, string>>();
+    const shadowByDay = new Map<string, Record<string, string>>();
     days.forEach((day, di) => {
-      const [err, value] = results[mi * days.length + di] ?? [null, {}];
-      if (err === null) byDay.set(day, (value ?? {}) as Record<string, string>);
+      const at = (mi * days.length + di) * 2;
+      for (const [i, into] of [byDay, shadowByDay].entries()) {
+        const [err, value] = results[at + i] ?? [null, {}];
+        if (err === null) into.set(day, (value ?? {}) as Record<string, string>);
+      }
     });
     const sums = { sc: 0, sa: 0, sf: 0, sl: 0, sp: 0 };
+    // Counts only grow; one written out of range (by hand) is read as none.
+    const count = (hash: Record<string, string>, name: string) => {
+      const n = Number(hash[name] ?? 0);
+      return Number.isFinite(n) && n > 0 ? n : 0;
+    };
     const perMinute = span.map((ms) => {
       const b = usageBuckets(ms);
       const hash = byDay.get(b.day) ?? {};
-      const field = (f: string) => Number(hash[`${b.minuteOfDay}${f}`] ?? 0);
-      for (const f of Object.keys(sums) as Array<keyof typeof sums>) sums[f] += field(f);
+      const field = (f: string) => count(hash, `${b.minuteOfDay}${f}`);
+      const shadowHash = shadowByDay.get(b.day) ?? {};
+      for (const f of Object.keys(sums) as Array<keyof typeof sums>)
+        sums[f] += count(shadowHash, `${b.minuteOfDay}${f}`);
       const calls = field('r');
       return {
         at: new Date(ms).toISOString(),
@@ -189,6 +208,8 @@ export async function readModelUsage(
         meanLatencyMs: mean(field('l'), calls),
       };
     });
+    sums.sa = Math.min(sums.sa, sums.sc);
+    sums.sf = Math.min(sums.sf, sums.sc - sums.sa);
     const answered = sums.sc - sums.sf;
     out.set(model, {
       perMinute,

@@ -18,6 +18,8 @@ export interface Chosen {
   cold?: boolean;
   /** A canary the split drew: the default version, which answers the call if the canary fails it. */
   fallback?: Chosen;
+  /** The traffic split chose it. */
+  drawn?: boolean;
 }
 
 /** One version drawn with the weights of its percentages; undefined when none takes any traffic. */
@@ -85,8 +87,12 @@ export async function chooseVersion(
   return withFallback(splitTraffic(versions) ?? fallback, main);
 }
 
-/** A drawn canary with the default version to fall back on, when the default is ready. */
+/**
+ * What the split drew, marked so (its tries are the figures a rollout is judged on); a canary with
+ * the default version to fall back on, when the default is ready.
+ */
 export function withFallback<V extends Chosen>(drawn: V, main: Chosen | undefined): V {
-  if (main === undefined || main.cold === true || drawn === main || drawn.cold === true) return drawn;
-  return { ...drawn, fallback: main };
+  const marked = { ...drawn, drawn: true };
+  if (main === undefined || main.cold === true || drawn === main || drawn.cold === true) return marked;
+  return { ...marked, fallback: main };
 }

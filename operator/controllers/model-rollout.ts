@@ -41,22 +41,30 @@ function policyOf(rollout: Rollout): Policy {
   };
 }
 
+/** How long a rollout waits for its canary's first ready replica before it gives up. */
+export const WAIT_LIMIT_MS = 10 * 60_000;
+
+const digest = (v: unknown) => createHash('sha256').update(JSON.stringify(v)).digest('hex').slice(0, 16);
+
 /**
- * What the rollout is of: its settings and both versions' folders. A change to any starts it again
- * (a new canary build is a new rollout; a rolled-back one is not tried again unchanged).
+ * What the rollout is of: the canary and the default version, by name and folder. A change to
+ * either starts it again (a new canary build is a new rollout); a promoted canary stays promoted
+ * whatever is tuned afterwards.
  */
 export function rolloutRevision(spec: ModelSpec): string | undefined {
   if (spec.rollout === undefined) return undefined;
   const folder = (name: string | undefined) => spec.versions?.find((v) => v.name === name)?.storageUri;
   const stable = defaultVersionOf(spec);
-  const what = {
-    rollout: policyOf(spec.rollout),
-    canary: folder(spec.rollout.version),
+  return digest({
+    canary: spec.rollout.version,
+    folder: folder(spec.rollout.version),
     stable,
     stableFolder: folder(stable),
-  };
-  return createHash('sha256').update(JSON.stringify(what)).digest('hex').slice(0, 16);
+  });
 }
+
+/** The steps and bounds: a change applies from the next judgement, and tries a rolled-back canary again. */
+const policyDigest = (rollout: Rollout): string => digest(policyOf(rollout));
 
 /**
  * The spec the operator serves: the user's, with the rollout's traffic in place (the canary's
@@ -116,18 +124,31 @@ export async function advanceRollout(
   if (spec.rollout === undefined) return undefined;
   const p = policyOf(spec.rollout);
   const revision = rolloutRevision(spec) ?? '';
-  const prev = previous?.revision === revision ? previous : undefined;
-  const base = { version: p.version, revision };
+  const policy = policyDigest(spec.rollout);
+  const prev =
+    previous?.revision === revision && (previous.phase !== 'RolledBack' || previous.policy === policy)
+      ? previous
+      : undefined;
+  const base = { version: p.version, revision, policy };
   const every = checkEveryMs(spec);
   if (prev?.phase === 'Promoted' || prev?.phase === 'RolledBack') return { status: prev };
   if (prev === undefined || prev.phase === 'Waiting') {
     if (!canaryReady) {
+      const since = prev?.stepStartedAt ?? iso(now);
+      if (now - Date.parse(since) > WAIT_LIMIT_MS) {
+        const message = `rolled back: version "${p.version}" had no ready replica for ${WAIT_LIMIT_MS / 60_000} minutes (see status.versions); change it or spec.rollout to try again`;
+        return {
+          status: { ...base, phase: 'RolledBack', step: 0, weight: 0, stepStartedAt: since, message },
+          event: { type: 'Warning', reason: 'RolledBack', message },
+        };
+      }
       return {
         status: {
           ...base,
           phase: 'Waiting',
           step: 0,
           weight: 0,
+          stepStartedAt: since,
           message: `waiting for version "${p.version}" to have a ready replica before its first step`,
         },
         recheckMs: every,
@@ -190,6 +211,7 @@ export async function advanceRollout(
     return {
       status: {
         ...prev,
+        ...base,
         ...seen,
         message: `step ${step + 1} of ${p.steps.length}: "${p.version}" takes ${prev.weight ?? 0}% of the calls (${figuresText})${waiting}${canaryReady ? '' : '; the canary has no ready replica'}`,
       },

@@ -749,6 +749,24 @@ describe('faults', () => {
       250,
     );
     times['Redis pod restarted -> key and route answer again'] = Date.now() - restarted;
+    // Every gateway replica reconnects on its own schedule: the management API (whichever replica
+    // answers) writes keys again too before the next test makes one.
+    await eventually(
+      'the management API writes keys again',
+      async () => {
+        // Four in a row, through whichever replicas the Service picks.
+        for (let n = 0; n < 4; n++) {
+          const made = await createKey(t, 'alice', { module: 'platform', roles: ['models:inference'] }).then(
+            () => true,
+            () => false,
+          );
+          if (!made) return undefined;
+        }
+        return true;
+      },
+      60_000,
+      250,
+    );
   });
 
   it('kubectl delete model removes the Deployment, the Service and the route', async () => {

@@ -43,7 +43,7 @@ export const modelSpecSchema = z.object({
       percent: z.int().min(1).max(100).optional(),
     })
     .optional(),
-  /** Automatic canary analysis: the operator gives the version its traffic in steps, judges each step on the gateways' figures for it (error rate, p95 latency), and promotes it (it becomes the default, status.defaultVersion) or rolls it back (it takes no calls) on its own. A call the canary fails is answered by the default version instead. Any change to the rollout or to the two versions starts it again. */
+  /** Automatic canary analysis: the operator gives the version its traffic in steps, judges each step on the gateways' figures for it (error rate, p95 latency), and promotes it (it becomes the default, status.defaultVersion) or rolls it back (it takes no calls) on its own. A call the canary fails is answered by the default version instead. A change to either version starts it again; a changed policy applies from the next judgement, and tries a rolled-back canary again. */
   rollout: z
     .object({
       /** The canary (one of spec.versions, not the default). */
@@ -184,8 +184,10 @@ export const modelStatusSchema = z.object({
   rollout: z
     .object({
       version: z.string(),
-      /** A digest of the rollout and its two versions; a new one starts the rollout again. */
+      /** A digest of the canary and the default version (names, folders); a new one starts the rollout again. */
       revision: z.string().optional(),
+      /** A digest of spec.rollout's steps and bounds; a new one tries a rolled-back canary again. */
+      policy: z.string().optional(),
       /** Waiting (the canary is not ready yet), Progressing (a step is running), Promoted (the canary is the default now), RolledBack (it takes no calls). */
       phase: z.enum(['Waiting', 'Progressing', 'Promoted', 'RolledBack']),
       /** The step running now (0 is the first). */

@@ -9,6 +9,10 @@ import { answersAgree } from './agreement.js';
 
 /** Copies in flight at once per gateway replica; past it a copy is dropped (and counted), never queued. */
 const MAX_IN_FLIGHT = 32;
+/** The same per model: one team's slow shadow cannot take every other team's copies. */
+const MAX_IN_FLIGHT_PER_MODEL = 8;
+/** Calls larger than this (request or answer) are not copied: a shadow is for judging, not for bulk. */
+export const SHADOW_MAX_BYTES = 1024 * 1024;
 
 /** A call the serving version answered with 200, as the shadow needs it. */
 export interface ServedCall {
@@ -36,33 +40,58 @@ export interface ServedCall {
  */
 export class ShadowTraffic {
   private inFlight = 0;
+  private readonly byModel = new Map<string, number>();
 
   constructor(
     private readonly s: GatewayServices,
     private readonly runtimes: RuntimeClient,
   ) {}
 
-  /** Whether a call to a model with this shadow is copied (drawn at its percentage). */
-  static drawn(shadow: ResolvedVersion | undefined): shadow is ResolvedVersion {
-    return shadow !== undefined && shadow.cold !== true && Math.random() * 100 < shadow.percent;
+  /**
+   * The shadow a call to this model is copied to, if any: drawn at its percentage, and only while
+   * there is room for the copy (a call is kept whole to compare only if it will be copied).
+   */
+  drawn(model: string, shadow: ResolvedVersion | undefined): ResolvedVersion | undefined {
+    if (shadow === undefined || shadow.cold === true || Math.random() * 100 >= shadow.percent)
+      return undefined;
+    if (this.full(model)) {
+      this.s.metrics.shadowCall(model, shadow.name, 'dropped');
+      return undefined;
+    }
+    return shadow;
+  }
+
+  private full(model: string): boolean {
+    return this.inFlight >= MAX_IN_FLIGHT || (this.byModel.get(model) ?? 0) >= MAX_IN_FLIGHT_PER_MODEL;
   }
 
   /** Sends the copy off the call's path; never throws. */
   copy(req: IncomingMessage, shadow: ResolvedVersion, call: ServedCall, audience: string | undefined): void {
-    if (this.inFlight >= MAX_IN_FLIGHT) {
+    const size = (b: Buffer | string | number | undefined) =>
+      typeof b === 'number' ? b : typeof b === 'string' ? Buffer.byteLength(b) : (b?.length ?? 0);
+    if (this.full(call.model) || size(call.body) > SHADOW_MAX_BYTES || size(call.answer) > SHADOW_MAX_BYTES) {
       this.s.metrics.shadowCall(call.model, shadow.name, 'dropped');
       return;
     }
     this.inFlight++;
+    this.byModel.set(call.model, (this.byModel.get(call.model) ?? 0) + 1);
     const runtime: RuntimeAddress = {
       origin: shadow.origin,
       basePath: shadow.basePath,
       version: shadow.name,
       ...(audience === undefined ? {} : { grantAudience: audience }),
     };
+    // The shadow's load is load like any other: its autoscaler must see it.
+    const endLoad = this.s.load.begin(call.model, shadow.name);
     void this.send(req, runtime, call)
       .catch((err: unknown) => this.s.log.debug({ err, model: call.model }, 'shadow copy not judged'))
-      .finally(() => this.inFlight--);
+      .finally(() => {
+        endLoad();
+        this.inFlight--;
+        const left = (this.byModel.get(call.model) ?? 1) - 1;
+        if (left === 0) this.byModel.delete(call.model);
+        else this.byModel.set(call.model, left);
+      });
   }
 
   private async send(req: IncomingMessage, runtime: RuntimeAddress, call: ServedCall): Promise<void> {
@@ -82,13 +111,13 @@ export class ShadowTraffic {
         true,
       );
       status = answer.statusCode;
-      text = await readLimited(answer.body, s.config.bodyLimitBytes);
+      text = await readLimited(answer.body, SHADOW_MAX_BYTES);
     } catch (err) {
       code = (err as { code?: string }).code ?? 'shadow_unreachable';
     }
     const ms = performance.now() - startedAt;
     const shadowAnswer = status === 200 && text !== undefined ? parse(text) : undefined;
-    const servingAnswer = servingJson(call, s.config.bodyLimitBytes);
+    const servingAnswer = servingJson(call, SHADOW_MAX_BYTES);
     const outcome =
       shadowAnswer === undefined
         ? 'failed'

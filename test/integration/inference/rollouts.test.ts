@@ -5,6 +5,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { parse, stringify } from 'yaml';
 import { redis, venv } from '../../harness/index.js';
+import { redisClient } from '../gateway/support.js';
 import { steadyLoad } from '../../harness/steady-load.js';
 import { startDev, until, type Dev } from './dev-process.js';
 import { trainExamples } from './stack.js';
@@ -42,6 +43,7 @@ describe('rollouts (standalone)', () => {
   let base: string;
   let key: string;
   let body: Buffer;
+  let redisUrl: string;
   const names = ['1', '2', 'stump', 'broken'];
   const uri = (version: string) => `file://${path.join(work, 'iris', version)}`;
   let versions: Array<{ name: string; storageUri: string }>;
@@ -73,6 +75,7 @@ describe('rollouts (standalone)', () => {
 
   beforeAll(async () => {
     const r = await redis();
+    redisUrl = r.url;
     work = await trainExamples(['iris']);
     for (const v of names)
       await cp(path.join(work, 'model-iris'), path.join(work, 'iris', v), { recursive: true });
@@ -209,6 +212,26 @@ describe('rollouts (standalone)', () => {
     expect(failed?.['status']).not.toBe(200);
     expect(failed?.['shadowOf']).toEqual({ version: '1', agreed: false });
   }, 180_000);
+
+  test('only the calls the split drew are the figures a rollout is judged on', async () => {
+    for (let i = 0; i < 5; i++) {
+      expect((await call('POST', '/v2/models/model-iris/versions/broken/infer', body)).status).toBe(400);
+      expect((await call('POST', '/v2/models/model-iris/versions/stump/infer', body)).status).toBe(200);
+    }
+    expect((await infer()).status).toBe(200);
+    const rc = redisClient(redisUrl);
+    try {
+      const fields = await until('the figures flushed', async () => {
+        const keys = await rc.keys('tg:vfig:model-iris:*');
+        const all = (await Promise.all(keys.map((k) => rc.hkeys(k)))).flat();
+        return all.includes('1|c') ? all : undefined;
+      });
+      // Named versions (and the shadow's copies) weigh nothing; the default's drawn calls do.
+      expect(fields.filter((f) => f.startsWith('broken|') || f.startsWith('stump|'))).toEqual([]);
+    } finally {
+      rc.disconnect();
+    }
+  });
 
   test('a canary that fails is rolled back on its own, and no caller sees a failed call', async () => {
     const load = steadyLoad(infer);

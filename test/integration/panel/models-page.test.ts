@@ -16,6 +16,7 @@ import { createGatewayServer, type GatewayServer } from '../../../gateway/server
 import { createGatewayServices, type SharedServices } from '../../../gateway/services.js';
 import { createV2Handler } from '../../../gateway/v2/router.js';
 import { manifestModels } from '../../../gateway/v2/model-directory.js';
+import { ModelUsageRecorder } from '../../../gateway/v2/model-usage.js';
 import { freePort, launchChromium, redis } from '../../harness/index.js';
 import { apikey, createKey, redisClient } from '../gateway/support.js';
 import { modelResource, ServedModels, trainExamples } from '../inference/stack.js';
@@ -103,6 +104,40 @@ beforeAll(async () => {
       ],
     },
   });
+
+  await manifests.put({
+    apiVersion: 'tollgate.dev/v1alpha1',
+    kind: 'Model',
+    metadata: { name: 'model-rolling', namespace: 'default' },
+    spec: {
+      versions: ['1', '2', '3'].map((name) => ({ name, storageUri: `s3://models/rolling/${name}` })),
+      shadow: { version: '3', percent: 25 },
+      rollout: { version: '2', steps: [10, 50] },
+    },
+    status: {
+      phase: 'Ready',
+      defaultVersion: '1',
+      versions: [
+        { name: '1', phase: 'Ready', traffic: 50, readyReplicas: 1 },
+        { name: '2', phase: 'Ready', traffic: 50, readyReplicas: 1 },
+        { name: '3', phase: 'Ready', traffic: 0, readyReplicas: 1 },
+      ],
+      rollout: {
+        version: '2',
+        phase: 'Progressing',
+        step: 1,
+        weight: 50,
+        message: 'step 2 of 2: "2" takes 50% of the calls',
+      },
+    },
+  });
+  // The shadow's copies as the gateways count them (every replica's, in Redis).
+  const shadowFigures = new ModelUsageRecorder(rc, log, 60_000);
+  for (let i = 0; i < 8; i++) shadowFigures.recordShadow('model-rolling', 'agreed', 12, 10);
+  shadowFigures.recordShadow('model-rolling', 'disagreed', 16, 10);
+  shadowFigures.recordShadow('model-rolling', 'disagreed', 16, 10);
+  shadowFigures.recordShadow('model-rolling', 'failed', 30, 10);
+  await shadowFigures.stop();
 
   const port = await freePort();
   base = `http://127.0.0.1:${port}`;
@@ -203,6 +238,16 @@ describe('the Models page', () => {
       '2 Loading, 0 ready, 10% of calls',
       '0 Draining, 1 ready, 0% of calls',
     ]);
+
+    // A rollout in progress, and a shadow's agreement with the serving version.
+    const rolling = page.locator('article[data-model="model-rolling"]');
+    expect(await rolling.locator('.model-rollout').getAttribute('data-phase')).toBe('Progressing');
+    expect(await rolling.locator('.model-rollout').textContent()).toBe(
+      'Progressing 2 at 50% step 2 of 2: "2" takes 50% of the calls',
+    );
+    expect(await rolling.locator('.model-shadow').textContent()).toBe(
+      '3 gets 25% of calls as copies: 11 in the last hour, 80.0% agreed, 12.8 ms mean vs 10.0 ms serving, 1 failed',
+    );
 
     // The call, pasted into a shell with a key in TOLLGATE_KEY, gets the model's answer.
     const command = (await iris.locator('pre').textContent()) ?? '';

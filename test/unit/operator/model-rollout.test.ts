@@ -129,6 +129,45 @@ describe('automatic canary analysis (spec.rollout)', () => {
     });
   });
 
+  test('tuning a promoted rollout keeps it promoted; tuning a rolled-back one tries the canary again', async () => {
+    const s = spec();
+    const started = (await look(s, undefined, T0)).status;
+    const two = (await look(s, started, T0 + 61_000, { calls: 40 })).status;
+    const promoted = (await look(s, two, T0 + 122_000, { calls: 40 })).status;
+    expect(promoted.phase).toBe('Promoted');
+    const tuned = spec({ maxErrorRate: 0.2, steps: [5] });
+    expect(rolloutRevision(tuned)).toBe(rolloutRevision(s));
+    expect((await look(tuned, promoted, T0 + 200_000)).status).toEqual(promoted);
+    expect(effectiveSpec(tuned, promoted).defaultVersion).toBe('2');
+
+    const back = (await look(s, started, T0 + 5_000, { calls: 20, failures: 20 })).status;
+    expect(back.phase).toBe('RolledBack');
+    expect((await look(s, back, T0 + 10_000)).status).toEqual(back);
+    const retried = await look(tuned, back, T0 + 10_000);
+    expect(retried.status).toMatchObject({ phase: 'Progressing', step: 0, weight: 5 });
+    expect(retried.event?.reason).toBe('RolloutStarted');
+  });
+
+  test('a running step takes a changed bound at its next judgement', async () => {
+    const s = spec();
+    const started = (await look(s, undefined, T0)).status;
+    const strict = spec({ maxErrorRate: 0.001 });
+    const judged = await look(strict, started, T0 + 5_000, { calls: 100, failures: 1 });
+    expect(judged.status.phase).toBe('RolledBack');
+    expect(judged.status.message).toContain('above spec.rollout.maxErrorRate 0.1%');
+  });
+
+  test('a canary with no ready replica for ten minutes is rolled back', async () => {
+    const s = spec();
+    const waiting = (await look(s, undefined, T0, {}, false)).status;
+    const still = (await look(s, waiting, T0 + 9 * 60_000, {}, false)).status;
+    expect(still).toMatchObject({ phase: 'Waiting', stepStartedAt: waiting.stepStartedAt });
+    const gaveUp = await look(s, still, T0 + 11 * 60_000, {}, false);
+    expect(gaveUp.status.phase).toBe('RolledBack');
+    expect(gaveUp.event).toMatchObject({ type: 'Warning', reason: 'RolledBack' });
+    expect(gaveUp.status.message).toContain('had no ready replica for 10 minutes');
+  });
+
   test('a p95 latency above maxLatencyMs rolls back; without the bound latency is only shown', async () => {
     const slow = spec({ maxLatencyMs: 100 });
     const started = (await look(slow, undefined, T0)).status;

@@ -199,4 +199,40 @@ describe('ModelAccess', () => {
     t.as({ module: 'bda', roles: ['wf-a'] });
     expect((await t.access.callableModels(req(), '/v2/models')).map((m) => m.name)).toEqual(['model-b']);
   });
+
+  it('a canary the split draws falls back on the ready default; a named version neither counts as drawn nor falls back', async () => {
+    const versioned = route({
+      url: 'http://m-1.models.svc:8080',
+      versions: [
+        { name: '1', url: 'http://m-1.models.svc:8080', percent: 0 },
+        { name: '2', url: 'http://m-2.models.svc:8080', percent: 100 },
+      ],
+    });
+    const t = setup({
+      routes: { 'model-a': versioned },
+      models: { 'model-a': { workflow: undefined, versions: ['1', '2'] } },
+    });
+    const drawn = (await t.access.authorised(req(), 'model-a', { version: undefined, split: true })).runtime;
+    expect(drawn).toEqual({
+      origin: 'http://m-2.models.svc:8080',
+      basePath: '',
+      version: '2',
+      drawn: true,
+      fallback: { origin: 'http://m-1.models.svc:8080', basePath: '', version: '1' },
+    });
+    const named = (await t.access.authorised(req(), 'model-a', { version: '2', split: true })).runtime;
+    expect(named).toEqual({ origin: 'http://m-2.models.svc:8080', basePath: '', version: '2' });
+    // With the default not ready there is nothing to fall back on.
+    const alone = setup({
+      routes: {
+        'model-a': route({
+          url: 'http://m-2.models.svc:8080',
+          versions: [{ name: '2', url: 'http://m-2.models.svc:8080', percent: 100 }],
+        }),
+      },
+    });
+    const only = (await alone.access.authorised(req(), 'model-a', { version: undefined, split: true }))
+      .runtime;
+    expect(only.fallback).toBeUndefined();
+  });
 });

@@ -1,7 +1,7 @@
 // What the cluster tests share: kubectl and helm against the run's cluster, installing Tollgate
 // as the README says, an identity provider whose JWKS the gateway pods fetch, and small waits.
 import { execFile } from 'node:child_process';
-import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -281,6 +281,11 @@ export interface IrisModel {
   expected: { rows: number[][]; predictions: number[] };
   /** Uploads the folder to s3://<bucket>/<prefix>/ with settings naming `name`. */
   upload(bucket: string, prefix: string, name: string): Promise<void>;
+  /**
+   * The same settings over an estimator fitted on three of the four features: MLServer loads it
+   * and serves it, and every call the gateway's checks pass fails in the model (a bad canary).
+   */
+  uploadBroken(bucket: string, prefix: string, name: string): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -296,23 +301,39 @@ export async function irisModel(s3: MinioInfo): Promise<IrisModel> {
     credentials: { accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey },
   });
   const buckets = new Set<string>();
+  const publish = async (folder: string, bucket: string, prefix: string, name: string) => {
+    if (!buckets.has(bucket)) {
+      await client.send(new CreateBucketCommand({ Bucket: bucket }));
+      buckets.add(bucket);
+    }
+    await writeFile(join(dir, folder, 'model-settings.json'), irisSettings(name));
+    for (const f of await readdir(join(dir, folder))) {
+      await client.send(
+        new PutObjectCommand({
+          Bucket: bucket,
+          Key: `${prefix}/${f}`,
+          Body: await readFile(join(dir, folder, f)),
+        }),
+      );
+    }
+  };
   return {
     expected,
-    async upload(bucket, prefix, name) {
-      if (!buckets.has(bucket)) {
-        await client.send(new CreateBucketCommand({ Bucket: bucket }));
-        buckets.add(bucket);
-      }
-      await writeFile(join(dir, 'iris', 'model-settings.json'), irisSettings(name));
-      for (const f of await readdir(join(dir, 'iris'))) {
-        await client.send(
-          new PutObjectCommand({
-            Bucket: bucket,
-            Key: `${prefix}/${f}`,
-            Body: await readFile(join(dir, 'iris', f)),
-          }),
-        );
-      }
+    upload: (bucket, prefix, name) => publish('iris', bucket, prefix, name),
+    async uploadBroken(bucket, prefix, name) {
+      await mkdir(join(dir, 'broken'), { recursive: true });
+      await run(venv().python, [
+        '-c',
+        [
+          'import sys, joblib',
+          'from sklearn.datasets import load_iris',
+          'from sklearn.linear_model import LogisticRegression',
+          'X, y = load_iris(return_X_y=True)',
+          'joblib.dump(LogisticRegression(max_iter=500).fit(X[:, :3], y), sys.argv[1])',
+        ].join('\n'),
+        join(dir, 'broken', 'model.joblib'),
+      ]);
+      await publish('broken', bucket, prefix, name);
     },
     async close() {
       client.destroy();

@@ -394,6 +394,88 @@ describe('versions on the cluster', () => {
     }
   });
 
+  it('a canary that fails every call is rolled back on its own, judged on both gateway replicas, and no caller sees a failure', async () => {
+    await iris.uploadBroken(BUCKET, 'ver/bad', NAME);
+    const { key } = await createKey(t, 'vera', { module: 'platform', roles: ['models:inference'] });
+    const auth = { authorization: `Apikey ${key}` };
+    const load = steadyLoad(async () => {
+      const r = await call(`${t.gateway}/v2/models/${NAME}/infer`, {
+        headers: auth,
+        body: irisInfer([iris.expected.rows[0]!]),
+      });
+      return {
+        status: r.status,
+        label: String(r.body['model_version'] ?? ''),
+        detail: JSON.stringify(r.body),
+      };
+    });
+    try {
+      await load.settles(['1']);
+      const started = Date.now();
+      await t.kubectl(
+        '-n',
+        MODELS_NS,
+        'patch',
+        'model',
+        NAME,
+        '--type=merge',
+        '-p',
+        JSON.stringify({
+          spec: {
+            versions: [
+              { name: '1', storageUri: `s3://${BUCKET}/ver/1` },
+              { name: 'bad', storageUri: `s3://${BUCKET}/ver/bad` },
+            ],
+            rollout: { version: 'bad', steps: [50], stepSeconds: 5, minCalls: 10, maxErrorRate: 0.1 },
+          },
+        }),
+      );
+      interface Rolled {
+        status?: {
+          rollout?: { phase: string; weight?: number; errorRate?: number; message?: string };
+          conditions?: Array<{ type: string; status: string; reason: string }>;
+          versions?: Array<{ name: string; traffic?: number }>;
+        };
+      }
+      const rolled = await eventually(
+        'rolled back',
+        async () => {
+          const m = JSON.parse(
+            await t.kubectl('-n', MODELS_NS, 'get', 'model', NAME, '-o', 'json'),
+          ) as Rolled;
+          return m.status?.rollout?.phase === 'RolledBack' ? m : undefined;
+        },
+        300_000,
+      );
+      times['bad canary applied -> rolled back by the operator'] = Date.now() - started;
+      expect(rolled.status?.rollout).toMatchObject({ phase: 'RolledBack', weight: 0 });
+      expect(rolled.status?.rollout?.errorRate).toBeGreaterThan(0.1);
+      expect(rolled.status?.conditions?.find((c) => c.type === 'Rollout')).toMatchObject({
+        status: 'False',
+        reason: 'RolledBack',
+      });
+      expect(rolled.status?.versions?.find((v) => v.name === 'bad')?.traffic).toBe(0);
+      const events = await t.kubectl(
+        '-n',
+        MODELS_NS,
+        'get',
+        'events',
+        '--field-selector',
+        `involvedObject.name=${NAME},reason=RolledBack`,
+        '-o',
+        'jsonpath={.items[*].message}',
+      );
+      expect(events).toContain('above spec.rollout.maxErrorRate 10%');
+      await load.settles(['1']);
+    } finally {
+      const tally = await load.stop();
+      process.stderr.write(`bad canary on the cluster: ${JSON.stringify(tally)}\n`);
+      expect(tally.failures).toEqual([]);
+      expect(Object.keys(tally.byStatus)).toEqual(['200']);
+      expect(Object.keys(tally.byLabel)).toEqual(['1']);
+    }
+  });
+
   it('the API server refuses a traffic split naming no version, with the rule’s message', async () => {
     const refused = await applyDoc(t.c, doc({ traffic: [{ version: '9', percent: 10 }] })).then(
       () => '',
@@ -408,6 +490,20 @@ describe('versions on the cluster', () => {
       (err: Error) => err.message,
     );
     expect(over).toMatch(/percent/);
+    const refusedBy = (spec: Record<string, unknown>) =>
+      applyDoc(t.c, doc({ defaultVersion: '1', ...spec })).then(
+        () => '',
+        (err: Error) => err.message,
+      );
+    expect(await refusedBy({ traffic: [{ version: '2', percent: 5 }], rollout: { version: '2' } })).toMatch(
+      /spec.rollout sets the canary's traffic itself/,
+    );
+    expect(await refusedBy({ rollout: { version: '2', steps: [50, 10] } })).toMatch(
+      /spec.rollout.steps must increase/,
+    );
+    expect(await refusedBy({ shadow: { version: '1' } })).toMatch(
+      /spec.shadow.version must not be the default version/,
+    );
     await t.kubectl('-n', MODELS_NS, 'delete', 'model', NAME, '--wait=true');
   });
 });

@@ -28,7 +28,9 @@ function toModelView(model: Model, usage: ModelUsage | undefined): ModelView {
   const rollout = status?.rollout;
   const problem = status?.conditions?.find((c) => c.status === 'False' && c.message !== '');
   const inputs = status?.inputs ?? [];
-  const defaultName = defaultVersionOf(spec);
+  // The one the operator serves (a promoted canary), else the spec's.
+  const defaultName =
+    spec.versions === undefined ? undefined : (status?.defaultVersion ?? defaultVersionOf(spec));
   return {
     name: model.metadata.name,
     ...(spec.workflow === undefined ? {} : { workflow: spec.workflow }),

@@ -308,6 +308,15 @@ describe('rollouts (standalone)', () => {
         ['2', 100],
       ]);
       await load.settles(['2']);
+      // The Models page names the version served as the default, and the rollout's end.
+      const token = await dev!.token();
+      const listed = (await (
+        await fetch(`${base}/api/v1/models`, { headers: { authorization: `Bearer ${token}` } })
+      ).json()) as { items: Array<Record<string, unknown>> };
+      expect(listed.items.find((m) => m['name'] === 'model-iris')).toMatchObject({
+        defaultVersion: '2',
+        rollout: { version: '2', phase: 'Promoted', weight: 100 },
+      });
       // The spec is as the user wrote it: the operator changed only the status.
       const manifest = parse(await readFile(path.join(state, 'models', 'model-iris.yaml'), 'utf8')) as {
         spec: { defaultVersion?: string; traffic?: unknown };

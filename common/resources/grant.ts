@@ -114,6 +114,8 @@ export const routeSchema = z.object({
       name: z.string().min(1),
       url: z.url({ protocol: /^https?$/ }),
       percent: z.int().min(1).max(100),
+      /** Scaled to zero: copies are dropped while a call asks the operator to wake it. */
+      cold: z.boolean().optional(),
     })
     .optional(),
   /**

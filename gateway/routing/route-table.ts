@@ -148,6 +148,7 @@ export function resolveRoute(route: Route): ResolvedRoute {
       name: route.shadow.name,
       percent: route.shadow.percent,
       ...address(route.shadow.url),
+      ...(route.shadow.cold === true ? { cold: true } : {}),
     };
   return resolved;
 }

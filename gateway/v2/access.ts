@@ -211,11 +211,20 @@ export class ModelAccess {
     want: VersionWanted,
     { chosen, audience }: { chosen: Chosen; audience: string | undefined },
   ): Promise<RuntimeAddress> {
-    if (chosen.cold === true && want.wake !== false)
-      chosen = {
-        ...(await warmed(this.s.activator, (m) => this.placement.modelRoute(m), model, chosen.name)),
-        ...(chosen.drawn === true ? { drawn: true } : {}),
-      };
+    if (chosen.cold === true && want.wake !== false) {
+      const { drawn, fallback } = chosen;
+      try {
+        chosen = {
+          ...(await warmed(this.s.activator, (m) => this.placement.modelRoute(m), model, chosen.name)),
+          ...(drawn === true ? { drawn } : {}),
+          ...(fallback === undefined ? {} : { fallback }),
+        };
+      } catch (err) {
+        // A canary the split drew that did not start in time: the ready default answers instead.
+        if (fallback === undefined) throw err;
+        chosen = fallback;
+      }
+    }
     return addressOf(chosen, audience);
   }
 }

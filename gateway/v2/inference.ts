@@ -131,6 +131,7 @@ export class Inference {
     const logging = route?.route.logging;
     const logged = logging !== undefined && Math.random() < logging.sampleRate;
     const shadow = this.shadows.drawn(call.model, route?.shadow);
+    let copied = false;
     const captured: Captured | undefined =
       logged || shadow !== undefined
         ? { redact: logged ? new Set(logging?.redact) : undefined, shadowed: shadow !== undefined }
@@ -159,7 +160,17 @@ export class Inference {
         fallBack(err);
         metadata = await this.metadataOf(call, attempt);
       }
-      checked = this.check(body, metadata, captured);
+      try {
+        checked = this.check(body, metadata, captured);
+      } catch (err) {
+        // A canary whose inputs refuse what the default's accept: the default answers, and the
+        // canary's refusal counts against it once the default has.
+        if (attempt.runtime.fallback === undefined) throw err;
+        attempt.runtimeMs = 0;
+        attempt.runtimeFailed = true;
+        fallBack(err);
+        checked = this.check(body, await this.metadataOf(call, attempt), captured);
+      }
       let answer: Dispatcher.ResponseData;
       try {
         answer = await this.send(req, call, attempt, checked);
@@ -175,13 +186,15 @@ export class Inference {
       this.ended(call, attempt, status);
       this.figure(call.model, attempt, false);
       outcome = { status };
-      if (shadow !== undefined && shadow.name !== attempt.runtime.version)
+      if (shadow !== undefined && shadow.shadow.name !== attempt.runtime.version) {
+        copied = true;
         this.shadows.copy(
           req,
           shadow,
           this.served(call, attempt, checked, captured),
           attempt.runtime.grantAudience,
         );
+      }
       return status;
     } catch (err) {
       const known = err instanceof TollgateError ? err : undefined;
@@ -200,6 +213,7 @@ export class Inference {
       };
       throw err;
     } finally {
+      if (!copied) shadow?.release();
       s.modelUsage.record(call.model, outcome?.status ?? 500, performance.now() - startedAt);
       // After the answer, outside it: nothing the log does can change the call.
       if (captured?.redact !== undefined && outcome !== undefined)

@@ -93,6 +93,6 @@ export async function chooseVersion(
  */
 export function withFallback<V extends Chosen>(drawn: V, main: Chosen | undefined): V {
   const marked = { ...drawn, drawn: true };
-  if (main === undefined || main.cold === true || drawn === main || drawn.cold === true) return marked;
+  if (main === undefined || main.cold === true || drawn === main) return marked;
   return { ...marked, fallback: main };
 }

@@ -54,6 +54,7 @@ import {
   checkEveryMs,
   effectiveSpec,
   rolloutRevision,
+  type RolloutStatus,
   type RolloutStep,
 } from './model-rollout.js';
 
@@ -127,8 +128,12 @@ export class ModelReconciler implements Reconciler {
   private readonly workflowRefusals = new Map<string, string>();
   /** Workflows of Models deleted without the finalizer, to clean their routes. */
   private readonly tombstones = new Map<string, string | undefined>();
-  /** When each Model's running rollout step was last judged: a status write must not start a loop. */
-  private readonly rolloutJudged = new Map<string, number>();
+  /**
+   * Each Model's last rollout judgement and when it was made. This operator is the only writer of
+   * status.rollout, so its own last word is newer than a cached status that may not have seen the
+   * write yet; and judged at most once per check interval, a status write starts no loop.
+   */
+  private readonly rolloutJudged = new Map<string, { at: number; status: RolloutStatus }>();
 
   /** Models, and the runtime's workloads (a Deployment's readiness changes its Model's status). */
   readonly watches: Watches<Model>;
@@ -263,17 +268,17 @@ export class ModelReconciler implements Reconciler {
       this.rolloutJudged.delete(key);
       return undefined;
     }
-    const previous = status?.rollout;
+    const last = this.rolloutJudged.get(key);
+    const previous = last?.status ?? status?.rollout;
     const now = Date.now();
     const every = checkEveryMs(spec);
-    const last = this.rolloutJudged.get(key);
     if (
       last !== undefined &&
-      now < last + every &&
+      now < last.at + every &&
       previous?.phase === 'Progressing' &&
       previous.revision === rolloutRevision(spec)
     )
-      return { status: previous, recheckMs: last + every - now };
+      return { status: previous, recheckMs: last.at + every - now };
     const canary = spec.rollout.version;
     const canaryReady = (status?.versions ?? []).some((v) => v.name === canary && v.phase === 'Ready');
     const step = await advanceRollout(
@@ -283,8 +288,8 @@ export class ModelReconciler implements Reconciler {
       (version, from, to) => this.deps.figures(model.metadata.name, version, from, to),
       now,
     );
-    if (step?.status.phase === 'Progressing') this.rolloutJudged.set(key, now);
-    else this.rolloutJudged.delete(key);
+    if (step === undefined) this.rolloutJudged.delete(key);
+    else this.rolloutJudged.set(key, { at: now, status: step.status });
     return step;
   }
 
@@ -420,10 +425,9 @@ export class ModelReconciler implements Reconciler {
       [...candidates].sort(
         (a, b) => Number(a.cold) - Number(b.cold) || b.version.percent - a.version.percent,
       )[0];
+    // A shadow at zero stays routed, marked cold: a drawn copy wakes it and is dropped.
     const shadow =
-      shadowSpec === undefined
-        ? undefined
-        : ready.find((r) => r.version.name === shadowSpec.version && !r.cold);
+      shadowSpec === undefined ? undefined : ready.find((r) => r.version.name === shadowSpec.version);
     if (main === undefined) {
       // Nothing of the spec serves yet, but a replaced workload does: its route stays until then.
       if (replacing && this.routed.get(key)?.keys.length) return false;
@@ -453,7 +457,12 @@ export class ModelReconciler implements Reconciler {
       ...(shadow === undefined || shadowSpec === undefined
         ? {}
         : {
-            shadow: { name: shadowSpec.version, url: shadow.state.url, percent: shadowSpec.percent ?? 100 },
+            shadow: {
+              name: shadowSpec.version,
+              url: shadow.state.url,
+              percent: shadowSpec.percent ?? 100,
+              ...(shadow.cold ? { cold: true } : {}),
+            },
           }),
       ...(versioned
         ? {

@@ -203,6 +203,21 @@ export async function advanceRollout(
       };
     }
   }
+  if (!canaryReady && now - since > p.stepMs + WAIT_LIMIT_MS) {
+    const message = `rolled back at step ${step + 1} of ${p.steps.length}: version "${p.version}" has had no ready replica for ${WAIT_LIMIT_MS / 60_000} minutes past the step (${figuresText}); change it or spec.rollout to try again`;
+    return {
+      status: {
+        ...base,
+        phase: 'RolledBack',
+        step,
+        weight: 0,
+        stepStartedAt: prev.stepStartedAt,
+        ...seen,
+        message,
+      },
+      event: { type: 'Warning', reason: 'RolledBack', message },
+    };
+  }
   if (now - since < p.stepMs || f.calls < p.minCalls) {
     const waiting =
       now - since >= p.stepMs

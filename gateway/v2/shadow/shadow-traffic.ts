@@ -1,5 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { KeyGrant } from '../../../common/resources/grant.js';
+import { redisChannels } from '../../../common/redis/schema.js';
+import type { WakeRequest } from '../../../common/resources/model-scaling.js';
 import type { ResolvedVersion, RuntimeAddress } from '../../routing/route-table.js';
 import type { GatewayServices } from '../../services.js';
 import { readLimited } from '../http.js';
@@ -38,9 +40,19 @@ export interface ServedCall {
  * compared with the serving version's (tollgate_model_shadow_calls_total, the Models page), logged
  * with the payload log when the call was, and dropped.
  */
+/** A copy's place among those in flight, held from the draw until the copy is done (or not made). */
+export interface ShadowTicket {
+  shadow: ResolvedVersion;
+  release(): void;
+}
+
+/** How often a call asks the operator to wake a shadow at zero (the copy itself is dropped). */
+const WAKE_EVERY_MS = 2_000;
+
 export class ShadowTraffic {
   private inFlight = 0;
   private readonly byModel = new Map<string, number>();
+  private readonly wokenAt = new Map<string, number>();
 
   constructor(
     private readonly s: GatewayServices,
@@ -48,33 +60,59 @@ export class ShadowTraffic {
   ) {}
 
   /**
-   * The shadow a call to this model is copied to, if any: drawn at its percentage, and only while
-   * there is room for the copy (a call is kept whole to compare only if it will be copied).
+   * Whether a call to this model is copied: drawn at the shadow's percentage, with a place among
+   * the copies in flight taken at once (so the answers kept to compare are bounded too). A shadow
+   * scaled to zero is asked to wake, and this copy is dropped.
    */
-  drawn(model: string, shadow: ResolvedVersion | undefined): ResolvedVersion | undefined {
-    if (shadow === undefined || shadow.cold === true || Math.random() * 100 >= shadow.percent)
-      return undefined;
-    if (this.full(model)) {
+  drawn(model: string, shadow: ResolvedVersion | undefined): ShadowTicket | undefined {
+    if (shadow === undefined || Math.random() * 100 >= shadow.percent) return undefined;
+    if (shadow.cold === true) this.wake(model, shadow.name);
+    if (shadow.cold === true || this.full(model)) {
       this.s.metrics.shadowCall(model, shadow.name, 'dropped');
       return undefined;
     }
-    return shadow;
+    this.inFlight++;
+    this.byModel.set(model, (this.byModel.get(model) ?? 0) + 1);
+    let released = false;
+    return {
+      shadow,
+      release: () => {
+        if (released) return;
+        released = true;
+        this.inFlight--;
+        const left = (this.byModel.get(model) ?? 1) - 1;
+        if (left === 0) this.byModel.delete(model);
+        else this.byModel.set(model, left);
+      },
+    };
   }
 
   private full(model: string): boolean {
     return this.inFlight >= MAX_IN_FLIGHT || (this.byModel.get(model) ?? 0) >= MAX_IN_FLIGHT_PER_MODEL;
   }
 
-  /** Sends the copy off the call's path; never throws. */
-  copy(req: IncomingMessage, shadow: ResolvedVersion, call: ServedCall, audience: string | undefined): void {
+  private wake(model: string, version: string): void {
+    const key = `${model}|${version}`;
+    const now = Date.now();
+    if (now - (this.wokenAt.get(key) ?? 0) < WAKE_EVERY_MS) return;
+    this.wokenAt.set(key, now);
+    for (const [k, at] of this.wokenAt) if (now - at > WAKE_EVERY_MS) this.wokenAt.delete(k);
+    const request: WakeRequest = { model, version };
+    this.s.redis.publish(redisChannels.modelWake, JSON.stringify(request)).catch((err: unknown) => {
+      this.s.log.debug({ err, model }, 'shadow wake-up not sent');
+    });
+  }
+
+  /** Sends the copy off the call's path, then releases the ticket; never throws. */
+  copy(req: IncomingMessage, ticket: ShadowTicket, call: ServedCall, audience: string | undefined): void {
+    const { shadow } = ticket;
     const size = (b: Buffer | string | number | undefined) =>
       typeof b === 'number' ? b : typeof b === 'string' ? Buffer.byteLength(b) : (b?.length ?? 0);
-    if (this.full(call.model) || size(call.body) > SHADOW_MAX_BYTES || size(call.answer) > SHADOW_MAX_BYTES) {
+    if (size(call.body) > SHADOW_MAX_BYTES || size(call.answer) > SHADOW_MAX_BYTES) {
       this.s.metrics.shadowCall(call.model, shadow.name, 'dropped');
+      ticket.release();
       return;
     }
-    this.inFlight++;
-    this.byModel.set(call.model, (this.byModel.get(call.model) ?? 0) + 1);
     const runtime: RuntimeAddress = {
       origin: shadow.origin,
       basePath: shadow.basePath,
@@ -87,10 +125,7 @@ export class ShadowTraffic {
       .catch((err: unknown) => this.s.log.debug({ err, model: call.model }, 'shadow copy not judged'))
       .finally(() => {
         endLoad();
-        this.inFlight--;
-        const left = (this.byModel.get(call.model) ?? 1) - 1;
-        if (left === 0) this.byModel.delete(call.model);
-        else this.byModel.set(call.model, left);
+        ticket.release();
       });
   }
 
@@ -101,6 +136,7 @@ export class ShadowTraffic {
     let status = 0;
     let text: string | undefined;
     let code: string | undefined;
+    let ms: number | undefined;
     try {
       const answer = await this.runtimes.infer(
         req,
@@ -110,12 +146,14 @@ export class ShadowTraffic {
         call.body,
         true,
       );
+      // To the answer's head, as the serving version's runtime time is measured.
+      ms = performance.now() - startedAt;
       status = answer.statusCode;
       text = await readLimited(answer.body, SHADOW_MAX_BYTES);
     } catch (err) {
       code = (err as { code?: string }).code ?? 'shadow_unreachable';
     }
-    const ms = performance.now() - startedAt;
+    ms ??= performance.now() - startedAt;
     const shadowAnswer = status === 200 && text !== undefined ? parse(text) : undefined;
     const servingAnswer = servingJson(call, SHADOW_MAX_BYTES);
     const outcome =

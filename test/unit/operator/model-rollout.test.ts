@@ -168,6 +168,17 @@ describe('automatic canary analysis (spec.rollout)', () => {
     expect(gaveUp.status.message).toContain('had no ready replica for 10 minutes');
   });
 
+  test('a canary that loses its replicas during a step is rolled back after the same ten minutes', async () => {
+    const s = spec();
+    const started = (await look(s, undefined, T0)).status;
+    const still = await look(s, started, T0 + 60_000 + 9 * 60_000, { calls: 3 }, false);
+    expect(still.status.phase).toBe('Progressing');
+    expect(still.status.message).toContain('the canary has no ready replica');
+    const gaveUp = await look(s, started, T0 + 60_000 + 11 * 60_000, { calls: 3 }, false);
+    expect(gaveUp.status).toMatchObject({ phase: 'RolledBack', weight: 0 });
+    expect(gaveUp.event?.reason).toBe('RolledBack');
+  });
+
   test('a p95 latency above maxLatencyMs rolls back; without the bound latency is only shown', async () => {
     const slow = spec({ maxLatencyMs: 100 });
     const started = (await look(slow, undefined, T0)).status;

@@ -234,5 +234,21 @@ describe('ModelAccess', () => {
     const only = (await alone.access.authorised(req(), 'model-a', { version: undefined, split: true }))
       .runtime;
     expect(only.fallback).toBeUndefined();
+    // A canary at zero that does not start in time: the ready default answers instead of a 503.
+    const cold = setup({
+      routes: {
+        'model-a': route({
+          url: 'http://m-1.models.svc:8080',
+          versions: [
+            { name: '1', url: 'http://m-1.models.svc:8080', percent: 0 },
+            { name: '2', url: 'http://m-2.models.svc:8080', percent: 100, cold: true },
+          ],
+        }),
+      },
+    });
+    const fellBack = (await cold.access.authorised(req(), 'model-a', { version: undefined, split: true }))
+      .runtime;
+    expect(cold.seen.held).toEqual(['model-a|2', 'model-a|2']);
+    expect(fellBack).toEqual({ origin: 'http://m-1.models.svc:8080', basePath: '', version: '1' });
   });
 });

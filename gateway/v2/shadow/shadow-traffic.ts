@@ -34,12 +34,6 @@ export interface ServedCall {
   logRedact: ReadonlySet<string> | undefined;
 }
 
-/**
- * Shadow traffic (spec.shadow): a copy of a share of the answered calls goes to the shadow version
- * after the caller has its answer, so the shadow can neither slow nor change a call. Its answer is
- * compared with the serving version's (tollgate_model_shadow_calls_total, the Models page), logged
- * with the payload log when the call was, and dropped.
- */
 /** A copy's place among those in flight, held from the draw until the copy is done (or not made). */
 export interface ShadowTicket {
   shadow: ResolvedVersion;
@@ -49,6 +43,12 @@ export interface ShadowTicket {
 /** How often a call asks the operator to wake a shadow at zero (the copy itself is dropped). */
 const WAKE_EVERY_MS = 2_000;
 
+/**
+ * Shadow traffic (spec.shadow): a copy of a share of the answered calls goes to the shadow version
+ * after the caller has its answer, so the shadow can neither slow nor change a call. Its answer is
+ * compared with the serving version's (tollgate_model_shadow_calls_total, the Models page), logged
+ * with the payload log when the call was, and dropped.
+ */
 export class ShadowTraffic {
   private inFlight = 0;
   private readonly byModel = new Map<string, number>();

@@ -234,7 +234,7 @@ export async function advanceRollout(
     };
   }
   if (step + 1 >= p.steps.length) {
-    const message = `promoted: "${p.version}" passed ${p.steps.length} step(s) (last: ${figuresText}) and is the default version now; set spec.defaultVersion to "${p.version}" to keep it so once spec.rollout goes`;
+    const message = `promoted: "${p.version}" passed ${p.steps.length} step(s) (last: ${figuresText}) and is the default version now; to keep it so once the rollout is over, set spec.defaultVersion to "${p.version}" and remove spec.rollout in one edit`;
     return {
       status: { ...base, phase: 'Promoted', step, weight: 100, stepStartedAt: iso(now), ...seen, message },
       event: { type: 'Normal', reason: 'Promoted', message },

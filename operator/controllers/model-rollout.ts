@@ -110,6 +110,14 @@ function judged(f: VersionFigures): Pick<RolloutStatus, 'calls' | 'errorRate' | 
   };
 }
 
+/** The end of a rollout that failed: the canary takes no calls, and an Event says why. */
+function rolledBack(status: Omit<RolloutStatus, 'phase' | 'weight'>, message: string): RolloutStep {
+  return {
+    status: { ...status, phase: 'RolledBack', weight: 0, message },
+    event: { type: 'Warning', reason: 'RolledBack', message },
+  };
+}
+
 /**
  * One look at the rollout: where it stands now, given where it stood, whether the canary has a
  * ready replica, and its figures since the step began (`figures` is asked only while a step runs).
@@ -137,10 +145,7 @@ export async function advanceRollout(
       const since = prev?.stepStartedAt ?? iso(now);
       if (now - Date.parse(since) > WAIT_LIMIT_MS) {
         const message = `rolled back: version "${p.version}" had no ready replica for ${WAIT_LIMIT_MS / 60_000} minutes (see status.versions); change it or spec.rollout to try again`;
-        return {
-          status: { ...base, phase: 'RolledBack', step: 0, weight: 0, stepStartedAt: since, message },
-          event: { type: 'Warning', reason: 'RolledBack', message },
-        };
+        return rolledBack({ ...base, step: 0, stepStartedAt: since }, message);
       }
       return {
         status: {
@@ -189,34 +194,12 @@ export async function advanceRollout(
           : undefined;
     if (why !== undefined) {
       const message = `rolled back at step ${step + 1} of ${p.steps.length}: ${why} (${figuresText}); "${p.version}" takes no calls. Change the version or spec.rollout to try again`;
-      return {
-        status: {
-          ...base,
-          phase: 'RolledBack',
-          step,
-          weight: 0,
-          stepStartedAt: prev.stepStartedAt,
-          ...seen,
-          message,
-        },
-        event: { type: 'Warning', reason: 'RolledBack', message },
-      };
+      return rolledBack({ ...base, step, stepStartedAt: prev.stepStartedAt, ...seen }, message);
     }
   }
   if (!canaryReady && now - since > p.stepMs + WAIT_LIMIT_MS) {
     const message = `rolled back at step ${step + 1} of ${p.steps.length}: version "${p.version}" has had no ready replica for ${WAIT_LIMIT_MS / 60_000} minutes past the step (${figuresText}); change it or spec.rollout to try again`;
-    return {
-      status: {
-        ...base,
-        phase: 'RolledBack',
-        step,
-        weight: 0,
-        stepStartedAt: prev.stepStartedAt,
-        ...seen,
-        message,
-      },
-      event: { type: 'Warning', reason: 'RolledBack', message },
-    };
+    return rolledBack({ ...base, step, stepStartedAt: prev.stepStartedAt, ...seen }, message);
   }
   if (now - since < p.stepMs || f.calls < p.minCalls) {
     const waiting =

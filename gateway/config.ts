@@ -95,6 +95,8 @@ export const gatewayConfigSchema = z
   .strictObject({
     host: z.string().min(1).default('0.0.0.0'),
     port: z.coerce.number().int().min(0).max(65535).default(8080),
+    /** Where the Open Inference Protocol's gRPC form is answered (gateway/grpc/); none when unset. */
+    grpcPort: z.coerce.number().int().min(0).max(65535).optional(),
     /** redis://, rediss:// (TLS), or redis+sentinel://s1,s2,s3/<primary> (common/redis/connect.ts). */
     redisUrl: redisUrlSchema.default('redis://127.0.0.1:6379'),
     /** Platform resource → upstream base URL; the upstream receives `/api/v1/<resource>[/...]` below it. */
@@ -342,6 +344,7 @@ export type GatewayConfigInput = z.input<typeof gatewayConfigSchema>;
 const ENV: ReadonlyArray<readonly [string, keyof GatewayConfigInput]> = [
   ['TOLLGATE_HOST', 'host'],
   ['TOLLGATE_PORT', 'port'],
+  ['TOLLGATE_GRPC_PORT', 'grpcPort'],
   ['TOLLGATE_REDIS_URL', 'redisUrl'],
   ['TOLLGATE_BODY_LIMIT_BYTES', 'bodyLimitBytes'],
   ['TOLLGATE_HEADER_LIMIT_BYTES', 'headerLimitBytes'],

@@ -9,6 +9,7 @@ import { normalisePath, type NormalisedPath } from './routing/normalise.js';
 import type { GatewayServices } from './services.js';
 import type { V2Handler } from './v2/router.js';
 import { moduleOf } from './http/call-module.js';
+import { GrpcGateway } from './grpc/server.js';
 
 /**
  * The gateway's HTTP server: a plain node:http server whose request listener dispatches on the
@@ -20,6 +21,11 @@ import { moduleOf } from './http/call-module.js';
 export interface GatewayServer {
   server: Server;
   listen(port: number, host: string): Promise<AddressInfo>;
+  /**
+   * Also answers the Open Inference Protocol's gRPC service on `port` (gateway/grpc/), through the
+   * same dispatch; resolves with the bound port.
+   */
+  listenGrpc(port: number, host: string): Promise<number>;
   /** Stops accepting, lets in-flight requests finish (up to the configured time), then closes services. */
   shutdown(): Promise<void>;
 }
@@ -104,8 +110,13 @@ export function createHttpServer(
 
   let draining = false;
   let shuttingDown: Promise<void> | undefined;
+  let grpc: GrpcGateway | undefined;
   return {
     server,
+    listenGrpc(port, host) {
+      grpc ??= new GrpcGateway(dispatch, s.config.bodyLimitBytes);
+      return grpc.listen(port, host);
+    },
     listen(port, host) {
       return new Promise((resolve, reject) => {
         server.once('error', reject);
@@ -120,7 +131,10 @@ export function createHttpServer(
         draining = true;
         s.draining = true;
         if (s.config.shutdownDrainMs > 0) await sleep(s.config.shutdownDrainMs);
-        await closeGracefully(server, s.config.shutdownTimeoutMs);
+        await Promise.all([
+          closeGracefully(server, s.config.shutdownTimeoutMs),
+          grpc?.shutdown(s.config.shutdownTimeoutMs),
+        ]);
         await s.close();
       })();
       return shuttingDown;

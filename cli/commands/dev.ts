@@ -27,6 +27,7 @@ const flagsSchema = z.object({
   stateDir: z.string().min(1),
   host: z.string().min(1),
   port: z.coerce.number().int().min(0).max(65535),
+  grpcPort: z.coerce.number().int().min(0).max(65535).optional(),
   redisUrl: redisUrlSchema,
   mlserver: z.string().min(1),
 });
@@ -52,6 +53,11 @@ export function register(program: Command): void {
     .option('--host <host>', 'address to listen on', process.env.TOLLGATE_HOST ?? '127.0.0.1')
     .option('-p, --port <port>', 'gateway port', process.env.TOLLGATE_PORT ?? '8080')
     .option(
+      '--grpc-port <port>',
+      'port of V2 inference over gRPC (TOLLGATE_GRPC_PORT; none by default)',
+      process.env.TOLLGATE_GRPC_PORT,
+    )
+    .option(
       '--redis-url <url>',
       'Redis (REDIS_URL)',
       process.env.REDIS_URL ?? process.env.TOLLGATE_REDIS_URL ?? 'redis://127.0.0.1:6379',
@@ -75,6 +81,7 @@ export function register(program: Command): void {
         const overrides: Partial<GatewayConfigInput> = {
           host: flags.host,
           port: flags.port,
+          ...(flags.grpcPort === undefined ? {} : { grpcPort: flags.grpcPort }),
           redisUrl: flags.redisUrl,
           stateDir,
           // Seals the keys it makes and signs grants for sidecars; the operator below shares it.
@@ -156,9 +163,16 @@ export function register(program: Command): void {
         });
         const gateway = createGatewayServer(services, createV2Handler(services, manifestModels(models)));
         const address = await gateway.listen(config.port, config.host);
+        const grpcPort =
+          config.grpcPort === undefined ? undefined : await gateway.listenGrpc(config.grpcPort, config.host);
         await operator.start();
         log.info(
-          { url: `http://${address.address}:${address.port}`, stateDir, panel: `${selfUrl}/panel/` },
+          {
+            url: `http://${address.address}:${address.port}`,
+            ...(grpcPort === undefined ? {} : { grpc: `${address.address}:${grpcPort}` }),
+            stateDir,
+            panel: `${selfUrl}/panel/`,
+          },
           'tollgate dev: gateway and operator running',
         );
 

@@ -27,6 +27,7 @@ interface GatewayFlags {
   config?: string;
   host?: string;
   port?: string;
+  grpcPort?: string;
   redisUrl?: string;
   upstream: string[];
   workers: string;
@@ -43,6 +44,7 @@ export function register(program: Command): void {
     .option('-c, --config <file>', 'YAML or JSON settings file (also TOLLGATE_CONFIG)')
     .option('--host <host>', 'address to listen on (TOLLGATE_HOST, default 0.0.0.0)')
     .option('-p, --port <port>', 'port to listen on (TOLLGATE_PORT, default 8080)')
+    .option('--grpc-port <port>', 'port of V2 inference over gRPC (TOLLGATE_GRPC_PORT; none by default)')
     .option('--redis-url <url>', 'Redis holding the key index and routes (TOLLGATE_REDIS_URL)')
     .option(
       '--upstream <resource=url>',
@@ -56,6 +58,7 @@ export function register(program: Command): void {
       const overrides: Partial<GatewayConfigInput> = {};
       if (flags.host !== undefined) overrides.host = flags.host;
       if (flags.port !== undefined) overrides.port = flags.port;
+      if (flags.grpcPort !== undefined) overrides.grpcPort = flags.grpcPort;
       if (flags.redisUrl !== undefined) overrides.redisUrl = flags.redisUrl;
       if (flags.upstream.length > 0) overrides.upstreams = parseUpstreamList(flags.upstream.join(','));
       try {
@@ -102,7 +105,12 @@ export function register(program: Command): void {
         });
         const gateway = createGatewayServer(services, createV2Handler(services, kubeModels(kubeConfig)));
         const address = await gateway.listen(config.port, config.host);
-        log.info({ host: address.address, port: address.port, pid: process.pid }, 'gateway listening');
+        const grpcPort =
+          config.grpcPort === undefined ? undefined : await gateway.listenGrpc(config.grpcPort, config.host);
+        log.info(
+          { host: address.address, port: address.port, grpcPort, pid: process.pid },
+          'gateway listening',
+        );
         stopOnSignals(log, 'gateway', () => gateway.shutdown());
       } catch (err) {
         log.error({ code: isTollgateError(err) ? err.code : undefined }, (err as Error).message);

@@ -32,6 +32,7 @@ const flagsSchema = z
       .optional(),
     host: z.string().min(1),
     port: z.coerce.number().int().min(0).max(65535),
+    grpcPort: z.coerce.number().int().min(0).max(65535).optional(),
     operationsPort: z.coerce.number().int().min(0).max(65535),
     redisUrl: redisUrlSchema.optional(),
     trustedKeys: z.string().min(1).optional(),
@@ -47,6 +48,9 @@ const flagsSchema = z
   })
   .refine((f) => f.modelVersion === undefined || f.model !== undefined, {
     error: '--model-version needs --model: the model whose version the workload serves',
+  })
+  .refine((f) => f.grpcPort === undefined || f.model !== undefined, {
+    error: '--grpc-port is for a model: V2 inference over gRPC (a workflow service is its own protocol)',
   })
   .refine((f) => f.service === undefined || f.workflow !== undefined, {
     error: '--service needs --workflow: the workflow whose bda keys may call it',
@@ -95,6 +99,7 @@ export function register(program: Command): void {
       process.env.TOLLGATE_HOST ?? '0.0.0.0',
     )
     .option('-p, --port <port>', 'port of the workload’s traffic', process.env.TOLLGATE_PORT ?? '8080')
+    .option('--grpc-port <port>', 'a model’s V2 inference over gRPC, on this port too (none by default)')
     .option(
       '--operations-port <port>',
       'port of /healthz, /readyz, /metrics and the workload’s probes',
@@ -131,6 +136,10 @@ export function register(program: Command): void {
         const v6 = guardsAPod(config.host)
           ? await guardIpv6(sidecar.traffic.server, address.port, log)
           : undefined;
+        const grpcPort =
+          flags.grpcPort === undefined
+            ? undefined
+            : await sidecar.traffic.listenGrpc(flags.grpcPort, config.host);
         const operations = sidecar.operations.listen(flags.operationsPort, config.host);
         await new Promise((resolve, reject) => {
           operations.once('listening', resolve);
@@ -139,6 +148,7 @@ export function register(program: Command): void {
         log.info(
           {
             port: address.port,
+            grpcPort,
             operationsPort: (operations.address() as { port: number }).port,
             upstream: flags.upstream,
             guards: flags.model ?? `${flags.workflow ?? ''}/${flags.service ?? ''}`,

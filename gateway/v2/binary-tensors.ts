@@ -413,7 +413,11 @@ export function encodeBinaryResponse(
   return { body: Buffer.concat([header, ...buffers]), headerLength: header.length };
 }
 
-function encodeTensor(datatype: V2Datatype, data: unknown[], parameters: unknown): Buffer | undefined {
+/**
+ * A tensor's JSON values as raw bytes (BYTES: a base64 content_type means the strings are base64),
+ * or undefined when a value does not fit the datatype.
+ */
+export function encodeTensor(datatype: V2Datatype, data: unknown[], parameters: unknown): Buffer | undefined {
   const values = data.flat(Infinity);
   if (datatype === 'BYTES') {
     const base64 = isObject(parameters) && parameters.content_type === 'base64';

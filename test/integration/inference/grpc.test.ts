@@ -1,0 +1,329 @@
+import { execFile } from 'node:child_process';
+import { cp, mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { stringify } from 'yaml';
+import {
+  makeGenericClientConstructor,
+  credentials,
+  Metadata,
+  type Client,
+  type ServiceError,
+} from '@grpc/grpc-js';
+import { inferenceService } from '../../../gateway/grpc/protocol.js';
+import { freePort, redis, venv } from '../../harness/index.js';
+import { startDev, until, type Dev } from './dev-process.js';
+import { ROOT, trainExamples } from './stack.js';
+
+const run = promisify(execFile);
+
+interface Refusal {
+  status: string;
+  message: string;
+}
+
+interface ClientReport {
+  live: boolean;
+  ready: boolean;
+  server: { name: string; version: string };
+  model_ready: boolean;
+  metadata: {
+    name: string;
+    versions?: string[];
+    inputs: Array<{ name: string; datatype: string; shape: string[] }>;
+  };
+  id: string;
+  model_name: string;
+  model_version: string;
+  predict: number[];
+  predict_proba: number[];
+  proba_shape: number[];
+  every_outputs: string[];
+  versioned?: { model_version: string; predict: number[]; ready: boolean };
+  refused: Record<string, Refusal | null>;
+}
+
+/**
+ * The Open Inference Protocol's gRPC form through `tollgate dev`'s gateway, with the official
+ * client (tritonclient.grpc) against real MLServer runtimes: the same keys, request checks,
+ * versions and codes as over REST.
+ */
+describe('V2 inference over gRPC (standalone)', () => {
+  let work: string;
+  let state: string;
+  let dev: Dev | undefined;
+  let grpcPort: number;
+  let key: string;
+  let expected: number[];
+
+  beforeAll(async () => {
+    const r = await redis();
+    work = await trainExamples(['iris']);
+    for (const v of ['1', '2'])
+      await cp(path.join(work, 'model-iris'), path.join(work, 'iris', v), { recursive: true });
+    state = await mkdtemp(path.join(tmpdir(), 'tollgate-grpc-'));
+    await mkdir(path.join(state, 'models'));
+    await writeFile(
+      path.join(state, 'models', 'model-iris.yaml'),
+      stringify({
+        apiVersion: 'tollgate.dev/v1alpha1',
+        kind: 'Model',
+        metadata: { name: 'model-iris' },
+        spec: {
+          versions: ['1', '2'].map((name) => ({
+            name,
+            storageUri: `file://${path.join(work, 'iris', name)}`,
+          })),
+          defaultVersion: '1',
+        },
+      }),
+    );
+    grpcPort = await freePort();
+    dev = await startDev(state, r.url, { built: true, env: { TOLLGATE_GRPC_PORT: String(grpcPort) } });
+    key = await dev.key(['models:inference']);
+    const rows = {
+      inputs: [
+        { name: 'features', datatype: 'FP32', shape: [2, 4], data: [5.1, 3.5, 1.4, 0.2, 6.7, 3.0, 5.2, 2.3] },
+      ],
+    };
+    expected = await until('version 1 answers over REST', async () => {
+      const res = await fetch(`${dev?.base}/v2/models/model-iris/infer`, {
+        method: 'POST',
+        headers: { authorization: `Apikey ${key}`, 'content-type': 'application/json' },
+        body: JSON.stringify(rows),
+      });
+      if (res.status !== 200) return undefined;
+      return ((await res.json()) as { outputs: Array<{ name: string; data: number[] }> }).outputs.find(
+        (o) => o.name === 'predict',
+      )?.data;
+    });
+  }, 300_000);
+
+  afterAll(async () => {
+    await dev?.stop();
+    for (const dir of [state, work]) if (dir !== undefined) await rm(dir, { recursive: true, force: true });
+  });
+
+  test('tritonclient.grpc: health, metadata, raw tensors both ways, versions, and refusals with their codes', async () => {
+    const { stdout } = await run(
+      venv().python,
+      [
+        path.join(ROOT, 'test/integration/inference/triton_grpc_client.py'),
+        `127.0.0.1:${grpcPort}`,
+        'model-iris',
+        key,
+        '2',
+      ],
+      { cwd: ROOT },
+    );
+    const got = JSON.parse(stdout) as ClientReport;
+    expect([got.live, got.ready, got.model_ready]).toEqual([true, true, true]);
+    expect(got.server.name).toBe('tollgate');
+    expect(got.metadata.name).toBe('model-iris');
+    expect(got.metadata.inputs[0]?.datatype).toBe('FP32');
+    expect(got.id).toBe('grpc-1');
+    expect(got.model_name).toBe('model-iris');
+    expect(got.predict).toEqual(expected);
+    expect(got.proba_shape).toEqual([2, 3]);
+    // No outputs named: what the runtime answers by default, as over REST.
+    expect(got.every_outputs).toEqual(['predict']);
+    expect(got.versioned).toEqual({ model_version: '2', predict: expected, ready: true });
+    expect(got.refused).toEqual({
+      no_key: { status: 'StatusCode.UNAUTHENTICATED', message: expect.stringMatching(/^missing_api_key: /) },
+      unknown_key: {
+        status: 'StatusCode.UNAUTHENTICATED',
+        message: expect.stringMatching(/^(unknown|malformed)_api_key: /),
+      },
+      no_model: { status: 'StatusCode.NOT_FOUND', message: expect.stringMatching(/^model_not_found: /) },
+      shape: {
+        status: 'StatusCode.INVALID_ARGUMENT',
+        message: expect.stringMatching(/^shape_mismatch: .*features/),
+      },
+      datatype: {
+        status: 'StatusCode.INVALID_ARGUMENT',
+        message: expect.stringMatching(/^datatype_mismatch: /),
+      },
+      metadata_no_key: {
+        status: 'StatusCode.UNAUTHENTICATED',
+        message: expect.stringMatching(/^missing_api_key: /),
+      },
+      no_version: {
+        status: 'StatusCode.NOT_FOUND',
+        message: expect.stringMatching(/^model_version_not_found: /),
+      },
+    });
+  });
+
+  describe('what the official client does not send', () => {
+    let client: Client & Record<string, (...args: unknown[]) => unknown>;
+    const rows = [5.1, 3.5, 1.4, 0.2, 6.7, 3.0, 5.2, 2.3];
+    const raw = Buffer.from(new Float32Array(rows).buffer);
+    const features = (extra: Record<string, unknown> = {}) => ({
+      name: 'features',
+      datatype: 'FP32',
+      shape: [2, 4],
+      ...extra,
+    });
+    const call = (
+      method: string,
+      request: Record<string, unknown>,
+      headers: Record<string, string> = { authorization: `Apikey ${key}` },
+    ): Promise<{ error?: ServiceError; value?: Record<string, unknown>; header?: Metadata }> =>
+      new Promise((resolve) => {
+        const metadata = new Metadata();
+        for (const [k, v] of Object.entries(headers)) metadata.set(k, v);
+        let header: Metadata | undefined;
+        const c = client[method]?.(
+          request,
+          metadata,
+          (error: ServiceError | null, value: Record<string, unknown>) =>
+            resolve(
+              error ? { error, ...(header ? { header } : {}) } : { value, ...(header ? { header } : {}) },
+            ),
+        ) as { on(e: 'metadata', f: (m: Metadata) => void): void };
+        c.on('metadata', (m) => (header = m));
+      });
+    const refusal = (r: { error?: ServiceError }) => [
+      r.error?.code,
+      r.error?.details.split(':')[0],
+      r.error?.metadata.get('tollgate-code')[0],
+    ];
+    const predictions = (value: Record<string, unknown> | undefined): number[] => {
+      const outputs = value?.outputs as Array<{ name: string; datatype: string }>;
+      const at = outputs.findIndex((o) => o.name === 'predict');
+      const bytes = (value?.raw_output_contents as Buffer[])[at] as Buffer;
+      expect(outputs[at]?.datatype).toBe('INT64');
+      return Array.from({ length: bytes.length / 8 }, (_, i) => Number(bytes.readBigInt64LE(i * 8)));
+    };
+
+    beforeAll(() => {
+      const Ctor = makeGenericClientConstructor(inferenceService(), 'GRPCInferenceService');
+      client = new Ctor(`127.0.0.1:${grpcPort}`, credentials.createInsecure()) as typeof client;
+    });
+    afterAll(() => client?.close());
+
+    test('typed contents answer as raw tensors do; the request id comes back in the headers', async () => {
+      const typed = await call(
+        'ModelInfer',
+        { model_name: 'model-iris', inputs: [features({ contents: { fp32_contents: rows } })] },
+        { authorization: `Apikey ${key}`, 'x-request-id': 'grpc-typed-1' },
+      );
+      expect(typed.error).toBeUndefined();
+      expect(predictions(typed.value)).toEqual(expected);
+      expect(typed.header?.get('x-request-id')).toEqual(['grpc-typed-1']);
+      const rawCall = await call('ModelInfer', {
+        model_name: 'model-iris',
+        inputs: [features()],
+        raw_input_contents: [raw],
+      });
+      expect(predictions(rawCall.value)).toEqual(expected);
+    });
+
+    test('malformed tensors are refused with the field at fault, after the key is checked', async () => {
+      const cases: Array<[Record<string, unknown>, string, RegExp]> = [
+        [
+          { inputs: [features()], raw_input_contents: [raw, raw] },
+          'invalid_binary_data',
+          /2 entries for 1 inputs/,
+        ],
+        [
+          { inputs: [features({ contents: { fp32_contents: rows } })], raw_input_contents: [raw] },
+          'invalid_binary_data',
+          /send every input one way/,
+        ],
+        [
+          { inputs: [features({ contents: { int_contents: [1, 2] } })] },
+          'invalid_binary_data',
+          /fp32_contents, not contents.int_contents/,
+        ],
+        [
+          { inputs: [features()], raw_input_contents: [raw.subarray(0, 12)] },
+          'shape_data_mismatch',
+          /needs 8 FP32 values/,
+        ],
+        [
+          { inputs: [features({ datatype: 'FP99', contents: { fp32_contents: rows } })] },
+          'invalid_datatype',
+          /not a V2 datatype/,
+        ],
+        [{ inputs: [] }, 'missing_inputs', /./],
+      ];
+      for (const [request, code, message] of cases) {
+        const r = await call('ModelInfer', { model_name: 'model-iris', ...request });
+        expect(refusal(r)).toEqual([3, code, code]);
+        expect(r.error?.details).toMatch(message);
+      }
+      // The same malformed request without a key: the key is what is wrong with it.
+      const anonymous = await call(
+        'ModelInfer',
+        { model_name: 'model-iris', inputs: [features()], raw_input_contents: [raw, raw] },
+        {},
+      );
+      expect(refusal(anonymous)).toEqual([16, 'missing_api_key', 'missing_api_key']);
+    });
+
+    test('no name crosses to another path, and a key outside its role or scope is refused', async () => {
+      for (const model_name of [
+        'model-iris/../x',
+        '../v2/models/model-iris',
+        'model-iris%2Finfer',
+        'model-iris/versions/2',
+      ]) {
+        const r = await call('ModelInfer', { model_name, inputs: [features()], raw_input_contents: [raw] });
+        expect(refusal(r)).toEqual([5, 'model_not_found', 'model_not_found']);
+      }
+      for (const model_version of ['../1', '2/infer', '%32']) {
+        const r = await call('ModelInfer', {
+          model_name: 'model-iris',
+          model_version,
+          inputs: [features()],
+          raw_input_contents: [raw],
+        });
+        expect(refusal(r)).toEqual([5, 'model_version_not_found', 'model_version_not_found']);
+      }
+      const empty = await call('ModelInfer', { inputs: [features()], raw_input_contents: [raw] });
+      expect(refusal(empty)).toEqual([3, 'invalid_field', 'invalid_field']);
+      const viewer = await dev?.key(['models:viewer']);
+      const denied = await call(
+        'ModelInfer',
+        { model_name: 'model-iris', inputs: [features()], raw_input_contents: [raw] },
+        { authorization: `Apikey ${viewer ?? ''}` },
+      );
+      expect(refusal(denied)).toEqual([7, 'model_access_denied', 'model_access_denied']);
+      // A bad name from a caller without a key learns nothing but that.
+      const anonymous = await call('ModelMetadata', { name: '../../etc' }, {});
+      expect(refusal(anonymous)).toEqual([16, 'missing_api_key', 'missing_api_key']);
+    });
+
+    test('a message past the body limit is refused; the calls are counted as REST calls are', async () => {
+      const before = await modelRequests();
+      const big = await call('ModelInfer', {
+        model_name: 'model-iris',
+        inputs: [features({ shape: [1_000_000, 4] })],
+        raw_input_contents: [Buffer.alloc(16_000_000)],
+      });
+      expect(big.error?.code).toBe(8);
+      for (let i = 0; i < 3; i++)
+        await call('ModelInfer', {
+          model_name: 'model-iris',
+          inputs: [features()],
+          raw_input_contents: [raw],
+        });
+      expect((await modelRequests()) - before).toBe(3);
+    });
+
+    const modelRequests = async (): Promise<number> => {
+      const text = await (await fetch(`${dev?.base}/metrics`)).text();
+      return text
+        .split('\n')
+        .filter(
+          (l) =>
+            l.startsWith('tollgate_model_requests_total{') &&
+            l.includes('model="model-iris"') &&
+            l.includes('status="200"'),
+        )
+        .reduce((a, l) => a + Number(l.split(' ').at(-1)), 0);
+    };
+  });
+});

@@ -217,7 +217,10 @@ function containerResources(model: Model): V1ResourceRequirements {
   return out;
 }
 
-/** The model's Service; behind a sidecar only its HTTP port, where the sidecar answers. */
+/**
+ * The model's Service: its HTTP and gRPC ports. Behind a sidecar both reach the sidecar, which
+ * takes them on the pod's IP while MLServer keeps them on loopback.
+ */
 export function modelService(
   plan: Pick<RuntimePlan, 'model' | 'gateway' | 'workload' | 'version'>,
 ): V1Service {
@@ -236,9 +239,7 @@ export function modelService(
       selector: selectorFor(plan),
       ports: [
         { name: 'http', port: MODEL_HTTP_PORT, targetPort: 'http', protocol: 'TCP' },
-        ...(plan.gateway === 'sidecar'
-          ? []
-          : [{ name: 'grpc', port: GRPC_PORT, targetPort: 'grpc', protocol: 'TCP' }]),
+        { name: 'grpc', port: GRPC_PORT, targetPort: 'grpc', protocol: 'TCP' },
       ],
     },
   };

@@ -204,6 +204,14 @@ export function planInjection(pod: V1Pod, cfg: InjectionConfig): Injection {
     };
   }
 
+  // A model's runtime that declares a gRPC port (MLServer's, on loopback behind the sidecar) has
+  // the sidecar answer V2 over gRPC on it too, with the same checks.
+  const grpc = model === undefined ? undefined : found.container.ports?.find((p) => p.name === 'grpc');
+  const grpcArgs =
+    grpc === undefined || grpc.containerPort === port || grpc.containerPort === SIDECAR_OPERATIONS_PORT
+      ? []
+      : ['--grpc-port', String(grpc.containerPort)];
+
   const patch: JsonPatchOp[] = [];
   const appProbes: Record<string, AppProbe> = {};
   spec.containers.forEach((c, i) => {
@@ -244,6 +252,7 @@ export function planInjection(pod: V1Pod, cfg: InjectionConfig): Injection {
       '--operations-port',
       String(SIDECAR_OPERATIONS_PORT),
       ...guardArgs,
+      ...grpcArgs,
     ],
     env: [
       { name: 'POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } },

@@ -25,6 +25,7 @@ import {
   sidecarServices,
 } from './support.js';
 import { testSealer, TEST_SIGNING_KEY_FILE, TEST_TRUSTED_KEYS } from '../signing.js';
+import { InferenceClient, refusal } from '../grpc-client.js';
 
 const run = promisify(execFile);
 const FIXTURE = new URL('../harness/fixtures/train_iris.py', import.meta.url).pathname;
@@ -149,8 +150,64 @@ describe('a model’s sidecar in front of MLServer', () => {
     expect([forged.status, forged.json.code]).toEqual([401, 'invalid_grant']);
   });
 
+  it('answers V2 over gRPC on its gRPC port with the same key checks, and never takes a grant from the call', async () => {
+    const grpc = new InferenceClient(`127.0.0.1:${await sidecar.traffic.listenGrpc(0, '127.0.0.1')}`);
+    try {
+      const { key } = await createKey(rc, 'platform', ['models:inference']);
+      const request = {
+        model_name: model,
+        inputs: [
+          {
+            name: 'input-0',
+            datatype: 'FP64',
+            shape: [expected.rows.length, 4],
+            contents: { fp64_contents: expected.rows.flat() },
+          },
+        ],
+      };
+      const ok = await grpc.call('ModelInfer', request, apikey(key));
+      const outputs = ok.value?.outputs as Array<{ datatype: string; shape: number[] }>;
+      const bytes = (ok.value?.raw_output_contents as Buffer[])[0] as Buffer;
+      const predicted = Array.from({ length: bytes.length / 8 }, (_, i) =>
+        outputs[0]?.datatype === 'INT64' ? Number(bytes.readBigInt64LE(i * 8)) : bytes.readDoubleLE(i * 8),
+      );
+      expect(predicted).toEqual(expected.predictions);
+      expect((await grpc.call('ModelReady', { name: model }, apikey(key))).value).toEqual({ ready: true });
+      expect(refusal(await grpc.call('ModelInfer', request, {}))).toEqual([
+        16,
+        'missing_api_key',
+        'missing_api_key',
+      ]);
+      const viewer = await createKey(rc, 'platform', ['models:viewer']);
+      expect(refusal(await grpc.call('ModelInfer', request, apikey(viewer.key)))).toEqual([
+        7,
+        'model_access_denied',
+        'model_access_denied',
+      ]);
+      const elsewhere = await grpc.call('ModelInfer', { ...request, model_name: 'model-else' }, apikey(key));
+      expect(refusal(elsewhere)).toEqual([5, 'model_not_found', 'model_not_found']);
+      // A grant is the central gateway's, over HTTP: a gRPC caller's metadata cannot carry one in.
+      const signer = await GrantSigner.open(TEST_SIGNING_KEY_FILE);
+      const token = await signer.sign(
+        { id: 'k-grpc', owner: 'alice', module: 'platform', roles: ['models:inference'] },
+        grantAudience.model('default', model),
+        { method: 'POST', target: `/v2/models/${model}/infer` },
+      );
+      expect(refusal(await grpc.call('ModelInfer', request, { 'x-tollgate-grant': token }))).toEqual([
+        16,
+        'missing_api_key',
+        'missing_api_key',
+      ]);
+    } finally {
+      grpc.close();
+    }
+  });
+
   it('lets the central gateway’s calls in on their signed grant, metadata fetch included', async () => {
     const { key, hash } = await createKey(rc, 'platform', ['models:inference']);
+    // The key's own invalidation message must land first: one that lands during the lookup below
+    // keeps its answer out of the cache (it may be stale), and the test needs it cached.
+    await new Promise((resolve) => setTimeout(resolve, 200));
     const first = await send(central.url, `/v2/models/${model}/infer`, withKey(key, infer(expected.rows)));
     expect(first.status).toBe(200);
     // The key's index entry vanishes unannounced: the central gateway's cache still has it, a

@@ -4,14 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { stringify } from 'yaml';
-import {
-  makeGenericClientConstructor,
-  credentials,
-  Metadata,
-  type Client,
-  type ServiceError,
-} from '@grpc/grpc-js';
-import { inferenceService } from '../../../gateway/grpc/protocol.js';
+import { InferenceClient, refusal } from '../grpc-client.js';
 import { freePort, redis, venv } from '../../harness/index.js';
 import { startDev, until, type Dev } from './dev-process.js';
 import { ROOT, trainExamples } from './stack.js';
@@ -156,7 +149,7 @@ describe('V2 inference over gRPC (standalone)', () => {
   });
 
   describe('what the official client does not send', () => {
-    let client: Client & Record<string, (...args: unknown[]) => unknown>;
+    let client: InferenceClient;
     const rows = [5.1, 3.5, 1.4, 0.2, 6.7, 3.0, 5.2, 2.3];
     const raw = Buffer.from(new Float32Array(rows).buffer);
     const features = (extra: Record<string, unknown> = {}) => ({
@@ -169,26 +162,7 @@ describe('V2 inference over gRPC (standalone)', () => {
       method: string,
       request: Record<string, unknown>,
       headers: Record<string, string> = { authorization: `Apikey ${key}` },
-    ): Promise<{ error?: ServiceError; value?: Record<string, unknown>; header?: Metadata }> =>
-      new Promise((resolve) => {
-        const metadata = new Metadata();
-        for (const [k, v] of Object.entries(headers)) metadata.set(k, v);
-        let header: Metadata | undefined;
-        const c = client[method]?.(
-          request,
-          metadata,
-          (error: ServiceError | null, value: Record<string, unknown>) =>
-            resolve(
-              error ? { error, ...(header ? { header } : {}) } : { value, ...(header ? { header } : {}) },
-            ),
-        ) as { on(e: 'metadata', f: (m: Metadata) => void): void };
-        c.on('metadata', (m) => (header = m));
-      });
-    const refusal = (r: { error?: ServiceError }) => [
-      r.error?.code,
-      r.error?.details.split(':')[0],
-      r.error?.metadata.get('tollgate-code')[0],
-    ];
+    ) => client.call(method, request, headers);
     const predictions = (value: Record<string, unknown> | undefined): number[] => {
       const outputs = value?.outputs as Array<{ name: string; datatype: string }>;
       const at = outputs.findIndex((o) => o.name === 'predict');
@@ -198,8 +172,7 @@ describe('V2 inference over gRPC (standalone)', () => {
     };
 
     beforeAll(() => {
-      const Ctor = makeGenericClientConstructor(inferenceService(), 'GRPCInferenceService');
-      client = new Ctor(`127.0.0.1:${grpcPort}`, credentials.createInsecure()) as typeof client;
+      client = new InferenceClient(`127.0.0.1:${grpcPort}`);
     });
     afterAll(() => client?.close());
 

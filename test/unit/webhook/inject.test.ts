@@ -164,13 +164,39 @@ describe('the sidecar injection plan', () => {
     );
     expect(plan.guards).toBe('model model-iris');
     expect(sidecarOp).toMatchObject({ op: 'add', path: '/spec/initContainers/-' });
-    expect(sidecar.args?.slice(-4)).toEqual(['--model', 'model-iris', '--workflow', 'fraud']);
+    // The runtime's gRPC port is the sidecar's too (V2 over gRPC, checked as over HTTP).
+    expect(sidecar.args?.slice(-6)).toEqual([
+      '--model',
+      'model-iris',
+      '--workflow',
+      'fraud',
+      '--grpc-port',
+      '8081',
+    ]);
     expect(sidecar.args).toContain('http://127.0.0.1:8080');
     expect(plan.patch).toContainEqual({
       op: 'add',
       path: '/metadata/annotations/tollgate.dev~1injected',
       value: 'model model-iris',
     });
+  });
+
+  it('answers gRPC for a model only: a workflow service’s port named grpc is its own protocol', () => {
+    const { sidecar } = injected(
+      workflowPod({
+        containers: [
+          {
+            name: 'app',
+            image: 'app',
+            ports: [
+              { name: 'http', containerPort: 8000 },
+              { name: 'grpc', containerPort: 8081 },
+            ],
+          },
+        ],
+      }),
+    );
+    expect(sidecar.args).not.toContain('--grpc-port');
   });
 
   it('takes the port from tollgate.dev/port, by number or name', () => {

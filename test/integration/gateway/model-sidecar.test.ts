@@ -25,7 +25,7 @@ import {
   sidecarServices,
 } from './support.js';
 import { testSealer, TEST_SIGNING_KEY_FILE, TEST_TRUSTED_KEYS } from '../signing.js';
-import { InferenceClient, refusal } from '../grpc-client.js';
+import { InferenceClient, refusal } from '../../harness/grpc-clients.js';
 
 const run = promisify(execFile);
 const FIXTURE = new URL('../harness/fixtures/train_iris.py', import.meta.url).pathname;

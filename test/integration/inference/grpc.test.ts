@@ -1,41 +1,11 @@
-import { execFile } from 'node:child_process';
 import { cp, mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { stringify } from 'yaml';
-import { InferenceClient, refusal } from '../grpc-client.js';
-import { freePort, redis, venv } from '../../harness/index.js';
+import { InferenceClient, refusal, tritonGrpc } from '../../harness/grpc-clients.js';
+import { freePort, redis } from '../../harness/index.js';
 import { startDev, until, type Dev } from './dev-process.js';
-import { ROOT, trainExamples } from './stack.js';
-
-const run = promisify(execFile);
-
-interface Refusal {
-  status: string;
-  message: string;
-}
-
-interface ClientReport {
-  live: boolean;
-  ready: boolean;
-  server: { name: string; version: string };
-  model_ready: boolean;
-  metadata: {
-    name: string;
-    versions?: string[];
-    inputs: Array<{ name: string; datatype: string; shape: string[] }>;
-  };
-  id: string;
-  model_name: string;
-  model_version: string;
-  predict: number[];
-  predict_proba: number[];
-  proba_shape: number[];
-  every_outputs: string[];
-  versioned?: { model_version: string; predict: number[]; ready: boolean };
-  refused: Record<string, Refusal | null>;
-}
+import { trainExamples } from './stack.js';
 
 /**
  * The Open Inference Protocol's gRPC form through `tollgate dev`'s gateway, with the official
@@ -99,18 +69,7 @@ describe('V2 inference over gRPC (standalone)', () => {
   });
 
   test('tritonclient.grpc: health, metadata, raw tensors both ways, versions, and refusals with their codes', async () => {
-    const { stdout } = await run(
-      venv().python,
-      [
-        path.join(ROOT, 'test/integration/inference/triton_grpc_client.py'),
-        `127.0.0.1:${grpcPort}`,
-        'model-iris',
-        key,
-        '2',
-      ],
-      { cwd: ROOT },
-    );
-    const got = JSON.parse(stdout) as ClientReport;
+    const got = await tritonGrpc(`127.0.0.1:${grpcPort}`, 'model-iris', key, '2');
     expect([got.live, got.ready, got.model_ready]).toEqual([true, true, true]);
     expect(got.server.name).toBe('tollgate');
     expect(got.metadata.name).toBe('model-iris');

@@ -5,13 +5,63 @@ import {
   type Client,
   type ServiceError,
 } from '@grpc/grpc-js';
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { promisify } from 'node:util';
 import { inferenceService } from '../../gateway/grpc/protocol.js';
+import { venvPaths } from './venv.js';
 
 /** What one unary call got: its answer or its error, and the headers the server sent. */
 export interface GrpcResult {
   error?: ServiceError;
   value?: Record<string, unknown>;
   header?: Metadata;
+}
+
+/** What triton_grpc_client.py reports: each call the official client made, and each refusal it got. */
+export interface TritonGrpcReport {
+  live: boolean;
+  ready: boolean;
+  server: { name: string; version: string };
+  model_ready: boolean;
+  metadata: {
+    name: string;
+    versions?: string[];
+    inputs: Array<{ name: string; datatype: string; shape: string[] }>;
+  };
+  id: string;
+  model_name: string;
+  model_version: string;
+  predict: number[];
+  predict_proba: number[];
+  proba_shape: number[];
+  every_outputs: string[];
+  versioned?: { model_version: string; predict: number[]; ready: boolean };
+  refused: Record<string, { status: string; message: string } | null>;
+}
+
+/** The two iris rows the script sends. */
+export const TRITON_GRPC_ROWS = [
+  [5.1, 3.5, 1.4, 0.2],
+  [6.7, 3.0, 5.2, 2.3],
+];
+
+/** tritonclient.grpc, the official client, against `address` (host:port), as a user runs it. */
+export async function tritonGrpc(
+  address: string,
+  model: string,
+  key: string,
+  version?: string,
+): Promise<TritonGrpcReport> {
+  const script = path.join(import.meta.dirname, 'triton_grpc_client.py');
+  const { stdout } = await promisify(execFile)(venvPaths().python, [
+    script,
+    address,
+    model,
+    key,
+    ...(version === undefined ? [] : [version]),
+  ]);
+  return JSON.parse(stdout) as TritonGrpcReport;
 }
 
 /** A plain gRPC client of the Open Inference Protocol's service, for what tritonclient never sends. */

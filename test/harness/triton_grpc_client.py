@@ -13,7 +13,7 @@ import sys
 
 import numpy as np
 import tritonclient.grpc as grpcclient
-from tritonclient.utils import InferenceServerException
+from tritonclient.utils import InferenceServerException, triton_to_np_dtype
 
 url, model, key = sys.argv[1:4]
 version = sys.argv[4] if len(sys.argv) > 4 else ""
@@ -23,8 +23,9 @@ rows = np.array([[5.1, 3.5, 1.4, 0.2], [6.7, 3.0, 5.2, 2.3]], dtype=np.float32)
 
 
 def features(spec, data, datatype=None):
-    tensor = grpcclient.InferInput(spec["name"], list(data.shape), datatype or spec["datatype"])
-    tensor.set_data_from_numpy(data)
+    datatype = datatype or spec["datatype"]
+    tensor = grpcclient.InferInput(spec["name"], list(data.shape), datatype)
+    tensor.set_data_from_numpy(data.astype(triton_to_np_dtype(datatype)))
     return tensor
 
 

@@ -2,6 +2,7 @@
 // labelled workflow Deployment's pods and to a Model's pods with spec.gateway: sidecar; the
 // workload listens on its pod's loopback, so every call, at the pod IP, through its Service or
 // through the central gateway, carries a key (or the central gateway's signed grant) for it.
+import { tritonGrpc, TRITON_GRPC_ROWS } from '../harness/grpc-clients.js';
 import { execFile } from 'node:child_process';
 import { readdir, readFile } from 'node:fs/promises';
 import { promisify } from 'node:util';
@@ -364,7 +365,8 @@ describe('a Model with spec.gateway: sidecar', () => {
     const svc = JSON.parse(await t.kubectl('-n', NS, 'get', 'svc', MODEL, '-o', 'json')) as {
       spec: { ports: Array<{ name: string }> };
     };
-    expect(svc.spec.ports.map((x) => x.name)).toEqual(['http']);
+    // Both reach the sidecar: MLServer listens on the pod's loopback only.
+    expect(svc.spec.ports.map((x) => x.name)).toEqual(['http', 'grpc']);
     const { key } = await createKey(t, 'bob', { module: 'platform', roles: ['models:inference'] });
     const answer = await eventually('inference through the central gateway', async () => {
       const r = await call(`${t.gateway}/v2/models/${MODEL}/infer`, {
@@ -423,6 +425,25 @@ describe('a Model with spec.gateway: sidecar', () => {
     });
     expect([other.status, other.body['code']]).toEqual([404, 'model_not_found']);
     expect((await call(`http://${ip}:8080/metrics`, { headers: apikey(key) })).status).toBe(404);
+  });
+
+  it('at the pod IP’s gRPC port, the sidecar answers tritonclient.grpc with the same checks; MLServer’s own is not reached', async () => {
+    const { key } = await createKey(t, 'bob', { module: 'platform', roles: ['models:inference'] });
+    const rest = await call(`http://${ip}:8080/v2/models/${MODEL}/infer`, {
+      headers: apikey(key),
+      body: irisInfer(TRITON_GRPC_ROWS),
+    });
+    const expected = (rest.body['outputs'] as Array<{ name: string; data: number[] }>).find(
+      (o) => o.name === 'predict',
+    )?.data;
+    const got = await tritonGrpc(`${ip}:8081`, MODEL, key);
+    expect([got.model_ready, got.model_name, got.server.name]).toEqual([true, MODEL, 'tollgate']);
+    expect(got.predict).toEqual(expected);
+    expect(got.refused).toMatchObject({
+      no_key: { status: 'StatusCode.UNAUTHENTICATED', message: expect.stringMatching(/^missing_api_key: /) },
+      no_model: { status: 'StatusCode.NOT_FOUND', message: expect.stringMatching(/^model_not_found: /) },
+      shape: { status: 'StatusCode.INVALID_ARGUMENT', message: expect.stringMatching(/^shape_mismatch: /) },
+    });
   });
 });
 

@@ -6,6 +6,7 @@ import { CreateBucketCommand, GetObjectCommand, ListObjectsV2Command, S3Client }
 import { cluster, clusterMinio, prometheus } from '../harness/index.js';
 import { panelsWithoutSeries } from '../harness/dashboard.js';
 import { steadyLoad } from '../harness/steady-load.js';
+import { tritonGrpc, TRITON_GRPC_ROWS } from '../harness/grpc-clients.js';
 import {
   applyDoc,
   call,
@@ -205,6 +206,43 @@ describe('a model from object storage', () => {
     expect((record['request'] as { inputs: Array<{ data: unknown }> }).inputs[0]?.data).toBe('[redacted]');
     expect(logged.find((o) => o.name === 'predict')?.data).toEqual(iris.expected.predictions);
     expect(JSON.stringify(record)).not.toContain(key);
+  });
+
+  it('answers V2 over gRPC on the gateway Service: tritonclient.grpc, with the keys and codes of REST', async () => {
+    const services = JSON.parse(await t.kubectl('-n', NAMESPACE, 'get', 'svc', '-o', 'json')) as {
+      items: Array<{ spec: { ports?: Array<{ name?: string; nodePort?: number; appProtocol?: string }> } }>;
+    };
+    const grpc = services.items.flatMap((s) => s.spec.ports ?? []).find((p) => p.name === 'grpc');
+    expect(grpc?.appProtocol).toBe('kubernetes.io/h2c');
+    const { key } = await createKey(t, 'alice', { module: 'platform', roles: ['models:inference'] });
+    const rest = await call(`${t.gateway}/v2/models/${MODEL}/infer`, {
+      headers: { authorization: `Apikey ${key}` },
+      body: irisInfer(TRITON_GRPC_ROWS),
+    });
+    const expected = (rest.body['outputs'] as Array<{ name: string; data: number[] }>).find(
+      (o) => o.name === 'predict',
+    )?.data;
+    const got = await tritonGrpc(`${t.c.nodeIp}:${String(grpc?.nodePort)}`, MODEL, key);
+    expect([got.live, got.ready, got.model_ready, got.model_name]).toEqual([true, true, true, MODEL]);
+    expect(got.predict).toEqual(expected);
+    expect(got.proba_shape).toEqual([2, 3]);
+    expect(got.refused).toEqual({
+      no_key: { status: 'StatusCode.UNAUTHENTICATED', message: expect.stringMatching(/^missing_api_key: /) },
+      unknown_key: {
+        status: 'StatusCode.UNAUTHENTICATED',
+        message: expect.stringMatching(/^(unknown|malformed)_api_key: /),
+      },
+      no_model: { status: 'StatusCode.NOT_FOUND', message: expect.stringMatching(/^model_not_found: /) },
+      shape: { status: 'StatusCode.INVALID_ARGUMENT', message: expect.stringMatching(/^shape_mismatch: /) },
+      datatype: {
+        status: 'StatusCode.INVALID_ARGUMENT',
+        message: expect.stringMatching(/^datatype_mismatch: /),
+      },
+      metadata_no_key: {
+        status: 'StatusCode.UNAUTHENTICATED',
+        message: expect.stringMatching(/^missing_api_key: /),
+      },
+    });
   });
 
   it('refuses a bad model-settings.json with SettingsValid=False and starts no pod', async () => {

@@ -172,7 +172,7 @@ async function main(): Promise<void> {
     writeFileSync(path.join(STATE, 'models', `${name}.yaml`), modelManifest(name));
 
   step('starting tollgate dev (gateway + operator; the models share one MLServer process)');
-  const port = await freePort();
+  const [port, grpcPort] = [await freePort(), await freePort()];
   const base = `http://127.0.0.1:${port}`;
   const dev = start(
     'tollgate-dev',
@@ -184,6 +184,8 @@ async function main(): Promise<void> {
       STATE,
       '--port',
       String(port),
+      '--grpc-port',
+      String(grpcPort),
       '--redis-url',
       redisUrl,
       '--mlserver',
@@ -306,6 +308,7 @@ async function main(): Promise<void> {
       '# Written by `make demo` while it runs: `source .tollgate/demo/env`, then the README (a first call) and docs/.',
       `export BASE=${base}`,
       `export TOLLGATE=${base}`,
+      `export GRPC=127.0.0.1:${grpcPort}`,
       `export KEY=${key}`,
       `export BDA_KEY=${bdaKey}`,
       `export TOLLGATE_STATE_DIR=${STATE}`,

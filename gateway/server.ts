@@ -114,7 +114,12 @@ export function createHttpServer(
   return {
     server,
     listenGrpc(port, host) {
-      grpc ??= new GrpcGateway(dispatch, s.config.bodyLimitBytes);
+      grpc ??= new GrpcGateway(dispatch, {
+        keys: s.keys,
+        bodyLimitBytes: s.config.bodyLimitBytes,
+        requestBodyTimeoutMs: s.config.requestBodyTimeoutMs,
+        log: s.log,
+      });
       return grpc.listen(port, host);
     },
     listen(port, host) {

@@ -133,13 +133,19 @@ export function register(program: Command): void {
           probes: parseAppProbes(process.env[APP_PROBES_ENV]),
         });
         const address = await sidecar.traffic.listen(config.port, config.host);
-        const v6 = guardsAPod(config.host)
-          ? await guardIpv6(sidecar.traffic.server, address.port, log)
+        const inPod = guardsAPod(config.host);
+        const v6 = inPod
+          ? await guardIpv6((socket) => sidecar.traffic.server.emit('connection', socket), address.port, log)
           : undefined;
         const grpcPort =
           flags.grpcPort === undefined
             ? undefined
             : await sidecar.traffic.listenGrpc(flags.grpcPort, config.host);
+        // Its IPv6 addresses held too, as the traffic port's: a runtime cannot answer there unguarded.
+        const grpcV6 =
+          inPod && grpcPort !== undefined
+            ? await guardIpv6((socket) => socket.destroy(), grpcPort, log)
+            : undefined;
         const operations = sidecar.operations.listen(flags.operationsPort, config.host);
         await new Promise((resolve, reject) => {
           operations.once('listening', resolve);
@@ -158,6 +164,7 @@ export function register(program: Command): void {
         stopOnSignals(log, 'sidecar', () => {
           operations.close();
           v6?.close();
+          grpcV6?.close();
           return sidecar.traffic.shutdown();
         });
       } catch (err) {

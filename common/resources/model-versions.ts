@@ -1,4 +1,4 @@
-import type { ModelSpec } from './generated/models.js';
+import { modelSpecSchema, type ModelSpec } from './generated/models.js';
 
 /**
  * A Model's versions as the operator serves them and the gateway routes them. A Model with
@@ -147,3 +147,8 @@ export function versionProblems(model: string, spec: ModelSpec): Array<{ field: 
   }
   return problems;
 }
+
+const versionName = modelSpecSchema.shape.versions.unwrap().element.shape.name;
+
+/** Whether a Model could have a version of this name (the CRD's rule). */
+export const isVersionName = (name: string): boolean => versionName.safeParse(name).success;

@@ -47,13 +47,12 @@ export interface ModelInferRequest {
   raw_input_contents: Buffer[];
 }
 
-/** What the gateway answers: only the fields it sets. */
+/** What the gateway answers: its outputs always raw, in raw_output_contents. */
 export interface InferOutputTensor {
   name: string;
   datatype: string;
   shape: number[];
   parameters: InferParameters;
-  contents?: Partial<TensorContents>;
 }
 
 export interface ModelInferResponse {
@@ -88,8 +87,11 @@ export interface ModelMetadataResponse {
 
 const PROTO = fileURLToPath(new URL('./open-inference.proto', import.meta.url));
 
-/** `inference.GRPCInferenceService`, loaded once. */
+let service: ServiceDefinition | undefined;
+
+/** `inference.GRPCInferenceService`, read from the .proto once per process. */
 export function inferenceService(): ServiceDefinition {
+  if (service !== undefined) return service;
   const definition = loadSync(PROTO, {
     keepCase: true,
     longs: Number,
@@ -100,5 +102,6 @@ export function inferenceService(): ServiceDefinition {
   const pkg = loadPackageDefinition(definition) as unknown as {
     inference: { GRPCInferenceService: { service: ServiceDefinition } };
   };
-  return pkg.inference.GRPCInferenceService.service;
+  service = pkg.inference.GRPCInferenceService.service;
+  return service;
 }

@@ -1,14 +1,18 @@
-import { Metadata, status as Status, type ServiceError } from '@grpc/grpc-js';
+import { Metadata, status as Status } from '@grpc/grpc-js';
 import { TollgateError, isTollgateError } from '../../common/errors.js';
 
 /**
  * THE mapping from the gateway's errors to gRPC statuses, by the HTTP status each code has
  * (common/errors.ts), as KServe and Triton map theirs. The message starts with the same stable
  * code the REST answer carries ("shape_mismatch: input 'x' ..."), and the trailers repeat it as
- * `tollgate-code` (with `retry-after` where the REST answer has it), so a client can branch on it
- * without parsing text.
+ * `tollgate-code` (with `tollgate-field` and `retry-after` where the REST answer has them), so a
+ * client can branch on it without parsing text.
  */
-export function grpcStatusOf(httpStatus: number): Status {
+
+/** Trailers travel in one HTTP/2 header block: a message past this is clipped, not a stream reset. */
+const MAX_DETAILS = 1_000;
+
+function grpcStatusOf(httpStatus: number, code: string): Status {
   switch (httpStatus) {
     case 400:
     case 405:
@@ -30,34 +34,56 @@ export function grpcStatusOf(httpStatus: number): Status {
     case 429:
     case 431:
       return Status.RESOURCE_EXHAUSTED;
-    case 502:
     case 503:
       return Status.UNAVAILABLE;
     default:
-      return Status.INTERNAL;
+      // A runtime that could not be reached may be retried; a model that failed on this request
+      // (502 model_failed) or a gateway fault would fail again.
+      return code === 'upstream_connection_failed' ? Status.UNAVAILABLE : Status.INTERNAL;
   }
 }
 
+/** An error as REST would answer it: its status, code, message, field and headers. */
 export interface RestError {
   status: number;
   code: string;
   message: string;
   headers: Record<string, string>;
+  field?: string;
 }
 
-/** A TollgateError raised by the gRPC layer itself, in the REST error's terms. */
+/** A TollgateError raised by the gRPC layer itself (anything else is an opaque internal error), in REST's terms. */
 export function restErrorOf(err: unknown): RestError {
   const known = isTollgateError(err)
     ? err
     : new TollgateError('internal_error', 'the gateway failed unexpectedly; see its logs', { cause: err });
-  return { status: known.status, code: known.code, message: known.message, headers: known.headers };
+  return {
+    status: known.status,
+    code: known.code,
+    message: known.message,
+    headers: known.headers,
+    ...(known.field === undefined ? {} : { field: known.field }),
+  };
 }
 
-export function serviceError(err: RestError, requestId: string | undefined): Partial<ServiceError> {
+/** The status a call ends with: for a handler's callback and an interceptor's sendStatus alike. */
+export interface CallStatus {
+  code: Status;
+  details: string;
+  metadata: Metadata;
+}
+
+export function serviceError(err: RestError, requestId?: string): CallStatus {
   const metadata = new Metadata();
   metadata.set('tollgate-code', err.code);
+  if (err.field !== undefined) metadata.set('tollgate-field', err.field.slice(0, 200));
   const retryAfter = err.headers['retry-after'];
   if (retryAfter !== undefined) metadata.set('retry-after', retryAfter);
   if (requestId !== undefined) metadata.set('x-request-id', requestId);
-  return { code: grpcStatusOf(err.status), details: `${err.code}: ${err.message}`, metadata };
+  const details = `${err.code}: ${err.message}`;
+  return {
+    code: grpcStatusOf(err.status, err.code),
+    details: details.length > MAX_DETAILS ? `${details.slice(0, MAX_DETAILS)}...` : details,
+    metadata,
+  };
 }

@@ -1,8 +1,7 @@
 import { TollgateError } from '../../common/errors.js';
 import { V2_DATATYPES, type V2Datatype } from '../../common/model-settings/types.js';
-import { encodeTensor } from '../v2/binary-tensors.js';
+import { bytesTensor, encodeTensor } from '../v2/binary-tensors.js';
 import type {
-  InferOutputTensor,
   InferParameters,
   ModelInferRequest,
   ModelInferResponse,
@@ -13,10 +12,11 @@ import type {
 
 /**
  * The gRPC messages of the Open Inference Protocol as the V2 REST calls the gateway already
- * checks and sends on: a ModelInferRequest becomes a request in the binary tensor extension's
- * layout (every input raw, which is what tritonclient.grpc sends anyway), so the same validator,
- * versions, fallback and metrics apply to both; the JSON answer becomes a ModelInferResponse with
- * raw outputs, as Triton and MLServer answer.
+ * checks and sends on, in the binary tensor extension's layout both ways: a ModelInferRequest
+ * becomes a request whose every input is raw (what tritonclient.grpc sends anyway), asking for
+ * every output raw, so the same validator, versions, fallback and metrics apply to both and the
+ * answer is read within REST's bounds; its raw outputs become the ModelInferResponse's
+ * raw_output_contents, as Triton and MLServer answer.
  */
 
 const DATATYPES: ReadonlySet<string> = new Set(V2_DATATYPES);
@@ -55,7 +55,7 @@ const invalid = (message: string, field: string): TollgateError =>
   new TollgateError('invalid_binary_data', message, { field });
 
 /** gRPC parameters as the JSON object the REST form carries. */
-export function parametersJson(parameters: InferParameters | undefined): Record<string, unknown> {
+function parametersJson(parameters: InferParameters | undefined): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [name, p] of Object.entries(parameters ?? {})) {
     if (FRAMING_PARAMETERS.has(name) || p.parameter_choice === undefined) continue;
@@ -65,7 +65,7 @@ export function parametersJson(parameters: InferParameters | undefined): Record<
 }
 
 /** A JSON parameters object as gRPC parameters; values that are not scalars have no gRPC form. */
-export function grpcParameters(json: unknown): InferParameters {
+function grpcParameters(json: unknown): InferParameters {
   const out: InferParameters = {};
   if (typeof json !== 'object' || json === null || Array.isArray(json)) return out;
   for (const [name, v] of Object.entries(json as Record<string, unknown>)) {
@@ -77,16 +77,6 @@ export function grpcParameters(json: unknown): InferParameters {
       out[name] = { parameter_choice: 'double_param', double_param: v };
   }
   return out;
-}
-
-function lengthPrefixed(elements: Buffer[]): Buffer {
-  const parts: Buffer[] = [];
-  for (const element of elements) {
-    const size = Buffer.alloc(4);
-    size.writeUInt32LE(element.length);
-    parts.push(size, element);
-  }
-  return Buffer.concat(parts);
 }
 
 /** An input's typed contents as the raw bytes the binary extension carries. */
@@ -111,7 +101,7 @@ function contentsBytes(name: string, datatype: string, contents: TensorContents 
       `${field}.${stray}`,
     );
   }
-  if (wanted === 'bytes_contents') return lengthPrefixed(contents?.bytes_contents ?? []);
+  if (wanted === 'bytes_contents') return bytesTensor(contents?.bytes_contents ?? []);
   const values = (contents?.[wanted] ?? []) as unknown[];
   const bytes = encodeTensor(datatype as V2Datatype, values, undefined);
   if (bytes === undefined) {
@@ -151,11 +141,12 @@ export function inferRequestBody(request: ModelInferRequest): { body: Buffer; he
       parameters: { ...parametersJson(input.parameters), binary_data_size: bytes.length },
     };
   });
-  const parameters = parametersJson(request.parameters);
+  // Every output raw: REST encodes them within its bounds, and they are already what gRPC carries.
+  const parameters = { ...parametersJson(request.parameters), binary_data_output: true };
   const header = Buffer.from(
     JSON.stringify({
       ...(request.id === '' ? {} : { id: request.id }),
-      ...(Object.keys(parameters).length === 0 ? {} : { parameters }),
+      parameters,
       inputs,
       ...(request.outputs.length === 0
         ? {}
@@ -170,49 +161,54 @@ export function inferRequestBody(request: ModelInferRequest): { body: Buffer; he
   return { body: Buffer.concat([header, ...tensors]), headerLength: header.length };
 }
 
-interface JsonOutput {
+interface JsonTensor {
   name?: unknown;
   datatype?: unknown;
   shape?: unknown;
   parameters?: unknown;
-  data?: unknown;
 }
+
+const isObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
 
 const shapeOf = (v: unknown): number[] => (Array.isArray(v) ? v.filter((n) => typeof n === 'number') : []);
 
-/** JSON values in the contents field of their datatype (the answer's fallback when raw bytes cannot hold them). */
-function contentsOf(output: JsonOutput): Partial<TensorContents> {
-  const datatype = String(output.datatype) as V2Datatype;
-  const values = Array.isArray(output.data) ? (output.data as unknown[]).flat(Infinity) : [];
-  const field = CONTENTS_FIELD[datatype] ?? 'fp64_contents';
-  if (field === 'bytes_contents') {
-    const base64 =
-      typeof output.parameters === 'object' &&
-      output.parameters !== null &&
-      (output.parameters as Record<string, unknown>).content_type === 'base64';
-    return { bytes_contents: values.map((v) => Buffer.from(String(v), base64 ? 'base64' : 'utf8')) };
-  }
-  return { [field]: values };
-}
+const unreadable = (message: string): TollgateError => new TollgateError('model_failed', message);
 
-/** The runtime's JSON answer as a ModelInferResponse: raw outputs, or typed contents when one does not fit raw bytes. */
-export function inferResponse(answer: Record<string, unknown>): ModelInferResponse {
-  const outputs = (Array.isArray(answer.outputs) ? answer.outputs : []) as JsonOutput[];
-  const tensors = outputs.map((o) => ({
-    output: o,
-    raw: Array.isArray(o.data)
-      ? encodeTensor(String(o.datatype) as V2Datatype, o.data, o.parameters)
-      : undefined,
-  }));
-  const allRaw = tensors.every((t) => t.raw !== undefined);
-  const described = tensors.map(({ output }): InferOutputTensor => {
-    const tensor: InferOutputTensor = {
-      name: String(output.name ?? ''),
-      datatype: String(output.datatype ?? ''),
-      shape: shapeOf(output.shape),
-      parameters: grpcParameters(output.parameters),
+/**
+ * The REST answer to `inferRequestBody`'s request (its JSON header, then every output's raw bytes
+ * in order) as a ModelInferResponse. An output left in JSON is one whose values its datatype
+ * cannot carry raw (REST could not encode it): the runtime's answer is wrong, and it is refused
+ * rather than sent with values changed.
+ */
+export function inferResponse(body: Buffer, headerLength: number | undefined): ModelInferResponse {
+  let answer: unknown;
+  try {
+    answer = JSON.parse(body.subarray(0, headerLength ?? body.length).toString('utf8'));
+  } catch {
+    throw unreadable("the runtime's answer is not valid JSON (cut short?); see the runtime's logs");
+  }
+  if (!isObject(answer)) throw unreadable("the runtime's answer is not a V2 inference response");
+  const outputs = (Array.isArray(answer.outputs) ? answer.outputs : []) as unknown[];
+  const raw: Buffer[] = [];
+  let offset = headerLength ?? body.length;
+  const described = outputs.map((output) => {
+    const o: JsonTensor = isObject(output) ? output : {};
+    const { binary_data_size: size, ...parameters } = isObject(o.parameters) ? o.parameters : {};
+    const name = String(o.name ?? '');
+    if (typeof size !== 'number' || offset + size > body.length) {
+      throw unreadable(
+        `the runtime's output '${name}' holds values its datatype ${String(o.datatype)} cannot carry; see the model`,
+      );
+    }
+    raw.push(body.subarray(offset, offset + size));
+    offset += size;
+    return {
+      name,
+      datatype: String(o.datatype ?? ''),
+      shape: shapeOf(o.shape),
+      parameters: grpcParameters(parameters),
     };
-    return allRaw ? tensor : { ...tensor, contents: contentsOf(output) };
   });
   return {
     model_name: String(answer.model_name ?? ''),
@@ -220,19 +216,22 @@ export function inferResponse(answer: Record<string, unknown>): ModelInferRespon
     id: typeof answer.id === 'string' ? answer.id : '',
     parameters: grpcParameters(answer.parameters),
     outputs: described,
-    raw_output_contents: allRaw ? tensors.map((t) => t.raw as Buffer) : [],
+    raw_output_contents: raw,
   };
 }
 
 /** A model's JSON metadata as a ModelMetadataResponse. */
 export function metadataResponse(json: Record<string, unknown>): ModelMetadataResponse {
   const tensors = (v: unknown): TensorMetadata[] =>
-    (Array.isArray(v) ? (v as JsonOutput[]) : []).map((t) => ({
-      name: String(t.name ?? ''),
-      datatype: String(t.datatype ?? ''),
-      shape: shapeOf(t.shape),
-      parameters: grpcParameters(t.parameters),
-    }));
+    (Array.isArray(v) ? (v as unknown[]) : []).map((t) => {
+      const tensor: JsonTensor = isObject(t) ? t : {};
+      return {
+        name: String(tensor.name ?? ''),
+        datatype: String(tensor.datatype ?? ''),
+        shape: shapeOf(tensor.shape),
+        parameters: grpcParameters(tensor.parameters),
+      };
+    });
   return {
     name: String(json.name ?? ''),
     versions: Array.isArray(json.versions) ? json.versions.map(String) : [],

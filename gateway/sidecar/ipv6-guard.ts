@@ -1,5 +1,4 @@
-import { createServer, isIPv4, type Server as NetServer } from 'node:net';
-import type { Server } from 'node:http';
+import { createServer, isIPv4, type Server as NetServer, type Socket } from 'node:net';
 import type { Logger } from '../../common/logger.js';
 
 /**
@@ -8,11 +7,16 @@ import type { Logger } from '../../common/logger.js';
  * cluster whose nodes run IPv6) where a workload listening on `[::]` would answer other pods
  * without a key. Bound first (the sidecar starts before the workload), `[::]:<port>` is the
  * sidecar's: a workload that tries the IPv6 wildcard fails to start rather than run unguarded, as
- * one that tries `0.0.0.0` does. Connections it accepts are served by the same HTTP server.
- * Undefined when the pod has no IPv6 at all.
+ * one that tries `0.0.0.0` does. Connections it accepts go to `serve` (the HTTP server serves
+ * them; the gRPC port, whose server takes no socket from outside, closes them). Undefined when the
+ * pod has no IPv6 at all.
  */
-export async function guardIpv6(http: Server, port: number, log: Logger): Promise<NetServer | undefined> {
-  const v6 = createServer((socket) => http.emit('connection', socket));
+export async function guardIpv6(
+  serve: (socket: Socket) => void,
+  port: number,
+  log: Logger,
+): Promise<NetServer | undefined> {
+  const v6 = createServer(serve);
   try {
     await new Promise<void>((resolve, reject) => {
       v6.once('error', reject);

@@ -413,6 +413,17 @@ export function encodeBinaryResponse(
   return { body: Buffer.concat([header, ...buffers]), headerLength: header.length };
 }
 
+/** A BYTES tensor's raw form: each element its 4-byte little-endian length, then its bytes. */
+export function bytesTensor(elements: readonly Buffer[]): Buffer {
+  const parts: Buffer[] = [];
+  for (const element of elements) {
+    const size = Buffer.alloc(4);
+    size.writeUInt32LE(element.length);
+    parts.push(size, element);
+  }
+  return Buffer.concat(parts);
+}
+
 /**
  * A tensor's JSON values as raw bytes (BYTES: a base64 content_type means the strings are base64),
  * or undefined when a value does not fit the datatype.
@@ -421,15 +432,12 @@ export function encodeTensor(datatype: V2Datatype, data: unknown[], parameters: 
   const values = data.flat(Infinity);
   if (datatype === 'BYTES') {
     const base64 = isObject(parameters) && parameters.content_type === 'base64';
-    const parts: Buffer[] = [];
+    const elements: Buffer[] = [];
     for (const v of values) {
       if (typeof v !== 'string') return undefined;
-      const bytes = base64 ? Buffer.from(v, 'base64') : Buffer.from(v, 'utf8');
-      const size = Buffer.alloc(4);
-      size.writeUInt32LE(bytes.length);
-      parts.push(size, bytes);
+      elements.push(base64 ? Buffer.from(v, 'base64') : Buffer.from(v, 'utf8'));
     }
-    return Buffer.concat(parts);
+    return bytesTensor(elements);
   }
   const size = SIZES[datatype];
   if (size === undefined) return undefined;

@@ -34,6 +34,7 @@ interface Container {
   args?: string[];
   env?: Array<{ name: string; value?: string; valueFrom?: { secretKeyRef?: { name: string; key: string } } }>;
   envFrom?: Array<{ secretRef?: { name: string } }>;
+  ports?: Array<{ name: string; containerPort: number }>;
   readinessProbe?: { httpGet?: { path: string } };
   livenessProbe?: { httpGet?: { path: string } };
   securityContext?: Record<string, unknown>;
@@ -156,6 +157,28 @@ describe('helm chart: lint and render', () => {
       'prometheus.io/path': '/metrics',
     });
     expect(gateway.template.metadata.annotations?.['checksum/config']).toMatch(/^[0-9a-f]{64}$/);
+    // V2 over gRPC on its own port, named in the pod and the Service (h2c, for a mesh or route).
+    expect(gw.ports?.map((p) => [p.name, p.containerPort])).toEqual([
+      ['http', 8080],
+      ['grpc', 8081],
+    ]);
+    const service = find(objects, 'Service', 't1-tollgate-gateway') as unknown as {
+      spec: { ports: Array<{ name: string; port: number; targetPort: string; appProtocol?: string }> };
+    };
+    expect(service.spec.ports.find((p) => p.name === 'grpc')).toEqual({
+      name: 'grpc',
+      port: 8081,
+      targetPort: 'grpc',
+      protocol: 'TCP',
+      appProtocol: 'kubernetes.io/h2c',
+    });
+    const withoutGrpc = await render(['gateway.grpcPort=null']);
+    const plain = deployment(withoutGrpc.objects, 't1-tollgate-gateway').template.spec
+      .containers[0] as Container;
+    expect(plain.ports?.map((p) => p.name)).toEqual(['http']);
+    const plainConfig =
+      find(withoutGrpc.objects, 'ConfigMap', 't1-tollgate-gateway').data?.['gateway.yaml'] ?? '';
+    expect(plainConfig).not.toContain('grpcPort');
 
     const operator = deployment(objects, 't1-tollgate-operator');
     expect(operator.replicas).toBe(1);
@@ -350,6 +373,7 @@ describe('helm chart: lint and render', () => {
       upstreams: { datasets: 'http://datasets.platform.svc:8080' },
       roles: [],
       creditCosts: {},
+      grpcPort: 8081,
       bodyLimitBytes: 10485760,
       upstreamTimeoutMs: 60000,
       shutdownTimeoutMs: 30000,

@@ -31,8 +31,11 @@ export interface Dev {
   pid: number;
   /** What the process printed, the last 200 kB. */
   log(): string;
-  /** A key (platform by default) with these roles, created through the management API as user vera. */
-  key(roles: string[], module?: 'platform' | 'bda'): Promise<string>;
+  /**
+   * A key (platform by default) with these roles, created through the management API as user
+   * vera, with any other field of the create call.
+   */
+  key(roles: string[], module?: 'platform' | 'bda', extra?: Record<string, unknown>): Promise<string>;
   /** A management API token of user vera. */
   token(): Promise<string>;
   stop(): Promise<void>;
@@ -74,11 +77,11 @@ export async function startDev(
     pid: dev.pid ?? 0,
     log: () => output,
     token,
-    async key(roles, module = 'platform') {
+    async key(roles, module = 'platform', extra = {}) {
       const created = await fetch(`${base}/api/v1/apikeys`, {
         method: 'POST',
         headers: { authorization: `Bearer ${await token()}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ module, roles, name: 'dev test' }),
+        body: JSON.stringify({ module, roles, name: 'dev test', ...extra }),
       });
       if (created.status !== 201)
         throw new Error(`key not created: ${created.status} ${await created.text()}`);

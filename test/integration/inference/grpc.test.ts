@@ -228,6 +228,58 @@ describe('V2 inference over gRPC (standalone)', () => {
       expect(refusal(anonymous)).toEqual([16, 'missing_api_key', 'missing_api_key']);
     });
 
+    test('the caller is who grpc-js says it is: a key held to other networks is refused here, one held to loopback passes', async () => {
+      const elsewhere = await dev?.key(['models:inference'], 'platform', { allowedCidrs: ['10.0.0.0/8'] });
+      const refused = await call(
+        'ModelInfer',
+        { model_name: 'model-iris', inputs: [features()], raw_input_contents: [raw] },
+        { authorization: `Apikey ${elsewhere ?? ''}` },
+      );
+      expect(refusal(refused)).toEqual([7, 'address_not_allowed', 'address_not_allowed']);
+      expect(refused.error?.details).toMatch(/from 127\.0\.0\.1/);
+      const here = await dev?.key(['models:inference'], 'platform', { allowedCidrs: ['127.0.0.0/8'] });
+      const ok = await call(
+        'ModelInfer',
+        { model_name: 'model-iris', inputs: [features()], raw_input_contents: [raw] },
+        { authorization: `Apikey ${here ?? ''}` },
+      );
+      expect(predictions(ok.value)).toEqual(expected);
+    });
+
+    test('a key is checked before the message is read, and a message that would decode into too much is not decoded', async () => {
+      // 8 MiB from a caller with no key: refused for the key, not weighed or decoded.
+      const anonymous = await call(
+        'ModelInfer',
+        {
+          model_name: 'model-iris',
+          inputs: [features({ shape: [524_288, 4] })],
+          raw_input_contents: [Buffer.alloc(8 << 20)],
+        },
+        {},
+      );
+      expect(refusal(anonymous)).toEqual([16, 'missing_api_key', 'missing_api_key']);
+      const wrong = await call(
+        'ModelInfer',
+        { model_name: 'model-iris' },
+        { authorization: 'Apikey tg_nothing' },
+      );
+      expect(refusal(wrong)[0]).toBe(16);
+      // A million empty inputs: 2 MB on the wire, hundreds of megabytes decoded.
+      const empties = await call('ModelInfer', {
+        model_name: 'model-iris',
+        inputs: Array.from({ length: 1_000_000 }, () => ({})),
+      });
+      expect(refusal(empties)).toEqual([8, 'body_too_large', 'body_too_large']);
+      expect(empties.error?.details).toMatch(/raw_input_contents/);
+      // The gateway is still there and answers.
+      const after = await call('ModelInfer', {
+        model_name: 'model-iris',
+        inputs: [features()],
+        raw_input_contents: [raw],
+      });
+      expect(predictions(after.value)).toEqual(expected);
+    });
+
     test('a message past the body limit is refused; the calls are counted as REST calls are', async () => {
       const before = await modelRequests();
       const big = await call('ModelInfer', {

@@ -16,7 +16,7 @@ describe('the sidecar’s guard on every IPv6 address', () => {
     const http = createHttpServer((_req, res) => res.end('sidecar'));
     await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
     const port = (http.address() as AddressInfo).port;
-    const v6 = await guardIpv6(http, port, log);
+    const v6 = await guardIpv6((socket) => http.emit('connection', socket), port, log);
     try {
       expect(v6).toBeDefined();
       const body = await new Promise<string>((resolve, reject) =>
@@ -46,7 +46,7 @@ describe('the sidecar’s guard on every IPv6 address', () => {
     const port = (workload.address() as AddressInfo).port;
     const http = createHttpServer();
     try {
-      await expect(guardIpv6(http, port, log)).rejects.toThrow(
+      await expect(guardIpv6((socket) => http.emit('connection', socket), port, log)).rejects.toThrow(
         `port ${port} is taken on every IPv6 address ([::]:${port})`,
       );
     } finally {

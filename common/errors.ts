@@ -148,6 +148,7 @@ export const ERROR_STATUS = {
   model_store_unavailable: 503,
   redis_unavailable: 503,
   shutting_down: 503,
+  gateway_busy: 503,
   storage_unavailable: 503,
   upstream_unavailable: 503,
   // 504

@@ -1,66 +1,133 @@
-import protobuf from 'protobufjs/minimal.js';
+import protobuf from 'protobufjs';
+import { TollgateError } from '../../common/errors.js';
 
 /**
- * What a ModelInferRequest costs to decode, read from its wire form before it is decoded. Decoding
- * turns every field into a JavaScript value: an empty input or raw entry is 2 bytes on the wire and
- * an object of a couple of hundred bytes in memory, a packed INT64 zero 1 byte and a number of 8
- * or more, so a message within the body limit could decode into a hundred times its size. Counted
- * here, it is refused when that would pass a bound, before anything is allocated.
+ * What a message costs to decode, read from its wire form before it is decoded, by the rules of
+ * its type in the .proto (reflected, not copied). Decoding turns every field into a JavaScript
+ * value: an empty tensor is 2 bytes on the wire and an object of a couple of hundred bytes in
+ * memory, a packed INT64 zero 1 byte and a Long object of about 100, so a message within the body
+ * limit could decode into a hundred times its size. Counted here, it is refused before anything is
+ * allocated. A field whose wire type is not its type's is refused too: the decoder would frame it
+ * otherwise than this count does.
  */
 
-/** Bytes one decoded object (a tensor, a map entry, a string, a Buffer) holds, at least. */
+/** Bytes a decoded object (a message, a map entry, a string, a Buffer) holds, at least. */
 const OBJECT_BYTES = 200;
-/** Bytes one decoded number or boolean holds in its array, copies included. */
+/** Bytes a decoded number or boolean holds in its array, copies included. */
 const VALUE_BYTES = 32;
+/** Bytes a decoded 64-bit integer holds (a Long object, then a number). */
+const LONG_BYTES = 100;
 
-type Field = 'object' | 'varints' | 'fixed32s' | 'fixed64s' | Message;
-type Message = { [field: number]: Field };
-
-const parameter: Message = { 3: 'object' };
-const map: Message = { 1: 'object', 2: parameter };
-const contents: Message = {
-  1: 'varints',
-  2: 'varints',
-  3: 'varints',
-  4: 'varints',
-  5: 'varints',
-  6: 'fixed32s',
-  7: 'fixed64s',
-  8: 'object',
+const WIRE: Record<string, 0 | 1 | 5> = {
+  int32: 0,
+  uint32: 0,
+  sint32: 0,
+  int64: 0,
+  uint64: 0,
+  sint64: 0,
+  bool: 0,
+  fixed64: 1,
+  sfixed64: 1,
+  double: 1,
+  fixed32: 5,
+  sfixed32: 5,
+  float: 5,
 };
-const input: Message = { 1: 'object', 2: 'object', 3: 'varints', 4: map, 5: contents };
-const output: Message = { 1: 'object', 2: map };
-const request: Message = { 1: 'object', 2: 'object', 3: 'object', 4: map, 5: input, 6: output, 7: 'object' };
+const LONGS = new Set(['int64', 'uint64', 'sint64', 'fixed64', 'sfixed64']);
 
-/** Elements in a packed run of `kind`; a varint ends at each byte below 0x80. */
-function packed(kind: 'varints' | 'fixed32s' | 'fixed64s', bytes: Uint8Array): number {
-  if (kind === 'fixed32s') return bytes.length / 4;
-  if (kind === 'fixed64s') return bytes.length / 8;
-  let n = 0;
-  for (const b of bytes) if (b < 0x80) n++;
-  return n;
+type Rule =
+  | { kind: 'message'; fields: Schema }
+  | { kind: 'bytes' }
+  | { kind: 'scalar'; wire: 0 | 1 | 5; bytes: number; repeated: boolean };
+type Schema = Map<number, Rule>;
+
+function scalarOrBytes(type: string, repeated: boolean): Rule {
+  const wire = WIRE[type];
+  if (wire === undefined) return { kind: 'bytes' };
+  return { kind: 'scalar', wire, bytes: LONGS.has(type) ? LONG_BYTES : VALUE_BYTES, repeated };
 }
 
-function cost(bytes: Uint8Array, message: Message): number {
+function schemaOf(type: protobuf.Type): Schema {
+  const schema: Schema = new Map();
+  for (const field of type.fieldsArray) {
+    field.resolve();
+    if (field instanceof protobuf.MapField) {
+      const value =
+        field.resolvedType instanceof protobuf.Type
+          ? { kind: 'message' as const, fields: schemaOf(field.resolvedType) }
+          : scalarOrBytes(field.type, false);
+      const entry: Schema = new Map([
+        [1, scalarOrBytes(field.keyType, false)],
+        [2, value],
+      ]);
+      schema.set(field.id, { kind: 'message', fields: entry });
+    } else if (field.resolvedType instanceof protobuf.Type) {
+      schema.set(field.id, { kind: 'message', fields: schemaOf(field.resolvedType) });
+    } else {
+      schema.set(field.id, scalarOrBytes(field.type, field.repeated));
+    }
+  }
+  return schema;
+}
+
+const malformed = (message: string): TollgateError =>
+  new TollgateError('bad_request', `the message is not valid for the protocol: ${message}`);
+
+/** Elements in a packed run; a varint ends at each byte below 0x80. */
+function packedCount(wire: 0 | 1 | 5, run: Uint8Array): number {
+  if (wire === 0) {
+    let n = 0;
+    for (const b of run) if (b < 0x80) n++;
+    return n;
+  }
+  const size = wire === 1 ? 8 : 4;
+  if (run.length % size !== 0) throw malformed(`a packed run of ${run.length} bytes is not whole values`);
+  return run.length / size;
+}
+
+function cost(bytes: Uint8Array, schema: Schema): number {
   const reader = protobuf.Reader.create(bytes);
   let total = OBJECT_BYTES;
   while (reader.pos < reader.len) {
     const tag = reader.uint32();
-    const field = message[tag >>> 3];
-    const wireType = tag & 7;
-    if (field === undefined || wireType !== 2) {
-      // A scalar, or a field the decoder drops: skipped; one value when it is kept.
-      reader.skipType(wireType);
-      if (field !== undefined) total += VALUE_BYTES;
+    const id = tag >>> 3;
+    const wire = tag & 7;
+    const rule = schema.get(id);
+    if (rule === undefined) {
+      // A field the decoder drops: skipped, costing nothing.
+      reader.skipType(wire);
       continue;
     }
+    if (rule.kind === 'scalar' && wire === rule.wire) {
+      reader.skipType(wire);
+      total += rule.bytes;
+      continue;
+    }
+    if (wire !== 2 || (rule.kind === 'scalar' && !rule.repeated))
+      throw malformed(`field ${id} has wire type ${wire}`);
     const value = reader.bytes();
-    if (field === 'object') total += OBJECT_BYTES + value.length;
-    else if (typeof field === 'object') total += cost(value, field);
-    else total += packed(field, value) * VALUE_BYTES;
+    if (rule.kind === 'message') total += cost(value, rule.fields);
+    else if (rule.kind === 'bytes') total += OBJECT_BYTES + value.length;
+    else total += packedCount(rule.wire, value) * rule.bytes;
   }
   return total;
 }
 
-/** Bytes a ModelInferRequest's decoding would hold at least; throws on a message that is not protobuf. */
-export const inferRequestCost = (message: Uint8Array): number => cost(message, request);
+/** The cost of decoding messages of one type. */
+export class DecodeCost {
+  private readonly schema: Schema;
+
+  constructor(type: protobuf.Type) {
+    this.schema = schemaOf(type);
+  }
+
+  /** Bytes the message's decoding would hold at least; 400 bad_request for one that is not protobuf. */
+  of(message: Uint8Array): number {
+    try {
+      return cost(message, this.schema);
+    } catch (err) {
+      if (err instanceof TollgateError) throw err;
+      throw malformed((err as Error).message);
+    }
+  }
+}

@@ -1,6 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { loadPackageDefinition, type ServiceDefinition } from '@grpc/grpc-js';
-import { loadSync } from '@grpc/proto-loader';
+import { fromJSON } from '@grpc/proto-loader';
+import protobuf from 'protobufjs';
 
 /**
  * The Open Inference Protocol's gRPC service (open-inference.proto) and the shapes its messages
@@ -87,12 +88,20 @@ export interface ModelMetadataResponse {
 
 const PROTO = fileURLToPath(new URL('./open-inference.proto', import.meta.url));
 
+let root: protobuf.Root | undefined;
+
+/** The .proto's types, read once per process, field names as written. */
+export function protocolTypes(): protobuf.Root {
+  root ??= new protobuf.Root().loadSync(PROTO, { keepCase: true });
+  return root;
+}
+
 let service: ServiceDefinition | undefined;
 
-/** `inference.GRPCInferenceService`, read from the .proto once per process. */
+/** `inference.GRPCInferenceService`, from the same types. */
 export function inferenceService(): ServiceDefinition {
   if (service !== undefined) return service;
-  const definition = loadSync(PROTO, {
+  const definition = fromJSON(protocolTypes().toJSON(), {
     keepCase: true,
     longs: Number,
     enums: String,

@@ -19,11 +19,11 @@ import type { Logger } from '../../common/logger.js';
 import { isModelName } from '../../common/resources/model-name.js';
 import { isVersionName } from '../../common/resources/model-versions.js';
 import type { KeyChecker } from '../auth/key-check.js';
-import { sendError } from '../http/errors.js';
+import { logFailure, sendError, toTollgateError } from '../http/errors.js';
 import { normalisePath, type NormalisedPath } from '../routing/normalise.js';
-import { inferRequestCost } from './decode-cost.js';
-import { inferenceService, type ModelInferRequest, type ModelRef } from './protocol.js';
-import { restErrorOf, serviceError, type RestError } from './status.js';
+import { DecodeCost } from './decode-cost.js';
+import { inferenceService, protocolTypes, type ModelInferRequest, type ModelRef } from './protocol.js';
+import { restErrorOf, serviceError, type CallStatus, type RestError } from './status.js';
 import { inferRequestBody, inferResponse, metadataResponse } from './tensors.js';
 
 /** The HTTP side a gRPC call is answered by: the gateway's (or a model sidecar's) request dispatch. */
@@ -33,7 +33,7 @@ export interface GrpcOptions {
   /** The key check (a gRPC call carries no grant: its key is checked in full). */
   keys: Pick<KeyChecker, 'check'>;
   bodyLimitBytes: number;
-  /** How long a call's message may take to arrive once its key passed (REST's body bound). */
+  /** How long a call's message may take to arrive, whole (REST's body bound). */
   requestBodyTimeoutMs: number;
   log: Logger;
 }
@@ -55,8 +55,12 @@ const OPEN = new Set([
   '/inference.GRPCInferenceService/ServerMetadata',
 ]);
 
-/** Decoding may hold at most this multiple of the body limit (a JSON body of that size parses into about as much). */
-const DECODE_BOUND = 8;
+/** Calls a process holds at once, over every connection; more are refused (RESOURCE_EXHAUSTED). */
+const MAX_CALLS = 1_024;
+/** One message may decode into at most this multiple of the body limit... */
+const MESSAGE_DECODE_BOUND = 4;
+/** ...and the messages being decoded at once into at most this multiple, together. */
+const PROCESS_DECODE_BOUND = 8;
 
 interface RestAnswer {
   status: number;
@@ -72,6 +76,9 @@ class Refused extends Error {
   }
 }
 
+/** The caller went away (cancelled, or past its deadline): nothing more is done for it. */
+class Cancelled extends Error {}
+
 function refusal(answer: RestAnswer): Refused {
   const code = typeof answer.json?.code === 'string' ? answer.json.code : 'internal_error';
   const message =
@@ -85,8 +92,8 @@ function refusal(answer: RestAnswer): Refused {
 
 /**
  * The caller's address: grpc-js gives `<address>:<port>` (an IPv6 address unbracketed). Undefined
- * when it cannot be read, and then the call is refused: an address taken for loopback could pass
- * a key's network allowlist.
+ * when it cannot be read (the connection is gone), and then nothing is done for the call: an
+ * address taken for loopback could pass a key's network allowlist.
  */
 export function peerAddress(peer: string): string | undefined {
   const at = peer.lastIndexOf(':');
@@ -94,17 +101,12 @@ export function peerAddress(peer: string): string | undefined {
   return isIP(address) === 0 ? undefined : address;
 }
 
-/** A ModelInferRequest too costly to decode: refused by the handler instead of decoded. */
-class Undecoded {
-  constructor(readonly refusal: TollgateError) {}
-}
-
 /** One gRPC call as it is answered: its metadata, its peer, and the request id the REST side settled on. */
 interface Exchange<Req = unknown> {
   request: Req;
   metadata: Metadata;
   address: string;
-  signal?: AbortSignal;
+  cancelled: () => boolean;
   requestId?: string;
 }
 
@@ -115,12 +117,19 @@ type Unary<Req, Res> = (call: ServerUnaryCall<Req, Res>, answer: sendUnaryData<R
  * call becomes the REST request it stands for (light-my-request builds it, no socket), so keys,
  * scopes, rate limits, credits, request checks, versions, the traffic split with its fallback,
  * shadow copies, payload logs and metrics are the same code for both protocols, and the runtime
- * behind is spoken to as it always is. The key is checked from the call's metadata before its
- * message is read; a message is refused before decoding when it would decode into too much.
- * Errors keep their codes (status.ts).
+ * behind is spoken to as it always is.
+ *
+ * What gRPC adds to REST's exposure is bounded here: the key is checked from the call's metadata
+ * before its message is read; the message must arrive whole within REST's body time; a
+ * ModelInferRequest is weighed on the wire before it is decoded, alone and with the others being
+ * decoded; the calls a process holds are capped. Errors keep their codes (status.ts).
  */
 export class GrpcGateway {
   private readonly server: Server;
+  private readonly inferCost = new DecodeCost(protocolTypes().lookupType('inference.ModelInferRequest'));
+  private readonly decodeInfer: (message: Buffer) => unknown;
+  private calls = 0;
+  private decoding = 0;
 
   constructor(
     private readonly dispatch: Dispatch,
@@ -128,16 +137,27 @@ export class GrpcGateway {
   ) {
     this.server = new Server({
       'grpc.max_receive_message_length': opts.bodyLimitBytes,
-      'grpc.max_send_message_length': -1,
+      // An answer is REST's, read within the body limit and made raw: never larger than twice it.
+      'grpc.max_send_message_length': 2 * opts.bodyLimitBytes,
       // A connection carries a bounded number of calls, and none lives for ever: clients
       // reconnect, and so move to other replicas as a load balancer would move REST clients.
       'grpc.max_concurrent_streams': 128,
       'grpc.max_connection_idle_ms': 5 * 60_000,
       'grpc.max_connection_age_ms': 30 * 60_000,
-      'grpc.max_connection_age_grace_ms': 60_000,
+      // Room for a call held through a cold start and a slow runtime.
+      'grpc.max_connection_age_grace_ms': 5 * 60_000,
       interceptors: [this.admission],
     });
-    this.server.addService(this.service(), this.handlers());
+    const service = inferenceService();
+    const infer = service.ModelInfer;
+    if (infer === undefined) throw new Error('open-inference.proto declares no ModelInfer');
+    this.decodeInfer = infer.requestDeserialize;
+    // ModelInfer's message is taken as bytes and decoded by its handler, once weighed.
+    const raw: ServiceDefinition = {
+      ...service,
+      ModelInfer: { ...infer, requestDeserialize: (b: Buffer) => b },
+    };
+    this.server.addService(raw, this.handlers());
   }
 
   listen(port: number, host: string): Promise<number> {
@@ -163,84 +183,92 @@ export class GrpcGateway {
     });
   }
 
-  /** The service, its ModelInfer messages weighed before they are decoded. */
-  private service(): ServiceDefinition {
-    const service = inferenceService();
-    const infer = service.ModelInfer;
-    if (infer === undefined) throw new Error('open-inference.proto declares no ModelInfer');
-    const max = DECODE_BOUND * this.opts.bodyLimitBytes;
-    const decode = (message: Buffer): unknown => {
-      let cost: number;
-      try {
-        cost = inferRequestCost(message);
-      } catch {
-        return new Undecoded(
-          new TollgateError('bad_request', 'the ModelInferRequest message is not valid protobuf'),
-        );
-      }
-      if (cost > max) {
-        return new Undecoded(
-          new TollgateError(
-            'body_too_large',
-            `the ModelInferRequest would decode into more than ${max} bytes (its entries and typed values); send the tensors in raw_input_contents, or fewer rows per call`,
-          ),
-        );
-      }
-      return infer.requestDeserialize(message);
-    };
-    return { ...service, ModelInfer: { ...infer, requestDeserialize: decode } };
-  }
-
   /**
-   * Every call but the open ones has its key checked from its metadata before its message is
-   * read (as REST checks it before the body), and its message must then arrive within the body
-   * bound.
+   * Every call is counted against the process's cap and must have its message whole (half-closed)
+   * within REST's body time; every call but the open ones has its key checked from its metadata
+   * before its message is read, as REST checks it before the body.
    */
   private readonly admission: ServerInterceptor = (descriptor, call) => {
+    let ended = false;
+    let counted = false;
     let waiting: NodeJS.Timeout | undefined;
-    const stopWaiting = (): void => clearTimeout(waiting);
+    const end = (): void => {
+      ended = true;
+      clearTimeout(waiting);
+      if (counted) this.calls--;
+      counted = false;
+    };
+    const refuse = (status: CallStatus): void => {
+      end();
+      this.sendStatus(call, status);
+    };
     return new ServerInterceptingCall(call, {
       start: (next) =>
         next({
           onReceiveMetadata: (metadata, admit) => {
-            if (OPEN.has(descriptor.path)) return admit(metadata);
-            const address = peerAddress(call.getPeer());
-            if (address === undefined) {
-              this.opts.log.error({ peer: call.getPeer() }, 'gRPC call from an address that cannot be read');
-              return call.sendStatus({
-                code: Status.INTERNAL,
-                details: "internal_error: the caller's address cannot be read",
-              });
+            if (this.calls >= MAX_CALLS) {
+              return refuse(
+                serviceError(
+                  restErrorOf(
+                    new TollgateError(
+                      'gateway_busy',
+                      `this replica holds ${MAX_CALLS} gRPC calls; retry shortly`,
+                      {
+                        headers: { 'retry-after': '1' },
+                      },
+                    ),
+                  ),
+                ),
+              );
             }
-            this.keyChecked(metadata, address).then(
-              (answer) => {
-                if (answer.status !== 200) return call.sendStatus(serviceError(refusal(answer).rest));
-                const ms = this.opts.requestBodyTimeoutMs;
-                waiting = setTimeout(() => {
-                  call.sendStatus(
-                    serviceError(
-                      restErrorOf(
-                        new TollgateError(
-                          'request_timeout',
-                          `the call's message did not arrive within ${ms} ms; send it at once`,
-                        ),
+            this.calls++;
+            counted = true;
+            const ms = this.opts.requestBodyTimeoutMs;
+            waiting = setTimeout(
+              () =>
+                refuse(
+                  serviceError(
+                    restErrorOf(
+                      new TollgateError(
+                        'request_timeout',
+                        `the call's message did not arrive whole within ${ms} ms; send it at once`,
                       ),
                     ),
-                  );
-                }, ms);
+                  ),
+                ),
+              ms,
+            );
+            if (OPEN.has(descriptor.path)) return admit(metadata);
+            const address = peerAddress(call.getPeer());
+            // The connection is gone: there is nobody to answer.
+            if (address === undefined)
+              return refuse({ code: Status.CANCELLED, details: 'cancelled', metadata: new Metadata() });
+            this.keyChecked(metadata, address).then(
+              (answer) => {
+                if (ended) return;
+                if (answer.status !== 200) return refuse(serviceError(refusal(answer).rest));
                 admit(metadata);
               },
-              (err: unknown) => call.sendStatus(serviceError(this.logged(err))),
+              (err: unknown) => refuse(serviceError(this.logged(err))),
             );
           },
-          onReceiveMessage: (message, pass) => {
-            stopWaiting();
-            pass(message);
+          onReceiveHalfClose: (next) => {
+            clearTimeout(waiting);
+            next();
           },
-          onCancel: stopWaiting,
+          onCancel: end,
         }),
     });
   };
+
+  private sendStatus(call: { sendStatus(status: CallStatus): void }, status: CallStatus): void {
+    try {
+      call.sendStatus(status);
+    } catch (err) {
+      this.opts.log.error({ err }, 'gRPC status not sent; sending a plain one');
+      call.sendStatus({ code: Status.INTERNAL, details: 'internal_error', metadata: new Metadata() });
+    }
+  }
 
   private handlers(): UntypedServiceImplementation {
     return {
@@ -270,20 +298,9 @@ export class GrpcGateway {
         if (answer.json?.ready === false || answer.json?.code === 'model_not_ready') return { ready: false };
         throw refusal(answer);
       }),
-      ModelInfer: this.unary(async (ex: Exchange<ModelInferRequest | Undecoded>) => {
-        const { request } = ex;
-        if (request instanceof Undecoded) throw request.refusal;
+      ModelInfer: this.unary(async (ex: Exchange<Buffer>) => {
+        const { request, translated } = this.translated(ex.request);
         const path = await this.modelPath(ex, request.model_name, request.model_version);
-        let translated: { body: Buffer; headerLength: number };
-        try {
-          translated = inferRequestBody(request);
-        } catch (err) {
-          // Refused as REST refuses a bad body: once the key may call the model (role, scope,
-          // rate limit, price), as a body REST cannot read.
-          const answer = await this.rest(ex, 'POST', `${path}/infer`);
-          if (answer.status !== 400) throw refusal(answer);
-          throw err;
-        }
         const answer = await this.rest(ex, 'POST', `${path}/infer`, {
           payload: translated.body,
           headers: {
@@ -302,6 +319,47 @@ export class GrpcGateway {
   }
 
   /**
+   * A ModelInferRequest weighed, decoded and translated into its REST body. Its key passed, so a
+   * message that cannot be one is refused at once, as nothing of any model's is read for it.
+   */
+  private translated(message: Buffer): {
+    request: ModelInferRequest;
+    translated: { body: Buffer; headerLength: number };
+  } {
+    const limit = this.opts.bodyLimitBytes;
+    const cost = this.inferCost.of(message);
+    if (cost > MESSAGE_DECODE_BOUND * limit) {
+      throw new TollgateError(
+        'body_too_large',
+        `the ModelInferRequest would decode into more than ${MESSAGE_DECODE_BOUND * limit} bytes (its tensors, entries and typed values); send the tensors in raw_input_contents, or fewer rows per call`,
+      );
+    }
+    if (this.decoding + cost > PROCESS_DECODE_BOUND * limit) {
+      throw new TollgateError(
+        'gateway_busy',
+        'this replica is decoding as much as it may at once; retry shortly',
+        {
+          headers: { 'retry-after': '1' },
+        },
+      );
+    }
+    this.decoding += cost;
+    try {
+      const request = this.decodeInfer(message) as ModelInferRequest;
+      const translated = inferRequestBody(request);
+      if (translated.body.length > limit) {
+        throw new TollgateError(
+          'body_too_large',
+          `the tensors come to ${translated.body.length} bytes as the runtime reads them (INT64 values take 8 bytes each, whatever their size on the wire), past the gateway's limit of ${limit}; send fewer rows per call`,
+        );
+      }
+      return { request, translated };
+    } finally {
+      this.decoding -= cost;
+    }
+  }
+
+  /**
    * The REST path of a model (and version). A name no model or version can have never becomes a
    * path: refused as REST refuses it, after the key's checks for that model.
    */
@@ -314,7 +372,7 @@ export class GrpcGateway {
     if (!isModelName(model)) {
       throw new TollgateError(
         'model_not_found',
-        `no model named '${model.slice(0, 100)}'; model names look like model-<id>`,
+        `no model named '${model}'; model names look like model-<id>`,
       );
     }
     const base = `/v2/models/${model}`;
@@ -325,7 +383,7 @@ export class GrpcGateway {
     if (answer.json?.code !== 'model_version_not_found') throw refusal(answer);
     throw new TollgateError(
       'model_version_not_found',
-      `model '${model}' has no version '${version.slice(0, 100)}'; versions are lower-case letters, digits and dashes`,
+      `model '${model}' has no version '${version}'; versions are lower-case letters, digits and dashes`,
     );
   }
 
@@ -347,23 +405,28 @@ export class GrpcGateway {
 
   /** The key check alone, on the call's metadata as REST would see its headers: 200, or its error. */
   private keyChecked(metadata: Metadata, address: string): Promise<RestAnswer> {
-    return this.inject({ request: undefined, metadata, address }, 'GET', '/', undefined, (req, res) => {
+    const ex = { request: undefined, metadata, address, cancelled: () => false };
+    return this.inject(ex, 'GET', '/', undefined, (req, res) => {
       Promise.resolve()
         .then(() => this.opts.keys.check(req))
         .then(
           () => res.end(),
-          (err: unknown) => sendError(res, err),
+          (err: unknown) => sendError(res, err, this.opts.log),
         );
     });
   }
 
-  /** The REST request a gRPC call stands for, dispatched in process. */
+  /**
+   * The REST request a gRPC call stands for, dispatched in process. A call whose caller went away
+   * goes no further; one already dispatched finishes, as a REST call whose client left does.
+   */
   private rest(
     ex: Exchange,
     method: 'GET' | 'POST',
     path: string,
     body?: { payload: Buffer; headers: Record<string, string> },
   ): Promise<RestAnswer> {
+    if (ex.cancelled()) throw new Cancelled();
     return this.inject(ex, method, path, body, (req, res) =>
       this.dispatch(req, res, normalisePath(req.url ?? '/')),
     );
@@ -387,7 +450,6 @@ export class GrpcGateway {
       headers,
       remoteAddress: ex.address,
       ...(body === undefined ? {} : { payload: body.payload }),
-      ...(ex.signal === undefined ? {} : { signal: ex.signal }),
     });
     const requestId = answer.headers['x-request-id'];
     if (typeof requestId === 'string') ex.requestId = requestId;
@@ -405,40 +467,48 @@ export class GrpcGateway {
     return { status: answer.statusCode, headers: answer.headers, body: answer.rawPayload, json };
   }
 
-  /** An error's REST form; one the gateway did not expect is logged, as REST logs it. */
+  /** An error's REST form; a failure of the gRPC side itself is logged (at most once a second per code), as REST logs its own. */
   private logged(err: unknown): RestError {
     if (err instanceof Refused) return err.rest;
-    const rest = restErrorOf(err);
-    if (rest.status >= 500)
-      this.opts.log.error({ err, code: rest.code }, `gRPC call failed: ${rest.message}`);
-    return rest;
+    const known = toTollgateError(err);
+    if (known.status >= 500) logFailure(this.opts.log, known);
+    return restErrorOf(known);
   }
 
   /** A unary handler: its answer with the request id in the headers, or its error as a gRPC status. */
   private unary<Req, Res>(handle: (ex: Exchange<Req>) => Promise<Res>): Unary<Req, Res> {
     return (call, answer) => {
       const address = peerAddress(call.getPeer());
-      if (address === undefined) {
-        answer(serviceError(restErrorOf(new Error(`unreadable peer ${call.getPeer()}`))));
-        return;
-      }
-      // A caller gone, or past its deadline: the REST call is cut as a REST client's would be.
-      const cancelled = new AbortController();
-      call.once('cancelled', () => cancelled.abort());
       const ex: Exchange<Req> = {
         request: call.request,
         metadata: call.metadata,
-        address,
-        signal: cancelled.signal,
+        address: address ?? '',
+        cancelled: () => call.cancelled || address === undefined,
+      };
+      const send = (error: CallStatus | null, value?: Res): void => {
+        try {
+          if (error === null) {
+            const headers = new Metadata();
+            headers.set('x-request-id', ex.requestId ?? randomUUID());
+            call.sendMetadata(headers);
+            answer(null, value);
+          } else {
+            answer(error);
+          }
+        } catch (err) {
+          this.opts.log.error({ err }, 'gRPC answer not sent; sending a plain error');
+          answer({ code: Status.INTERNAL, details: 'internal_error', metadata: new Metadata() });
+        }
       };
       handle(ex).then(
-        (value) => {
-          const headers = new Metadata();
-          headers.set('x-request-id', ex.requestId ?? randomUUID());
-          call.sendMetadata(headers);
-          answer(null, value);
+        (value) => send(null, value),
+        (err: unknown) => {
+          if (err instanceof Cancelled) {
+            send({ code: Status.CANCELLED, details: 'cancelled', metadata: new Metadata() });
+            return;
+          }
+          send(serviceError(this.logged(err), ex.requestId));
         },
-        (err: unknown) => answer(serviceError(this.logged(err), ex.requestId)),
       );
     };
   }

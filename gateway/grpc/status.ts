@@ -12,6 +12,20 @@ import { TollgateError, isTollgateError } from '../../common/errors.js';
 /** Trailers travel in one HTTP/2 header block: a message past this is clipped, not a stream reset. */
 const MAX_DETAILS = 1_000;
 
+/** 502s that say "try again": the runtime could not be reached, or its metadata read. */
+const RETRYABLE = new Set(['upstream_connection_failed', 'model_metadata_unavailable']);
+
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+
+/**
+ * At most `max` characters, whole ones (a surrogate pair never cut), and well-formed: grpc-js
+ * throws on a status message it cannot encode.
+ */
+function clipped(text: string, max: number): string {
+  const chars = Array.from(text.replace(LONE_SURROGATE, '\uFFFD'));
+  return chars.length > max ? `${chars.slice(0, max).join('')}...` : chars.join('');
+}
+
 function grpcStatusOf(httpStatus: number, code: string): Status {
   switch (httpStatus) {
     case 400:
@@ -39,7 +53,7 @@ function grpcStatusOf(httpStatus: number, code: string): Status {
     default:
       // A runtime that could not be reached may be retried; a model that failed on this request
       // (502 model_failed) or a gateway fault would fail again.
-      return code === 'upstream_connection_failed' ? Status.UNAVAILABLE : Status.INTERNAL;
+      return RETRYABLE.has(code) ? Status.UNAVAILABLE : Status.INTERNAL;
   }
 }
 
@@ -76,14 +90,14 @@ export interface CallStatus {
 export function serviceError(err: RestError, requestId?: string): CallStatus {
   const metadata = new Metadata();
   metadata.set('tollgate-code', err.code);
-  if (err.field !== undefined) metadata.set('tollgate-field', err.field.slice(0, 200));
+  // Metadata values are printable ASCII: a field naming a client's input is percent-encoded.
+  if (err.field !== undefined) metadata.set('tollgate-field', encodeURIComponent(clipped(err.field, 200)));
   const retryAfter = err.headers['retry-after'];
   if (retryAfter !== undefined) metadata.set('retry-after', retryAfter);
   if (requestId !== undefined) metadata.set('x-request-id', requestId);
-  const details = `${err.code}: ${err.message}`;
   return {
     code: grpcStatusOf(err.status, err.code),
-    details: details.length > MAX_DETAILS ? `${details.slice(0, MAX_DETAILS)}...` : details,
+    details: clipped(`${err.code}: ${err.message}`, MAX_DETAILS),
     metadata,
   };
 }

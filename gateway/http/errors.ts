@@ -57,7 +57,7 @@ const LOG_INTERVAL_MS = 1_000;
 const TRANSIENT_CODES = new Set(['model_not_ready', 'model_scaling_up']);
 const lastLogged = new Map<string, { at: number; suppressed: number }>();
 
-function logFailure(log: Logger, err: TollgateError): void {
+export function logFailure(log: Logger, err: TollgateError): void {
   const now = Date.now();
   const last = lastLogged.get(err.code);
   if (last !== undefined && now - last.at < LOG_INTERVAL_MS) {

@@ -415,13 +415,13 @@ export function encodeBinaryResponse(
 
 /** A BYTES tensor's raw form: each element its 4-byte little-endian length, then its bytes. */
 export function bytesTensor(elements: readonly Buffer[]): Buffer {
-  const parts: Buffer[] = [];
+  const out = Buffer.allocUnsafe(elements.reduce((n, e) => n + 4 + e.length, 0));
+  let at = 0;
   for (const element of elements) {
-    const size = Buffer.alloc(4);
-    size.writeUInt32LE(element.length);
-    parts.push(size, element);
+    at = out.writeUInt32LE(element.length, at);
+    at += element.copy(out, at);
   }
-  return Buffer.concat(parts);
+  return out;
 }
 
 /**

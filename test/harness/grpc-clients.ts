@@ -91,6 +91,38 @@ export class InferenceClient {
     });
   }
 
+  /** A unary call with a message as bytes, framed however the test says. */
+  callRaw(method: string, message: Buffer, headers: Record<string, string>): Promise<GrpcResult> {
+    return new Promise((resolve) => {
+      const metadata = new Metadata();
+      for (const [k, v] of Object.entries(headers)) metadata.set(k, v);
+      this.client.makeUnaryRequest(
+        `/inference.GRPCInferenceService/${method}`,
+        (b: Buffer) => b,
+        (b: Buffer) => b,
+        message,
+        metadata,
+        (error: ServiceError | null) => resolve(error ? { error } : { value: {} }),
+      );
+    });
+  }
+
+  /** A call whose message is sent and never closed, as a slow or stalled client would leave it. */
+  stalled(method: string, message: Buffer, headers: Record<string, string>): Promise<GrpcResult> {
+    return new Promise((resolve) => {
+      const metadata = new Metadata();
+      for (const [k, v] of Object.entries(headers)) metadata.set(k, v);
+      const stream = this.client.makeClientStreamRequest(
+        `/inference.GRPCInferenceService/${method}`,
+        (b: Buffer) => b,
+        (b: Buffer) => b,
+        metadata,
+        (error: ServiceError | null) => resolve(error ? { error } : { value: {} }),
+      );
+      stream.write(message);
+    });
+  }
+
   close(): void {
     this.client.close();
   }

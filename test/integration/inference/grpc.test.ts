@@ -43,7 +43,10 @@ describe('V2 inference over gRPC (standalone)', () => {
       }),
     );
     grpcPort = await freePort();
-    dev = await startDev(state, r.url, { built: true, env: { TOLLGATE_GRPC_PORT: String(grpcPort) } });
+    dev = await startDev(state, r.url, {
+      built: true,
+      env: { TOLLGATE_GRPC_PORT: String(grpcPort), TOLLGATE_REQUEST_BODY_TIMEOUT_MS: '2000' },
+    });
     key = await dev.key(['models:inference']);
     const rows = {
       inputs: [
@@ -278,6 +281,47 @@ describe('V2 inference over gRPC (standalone)', () => {
         raw_input_contents: [raw],
       });
       expect(predictions(after.value)).toEqual(expected);
+    });
+
+    test('what a caller names is sent back safely, and a message framed against its type is refused, never decoded', async () => {
+      // A name grpc-js could not put in a status as it came (an emoji cut at the limit, non-ASCII).
+      const odd = await call('ModelReady', { name: `${'a'.repeat(99)}😀`, version: '' });
+      expect(refusal(odd)).toEqual([5, 'model_not_found', 'model_not_found']);
+      const accent = await call('ModelInfer', {
+        model_name: 'model-iris',
+        inputs: [{ name: 'é', datatype: 'FP32', shape: [1], contents: { int_contents: [1] } }],
+      });
+      expect(refusal(accent)).toEqual([3, 'invalid_binary_data', 'invalid_binary_data']);
+      expect(accent.error?.metadata.get('tollgate-field')).toEqual([
+        'inputs%5B%C3%A9%5D.contents.int_contents',
+      ]);
+      // Field 5 (inputs) as a varint, then bytes a decoder would take for a million shape values.
+      const framed = await client.callRaw(
+        'ModelInfer',
+        Buffer.concat([Buffer.from([0x28, 0x05]), Buffer.alloc(64, 0x18)]),
+        {
+          authorization: `Apikey ${key}`,
+        },
+      );
+      expect(refusal(framed)).toEqual([3, 'bad_request', 'bad_request']);
+      // The gateway is up and answers.
+      const after = await call('ModelInfer', {
+        model_name: 'model-iris',
+        inputs: [features()],
+        raw_input_contents: [raw],
+      });
+      expect(predictions(after.value)).toEqual(expected);
+    });
+
+    test('a message never closed is cut at the body time, as a slow REST body is', async () => {
+      const started = Date.now();
+      const stalled = await client.stalled('ModelInfer', Buffer.alloc(0), { authorization: `Apikey ${key}` });
+      expect(refusal(stalled)).toEqual([4, 'request_timeout', 'request_timeout']);
+      expect(Date.now() - started).toBeGreaterThanOrEqual(1_900);
+      expect(Date.now() - started).toBeLessThan(10_000);
+      // Open methods too, with no key.
+      const open = await client.stalled('ServerLive', Buffer.alloc(0), {});
+      expect(refusal(open)).toEqual([4, 'request_timeout', 'request_timeout']);
     });
 
     test('a message past the body limit is refused; the calls are counted as REST calls are', async () => {

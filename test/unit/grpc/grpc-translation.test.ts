@@ -1,18 +1,18 @@
 import { describe, expect, it } from '@jest/globals';
 import { status as Status } from '@grpc/grpc-js';
-import protobuf from 'protobufjs';
-import { fileURLToPath } from 'node:url';
 import { TollgateError } from '../../../common/errors.js';
-import { inferRequestCost } from '../../../gateway/grpc/decode-cost.js';
-import type { ModelInferRequest, TensorContents } from '../../../gateway/grpc/protocol.js';
+import { DecodeCost } from '../../../gateway/grpc/decode-cost.js';
+import {
+  protocolTypes,
+  type ModelInferRequest,
+  type TensorContents,
+} from '../../../gateway/grpc/protocol.js';
 import { peerAddress } from '../../../gateway/grpc/server.js';
 import { restErrorOf, serviceError } from '../../../gateway/grpc/status.js';
 import { inferRequestBody, inferResponse } from '../../../gateway/grpc/tensors.js';
 
-const PROTO = fileURLToPath(new URL('../../../gateway/grpc/open-inference.proto', import.meta.url));
-const Request = new protobuf.Root()
-  .loadSync(PROTO, { keepCase: true })
-  .lookupType('inference.ModelInferRequest');
+const Request = protocolTypes().lookupType('inference.ModelInferRequest');
+const inferRequestCost = (message: Uint8Array): number => new DecodeCost(Request).of(message);
 const wire = (message: Record<string, unknown>): Uint8Array =>
   Request.encode(Request.fromObject(message)).finish();
 
@@ -234,14 +234,27 @@ describe('what a ModelInferRequest costs to decode, read before decoding', () =>
     const zeros = wire({
       inputs: [{ name: 'x', datatype: 'INT64', contents: { int64_contents: Array(100_000).fill(0) } }],
     });
-    expect(inferRequestCost(zeros)).toBeGreaterThanOrEqual(100_000 * 32);
+    // Each a Long object once decoded.
+    expect(inferRequestCost(zeros)).toBeGreaterThanOrEqual(100_000 * 100);
     const floats = wire({ inputs: [{ contents: { fp32_contents: Array(1_000).fill(1.5) } }] });
     expect(inferRequestCost(floats)).toBeGreaterThanOrEqual(1_000 * 32);
     expect(inferRequestCost(floats)).toBeLessThan(1_000 * 32 + 2_000);
   });
 
-  it('throws on bytes that are not protobuf', () => {
-    expect(() => inferRequestCost(Buffer.from([0x2a, 0xff, 0xff, 0xff, 0x0f]))).toThrow();
+  it('refuses bytes that are not protobuf, and a field framed otherwise than its type says', () => {
+    expect(refused(() => inferRequestCost(Buffer.from([0x2a, 0xff, 0xff, 0xff, 0x0f])))).toEqual([
+      'bad_request',
+      undefined,
+    ]);
+    // Field 5 (inputs, a message) sent as a varint: the decoder would read what follows as a length.
+    expect(refused(() => inferRequestCost(Buffer.from([0x28, 0x05])))).toEqual(['bad_request', undefined]);
+    // A packed FP64 run that is not whole values.
+    const contents = Buffer.from([0x3a, 0x03, 1, 2, 3]); // fp64_contents, 3 bytes
+    const tensor = Buffer.concat([Buffer.from([0x2a, contents.length]), contents]); // contents (5)
+    const message = Buffer.concat([Buffer.from([0x2a, tensor.length]), tensor]); // inputs (5)
+    expect(refused(() => inferRequestCost(message))).toEqual(['bad_request', undefined]);
+    // Fields the decoder drops cost nothing.
+    expect(inferRequestCost(Buffer.from([0xf8, 0x06, 0x01]))).toBeLessThan(500);
   });
 });
 
@@ -276,6 +289,21 @@ describe('errors as gRPC statuses', () => {
       'retry-after': '2',
       'x-request-id': 'req-1',
     });
+  });
+
+  it('sends what grpc-js can encode whatever the caller named: non-ASCII fields, emoji cut at the limit', () => {
+    const e = serviceError(
+      restErrorOf(
+        new TollgateError('invalid_binary_data', `${'a'.repeat(977)}😀😀😀😀`, {
+          field: 'inputs[é].contents',
+        }),
+      ),
+    );
+    expect(e.metadata.get('tollgate-field')).toEqual(['inputs%5B%C3%A9%5D.contents']);
+    expect(() => encodeURIComponent(e.details)).not.toThrow();
+    expect(e.details.endsWith('😀...')).toBe(true);
+    const lone = serviceError(restErrorOf(new TollgateError('model_not_found', `x\uD83D`)));
+    expect(lone.details).toBe('model_not_found: x\uFFFD');
   });
 
   it('keeps a long message within the trailers, and hides what the gateway did not expect', () => {

@@ -244,3 +244,41 @@ export function modelService(
     },
   };
 }
+
+/** What an activation Service carries besides its workload's labels: it is not a workload. */
+export const ACTIVATION_LABEL = 'tollgate.dev/activation';
+
+/** A workload's activation Service's name: a DNS label, hashed when the workload's leaves no room. */
+export function activationName(workload: string): string {
+  const plain = `${workload}-wake`;
+  return plain.length <= 63
+    ? plain
+    : `wake-${createHash('sha256').update(workload).digest('hex').slice(0, 16)}`;
+}
+
+/**
+ * A workload's activation Service: the same pods, those not Ready yet published too. While a model
+ * starts from zero the gateway asks the model's readiness through it and sends the held calls as
+ * soon as the model answers, instead of waiting for the kubelet's next probe, then the
+ * Deployment's status, the route and the Service's endpoints to follow it (about a second).
+ * Nothing else is sent to it: it is in the route only while the workload is at zero or starting.
+ */
+export function modelActivationService(plan: Pick<RuntimePlan, 'model' | 'workload' | 'version'>): V1Service {
+  const { model } = plan;
+  return {
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: {
+      name: activationName(plan.workload),
+      namespace: model.metadata.namespace,
+      labels: { ...labelsFor(plan), [ACTIVATION_LABEL]: 'true' },
+      ownerReferences: ownerRefs(model),
+    },
+    spec: {
+      type: 'ClusterIP',
+      selector: selectorFor(plan),
+      publishNotReadyAddresses: true,
+      ports: [{ name: 'http', port: MODEL_HTTP_PORT, targetPort: 'http', protocol: 'TCP' }],
+    },
+  };
+}

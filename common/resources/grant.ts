@@ -102,8 +102,6 @@ export const routeSchema = z.object({
         url: z.url({ protocol: /^https?$/ }),
         percent: z.int().min(0).max(100),
         cold: z.boolean().optional(),
-        /** With `cold`: where a starting replica answers before it is Ready (see `activation`). */
-        activation: z.url({ protocol: /^https?$/ }).optional(),
       }),
     )
     .optional(),
@@ -125,12 +123,6 @@ export const routeSchema = z.object({
    * waits at the gateway while one starts, instead of being refused.
    */
   cold: z.boolean().optional(),
-  /**
-   * With `cold`: where a starting replica answers before it is Ready (its activation Service). The
-   * gateway asks the model's readiness there while it holds calls, and sends them there as soon
-   * as the model answers.
-   */
-  activation: z.url({ protocol: /^https?$/ }).optional(),
   /** With `cold`: how long a held call waits for a replica (spec.scaling.activationTimeoutSeconds). */
   activationTimeoutSeconds: z.int().min(1).max(600).optional(),
   /** A model's payload logging (spec.logging): the share of calls logged, the fields redacted. */

@@ -16,14 +16,6 @@ export interface ResolvedRoute {
   versions?: ResolvedVersion[];
   /** spec.shadow: the version that gets copies of a share of the answered calls. */
   shadow?: ResolvedVersion;
-  /** Cold: where a starting replica answers before it is Ready (its activation Service). */
-  activation?: Address;
-}
-
-/** An origin (the connection pool) and the path prefix before /v2. */
-export interface Address {
-  origin: string;
-  basePath: string;
 }
 
 export interface ResolvedVersion {
@@ -33,8 +25,6 @@ export interface ResolvedVersion {
   percent: number;
   /** No ready replica: scaled to zero, or starting from it. */
   cold?: boolean;
-  /** Cold: where a starting replica answers before it is Ready. */
-  activation?: Address;
 }
 
 /** Where a model's V2 server answers: its origin (the connection pool) and the path prefix before /v2. */
@@ -146,14 +136,12 @@ export class RouteTable {
 
 export function resolveRoute(route: Route): ResolvedRoute {
   const resolved: ResolvedRoute = { route, ...address(route.url) };
-  if (route.activation !== undefined) resolved.activation = address(route.activation);
   if (route.versions !== undefined)
     resolved.versions = route.versions.map((v) => ({
       name: v.name,
       percent: v.percent,
       ...address(v.url),
       ...(v.cold === true ? { cold: true } : {}),
-      ...(v.activation === undefined ? {} : { activation: address(v.activation) }),
     }));
   if (route.shadow !== undefined)
     resolved.shadow = {
@@ -165,7 +153,7 @@ export function resolveRoute(route: Route): ResolvedRoute {
   return resolved;
 }
 
-function address(raw: string): Address {
+function address(raw: string): { origin: string; basePath: string } {
   const url = new URL(raw);
   return { origin: url.origin, basePath: url.pathname.replace(/\/+$/, '') };
 }

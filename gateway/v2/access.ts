@@ -42,7 +42,7 @@ export interface AccessServices {
   creditCosts: Pick<CreditCosts, 'of'>;
   usage: Pick<UsageRecorder, 'record'>;
   refused: RefusalSink;
-  activator: Pick<Activator, 'hold' | 'answersReady'>;
+  activator: Pick<Activator, 'hold'>;
 }
 
 export interface ModelVersionState {

@@ -1,7 +1,7 @@
 import { TollgateError } from '../../common/errors.js';
 import { SCALING_DEFAULTS } from '../../common/resources/model-scaling.js';
 import { reachable } from '../proxy/reachable.js';
-import type { Address, ResolvedRoute, RuntimeAddress } from '../routing/route-table.js';
+import type { ResolvedRoute, RuntimeAddress } from '../routing/route-table.js';
 import type { Activator } from './activator.js';
 import { splitTraffic, withFallback, type Chosen } from './versions.js';
 
@@ -14,9 +14,9 @@ const activationTimeoutMs = (route: ResolvedRoute | null): number =>
 
 /**
  * Holds a call while the model (or one `version` of it, "" for any) is at zero, until `pick` finds
- * a ready runtime in its route that takes a connection (or `starting` finds one that answers
- * before the route says so), then picks once more for this call (calls held together share the
- * wait, not the choice: each draws its own version). Undefined if none is ready after all.
+ * a ready runtime in its route that takes a connection, then picks once more for this call (calls
+ * held together share the wait, not the choice: each draws its own version). Undefined if none is
+ * ready after all.
  */
 async function heldUntilWarm<T extends { origin: string }>(
   activator: Pick<Activator, 'hold'>,
@@ -24,65 +24,32 @@ async function heldUntilWarm<T extends { origin: string }>(
   model: string,
   version: string,
   pick: (route: ResolvedRoute | null) => T | undefined,
-  starting?: (route: ResolvedRoute | null) => Promise<boolean>,
 ): Promise<T | undefined> {
   const timeoutMs = activationTimeoutMs(await lookup(model));
   await activator.hold(model, version, timeoutMs, async () => {
-    const route = await lookup(model);
-    const picked = pick(route);
-    if (picked !== undefined) return reachable(picked.origin);
-    return starting !== undefined && (await starting(route));
+    const picked = pick(await lookup(model));
+    return picked !== undefined && (await reachable(picked.origin));
   });
   return pick(await lookup(model));
 }
 
-/** Where a cold version (or unversioned model) answers while it starts, if the operator gave it one. */
-function activationOf(route: ResolvedRoute | null, version: string | undefined): Address | undefined {
-  if (route === null) return undefined;
-  if (version === undefined) return route.route.cold === true ? route.activation : undefined;
-  const entry = route.versions?.find((v) => v.name === version);
-  return entry?.cold === true ? entry.activation : undefined;
-}
-
 /**
  * A version (or an unversioned model, `version` undefined) with no ready replica because it was
- * scaled to zero: the call is held while the operator starts one, then goes to it; to the
- * starting replica itself, through its activation Service, as soon as the model answers ready
- * there, rather than once its readiness has reached the route.
+ * scaled to zero: the call is held while the operator starts one, then goes to it.
  */
 export async function warmed(
-  activator: Pick<Activator, 'hold' | 'answersReady'>,
+  activator: Pick<Activator, 'hold'>,
   lookup: ModelRouteLookup,
   model: string,
   version: string | undefined,
   again = true,
 ): Promise<Chosen> {
-  let early: Address | undefined;
-  const chosen = await heldUntilWarm(
-    activator,
-    lookup,
-    model,
-    version ?? '',
-    (route) => {
-      if (route === null) return undefined;
-      if (version === undefined) return route.route.cold === true ? undefined : route;
-      return route.versions?.find((v) => v.name === version && v.cold !== true);
-    },
-    async (route) => {
-      const at = activationOf(route, version);
-      if (at === undefined || !(await activator.answersReady(at, model))) return false;
-      early = at;
-      return true;
-    },
-  );
-  if (chosen === undefined && early !== undefined)
-    return {
-      ...(version === undefined ? {} : { name: version }),
-      origin: early.origin,
-      basePath: early.basePath,
-    };
-  // Ready a moment ago and gone again (scaled back down, or the route rewritten), or woken with
-  // calls held together with this one: once more.
+  const chosen = await heldUntilWarm(activator, lookup, model, version ?? '', (route) => {
+    if (route === null) return undefined;
+    if (version === undefined) return route.route.cold === true ? undefined : route;
+    return route.versions?.find((v) => v.name === version && v.cold !== true);
+  });
+  // Ready a moment ago and gone again (scaled back down, or the route rewritten): once more.
   if (chosen === undefined && again) return warmed(activator, lookup, model, version, false);
   if (chosen === undefined) {
     throw new TollgateError('model_scaling_up', `model '${model}' is starting a replica; retry shortly`, {

@@ -1,16 +1,8 @@
 import type { Redis } from 'ioredis';
-import { request } from 'undici';
 import { TollgateError } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
 import { redisChannels } from '../../common/redis/schema.js';
 import type { WakeRequest } from '../../common/resources/model-scaling.js';
-import type { Address } from '../routing/route-table.js';
-
-/**
- * A starting replica's readiness is asked this briefly, connection included (a Service with no
- * endpoint yet may drop the connection rather than refuse it): the next poll asks again.
- */
-const PROBE_TIMEOUT_MS = 300;
 
 /** How often a held call looks whether a replica is ready (a route lookup, cached in process). */
 const POLL_MS = 100;
@@ -42,34 +34,21 @@ export class Activator {
     return pending;
   }
 
-  /** Whether the model answers ready at a starting replica's address (its activation Service). */
-  async answersReady(at: Address, model: string): Promise<boolean> {
-    try {
-      const res = await request(`${at.origin}${at.basePath}/v2/models/${model}/ready`, {
-        signal: AbortSignal.timeout(PROBE_TIMEOUT_MS),
-      });
-      await res.body.dump();
-      return res.statusCode === 200;
-    } catch {
-      return false;
-    }
-  }
-
-  private async wait(wake: WakeRequest, timeoutMs: number, warm: () => Promise<boolean>): Promise<void> {
+  private async wait(request: WakeRequest, timeoutMs: number, warm: () => Promise<boolean>): Promise<void> {
     const started = Date.now();
     let woke = 0;
     for (;;) {
       if (Date.now() - woke >= REWAKE_MS) {
         woke = Date.now();
-        await this.redis.publish(redisChannels.modelWake, JSON.stringify(wake)).catch((err: unknown) => {
-          this.log.warn({ err, model: wake.model }, 'wake-up not sent; retrying');
+        await this.redis.publish(redisChannels.modelWake, JSON.stringify(request)).catch((err: unknown) => {
+          this.log.warn({ err, model: request.model }, 'wake-up not sent; retrying');
         });
       }
       if (await warm()) {
-        this.log.info({ ...wake, waitedMs: Date.now() - started }, 'model woke up');
+        this.log.info({ ...request, waitedMs: Date.now() - started }, 'model woke up');
         return;
       }
-      if (Date.now() - started >= timeoutMs) throw scalingUp(wake, timeoutMs);
+      if (Date.now() - started >= timeoutMs) throw scalingUp(request, timeoutMs);
       await new Promise((resolve) => setTimeout(resolve, POLL_MS));
     }
   }

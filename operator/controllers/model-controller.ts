@@ -450,9 +450,6 @@ export class ModelReconciler implements Reconciler {
       ...(owner ? { owner } : {}),
       ...(main.state.grantAudience === undefined ? {} : { grantAudience: main.state.grantAudience }),
       ...(main.cold ? { cold: true } : {}),
-      ...(main.cold && main.state.activationUrl !== undefined
-        ? { activation: main.state.activationUrl }
-        : {}),
       ...(waits && policy !== undefined
         ? { activationTimeoutSeconds: Math.round(policy.activationTimeoutMs / 1000) }
         : {}),
@@ -474,7 +471,6 @@ export class ModelReconciler implements Reconciler {
               url: r.state.url,
               percent: r.version.percent,
               ...(r.cold ? { cold: true } : {}),
-              ...(r.cold && r.state.activationUrl !== undefined ? { activation: r.state.activationUrl } : {}),
             })),
           }
         : {}),

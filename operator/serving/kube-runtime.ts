@@ -13,19 +13,15 @@ import type { Logger } from '../../common/logger.js';
 import { KubeLabelledSource } from '../framework/kube-source.js';
 import type { ResourceRef } from '../framework/resource-source.js';
 import {
-  ACTIVATION_LABEL,
   MANAGED_BY,
   MANAGED_BY_LABEL,
   MODEL_LABEL,
   TEMPLATE_HASH_ANNOTATION,
-  activationName,
-  modelActivationService,
   modelDeployment,
   modelService,
   modelUrl,
   type WorkloadOptions,
 } from './model-workload.js';
-import { scalingOf } from '../../common/resources/model-scaling.js';
 import type { RuntimeDriver, RuntimePlan, RuntimeState } from './runtime-driver.js';
 
 export const FIELD_MANAGER = 'tollgate-operator';
@@ -91,7 +87,8 @@ export class KubeRuntimeDriver implements RuntimeDriver {
         PatchStrategy.ServerSideApply,
       );
     }
-    // The Service is written when missing or when its ports are not the plan's (an older one).
+    // The Service follows the placement (a sidecar serves no gRPC port): written when missing or
+    // when its ports are not the plan's.
     const service = modelService(plan);
     const ports = (svc: unknown) =>
       ((svc as V1Service | undefined)?.spec?.ports ?? []).map((p) => p.name).join(',');
@@ -106,8 +103,6 @@ export class KubeRuntimeDriver implements RuntimeDriver {
       );
     }
     const state = stateOf(live, ref);
-    const activation = await this.activation(plan, ref.namespace);
-    if (activation !== undefined) state.activationUrl = activation;
     if (plan.gateway === 'sidecar')
       state.grantAudience = grantAudience.model(
         plan.model.metadata.namespace ?? 'default',
@@ -116,40 +111,11 @@ export class KubeRuntimeDriver implements RuntimeDriver {
     return state;
   }
 
-  /**
-   * The activation Service of a runtime the autoscaler may take to zero, behind the central
-   * gateway (a sidecar would want a grant the probe has not): made when missing, removed when the
-   * runtime can no longer be at zero. Its URL, if it has one.
-   */
-  private async activation(plan: RuntimePlan, namespace: string): Promise<string | undefined> {
-    const name = activationName(plan.workload);
-    const exists = this.services.get({ namespace, name }) !== undefined;
-    const wanted = plan.gateway === 'central' && scalingOf(plan.model.spec)?.minReplicas === 0;
-    if (wanted && !exists) {
-      await this.objects.patch(
-        modelActivationService(plan),
-        undefined,
-        undefined,
-        FIELD_MANAGER,
-        true,
-        PatchStrategy.ServerSideApply,
-      );
-    }
-    if (!wanted && exists) {
-      await this.core.deleteNamespacedService({ namespace, name }).catch((e: unknown) => {
-        if (!isApiStatus(e, 404)) throw e;
-      });
-    }
-    return wanted ? modelUrl(name, namespace) : undefined;
-  }
-
   workloads(model: ResourceRef): string[] {
     const names = new Set<string>();
     for (const source of [this.deployments, this.services]) {
       for (const w of source.list()) {
         const meta = w.metadata as Workload['metadata'] & { namespace?: string };
-        // An activation Service goes with its workload (remove), never on its own.
-        if (meta.labels?.[ACTIVATION_LABEL] !== undefined) continue;
         if (meta.namespace === model.namespace && meta.labels?.[MODEL_LABEL] === model.name)
           names.add(meta.name);
       }
@@ -166,9 +132,6 @@ export class KubeRuntimeDriver implements RuntimeDriver {
     await Promise.all([
       this.apps.deleteNamespacedDeployment({ ...ref, propagationPolicy: 'Background' }).catch(ignoreMissing),
       this.core.deleteNamespacedService(ref).catch(ignoreMissing),
-      this.core
-        .deleteNamespacedService({ namespace: ref.namespace, name: activationName(ref.name) })
-        .catch(ignoreMissing),
     ]);
   }
 }

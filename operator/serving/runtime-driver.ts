@@ -42,11 +42,6 @@ export interface RuntimeState {
   metricsUrl?: string;
   /** The runtime answers through a sidecar that takes grants for this audience. */
   grantAudience?: string;
-  /**
-   * A runtime that can be at zero: where a starting replica answers before it is Ready (its
-   * activation Service), for the gateway to send held calls to as soon as the model answers.
-   */
-  activationUrl?: string;
   /** Set when the runtime gave up (e.g. progress deadline exceeded): the reason and the message. */
   failure?: { reason: string; message: string };
 }

@@ -9,25 +9,12 @@ import { ModelAccess, type AccessServices } from '../../../gateway/v2/access.js'
 import type { ModelInfo } from '../../../gateway/v2/model-directory.js';
 
 /** The access checks with fakes for the key check, route table, directory and counters. */
-function setup(
-  opts: {
-    routes?: Record<string, Route>;
-    models?: Record<string, ModelInfo>;
-    /** The starting replica answers ready at its activation Service before its route turns warm. */
-    starting?: boolean;
-  } = {},
-) {
+function setup(opts: { routes?: Record<string, Route>; models?: Record<string, ModelInfo> } = {}) {
   const routes = new Map<string, ResolvedRoute>(
     Object.entries(opts.routes ?? {}).map(([name, route]) => [name, resolveRoute(route)]),
   );
   const models = opts.models ?? {};
-  const seen = {
-    usage: [] as string[],
-    refused: [] as string[],
-    held: [] as string[],
-    probed: [] as string[],
-    limited: false,
-  };
+  const seen = { usage: [] as string[], refused: [] as string[], held: [] as string[], limited: false };
   let grant: KeyGrant = { id: 'k1', owner: 'alice', module: 'platform', roles: ['models:inference'] };
   const services: AccessServices = {
     roles: new RoleCatalogue(),
@@ -40,20 +27,11 @@ function setup(
     usage: { record: (id, endpoint) => void seen.usage.push(`${id} ${endpoint}`) },
     refused: (g, code) => void seen.refused.push(`${g.id} ${code}`),
     activator: {
-      // The operator's part, played at once: the held model's route turns warm (or, starting, its
-      // replica answers before the route says so, and the wait ends on the held call's own look).
-      hold: async (model, version, _timeoutMs, warm) => {
+      // The operator's part, played at once: the held model's route turns warm.
+      hold: async (model, version) => {
         seen.held.push(`${model}|${version}`);
-        if (opts.starting === true) {
-          if (!(await warm())) throw new TollgateError('model_scaling_up', 'not started');
-          return;
-        }
         const cold = routes.get(model);
         if (cold !== undefined) routes.set(model, resolveRoute({ ...cold.route, cold: false }));
-      },
-      answersReady: async (at, model) => {
-        seen.probed.push(`${at.origin}${at.basePath} ${model}`);
-        return opts.starting === true;
       },
     },
   };
@@ -272,40 +250,5 @@ describe('ModelAccess', () => {
       .runtime;
     expect(cold.seen.held).toEqual(['model-a|2', 'model-a|2']);
     expect(fellBack).toEqual({ origin: 'http://m-1.models.svc:8080', basePath: '', version: '1' });
-  });
-
-  it('sends a held call to the starting replica through its activation Service once the model answers there', async () => {
-    const wake = 'http://model-cold-wake.models.svc:8080';
-    const t = setup({ routes: { 'model-cold': route({ cold: true, activation: wake }) }, starting: true });
-    const { runtime } = await t.access.authorised(req(), 'model-cold', { version: undefined, split: true });
-    expect(runtime).toEqual({ origin: wake, basePath: '' });
-    expect(t.seen.probed).toEqual([`${wake} model-cold`]);
-    // A version at zero: its own activation Service, the call marked with its version.
-    const versions = setup({
-      routes: {
-        'model-a': route({
-          url: 'http://m-1.models.svc:8080',
-          cold: true,
-          versions: [
-            {
-              name: '1',
-              url: 'http://m-1.models.svc:8080',
-              percent: 100,
-              cold: true,
-              activation: 'http://m-1-wake.models.svc:8080',
-            },
-          ],
-        }),
-      },
-      starting: true,
-    });
-    const named = await versions.access.authorised(req(), 'model-a', { version: '1', split: false });
-    expect(named.runtime).toEqual({ origin: 'http://m-1-wake.models.svc:8080', basePath: '', version: '1' });
-    // No activation Service (a sidecar, or a local runtime): the wait is for the route, as before.
-    const none = setup({ routes: { 'model-cold': route({ cold: true }) }, starting: true });
-    await expect(
-      none.access.authorised(req(), 'model-cold', { version: undefined, split: true }),
-    ).rejects.toMatchObject({ code: 'model_scaling_up' });
-    expect(none.seen.probed).toEqual([]);
   });
 });

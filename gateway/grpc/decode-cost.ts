@@ -73,42 +73,51 @@ function schemaOf(type: protobuf.Type): Schema {
 const malformed = (message: string): TollgateError =>
   new TollgateError('bad_request', `the message is not valid for the protocol: ${message}`);
 
-/** Elements in a packed run; a varint ends at each byte below 0x80. */
-function packedCount(wire: 0 | 1 | 5, run: Uint8Array): number {
+/** Reads one scalar as the decoder does (a 32-bit varint takes up to ten bytes, as there). */
+function readScalar(reader: protobuf.Reader, wire: 0 | 1 | 5, long: boolean): void {
   if (wire === 0) {
-    let n = 0;
-    for (const b of run) if (b < 0x80) n++;
-    return n;
-  }
-  const size = wire === 1 ? 8 : 4;
-  if (run.length % size !== 0) throw malformed(`a packed run of ${run.length} bytes is not whole values`);
-  return run.length / size;
+    if (long) reader.uint64();
+    else reader.uint32();
+  } else reader.skip(wire === 1 ? 8 : 4);
 }
 
-function cost(bytes: Uint8Array, schema: Schema): number {
-  const reader = protobuf.Reader.create(bytes);
+/**
+ * The fields up to `end`, read as protobufjs's generated decoder reads them (one reader, nested
+ * messages and packed runs bounded by their length the same way), so that what is counted is
+ * what the decoder will make.
+ */
+function walk(reader: protobuf.Reader, end: number, schema: Schema): number {
   let total = OBJECT_BYTES;
-  while (reader.pos < reader.len) {
+  while (reader.pos < end) {
     const tag = reader.uint32();
     const id = tag >>> 3;
     const wire = tag & 7;
     const rule = schema.get(id);
     if (rule === undefined) {
-      // A field the decoder drops: skipped, costing nothing.
+      // A field the decoder drops: skipped as it skips it, costing nothing.
       reader.skipType(wire);
       continue;
     }
     if (rule.kind === 'scalar' && wire === rule.wire) {
-      reader.skipType(wire);
+      readScalar(reader, rule.wire, rule.bytes === LONG_BYTES);
       total += rule.bytes;
       continue;
     }
+    // The decoder frames every other field as length-delimited, whatever its wire type says.
     if (wire !== 2 || (rule.kind === 'scalar' && !rule.repeated))
       throw malformed(`field ${id} has wire type ${wire}`);
-    const value = reader.bytes();
-    if (rule.kind === 'message') total += cost(value, rule.fields);
-    else if (rule.kind === 'bytes') total += OBJECT_BYTES + value.length;
-    else total += packedCount(rule.wire, value) * rule.bytes;
+    const length = reader.uint32();
+    const stop = reader.pos + length;
+    if (rule.kind === 'message') total += walk(reader, stop, rule.fields);
+    else if (rule.kind === 'bytes') {
+      reader.skip(length);
+      total += OBJECT_BYTES + length;
+    } else {
+      while (reader.pos < stop) {
+        readScalar(reader, rule.wire, rule.bytes === LONG_BYTES);
+        total += rule.bytes;
+      }
+    }
   }
   return total;
 }
@@ -124,7 +133,8 @@ export class DecodeCost {
   /** Bytes the message's decoding would hold at least; 400 bad_request for one that is not protobuf. */
   of(message: Uint8Array): number {
     try {
-      return cost(message, this.schema);
+      const reader = protobuf.Reader.create(message);
+      return walk(reader, reader.len, this.schema);
     } catch (err) {
       if (err instanceof TollgateError) throw err;
       throw malformed((err as Error).message);

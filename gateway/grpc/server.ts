@@ -48,19 +48,11 @@ const PASSED = [
   'user-agent',
 ];
 
-/** The methods anyone may call, as REST's health and server metadata are open. */
-const OPEN = new Set([
-  '/inference.GRPCInferenceService/ServerLive',
-  '/inference.GRPCInferenceService/ServerReady',
-  '/inference.GRPCInferenceService/ServerMetadata',
-]);
-
-/** Calls a process holds at once, over every connection; more are refused (RESOURCE_EXHAUSTED). */
+/** Calls whose key passed that a process holds at once, over every connection; more are refused. */
 const MAX_CALLS = 1_024;
-/** One message may decode into at most this multiple of the body limit... */
-const MESSAGE_DECODE_BOUND = 4;
-/** ...and the messages being decoded at once into at most this multiple, together. */
-const PROCESS_DECODE_BOUND = 8;
+/** A message may decode into at most this multiple of the body limit. */
+const DECODE_BOUND = 4;
+const PLAIN_INTERNAL = { code: Status.INTERNAL, details: 'internal_error', metadata: new Metadata() };
 
 interface RestAnswer {
   status: number;
@@ -129,7 +121,23 @@ export class GrpcGateway {
   private readonly inferCost = new DecodeCost(protocolTypes().lookupType('inference.ModelInferRequest'));
   private readonly decodeInfer: (message: Buffer) => unknown;
   private calls = 0;
-  private decoding = 0;
+  /** The methods anyone may call (REST's health and server metadata are open), by path. */
+  private readonly open: Record<string, (ex: Exchange) => Promise<object>> = {
+    '/inference.GRPCInferenceService/ServerLive': async (ex) => ({
+      live: (await this.rest(ex, 'GET', '/v2/health/live')).status === 200,
+    }),
+    '/inference.GRPCInferenceService/ServerReady': async (ex) => ({
+      ready: (await this.rest(ex, 'GET', '/v2/health/ready')).status === 200,
+    }),
+    '/inference.GRPCInferenceService/ServerMetadata': async (ex) => {
+      const answer = await this.expectJson(ex, 'GET', '/v2');
+      return {
+        name: String(answer.name ?? ''),
+        version: String(answer.version ?? ''),
+        extensions: Array.isArray(answer.extensions) ? answer.extensions.map(String) : [],
+      };
+    },
+  };
 
   constructor(
     private readonly dispatch: Dispatch,
@@ -184,9 +192,11 @@ export class GrpcGateway {
   }
 
   /**
-   * Every call is counted against the process's cap and must have its message whole (half-closed)
-   * within REST's body time; every call but the open ones has its key checked from its metadata
-   * before its message is read, as REST checks it before the body.
+   * The open methods are answered from their metadata alone: their message is never read (nor
+   * inflated), so a caller without a key can hold nothing. Every other call has its key checked
+   * from its metadata before its message is read, as REST checks it before the body, then counts
+   * against the replica's cap and must have its message whole (half-closed) within REST's body
+   * time.
    */
   private readonly admission: ServerInterceptor = (descriptor, call) => {
     let ended = false;
@@ -198,58 +208,69 @@ export class GrpcGateway {
       if (counted) this.calls--;
       counted = false;
     };
-    const refuse = (status: CallStatus): void => {
+    const refuse = (err: RestError | CallStatus): void => {
       end();
-      this.sendStatus(call, status);
+      this.sendStatus(call, 'status' in err ? this.statusOf(err) : err);
     };
+    const cancelled: CallStatus = { code: Status.CANCELLED, details: 'cancelled', metadata: new Metadata() };
     return new ServerInterceptingCall(call, {
       start: (next) =>
         next({
           onReceiveMetadata: (metadata, admit) => {
-            if (this.calls >= MAX_CALLS) {
-              return refuse(
-                serviceError(
-                  restErrorOf(
-                    new TollgateError(
-                      'gateway_busy',
-                      `this replica holds ${MAX_CALLS} gRPC calls; retry shortly`,
-                      {
-                        headers: { 'retry-after': '1' },
-                      },
-                    ),
-                  ),
-                ),
-              );
-            }
-            this.calls++;
-            counted = true;
-            const ms = this.opts.requestBodyTimeoutMs;
-            waiting = setTimeout(
-              () =>
-                refuse(
-                  serviceError(
-                    restErrorOf(
-                      new TollgateError(
-                        'request_timeout',
-                        `the call's message did not arrive whole within ${ms} ms; send it at once`,
-                      ),
-                    ),
-                  ),
-                ),
-              ms,
-            );
-            if (OPEN.has(descriptor.path)) return admit(metadata);
             const address = peerAddress(call.getPeer());
             // The connection is gone: there is nobody to answer.
-            if (address === undefined)
-              return refuse({ code: Status.CANCELLED, details: 'cancelled', metadata: new Metadata() });
+            if (address === undefined) return refuse(cancelled);
+            const open = this.open[descriptor.path];
+            if (open !== undefined) {
+              const ex: Exchange = { request: undefined, metadata, address, cancelled: () => ended };
+              open(ex).then(
+                (value) => {
+                  if (ended) return;
+                  const headers = new Metadata();
+                  headers.set('x-request-id', ex.requestId ?? randomUUID());
+                  call.sendMetadata(headers);
+                  call.sendMessage(value, () => {
+                    end();
+                    this.sendStatus(call, { code: Status.OK, details: 'OK', metadata: new Metadata() });
+                  });
+                },
+                (err: unknown) => refuse(this.logged(err)),
+              );
+              return;
+            }
             this.keyChecked(metadata, address).then(
               (answer) => {
                 if (ended) return;
-                if (answer.status !== 200) return refuse(serviceError(refusal(answer).rest));
+                if (answer.status !== 200) return refuse(refusal(answer).rest);
+                if (this.calls >= MAX_CALLS) {
+                  return refuse(
+                    restErrorOf(
+                      new TollgateError(
+                        'gateway_busy',
+                        `this replica holds ${MAX_CALLS} gRPC calls; retry shortly`,
+                        { headers: { 'retry-after': '1' } },
+                      ),
+                    ),
+                  );
+                }
+                this.calls++;
+                counted = true;
+                const ms = this.opts.requestBodyTimeoutMs;
+                waiting = setTimeout(
+                  () =>
+                    refuse(
+                      restErrorOf(
+                        new TollgateError(
+                          'request_timeout',
+                          `the call's message did not arrive whole within ${ms} ms; send it at once`,
+                        ),
+                      ),
+                    ),
+                  ms,
+                );
                 admit(metadata);
               },
-              (err: unknown) => refuse(serviceError(this.logged(err))),
+              (err: unknown) => refuse(this.logged(err)),
             );
           },
           onReceiveHalfClose: (next) => {
@@ -261,31 +282,27 @@ export class GrpcGateway {
     });
   };
 
+  /** A status grpc-js can send, whatever the error holds; a plain one if it could not be made. */
+  private statusOf(err: RestError, requestId?: string): CallStatus {
+    try {
+      return serviceError(err, requestId);
+    } catch (e) {
+      this.opts.log.error({ err: e }, 'gRPC status not made; sending a plain one');
+      return PLAIN_INTERNAL;
+    }
+  }
+
   private sendStatus(call: { sendStatus(status: CallStatus): void }, status: CallStatus): void {
     try {
       call.sendStatus(status);
     } catch (err) {
       this.opts.log.error({ err }, 'gRPC status not sent; sending a plain one');
-      call.sendStatus({ code: Status.INTERNAL, details: 'internal_error', metadata: new Metadata() });
+      call.sendStatus(PLAIN_INTERNAL);
     }
   }
 
   private handlers(): UntypedServiceImplementation {
     return {
-      ServerLive: this.unary(async (ex) => ({
-        live: (await this.rest(ex, 'GET', '/v2/health/live')).status === 200,
-      })),
-      ServerReady: this.unary(async (ex) => ({
-        ready: (await this.rest(ex, 'GET', '/v2/health/ready')).status === 200,
-      })),
-      ServerMetadata: this.unary(async (ex) => {
-        const answer = await this.expectJson(ex, 'GET', '/v2');
-        return {
-          name: String(answer.name ?? ''),
-          version: String(answer.version ?? ''),
-          extensions: Array.isArray(answer.extensions) ? answer.extensions.map(String) : [],
-        };
-      }),
       ModelMetadata: this.unary(async (ex: Exchange<ModelRef>) => {
         const path = await this.modelPath(ex, ex.request.name, ex.request.version);
         return metadataResponse(await this.expectJson(ex, 'GET', path));
@@ -327,36 +344,30 @@ export class GrpcGateway {
     translated: { body: Buffer; headerLength: number };
   } {
     const limit = this.opts.bodyLimitBytes;
-    const cost = this.inferCost.of(message);
-    if (cost > MESSAGE_DECODE_BOUND * limit) {
+    // Decoding is synchronous: one message at a time holds its decoded form, dropped once translated.
+    if (this.inferCost.of(message) > DECODE_BOUND * limit) {
       throw new TollgateError(
         'body_too_large',
-        `the ModelInferRequest would decode into more than ${MESSAGE_DECODE_BOUND * limit} bytes (its tensors, entries and typed values); send the tensors in raw_input_contents, or fewer rows per call`,
+        `the ModelInferRequest would decode into more than ${DECODE_BOUND * limit} bytes (its tensors, entries and typed values); send the tensors in raw_input_contents, or fewer rows per call`,
       );
     }
-    if (this.decoding + cost > PROCESS_DECODE_BOUND * limit) {
-      throw new TollgateError(
-        'gateway_busy',
-        'this replica is decoding as much as it may at once; retry shortly',
-        {
-          headers: { 'retry-after': '1' },
-        },
-      );
-    }
-    this.decoding += cost;
+    let request: ModelInferRequest;
     try {
-      const request = this.decodeInfer(message) as ModelInferRequest;
-      const translated = inferRequestBody(request);
-      if (translated.body.length > limit) {
-        throw new TollgateError(
-          'body_too_large',
-          `the tensors come to ${translated.body.length} bytes as the runtime reads them (INT64 values take 8 bytes each, whatever their size on the wire), past the gateway's limit of ${limit}; send fewer rows per call`,
-        );
-      }
-      return { request, translated };
-    } finally {
-      this.decoding -= cost;
+      request = this.decodeInfer(message) as ModelInferRequest;
+    } catch (err) {
+      throw new TollgateError(
+        'bad_request',
+        `the message is not a valid ModelInferRequest: ${(err as Error).message}`,
+      );
     }
+    const translated = inferRequestBody(request);
+    if (translated.body.length > limit) {
+      throw new TollgateError(
+        'body_too_large',
+        `the tensors come to ${translated.body.length} bytes as the runtime reads them (INT64 values take 8 bytes each, whatever their size on the wire), past the gateway's limit of ${limit}; send fewer rows per call`,
+      );
+    }
+    return { request, translated };
   }
 
   /**
@@ -497,7 +508,7 @@ export class GrpcGateway {
           }
         } catch (err) {
           this.opts.log.error({ err }, 'gRPC answer not sent; sending a plain error');
-          answer({ code: Status.INTERNAL, details: 'internal_error', metadata: new Metadata() });
+          answer(PLAIN_INTERNAL);
         }
       };
       handle(ex).then(
@@ -507,7 +518,7 @@ export class GrpcGateway {
             send({ code: Status.CANCELLED, details: 'cancelled', metadata: new Metadata() });
             return;
           }
-          send(serviceError(this.logged(err), ex.requestId));
+          send(this.statusOf(this.logged(err), ex.requestId));
         },
       );
     };

@@ -9,8 +9,8 @@ import { TollgateError, isTollgateError } from '../../common/errors.js';
  * client can branch on it without parsing text.
  */
 
-/** Trailers travel in one HTTP/2 header block: a message past this is clipped, not a stream reset. */
-const MAX_DETAILS = 1_000;
+/** Trailers travel in one HTTP/2 header block: a message past this (percent-encoded) is clipped. */
+const MAX_DETAILS = 3_000;
 
 /** 502s that say "try again": the runtime could not be reached, or its metadata read. */
 const RETRYABLE = new Set(['upstream_connection_failed', 'model_metadata_unavailable']);
@@ -18,12 +18,19 @@ const RETRYABLE = new Set(['upstream_connection_failed', 'model_metadata_unavail
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
 
 /**
- * At most `max` characters, whole ones (a surrogate pair never cut), and well-formed: grpc-js
- * throws on a status message it cannot encode.
+ * Whole characters (a surrogate pair never cut), well-formed (grpc-js throws on a status message it
+ * cannot encode), and at most `max` bytes once percent-encoded, as grpc-js sends them: a client's
+ * header limit (8 KiB in C-core clients) is never what refuses the status.
  */
 function clipped(text: string, max: number): string {
-  const chars = Array.from(text.replace(LONE_SURROGATE, '\uFFFD'));
-  return chars.length > max ? `${chars.slice(0, max).join('')}...` : chars.join('');
+  let out = '';
+  let size = 0;
+  for (const ch of text.replace(LONE_SURROGATE, '\uFFFD')) {
+    size += encodeURIComponent(ch).length;
+    if (size > max) return `${out}...`;
+    out += ch;
+  }
+  return out;
 }
 
 function grpcStatusOf(httpStatus: number, code: string): Status {
@@ -91,7 +98,7 @@ export function serviceError(err: RestError, requestId?: string): CallStatus {
   const metadata = new Metadata();
   metadata.set('tollgate-code', err.code);
   // Metadata values are printable ASCII: a field naming a client's input is percent-encoded.
-  if (err.field !== undefined) metadata.set('tollgate-field', encodeURIComponent(clipped(err.field, 200)));
+  if (err.field !== undefined) metadata.set('tollgate-field', encodeURIComponent(clipped(err.field, 600)));
   const retryAfter = err.headers['retry-after'];
   if (retryAfter !== undefined) metadata.set('retry-after', retryAfter);
   if (requestId !== undefined) metadata.set('x-request-id', requestId);

@@ -223,55 +223,59 @@ export class GrpcGateway {
             const open = this.open[descriptor.path];
             if (open !== undefined) {
               const ex: Exchange = { request: undefined, metadata, address, cancelled: () => ended };
-              open(ex).then(
-                (value) => {
-                  if (ended) return;
-                  const headers = new Metadata();
-                  headers.set('x-request-id', ex.requestId ?? randomUUID());
-                  call.sendMetadata(headers);
-                  call.sendMessage(value, () => {
-                    end();
-                    this.sendStatus(call, { code: Status.OK, details: 'OK', metadata: new Metadata() });
-                  });
-                },
-                (err: unknown) => refuse(this.logged(err)),
-              );
+              open(ex)
+                .then(
+                  (value) => {
+                    if (ended) return;
+                    const headers = new Metadata();
+                    headers.set('x-request-id', ex.requestId ?? randomUUID());
+                    call.sendMetadata(headers);
+                    call.sendMessage(value, () => {
+                      end();
+                      this.sendStatus(call, { code: Status.OK, details: 'OK', metadata: new Metadata() });
+                    });
+                  },
+                  (err: unknown) => refuse(this.logged(err)),
+                )
+                .catch(this.unanswered);
               return;
             }
-            this.keyChecked(metadata, address).then(
-              (answer) => {
-                if (ended) return;
-                if (answer.status !== 200) return refuse(refusal(answer).rest);
-                if (this.calls >= MAX_CALLS) {
-                  return refuse(
-                    restErrorOf(
-                      new TollgateError(
-                        'gateway_busy',
-                        `this replica holds ${MAX_CALLS} gRPC calls; retry shortly`,
-                        { headers: { 'retry-after': '1' } },
-                      ),
-                    ),
-                  );
-                }
-                this.calls++;
-                counted = true;
-                const ms = this.opts.requestBodyTimeoutMs;
-                waiting = setTimeout(
-                  () =>
-                    refuse(
+            this.keyChecked(metadata, address)
+              .then(
+                (answer) => {
+                  if (ended) return;
+                  if (answer.status !== 200) return refuse(refusal(answer).rest);
+                  if (this.calls >= MAX_CALLS) {
+                    return refuse(
                       restErrorOf(
                         new TollgateError(
-                          'request_timeout',
-                          `the call's message did not arrive whole within ${ms} ms; send it at once`,
+                          'gateway_busy',
+                          `this replica holds ${MAX_CALLS} gRPC calls; retry shortly`,
+                          { headers: { 'retry-after': '1' } },
                         ),
                       ),
-                    ),
-                  ms,
-                );
-                admit(metadata);
-              },
-              (err: unknown) => refuse(this.logged(err)),
-            );
+                    );
+                  }
+                  this.calls++;
+                  counted = true;
+                  const ms = this.opts.requestBodyTimeoutMs;
+                  waiting = setTimeout(
+                    () =>
+                      refuse(
+                        restErrorOf(
+                          new TollgateError(
+                            'request_timeout',
+                            `the call's message did not arrive whole within ${ms} ms; send it at once`,
+                          ),
+                        ),
+                      ),
+                    ms,
+                  );
+                  admit(metadata);
+                },
+                (err: unknown) => refuse(this.logged(err)),
+              )
+              .catch(this.unanswered);
           },
           onReceiveHalfClose: (next) => {
             clearTimeout(waiting);
@@ -280,6 +284,11 @@ export class GrpcGateway {
           onCancel: end,
         }),
     });
+  };
+
+  /** Whatever grpc-js throws while a call is answered is logged, never left to end the process. */
+  private readonly unanswered = (err: unknown): void => {
+    this.opts.log.error({ err }, 'gRPC call not answered');
   };
 
   /** A status grpc-js can send, whatever the error holds; a plain one if it could not be made. */
@@ -511,16 +520,18 @@ export class GrpcGateway {
           answer(PLAIN_INTERNAL);
         }
       };
-      handle(ex).then(
-        (value) => send(null, value),
-        (err: unknown) => {
-          if (err instanceof Cancelled) {
-            send({ code: Status.CANCELLED, details: 'cancelled', metadata: new Metadata() });
-            return;
-          }
-          send(this.statusOf(this.logged(err), ex.requestId));
-        },
-      );
+      handle(ex)
+        .then(
+          (value) => send(null, value),
+          (err: unknown) => {
+            if (err instanceof Cancelled) {
+              send({ code: Status.CANCELLED, details: 'cancelled', metadata: new Metadata() });
+              return;
+            }
+            send(this.statusOf(this.logged(err), ex.requestId));
+          },
+        )
+        .catch(this.unanswered);
     };
   }
 }

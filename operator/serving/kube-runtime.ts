@@ -87,8 +87,8 @@ export class KubeRuntimeDriver implements RuntimeDriver {
         PatchStrategy.ServerSideApply,
       );
     }
-    // The Service follows the placement (a sidecar serves no gRPC port): written when missing or
-    // when its ports are not the plan's.
+    // Written when missing or when its ports are not the plan's (a Service made before the sidecar
+    // answered gRPC has its HTTP port only).
     const service = modelService(plan);
     const ports = (svc: unknown) =>
       ((svc as V1Service | undefined)?.spec?.ports ?? []).map((p) => p.name).join(',');

@@ -14,7 +14,7 @@ import { createLogger } from '../common/logger.js';
 import { redisKeys } from '../common/redis/schema.js';
 import type { Model } from '../common/resources/model.js';
 import { loadGatewayConfig } from '../gateway/config.js';
-import { createGatewayServer } from '../gateway/server.js';
+import { createGatewayServer } from '../gateway/central-server.js';
 import { createGatewayServices } from '../gateway/services.js';
 import { createV2Handler } from '../gateway/v2/router.js';
 import { RouteWriter } from '../common/routes/workflow-routes.js';

@@ -9,6 +9,7 @@ import { redisKeys } from '../common/redis/schema.js';
 import { throwawayRedisArgs } from '../common/redis/throwaway-args.js';
 import { RouteWriter } from '../common/routes/workflow-routes.js';
 import { grantAudience } from '../common/resources/grant.js';
+import { SIDECAR_NODE_OPTIONS } from '../common/sidecar-runtime.js';
 import {
   CLI,
   fixedRate,
@@ -105,7 +106,8 @@ export async function run(): Promise<void> {
         redisUrl,
       ],
       // The public half only, as the webhook gives a sidecar.
-      { NODE_OPTIONS: '', LOG_LEVEL: 'warn', TOLLGATE_TRUSTED_KEYS: TEST_TRUSTED_KEYS },
+      // As the webhook runs a sidecar in a pod.
+      { NODE_OPTIONS: SIDECAR_NODE_OPTIONS, LOG_LEVEL: 'warn', TOLLGATE_TRUSTED_KEYS: TEST_TRUSTED_KEYS },
     );
     await waitFor(`http://127.0.0.1:${opsPort}/readyz`);
     const idle = memoryMiB(sidecar.pid as number);

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
-import { parse as parseYaml } from 'yaml';
+import { createRequire } from 'node:module';
+import type { parse as ParseYaml } from 'yaml';
 import { z } from 'zod';
 import { roleDefinitionSchema } from '../common/apikey/roles.js';
 import { TollgateError } from '../common/errors.js';
@@ -437,7 +438,10 @@ function fromFile(path: string): Record<string, unknown> {
   } catch (cause) {
     throw new TollgateError('invalid_config', `cannot read the gateway config file ${path}`, { cause });
   }
-  const parsed: unknown = parseYaml(text);
+  // Required here, not imported: most processes (every sidecar) have no config file, and the
+  // parser would be in their memory for nothing.
+  const { parse } = createRequire(import.meta.url)('yaml') as { parse: typeof ParseYaml };
+  const parsed: unknown = parse(text);
   if (parsed === null || parsed === undefined) return {};
   if (typeof parsed !== 'object' || Array.isArray(parsed)) {
     throw new TollgateError('invalid_config', `${path} must hold a mapping of gateway settings`);

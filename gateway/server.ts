@@ -2,21 +2,15 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo, Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { TollgateError } from '../common/errors.js';
-import { createEventsHandler } from './events-handler.js';
-import { createApp } from './http/app.js';
 import { rawErrorResponse, sendError } from './http/errors.js';
 import { normalisePath, type NormalisedPath } from './routing/normalise.js';
 import type { GatewayServices } from './services.js';
-import type { V2Handler } from './v2/router.js';
-import { moduleOf } from './http/call-module.js';
-import { GrpcGateway } from './grpc/server.js';
+import type { GrpcGateway } from './grpc/server.js';
 
 /**
- * The gateway's HTTP server: a plain node:http server whose request listener dispatches on the
- * path prefix. `/events/...` and `/v2/...` are handled by raw handlers (no Express routing on the
- * hot path); everything else goes to the Express app. Every path is normalised once, here, and a
- * path that could cross from one workflow, service or resource to another is refused before any
- * handler sees it.
+ * A gateway's HTTP server (gateway/central-server.ts dispatches the central gateway's paths on it,
+ * gateway/sidecar/ a sidecar's). Every path is normalised once, here, and a path that could cross
+ * from one workflow, service or resource to another is refused before any handler sees it.
  */
 export interface GatewayServer {
   server: Server;
@@ -28,23 +22,6 @@ export interface GatewayServer {
   listenGrpc(port: number, host: string): Promise<number>;
   /** Stops accepting, lets in-flight requests finish (up to the configured time), then closes services. */
   shutdown(): Promise<void>;
-}
-
-export function createGatewayServer(s: GatewayServices, v2: V2Handler): GatewayServer {
-  const events = createEventsHandler(s);
-  const app = createApp(s);
-  return createHttpServer(s, (req, res, path) => {
-    const first = path.segments[0];
-    if (first === 'events') {
-      events(req, res, path);
-    } else if (first === 'v2') {
-      res.once('finish', () => s.metrics.request('v2', res.statusCode, moduleOf(req)));
-      Promise.resolve(v2(req, res, path)).catch((err: unknown) => sendError(res, err, s.log));
-    } else {
-      res.once('finish', () => s.metrics.request('management', res.statusCode, 'none'));
-      app(req, res);
-    }
-  });
 }
 
 /**
@@ -113,7 +90,10 @@ export function createHttpServer(
   let grpc: GrpcGateway | undefined;
   return {
     server,
-    listenGrpc(port, host) {
+    async listenGrpc(port, host) {
+      // Loaded on first use: a workflow's sidecar never speaks gRPC, and gRPC's libraries are a
+      // sizeable part of a process's memory.
+      const { GrpcGateway } = await import('./grpc/server.js');
       grpc ??= new GrpcGateway(dispatch, {
         keys: s.keys,
         bodyLimitBytes: s.config.bodyLimitBytes,

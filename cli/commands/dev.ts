@@ -11,7 +11,7 @@ import { createManagement } from '../../gateway/api/management.js';
 import { ManifestWorkflowRecords } from '../../common/routes/workflow-records.js';
 import { WorkflowRoutes } from '../../common/routes/workflow-routes.js';
 import { loadGatewayConfig, webhookSettingsOf, type GatewayConfigInput } from '../../gateway/config.js';
-import { createGatewayServer } from '../../gateway/server.js';
+import { createGatewayServer } from '../../gateway/central-server.js';
 import { modelsPlatformResource } from '../../gateway/platform/models/index.js';
 import { createGatewayServices } from '../../gateway/services.js';
 import { createV2Handler } from '../../gateway/v2/router.js';

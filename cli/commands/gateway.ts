@@ -14,7 +14,7 @@ import {
   webhookSettingsOf,
   type GatewayConfigInput,
 } from '../../gateway/config.js';
-import { createGatewayServer } from '../../gateway/server.js';
+import { createGatewayServer } from '../../gateway/central-server.js';
 import { createManagement } from '../../gateway/api/management.js';
 import type { GatewayConfig } from '../../gateway/config.js';
 import { modelsPlatformResource } from '../../gateway/platform/models/index.js';

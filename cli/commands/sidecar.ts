@@ -1,4 +1,6 @@
 import { readFileSync } from 'node:fs';
+import { setFlagsFromString } from 'node:v8';
+import { SIDECAR_V8_FLAGS } from '../../common/sidecar-runtime.js';
 import { redisUrlSchema } from '../../common/redis/connect.js';
 import type { Command } from 'commander';
 import { z } from 'zod';
@@ -116,6 +118,7 @@ export function register(program: Command): void {
       'the public keys to believe (a JWKS file: `tollgate dev` writes <state-dir>/trusted-keys.json; injected sidecars get TOLLGATE_TRUSTED_KEYS)',
     )
     .action(async (raw: unknown) => {
+      setFlagsFromString(SIDECAR_V8_FLAGS);
       const log = createLogger('sidecar');
       const parsed = flagsSchema.safeParse(raw);
       if (!parsed.success) {

@@ -1,7 +1,8 @@
 import { connect } from 'node:net';
-import type { Request, Response } from 'express';
 import { request } from 'undici';
 import type { AppProbes } from '../../common/sidecar-probes.js';
+import type { OperationsExtra } from '../http/operations.js';
+import { sendJson } from '../v2/http.js';
 
 /** True when the workload passed the probe (HTTP 200–399, or a TCP connection accepted). */
 async function passes(probe: AppProbes[string]): Promise<boolean> {
@@ -32,15 +33,20 @@ async function passes(probe: AppProbes[string]): Promise<boolean> {
   }
 }
 
-/** The Express handler of `/app-health/:container/:probe`. */
-export function appHealthHandler(probes: AppProbes) {
-  return async (req: Request, res: Response): Promise<void> => {
-    const probe = probes[`${String(req.params['container'])}/${String(req.params['probe'])}`];
+/**
+ * `GET /app-health/<container>/<probe>` on the operations port (common/sidecar-probes.ts names the
+ * path): the workload's own probe, run on its loopback for the kubelet.
+ */
+export function appHealthHandler(probes: AppProbes): OperationsExtra {
+  return (req, res, segments) => {
+    if (segments.length !== 3 || segments[0] !== 'app-health') return false;
+    if (req.method !== 'GET' && req.method !== 'HEAD') return false;
+    const probe = probes[`${segments[1] ?? ''}/${segments[2] ?? ''}`];
     if (probe === undefined) {
-      res.status(404).json({ error: 'no such workload probe', code: 'unknown_endpoint' });
-      return;
+      sendJson(res, 404, { error: 'no such workload probe', code: 'unknown_endpoint' });
+      return true;
     }
-    const ok = await passes(probe);
-    res.status(ok ? 200 : 503).json({ ready: ok });
+    void passes(probe).then((ok) => sendJson(res, ok ? 200 : 503, { ready: ok }));
+    return true;
   };
 }

@@ -1,10 +1,10 @@
-import type { Express } from 'express';
+import type { Server } from 'node:http';
 import { TollgateError } from '../../common/errors.js';
 import { grantAudience } from '../../common/resources/grant.js';
 import { GRANT_HEADER, GrantVerifier, claimInRedis } from '../auth/signed-grant.js';
 import type { Authenticate } from '../auth/authenticate.js';
 import { createEventsHandler, type ResolveTarget } from '../events-handler.js';
-import { createOperationsApp } from '../http/app.js';
+import { createOperationsServer } from '../http/operations.js';
 import { moduleOf } from '../http/call-module.js';
 import { sendError } from '../http/errors.js';
 import { upstreamPath } from '../routing/events-router.js';
@@ -13,7 +13,7 @@ import { refuseOtherOwner } from '../auth/workflow-owner.js';
 import { createHttpServer, type GatewayServer } from '../server.js';
 import type { GatewayServices } from '../services.js';
 import { createV2Handler } from '../v2/router.js';
-import { appHealthPath, type AppProbes } from '../../common/sidecar-probes.js';
+import type { AppProbes } from '../../common/sidecar-probes.js';
 import { appHealthHandler } from './app-probes.js';
 
 /**
@@ -76,7 +76,7 @@ export interface Sidecar {
   /** The workload's traffic. */
   traffic: GatewayServer;
   /** /healthz, /readyz, /metrics and /app-health/<container>/<probe>. */
-  operations: Express;
+  operations: Server;
 }
 
 export interface SidecarOptions {
@@ -101,9 +101,7 @@ export function createSidecar(s: GatewayServices, target: SidecarTarget, opts: S
       return grants.verify(token, { method: req.method ?? '', target: req.url ?? '' });
     return s.keys.check(req);
   };
-  const operations = createOperationsApp(s, (app) =>
-    app.get(appHealthPath(':container', ':probe'), appHealthHandler(opts.probes ?? {})),
-  );
+  const operations = createOperationsServer(s, appHealthHandler(opts.probes ?? {}));
   if (target.kind === 'workflow') {
     return {
       traffic: createHttpServer(s, createEventsHandler(s, workflowResolver(target, s.routes), authenticate)),

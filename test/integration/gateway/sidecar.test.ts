@@ -140,6 +140,53 @@ describe('the gateway as a sidecar', () => {
     expect((await send(base, '/healthz')).json.code).toBe('missing_api_key');
   });
 
+  it('runs the workload’s own probes on its operations port, and refuses what it does not serve', async () => {
+    const closed = await freePort();
+    const probing = createSidecar(
+      services,
+      {
+        kind: 'workflow',
+        namespace: 'default',
+        upstream: new URL(upstream.url),
+        workflow,
+        service: 'scorer',
+      },
+      {
+        probes: {
+          'web/readiness': {
+            httpGet: { path: '/ready', port: upstream.port, httpHeaders: [] },
+            timeoutSeconds: 1,
+          },
+          'web/liveness': { tcpSocket: { port: upstream.port }, timeoutSeconds: 1 },
+          'web/startup': { tcpSocket: { port: closed }, timeoutSeconds: 1 },
+        },
+      },
+    );
+    const server = probing.operations.listen(0, '127.0.0.1');
+    await new Promise((r) => server.once('listening', r));
+    const probes = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    try {
+      const seen = upstream.seen.length;
+      const ready = await send(probes, '/app-health/web/readiness');
+      expect([ready.status, ready.json]).toEqual([200, { ready: true }]);
+      // The original probe went to the workload, on its own path.
+      expect(upstream.seen.slice(seen).map((r) => r.url)).toEqual(['/ready']);
+      expect((await send(probes, '/app-health/web/liveness')).json).toEqual({ ready: true });
+      const down = await send(probes, '/app-health/web/startup');
+      expect([down.status, down.json]).toEqual([503, { ready: false }]);
+      const unknown = await send(probes, '/app-health/web/other');
+      expect([unknown.status, unknown.json.code]).toEqual([404, 'unknown_endpoint']);
+      // Only GET (and HEAD) reads these; anything else is an endpoint the port does not have.
+      const post = await send(probes, '/healthz', { method: 'POST' });
+      expect([post.status, post.json.code]).toEqual([404, 'unknown_endpoint']);
+      expect(post.json.error).toBe('no such endpoint: POST /healthz');
+      expect((await send(probes, '/app-health/web')).json.code).toBe('unknown_endpoint');
+      expect((await send(probes, '/healthz?verbose=1')).json).toEqual({ status: 'ok' });
+    } finally {
+      server.close();
+    }
+  });
+
   it('fails closed when Redis is down: 503, never a pass, and not ready', async () => {
     const { key } = await createKey(rc, 'bda', [workflow]);
     await stopRedis(TAG);

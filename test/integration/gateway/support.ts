@@ -17,7 +17,8 @@ import { createLogger } from '../../../common/logger.js';
 import type { KeyGrant, Module } from '../../../common/resources/grant.js';
 import { createV2Handler } from '../../../gateway/v2/router.js';
 import { loadGatewayConfig, type GatewayConfigInput } from '../../../gateway/config.js';
-import { createGatewayServer, type GatewayServer } from '../../../gateway/server.js';
+import { createGatewayServer } from '../../../gateway/central-server.js';
+import type { GatewayServer } from '../../../gateway/server.js';
 import { createGatewayServices, type GatewayServices } from '../../../gateway/services.js';
 
 /** What a recording upstream saw: only requests whose body arrived completely. */

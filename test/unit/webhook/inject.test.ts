@@ -108,6 +108,8 @@ describe('the sidecar injection plan', () => {
     expect(env['POD_IP']).toEqual({ fieldRef: { fieldPath: 'status.podIP' } });
     // Its namespace from the API server, not from anything the pod's spec says: grants are bound to it.
     expect(env['TOLLGATE_POD_NAMESPACE']).toEqual({ fieldRef: { fieldPath: 'metadata.namespace' } });
+    // One per guarded pod: it runs with the heap settings the sidecar bench measures.
+    expect(env['NODE_OPTIONS']).toBe('--max-semi-space-size=1');
     expect(sidecar.readinessProbe?.httpGet).toMatchObject({ path: '/readyz', port: SIDECAR_OPERATIONS_PORT });
     expect(sidecar.securityContext).toMatchObject({ runAsNonRoot: true, readOnlyRootFilesystem: true });
     expect(plan.patch).toContainEqual({

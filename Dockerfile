@@ -13,10 +13,12 @@ COPY common common
 COPY gateway gateway
 COPY operator operator
 COPY panel/static panel/static
+COPY tools/bundle tools/bundle
 # The steps of `make build` (the panel's files beside the compiled gateway that serves them).
 RUN node node_modules/typescript/bin/tsc -p tsconfig.build.json \
  && mkdir -p dist/panel && cp -r panel/static dist/panel/static \
  && cp gateway/grpc/open-inference.proto dist/gateway/grpc/ \
+ && node tools/bundle/sidecar.mjs \
  && npm prune --omit=dev
 
 FROM node:20-bookworm-slim

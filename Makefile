@@ -31,6 +31,7 @@ build: deps-node
 	rm -rf dist/panel dist/gateway/panel && mkdir -p dist/panel && cp -r panel/static dist/panel/static
 	# The gRPC service's definition, read when the gateway starts (gateway/grpc/protocol.ts).
 	cp gateway/grpc/open-inference.proto dist/gateway/grpc/
+	node tools/bundle/sidecar.mjs
 
 # Two Jest runs: unit + integration, then the cluster tests on their own (the cluster lives only
 # for the second). Both always run; the target fails if either failed. With JEST_REPORT=<prefix>,

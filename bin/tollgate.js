@@ -4,7 +4,12 @@
 import { existsSync } from 'node:fs';
 import { URL } from 'node:url';
 
-const main = new URL('../dist/cli/main.js', import.meta.url);
+// A sidecar (one per guarded pod) runs from its own bundle (tools/bundle/sidecar.mjs), the rest
+// from the compiled modules.
+const main = new URL(
+  process.argv[2] === 'sidecar' ? '../dist/sidecar/main.js' : '../dist/cli/main.js',
+  import.meta.url,
+);
 if (!existsSync(main)) {
   process.stderr.write(
     'tollgate: the CLI is not built yet; run `make build` (or `make demo`) in the repository first\n',

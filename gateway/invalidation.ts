@@ -1,4 +1,5 @@
-import { LRUCache } from 'lru-cache';
+import type { LRUCache } from 'lru-cache';
+import { growingLru } from '../common/growing-lru.js';
 import type { Redis } from 'ioredis';
 import type { Logger } from '../common/logger.js';
 
@@ -147,10 +148,9 @@ export class InvalidatedCache<V extends object> {
     opts: { max: number; ttlMs?: number; onDrop?: (value: V) => void },
   ) {
     const dispose = opts.onDrop === undefined ? {} : { dispose: opts.onDrop };
-    this.lru = new LRUCache<string, V>(
-      opts.ttlMs === undefined
-        ? { max: opts.max, ...dispose }
-        : { max: opts.max, ttl: opts.ttlMs, ttlAutopurge: false, ...dispose },
+    this.lru = growingLru<string, V>(
+      opts.max,
+      opts.ttlMs === undefined ? dispose : { ttl: opts.ttlMs, ttlAutopurge: false, ...dispose },
     );
     invalidation.onReset(() => this.clear());
   }

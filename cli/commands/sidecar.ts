@@ -1,6 +1,4 @@
 import { readFileSync } from 'node:fs';
-import { setFlagsFromString } from 'node:v8';
-import { SIDECAR_V8_FLAGS } from '../../common/sidecar-runtime.js';
 import { redisUrlSchema } from '../../common/redis/connect.js';
 import type { Command } from 'commander';
 import { z } from 'zod';
@@ -14,6 +12,7 @@ import { createSidecar, type SidecarTarget } from '../../gateway/sidecar/sidecar
 import { APP_PROBES_ENV, parseAppProbes } from '../../common/sidecar-probes.js';
 import { guardIpv6, guardsAPod } from '../../gateway/sidecar/ipv6-guard.js';
 import { isModelName } from '../../common/resources/model-name.js';
+import { keepWasmBaseline } from '../../gateway/sidecar/memory.js';
 
 const id = (what: string) =>
   z.string().regex(WORKFLOW_ID_PATTERN, `--${what}: 1 to 63 letters, digits, '-', '_' or '.'`);
@@ -118,7 +117,7 @@ export function register(program: Command): void {
       'the public keys to believe (a JWKS file: `tollgate dev` writes <state-dir>/trusted-keys.json; injected sidecars get TOLLGATE_TRUSTED_KEYS)',
     )
     .action(async (raw: unknown) => {
-      setFlagsFromString(SIDECAR_V8_FLAGS);
+      keepWasmBaseline();
       const log = createLogger('sidecar');
       const parsed = flagsSchema.safeParse(raw);
       if (!parsed.success) {

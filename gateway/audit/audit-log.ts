@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Redis } from 'ioredis';
-import { LRUCache } from 'lru-cache';
+import { growingLru } from '../../common/growing-lru.js';
 import { z } from 'zod';
 import { TollgateError } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
@@ -170,11 +170,11 @@ export class AuditLog {
   private sweeper: NodeJS.Timeout | undefined;
   private seq = 0;
   private readonly replica = randomBytes(4).toString('hex');
-  private readonly segments = new LRUCache<string, AuditEvent[]>({ max: 2_000 });
+  private readonly segments = growingLru<string, AuditEvent[]>(2_000);
   /** Per key: when its last refusal was recorded, and how many were not recorded since. */
-  private readonly refusals = new LRUCache<string, Refusals>({ max: 10_000 });
+  private readonly refusals = growingLru<string, Refusals>(10_000);
   /** The same for sidecars' reports, apart: a report cannot reset the tally of what this saw. */
-  private readonly reported = new LRUCache<string, Refusals>({ max: 10_000 });
+  private readonly reported = growingLru<string, Refusals>(10_000);
 
   /** Events a write has taken and not yet stored. */
   private inFlight: AuditEvent[] = [];

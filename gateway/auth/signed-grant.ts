@@ -8,7 +8,7 @@ import {
   type JWK,
   type JWTVerifyGetKey,
 } from 'jose';
-import { LRUCache } from 'lru-cache';
+import { growingLru } from '../../common/growing-lru.js';
 import { z } from 'zod';
 import { TollgateError } from '../../common/errors.js';
 import type { Redis } from 'ioredis';
@@ -133,7 +133,7 @@ export function claimInRedis(redis: Redis): ClaimGrant {
 
 export class GrantVerifier {
   /** Ids of grants already used here, until they expire: a replay to this replica costs no I/O. */
-  private readonly seen = new LRUCache<string, true>({ max: 100_000, ttl: REPLAY_TTL_MS });
+  private readonly seen = growingLru<string, true>(100_000, { ttl: REPLAY_TTL_MS });
 
   constructor(
     private readonly keys: JWTVerifyGetKey,

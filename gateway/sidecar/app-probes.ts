@@ -1,8 +1,11 @@
 import { connect } from 'node:net';
-import { request } from 'undici';
+import { Agent } from 'undici';
 import type { AppProbes } from '../../common/sidecar-probes.js';
 import type { OperationsExtra } from '../http/operations.js';
 import { sendJson } from '../v2/http.js';
+
+/** The probes' connections to the workload (a dispatcher of undici's; see tools/bundle/). */
+const probes = new Agent();
 
 /** True when the workload passed the probe (HTTP 200–399, or a TCP connection accepted). */
 async function passes(probe: AppProbes[string]): Promise<boolean> {
@@ -21,7 +24,10 @@ async function passes(probe: AppProbes[string]): Promise<boolean> {
   }
   const { path, port, httpHeaders } = probe.httpGet;
   try {
-    const res = await request(`http://127.0.0.1:${port}${path}`, {
+    const res = await probes.request({
+      origin: `http://127.0.0.1:${port}`,
+      path,
+      method: 'GET',
       headers: Object.fromEntries(httpHeaders.map((h) => [h.name, h.value])),
       headersTimeout: timeoutMs,
       bodyTimeout: timeoutMs,

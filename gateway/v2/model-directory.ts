@@ -1,5 +1,5 @@
 import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
-import { LRUCache } from 'lru-cache';
+import { growingLru } from '../../common/growing-lru.js';
 import { TollgateError } from '../../common/errors.js';
 import type { ManifestCollection } from '../../common/resources/manifest-dir.js';
 import {
@@ -36,7 +36,7 @@ export interface ModelDirectory {
 const KNOWN_TTL_MS = 2_000;
 
 function cached(directory: ModelDirectory): ModelDirectory {
-  const cache = new LRUCache<string, { info: ModelInfo | undefined }>({ max: 1_000, ttl: KNOWN_TTL_MS });
+  const cache = growingLru<string, { info: ModelInfo | undefined }>(1_000, { ttl: KNOWN_TTL_MS });
   let listed: { at: number; models: Promise<Array<ModelInfo & { name: string }>> } | undefined;
   return {
     async find(name) {

@@ -32,11 +32,14 @@ import {
   sidecarServices,
 } from './support.js';
 import { putWorkflowRoute } from '../workflow-route.js';
+import { SIDECAR_NODE_OPTIONS } from '../../../common/sidecar-runtime.js';
+import { APP_PROBES_ENV } from '../../../common/sidecar-probes.js';
 import { testSealer, TEST_SIGNING_KEY_FILE, TEST_TRUSTED_KEYS } from '../signing.js';
 
 const run = promisify(execFile);
 const TSX = new URL('../../../node_modules/tsx/dist/cli.mjs', import.meta.url).pathname;
 const CLI = new URL('../../../cli/main.ts', import.meta.url).pathname;
+const BIN = new URL('../../../bin/tollgate.js', import.meta.url).pathname;
 const TAG = 'sidecar';
 
 describe('the gateway as a sidecar', () => {
@@ -497,7 +500,7 @@ describe('tollgate sidecar (the command)', () => {
     expect((await fails(base.slice(2)))?.stderr).toContain("required option '--upstream <url>'");
   });
 
-  it('guards a local process: its workflow’s key passes, no key does not', async () => {
+  it('guards a local process as a pod runs it (its bundle, its heap settings): its workflow’s key passes, no key does not', async () => {
     const r = await redis();
     const rc = redisClient(r.url);
     const upstream = await startUpstream();
@@ -508,8 +511,8 @@ describe('tollgate sidecar (the command)', () => {
       proc = spawn(
         process.execPath,
         [
-          TSX,
-          CLI,
+          // What the image runs: bin/tollgate.js sends `sidecar` to its bundle (dist/sidecar/).
+          BIN,
           'sidecar',
           '--upstream',
           upstream.url,
@@ -526,8 +529,18 @@ describe('tollgate sidecar (the command)', () => {
           '--redis-url',
           r.url,
         ],
-        // The public keys only, as the webhook gives an injected sidecar.
-        { stdio: 'ignore', env: { ...process.env, TOLLGATE_TRUSTED_KEYS: TEST_TRUSTED_KEYS } },
+        // The public keys only, and the environment the webhook gives an injected sidecar.
+        {
+          stdio: 'ignore',
+          env: {
+            ...process.env,
+            NODE_OPTIONS: SIDECAR_NODE_OPTIONS,
+            TOLLGATE_TRUSTED_KEYS: TEST_TRUSTED_KEYS,
+            [APP_PROBES_ENV]: JSON.stringify({
+              'app/readiness': { httpGet: { path: '/probe', port: upstream.port } },
+            }),
+          },
+        },
       );
       const base = `http://127.0.0.1:${port}`;
       const deadline = Date.now() + 30_000;
@@ -540,6 +553,10 @@ describe('tollgate sidecar (the command)', () => {
       expect((await send(base, '/hello', { headers: apikey(key) })).status).toBe(200);
       expect(upstream.seen.at(-1)?.url).toBe('/hello');
       expect((await send(base, '/hello')).status).toBe(401);
+      // The workload's probe, run by the bundled sidecar on its operations port.
+      const probe = await send(`http://127.0.0.1:${opsPort}`, '/app-health/app/readiness');
+      expect([probe.status, probe.json]).toEqual([200, { ready: true }]);
+      expect(upstream.seen.at(-1)?.url).toBe('/probe');
       const exited = new Promise((res) => proc?.once('exit', res));
       proc.kill('SIGTERM');
       await exited;

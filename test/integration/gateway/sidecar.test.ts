@@ -34,6 +34,7 @@ import {
 import { putWorkflowRoute } from '../workflow-route.js';
 import { SIDECAR_NODE_OPTIONS } from '../../../common/sidecar-runtime.js';
 import { APP_PROBES_ENV } from '../../../common/sidecar-probes.js';
+import { InferenceClient, refusal } from '../../harness/grpc-clients.js';
 import { testSealer, TEST_SIGNING_KEY_FILE, TEST_TRUSTED_KEYS } from '../signing.js';
 
 const run = promisify(execFile);
@@ -498,6 +499,77 @@ describe('tollgate sidecar (the command)', () => {
     const url = await fails(['--upstream', 'file:///etc', ...base.slice(2)]);
     expect(url?.stderr).toContain('--upstream must be an http:// or https:// URL');
     expect((await fails(base.slice(2)))?.stderr).toContain("required option '--upstream <url>'");
+  });
+
+  it('guards a model’s runtime from its bundle too: V2 calls reach the runtime, over REST and over gRPC', async () => {
+    const r = await redis();
+    const rc = redisClient(r.url);
+    const runtime = await startUpstream();
+    const model = uniqueName('model-bundle');
+    runtime.respond = (req, res) => {
+      const ready = req.url === `/v2/models/${model}/ready`;
+      res.writeHead(ready ? 200 : 404, { 'content-type': 'application/json' });
+      res.end(ready ? '{}' : '{"error":"no such path"}');
+    };
+    let grpc: InferenceClient | undefined;
+    try {
+      const { key } = await createKey(rc, 'platform', ['models:inference']);
+      const [port, grpcPort, opsPort] = [await freePort(), await freePort(), await freePort()];
+      proc = spawn(
+        process.execPath,
+        [
+          BIN,
+          'sidecar',
+          '--upstream',
+          runtime.url,
+          '--model',
+          model,
+          '--host',
+          '127.0.0.1',
+          '--port',
+          String(port),
+          '--grpc-port',
+          String(grpcPort),
+          '--operations-port',
+          String(opsPort),
+          '--redis-url',
+          r.url,
+        ],
+        {
+          stdio: 'ignore',
+          env: {
+            ...process.env,
+            NODE_OPTIONS: SIDECAR_NODE_OPTIONS,
+            TOLLGATE_TRUSTED_KEYS: TEST_TRUSTED_KEYS,
+          },
+        },
+      );
+      const deadline = Date.now() + 30_000;
+      while ((await send(`http://127.0.0.1:${opsPort}`, '/readyz').catch(() => undefined))?.status !== 200) {
+        if (Date.now() > deadline) throw new Error('tollgate sidecar --model did not become ready');
+        await new Promise((res) => setTimeout(res, 200));
+      }
+      const rest = await send(`http://127.0.0.1:${port}`, `/v2/models/${model}/ready`, {
+        headers: apikey(key),
+      });
+      expect(rest.status).toBe(200);
+      expect(runtime.seen.at(-1)?.url).toBe(`/v2/models/${model}/ready`);
+      grpc = new InferenceClient(`127.0.0.1:${grpcPort}`);
+      expect((await grpc.call('ServerLive', {}, {})).value).toEqual({ live: true });
+      const before = runtime.seen.length;
+      const ready = await grpc.call('ModelReady', { name: model }, { authorization: `Apikey ${key}` });
+      expect(ready.value).toEqual({ ready: true });
+      expect(runtime.seen.length).toBe(before + 1);
+      expect(refusal(await grpc.call('ModelReady', { name: model }, {}))).toEqual([
+        16,
+        'missing_api_key',
+        'missing_api_key',
+      ]);
+    } finally {
+      grpc?.close();
+      await runtime.close();
+      rc.disconnect();
+    }
   });
 
   it('guards a local process as a pod runs it (its bundle, its heap settings): its workflow’s key passes, no key does not', async () => {

@@ -168,7 +168,7 @@ build docker.io/library/node:20-bookworm-slim "$node_key" "$(node_context)" >/de
 # The Tollgate image: the root Dockerfile over the whole repository (as .dockerignore filters it).
 tollgate_key=$( (key "$root/Dockerfile" "$root/.dockerignore" "$root/package.json" "$root/package-lock.json" \
   "$root/tsconfig.json" "$root/tsconfig.build.json" "$root/bin" "$root/cli" "$root/common" "$root/gateway" \
-  "$root/operator"; echo "$node_key") | sha256sum | cut -c1-16)
+  "$root/operator" "$root/panel/static" "$root/tools/bundle"; echo "$node_key") | sha256sum | cut -c1-16)
 build tollgate/tollgate:dev "$tollgate_key" "$root" "$root/Dockerfile"
 
 mlserver_key=$( (key "$root/images/mlserver"; echo "$base") | sha256sum | cut -c1-16)

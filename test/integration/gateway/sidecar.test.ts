@@ -486,6 +486,38 @@ describe('tollgate sidecar (the command)', () => {
     if (proc?.exitCode === null) proc.kill('SIGKILL');
   });
 
+  /**
+   * What the image runs (bin/tollgate.js sends `sidecar` to its bundle, dist/sidecar/), with the
+   * environment the webhook gives an injected sidecar: the public keys only, its heap settings.
+   * Resolves once its operations port says ready.
+   */
+  async function spawnSidecar(
+    flags: string[],
+    env: Record<string, string> = {},
+  ): Promise<ChildProcess & { opsPort: number }> {
+    const opsPort = await freePort();
+    const child = spawn(
+      process.execPath,
+      [BIN, 'sidecar', '--host', '127.0.0.1', '--operations-port', String(opsPort), ...flags],
+      {
+        stdio: 'ignore',
+        env: {
+          ...process.env,
+          NODE_OPTIONS: SIDECAR_NODE_OPTIONS,
+          TOLLGATE_TRUSTED_KEYS: TEST_TRUSTED_KEYS,
+          ...env,
+        },
+      },
+    );
+    proc = child;
+    const deadline = Date.now() + 30_000;
+    while ((await send(`http://127.0.0.1:${opsPort}`, '/readyz').catch(() => undefined))?.status !== 200) {
+      if (Date.now() > deadline) throw new Error(`tollgate sidecar ${flags.join(' ')} did not become ready`);
+      await new Promise((res) => setTimeout(res, 200));
+    }
+    return Object.assign(child, { opsPort });
+  }
+
   it('refuses bad flags with what to fix', async () => {
     const fails = (args: string[]) =>
       run(process.execPath, [TSX, CLI, 'sidecar', ...args]).then(
@@ -514,41 +546,19 @@ describe('tollgate sidecar (the command)', () => {
     let grpc: InferenceClient | undefined;
     try {
       const { key } = await createKey(rc, 'platform', ['models:inference']);
-      const [port, grpcPort, opsPort] = [await freePort(), await freePort(), await freePort()];
-      proc = spawn(
-        process.execPath,
-        [
-          BIN,
-          'sidecar',
-          '--upstream',
-          runtime.url,
-          '--model',
-          model,
-          '--host',
-          '127.0.0.1',
-          '--port',
-          String(port),
-          '--grpc-port',
-          String(grpcPort),
-          '--operations-port',
-          String(opsPort),
-          '--redis-url',
-          r.url,
-        ],
-        {
-          stdio: 'ignore',
-          env: {
-            ...process.env,
-            NODE_OPTIONS: SIDECAR_NODE_OPTIONS,
-            TOLLGATE_TRUSTED_KEYS: TEST_TRUSTED_KEYS,
-          },
-        },
-      );
-      const deadline = Date.now() + 30_000;
-      while ((await send(`http://127.0.0.1:${opsPort}`, '/readyz').catch(() => undefined))?.status !== 200) {
-        if (Date.now() > deadline) throw new Error('tollgate sidecar --model did not become ready');
-        await new Promise((res) => setTimeout(res, 200));
-      }
+      const [port, grpcPort] = [await freePort(), await freePort()];
+      await spawnSidecar([
+        '--upstream',
+        runtime.url,
+        '--model',
+        model,
+        '--port',
+        String(port),
+        '--grpc-port',
+        String(grpcPort),
+        '--redis-url',
+        r.url,
+      ]);
       const rest = await send(`http://127.0.0.1:${port}`, `/v2/models/${model}/ready`, {
         headers: apikey(key),
       });
@@ -579,60 +589,38 @@ describe('tollgate sidecar (the command)', () => {
     try {
       const workflow = uniqueName('wf-cli');
       const { key } = await createKey(rc, 'bda', [workflow]);
-      const [port, opsPort] = [await freePort(), await freePort()];
-      proc = spawn(
-        process.execPath,
+      const port = await freePort();
+      const sidecar = await spawnSidecar(
         [
-          // What the image runs: bin/tollgate.js sends `sidecar` to its bundle (dist/sidecar/).
-          BIN,
-          'sidecar',
           '--upstream',
           upstream.url,
           '--workflow',
           workflow,
           '--service',
           'svc',
-          '--host',
-          '127.0.0.1',
           '--port',
           String(port),
-          '--operations-port',
-          String(opsPort),
           '--redis-url',
           r.url,
         ],
-        // The public keys only, and the environment the webhook gives an injected sidecar.
         {
-          stdio: 'ignore',
-          env: {
-            ...process.env,
-            NODE_OPTIONS: SIDECAR_NODE_OPTIONS,
-            TOLLGATE_TRUSTED_KEYS: TEST_TRUSTED_KEYS,
-            [APP_PROBES_ENV]: JSON.stringify({
-              'app/readiness': { httpGet: { path: '/probe', port: upstream.port } },
-            }),
-          },
+          [APP_PROBES_ENV]: JSON.stringify({
+            'app/readiness': { httpGet: { path: '/probe', port: upstream.port } },
+          }),
         },
       );
       const base = `http://127.0.0.1:${port}`;
-      const deadline = Date.now() + 30_000;
-      for (;;) {
-        const ready = await send(`http://127.0.0.1:${opsPort}`, '/readyz').catch(() => undefined);
-        if (ready?.status === 200) break;
-        if (Date.now() > deadline) throw new Error('tollgate sidecar did not become ready');
-        await new Promise((res) => setTimeout(res, 200));
-      }
       expect((await send(base, '/hello', { headers: apikey(key) })).status).toBe(200);
       expect(upstream.seen.at(-1)?.url).toBe('/hello');
       expect((await send(base, '/hello')).status).toBe(401);
       // The workload's probe, run by the bundled sidecar on its operations port.
-      const probe = await send(`http://127.0.0.1:${opsPort}`, '/app-health/app/readiness');
+      const probe = await send(`http://127.0.0.1:${sidecar.opsPort}`, '/app-health/app/readiness');
       expect([probe.status, probe.json]).toEqual([200, { ready: true }]);
       expect(upstream.seen.at(-1)?.url).toBe('/probe');
-      const exited = new Promise((res) => proc?.once('exit', res));
-      proc.kill('SIGTERM');
+      const exited = new Promise((res) => sidecar.once('exit', res));
+      sidecar.kill('SIGTERM');
       await exited;
-      expect(proc.exitCode).toBe(0);
+      expect(sidecar.exitCode).toBe(0);
     } finally {
       await upstream.close();
       rc.disconnect();

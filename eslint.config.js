@@ -49,13 +49,9 @@ export default tseslint.config(
     languageOptions: { globals: { process: 'readonly', console: 'readonly' } },
   },
   {
-    // Build tools run by Node (tools/bundle/): its globals; the dependency shim is CommonJS.
-    files: ['tools/**/*.mjs', 'tools/**/*.cjs'],
+    // Build tools run by Node (tools/bundle/).
+    files: ['tools/**/*.mjs'],
     languageOptions: { globals: globals.node },
-  },
-  {
-    files: ['**/*.cjs'],
-    rules: { '@typescript-eslint/no-require-imports': 'off' },
   },
   {
     // The panel runs in the browser (type-checked by tsconfig.panel.json).

@@ -19,6 +19,7 @@ import {
   ms,
   SECONDS,
   start,
+  stop,
   stopAll,
   UPSTREAM,
   waitFor,
@@ -40,14 +41,9 @@ const WORKFLOW = 'bench';
 
 export async function run(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'tollgate-bench-sidecar-'));
-  const ports = await Promise.all(Array.from({ length: 5 }, () => freePort()));
-  const [upstreamPort, redisPort, centralPort, sidecarPort, opsPort] = ports as [
-    number,
-    number,
-    number,
-    number,
-    number,
-  ];
+  const ports = await Promise.all(Array.from({ length: 8 }, () => freePort()));
+  const [upstreamPort, redisPort, centralPort, sidecarPort, opsPort, modelPort, modelGrpcPort, modelOpsPort] =
+    ports as [number, number, number, number, number, number, number, number];
   try {
     const workload = start('upstream', process.execPath, ['-e', UPSTREAM], { PORT: String(upstreamPort) });
     start('redis', 'redis-server', throwawayRedisArgs(redisPort));
@@ -87,38 +83,56 @@ export async function run(): Promise<void> {
       TOLLGATE_GRANT_SIGNING_KEY_FILE: TEST_SIGNING_KEY_FILE,
     });
     await waitFor(`http://127.0.0.1:${centralPort}/healthz`);
-    const sidecar = start(
+    // As the webhook runs a sidecar in a pod: the public keys only, its heap settings.
+    const asInAPod = {
+      NODE_OPTIONS: SIDECAR_NODE_OPTIONS,
+      LOG_LEVEL: 'warn',
+      TOLLGATE_TRUSTED_KEYS: TEST_TRUSTED_KEYS,
+    };
+    const sidecarOf = (name: string, flags: string[], port: number, ops: number) =>
+      start(
+        name,
+        process.execPath,
+        [
+          CLI,
+          'sidecar',
+          ...flags,
+          '--host',
+          '127.0.0.1',
+          '--port',
+          String(port),
+          '--operations-port',
+          String(ops),
+          '--redis-url',
+          redisUrl,
+        ],
+        asInAPod,
+      );
+    const sidecar = sidecarOf(
       'sidecar',
-      process.execPath,
-      [
-        CLI,
-        'sidecar',
-        '--upstream',
-        upstream,
-        '--workflow',
-        WORKFLOW,
-        '--service',
-        'guarded',
-        '--host',
-        '127.0.0.1',
-        '--port',
-        String(sidecarPort),
-        '--operations-port',
-        String(opsPort),
-        '--redis-url',
-        redisUrl,
-      ],
-      // The public half only, as the webhook gives a sidecar.
-      // As the webhook runs a sidecar in a pod.
-      { NODE_OPTIONS: SIDECAR_NODE_OPTIONS, LOG_LEVEL: 'warn', TOLLGATE_TRUSTED_KEYS: TEST_TRUSTED_KEYS },
+      ['--upstream', upstream, '--workflow', WORKFLOW, '--service', 'guarded'],
+      sidecarPort,
+      opsPort,
     );
+    // A model's sidecar, as the webhook starts one for an MLServer pod: with its gRPC port (memory only).
+    const modelSidecar = sidecarOf(
+      'model sidecar',
+      ['--upstream', upstream, '--model', 'model-bench', '--grpc-port', String(modelGrpcPort)],
+      modelPort,
+      modelOpsPort,
+    );
+    await waitFor(`http://127.0.0.1:${modelOpsPort}/readyz`);
     await waitFor(`http://127.0.0.1:${opsPort}/readyz`);
     // Just started, and then at rest: V8 gives back what starting left behind only once the
     // process has been idle a while (its memory reducer, ~8 s), and a sidecar idles most of its life.
     await sleep(1000);
     const started = memoryMiB(sidecar.pid as number);
+    const modelStarted = memoryMiB(modelSidecar.pid as number);
     await sleep(IDLE_MS - 1000);
     const idle = memoryMiB(sidecar.pid as number);
+    const modelIdle = memoryMiB(modelSidecar.pid as number);
+    // Not left to share the 2 cores with the latency runs below.
+    await stop(modelSidecar);
 
     console.log(`at a fixed ${RATE} req/s (open loop, ${SECONDS} s after a 2 s warm-up):`);
     const direct = await fixedRate(`${upstream}/`, {}, RATE, workload.pid as number);
@@ -149,6 +163,9 @@ export async function run(): Promise<void> {
       `sidecar RSS 1 s after ready ${started.rss.toFixed(1)} MiB, idle (${IDLE_MS / 1000} s without calls) ${idle.rss.toFixed(1)} MiB ` +
         `(target <= 60), after ${RATE} req/s ${busy.rss.toFixed(1)} MiB (target <= 80; peak ${busy.peak.toFixed(1)} MiB); ` +
         `run as in a pod: NODE_OPTIONS=${SIDECAR_NODE_OPTIONS}, the bundle in dist/sidecar/`,
+    );
+    console.log(
+      `a model's sidecar (gRPC port too): RSS 1 s after ready ${modelStarted.rss.toFixed(1)} MiB, idle ${modelIdle.rss.toFixed(1)} MiB`,
     );
     redis.disconnect();
   } finally {

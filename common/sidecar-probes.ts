@@ -8,8 +8,10 @@ import { z } from 'zod';
  * workload passed it, 503 otherwise.
  */
 export const APP_PROBES_ENV = 'TOLLGATE_APP_PROBES';
+/** The first segment of the sidecar's workload-probe paths on its operations port. */
+export const APP_HEALTH_SEGMENT = 'app-health';
 export const appHealthPath = (container: string, probe: string): string =>
-  `/app-health/${container}/${probe}`;
+  `/${APP_HEALTH_SEGMENT}/${container}/${probe}`;
 
 const probeSchema = z.union([
   z.object({

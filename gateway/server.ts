@@ -25,7 +25,7 @@ export interface GatewayServer {
 }
 
 /**
- * The HTTP shell both placements share (the central gateway above, the sidecar in
+ * The HTTP shell both placements share (the central gateway in central-server.ts, the sidecar in
  * gateway/sidecar/): limits, the path normalised once and refused when it could cross from one
  * workflow, service or resource to another, errors before a request exists, the drain and the
  * graceful shutdown. `dispatch` gets every request whose path is sound.

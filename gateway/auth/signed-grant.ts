@@ -132,8 +132,12 @@ export function claimInRedis(redis: Redis): ClaimGrant {
 }
 
 export class GrantVerifier {
-  /** Ids of grants already used here, until they expire: a replay to this replica costs no I/O. */
-  private readonly seen = growingLru<string, true>(100_000, { ttl: REPLAY_TTL_MS });
+  /**
+   * Ids of grants recently used here: a replay to this replica costs no I/O. Only a shortcut (the
+   * claim in Redis is what refuses a replay), so it holds about a grant lifetime's worth at 1,000
+   * calls a second: expired ids leave only when newer ones push them out.
+   */
+  private readonly seen = growingLru<string, true>(16_384, { ttl: REPLAY_TTL_MS });
 
   constructor(
     private readonly keys: JWTVerifyGetKey,

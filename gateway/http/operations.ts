@@ -13,7 +13,11 @@ import { sendError } from './errors.js';
  */
 export function answerOperations(s: GatewayServices, req: IncomingMessage, res: ServerResponse): boolean {
   if (req.method !== 'GET' && req.method !== 'HEAD') return false;
-  const path = (req.url ?? '/').split('?', 1)[0];
+  // Matched as Express matched them: one trailing slash and the case of letters do not matter.
+  const path = (req.url ?? '/')
+    .split('?', 1)[0]
+    ?.replace(/(.)\/$/, '$1')
+    .toLowerCase();
   if (path === '/healthz') {
     sendJson(res, 200, { status: 'ok' });
     return true;
@@ -24,20 +28,26 @@ export function answerOperations(s: GatewayServices, req: IncomingMessage, res: 
       sendError(res, new TollgateError('shutting_down', 'this gateway replica is shutting down'), s.log);
       return true;
     }
-    s.redis.ping().then(
-      () => sendJson(res, 200, { status: 'ready' }),
-      (err: unknown) => sendError(res, redisUnavailable(err), s.log),
-    );
+    s.redis
+      .ping()
+      .then(
+        () => sendJson(res, 200, { status: 'ready' }),
+        (err: unknown) => sendError(res, redisUnavailable(err), s.log),
+      )
+      .catch((err: unknown) => res.destroy(err as Error));
     return true;
   }
   if (path === '/metrics') {
-    s.metrics.registry.metrics().then(
-      (text) => {
-        res.writeHead(200, { 'content-type': s.metrics.registry.contentType });
-        res.end(text);
-      },
-      (err: unknown) => sendError(res, err, s.log),
-    );
+    s.metrics.registry
+      .metrics()
+      .then(
+        (text) => {
+          res.writeHead(200, { 'content-type': s.metrics.registry.contentType });
+          res.end(text);
+        },
+        (err: unknown) => sendError(res, err, s.log),
+      )
+      .catch((err: unknown) => res.destroy(err as Error));
     return true;
   }
   return false;
@@ -54,7 +64,11 @@ export function createOperationsServer(s: GatewayServices, extra?: OperationsExt
   return createServer((req, res) => {
     if (answerOperations(s, req, res)) return;
     const path = (req.url ?? '/').split('?', 1)[0] ?? '/';
-    if (extra?.(req, res, path.split('/').slice(1)) === true) return;
+    const segments = path
+      .replace(/(.)\/$/, '$1')
+      .split('/')
+      .slice(1);
+    if (extra?.(req, res, segments) === true) return;
     sendError(res, new TollgateError('unknown_endpoint', `no such endpoint: ${req.method ?? ''} ${path}`));
   });
 }

@@ -1,11 +1,14 @@
 import { connect } from 'node:net';
 import { Agent } from 'undici';
-import type { AppProbes } from '../../common/sidecar-probes.js';
+import { APP_HEALTH_SEGMENT, type AppProbes } from '../../common/sidecar-probes.js';
 import type { OperationsExtra } from '../http/operations.js';
 import { sendJson } from '../v2/http.js';
 
-/** The probes' connections to the workload (a dispatcher of undici's; see tools/bundle/). */
-const probes = new Agent();
+/**
+ * The probes' connections to the workload: a fresh one per probe, as the kubelet's, and at most two
+ * at once, since anyone who reaches the operations port can ask for probes without a key.
+ */
+const probeAgent = new Agent({ connections: 2 });
 
 /** True when the workload passed the probe (HTTP 200–399, or a TCP connection accepted). */
 async function passes(probe: AppProbes[string]): Promise<boolean> {
@@ -24,10 +27,15 @@ async function passes(probe: AppProbes[string]): Promise<boolean> {
   }
   const { path, port, httpHeaders } = probe.httpGet;
   try {
-    const res = await probes.request({
-      origin: `http://127.0.0.1:${port}`,
-      path,
+    // As the kubelet sends it: a URL on the workload's loopback port (never another host, whatever
+    // the path), with spaces escaped and dot segments resolved.
+    const origin = `http://127.0.0.1:${port}`;
+    const url = new URL(`${origin}${path}`);
+    const res = await probeAgent.request({
+      origin,
+      path: `${url.pathname}${url.search}`,
       method: 'GET',
+      reset: true,
       headers: Object.fromEntries(httpHeaders.map((h) => [h.name, h.value])),
       headersTimeout: timeoutMs,
       bodyTimeout: timeoutMs,
@@ -45,14 +53,16 @@ async function passes(probe: AppProbes[string]): Promise<boolean> {
  */
 export function appHealthHandler(probes: AppProbes): OperationsExtra {
   return (req, res, segments) => {
-    if (segments.length !== 3 || segments[0] !== 'app-health') return false;
+    if (segments.length !== 3 || segments[0] !== APP_HEALTH_SEGMENT) return false;
     if (req.method !== 'GET' && req.method !== 'HEAD') return false;
     const probe = probes[`${segments[1] ?? ''}/${segments[2] ?? ''}`];
     if (probe === undefined) {
       sendJson(res, 404, { error: 'no such workload probe', code: 'unknown_endpoint' });
       return true;
     }
-    void passes(probe).then((ok) => sendJson(res, ok ? 200 : 503, { ready: ok }));
+    passes(probe)
+      .then((ok) => sendJson(res, ok ? 200 : 503, { ready: ok }))
+      .catch((err: unknown) => res.destroy(err as Error));
     return true;
   };
 }

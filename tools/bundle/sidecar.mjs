@@ -6,57 +6,40 @@ import { copyFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 
-const out = 'dist/sidecar';
-const dispatchers = fileURLToPath(new URL('./undici-dispatchers.cjs', import.meta.url));
-
-/**
- * `undici` resolves to its two dispatchers only (undici-dispatchers.cjs); a file on the sidecar's
- * path that imports anything else from it fails the build here, not a call in a pod.
- */
-const undiciDispatchersOnly = {
-  name: 'undici-dispatchers-only',
-  setup(b) {
-    b.onResolve({ filter: /^undici$/ }, () => ({ path: dispatchers }));
-    b.onLoad({ filter: /\.js$/, namespace: 'file' }, async (args) => {
-      if (args.path.includes('/node_modules/')) return undefined;
-      const { readFile } = await import('node:fs/promises');
-      const text = await readFile(args.path, 'utf8');
-      for (const m of text.matchAll(/import\s*\{([^}]*)\}\s*from\s*['"]undici['"]/g)) {
-        const names = m[1]
-          .split(',')
-          .map((n) => n.trim().split(/\s+as\s+/)[0])
-          .filter(Boolean);
-        const other = names.filter((n) => n !== 'Pool' && n !== 'Agent');
-        if (other.length > 0)
-          return {
-            errors: [
-              {
-                text: `imports ${other.join(', ')} from undici; the sidecar's bundle has only Pool and Agent`,
-              },
-            ],
-          };
-      }
-      return undefined;
-    });
-  },
-};
+const root = fileURLToPath(new URL('../../', import.meta.url));
+const out = `${root}dist/sidecar`;
+const dispatchers = fileURLToPath(new URL('./undici-dispatchers.mjs', import.meta.url));
 
 await build({
-  entryPoints: { main: 'dist/cli/sidecar-main.js' },
+  entryPoints: { main: `${root}dist/cli/sidecar-main.js` },
   outdir: out,
   bundle: true,
-  // gRPC (a model's sidecar only) stays a chunk of its own, loaded when its port is asked for.
+  // gRPC stays a chunk of its own, loaded when a gRPC port is asked for.
   splitting: true,
   minify: true,
   format: 'esm',
   platform: 'node',
   target: 'node20',
-  // The CommonJS dependencies (ioredis, pino...) call require() for Node's own modules.
+  // `undici` itself is its two dispatchers (undici-dispatchers.mjs); its own files stay its own.
+  plugins: [
+    {
+      name: 'undici-dispatchers',
+      setup: (b) => b.onResolve({ filter: /^undici$/ }, () => ({ path: dispatchers })),
+    },
+  ],
+  // What CommonJS dependencies expect of a module (ioredis reads its version through __dirname,
+  // and every one of them requires Node's own modules).
   banner: {
-    js: "import { createRequire as __tgRequire } from 'node:module'; const require = __tgRequire(import.meta.url);",
+    js: [
+      "import { createRequire as __tgRequire } from 'node:module';",
+      "import { dirname as __tgDirname } from 'node:path';",
+      "import { fileURLToPath as __tgPath } from 'node:url';",
+      'const require = __tgRequire(import.meta.url);',
+      'const __filename = __tgPath(import.meta.url);',
+      'const __dirname = __tgDirname(__filename);',
+    ].join(' '),
   },
-  plugins: [undiciDispatchersOnly],
   logLevel: 'warning',
 });
 // Read beside the gRPC chunk (gateway/grpc/protocol.ts).
-copyFileSync('gateway/grpc/open-inference.proto', `${out}/open-inference.proto`);
+copyFileSync(`${root}gateway/grpc/open-inference.proto`, `${out}/open-inference.proto`);

@@ -163,6 +163,15 @@ describe('the gateway as a sidecar', () => {
           },
           'web/liveness': { tcpSocket: { port: upstream.port }, timeoutSeconds: 1 },
           'web/startup': { tcpSocket: { port: closed }, timeoutSeconds: 1 },
+          // Sent as the kubelet sends a path: escaped, dot segments resolved, on loopback whatever it says.
+          'web/spaced': {
+            httpGet: { path: '/a b/../ok', port: upstream.port, httpHeaders: [] },
+            timeoutSeconds: 1,
+          },
+          'web/hostlike': {
+            httpGet: { path: '//elsewhere.example/x', port: upstream.port, httpHeaders: [] },
+            timeoutSeconds: 1,
+          },
         },
       },
     );
@@ -176,6 +185,9 @@ describe('the gateway as a sidecar', () => {
       // The original probe went to the workload, on its own path.
       expect(upstream.seen.slice(seen).map((r) => r.url)).toEqual(['/ready']);
       expect((await send(probes, '/app-health/web/liveness')).json).toEqual({ ready: true });
+      expect((await send(probes, '/app-health/web/spaced')).json).toEqual({ ready: true });
+      expect((await send(probes, '/app-health/web/hostlike')).json).toEqual({ ready: true });
+      expect(upstream.seen.slice(-2).map((r) => r.url)).toEqual(['/ok', '//elsewhere.example/x']);
       const down = await send(probes, '/app-health/web/startup');
       expect([down.status, down.json]).toEqual([503, { ready: false }]);
       const unknown = await send(probes, '/app-health/web/other');
@@ -186,6 +198,10 @@ describe('the gateway as a sidecar', () => {
       expect(post.json.error).toBe('no such endpoint: POST /healthz');
       expect((await send(probes, '/app-health/web')).json.code).toBe('unknown_endpoint');
       expect((await send(probes, '/healthz?verbose=1')).json).toEqual({ status: 'ok' });
+      // As Express matched them: one trailing slash and letter case do not matter.
+      expect((await send(probes, '/healthz/')).json).toEqual({ status: 'ok' });
+      expect((await send(probes, '/READYZ')).json).toEqual({ status: 'ready' });
+      expect((await send(probes, '/app-health/web/readiness/')).json).toEqual({ ready: true });
     } finally {
       server.close();
     }

@@ -4,11 +4,8 @@ import { APP_HEALTH_SEGMENT, type AppProbes } from '../../common/sidecar-probes.
 import type { OperationsExtra } from '../http/operations.js';
 import { sendJson } from '../v2/http.js';
 
-/**
- * The probes' connections to the workload: a fresh one per probe, as the kubelet's, and at most two
- * at once, since anyone who reaches the operations port can ask for probes without a key.
- */
-const probeAgent = new Agent({ connections: 2 });
+/** The probes' connections to the workload: a fresh one per probe, as the kubelet's. */
+const probeAgent = new Agent();
 
 /** True when the workload passed the probe (HTTP 200–399, or a TCP connection accepted). */
 async function passes(probe: AppProbes[string]): Promise<boolean> {
@@ -52,15 +49,25 @@ async function passes(probe: AppProbes[string]): Promise<boolean> {
  * path): the workload's own probe, run on its loopback for the kubelet.
  */
 export function appHealthHandler(probes: AppProbes): OperationsExtra {
+  // Anyone who reaches the operations port may ask for a probe without a key: asks that come while
+  // one of the same probe runs share its answer, so they neither multiply the workload's calls
+  // nor queue the kubelet's own behind them.
+  const running = new Map<string, Promise<boolean>>();
   return (req, res, segments) => {
     if (segments.length !== 3 || segments[0] !== APP_HEALTH_SEGMENT) return false;
     if (req.method !== 'GET' && req.method !== 'HEAD') return false;
-    const probe = probes[`${segments[1] ?? ''}/${segments[2] ?? ''}`];
+    const name = `${segments[1] ?? ''}/${segments[2] ?? ''}`;
+    const probe = probes[name];
     if (probe === undefined) {
       sendJson(res, 404, { error: 'no such workload probe', code: 'unknown_endpoint' });
       return true;
     }
-    passes(probe)
+    let answer = running.get(name);
+    if (answer === undefined) {
+      answer = passes(probe).finally(() => running.delete(name));
+      running.set(name, answer);
+    }
+    answer
       .then((ok) => sendJson(res, ok ? 200 : 503, { ready: ok }))
       .catch((err: unknown) => res.destroy(err as Error));
     return true;

@@ -190,6 +190,20 @@ describe('the gateway as a sidecar', () => {
       expect(upstream.seen.slice(-2).map((r) => r.url)).toEqual(['/ok', '//elsewhere.example/x']);
       const down = await send(probes, '/app-health/web/startup');
       expect([down.status, down.json]).toEqual([503, { ready: false }]);
+      // Asks that come together share one probe of the workload: many asks, one call (a slow
+      // workload, so that they do come together).
+      const respond = upstream.respond;
+      upstream.respond = (req, res, body) => void setTimeout(() => respond(req, res, body), 500);
+      try {
+        const before = upstream.seen.length;
+        const asks = await Promise.all(
+          Array.from({ length: 20 }, () => send(probes, '/app-health/web/readiness')),
+        );
+        expect(asks.map((a) => a.status)).toEqual(Array.from({ length: 20 }, () => 200));
+        expect(upstream.seen.length - before).toBeLessThanOrEqual(2);
+      } finally {
+        upstream.respond = respond;
+      }
       const unknown = await send(probes, '/app-health/web/other');
       expect([unknown.status, unknown.json.code]).toEqual([404, 'unknown_endpoint']);
       // Only GET (and HEAD) reads these; anything else is an endpoint the port does not have.

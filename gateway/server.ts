@@ -1,5 +1,10 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import {
+  createServer as createNetServer,
+  type AddressInfo,
+  type Server as NetServer,
+  type Socket,
+} from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { TollgateError } from '../common/errors.js';
 import { rawErrorResponse, sendError } from './http/errors.js';
@@ -88,28 +93,40 @@ export function createHttpServer(
   let draining = false;
   let shuttingDown: Promise<void> | undefined;
   let grpc: GrpcGateway | undefined;
+  let grpcListener: NetServer | undefined;
   return {
     server,
-    async listenGrpc(port, host) {
-      // Loaded on first use: a workflow's sidecar never speaks gRPC, and gRPC's libraries are a
-      // sizeable part of a process's memory.
-      const { GrpcGateway } = await import('./grpc/server.js');
-      grpc ??= new GrpcGateway(dispatch, {
-        keys: s.keys,
-        bodyLimitBytes: s.config.bodyLimitBytes,
-        requestBodyTimeoutMs: s.config.requestBodyTimeoutMs,
-        log: s.log,
-      });
-      return grpc.listen(port, host);
+    listenGrpc(port, host) {
+      // The port is bound now and gRPC's libraries are loaded with its first connection: a model's
+      // sidecar listens for gRPC in every pod, and those libraries are a sizeable part of a
+      // process's memory (README, "The data plane's cost").
+      let loading: Promise<GrpcGateway> | undefined;
+      const accept = async (socket: Socket): Promise<void> => {
+        socket.on('error', () => socket.destroy());
+        loading ??= import('./grpc/server.js').then(({ GrpcGateway }) => {
+          grpc = new GrpcGateway(dispatch, {
+            keys: s.keys,
+            bodyLimitBytes: s.config.bodyLimitBytes,
+            requestBodyTimeoutMs: s.config.requestBodyTimeoutMs,
+            log: s.log,
+          });
+          return grpc;
+        });
+        try {
+          const gateway = await loading;
+          // Closed while loading: shutdown() has already shut down what it knew of.
+          if (grpcListener?.listening === true) gateway.accept(socket);
+          else socket.destroy();
+        } catch (err) {
+          s.log.error({ err }, 'the gRPC service could not be loaded');
+          socket.destroy();
+        }
+      };
+      grpcListener = createNetServer((socket) => void accept(socket));
+      return listenOn(grpcListener, port, host).then((address) => address.port);
     },
     listen(port, host) {
-      return new Promise((resolve, reject) => {
-        server.once('error', reject);
-        server.listen(port, host, () => {
-          server.off('error', reject);
-          resolve(server.address() as AddressInfo);
-        });
-      });
+      return listenOn(server, port, host);
     },
     shutdown() {
       shuttingDown ??= (async () => {
@@ -118,6 +135,7 @@ export function createHttpServer(
         if (s.config.shutdownDrainMs > 0) await sleep(s.config.shutdownDrainMs);
         await Promise.all([
           closeGracefully(server, s.config.shutdownTimeoutMs),
+          grpcListener?.listening === true ? closeListener(grpcListener) : undefined,
           grpc?.shutdown(s.config.shutdownTimeoutMs),
         ]);
         await s.close();
@@ -125,6 +143,21 @@ export function createHttpServer(
       return shuttingDown;
     },
   };
+}
+
+function listenOn(server: NetServer, port: number, host: string): Promise<AddressInfo> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve(server.address() as AddressInfo);
+    });
+  });
+}
+
+/** Resolves once the listener is closed and the connections it accepted have ended. */
+function closeListener(server: NetServer): Promise<void> {
+  return new Promise((resolve) => server.close(() => resolve()));
 }
 
 const headTimeout = (ms: number): TollgateError =>

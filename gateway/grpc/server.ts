@@ -1,5 +1,6 @@
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import { isIP } from 'node:net';
+import type { Duplex } from 'node:stream';
 import { randomUUID } from 'node:crypto';
 import {
   Metadata,
@@ -7,6 +8,7 @@ import {
   ServerCredentials,
   ServerInterceptingCall,
   status as Status,
+  type ConnectionInjector,
   type sendUnaryData,
   type ServerInterceptor,
   type ServerUnaryCall,
@@ -121,6 +123,7 @@ export class GrpcGateway {
   private readonly inferCost = new DecodeCost(protocolTypes().lookupType('inference.ModelInferRequest'));
   private readonly decodeInfer: (message: Buffer) => unknown;
   private calls = 0;
+  private injector: ConnectionInjector | undefined;
   /** The methods anyone may call (REST's health and server metadata are open), by path. */
   private readonly open: Record<string, (ex: Exchange) => Promise<object>> = {
     '/inference.GRPCInferenceService/ServerLive': async (ex) => ({
@@ -168,13 +171,13 @@ export class GrpcGateway {
     this.server.addService(raw, this.handlers());
   }
 
-  listen(port: number, host: string): Promise<number> {
-    const address = host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
-    return new Promise((resolve, reject) => {
-      this.server.bindAsync(address, ServerCredentials.createInsecure(), (err, bound) =>
-        err ? reject(err) : resolve(bound),
-      );
-    });
+  /**
+   * Serves gRPC on connections accepted elsewhere (the shell's listener, gateway/server.ts), so the
+   * port can be bound before this module is loaded. Calls `accept` once per connection.
+   */
+  accept(socket: Duplex): void {
+    this.injector ??= this.server.createConnectionInjector(ServerCredentials.createInsecure());
+    this.injector.injectConnection(socket);
   }
 
   /** Lets calls in flight finish, up to `timeoutMs`, then cuts what is left. */

@@ -574,10 +574,11 @@ describe('tollgate sidecar (the command)', () => {
       res.end(ready ? '{}' : '{"error":"no such path"}');
     };
     let grpc: InferenceClient | undefined;
+    const firsts: InferenceClient[] = [];
     try {
       const { key } = await createKey(rc, 'platform', ['models:inference']);
       const [port, grpcPort] = [await freePort(), await freePort()];
-      await spawnSidecar([
+      const sidecar = await spawnSidecar([
         '--upstream',
         runtime.url,
         '--model',
@@ -594,8 +595,12 @@ describe('tollgate sidecar (the command)', () => {
       });
       expect(rest.status).toBe(200);
       expect(runtime.seen.at(-1)?.url).toBe(`/v2/models/${model}/ready`);
+      // gRPC's libraries load with the port's first connection: connections that arrive while they
+      // load are all served.
+      firsts.push(...Array.from({ length: 4 }, () => new InferenceClient(`127.0.0.1:${grpcPort}`)));
+      const lives = await Promise.all(firsts.map((c) => c.call('ServerLive', {}, {})));
+      expect(lives.map((l) => l.value)).toEqual(Array.from({ length: 4 }, () => ({ live: true })));
       grpc = new InferenceClient(`127.0.0.1:${grpcPort}`);
-      expect((await grpc.call('ServerLive', {}, {})).value).toEqual({ live: true });
       const before = runtime.seen.length;
       const ready = await grpc.call('ModelReady', { name: model }, { authorization: `Apikey ${key}` });
       expect(ready.value).toEqual({ ready: true });
@@ -605,7 +610,13 @@ describe('tollgate sidecar (the command)', () => {
         'missing_api_key',
         'missing_api_key',
       ]);
+      // Its gRPC connections still open, it stops cleanly and at once.
+      const exited = new Promise((res) => sidecar.once('exit', res));
+      sidecar.kill('SIGTERM');
+      await exited;
+      expect(sidecar.exitCode).toBe(0);
     } finally {
+      for (const c of firsts) c.close();
       grpc?.close();
       await runtime.close();
       rc.disconnect();

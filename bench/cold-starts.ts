@@ -8,15 +8,7 @@ import {
   type Installed,
   type IrisModel,
 } from '../test/cluster/support.js';
-
-/** What the pod's status says of one start (Kubernetes keeps these to the second). */
-interface PodTimes {
-  created: number;
-  scheduled?: number;
-  initialized?: number;
-  started?: number;
-  ready?: number;
-}
+import { PodTimeline } from './pod-timeline.js';
 
 const quantile = (xs: number[], q: number): number => {
   const sorted = [...xs].sort((a, b) => a - b);
@@ -25,32 +17,24 @@ const quantile = (xs: number[], q: number): number => {
 const median = (xs: number[]): number => quantile(xs, 0.5);
 const s = (ms: number): string => `${(ms / 1000).toFixed(2)} s`;
 
-async function podTimes(t: Installed, ns: string, model: string): Promise<PodTimes | undefined> {
-  const out = await t.kubectl('-n', ns, 'get', 'pods', '-l', `tollgate.dev/model=${model}`, '-o', 'json');
-  const pod = (
-    JSON.parse(out) as {
-      items: Array<{
-        metadata: { creationTimestamp: string };
-        status?: {
-          conditions?: Array<{ type: string; lastTransitionTime: string }>;
-          containerStatuses?: Array<{ state?: { running?: { startedAt?: string } } }>;
-        };
-      }>;
-    }
-  ).items[0];
-  if (pod === undefined) return undefined;
-  const at = (type: string) => {
-    const c = pod.status?.conditions?.find((x) => x.type === type)?.lastTransitionTime;
-    return c === undefined ? undefined : Date.parse(c);
-  };
-  const started = pod.status?.containerStatuses?.[0]?.state?.running?.startedAt;
-  return {
-    created: Date.parse(pod.metadata.creationTimestamp),
-    scheduled: at('PodScheduled'),
-    initialized: at('Initialized'),
-    ...(started === undefined ? {} : { started: Date.parse(started) }),
-    ready: at('Ready'),
-  };
+/** When MLServer said it had loaded the model, from the runtime's log (its runtime's timestamps). */
+async function modelLoadedAt(t: Installed, ns: string, model: string): Promise<number | undefined> {
+  const out = await t
+    .kubectl(
+      '-n',
+      ns,
+      'logs',
+      '-l',
+      `tollgate.dev/model=${model}`,
+      '-c',
+      'mlserver',
+      '--timestamps',
+      '--tail=-1',
+    )
+    .catch(() => '');
+  const line = out.split('\n').find((l) => l.includes('Loaded model'));
+  const stamp = line?.split(' ')[0];
+  return stamp === undefined ? undefined : Date.parse(stamp);
 }
 
 /**
@@ -85,48 +69,65 @@ export async function coldStarts(
     async () => ((await infer()).status === 200 ? true : undefined),
     300_000,
   );
+  const timeline = await PodTimeline.watch(t.c.kubeconfig, ns, model, `tollgate.dev/model=${model}`);
   const total: number[] = [];
-  const phases = {
-    schedule: [] as number[],
-    pull: [] as number[],
-    start: [] as number[],
-    ready: [] as number[],
-    after: [] as number[],
-  };
+  // Each step's share, from the step before it (ms); a start whose every step was seen counts.
+  const steps = [
+    'scaled',
+    'created',
+    'scheduled',
+    'addressed',
+    'pulled',
+    'started',
+    'loaded',
+    'ready',
+  ] as const;
+  const phases = new Map<string, number[]>([...steps, 'answered'].map((k) => [k, []]));
   let failed = 0;
-  for (let i = 0; i < runs; i++) {
-    await eventually(
-      'zero',
-      async () => ((await podNames(t, ns, `tollgate.dev/model=${model}`)).length === 0 ? true : undefined),
-      180_000,
-      100,
-    );
-    const sent = Date.now();
-    const answer = await infer();
-    const done = Date.now();
-    if (answer.status !== 200) failed++;
-    total.push(done - sent);
-    const p = await podTimes(t, ns, model);
-    if (
-      p?.scheduled !== undefined &&
-      p.initialized !== undefined &&
-      p.started !== undefined &&
-      p.ready !== undefined
-    ) {
-      phases.schedule.push(p.scheduled - p.created);
-      phases.pull.push(p.initialized - p.scheduled);
-      phases.start.push(p.started - p.initialized);
-      phases.ready.push(p.ready - p.started);
-      phases.after.push(done - p.ready);
+  try {
+    for (let i = 0; i < runs; i++) {
+      await eventually(
+        'zero',
+        async () => ((await podNames(t, ns, `tollgate.dev/model=${model}`)).length === 0 ? true : undefined),
+        180_000,
+        100,
+      );
+      timeline.reset();
+      const sent = Date.now();
+      const answer = await infer();
+      const done = Date.now();
+      if (answer.status !== 200) failed++;
+      total.push(done - sent);
+      const seen = { ...timeline.seen, loaded: await modelLoadedAt(t, ns, model) };
+      const at = [sent, ...steps.map((k) => seen[k]), done];
+      if (at.every((x): x is number => x !== undefined)) {
+        [...steps, 'answered'].forEach((k, j) =>
+          phases.get(k)?.push((at[j + 1] as number) - (at[j] as number)),
+        );
+      }
     }
+  } finally {
+    timeline.close();
   }
+  const counted = phases.get('answered')?.length ?? 0;
+  const phase = (k: string): string => {
+    const xs = phases.get(k) ?? [];
+    return `${s(median(xs))} (p95 ${s(quantile(xs, 0.95))})`;
+  };
   console.log(
     `cold start from zero over ${runs} starts, first call to its answer: p50 ${s(median(total))}, p95 ${s(quantile(total, 0.95))}, max ${s(Math.max(...total))}; ${failed} failed (target p95 under 3 s)`,
   );
   console.log(
-    `  where the seconds go (medians, to the second): pod created to scheduled ${s(median(phases.schedule))}; ` +
-      `scheduled to initialized (sandbox, puller) ${s(median(phases.pull))}; to MLServer started ${s(median(phases.start))}; ` +
-      `to Ready (model loaded, probe) ${s(median(phases.ready))}; Ready to the answer ${s(median(phases.after))}`,
+    `  where the time goes (median and p95 of each step, from the step before; ${counted} starts with every step seen):\n` +
+      `    call sent to the Deployment scaled (the operator's wake-up)  ${phase('scaled')}\n` +
+      `    to the pod created (ReplicaSet controller)                    ${phase('created')}\n` +
+      `    to scheduled                                                  ${phase('scheduled')}\n` +
+      `    to its address (sandbox, network)                             ${phase('addressed')}\n` +
+      `    to the model pulled (init container)                          ${phase('pulled')}\n` +
+      `    to MLServer running                                           ${phase('started')}\n` +
+      `    to the model loaded (MLServer's log)                          ${phase('loaded')}\n` +
+      `    to the pod Ready (kubelet probe, status)                      ${phase('ready')}\n` +
+      `    to the answer (route, gateway, the call itself)               ${phase('answered')}`,
   );
   await t.kubectl('-n', ns, 'delete', 'model', model, '--wait=true');
 }

@@ -281,6 +281,7 @@ export async function createGatewayServices(
       await payloadLog?.stop();
       await versionFigures?.stop();
       await upstreams.close();
+      await activator.close();
       await rateLimiter.close();
       invalidation.stop();
       await Promise.allSettled([redis.quit(), subscriber.quit()]);

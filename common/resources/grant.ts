@@ -77,6 +77,11 @@ export const keyGrantSchema = z.object({
 export type KeyGrant = z.infer<typeof keyGrantSchema>;
 
 /** A route-table entry: where the gateway sends a workflow service's or a model's traffic. */
+/** A starting replica: both addresses are its pod's (operator/serving/starting-replicas.ts). */
+const startingSchema = z
+  .array(z.object({ url: z.url({ protocol: /^http$/ }), probe: z.url({ protocol: /^http$/ }) }))
+  .max(4);
+
 export const routeSchema = z.object({
   /** Base URL of the upstream, e.g. http://svc.ns.svc:8080 */
   url: z.url({ protocol: /^https?$/ }),
@@ -102,6 +107,7 @@ export const routeSchema = z.object({
         url: z.url({ protocol: /^https?$/ }),
         percent: z.int().min(0).max(100),
         cold: z.boolean().optional(),
+        starting: startingSchema.optional(),
       }),
     )
     .optional(),
@@ -123,6 +129,13 @@ export const routeSchema = z.object({
    * waits at the gateway while one starts, instead of being refused.
    */
   cold: z.boolean().optional(),
+  /**
+   * With `cold`: the replicas starting, each where it serves and the readiness probe its pod
+   * declares. While it holds calls the gateway asks those probes itself, often, and sends the calls
+   * to the first replica that answers ready, before the kubelet, the Deployment and this route have
+   * caught up (operator/serving/starting-replicas.ts).
+   */
+  starting: startingSchema.optional(),
   /** With `cold`: how long a held call waits for a replica (spec.scaling.activationTimeoutSeconds). */
   activationTimeoutSeconds: z.int().min(1).max(600).optional(),
   /** A model's payload logging (spec.logging): the share of calls logged, the fields redacted. */

@@ -16,6 +16,15 @@ export interface ResolvedRoute {
   versions?: ResolvedVersion[];
   /** spec.shadow: the version that gets copies of a share of the answered calls. */
   shadow?: ResolvedVersion;
+  /** Cold: the replicas starting, asked directly while calls are held (gateway/v2/activation.ts). */
+  starting?: StartingReplica[];
+}
+
+/** A replica starting from zero: where it serves, and its pod's readiness probe. */
+export interface StartingReplica {
+  origin: string;
+  basePath: string;
+  probe: string;
 }
 
 export interface ResolvedVersion {
@@ -25,6 +34,7 @@ export interface ResolvedVersion {
   percent: number;
   /** No ready replica: scaled to zero, or starting from it. */
   cold?: boolean;
+  starting?: StartingReplica[];
 }
 
 /** Where a model's V2 server answers: its origin (the connection pool) and the path prefix before /v2. */
@@ -135,13 +145,13 @@ export class RouteTable {
 }
 
 export function resolveRoute(route: Route): ResolvedRoute {
-  const resolved: ResolvedRoute = { route, ...address(route.url) };
+  const resolved: ResolvedRoute = { route, ...address(route.url), ...startingOf(route) };
   if (route.versions !== undefined)
     resolved.versions = route.versions.map((v) => ({
       name: v.name,
       percent: v.percent,
       ...address(v.url),
-      ...(v.cold === true ? { cold: true } : {}),
+      ...(v.cold === true ? { cold: true, ...startingOf(v) } : {}),
     }));
   if (route.shadow !== undefined)
     resolved.shadow = {
@@ -151,6 +161,18 @@ export function resolveRoute(route: Route): ResolvedRoute {
       ...(route.shadow.cold === true ? { cold: true } : {}),
     };
   return resolved;
+}
+
+function startingOf(entry: { cold?: boolean; starting?: Array<{ url: string; probe: string }> }): {
+  starting?: StartingReplica[];
+} {
+  if (entry.cold !== true || entry.starting === undefined) return {};
+  // Both addresses are one pod's: an entry that says otherwise is not followed.
+  const starting = entry.starting.flatMap((s) => {
+    const at = address(s.url);
+    return new URL(s.probe).hostname === new URL(s.url).hostname ? [{ ...at, probe: s.probe }] : [];
+  });
+  return starting.length === 0 ? {} : { starting };
 }
 
 function address(raw: string): { origin: string; basePath: string } {

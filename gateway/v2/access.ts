@@ -42,7 +42,7 @@ export interface AccessServices {
   creditCosts: Pick<CreditCosts, 'of'>;
   usage: Pick<UsageRecorder, 'record'>;
   refused: RefusalSink;
-  activator: Pick<Activator, 'hold'>;
+  activator: Pick<Activator, 'hold' | 'firstReady'>;
 }
 
 export interface ModelVersionState {

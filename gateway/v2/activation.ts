@@ -1,7 +1,7 @@
 import { TollgateError } from '../../common/errors.js';
 import { SCALING_DEFAULTS } from '../../common/resources/model-scaling.js';
 import { reachable } from '../proxy/reachable.js';
-import type { ResolvedRoute, RuntimeAddress } from '../routing/route-table.js';
+import type { ResolvedRoute, RuntimeAddress, StartingReplica } from '../routing/route-table.js';
 import type { Activator } from './activator.js';
 import { splitTraffic, withFallback, type Chosen } from './versions.js';
 
@@ -14,23 +14,39 @@ const activationTimeoutMs = (route: ResolvedRoute | null): number =>
 
 /**
  * Holds a call while the model (or one `version` of it, "" for any) is at zero, until `pick` finds
- * a ready runtime in its route that takes a connection, then picks once more for this call (calls
- * held together share the wait, not the choice: each draws its own version). Undefined if none is
- * ready after all.
+ * a ready runtime in its route that takes a connection, or a replica the route lists as starting
+ * answers its readiness probe (the kubelet asks it once a second, and its answer then still has
+ * the pod's status, the Deployment's and the route to go through). Then picks once more for this
+ * call (calls held together share the wait, not the choice: each draws its own version), or takes
+ * the starting replica that answered. Undefined if none is ready after all.
  */
 async function heldUntilWarm<T extends { origin: string }>(
-  activator: Pick<Activator, 'hold'>,
+  activator: Pick<Activator, 'hold' | 'firstReady'>,
   lookup: ModelRouteLookup,
   model: string,
   version: string,
   pick: (route: ResolvedRoute | null) => T | undefined,
+  early: (replica: StartingReplica) => T,
 ): Promise<T | undefined> {
   const timeoutMs = activationTimeoutMs(await lookup(model));
-  await activator.hold(model, version, timeoutMs, async () => {
-    const picked = pick(await lookup(model));
-    return picked !== undefined && (await reachable(picked.origin));
+  const warm = await activator.hold(model, version, timeoutMs, async () => {
+    const route = await lookup(model);
+    const picked = pick(route);
+    if (picked !== undefined) return (await reachable(picked.origin)) ? {} : undefined;
+    const replica = await activator.firstReady(startingOf(route, version));
+    return replica === undefined ? undefined : { early: replica };
   });
-  return pick(await lookup(model));
+  const picked = pick(await lookup(model));
+  if (picked !== undefined) return picked;
+  return warm.early === undefined ? undefined : early(warm.early);
+}
+
+/** The replicas a cold version (or unversioned model, "") lists as starting. */
+function startingOf(route: ResolvedRoute | null, version: string): StartingReplica[] {
+  if (route === null) return [];
+  if (version === '') return route.route.cold === true ? (route.starting ?? []) : [];
+  const entry = route.versions?.find((v) => v.name === version);
+  return entry?.cold === true ? (entry.starting ?? []) : [];
 }
 
 /**
@@ -38,17 +54,28 @@ async function heldUntilWarm<T extends { origin: string }>(
  * scaled to zero: the call is held while the operator starts one, then goes to it.
  */
 export async function warmed(
-  activator: Pick<Activator, 'hold'>,
+  activator: Pick<Activator, 'hold' | 'firstReady'>,
   lookup: ModelRouteLookup,
   model: string,
   version: string | undefined,
   again = true,
 ): Promise<Chosen> {
-  const chosen = await heldUntilWarm(activator, lookup, model, version ?? '', (route) => {
-    if (route === null) return undefined;
-    if (version === undefined) return route.route.cold === true ? undefined : route;
-    return route.versions?.find((v) => v.name === version && v.cold !== true);
-  });
+  const chosen = await heldUntilWarm(
+    activator,
+    lookup,
+    model,
+    version ?? '',
+    (route): Chosen | undefined => {
+      if (route === null) return undefined;
+      if (version === undefined) return route.route.cold === true ? undefined : route;
+      return route.versions?.find((v) => v.name === version && v.cold !== true);
+    },
+    ({ origin, basePath }): Chosen => ({
+      ...(version === undefined ? {} : { name: version }),
+      origin,
+      basePath,
+    }),
+  );
   // Ready a moment ago and gone again (scaled back down, or the route rewritten): once more.
   if (chosen === undefined && again) return warmed(activator, lookup, model, version, false);
   if (chosen === undefined) {
@@ -65,7 +92,7 @@ export async function warmed(
  * and one at zero is held until a replica is ready.
  */
 export async function workflowRuntime(
-  activator: Pick<Activator, 'hold'>,
+  activator: Pick<Activator, 'hold' | 'firstReady'>,
   lookup: ModelRouteLookup,
   model: string,
   workflow: string,
@@ -104,5 +131,10 @@ export async function workflowRuntime(
   // The model's own route decides only for a model of this workflow (never another's runtime).
   if (route === null || route.route.workflow !== workflow) return routed;
   if (route.versions === undefined && route.route.cold !== true) return routed;
-  return pick(route) ?? (await heldUntilWarm(activator, lookup, model, '', pick)) ?? routed;
+  const early = ({ origin, basePath }: StartingReplica): RuntimeAddress => ({
+    origin,
+    basePath,
+    ...audience,
+  });
+  return pick(route) ?? (await heldUntilWarm(activator, lookup, model, '', pick, early)) ?? routed;
 }

@@ -1,8 +1,24 @@
 import type { Redis } from 'ioredis';
+import { Agent } from 'undici';
 import { TollgateError } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
 import { redisChannels } from '../../common/redis/schema.js';
 import type { WakeRequest } from '../../common/resources/model-scaling.js';
+import type { StartingReplica } from '../routing/route-table.js';
+
+/**
+ * A replica is ready: the route says so (`{}`), or one starting answered its readiness probe before
+ * the route caught up (`early`, where it serves).
+ */
+export interface Warm {
+  early?: StartingReplica;
+}
+
+/**
+ * A starting replica's readiness probe is given this long, connection included; the next poll asks
+ * again. A pod just started may not answer on its address for a moment.
+ */
+const PROBE_TIMEOUT_MS = 300;
 
 /** How often a held call looks whether a replica is ready (a route lookup, cached in process). */
 const POLL_MS = 100;
@@ -16,15 +32,25 @@ const REWAKE_MS = 2_000;
  * activation timeout they get 503 model_scaling_up with Retry-After.
  */
 export class Activator {
-  private readonly waiting = new Map<string, Promise<void>>();
+  private readonly waiting = new Map<string, Promise<Warm>>();
+  /** Probes go on connections of their own, never a held call's pool. */
+  private probes: Agent | undefined;
 
   constructor(
     private readonly redis: Redis,
     private readonly log: Logger,
   ) {}
 
-  /** Resolves once `warm()` says a replica is ready; `version` "" for an unversioned call. */
-  hold(model: string, version: string, timeoutMs: number, warm: () => Promise<boolean>): Promise<void> {
+  /**
+   * Resolves with what `warm()` found once it finds a replica ready (calls held together share
+   * it); `version` "" for an unversioned call.
+   */
+  hold(
+    model: string,
+    version: string,
+    timeoutMs: number,
+    warm: () => Promise<Warm | undefined>,
+  ): Promise<Warm> {
     const key = `${model}|${version}`;
     let pending = this.waiting.get(key);
     if (pending === undefined) {
@@ -34,7 +60,38 @@ export class Activator {
     return pending;
   }
 
-  private async wait(request: WakeRequest, timeoutMs: number, warm: () => Promise<boolean>): Promise<void> {
+  /**
+   * The first of `replicas` whose readiness probe passes now (2xx or 3xx, as the kubelet counts
+   * it); undefined if none does.
+   */
+  async firstReady(replicas: readonly StartingReplica[]): Promise<StartingReplica | undefined> {
+    if (replicas.length === 0) return undefined;
+    this.probes ??= new Agent({ connect: { timeout: PROBE_TIMEOUT_MS }, keepAliveTimeout: 1_000 });
+    const agent = this.probes;
+    const asked = replicas.map(async (r) => {
+      const url = new URL(r.probe);
+      const answer = await agent.request({
+        origin: url.origin,
+        path: `${url.pathname}${url.search}`,
+        method: 'GET',
+        signal: AbortSignal.timeout(PROBE_TIMEOUT_MS),
+      });
+      await answer.body.dump();
+      if (answer.statusCode < 200 || answer.statusCode >= 400) throw new Error('not ready');
+      return r;
+    });
+    return Promise.any(asked).catch(() => undefined);
+  }
+
+  async close(): Promise<void> {
+    await this.probes?.close();
+  }
+
+  private async wait(
+    request: WakeRequest,
+    timeoutMs: number,
+    warm: () => Promise<Warm | undefined>,
+  ): Promise<Warm> {
     const started = Date.now();
     let woke = 0;
     for (;;) {
@@ -44,9 +101,13 @@ export class Activator {
           this.log.warn({ err, model: request.model }, 'wake-up not sent; retrying');
         });
       }
-      if (await warm()) {
-        this.log.info({ ...request, waitedMs: Date.now() - started }, 'model woke up');
-        return;
+      const found = await warm();
+      if (found !== undefined) {
+        this.log.info(
+          { ...request, waitedMs: Date.now() - started, early: found.early?.origin },
+          'model woke up',
+        );
+        return found;
       }
       if (Date.now() - started >= timeoutMs) throw scalingUp(request, timeoutMs);
       await new Promise((resolve) => setTimeout(resolve, POLL_MS));

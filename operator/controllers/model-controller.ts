@@ -14,7 +14,8 @@ import {
 } from '../../common/resources/model.js';
 import type { RouteWriter } from '../../common/routes/workflow-routes.js';
 import type { EventRecorder } from '../events.js';
-import type { RuntimeDriver, RuntimePlan } from '../serving/runtime-driver.js';
+import type { RuntimeDriver, RuntimePlan, RuntimeState } from '../serving/runtime-driver.js';
+import type { StartingReplica } from '../serving/starting-replicas.js';
 import {
   ConflictError,
   parseRefKey,
@@ -69,6 +70,10 @@ const NAME_RECHECK_MS = 5_000;
  * already given finish.
  */
 const DRAIN_MS = 15_000;
+/** A cold entry's starting replicas, when it has some. */
+const startingOf = (state: RuntimeState): { starting?: StartingReplica[] } =>
+  state.starting === undefined || state.starting.length === 0 ? {} : { starting: state.starting };
+
 /** The address of a cold route entry whose runtime has none while at zero (a reserved name). */
 const NO_ADDRESS_YET = 'http://scaled-to-zero.invalid';
 /** Storage errors a user fixes (wrong bucket, missing secret): a condition, not a retry storm. */
@@ -449,7 +454,7 @@ export class ModelReconciler implements Reconciler {
       ...(workflow && owner !== undefined ? { workflow } : {}),
       ...(owner ? { owner } : {}),
       ...(main.state.grantAudience === undefined ? {} : { grantAudience: main.state.grantAudience }),
-      ...(main.cold ? { cold: true } : {}),
+      ...(main.cold ? { cold: true, ...startingOf(main.state) } : {}),
       ...(waits && policy !== undefined
         ? { activationTimeoutSeconds: Math.round(policy.activationTimeoutMs / 1000) }
         : {}),
@@ -470,7 +475,7 @@ export class ModelReconciler implements Reconciler {
               name: r.version.name ?? '',
               url: r.state.url,
               percent: r.version.percent,
-              ...(r.cold ? { cold: true } : {}),
+              ...(r.cold ? { cold: true, ...startingOf(r.state) } : {}),
             })),
           }
         : {}),

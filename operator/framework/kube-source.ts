@@ -103,13 +103,13 @@ export class KubeCustomResourceSource<T extends Resource>
 export class KubeLabelledSource<T extends Resource> extends InformerCache<T> implements WatchedSource<T> {
   constructor(
     kc: KubeConfig,
-    resource: 'services' | 'deployments',
+    resource: 'services' | 'deployments' | 'pods',
     labelSelector: string,
     parse: Parse<T>,
     log: Logger,
     namespace?: string,
   ) {
-    const base = resource === 'services' ? '/api/v1' : '/apis/apps/v1';
+    const base = resource === 'deployments' ? '/apis/apps/v1' : '/api/v1';
     const path = namespace ? `${base}/namespaces/${namespace}/${resource}` : `${base}/${resource}`;
     let list: ListPage;
     if (resource === 'services') {
@@ -118,6 +118,12 @@ export class KubeLabelledSource<T extends Resource> extends InformerCache<T> imp
         namespace
           ? api.listNamespacedService({ namespace, labelSelector, ...page })
           : api.listServiceForAllNamespaces({ labelSelector, ...page });
+    } else if (resource === 'pods') {
+      const api = kc.makeApiClient(CoreV1Api);
+      list = (page) =>
+        namespace
+          ? api.listNamespacedPod({ namespace, labelSelector, ...page })
+          : api.listPodForAllNamespaces({ labelSelector, ...page });
     } else {
       const api = kc.makeApiClient(AppsV1Api);
       list = (page) =>

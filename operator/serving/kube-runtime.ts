@@ -5,6 +5,7 @@ import {
   PatchStrategy,
   type KubeConfig,
   type V1Deployment,
+  type V1Pod,
   type V1Service,
 } from '@kubernetes/client-node';
 import { isApiStatus } from '../../common/kube/custom-objects.js';
@@ -20,8 +21,12 @@ import {
   modelDeployment,
   modelService,
   modelUrl,
+  RUNTIME_CONTAINER,
+  SERVING_PORT,
+  workloadSelector,
   type WorkloadOptions,
 } from './model-workload.js';
+import { startingReplicas } from './starting-replicas.js';
 import type { RuntimeDriver, RuntimePlan, RuntimeState } from './runtime-driver.js';
 
 export const FIELD_MANAGER = 'tollgate-operator';
@@ -29,6 +34,8 @@ const SELECTOR = `${MANAGED_BY_LABEL}=${MANAGED_BY},${MODEL_LABEL}`;
 
 type Workload = V1Deployment & { metadata: { name: string } };
 const asWorkload = (raw: unknown): Workload | undefined => raw as Workload;
+type Pod = V1Pod & { metadata: { name: string } };
+const asPod = (raw: unknown): Pod | undefined => raw as Pod;
 
 /** Serves a Model with a Deployment (puller init container + MLServer) and a Service. */
 export class KubeRuntimeDriver implements RuntimeDriver {
@@ -37,6 +44,8 @@ export class KubeRuntimeDriver implements RuntimeDriver {
   private readonly core: CoreV1Api;
   private readonly deployments: KubeLabelledSource<Workload>;
   private readonly services: KubeLabelledSource<Workload>;
+  /** The workloads' pods: a starting replica is asked directly (starting-replicas.ts). */
+  private readonly pods: KubeLabelledSource<Pod>;
 
   constructor(
     kc: KubeConfig,
@@ -49,13 +58,14 @@ export class KubeRuntimeDriver implements RuntimeDriver {
     this.core = kc.makeApiClient(CoreV1Api);
     this.deployments = new KubeLabelledSource(kc, 'deployments', SELECTOR, asWorkload, log, namespace);
     this.services = new KubeLabelledSource(kc, 'services', SELECTOR, asWorkload, log, namespace);
+    this.pods = new KubeLabelledSource(kc, 'pods', SELECTOR, asPod, log, namespace);
   }
 
   async start(onChange: (ref: ResourceRef) => void): Promise<void> {
-    const toModel = (
+    const toModel = <T extends Workload | Pod>(
       ref: ResourceRef,
-      deleted: Workload | undefined,
-      source: KubeLabelledSource<Workload>,
+      deleted: T | undefined,
+      source: KubeLabelledSource<T>,
     ) => {
       const obj = deleted ?? source.get(ref);
       const model = obj?.metadata.labels?.[MODEL_LABEL];
@@ -64,11 +74,12 @@ export class KubeRuntimeDriver implements RuntimeDriver {
     await Promise.all([
       this.deployments.start((ref, deleted) => toModel(ref, deleted, this.deployments)),
       this.services.start((ref, deleted) => toModel(ref, deleted, this.services)),
+      this.pods.start((ref, deleted) => toModel(ref, deleted, this.pods)),
     ]);
   }
 
   async stop(): Promise<void> {
-    await Promise.all([this.deployments.stop(), this.services.stop()]);
+    await Promise.all([this.deployments.stop(), this.services.stop(), this.pods.stop()]);
   }
 
   async apply(plan: RuntimePlan): Promise<RuntimeState> {
@@ -103,6 +114,14 @@ export class KubeRuntimeDriver implements RuntimeDriver {
       );
     }
     const state = stateOf(live, ref);
+    if (state.readyReplicas === 0 && state.replicas > 0)
+      state.starting = startingReplicas(
+        this.pods.list(),
+        ref.namespace,
+        workloadSelector(plan),
+        SERVING_PORT,
+        RUNTIME_CONTAINER,
+      );
     if (plan.gateway === 'sidecar')
       state.grantAudience = grantAudience.model(
         plan.model.metadata.namespace ?? 'default',

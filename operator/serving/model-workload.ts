@@ -23,6 +23,9 @@ export const MANAGED_BY = 'tollgate';
 export const TEMPLATE_HASH_ANNOTATION = 'tollgate.dev/template-hash';
 export const MODELS_DIR = '/mnt/models';
 const GRPC_PORT = 8081;
+/** The runtime's container, and the port its Service sends calls to (a sidecar's, once injected). */
+export const RUNTIME_CONTAINER = 'mlserver';
+export const SERVING_PORT = 'http';
 const METRICS_PORT = 8082;
 /** The injected sidecar's health, readiness and metrics port (operator/webhook/inject.ts). */
 export const SIDECAR_OPERATIONS_PORT = 15021;
@@ -43,7 +46,7 @@ type Workload = Pick<RuntimePlan, 'model' | 'workload' | 'version'>;
  * What selects a workload's pods. An unversioned Model's keeps the selector it always had (a
  * Deployment's selector cannot change); a version's adds its version.
  */
-const selectorFor = (w: Workload): Record<string, string> => ({
+export const workloadSelector = (w: Workload): Record<string, string> => ({
   [MODEL_LABEL]: w.model.metadata.name,
   ...(w.version === undefined ? {} : { [VERSION_LABEL]: w.version }),
 });
@@ -52,7 +55,7 @@ const labelsFor = (w: Workload) => ({
   'app.kubernetes.io/name': 'mlserver',
   'app.kubernetes.io/instance': w.workload,
   [MANAGED_BY_LABEL]: MANAGED_BY,
-  ...selectorFor(w),
+  ...workloadSelector(w),
 });
 
 const ownerRefs = (model: Model) => [
@@ -119,7 +122,7 @@ export function modelDeployment(plan: RuntimePlan, opts: WorkloadOptions): V1Dep
       ],
       containers: [
         {
-          name: 'mlserver',
+          name: RUNTIME_CONTAINER,
           image: plan.image,
           env: [
             { name: 'MLSERVER_MODELS_DIR', value: MODELS_DIR },
@@ -194,7 +197,7 @@ export function modelDeployment(plan: RuntimePlan, opts: WorkloadOptions): V1Dep
     },
     spec: {
       replicas: plan.replicas,
-      selector: { matchLabels: selectorFor(plan) },
+      selector: { matchLabels: workloadSelector(plan) },
       progressDeadlineSeconds: 600,
       revisionHistoryLimit: 3,
       strategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } },
@@ -236,9 +239,9 @@ export function modelService(
     },
     spec: {
       type: 'ClusterIP',
-      selector: selectorFor(plan),
+      selector: workloadSelector(plan),
       ports: [
-        { name: 'http', port: MODEL_HTTP_PORT, targetPort: 'http', protocol: 'TCP' },
+        { name: 'http', port: MODEL_HTTP_PORT, targetPort: SERVING_PORT, protocol: 'TCP' },
         { name: 'grpc', port: GRPC_PORT, targetPort: 'grpc', protocol: 'TCP' },
       ],
     },

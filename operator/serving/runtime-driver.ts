@@ -1,3 +1,4 @@
+import type { StartingReplica } from './starting-replicas.js';
 import type { ModelSettings } from '../../common/model-settings/types.js';
 import type { Model, ModelGateway } from '../../common/resources/model.js';
 import type { ResourceRef } from '../framework/resource-source.js';
@@ -42,6 +43,11 @@ export interface RuntimeState {
   metricsUrl?: string;
   /** The runtime answers through a sidecar that takes grants for this audience. */
   grantAudience?: string;
+  /**
+   * None ready yet: the replicas starting, where they serve and their readiness probe, for the
+   * gateway to send held calls to as soon as one answers ready (starting-replicas.ts).
+   */
+  starting?: StartingReplica[];
   /** Set when the runtime gave up (e.g. progress deadline exceeded): the reason and the message. */
   failure?: { reason: string; message: string };
 }

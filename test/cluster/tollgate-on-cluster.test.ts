@@ -613,6 +613,19 @@ describe('autoscaling on the cluster', () => {
       200, 200, 200, 200, 200,
     ]);
     expect((await podsOf()).length).toBe(1);
+    // Sent to the starting replica as soon as its readiness probe passed, asked by the gateway
+    // itself: the gateway says so, with the pod's address.
+    const [podIp] = await readyPodIps(t, MODELS_NS, `tollgate.dev/model=${NAME}`);
+    const gatewayLog = await t.kubectl(
+      '-n',
+      NAMESPACE,
+      'logs',
+      '-l',
+      'app.kubernetes.io/component=gateway',
+      '--tail=-1',
+    );
+    const woke = gatewayLog.split('\n').filter((l) => l.includes('model woke up') && l.includes(NAME));
+    expect(woke.at(-1)).toContain(`"early":"http://${podIp ?? 'no pod'}:`);
     await t.kubectl('-n', MODELS_NS, 'delete', 'model', NAME, '--wait=true');
   });
 });

@@ -266,6 +266,7 @@ describe('helm chart: lint and render', () => {
       ['tollgate.dev', 'apikeys/finalizers', 'update'],
       ['apps', 'deployments', 'create'],
       ['', 'services', 'delete'],
+      ['', 'pods', 'watch'],
       ['', 'events', 'create'],
       ['events.k8s.io', 'events', 'create'],
     ] as const) {
@@ -276,6 +277,9 @@ describe('helm chart: lint and render', () => {
         true,
       ]);
     }
+    // The models' pods are read (a starting replica is asked directly), never written.
+    for (const verb of ['create', 'update', 'patch', 'delete'])
+      expect([verb, can('t1-tollgate-operator', '', 'pods', verb)]).toEqual([verb, false]);
     const lease = find(objects, 'Role', 't1-tollgate-operator-leader-election').rules ?? [];
     expect(lease).toEqual([
       {

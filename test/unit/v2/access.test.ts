@@ -9,12 +9,28 @@ import { ModelAccess, type AccessServices } from '../../../gateway/v2/access.js'
 import type { ModelInfo } from '../../../gateway/v2/model-directory.js';
 
 /** The access checks with fakes for the key check, route table, directory and counters. */
-function setup(opts: { routes?: Record<string, Route>; models?: Record<string, ModelInfo> } = {}) {
+function setup(
+  opts: {
+    routes?: Record<string, Route>;
+    models?: Record<string, ModelInfo>;
+    /**
+     * The route stays cold and the held call asks its starting replicas once: these probes pass
+     * (the operator's part has not reached the route yet).
+     */
+    readyProbes?: string[];
+  } = {},
+) {
   const routes = new Map<string, ResolvedRoute>(
     Object.entries(opts.routes ?? {}).map(([name, route]) => [name, resolveRoute(route)]),
   );
   const models = opts.models ?? {};
-  const seen = { usage: [] as string[], refused: [] as string[], held: [] as string[], limited: false };
+  const seen = {
+    usage: [] as string[],
+    refused: [] as string[],
+    held: [] as string[],
+    probed: [] as string[],
+    limited: false,
+  };
   let grant: KeyGrant = { id: 'k1', owner: 'alice', module: 'platform', roles: ['models:inference'] };
   const services: AccessServices = {
     roles: new RoleCatalogue(),
@@ -28,10 +44,20 @@ function setup(opts: { routes?: Record<string, Route>; models?: Record<string, M
     refused: (g, code) => void seen.refused.push(`${g.id} ${code}`),
     activator: {
       // The operator's part, played at once: the held model's route turns warm.
-      hold: async (model, version) => {
+      hold: async (model, version, _timeoutMs, warm) => {
         seen.held.push(`${model}|${version}`);
+        if (opts.readyProbes !== undefined) {
+          const found = await warm();
+          if (found === undefined) throw new TollgateError('model_scaling_up', 'none ready in time');
+          return found;
+        }
         const cold = routes.get(model);
         if (cold !== undefined) routes.set(model, resolveRoute({ ...cold.route, cold: false }));
+        return {};
+      },
+      firstReady: async (replicas) => {
+        seen.probed.push(...replicas.map((r) => r.probe));
+        return replicas.find((r) => opts.readyProbes?.includes(r.probe));
       },
     },
   };
@@ -158,6 +184,69 @@ describe('ModelAccess', () => {
     const { runtime } = await t.access.authorised(req(), 'model-cold', { version: undefined, split: true });
     expect(t.seen.held).toEqual(['model-cold|']);
     expect(runtime.cold).toBeUndefined();
+  });
+
+  it('sends a held call to a starting replica as soon as its readiness probe passes, before the route says it is warm', async () => {
+    const pod = { url: 'http://10.0.0.7:8080', probe: 'http://10.0.0.7:15021/app-health/mlserver/readiness' };
+    const other = {
+      url: 'http://10.0.0.8:8080',
+      probe: 'http://10.0.0.8:15021/app-health/mlserver/readiness',
+    };
+    const t = setup({
+      routes: {
+        'model-cold': route({ cold: true, grantAudience: 'model/models/model-cold', starting: [other, pod] }),
+      },
+      readyProbes: [pod.probe],
+    });
+    const { runtime } = await t.access.authorised(req(), 'model-cold', { version: undefined, split: true });
+    expect(t.seen.probed).toEqual([other.probe, pod.probe]);
+    // The pod that answered, with the grant its sidecar takes.
+    expect(runtime).toEqual({ origin: pod.url, basePath: '', grantAudience: 'model/models/model-cold' });
+
+    // A version at zero: its own starting replicas, not another version's.
+    const v = setup({
+      routes: {
+        'model-a': route({
+          url: 'http://m-1.models.svc:8080',
+          versions: [
+            { name: '1', url: 'http://m-1.models.svc:8080', percent: 100 },
+            { name: '2', url: 'http://m-2.models.svc:8080', percent: 0, cold: true, starting: [pod] },
+          ],
+        }),
+      },
+      readyProbes: [pod.probe],
+    });
+    const two = await v.access.authorised(req(), 'model-a', { version: '2', split: true });
+    expect(two.runtime).toMatchObject({ origin: pod.url, version: '2' });
+
+    // None answers ready: the call is not sent anywhere, and gets the activation's refusal.
+    const none = setup({ routes: { 'model-cold': route({ cold: true, starting: [pod] }) }, readyProbes: [] });
+    expect(
+      (await refusal(none.access.authorised(req(), 'model-cold', { version: undefined, split: true }))).slice(
+        0,
+        2,
+      ),
+    ).toEqual([503, 'model_scaling_up']);
+  });
+
+  it('follows no starting replica whose probe is on another host than where it serves', () => {
+    const resolved = resolveRoute(
+      route({
+        cold: true,
+        starting: [
+          { url: 'http://10.0.0.7:8080', probe: 'http://10.0.0.9:15021/ready' },
+          { url: 'http://10.0.0.8:8080', probe: 'http://10.0.0.8:15021/ready' },
+        ],
+      }),
+    );
+    expect(resolved.starting).toEqual([
+      { origin: 'http://10.0.0.8:8080', basePath: '', probe: 'http://10.0.0.8:15021/ready' },
+    ]);
+    // A warm route's list is not followed: its Service is.
+    expect(
+      resolveRoute(route({ starting: [{ url: 'http://10.0.0.8:8080', probe: 'http://10.0.0.8:1/' }] }))
+        .starting,
+    ).toBeUndefined();
   });
 
   it('refuses a key limited to other models before looking the model up, and lists only its own', async () => {

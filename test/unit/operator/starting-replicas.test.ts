@@ -1,0 +1,81 @@
+import type { V1Pod } from '@kubernetes/client-node';
+import { startingReplicas } from '../../../operator/serving/starting-replicas.js';
+
+const SELECTOR = { 'tollgate.dev/model': 'iris' };
+
+/** A model's pod as the webhook leaves it: the sidecar takes the port named http, and the probe. */
+function pod(
+  over: {
+    namespace?: string;
+    labels?: Record<string, string>;
+    ip?: string;
+    phase?: string;
+    deleting?: boolean;
+    probe?: { path?: string; port: number | string; host?: string; scheme?: string };
+  } = {},
+): V1Pod {
+  return {
+    metadata: {
+      namespace: over.namespace ?? 'models',
+      labels: over.labels ?? { ...SELECTOR, 'app.kubernetes.io/name': 'mlserver' },
+      ...(over.deleting === true ? { deletionTimestamp: new Date() } : {}),
+    },
+    spec: {
+      containers: [
+        {
+          name: 'mlserver',
+          readinessProbe: {
+            httpGet: over.probe ?? { path: '/app-health/mlserver/readiness', port: 'tollgate-ops' },
+          },
+        },
+        {
+          name: 'tollgate-sidecar',
+          ports: [
+            { name: 'http', containerPort: 8080 },
+            { name: 'tollgate-ops', containerPort: 15021 },
+          ],
+        },
+      ],
+    },
+    status: { phase: over.phase ?? 'Running', ...(over.ip === '' ? {} : { podIP: over.ip ?? '10.1.0.7' }) },
+  };
+}
+
+const starting = (pods: V1Pod[]) => startingReplicas(pods, 'models', SELECTOR, 'http', 'mlserver');
+
+describe('startingReplicas', () => {
+  it('gives where a starting pod serves (the port its Service targets) and its readiness probe, as the kubelet asks it', () => {
+    expect(starting([pod()])).toEqual([
+      { url: 'http://10.1.0.7:8080', probe: 'http://10.1.0.7:15021/app-health/mlserver/readiness' },
+    ]);
+    expect(starting([pod({ ip: 'fd00::7', probe: { path: 'ready?full=1', port: 8080 } })])).toEqual([
+      { url: 'http://[fd00::7]:8080', probe: 'http://[fd00::7]:8080/ready?full=1' },
+    ]);
+  });
+
+  it('takes only the pods its Service would: its namespace and labels, running, with an address, not going away', () => {
+    expect(
+      starting([
+        pod({ namespace: 'other' }),
+        pod({ labels: { 'tollgate.dev/model': 'another' } }),
+        pod({ labels: {} }),
+        pod({ phase: 'Pending' }),
+        pod({ ip: '' }),
+        pod({ ip: 'not-an-address' }),
+        pod({ deleting: true }),
+      ]),
+    ).toEqual([]);
+    expect(starting(Array.from({ length: 9 }, (_, i) => pod({ ip: `10.1.0.${i + 1}` }))).length).toBe(4);
+  });
+
+  it('never follows a probe off the pod: its host, a path that names another host, a port it does not have, HTTPS', () => {
+    expect(starting([pod({ probe: { path: '/ready', port: 8080, host: '169.254.169.254' } })])).toEqual([
+      { url: 'http://10.1.0.7:8080', probe: 'http://10.1.0.7:8080/ready' },
+    ]);
+    const [sneaky] = starting([pod({ probe: { path: '//169.254.169.254/latest', port: 8080 } })]);
+    expect(new URL(sneaky?.probe ?? '').host).toBe('10.1.0.7:8080');
+    expect(starting([pod({ probe: { path: '/ready', port: 'no-such-port' } })])).toEqual([]);
+    expect(starting([pod({ probe: { path: '/ready', port: 70000 } })])).toEqual([]);
+    expect(starting([pod({ probe: { path: '/ready', port: 8080, scheme: 'HTTPS' } })])).toEqual([]);
+  });
+});

@@ -114,16 +114,24 @@ export function createHttpServer(
         });
         try {
           const gateway = await loading;
-          // Closed while loading: shutdown() has already shut down what it knew of.
-          if (grpcListener?.listening === true) gateway.accept(socket);
+          // Closed while loading: shutdown() has already shut down what it knew of. A client that
+          // left meanwhile has nothing to hand over.
+          if (grpcListener?.listening === true && !socket.destroyed) gateway.accept(socket);
           else socket.destroy();
         } catch (err) {
+          // The next connection tries again.
+          loading = undefined;
           s.log.error({ err }, 'the gRPC service could not be loaded');
           socket.destroy();
         }
       };
-      grpcListener = createNetServer((socket) => void accept(socket));
-      return listenOn(grpcListener, port, host).then((address) => address.port);
+      const listener = createNetServer((socket) => void accept(socket));
+      grpcListener = listener;
+      return listenOn(listener, port, host).then(async (address) => {
+        // Bound after shutdown began: it would keep the process alive.
+        if (shuttingDown !== undefined) await closeListener(listener);
+        return address.port;
+      });
     },
     listen(port, host) {
       return listenOn(server, port, host);

@@ -79,7 +79,14 @@ export type KeyGrant = z.infer<typeof keyGrantSchema>;
 /** A route-table entry: where the gateway sends a workflow service's or a model's traffic. */
 /** A starting replica: both addresses are its pod's (operator/serving/starting-replicas.ts). */
 const startingSchema = z
-  .array(z.object({ url: z.url({ protocol: /^http$/ }), probe: z.url({ protocol: /^http$/ }) }))
+  .array(
+    z.object({
+      url: z.url({ protocol: /^http$/ }),
+      probe: z.url({ protocol: /^http$/ }),
+      /** Epoch ms: past it the replica is not followed (its address may be another pod's by then). */
+      until: z.int().positive(),
+    }),
+  )
   .max(4);
 
 export const routeSchema = z.object({

@@ -1,11 +1,18 @@
 import { Pool } from 'undici';
 
+const SWEEP_MS = 60_000;
+
 /**
  * One keep-alive undici Pool per upstream origin, created on first use and shared by every
  * request to it.
  */
 export class UpstreamPools {
   private readonly pools = new Map<string, Pool>();
+  /**
+   * Pools with nothing open nor waiting are let go this often: origins come and go (a replica
+   * started from zero is called at its pod's address), and a pool is cheap to make again.
+   */
+  private readonly sweep = setInterval(() => this.dropIdle(), SWEEP_MS).unref();
 
   constructor(
     private readonly opts: { connections: number; connectTimeoutMs: number; upstreamTimeoutMs: number },
@@ -28,8 +35,19 @@ export class UpstreamPools {
     return pool;
   }
 
+  /** Closes and forgets the pools that hold no connection and no request. */
+  dropIdle(): void {
+    for (const [origin, pool] of this.pools) {
+      const { connected, pending, running } = pool.stats;
+      if (connected + pending + running > 0) continue;
+      this.pools.delete(origin);
+      void pool.close().catch(() => undefined);
+    }
+  }
+
   /** Lets in-flight requests finish, then closes every connection. */
   async close(): Promise<void> {
+    clearInterval(this.sweep);
     await Promise.all([...this.pools.values()].map((p) => p.close()));
     this.pools.clear();
   }

@@ -25,6 +25,8 @@ export interface StartingReplica {
   origin: string;
   basePath: string;
   probe: string;
+  /** Epoch ms after which it is not followed (the operator lists it again while it starts). */
+  until: number;
 }
 
 export interface ResolvedVersion {
@@ -163,14 +165,19 @@ export function resolveRoute(route: Route): ResolvedRoute {
   return resolved;
 }
 
-function startingOf(entry: { cold?: boolean; starting?: Array<{ url: string; probe: string }> }): {
+function startingOf(entry: {
+  cold?: boolean;
+  starting?: Array<{ url: string; probe: string; until: number }>;
+}): {
   starting?: StartingReplica[];
 } {
   if (entry.cold !== true || entry.starting === undefined) return {};
   // Both addresses are one pod's: an entry that says otherwise is not followed.
   const starting = entry.starting.flatMap((s) => {
     const at = address(s.url);
-    return new URL(s.probe).hostname === new URL(s.url).hostname ? [{ ...at, probe: s.probe }] : [];
+    return new URL(s.probe).hostname === new URL(s.url).hostname
+      ? [{ ...at, probe: s.probe, until: s.until }]
+      : [];
   });
   return starting.length === 0 ? {} : { starting };
 }

@@ -41,12 +41,17 @@ async function heldUntilWarm<T extends { origin: string }>(
   return warm.early === undefined ? undefined : early(warm.early);
 }
 
-/** The replicas a cold version (or unversioned model, "") lists as starting. */
+/** The replicas a cold version (or unversioned model, "") lists as starting, not yet expired. */
 function startingOf(route: ResolvedRoute | null, version: string): StartingReplica[] {
   if (route === null) return [];
-  if (version === '') return route.route.cold === true ? (route.starting ?? []) : [];
-  const entry = route.versions?.find((v) => v.name === version);
-  return entry?.cold === true ? (entry.starting ?? []) : [];
+  const listed =
+    version === ''
+      ? route.route.cold === true
+        ? route.starting
+        : undefined
+      : route.versions?.find((v) => v.name === version && v.cold === true)?.starting;
+  const now = Date.now();
+  return (listed ?? []).filter((r) => r.until > now);
 }
 
 /**

@@ -4,6 +4,7 @@ import { TollgateError } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
 import { redisChannels } from '../../common/redis/schema.js';
 import type { WakeRequest } from '../../common/resources/model-scaling.js';
+import { reachable } from '../proxy/reachable.js';
 import type { StartingReplica } from '../routing/route-table.js';
 
 /**
@@ -62,7 +63,8 @@ export class Activator {
 
   /**
    * The first of `replicas` whose readiness probe passes now (2xx or 3xx, as the kubelet counts
-   * it); undefined if none does.
+   * it) and whose serving port takes a connection (the probe may be another container's port);
+   * undefined if none does.
    */
   async firstReady(replicas: readonly StartingReplica[]): Promise<StartingReplica | undefined> {
     if (replicas.length === 0) return undefined;
@@ -78,6 +80,7 @@ export class Activator {
       });
       await answer.body.dump();
       if (answer.statusCode < 200 || answer.statusCode >= 400) throw new Error('not ready');
+      if (!(await reachable(r.origin, PROBE_TIMEOUT_MS))) throw new Error('not serving');
       return r;
     });
     return Promise.any(asked).catch(() => undefined);

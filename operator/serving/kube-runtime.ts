@@ -4,6 +4,7 @@ import {
   KubernetesObjectApi,
   PatchStrategy,
   type KubeConfig,
+  type V1Container,
   type V1Deployment,
   type V1Pod,
   type V1Service,
@@ -35,7 +36,43 @@ const SELECTOR = `${MANAGED_BY_LABEL}=${MANAGED_BY},${MODEL_LABEL}`;
 type Workload = V1Deployment & { metadata: { name: string } };
 const asWorkload = (raw: unknown): Workload | undefined => raw as Workload;
 type Pod = V1Pod & { metadata: { name: string } };
-const asPod = (raw: unknown): Pod | undefined => raw as Pod;
+/**
+ * What starting-replicas.ts reads of a pod, and nothing else: anyone who may create pods can label
+ * them as a model's, so the cache holds a few fields per pod, never their env, annotations or
+ * status details.
+ */
+const asPod = (raw: unknown): Pod | undefined => {
+  const p = raw as Pod;
+  const slim = (c: V1Container): V1Container => ({
+    name: c.name,
+    ...(c.ports === undefined
+      ? {}
+      : { ports: c.ports.map((x) => ({ name: x.name, containerPort: x.containerPort })) }),
+    ...(c.readinessProbe?.httpGet === undefined
+      ? {}
+      : { readinessProbe: { httpGet: c.readinessProbe.httpGet } }),
+  });
+  return {
+    metadata: {
+      name: p.metadata.name,
+      ...(p.metadata.namespace === undefined ? {} : { namespace: p.metadata.namespace }),
+      ...(p.metadata.labels === undefined ? {} : { labels: p.metadata.labels }),
+      ...(p.metadata.deletionTimestamp === undefined
+        ? {}
+        : { deletionTimestamp: p.metadata.deletionTimestamp }),
+      ...(p.metadata.resourceVersion === undefined ? {} : { resourceVersion: p.metadata.resourceVersion }),
+    },
+    spec: {
+      containers: (p.spec?.containers ?? []).map(slim),
+      initContainers: (p.spec?.initContainers ?? []).map(slim),
+      ...(p.spec?.hostNetwork === undefined ? {} : { hostNetwork: p.spec.hostNetwork }),
+    },
+    status: {
+      ...(p.status?.phase === undefined ? {} : { phase: p.status.phase }),
+      ...(p.status?.podIP === undefined ? {} : { podIP: p.status.podIP }),
+    },
+  };
+};
 
 /** Serves a Model with a Deployment (puller init container + MLServer) and a Service. */
 export class KubeRuntimeDriver implements RuntimeDriver {

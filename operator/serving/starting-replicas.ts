@@ -8,10 +8,17 @@ import { isIP } from 'node:net';
 export interface StartingReplica {
   url: string;
   probe: string;
+  /**
+   * Epoch ms after which a gateway no longer follows it: an address outlives its pod, and another
+   * pod may get it, while a route the operator can no longer rewrite still names it.
+   */
+  until: number;
 }
 
 /** More would not start a model sooner: a workload woken from zero starts one replica. */
 const MOST = 4;
+/** How long a listed replica is followed without the operator listing it again. */
+export const STARTING_TTL_MS = 120_000;
 
 /**
  * The replicas of `workload` whose pods run but whose readiness has not reached the Deployment yet,
@@ -27,6 +34,7 @@ export function startingReplicas(
   selector: Record<string, string>,
   servingPort: string,
   runtimeContainer: string,
+  now = Date.now(),
 ): StartingReplica[] {
   const found: StartingReplica[] = [];
   for (const pod of pods) {
@@ -37,12 +45,15 @@ export function startingReplicas(
       pod.metadata?.namespace !== namespace ||
       pod.metadata.deletionTimestamp !== undefined ||
       pod.status?.phase !== 'Running' ||
+      // Its address would be the node's.
+      pod.spec?.hostNetwork === true ||
       ip === undefined ||
       isIP(ip) === 0 ||
       !Object.entries(selector).every(([k, v]) => labels[k] === v)
     )
       continue;
-    const containers = pod.spec?.containers ?? [];
+    // A native sidecar (the webhook's) is among the init containers, with the ports it serves.
+    const containers = [...(pod.spec?.containers ?? []), ...(pod.spec?.initContainers ?? [])];
     const port = portOf(containers, servingPort);
     const probe = containers.find((c) => c.name === runtimeContainer)?.readinessProbe?.httpGet;
     const probePort = probe === undefined ? undefined : portOf(containers, probe.port);
@@ -51,20 +62,27 @@ export function startingReplicas(
     const host = isIP(ip) === 6 ? `[${ip}]` : ip;
     const path = probe.path?.startsWith('/') === true ? probe.path : `/${probe.path ?? ''}`;
     const url = `http://${host}:${port}`;
-    // Parsed after the address, so no path can name another host ("//elsewhere/").
-    const asked = new URL(`http://${host}:${probePort}${path}`);
-    if (asked.host !== new URL(`http://${host}:${probePort}`).host) continue;
-    found.push({ url, probe: asked.href });
+    let asked: URL;
+    try {
+      // Parsed after the address, so no path can name another host ("//elsewhere/").
+      asked = new URL(`http://${host}:${probePort}${path}`);
+      if (asked.host !== new URL(`http://${host}:${probePort}`).host) continue;
+    } catch {
+      continue;
+    }
+    found.push({ url, probe: asked.href, until: now + STARTING_TTL_MS });
   }
   return found;
 }
 
-/** A container port by name (as a Service's targetPort or a probe names it) or by number. */
+/**
+ * A port the pod declares, by name (as a Service's targetPort or a probe names it) or by number:
+ * never one it does not say it serves.
+ */
 function portOf(containers: readonly V1Container[], port: number | string): number | undefined {
-  if (typeof port === 'number') return port >= 1 && port <= 65535 ? port : undefined;
-  if (/^\d+$/.test(port)) return portOf(containers, Number(port));
+  const byNumber = typeof port === 'number' || /^\d+$/.test(port) ? Number(port) : undefined;
   for (const c of containers) {
-    const p = c.ports?.find((x) => x.name === port);
+    const p = c.ports?.find((x) => (byNumber === undefined ? x.name === port : x.containerPort === byNumber));
     if (p !== undefined) return p.containerPort;
   }
   return undefined;

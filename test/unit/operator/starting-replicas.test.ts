@@ -11,6 +11,7 @@ function pod(
     ip?: string;
     phase?: string;
     deleting?: boolean;
+    hostNetwork?: boolean;
     probe?: { path?: string; port: number | string; host?: string; scheme?: string };
   } = {},
 ): V1Pod {
@@ -21,15 +22,22 @@ function pod(
       ...(over.deleting === true ? { deletionTimestamp: new Date() } : {}),
     },
     spec: {
+      ...(over.hostNetwork === true ? { hostNetwork: true } : {}),
       containers: [
         {
           name: 'mlserver',
+          ports: [{ name: 'metrics', containerPort: 8082 }],
           readinessProbe: {
-            httpGet: over.probe ?? { path: '/app-health/mlserver/readiness', port: 'tollgate-ops' },
+            httpGet: over.probe ?? { path: '/app-health/mlserver/readiness', port: 15021 },
           },
         },
+      ],
+      // The webhook's sidecar is a native one: an init container that keeps running.
+      initContainers: [
+        { name: 'pull' },
         {
           name: 'tollgate-sidecar',
+          restartPolicy: 'Always',
           ports: [
             { name: 'http', containerPort: 8080 },
             { name: 'tollgate-ops', containerPort: 15021 },
@@ -41,7 +49,12 @@ function pod(
   };
 }
 
-const starting = (pods: V1Pod[]) => startingReplicas(pods, 'models', SELECTOR, 'http', 'mlserver');
+const NOW = 1_800_000_000_000;
+const starting = (pods: V1Pod[]) =>
+  startingReplicas(pods, 'models', SELECTOR, 'http', 'mlserver', NOW).map(({ until, ...r }) => {
+    expect(until).toBe(NOW + 120_000);
+    return r;
+  });
 
 describe('startingReplicas', () => {
   it('gives where a starting pod serves (the port its Service targets) and its readiness probe, as the kubelet asks it', () => {
@@ -63,6 +76,7 @@ describe('startingReplicas', () => {
         pod({ ip: '' }),
         pod({ ip: 'not-an-address' }),
         pod({ deleting: true }),
+        pod({ hostNetwork: true }),
       ]),
     ).toEqual([]);
     expect(starting(Array.from({ length: 9 }, (_, i) => pod({ ip: `10.1.0.${i + 1}` }))).length).toBe(4);
@@ -75,7 +89,10 @@ describe('startingReplicas', () => {
     const [sneaky] = starting([pod({ probe: { path: '//169.254.169.254/latest', port: 8080 } })]);
     expect(new URL(sneaky?.probe ?? '').host).toBe('10.1.0.7:8080');
     expect(starting([pod({ probe: { path: '/ready', port: 'no-such-port' } })])).toEqual([]);
-    expect(starting([pod({ probe: { path: '/ready', port: 70000 } })])).toEqual([]);
+    expect(starting([pod({ probe: { path: '/ready', port: 6379 } })])).toEqual([]);
+    expect(starting([pod({ probe: { path: '/ready', port: 'metrics' } })])).toEqual([
+      { url: 'http://10.1.0.7:8080', probe: 'http://10.1.0.7:8082/ready' },
+    ]);
     expect(starting([pod({ probe: { path: '/ready', port: 8080, scheme: 'HTTPS' } })])).toEqual([]);
   });
 });

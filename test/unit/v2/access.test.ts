@@ -187,10 +187,16 @@ describe('ModelAccess', () => {
   });
 
   it('sends a held call to a starting replica as soon as its readiness probe passes, before the route says it is warm', async () => {
-    const pod = { url: 'http://10.0.0.7:8080', probe: 'http://10.0.0.7:15021/app-health/mlserver/readiness' };
+    const until = Date.now() + 60_000;
+    const pod = {
+      url: 'http://10.0.0.7:8080',
+      probe: 'http://10.0.0.7:15021/app-health/mlserver/readiness',
+      until,
+    };
     const other = {
       url: 'http://10.0.0.8:8080',
       probe: 'http://10.0.0.8:15021/app-health/mlserver/readiness',
+      until,
     };
     const t = setup({
       routes: {
@@ -219,6 +225,18 @@ describe('ModelAccess', () => {
     const two = await v.access.authorised(req(), 'model-a', { version: '2', split: true });
     expect(two.runtime).toMatchObject({ origin: pod.url, version: '2' });
 
+    // Listed too long ago (the operator stopped listing it): not asked, not followed.
+    const stale = setup({
+      routes: { 'model-cold': route({ cold: true, starting: [{ ...pod, until: Date.now() - 1 }] }) },
+      readyProbes: [pod.probe],
+    });
+    expect(
+      (
+        await refusal(stale.access.authorised(req(), 'model-cold', { version: undefined, split: true }))
+      ).slice(0, 2),
+    ).toEqual([503, 'model_scaling_up']);
+    expect(stale.seen.probed).toEqual([]);
+
     // None answers ready: the call is not sent anywhere, and gets the activation's refusal.
     const none = setup({ routes: { 'model-cold': route({ cold: true, starting: [pod] }) }, readyProbes: [] });
     expect(
@@ -234,18 +252,19 @@ describe('ModelAccess', () => {
       route({
         cold: true,
         starting: [
-          { url: 'http://10.0.0.7:8080', probe: 'http://10.0.0.9:15021/ready' },
-          { url: 'http://10.0.0.8:8080', probe: 'http://10.0.0.8:15021/ready' },
+          { url: 'http://10.0.0.7:8080', probe: 'http://10.0.0.9:15021/ready', until: 1 },
+          { url: 'http://10.0.0.8:8080', probe: 'http://10.0.0.8:15021/ready', until: 1 },
         ],
       }),
     );
     expect(resolved.starting).toEqual([
-      { origin: 'http://10.0.0.8:8080', basePath: '', probe: 'http://10.0.0.8:15021/ready' },
+      { origin: 'http://10.0.0.8:8080', basePath: '', probe: 'http://10.0.0.8:15021/ready', until: 1 },
     ]);
     // A warm route's list is not followed: its Service is.
     expect(
-      resolveRoute(route({ starting: [{ url: 'http://10.0.0.8:8080', probe: 'http://10.0.0.8:1/' }] }))
-        .starting,
+      resolveRoute(
+        route({ starting: [{ url: 'http://10.0.0.8:8080', probe: 'http://10.0.0.8:1/', until: 1 }] }),
+      ).starting,
     ).toBeUndefined();
   });
 

@@ -1,4 +1,9 @@
 const DROPPED_CONNECTION = new Set(['UND_ERR_SOCKET', 'ECONNRESET', 'EPIPE']);
+/**
+ * Connections that never opened, so nothing was sent: a Service with no endpoint yet is refused by
+ * kube-proxy's rules (ECONNREFUSED) or, with some service proxies (kube-router), unreachable.
+ */
+const NOT_OPENED = new Set(['ECONNREFUSED', 'EHOSTUNREACH']);
 
 /**
  * Pauses before each new try of a refused connection, about 2.5 s in all: a Service whose only
@@ -30,7 +35,7 @@ export async function sendAgainOnConnectionLoss<T>(
         dropped = true;
         continue;
       }
-      const pause = code === 'ECONNREFUSED' ? refusedPausesMs[refused] : undefined;
+      const pause = typeof code === 'string' && NOT_OPENED.has(code) ? refusedPausesMs[refused] : undefined;
       if (pause === undefined) throw err;
       refused += 1;
       await new Promise((resolve) => setTimeout(resolve, pause));

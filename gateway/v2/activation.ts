@@ -136,10 +136,13 @@ export async function workflowRuntime(
   // The model's own route decides only for a model of this workflow (never another's runtime).
   if (route === null || route.route.workflow !== workflow) return routed;
   if (route.versions === undefined && route.route.cold !== true) return routed;
+  // The route's own starting replicas are its main version's: the calls count as that version's.
+  const main = route.versions?.find((x) => x.origin === route.origin && x.basePath === route.basePath);
   const early = ({ origin, basePath }: StartingReplica): RuntimeAddress => ({
     origin,
     basePath,
     ...audience,
+    ...(main === undefined ? {} : { version: main.name }),
   });
   return pick(route) ?? (await heldUntilWarm(activator, lookup, model, '', pick, early)) ?? routed;
 }

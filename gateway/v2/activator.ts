@@ -21,6 +21,9 @@ export interface Warm {
  */
 const PROBE_TIMEOUT_MS = 300;
 
+/** How long a starting replica that answered ready is taken without asking it again. */
+const RECENT_MS = 1_000;
+
 /** How often a held call looks whether a replica is ready (a route lookup, cached in process). */
 const POLL_MS = 100;
 /** A wake-up is sent again this often while calls wait (an operator may have missed the first). */
@@ -34,6 +37,11 @@ const REWAKE_MS = 2_000;
  */
 export class Activator {
   private readonly waiting = new Map<string, Promise<Warm>>();
+  /**
+   * A starting replica that answered ready a moment ago, by model|version: calls that come while
+   * the route still says cold go to it without asking again (and without a log line each).
+   */
+  private readonly recent = new Map<string, { warm: Warm; at: number }>();
   /** Probes go on connections of their own, never a held call's pool. */
   private probes: Agent | undefined;
 
@@ -53,9 +61,17 @@ export class Activator {
     warm: () => Promise<Warm | undefined>,
   ): Promise<Warm> {
     const key = `${model}|${version}`;
+    const recent = this.recent.get(key);
+    if (recent !== undefined && Date.now() - recent.at < RECENT_MS) return Promise.resolve(recent.warm);
+    this.recent.delete(key);
     let pending = this.waiting.get(key);
     if (pending === undefined) {
-      pending = this.wait({ model, version }, timeoutMs, warm).finally(() => this.waiting.delete(key));
+      pending = this.wait({ model, version }, timeoutMs, warm)
+        .then((found) => {
+          if (found.early !== undefined) this.recent.set(key, { warm: found, at: Date.now() });
+          return found;
+        })
+        .finally(() => this.waiting.delete(key));
       this.waiting.set(key, pending);
     }
     return pending;

@@ -119,4 +119,26 @@ describe('sendAgainOnConnectionLoss', () => {
       await pools.close();
     }
   });
+
+  it('tries again when the connection never opened, refused or unreachable (a Service between endpoints), and not on other errors', async () => {
+    const unopened = (code: string) => Object.assign(new Error(`connect ${code}`), { code });
+    for (const code of ['ECONNREFUSED', 'EHOSTUNREACH']) {
+      let tries = 0;
+      const answer = await sendAgainOnConnectionLoss(async () => {
+        tries += 1;
+        if (tries < 3) throw unopened(code);
+        return 'answered';
+      }, [1, 1, 1]);
+      expect([code, answer, tries]).toEqual([code, 'answered', 3]);
+    }
+    // A timeout may have reached the runtime: not sent again.
+    let tries = 0;
+    await expect(
+      sendAgainOnConnectionLoss(async () => {
+        tries += 1;
+        throw unopened('UND_ERR_HEADERS_TIMEOUT');
+      }, [1, 1]),
+    ).rejects.toMatchObject({ code: 'UND_ERR_HEADERS_TIMEOUT' });
+    expect(tries).toBe(1);
+  });
 });

@@ -615,7 +615,19 @@ describe('autoscaling on the cluster', () => {
     expect((await podsOf()).length).toBe(1);
     // Sent to the starting replica as soon as its readiness probe passed, asked by the gateway
     // itself: the gateway says so, with the pod's address.
-    const [podIp] = await readyPodIps(t, MODELS_NS, `tollgate.dev/model=${NAME}`);
+    // (Answered before the kubelet found the pod Ready: its address, Ready or not.)
+    const podIp = (
+      await t.kubectl(
+        '-n',
+        MODELS_NS,
+        'get',
+        'pods',
+        '-l',
+        `tollgate.dev/model=${NAME}`,
+        '-o',
+        'jsonpath={.items[*].status.podIP}',
+      )
+    ).trim();
     const gatewayLog = await t.kubectl(
       '-n',
       NAMESPACE,
@@ -625,7 +637,8 @@ describe('autoscaling on the cluster', () => {
       '--tail=-1',
     );
     const woke = gatewayLog.split('\n').filter((l) => l.includes('model woke up') && l.includes(NAME));
-    expect(woke.at(-1)).toContain(`"early":"http://${podIp ?? 'no pod'}:`);
+    expect(podIp).toMatch(/^[\d.:a-f]+$/);
+    expect(woke.at(-1)).toContain(`"early":"http://${podIp}:`);
     await t.kubectl('-n', MODELS_NS, 'delete', 'model', NAME, '--wait=true');
   });
 });

@@ -1,5 +1,5 @@
 # The Tollgate image: one image runs the gateway (`tollgate gateway`), the operator
-# (`tollgate operator`) and the model puller (`tollgate pull`, the models' init container).
+# (`tollgate operator`) and the model puller (`tollgate pull`, a container of every model's pods).
 # Used by helm/tollgate (image.repository / image.tag).
 #   docker build -t tollgate/tollgate:0.1.0 .      (or: buildah bud -t tollgate/tollgate:0.1.0 .)
 FROM node:20-bookworm-slim AS build

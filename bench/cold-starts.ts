@@ -18,8 +18,14 @@ const quantile = (xs: number[], q: number): number => {
 const median = (xs: number[]): number => quantile(xs, 0.5);
 const s = (ms: number): string => `${(ms / 1000).toFixed(2)} s`;
 
-/** When MLServer said it had loaded the model, from the runtime's log (its runtime's timestamps). */
-async function modelLoadedAt(t: Installed, ns: string, model: string): Promise<number | undefined> {
+/** When a container of the model's pod logged a line (the container runtime's timestamps). */
+async function loggedAt(
+  t: Installed,
+  ns: string,
+  model: string,
+  container: string,
+  line: (l: string) => boolean,
+): Promise<number | undefined> {
   const out = await t
     .kubectl(
       '-n',
@@ -28,13 +34,12 @@ async function modelLoadedAt(t: Installed, ns: string, model: string): Promise<n
       '-l',
       `tollgate.dev/model=${model}`,
       '-c',
-      'mlserver',
+      container,
       '--timestamps',
       '--tail=-1',
     )
     .catch(() => '');
-  const line = out.split('\n').find((l) => l.includes('Loaded model'));
-  const stamp = line?.split(' ')[0];
+  const stamp = out.split('\n').find(line)?.split(' ')[0];
   return stamp === undefined ? undefined : Date.parse(stamp);
 }
 
@@ -109,7 +114,9 @@ export async function coldStarts(
       );
       const seen: Record<string, number | undefined> = {
         ...timeline.seen,
-        loaded: await modelLoadedAt(t, ns, model),
+        // The puller's summary ends its pull; MLServer says when it has loaded the model.
+        pulled: await loggedAt(t, ns, model, 'pull', (l) => / pulled \d+ files?, /.test(l)),
+        loaded: await loggedAt(t, ns, model, 'mlserver', (l) => l.includes('Loaded model')),
         answered: done,
       };
       for (const k of steps) {
@@ -143,8 +150,8 @@ export async function coldStarts(
       `    the pod created (ReplicaSet controller)          ${at('created')}\n` +
       `    scheduled                                        ${at('scheduled')}\n` +
       `    its address (sandbox, network)                   ${at('addressed')}\n` +
-      `    the model pulled (init container)                ${at('pulled')}\n` +
-      `    MLServer running                                 ${at('started')}\n` +
+      `    the model pulled (the puller's summary)          ${at('pulled')}\n` +
+      `    the runtime's container running                  ${at('started')}\n` +
       `    the model loaded (MLServer's log)                ${at('loaded')}\n` +
       `    the call answered                                ${at('answered')}\n` +
       `    the pod Ready (kubelet probe, status)            ${at('ready')}\n` +

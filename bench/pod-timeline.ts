@@ -8,9 +8,7 @@ export interface Timeline {
   scheduled?: number;
   /** The pod has an address: its sandbox and network are up. */
   addressed?: number;
-  /** The init container (the puller) finished. */
-  pulled?: number;
-  /** The runtime container is running. */
+  /** The runtime container is running (it may still be waiting for the folder). */
   started?: number;
   /** The pod's Ready condition, as the API server has it. */
   ready?: number;
@@ -86,8 +84,6 @@ export class PodTimeline {
     this.stamp('created', true);
     this.stamp('scheduled', p.spec?.nodeName !== undefined);
     this.stamp('addressed', p.status?.podIP !== undefined);
-    const init = p.status?.initContainerStatuses?.[0];
-    this.stamp('pulled', init?.state?.terminated?.exitCode === 0);
     const runtime = p.status?.containerStatuses?.find((c) => c.name === 'mlserver');
     this.stamp('started', runtime?.state?.running !== undefined);
     this.stamp(

@@ -3,7 +3,7 @@ import { isTollgateError } from '../../common/errors.js';
 import { DEFAULT_CONCURRENCY, formatSummary, pullFolder } from '../../operator/puller/pull.js';
 import { openStore } from '../../operator/storage/open-store.js';
 
-/** `tollgate pull <storageUri> <dir>`: the model Deployment's init container. */
+/** `tollgate pull <storageUri> <dir>`: the container beside every model's runtime (operator/serving/model-workload.ts). */
 export function register(program: Command): void {
   program
     .command('pull')

@@ -74,7 +74,7 @@ const asPod = (raw: unknown): Pod | undefined => {
   };
 };
 
-/** Serves a Model with a Deployment (puller init container + MLServer) and a Service. */
+/** Serves a Model with a Deployment (MLServer and its puller, started together) and a Service. */
 export class KubeRuntimeDriver implements RuntimeDriver {
   private readonly objects: KubernetesObjectApi;
   private readonly apps: AppsV1Api;

@@ -30,10 +30,46 @@ const METRICS_PORT = 8082;
 /** The injected sidecar's health, readiness and metrics port (operator/webhook/inject.ts). */
 export const SIDECAR_OPERATIONS_PORT = 15021;
 const RUN_AS = 1000;
+export const PULL_CONTAINER = 'pull';
+/** Written once the folder is whole: the runtime starts serving it then (they start together). */
+export const PULLED_MARKER = `${MODELS_DIR}/.tollgate-pulled`;
+
+/**
+ * The puller's command, in the Tollgate image (its CLI is node /app/bin/tollgate.js; TOLLGATE_CLI
+ * names another, for the tests), with the container's args `pull <storageUri> <folder> ...`: pulls,
+ * marks the folder whole, then idles, since a container that ended would be started again, and
+ * ends at once when the pod stops. A failed pull ends it, and the kubelet starts it again with its
+ * back-off.
+ */
+export const PULL_THEN_IDLE = [
+  // The shell is the container's first process: it ignores signals it does not trap.
+  "trap 'kill $child 2>/dev/null; exit 0' TERM INT",
+  // Started again (its sandbox rebuilt, the folder kept): a whole folder the runtime may be serving
+  // is not pulled over.
+  'if [ ! -e "$TOLLGATE_PULLED" ]; then',
+  '  node "${TOLLGATE_CLI:-/app/bin/tollgate.js}" "$@" & child=$!',
+  '  wait $child || exit $?',
+  '  : > "$TOLLGATE_PULLED"',
+  'fi',
+  'while :; do sleep 3600 & child=$!; wait $child; done',
+].join('\n');
+
+/**
+ * The runtime's command: serves the folder once it is whole. The Tollgate runtime image
+ * (images/mlserver) has `tollgate-mlserver`, which loads MLServer's modules meanwhile; any other
+ * MLServer image waits, then starts as it always does.
+ */
+export const WAIT_THEN_SERVE = [
+  // The container's first process until the exec: it ignores signals it does not trap.
+  "trap 'exit 143' TERM INT",
+  'command -v tollgate-mlserver >/dev/null 2>&1 && exec tollgate-mlserver',
+  'until [ -e "$TOLLGATE_PULLED" ]; do sleep 0.05; done',
+  'exec mlserver start "$MLSERVER_MODELS_DIR"',
+].join('\n');
 const PRESTOP_SECONDS = 5;
 
 export interface WorkloadOptions {
-  /** The Tollgate image (entrypoint `tollgate`) that runs `tollgate pull` in the init container. */
+  /** The Tollgate image that runs `tollgate pull` in the container beside the runtime. */
   pullerImage: string;
 }
 
@@ -109,21 +145,14 @@ export function modelDeployment(plan: RuntimePlan, opts: WorkloadOptions): V1Dep
         fsGroup: RUN_AS,
         seccompProfile: { type: 'RuntimeDefault' },
       },
-      initContainers: [
-        {
-          name: 'pull',
-          image: opts.pullerImage,
-          args: pullArgs,
-          ...(credentials ? { envFrom: [{ secretRef: { name: credentials } }] } : {}),
-          volumeMounts: [{ name: 'models', mountPath: MODELS_DIR }],
-          resources: { requests: { cpu: '100m', memory: '128Mi' }, limits: { memory: '512Mi' } },
-          securityContext: restricted,
-        },
-      ],
+      // The runtime and the puller start together: the runtime loads its modules while the folder
+      // is pulled, and waits for it. An init container would make the runtime wait for the kubelet
+      // to see the puller end, up to a second (docs/versions-and-scaling.md, the cold starts).
       containers: [
         {
           name: RUNTIME_CONTAINER,
           image: plan.image,
+          command: ['sh', '-c', WAIT_THEN_SERVE],
           env: [
             { name: 'MLSERVER_MODELS_DIR', value: MODELS_DIR },
             { name: 'MLSERVER_HTTP_PORT', value: String(MODEL_HTTP_PORT) },
@@ -132,6 +161,8 @@ export function modelDeployment(plan: RuntimePlan, opts: WorkloadOptions): V1Dep
             { name: 'MLSERVER_LOAD_MODELS_AT_STARTUP', value: 'true' },
             ...(sidecar ? [{ name: 'MLSERVER_HOST', value: '127.0.0.1' }] : []),
             ...(model.spec.env ?? []),
+            // After the Model's own: the last of a name is the one the container gets.
+            { name: 'TOLLGATE_PULLED', value: PULLED_MARKER },
           ],
           ports: [
             { name: 'http', containerPort: MODEL_HTTP_PORT, protocol: 'TCP' },
@@ -152,11 +183,12 @@ export function modelDeployment(plan: RuntimePlan, opts: WorkloadOptions): V1Dep
             periodSeconds: 10,
             failureThreshold: 3,
           },
-          // Loading a large model can take minutes; liveness starts counting once the server is up.
+          // Pulling and loading a large model can take many minutes (the puller runs meanwhile, in
+          // this budget); liveness starts counting once the server is up.
           startupProbe: {
             httpGet: { path: '/v2/health/live', port: 'http' },
             periodSeconds: 1,
-            failureThreshold: 300,
+            failureThreshold: 1800,
           },
           // A replica going away (scale-down, rollout) leaves the Service's endpoints first and
           // keeps answering the calls already sent to it while kube-proxy catches up.
@@ -166,6 +198,18 @@ export function modelDeployment(plan: RuntimePlan, opts: WorkloadOptions): V1Dep
             { name: 'models', mountPath: MODELS_DIR, readOnly: true },
             { name: 'tmp', mountPath: '/tmp' },
           ],
+          securityContext: restricted,
+        },
+        {
+          name: PULL_CONTAINER,
+          image: opts.pullerImage,
+          command: ['sh', '-c', PULL_THEN_IDLE, PULL_CONTAINER],
+          args: pullArgs,
+          env: [{ name: 'TOLLGATE_PULLED', value: PULLED_MARKER }],
+          ...(credentials ? { envFrom: [{ secretRef: { name: credentials } }] } : {}),
+          volumeMounts: [{ name: 'models', mountPath: MODELS_DIR }],
+          // It idles once the folder is pulled: a small request for the pod's life, room to pull.
+          resources: { requests: { cpu: '50m', memory: '64Mi' }, limits: { memory: '512Mi' } },
           securityContext: restricted,
         },
       ],

@@ -360,7 +360,9 @@ describe('a Model with spec.gateway: sidecar', () => {
 
   it('runs MLServer behind the sidecar: the central gateway’s call passes on its grant, as scikit-learn answers', async () => {
     const [p] = await pods(`tollgate.dev/model=${MODEL}`);
-    expect(p?.spec.initContainers?.map((c) => c.name)).toEqual(['pull', 'tollgate']);
+    // The sidecar starts first; the runtime and the puller together after it.
+    expect(p?.spec.initContainers?.map((c) => c.name)).toEqual(['tollgate']);
+    expect(p?.spec.containers.map((c) => c.name)).toEqual(['mlserver', 'pull']);
     expect(p?.metadata.annotations?.['tollgate.dev/injected']).toBe(`model ${MODEL}`);
     const svc = JSON.parse(await t.kubectl('-n', NS, 'get', 'svc', MODEL, '-o', 'json')) as {
       spec: { ports: Array<{ name: string }> };

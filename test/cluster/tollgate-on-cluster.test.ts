@@ -134,7 +134,7 @@ describe('install as the README says', () => {
 });
 
 describe('a model from object storage', () => {
-  it('is pulled by the init container, served by MLServer and answers as scikit-learn does', async () => {
+  it('is pulled beside its runtime, served by MLServer and answers as scikit-learn does', async () => {
     const applied = Date.now();
     // Its team logs every call, the features redacted; where is the administrator's.
     const doc = model(MODEL, 'iris/v1') as { spec: Record<string, unknown> };
@@ -159,7 +159,7 @@ describe('a model from object storage', () => {
     const outputs = first.body['outputs'] as Array<{ data: number[] }>;
     expect(outputs[0]!.data).toEqual(iris.expected.predictions);
 
-    // The puller ran as the init container and left its summary in the log.
+    // The puller ran beside the runtime and left its summary in the log.
     const pod = (
       await t.kubectl('-n', MODELS_NS, 'get', 'pods', '-l', `tollgate.dev/model=${MODEL}`, '-o', 'name')
     ).trim();

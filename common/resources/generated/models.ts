@@ -102,7 +102,7 @@ export const modelSpecSchema = z.object({
   /** The serving runtime. Defaults to MLServer with the scikit-learn runtime. */
   runtime: z
     .object({
-      /** Container image; default seldonio/mlserver:1.7.1-sklearn (1.7.1-mlflow for MLflow folders). */
+      /** Container image; default seldonio/mlserver:1.7.1-sklearn (1.7.1-mlflow for MLflow folders). It is started with sh -c beside the puller, waits for the folder, then runs tollgate-mlserver if it has one, else mlserver start; it needs sh and mlserver on its PATH. */
       image: z.string().min(1).max(512).optional(),
       /** Overrides the implementation of model-settings.json, e.g. mlserver_sklearn.SKLearnModel. */
       implementation: z

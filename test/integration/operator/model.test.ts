@@ -3,6 +3,7 @@ import { redisChannels, redisKeys } from '../../../common/redis/schema.js';
 import type { Model } from '../../../common/resources/model.js';
 import type { OperatorManager } from '../../../operator/manager.js';
 import { KubeSecretCredentials } from '../../../operator/storage/credentials.js';
+import { PULL_THEN_IDLE, PULLED_MARKER, WAIT_THEN_SERVE } from '../../../operator/serving/model-workload.js';
 import { CreateBucketCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { s3ClientFromEnv } from '../../../common/storage/s3-client.js';
 import { minio, redis } from '../../harness/index.js';
@@ -126,18 +127,24 @@ describe('Model reconciler on a real API server', () => {
     const pod = d.spec!.template.spec!;
     expect(pod.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 1000 });
     expect(pod.volumes).toContainEqual({ name: 'models', emptyDir: {} });
-    const [init] = pod.initContainers!;
-    expect(init).toMatchObject({
+    // The runtime and the puller start together; the runtime waits for the folder to be whole.
+    expect(pod.initContainers).toBeUndefined();
+    const [main, puller] = pod.containers;
+    expect(puller).toMatchObject({
       name: 'pull',
       image: PULLER_IMAGE,
+      command: ['sh', '-c', PULL_THEN_IDLE, 'pull'],
       args: ['pull', `file://${dir}`, `/mnt/models/${name}`],
+      env: [{ name: 'TOLLGATE_PULLED', value: PULLED_MARKER }],
     });
-    expect(init!.securityContext).toMatchObject({
+    expect(puller!.volumeMounts).toEqual([{ name: 'models', mountPath: '/mnt/models' }]);
+    expect(puller!.securityContext).toMatchObject({
       allowPrivilegeEscalation: false,
       readOnlyRootFilesystem: true,
     });
-    const [main] = pod.containers;
     expect(main!.image).toBe('seldonio/mlserver:1.7.1-sklearn');
+    expect(main!.command).toEqual(['sh', '-c', WAIT_THEN_SERVE]);
+    expect(main!.env).toContainEqual({ name: 'TOLLGATE_PULLED', value: PULLED_MARKER });
     expect(main!.readinessProbe?.httpGet).toMatchObject({ path: `/v2/models/${name}/ready`, port: 'http' });
     expect(main!.livenessProbe?.httpGet).toMatchObject({ path: '/v2/health/live', port: 'http' });
     expect(main!.resources).toEqual({ limits: { cpu: '1', memory: '1Gi' } });
@@ -306,7 +313,7 @@ describe('Model reconciler on a real API server', () => {
       () => c.apps.readNamespacedDeployment({ namespace: ns, name }),
       'the Deployment',
     );
-    const args = d.spec!.template.spec!.initContainers![0]!.args!;
+    const args = d.spec!.template.spec!.containers.find((x) => x.name === 'pull')!.args!;
     expect(args.slice(0, 4)).toEqual(['pull', `file://${dir}`, `/mnt/models/${name}`, '--settings']);
     expect(JSON.parse(args[4]!)).toEqual({
       name,
@@ -403,7 +410,7 @@ describe('Model reconciler on a real API server', () => {
       () => c.apps.readNamespacedDeployment({ namespace: ns, name }),
       'the Deployment',
     );
-    expect(d.spec!.template.spec!.initContainers![0]!.envFrom).toEqual([
+    expect(d.spec!.template.spec!.containers.find((x) => x.name === 'pull')!.envFrom).toEqual([
       { secretRef: { name: 'models-s3' } },
     ]);
     const ok = await eventually(async () => {

@@ -14,10 +14,7 @@ import { sendError } from './errors.js';
 export function answerOperations(s: GatewayServices, req: IncomingMessage, res: ServerResponse): boolean {
   if (req.method !== 'GET' && req.method !== 'HEAD') return false;
   // Matched as Express matched them: one trailing slash and the case of letters do not matter.
-  const path = (req.url ?? '/')
-    .split('?', 1)[0]
-    ?.replace(/(.)\/$/, '$1')
-    .toLowerCase();
+  const path = pathOf(req).toLowerCase();
   if (path === '/healthz') {
     sendJson(res, 200, { status: 'ok' });
     return true;
@@ -63,12 +60,13 @@ export type OperationsExtra = (req: IncomingMessage, res: ServerResponse, segmen
 export function createOperationsServer(s: GatewayServices, extra?: OperationsExtra): Server {
   return createServer((req, res) => {
     if (answerOperations(s, req, res)) return;
-    const path = (req.url ?? '/').split('?', 1)[0] ?? '/';
-    const segments = path
-      .replace(/(.)\/$/, '$1')
-      .split('/')
-      .slice(1);
-    if (extra?.(req, res, segments) === true) return;
+    const path = pathOf(req);
+    if (extra?.(req, res, path.split('/').slice(1)) === true) return;
     sendError(res, new TollgateError('unknown_endpoint', `no such endpoint: ${req.method ?? ''} ${path}`));
   });
+}
+
+/** The request's path without its query and without one trailing slash. */
+function pathOf(req: IncomingMessage): string {
+  return ((req.url ?? '/').split('?', 1)[0] ?? '/').replace(/(.)\/$/, '$1');
 }

@@ -4,6 +4,7 @@ import type { Dispatcher, Pool } from 'undici';
 import { TollgateError } from '../../common/errors.js';
 import { bodyTooLarge, sendError } from '../http/errors.js';
 import { clientResponseHeaderList } from './headers.js';
+import { BEFORE_CONNECTION } from './send-again.js';
 
 /**
  * Streams one request to an upstream and its response back, both ways without buffering and
@@ -100,15 +101,6 @@ export function forward(
   });
 }
 
-/** Errors raised before a connection exists: nothing reached the upstream. */
-const BEFORE_CONNECTION = new Set([
-  'ECONNREFUSED',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'UND_ERR_CONNECT_TIMEOUT',
-]);
 const RETRY_PAUSE_MS = 100;
 
 function neverSent(err: Error, body: Readable | null, status: number): boolean {

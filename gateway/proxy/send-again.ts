@@ -1,9 +1,22 @@
 const DROPPED_CONNECTION = new Set(['UND_ERR_SOCKET', 'ECONNRESET', 'EPIPE']);
 /**
- * Connections that never opened, so nothing was sent: a Service with no endpoint yet is refused by
- * kube-proxy's rules (ECONNREFUSED) or, with some service proxies (kube-router), unreachable.
+ * Errors raised before a connection exists, so nothing reached the upstream: a Service with no
+ * endpoint yet is refused by kube-proxy's rules or, with some service proxies (kube-router),
+ * unreachable; a new Service's name may not resolve yet.
  */
-const NOT_OPENED = new Set(['ECONNREFUSED', 'EHOSTUNREACH']);
+export const BEFORE_CONNECTION = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'UND_ERR_CONNECT_TIMEOUT',
+]);
+/**
+ * Those of them that come at once, so trying again after a pause costs no more than the pause: a
+ * name that does not resolve or a connection that times out would make each try slow.
+ */
+const REFUSED = new Set(['ECONNREFUSED', 'EHOSTUNREACH']);
 
 /**
  * Pauses before each new try of a refused connection, about 2.5 s in all: a Service whose only
@@ -35,7 +48,7 @@ export async function sendAgainOnConnectionLoss<T>(
         dropped = true;
         continue;
       }
-      const pause = typeof code === 'string' && NOT_OPENED.has(code) ? refusedPausesMs[refused] : undefined;
+      const pause = typeof code === 'string' && REFUSED.has(code) ? refusedPausesMs[refused] : undefined;
       if (pause === undefined) throw err;
       refused += 1;
       await new Promise((resolve) => setTimeout(resolve, pause));

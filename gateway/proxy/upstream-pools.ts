@@ -8,6 +8,8 @@ const SWEEP_MS = 60_000;
  */
 export class UpstreamPools {
   private readonly pools = new Map<string, Pool>();
+  /** When each pool was last asked for: a caller may hold one between tries (proxy/forward.ts). */
+  private readonly used = new Map<string, number>();
   /**
    * Pools with nothing open nor waiting are let go this often: origins come and go (a replica
    * started from zero is called at its pod's address), and a pool is cheap to make again.
@@ -19,6 +21,7 @@ export class UpstreamPools {
   ) {}
 
   get(origin: string): Pool {
+    this.used.set(origin, Date.now());
     let pool = this.pools.get(origin);
     if (pool === undefined) {
       pool = new Pool(origin, {
@@ -35,12 +38,14 @@ export class UpstreamPools {
     return pool;
   }
 
-  /** Closes and forgets the pools that hold no connection and no request. */
-  dropIdle(): void {
+  /** Closes and forgets the pools that hold no connection and no request, and were not asked for lately. */
+  dropIdle(idleForMs = SWEEP_MS): void {
+    const before = Date.now() - idleForMs;
     for (const [origin, pool] of this.pools) {
       const { connected, pending, running } = pool.stats;
-      if (connected + pending + running > 0) continue;
+      if (connected + pending + running > 0 || (this.used.get(origin) ?? 0) > before) continue;
       this.pools.delete(origin);
+      this.used.delete(origin);
       void pool.close().catch(() => undefined);
     }
   }

@@ -25,7 +25,7 @@ export interface StartingReplica {
   origin: string;
   basePath: string;
   probe: string;
-  /** Epoch ms after which it is not followed (the operator lists it again while it starts). */
+  /** Epoch ms after which it is not followed: the operator lists it again on the pod's next change. */
   until: number;
 }
 
@@ -147,13 +147,13 @@ export class RouteTable {
 }
 
 export function resolveRoute(route: Route): ResolvedRoute {
-  const resolved: ResolvedRoute = { route, ...address(route.url), ...startingOf(route) };
+  const resolved: ResolvedRoute = { route, ...address(route.url), ...followedStarting(route) };
   if (route.versions !== undefined)
     resolved.versions = route.versions.map((v) => ({
       name: v.name,
       percent: v.percent,
       ...address(v.url),
-      ...(v.cold === true ? { cold: true, ...startingOf(v) } : {}),
+      ...(v.cold === true ? { cold: true, ...followedStarting(v) } : {}),
     }));
   if (route.shadow !== undefined)
     resolved.shadow = {
@@ -165,7 +165,7 @@ export function resolveRoute(route: Route): ResolvedRoute {
   return resolved;
 }
 
-function startingOf(entry: {
+function followedStarting(entry: {
   cold?: boolean;
   starting?: Array<{ url: string; probe: string; until: number }>;
 }): {

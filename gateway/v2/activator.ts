@@ -26,6 +26,12 @@ const RECENT_MS = 1_000;
 
 /** How often a held call looks whether a replica is ready (a route lookup, cached in process). */
 const POLL_MS = 100;
+/**
+ * Past this much of a wait, it looks five times less often: a model that takes long to start
+ * gains little from the fast polls, and its starting replicas are asked less.
+ */
+const FAST_POLLS_FOR_MS = 10_000;
+const SLOW_POLL_MS = 500;
 /** A wake-up is sent again this often while calls wait (an operator may have missed the first). */
 const REWAKE_MS = 2_000;
 
@@ -68,7 +74,10 @@ export class Activator {
     if (pending === undefined) {
       pending = this.wait({ model, version }, timeoutMs, warm)
         .then((found) => {
-          if (found.early !== undefined) this.recent.set(key, { warm: found, at: Date.now() });
+          if (found.early !== undefined) {
+            this.recent.set(key, { warm: found, at: Date.now() });
+            setTimeout(() => this.recent.delete(key), RECENT_MS).unref();
+          }
           return found;
         })
         .finally(() => this.waiting.delete(key));
@@ -129,7 +138,8 @@ export class Activator {
         return found;
       }
       if (Date.now() - started >= timeoutMs) throw scalingUp(request, timeoutMs);
-      await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+      const pause = Date.now() - started < FAST_POLLS_FOR_MS ? POLL_MS : SLOW_POLL_MS;
+      await new Promise((resolve) => setTimeout(resolve, pause));
     }
   }
 }

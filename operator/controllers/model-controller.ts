@@ -71,7 +71,7 @@ const NAME_RECHECK_MS = 5_000;
  */
 const DRAIN_MS = 15_000;
 /** A cold entry's starting replicas, when it has some. */
-const startingOf = (state: RuntimeState): { starting?: StartingReplica[] } =>
+const listedStarting = (state: RuntimeState): { starting?: StartingReplica[] } =>
   state.starting === undefined || state.starting.length === 0 ? {} : { starting: state.starting };
 
 /** The address of a cold route entry whose runtime has none while at zero (a reserved name). */
@@ -454,7 +454,7 @@ export class ModelReconciler implements Reconciler {
       ...(workflow && owner !== undefined ? { workflow } : {}),
       ...(owner ? { owner } : {}),
       ...(main.state.grantAudience === undefined ? {} : { grantAudience: main.state.grantAudience }),
-      ...(main.cold ? { cold: true, ...startingOf(main.state) } : {}),
+      ...(main.cold ? { cold: true, ...listedStarting(main.state) } : {}),
       ...(waits && policy !== undefined
         ? { activationTimeoutSeconds: Math.round(policy.activationTimeoutMs / 1000) }
         : {}),
@@ -475,7 +475,7 @@ export class ModelReconciler implements Reconciler {
               name: r.version.name ?? '',
               url: r.state.url,
               percent: r.version.percent,
-              ...(r.cold ? { cold: true, ...startingOf(r.state) } : {}),
+              ...(r.cold ? { cold: true, ...listedStarting(r.state) } : {}),
             })),
           }
         : {}),

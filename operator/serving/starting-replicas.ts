@@ -17,8 +17,13 @@ export interface StartingReplica {
 
 /** More would not start a model sooner: a workload woken from zero starts one replica. */
 const MOST = 4;
-/** How long a listed replica is followed without the operator listing it again. */
+/** How long a listed replica is followed at least, without the operator listing it again. */
 export const STARTING_TTL_MS = 120_000;
+/**
+ * `until` moves in steps of this: a reconcile that finds the same replicas writes the same route,
+ * so the route is not rewritten (and every gateway's copy dropped) on each event of a pod.
+ */
+const TTL_STEP_MS = 30_000;
 
 /**
  * The replicas of `workload` whose pods run but whose readiness has not reached the Deployment yet,
@@ -37,6 +42,7 @@ export function startingReplicas(
   now = Date.now(),
 ): StartingReplica[] {
   const found: StartingReplica[] = [];
+  const until = Math.ceil((now + STARTING_TTL_MS) / TTL_STEP_MS) * TTL_STEP_MS;
   for (const pod of pods) {
     if (found.length === MOST) break;
     const ip = pod.status?.podIP;
@@ -70,7 +76,7 @@ export function startingReplicas(
     } catch {
       continue;
     }
-    found.push({ url, probe: asked.href, until: now + STARTING_TTL_MS });
+    found.push({ url, probe: asked.href, until });
   }
   return found;
 }

@@ -225,6 +225,49 @@ describe('Model reconciler on a real API server', () => {
     routes.close();
   });
 
+  test('a model starting from zero lists its starting pod in its cold route: where it serves and its readiness probe, as the pod declares them', async () => {
+    const name = 'model-starting';
+    const dir = await modelFolder({ 'model-settings.json': npSettings(name), 'model.joblib': 'bytes' });
+    await createModel(c, ns, name, {
+      storageUri: `file://${dir}`,
+      scaling: { minReplicas: 0, maxReplicas: 1 },
+    });
+    await client.publish(redisChannels.modelWake, JSON.stringify({ model: name, version: '' }));
+    const d = await eventually(async () => {
+      const x = await c.apps.readNamespacedDeployment({ namespace: ns, name }).catch(() => undefined);
+      return (x?.spec?.replicas ?? 0) > 0 && x;
+    }, 'a replica asked for');
+    // The pod its ReplicaSet would make (no kubelet here), then its address and phase as one reports them.
+    const template = d.spec!.template;
+    const pod = await c.core.createNamespacedPod({
+      namespace: ns,
+      body: { metadata: { name: `${name}-abc12`, labels: template.metadata!.labels! }, spec: template.spec! },
+    });
+    const running = { ...pod, status: { phase: 'Running', podIP: '10.244.7.9' } };
+    await c.core.replaceNamespacedPodStatus({ namespace: ns, name: pod.metadata!.name!, body: running });
+    const route = await eventually(async () => {
+      const r = await readSealed(client, redisKeys.modelRoute(name)).catch(() => undefined);
+      return (r as { starting?: unknown[] } | undefined)?.starting !== undefined && r;
+    }, 'the starting replica in the route');
+    expect(route).toMatchObject({
+      cold: true,
+      starting: [
+        {
+          url: 'http://10.244.7.9:8080',
+          probe: `http://10.244.7.9:8080/v2/models/${name}/ready`,
+          until: expect.any(Number) as number,
+        },
+      ],
+    });
+
+    // Going away: no longer listed.
+    await c.core.deleteNamespacedPod({ namespace: ns, name: pod.metadata!.name!, gracePeriodSeconds: 0 });
+    await eventually(async () => {
+      const r = (await readSealed(client, redisKeys.modelRoute(name))) as { starting?: unknown[] } | undefined;
+      return r !== undefined && r.starting === undefined;
+    }, 'the replica no longer listed');
+  });
+
   test('a spec change rolls the Deployment out (new template hash)', async () => {
     const name = 'model-roll';
     const dir = await modelFolder({ 'model-settings.json': npSettings(name), 'model.joblib': 'x' });

@@ -14,13 +14,18 @@ describe('UpstreamPools', () => {
     try {
       // An origin called once long ago (a replica started from zero, at its pod's address).
       const idle = pools.get('http://127.0.0.1:9');
-      pools.dropIdle();
+      // Asked for a moment ago: a caller may be about to try it again.
+      pools.dropIdle(60_000);
+      expect(pools.get('http://127.0.0.1:9')).toBe(idle);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      pools.dropIdle(1);
       expect(pools.get('http://127.0.0.1:9')).not.toBe(idle);
 
       const busy = pools.get(origin);
       const answer = busy.request({ method: 'GET', path: '/' });
       while (held.length === 0) await new Promise((resolve) => setTimeout(resolve, 10));
-      pools.dropIdle();
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      pools.dropIdle(1);
       expect(pools.get(origin)).toBe(busy);
       held[0]?.end('done');
       expect(await (await answer).body.text()).toBe('done');

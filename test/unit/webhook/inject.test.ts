@@ -145,12 +145,11 @@ describe('the sidecar injection plan', () => {
     });
   });
 
-  it('guards a Model’s pod as that model, after its puller, with the model’s workflow', () => {
+  it('guards a Model’s pod as that model, its runtime and puller started after it, with the model’s workflow', () => {
     const { plan, sidecar, sidecarOp } = injected(
       pod({
         labels: { 'tollgate.dev/model': 'model-iris' },
         annotations: { 'tollgate.dev/workflow': 'fraud' },
-        initContainers: [{ name: 'pull', image: 'tollgate/tollgate:dev' }],
         containers: [
           {
             name: 'mlserver',
@@ -161,11 +160,14 @@ describe('the sidecar injection plan', () => {
             ],
             readinessProbe: { httpGet: { path: '/v2/models/model-iris/ready', port: 'http' } },
           },
+          // The puller (operator/serving/model-workload.ts): no ports, no probes.
+          { name: 'pull', image: 'tollgate/tollgate:dev' },
         ],
       }),
     );
     expect(plan.guards).toBe('model model-iris');
-    expect(sidecarOp).toMatchObject({ op: 'add', path: '/spec/initContainers/-' });
+    // The pod's only init container: a native sidecar, started before the runtime and the puller.
+    expect(sidecarOp).toMatchObject({ op: 'add', path: '/spec/initContainers' });
     // The runtime's gRPC port is the sidecar's too (V2 over gRPC, checked as over HTTP).
     expect(sidecar.args?.slice(-6)).toEqual([
       '--model',

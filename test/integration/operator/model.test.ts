@@ -263,7 +263,8 @@ describe('Model reconciler on a real API server', () => {
     // Going away: no longer listed.
     await c.core.deleteNamespacedPod({ namespace: ns, name: pod.metadata!.name!, gracePeriodSeconds: 0 });
     await eventually(async () => {
-      const r = (await readSealed(client, redisKeys.modelRoute(name))) as { starting?: unknown[] } | undefined;
+      const r = (await readSealed(client, redisKeys.modelRoute(name))) as
+        { starting?: unknown[] } | undefined;
       return r !== undefined && r.starting === undefined;
     }, 'the replica no longer listed');
   });

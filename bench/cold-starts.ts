@@ -7,7 +7,7 @@ import {
   scaledModelDoc,
   type Installed,
   type IrisModel,
-  NAMESPACE,
+  wakeUps,
 } from '../test/cluster/support.js';
 import { PodTimeline } from './pod-timeline.js';
 
@@ -127,15 +127,7 @@ export async function coldStarts(
   } finally {
     timeline.close();
   }
-  const gatewayLog = await t.kubectl(
-    '-n',
-    NAMESPACE,
-    'logs',
-    '-l',
-    'app.kubernetes.io/component=gateway',
-    '--tail=-1',
-  );
-  const wakes = gatewayLog.split('\n').filter((l) => l.includes('model woke up') && l.includes(`"${model}"`));
+  const wakes = await wakeUps(t, model);
   const early = wakes.filter((l) => l.includes('"early"')).length;
   const at = (k: string): string => {
     const xs = offsets.get(k) ?? [];

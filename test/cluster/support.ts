@@ -421,6 +421,19 @@ export async function deploymentReplicas(
 }
 
 /** The names of the pods with this label selector. */
+/** The gateway replicas' log lines saying a model at zero woke up (gateway/v2/activator.ts). */
+export async function wakeUps(t: Installed, model: string): Promise<string[]> {
+  const log = await t.kubectl(
+    '-n',
+    NAMESPACE,
+    'logs',
+    '-l',
+    'app.kubernetes.io/component=gateway',
+    '--tail=-1',
+  );
+  return log.split('\n').filter((l) => l.includes('model woke up') && l.includes(`"${model}"`));
+}
+
 export async function podNames(t: Installed, ns: string, selector: string): Promise<string[]> {
   return (await t.kubectl('-n', ns, 'get', 'pods', '-l', selector, '-o', 'name'))
     .trim()

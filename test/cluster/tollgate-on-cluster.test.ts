@@ -26,6 +26,7 @@ import {
   NAMESPACE,
   podNames,
   readyPodIps,
+  wakeUps,
   RELEASE,
   scaledModelDoc,
   storageSecret,
@@ -628,15 +629,7 @@ describe('autoscaling on the cluster', () => {
         'jsonpath={.items[*].status.podIP}',
       )
     ).trim();
-    const gatewayLog = await t.kubectl(
-      '-n',
-      NAMESPACE,
-      'logs',
-      '-l',
-      'app.kubernetes.io/component=gateway',
-      '--tail=-1',
-    );
-    const woke = gatewayLog.split('\n').filter((l) => l.includes('model woke up') && l.includes(NAME));
+    const woke = await wakeUps(t, NAME);
     expect(podIp).toMatch(/^[\d.:a-f]+$/);
     expect(woke.at(-1)).toContain(`"early":"http://${podIp}:`);
     await t.kubectl('-n', MODELS_NS, 'delete', 'model', NAME, '--wait=true');

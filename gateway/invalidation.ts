@@ -25,6 +25,7 @@ import type { Logger } from '../common/logger.js';
  */
 export class CacheInvalidation {
   private liveNow = false;
+  private started = false;
   private readonly handlers = new Map<string, Array<(message: string) => void>>();
   private readonly resets: Array<() => void> = [];
   private heartbeat: NodeJS.Timeout | undefined;
@@ -37,7 +38,11 @@ export class CacheInvalidation {
     private readonly log: Logger,
     private readonly heartbeatMs = 1_000,
   ) {
-    subscriber.on('ready', () => void this.subscribe());
+    // Only once started: before, channels are still being registered, and a subscription to some
+    // of them would call the caches live while the others' messages go unheard.
+    subscriber.on('ready', () => {
+      if (this.started) void this.subscribe();
+    });
     const down = (): void => this.setLive(false);
     subscriber.on('close', down);
     subscriber.on('end', down);
@@ -74,6 +79,7 @@ export class CacheInvalidation {
   }
 
   start(): void {
+    this.started = true;
     if (this.subscriber.status === 'ready') void this.subscribe();
     void this.checkIndex();
     this.heartbeat = setInterval(() => this.ping(), this.heartbeatMs);

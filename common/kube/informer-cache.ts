@@ -108,7 +108,15 @@ export class InformerCache<T> {
    */
   async start(
     onChange: (ref: ObjectRef, deleted: T | undefined) => void,
-    opts: { failFast?: boolean } = {},
+    opts: {
+      failFast?: boolean;
+      /**
+       * Whether an update matters to the reader (controller-runtime's predicates): when it says no,
+       * the cache still takes the new value but `onChange` is not called. Objects first seen, from
+       * a list, and deletions are always announced.
+       */
+      changed?: (before: T, after: T) => boolean;
+    } = {},
   ): Promise<void> {
     let listed = false;
     let markListed = (): void => undefined;
@@ -136,11 +144,18 @@ export class InformerCache<T> {
       this.labelSelector,
     );
     this.informer = informer;
+    const { changed } = opts;
     const emit = (obj: KubernetesObject) => {
+      const key = refOf(obj);
       // A list page's object is announced once, after the list: forgotten then, so the set is
       // empty once the cache is started, not one entry for each of 100,000 objects.
-      if (!this.ingested.delete(obj)) this.ingest(obj);
-      onChange(parseRefKey(refOf(obj)), undefined);
+      if (!this.ingested.delete(obj)) {
+        const before = changed === undefined ? undefined : this.parsed.get(key);
+        this.ingest(obj);
+        const after = this.parsed.get(key);
+        if (before !== undefined && after !== undefined && changed?.(before, after) === false) return;
+      }
+      onChange(parseRefKey(key), undefined);
     };
     informer.on('add', emit);
     informer.on('update', emit);

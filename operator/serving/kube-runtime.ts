@@ -60,7 +60,6 @@ const asPod = (raw: unknown): Pod | undefined => {
       ...(p.metadata.deletionTimestamp === undefined
         ? {}
         : { deletionTimestamp: p.metadata.deletionTimestamp }),
-      ...(p.metadata.resourceVersion === undefined ? {} : { resourceVersion: p.metadata.resourceVersion }),
     },
     spec: {
       containers: (p.spec?.containers ?? []).map(slim),
@@ -111,7 +110,11 @@ export class KubeRuntimeDriver implements RuntimeDriver {
     await Promise.all([
       this.deployments.start((ref, deleted) => toModel(ref, deleted, this.deployments)),
       this.services.start((ref, deleted) => toModel(ref, deleted, this.services)),
-      this.pods.start((ref, deleted) => toModel(ref, deleted, this.pods)),
+      // A pod's status changes many times as it starts and runs; only what starting-replicas.ts
+      // reads of it (the few fields kept) can change a route.
+      this.pods.start((ref, deleted) => toModel(ref, deleted, this.pods), {
+        changed: (before, after) => JSON.stringify(before) !== JSON.stringify(after),
+      }),
     ]);
   }
 

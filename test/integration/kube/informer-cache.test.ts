@@ -1,4 +1,4 @@
-import { CustomObjectsApi } from '@kubernetes/client-node';
+import { CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { generateKey, hashKey, keyStart } from '../../../common/apikey/format.js';
 import { InformerCache } from '../../../common/kube/informer-cache.js';
 import { createLogger } from '../../../common/logger.js';
@@ -59,6 +59,82 @@ describe('an informer cache whose first list fails half-way', () => {
       expect(attempts).toBe(2);
       expect(firstPage).toBeDefined();
       expect(cache.list().sort()).toEqual(made.filter((n) => n !== firstPage).sort());
+    } finally {
+      await cache.stop();
+    }
+  });
+});
+
+describe('an informer cache with a predicate', () => {
+  it('takes every update but announces only those the predicate says changed what its reader reads', async () => {
+    const { kc } = await kubeWithApiKeys();
+    const namespace = await freshNamespace(kc, 'informer-predicate');
+    const api = kc.makeApiClient(CustomObjectsApi);
+    const place = { group: API_KEY_GROUP, version: API_KEY_VERSION, namespace, plural: API_KEY_PLURAL };
+    // What this reader reads of a key: its name, its roles and one label.
+    interface Read {
+      name: string;
+      roles: string[];
+      tier: string | undefined;
+      version: string | undefined;
+    }
+    const read = (raw: unknown): Read | undefined => {
+      const o = raw as {
+        metadata?: { name?: string; labels?: Record<string, string>; resourceVersion?: string };
+        spec?: { roles?: string[] };
+      };
+      if (o.metadata?.name === undefined) return undefined;
+      return {
+        name: o.metadata.name,
+        roles: o.spec?.roles ?? [],
+        tier: o.metadata.labels?.tier,
+        version: o.metadata.resourceVersion,
+      };
+    };
+    const events: string[] = [];
+    const cache = new InformerCache<Read>(
+      kc,
+      `/apis/${API_KEY_GROUP}/${API_KEY_VERSION}/namespaces/${namespace}/${API_KEY_PLURAL}`,
+      (page) => api.listNamespacedCustomObject({ ...place, ...page }),
+      read,
+      createLogger('informer-test', 'silent'),
+    );
+    const key = generateKey('platform');
+    const body = newApiKey(newKeyId(), {
+      hash: hashKey(key),
+      start: keyStart(key),
+      module: 'platform',
+      roles: ['viewer'],
+      owner: 'alice',
+    });
+    const name = body.metadata.name;
+    const patch = (p: object) =>
+      api.patchNamespacedCustomObject(
+        { ...place, name, body: p },
+        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      );
+    const settled = async (what: () => boolean) => {
+      const deadline = Date.now() + 10_000;
+      while (!what() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      expect(what()).toBe(true);
+    };
+    try {
+      await cache.start((ref, deleted) => events.push(`${ref.name}${deleted ? ' gone' : ''}`), {
+        changed: (a, b) => a.tier !== b.tier || a.roles.join() !== b.roles.join(),
+      });
+      await api.createNamespacedCustomObject({ ...place, body });
+      await settled(() => events.length === 1);
+      // An annotation and another label: the cache takes the new version, nobody is told.
+      const first = cache.get({ namespace, name })?.version;
+      await patch({ metadata: { annotations: { note: 'x' }, labels: { other: 'y' } } });
+      await settled(() => cache.get({ namespace, name })?.version !== first);
+      // What the reader reads: announced.
+      await patch({ metadata: { labels: { tier: 'gold' } } });
+      await settled(() => events.length === 2);
+      expect(cache.get({ namespace, name })?.tier).toBe('gold');
+      await api.deleteNamespacedCustomObject({ ...place, name });
+      await settled(() => events.length === 3);
+      expect(events).toEqual([name, name, `${name} gone`]);
     } finally {
       await cache.stop();
     }

@@ -81,8 +81,9 @@ export type KeyGrant = z.infer<typeof keyGrantSchema>;
 const startingSchema = z
   .array(
     z.object({
-      url: z.url({ protocol: /^http$/ }),
-      probe: z.url({ protocol: /^http$/ }),
+      // An address and a port; a probe path of at most 256 characters, percent-encoded.
+      url: z.url({ protocol: /^http$/ }).max(64),
+      probe: z.url({ protocol: /^http$/ }).max(1_024),
       /** Epoch ms: past it the replica is not followed (its address may be another pod's by then). */
       until: z.int().positive(),
     }),

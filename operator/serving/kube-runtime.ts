@@ -28,6 +28,7 @@ import {
   type WorkloadOptions,
 } from './model-workload.js';
 import { startingReplicas } from './starting-replicas.js';
+import { VERSION_LABEL } from '../../common/resources/model-versions.js';
 import type { RuntimeDriver, RuntimePlan, RuntimeState } from './runtime-driver.js';
 
 export const FIELD_MANAGER = 'tollgate-operator';
@@ -50,13 +51,29 @@ const asPod = (raw: unknown): Pod | undefined => {
       : { ports: c.ports.map((x) => ({ name: x.name, containerPort: x.containerPort })) }),
     ...(c.readinessProbe?.httpGet === undefined
       ? {}
-      : { readinessProbe: { httpGet: c.readinessProbe.httpGet } }),
+      : {
+          readinessProbe: {
+            httpGet: {
+              port: c.readinessProbe.httpGet.port,
+              ...(c.readinessProbe.httpGet.path === undefined ? {} : { path: c.readinessProbe.httpGet.path }),
+              ...(c.readinessProbe.httpGet.scheme === undefined
+                ? {}
+                : { scheme: c.readinessProbe.httpGet.scheme }),
+            },
+          },
+        }),
   });
+  // The labels a workload selects its pods by, and no others.
+  const labels: Record<string, string> = {};
+  for (const name of [MODEL_LABEL, VERSION_LABEL]) {
+    const value = p.metadata.labels?.[name];
+    if (value !== undefined) labels[name] = value;
+  }
   return {
     metadata: {
       name: p.metadata.name,
       ...(p.metadata.namespace === undefined ? {} : { namespace: p.metadata.namespace }),
-      ...(p.metadata.labels === undefined ? {} : { labels: p.metadata.labels }),
+      labels,
       ...(p.metadata.deletionTimestamp === undefined
         ? {}
         : { deletionTimestamp: p.metadata.deletionTimestamp }),
@@ -86,7 +103,7 @@ export class KubeRuntimeDriver implements RuntimeDriver {
   constructor(
     kc: KubeConfig,
     private readonly opts: WorkloadOptions,
-    log: Logger,
+    private readonly log: Logger,
     namespace?: string,
   ) {
     this.objects = KubernetesObjectApi.makeApiClient(kc);
@@ -107,14 +124,20 @@ export class KubeRuntimeDriver implements RuntimeDriver {
       const model = obj?.metadata.labels?.[MODEL_LABEL];
       if (model) onChange({ namespace: ref.namespace, name: model });
     };
+    // Not waited for: pods only make a cold start sooner, and an operator whose role cannot list
+    // them yet (an image upgraded before its chart) still serves every Model, as before.
+    this.pods
+      .start((ref, deleted) => toModel(ref, deleted, this.pods), {
+        // A pod's status changes many times as it starts and runs; only what starting-replicas.ts
+        // reads of it (the few fields kept) can change a route.
+        changed: (before, after) => JSON.stringify(before) !== JSON.stringify(after),
+      })
+      .catch((err: unknown) =>
+        this.log.warn({ err }, 'the models’ pods are not watched: cold starts wait for the kubelet'),
+      );
     await Promise.all([
       this.deployments.start((ref, deleted) => toModel(ref, deleted, this.deployments)),
       this.services.start((ref, deleted) => toModel(ref, deleted, this.services)),
-      // A pod's status changes many times as it starts and runs; only what starting-replicas.ts
-      // reads of it (the few fields kept) can change a route.
-      this.pods.start((ref, deleted) => toModel(ref, deleted, this.pods), {
-        changed: (before, after) => JSON.stringify(before) !== JSON.stringify(after),
-      }),
     ]);
   }
 

@@ -15,6 +15,8 @@ export interface StartingReplica {
   until: number;
 }
 
+/** Longer than any health path; the route holds the probe's URL, encoded (common/resources/grant.ts). */
+export const MAX_PROBE_PATH = 256;
 /** More would not start a model sooner: a workload woken from zero starts one replica. */
 const MOST = 4;
 /** How long a listed replica is followed at least, without the operator listing it again. */
@@ -65,6 +67,8 @@ export function startingReplicas(
     const probePort = probe === undefined ? undefined : portOf(containers, probe.port);
     if (port === undefined || probe === undefined || probePort === undefined) continue;
     if (probe.scheme !== undefined && probe.scheme.toUpperCase() !== 'HTTP') continue;
+    // Every gateway reads the route on each change of it: a pod may not make it large.
+    if ((probe.path ?? '').length > MAX_PROBE_PATH) continue;
     const host = isIP(ip) === 6 ? `[${ip}]` : ip;
     const path = probe.path?.startsWith('/') === true ? probe.path : `/${probe.path ?? ''}`;
     const url = `http://${host}:${port}`;

@@ -1,5 +1,6 @@
 import type { V1Pod } from '@kubernetes/client-node';
-import { startingReplicas } from '../../../operator/serving/starting-replicas.js';
+import { MAX_PROBE_PATH, startingReplicas } from '../../../operator/serving/starting-replicas.js';
+import { routeSchema } from '../../../common/resources/grant.js';
 
 const SELECTOR = { 'tollgate.dev/model': 'iris' };
 
@@ -95,5 +96,22 @@ describe('startingReplicas', () => {
       { url: 'http://10.1.0.7:8080', probe: 'http://10.1.0.7:8082/ready' },
     ]);
     expect(starting([pod({ probe: { path: '/ready', port: 8080, scheme: 'HTTPS' } })])).toEqual([]);
+  });
+
+  it('leaves out a pod whose probe path would make the route large, and what it lists fits the route', () => {
+    const long = `/${'"'.repeat(MAX_PROBE_PATH)}`;
+    expect(starting([pod({ probe: { path: long, port: 8080 } })])).toEqual([]);
+    // The longest path taken, every character percent-encoded, on an IPv6 address: a valid route entry.
+    const longest = `/${'"'.repeat(MAX_PROBE_PATH - 1)}`;
+    const listed = startingReplicas(
+      [pod({ ip: 'fd00:1234:5678:9abc:def0:1234:5678:9abc', probe: { path: longest, port: 8080 } })],
+      'models',
+      SELECTOR,
+      'http',
+      'mlserver',
+      NOW,
+    );
+    expect(listed).toHaveLength(1);
+    expect(routeSchema.safeParse({ url: 'http://svc.models:80', starting: listed }).success).toBe(true);
   });
 });

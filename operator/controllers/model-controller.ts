@@ -413,8 +413,10 @@ export class ModelReconciler implements Reconciler {
     const waits = policy?.minReplicas === 0;
     const ready = results.flatMap((r) => {
       if (r.obs.kind !== 'settings' || r.obs.runtime === undefined) return [];
-      const { runtime } = r.obs;
-      if (runtime.readyReplicas > 0) return [{ version: r.version, state: runtime, cold: false }];
+      const runtime = { ...r.obs.runtime, url: r.obs.runtime.routeUrl ?? r.obs.runtime.url };
+      // Served, and with an address (a Service made again has none for a moment).
+      if (runtime.readyReplicas > 0 && runtime.url !== '')
+        return [{ version: r.version, state: runtime, cold: false }];
       // At zero or starting from it: calls wait for the replica rather than being refused.
       if (!waits || runtime.failure !== undefined) return [];
       // A local runtime at zero has no address until it starts again; the gateway calls a cold

@@ -1,3 +1,4 @@
+import { clusterIpOrigin } from '../../common/kube/cluster-ip.js';
 import type { Logger } from '../../common/logger.js';
 import {
   PORT_ANNOTATION,
@@ -18,29 +19,43 @@ import type { ReconcileResult, Reconciler, Watches } from '../framework/controll
 
 export const WORKFLOW_SELECTOR = `${WORKFLOW_LABEL},${SERVICE_LABEL}`;
 
-/** Where a workflow Service's traffic goes: the placement decides (cluster DNS, or a local URL). */
-export type ServiceAddress = (svc: WorkflowService) => string | undefined;
+/**
+ * Where a workflow Service's traffic goes: the placement decides (its cluster IP, or a local URL).
+ * `missing` tells the Service's owner, in its Events, what to give it when it has none.
+ */
+export type ServiceAddress = ((svc: WorkflowService) => string | undefined) & { missing: string };
 
-/** On a cluster: the Service's own DNS name and port (`tollgate.dev/port`, else `http`, else the first). */
-export const clusterServiceAddress: ServiceAddress = (svc) => {
-  // An ExternalName Service is a DNS alias to any host: the gateway would call it from where it
-  // stands (inside every policy that admits the gateway). Only Services that select pods route.
-  if (svc.spec?.type === 'ExternalName') return undefined;
-  const ports = svc.spec?.ports ?? [];
-  const wanted = svc.metadata.annotations?.[PORT_ANNOTATION];
-  const port =
-    ports.find((p) => p.name === wanted || String(p.port) === wanted) ??
-    ports.find((p) => p.name === 'http') ??
-    ports[0];
-  if (!port) return undefined;
-  return `http://${svc.metadata.name}.${svc.metadata.namespace ?? 'default'}.svc:${port.port}`;
-};
+/**
+ * On a cluster: the Service's cluster IP and port (`tollgate.dev/port`, else `http`, else the
+ * first). Only Services that select pods route: not an ExternalName one, nor a headless one.
+ */
+export const clusterServiceAddress: ServiceAddress = Object.assign(
+  (svc: WorkflowService) => {
+    const ports = svc.spec?.ports ?? [];
+    const wanted = svc.metadata.annotations?.[PORT_ANNOTATION];
+    const port =
+      ports.find((p) => p.name === wanted || String(p.port) === wanted) ??
+      ports.find((p) => p.name === 'http') ??
+      ports[0];
+    if (!port) return undefined;
+    return clusterIpOrigin(svc.spec, port.port);
+  },
+  {
+    missing:
+      'this Service has no port, or no cluster IP (an ExternalName or a headless Service): the gateway calls a Service at its cluster IP, never by name; give it a selector, a port and a cluster IP',
+  },
+);
 
 /** In standalone mode: the `tollgate.dev/url` annotation `tollgate route add` writes. */
-export const annotatedServiceAddress: ServiceAddress = (svc) => {
-  const url = svc.metadata.annotations?.[URL_ANNOTATION];
-  return url !== undefined && routeSchema.shape.url.safeParse(url).success ? url : undefined;
-};
+export const annotatedServiceAddress: ServiceAddress = Object.assign(
+  (svc: WorkflowService) => {
+    const url = svc.metadata.annotations?.[URL_ANNOTATION];
+    return url !== undefined && routeSchema.shape.url.safeParse(url).success ? url : undefined;
+  },
+  {
+    missing: `this service has no valid http(s) URL in its ${URL_ANNOTATION} annotation; add it with tollgate route add`,
+  },
+);
 
 /** What a labelled Service claims: a workflow service's route key and where its traffic would go. */
 export interface ServiceClaim {
@@ -52,6 +67,14 @@ export interface ServiceClaim {
 
 /** The route a Service claims, or undefined if its labels or address make it unroutable. */
 export function serviceClaim(svc: WorkflowService, address: ServiceAddress): ServiceClaim | undefined {
+  const ids = claimedIds(svc);
+  const url = ids && address(svc);
+  if (ids === undefined || url === undefined) return undefined;
+  return { key: redisKeys.bdaRoute(ids.workflow, ids.service), ...ids, url };
+}
+
+/** The workflow and service ids a Service's labels ask for, when both are valid ids. */
+function claimedIds(svc: WorkflowService): { workflow: string; service: string } | undefined {
   const labels = svc.metadata.labels ?? {};
   const workflow = labels[WORKFLOW_LABEL];
   const service = labels[SERVICE_LABEL];
@@ -59,9 +82,7 @@ export function serviceClaim(svc: WorkflowService, address: ServiceAddress): Ser
   // with ':' or '/' must not reach a Redis key or a path.
   if (!workflow || !service || !WORKFLOW_ID_PATTERN.test(workflow) || !WORKFLOW_ID_PATTERN.test(service))
     return undefined;
-  const url = address(svc);
-  if (url === undefined) return undefined;
-  return { key: redisKeys.bdaRoute(workflow, service), workflow, service, url };
+  return { workflow, service };
 }
 
 /** The route an admitted Service is given: its owner is the Workflow record's, never a label's. */
@@ -142,7 +163,8 @@ export class WorkflowServiceReconciler implements Reconciler {
     if (claim) this.claims.set(key, claim.key);
     else this.claims.delete(key);
     if (svc && !claim) {
-      this.deps.log.warn({ service: key }, 'workflow Service has no valid ids or address to route to');
+      if (claimedIds(svc) !== undefined) await this.refuse(svc, 'NoAddress', this.deps.address.missing);
+      else this.deps.log.warn({ service: key }, 'workflow Service has no valid ids to route by');
     }
     if (!svc) this.told.delete(key);
     // The route this Service asks for, and the one it asked for before: both may change hands.

@@ -10,6 +10,8 @@ import {
   type V1Service,
 } from '@kubernetes/client-node';
 import { isApiStatus } from '../../common/kube/custom-objects.js';
+import { clusterIpOrigin } from '../../common/kube/cluster-ip.js';
+import { MODEL_HTTP_PORT } from '../../common/resources/model.js';
 import { grantAudience } from '../../common/resources/grant.js';
 import type { Logger } from '../../common/logger.js';
 import { KubeLabelledSource } from '../framework/kube-source.js';
@@ -161,22 +163,8 @@ export class KubeRuntimeDriver implements RuntimeDriver {
         PatchStrategy.ServerSideApply,
       );
     }
-    // Written when missing or when its ports are not the plan's (a Service made before the sidecar
-    // answered gRPC has its HTTP port only).
-    const service = modelService(plan);
-    const ports = (svc: unknown) =>
-      ((svc as V1Service | undefined)?.spec?.ports ?? []).map((p) => p.name).join(',');
-    if (ports(this.services.get(ref)) !== ports(service)) {
-      await this.objects.patch(
-        service,
-        undefined,
-        undefined,
-        FIELD_MANAGER,
-        true,
-        PatchStrategy.ServerSideApply,
-      );
-    }
-    const state = stateOf(live, ref);
+    const state = stateOf(live, modelUrl(ref.name, ref.namespace));
+    state.routeUrl = await this.serviceOrigin(plan, ref);
     if (state.readyReplicas === 0 && state.replicas > 0)
       state.starting = startingReplicas(
         this.pods.list(),
@@ -191,6 +179,37 @@ export class KubeRuntimeDriver implements RuntimeDriver {
         plan.model.metadata.name,
       );
     return state;
+  }
+
+  /**
+   * The workload's Service, as the plan has it, and where it is called (its cluster IP; '' when it
+   * has none yet). Written when missing or when its ports are not the plan's (a Service made before
+   * the sidecar answered gRPC has its HTTP port only). The namespace's team may edit it: one turned
+   * into an ExternalName (or headless) Service is deleted and made again, never called by name.
+   */
+  private async serviceOrigin(plan: RuntimePlan, ref: ResourceRef): Promise<string> {
+    const service = modelService(plan);
+    const ports = (svc: V1Service | undefined) =>
+      (svc?.spec?.ports ?? []).map((p) => `${p.name}:${p.port}:${p.targetPort}`).join(',');
+    let live = this.services.get(ref) as V1Service | undefined;
+    if (live !== undefined && clusterIpOrigin(live.spec, MODEL_HTTP_PORT) === undefined) {
+      await this.core.deleteNamespacedService(ref).catch((e: unknown) => {
+        if (!isApiStatus(e, 404)) throw e;
+      });
+      live = undefined;
+    }
+    if (live === undefined || ports(live) !== ports(service)) {
+      live = (await this.objects.patch(
+        service,
+        undefined,
+        undefined,
+        FIELD_MANAGER,
+        true,
+        PatchStrategy.ServerSideApply,
+      )) as V1Service;
+      this.services.remember(live as Workload);
+    }
+    return clusterIpOrigin(live.spec, MODEL_HTTP_PORT) ?? '';
   }
 
   workloads(model: ResourceRef): string[] {
@@ -218,14 +237,14 @@ export class KubeRuntimeDriver implements RuntimeDriver {
   }
 }
 
-function stateOf(d: V1Deployment, ref: ResourceRef): RuntimeState {
+function stateOf(d: V1Deployment, url: string): RuntimeState {
   const replicas = d.spec?.replicas ?? 1;
   const status = d.status ?? {};
   const current = (status.observedGeneration ?? 0) >= (d.metadata?.generation ?? 0);
   const state: RuntimeState = {
     replicas,
     readyReplicas: status.readyReplicas ?? 0,
-    url: modelUrl(ref.name, ref.namespace),
+    url,
     rollingOut: !current || (status.updatedReplicas ?? 0) < replicas,
   };
   const stuck = status.conditions?.find((c) => c.type === 'Progressing' && c.status === 'False');

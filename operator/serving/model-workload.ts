@@ -73,6 +73,7 @@ export interface WorkloadOptions {
   pullerImage: string;
 }
 
+/** The workload's Service by name: what a Model's status gives (the gateway calls its cluster IP). */
 export const modelUrl = (name: string, namespace: string): string =>
   `http://${name}.${namespace}.svc:${MODEL_HTTP_PORT}`;
 

@@ -35,8 +35,14 @@ export interface RuntimeState {
   /** Desired replicas. */
   replicas: number;
   readyReplicas: number;
-  /** Base URL of the V2 server (http://host:port), for the route table and status.url. */
+  /** Base URL of the V2 server (http://host:port), for status.url, and the route's unless `routeUrl`. */
   url: string;
+  /**
+   * Where the gateway calls the V2 server, when not at `url`: on a cluster, the Service's cluster
+   * IP, never its name, which the namespace's team could alias elsewhere (common/kube/cluster-ip.ts);
+   * '' while it has none.
+   */
+  routeUrl?: string;
   /** True while a rollout of the current plan is still replacing replicas. */
   rollingOut: boolean;
   /** Where the runtime's own Prometheus metrics are, when a driver knows (standalone MLServer). */

@@ -184,8 +184,9 @@ describe('ApiKey index, workflow routes, restarts and Redis loss', () => {
       () => client.get(redisKeys.bdaRoute(wfA, 'score')).then((v) => v ?? undefined),
       'the bda route',
     );
+    const ip = (await c.core.readNamespacedService({ namespace: ns, name: 'scorer' })).spec?.clusterIP;
     expect(await openSealed(redisKeys.bdaRoute(wfA, 'score'), route)).toEqual({
-      url: `http://scorer.${ns}.svc:8000`,
+      url: `http://${ip}:8000`,
       workflow: wfA,
       owner: 'alice',
       source: `service/${ns}/scorer`,

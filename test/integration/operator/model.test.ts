@@ -198,8 +198,9 @@ describe('Model reconciler on a real API server', () => {
       () => client.get(redisKeys.modelRoute(name)).then((v) => v ?? undefined),
       'the route',
     );
+    // The gateway calls the Service's cluster IP, never its name (which its namespace could alias).
     expect(await openSealed(redisKeys.modelRoute(name), route)).toEqual({
-      url: `http://${name}.${ns}.svc:8080`,
+      url: `http://${svc.spec?.clusterIP}:8080`,
       source: `model/${ns}/${name}`,
     });
     await eventually(async () => routes.messages.includes(redisKeys.modelRoute(name)), 'the route announced');
@@ -223,6 +224,48 @@ describe('Model reconciler on a real API server', () => {
     }, 'phase Loading');
     expect(cond(unready, 'Ready')).toMatchObject({ status: 'False' });
     routes.close();
+  });
+
+  test('a Service its namespace turns into an alias (ExternalName) is made again, and the route names its cluster IP, never a host', async () => {
+    const name = 'model-alias';
+    const dir = await modelFolder({ 'model-settings.json': npSettings(name), 'model.joblib': 'x' });
+    await createModel(c, ns, name, { storageUri: `file://${dir}` });
+    await eventually(() => c.apps.readNamespacedDeployment({ namespace: ns, name }), 'the Deployment');
+    const before = await eventually(
+      () => c.core.readNamespacedService({ namespace: ns, name }),
+      'the Service',
+    );
+    await setDeploymentReady(c, ns, name, 1);
+    const routedAt = async (url: string) =>
+      eventually(async () => {
+        const r = (await readSealed(client, redisKeys.modelRoute(name))) as { url?: string } | undefined;
+        return r?.url === url && r;
+      }, `routed at ${url}`);
+    await routedAt(`http://${before.spec?.clusterIP}:8080`);
+
+    // The team (edit in its namespace) makes the Service an alias to a host of its choosing.
+    await c.core.patchNamespacedService({
+      namespace: ns,
+      name,
+      body: [
+        { op: 'replace', path: '/spec/type', value: 'ExternalName' },
+        { op: 'add', path: '/spec/externalName', value: 'redis.tollgate.svc.cluster.local' },
+      ],
+    });
+    const again = await eventually(async () => {
+      const svc = await c.core.readNamespacedService({ namespace: ns, name }).catch(() => undefined);
+      return (
+        svc?.metadata?.uid !== before.metadata?.uid &&
+        svc?.spec?.type === 'ClusterIP' &&
+        (svc.spec.clusterIP ?? '') !== '' &&
+        svc
+      );
+    }, 'the Service made again');
+    expect(again.spec?.externalName).toBeUndefined();
+    expect(again.metadata?.ownerReferences?.[0]?.kind).toBe('Model');
+    await routedAt(`http://${again.spec?.clusterIP}:8080`);
+    // The status still gives the Service's name: what a client in the cluster calls.
+    expect((await getModel(c, ns, name))?.status?.url).toBe(`http://${name}.${ns}.svc:8080`);
   });
 
   test('a model starting from zero lists its starting pod in its cold route: where it serves and its readiness probe, as the pod declares them', async () => {
@@ -387,8 +430,9 @@ describe('Model reconciler on a real API server', () => {
       () => client.get(redisKeys.bdaRoute(wf1, name)).then((v) => v ?? undefined),
       'the bda route',
     );
+    const ip = (await c.core.readNamespacedService({ namespace: ns, name })).spec?.clusterIP;
     expect(await openSealed(redisKeys.bdaRoute(wf1, name), bda)).toEqual({
-      url: `http://${name}.${ns}.svc:8080`,
+      url: `http://${ip}:8080`,
       workflow: wf1,
       owner: 'alice',
       source: `model/${ns}/${name}`,

@@ -86,8 +86,9 @@ describe('workflow routes are admitted by Workflow records, never by labels', ()
     // The administrator creates the record for alice: routed, and the owner is the record's.
     await createWorkflow(c, wf, 'alice', [ns]);
     const routed = await eventually(() => route(wf, 'api'), 'the route');
+    const ip = (await c.core.readNamespacedService({ namespace: ns, name: 'squatter' })).spec?.clusterIP;
     expect(routed).toEqual({
-      url: `http://squatter.${ns}.svc:8000`,
+      url: `http://${ip}:8000`,
       workflow: wf,
       owner: 'alice',
       source: `service/${ns}/squatter`,
@@ -97,6 +98,41 @@ describe('workflow routes are admitted by Workflow records, never by labels', ()
     // The record goes: so does the route.
     await deleteWorkflow(c, wf);
     await eventually(async () => (await route(wf, 'api')) === undefined, 'the route gone');
+  });
+
+  test('a routed Service its namespace turns into an alias (ExternalName) or a headless one loses its route and is told why', async () => {
+    const wf = uniqueWorkflow('alias');
+    await createWorkflow(c, wf, 'alice', [ns]);
+    await service('aliased', wf, 'api');
+    const ip = (await c.core.readNamespacedService({ namespace: ns, name: 'aliased' })).spec?.clusterIP;
+    await eventually(
+      async () => (await route(wf, 'api'))?.url === `http://${ip}:8000` || undefined,
+      'routed',
+    );
+    await c.core.patchNamespacedService({
+      namespace: ns,
+      name: 'aliased',
+      body: [
+        { op: 'replace', path: '/spec/type', value: 'ExternalName' },
+        { op: 'add', path: '/spec/externalName', value: 'redis.tollgate.svc.cluster.local' },
+      ],
+    });
+    await eventually(async () => (await route(wf, 'api')) === undefined, 'the route gone');
+    await eventually(async () => (await reasons('aliased')).includes('Warning/NoAddress'), 'the Event');
+
+    await c.core.createNamespacedService({
+      namespace: ns,
+      body: {
+        metadata: {
+          name: 'headless',
+          labels: { 'tollgate.dev/workflow': wf, 'tollgate.dev/service': 'other' },
+        },
+        spec: { clusterIP: 'None', selector: { app: 'x' }, ports: [{ name: 'http', port: 8000 }] },
+      },
+    });
+    await eventually(async () => (await reasons('headless')).includes('Warning/NoAddress'), 'the Event');
+    expect(await route(wf, 'other')).toBeUndefined();
+    await deleteWorkflow(c, wf);
   });
 
   test('a record that does not name the namespace: not routed, NamespaceNotAllowed; naming it routes', async () => {

@@ -50,7 +50,7 @@ const service = (namespace: string, name: string, created: string, wf = 'fraud')
       'tollgate.dev/owner': 'mallory',
     },
   },
-  spec: { ports: [{ name: 'http', port: 80 }] },
+  spec: { clusterIP: '10.96.0.80', ports: [{ name: 'http', port: 80 }] },
 });
 const record = (namespaces: string[], owner = 'alice', created = '2026-01-01T00:00:00Z'): Workflow => ({
   apiVersion: 'tollgate.dev/v1alpha1',
@@ -117,7 +117,7 @@ describe('workflow service claims (the operator’s admission and conflict rules
     workflows.put(record(['team-b', 'team-a']));
     await reconcile('team-a', 'scorer');
     expect(routes.get(KEY)).toEqual({
-      url: 'http://scorer.team-a.svc:80',
+      url: 'http://10.96.0.80:80',
       workflow: 'fraud',
       owner: 'alice',
       source: 'service/team-a/scorer',

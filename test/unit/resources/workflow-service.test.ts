@@ -181,29 +181,36 @@ describe('where a workflow Service routes', () => {
         labels: { 'tollgate.dev/workflow': 'fraud', 'tollgate.dev/service': 'score' },
         ...over,
       },
-      ...(ports ? { spec: { ports } } : {}),
+      ...(ports ? { spec: { clusterIP: '10.96.0.17', ports } } : {}),
     }) as WorkflowService;
 
-  it('on a cluster: its DNS name and the chosen port; never a URL annotation', () => {
+  it('on a cluster: its cluster IP and the chosen port, never its name; never a URL annotation', () => {
     const ports = [
       { name: 'metrics', port: 9100 },
       { name: 'http', port: 8000 },
     ];
-    expect(serviceClaim(svc({}, ports), clusterServiceAddress)?.url).toBe('http://scorer.team.svc:8000');
+    expect(serviceClaim(svc({}, ports), clusterServiceAddress)?.url).toBe('http://10.96.0.17:8000');
     expect(
       serviceClaim(svc({ annotations: { 'tollgate.dev/port': 'metrics' } }, ports), clusterServiceAddress)
         ?.url,
-    ).toBe('http://scorer.team.svc:9100');
+    ).toBe('http://10.96.0.17:9100');
     expect(
       serviceClaim(
         svc({ annotations: { 'tollgate.dev/url': 'http://169.254.169.254' } }, ports),
         clusterServiceAddress,
       )?.url,
-    ).toBe('http://scorer.team.svc:8000');
+    ).toBe('http://10.96.0.17:8000');
     expect(serviceClaim(svc({}), clusterServiceAddress)).toBeUndefined();
-    // An ExternalName Service (a DNS alias to any host) is never routed.
-    const alias = { ...svc({}, ports), spec: { type: 'ExternalName', ports } };
+    // An ExternalName Service (a DNS alias to any host) is never routed, nor a headless one (its
+    // name is DNS records too); an IPv6 cluster IP is bracketed.
+    const alias = { ...svc({}, ports), spec: { type: 'ExternalName', externalName: 'elsewhere', ports } };
     expect(serviceClaim(alias, clusterServiceAddress)).toBeUndefined();
+    const flipped = { ...svc({}, ports), spec: { type: 'ExternalName', clusterIP: '10.96.0.17', ports } };
+    expect(serviceClaim(flipped, clusterServiceAddress)).toBeUndefined();
+    const headless = { ...svc({}, ports), spec: { clusterIP: 'None', ports } };
+    expect(serviceClaim(headless, clusterServiceAddress)).toBeUndefined();
+    const six = { ...svc({}, ports), spec: { clusterIP: 'fd00:10:96::17', ports } };
+    expect(serviceClaim(six, clusterServiceAddress)?.url).toBe('http://[fd00:10:96::17]:8000');
   });
 
   it('standalone: only a valid http(s) URL annotation, and only ids that fit a path and a Redis key', () => {

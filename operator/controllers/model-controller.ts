@@ -15,6 +15,7 @@ import {
 import type { RouteWriter } from '../../common/routes/workflow-routes.js';
 import type { EventRecorder } from '../events.js';
 import type { RuntimeDriver, RuntimePlan, RuntimeState } from '../serving/runtime-driver.js';
+import { ModelNames } from './model-names.js';
 import type { StartingReplica } from '../serving/starting-replicas.js';
 import {
   ConflictError,
@@ -33,7 +34,6 @@ import {
   type Watches,
 } from '../framework/controller.js';
 import type { WorkflowAdmission } from '../workflows/workflow-admission.js';
-import { creationOrder } from '../../common/resources/claim-order.js';
 import {
   desiredStatus,
   invalidVersionsStatus,
@@ -133,6 +133,8 @@ export class ModelReconciler implements Reconciler {
   private readonly workflowRefusals = new Map<string, string>();
   /** Workflows of Models deleted without the finalizer, to clean their routes. */
   private readonly tombstones = new Map<string, string | undefined>();
+  /** Which namespace holds each model name. */
+  private readonly names = new ModelNames();
   /**
    * Each Model's last rollout judgement and when it was made. This operator is the only writer of
    * status.rollout, so its own last word is newer than a cached status that may not have seen the
@@ -181,6 +183,7 @@ export class ModelReconciler implements Reconciler {
     }
     if (model.metadata.deletionTimestamp) {
       if (!(model.metadata.finalizers ?? []).includes(MODEL_FINALIZER)) return undefined;
+      this.names.release(models.list(), model);
       await this.removeRoutes(ref, model.spec.workflow);
       await this.removeWorkloads(ref);
       await withConflictRetry(
@@ -215,7 +218,7 @@ export class ModelReconciler implements Reconciler {
       );
       return undefined;
     }
-    const holder = this.nameHolder(model);
+    const holder = this.names.holder(models.list(), model);
     if (holder !== undefined) {
       // Nothing of this Model runs or is routed (the holder's route is another source's: kept).
       await this.removeRoutes(ref, model.spec.workflow);
@@ -489,23 +492,6 @@ export class ModelReconciler implements Reconciler {
     for (const k of keys) await this.deps.routes.put(k, route);
     this.routed.set(key, { workflow, keys });
     return true;
-  }
-
-  /**
-   * `namespace/name` of an older Model of the same name in another namespace, which holds the
-   * name (the Gateway API's rule for conflicting claims: the oldest wins); undefined if this one does.
-   */
-  private nameHolder(model: Model): string | undefined {
-    const [first] = this.deps.models
-      .list()
-      .filter((m) => m.metadata.name === model.metadata.name && !m.metadata.deletionTimestamp)
-      .sort(creationOrder);
-    if (
-      first === undefined ||
-      (first.metadata.namespace ?? 'default') === (model.metadata.namespace ?? 'default')
-    )
-      return undefined;
-    return `${first.metadata.namespace ?? 'default'}/${first.metadata.name}`;
   }
 
   /** The owner of the Model's workflow if its record admits the Model's namespace; else it is told why. */

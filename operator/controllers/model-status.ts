@@ -1,5 +1,6 @@
 import type { FolderCheck } from '../../common/model-settings/check-folder.js';
 import { formatProblems } from '../../common/model-settings/check-folder.js';
+import type { NameHolder } from './model-names.js';
 import type { Model, ModelCondition, ModelPhase, ModelStatus } from '../../common/resources/model.js';
 import type { ServedVersion } from '../../common/resources/model-versions.js';
 import type { RuntimeState } from '../serving/runtime-driver.js';
@@ -157,8 +158,19 @@ export function invalidVersionsStatus(model: Model, message: string, now: Date):
  * A Model whose name an older Model in another namespace already serves: `/v2/models/<name>`,
  * its route and its grant audience name one model, so the later one is refused, not served.
  */
-export function nameTakenStatus(model: Model, holder: string, now: Date): ModelStatus {
-  const message = `the name ${model.metadata.name} is served by the older Model ${holder}: a model's name is its V2 address across the cluster (/v2/models/${model.metadata.name}), so it must be unique; rename this Model, or delete ${holder}`;
+export function nameTakenStatus(
+  model: Model,
+  { holder, keptUntil, remade }: NameHolder,
+  now: Date,
+): ModelStatus {
+  const name = model.metadata.name;
+  const unique = `a model's name is its V2 address across the cluster (/v2/models/${name}), so it must be unique`;
+  const message =
+    keptUntil !== undefined
+      ? `the name ${name} is kept for namespace ${holder.split('/')[0]} until ${keptUntil.toISOString()}, since its Model ${holder} was deleted (a Model deleted and made again keeps its name): ${unique}; rename this Model, or wait`
+      : remade === true
+        ? `the name ${name} is served by the Model ${holder}, made again in the namespace that held the name: ${unique}; rename this Model, or delete ${holder}`
+        : `the name ${name} is served by the older Model ${holder}: ${unique}; rename this Model, or delete ${holder}`;
   const ready: Cond = { type: 'Ready', status: 'False', reason: 'NameTaken', message };
   return { phase: 'Failed', ...stamped(model, [ready], now) };
 }

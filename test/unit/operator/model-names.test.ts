@@ -1,0 +1,73 @@
+import type { Model } from '../../../common/resources/model.js';
+import { ModelNames, NAME_KEPT_MS } from '../../../operator/controllers/model-names.js';
+
+const model = (namespace: string, created: string, deleting = false): Model =>
+  ({
+    apiVersion: 'tollgate.dev/v1alpha1',
+    kind: 'Model',
+    metadata: {
+      name: 'model-iris',
+      namespace,
+      creationTimestamp: created,
+      ...(deleting ? { deletionTimestamp: '2026-11-26T12:00:00Z' } : {}),
+    },
+    spec: { storageUri: 's3://models/iris' },
+  }) as Model;
+
+const NOW = Date.parse('2026-11-26T12:00:00Z');
+
+describe('who holds a model name', () => {
+  it('the oldest live Model of the name; the others are told who', () => {
+    const names = new ModelNames();
+    const alice = model('team-a', '2026-11-01T00:00:00Z');
+    const mallory = model('team-m', '2026-11-02T00:00:00Z');
+    expect(names.holder([alice, mallory], alice, NOW)).toBeUndefined();
+    expect(names.holder([alice, mallory], mallory, NOW)).toEqual({ holder: 'team-a/model-iris' });
+  });
+
+  it('a deleted holder’s namespace keeps the name: a team waiting with the name does not take it, a Model made again there does', () => {
+    const names = new ModelNames();
+    const mallory = model('team-m', '2026-11-02T00:00:00Z');
+    const deleting = model('team-a', '2026-11-01T00:00:00Z', true);
+    names.release([deleting, mallory], deleting, NOW);
+    // The moment alice's Model is deleting, and after it is gone: mallory still waits.
+    expect(names.holder([deleting, mallory], mallory, NOW)).toEqual({
+      holder: 'team-a/model-iris',
+      keptUntil: new Date(NOW + NAME_KEPT_MS),
+    });
+    expect(names.holder([mallory], mallory, NOW + 1_000)).toMatchObject({ holder: 'team-a/model-iris' });
+    // alice makes it again, newer than mallory's: hers, as the namespace kept it.
+    const again = model('team-a', '2026-11-26T12:00:05Z');
+    expect(names.holder([mallory, again], again, NOW + 5_000)).toBeUndefined();
+    // Once alice's new Model is there, the oldest-live rule would give it to mallory: kept wins while it lasts.
+    expect(names.holder([mallory, again], mallory, NOW + 5_000)).toMatchObject({
+      holder: 'team-a/model-iris',
+    });
+    // Past the time first kept, alice's new Model still holds it: hers while it lives.
+    expect(names.holder([mallory, again], mallory, NOW + 2 * NAME_KEPT_MS)).toEqual({
+      holder: 'team-a/model-iris',
+      remade: true,
+    });
+    expect(names.holder([mallory, again], again, NOW + 2 * NAME_KEPT_MS)).toBeUndefined();
+    // Deleted again, and not made again in time: the next oldest takes it.
+    const deletedAgain = {
+      ...again,
+      metadata: { ...again.metadata, deletionTimestamp: '2026-11-26T13:00:00Z' },
+    };
+    names.release([mallory, deletedAgain], deletedAgain, NOW + 2 * NAME_KEPT_MS);
+    expect(names.holder([mallory], mallory, NOW + 3 * NAME_KEPT_MS - 1)).toMatchObject({
+      keptUntil: expect.any(Date),
+    });
+    expect(names.holder([mallory], mallory, NOW + 3 * NAME_KEPT_MS + 1)).toBeUndefined();
+  });
+
+  it('a Model that did not hold its name keeps nothing when deleted', () => {
+    const names = new ModelNames();
+    const alice = model('team-a', '2026-11-01T00:00:00Z');
+    const mallory = model('team-m', '2026-11-02T00:00:00Z', true);
+    names.release([alice, mallory], mallory, NOW);
+    const later = model('team-m', '2026-11-26T12:00:05Z');
+    expect(names.holder([alice, later], alice, NOW)).toBeUndefined();
+    expect(names.holder([alice, later], later, NOW)).toEqual({ holder: 'team-a/model-iris' });
+  });
+});

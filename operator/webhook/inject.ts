@@ -119,7 +119,9 @@ function takeOver(probe: V1Probe, container: V1Container, port: number): AppProb
  * An update of a pod the webhook is shown (one labelled for the sidecar before or after it). The
  * sidecar is added at creation only, so the label added to a running pod would make it look
  * guarded (and let it pass the NetworkPolicies that admit sidecars) while nothing guards it:
- * refused. Any other update passes unchanged.
+ * refused; so is another image for the sidecar (a pod's images are the one thing of its
+ * containers an update may change), which would leave the pod looking guarded by whatever image
+ * its author chose. Any other update passes unchanged.
  */
 export function planUpdate(old: V1Pod | undefined, pod: V1Pod): Injection {
   const asked = (p: V1Pod | undefined) => p?.metadata?.labels?.[INJECT_LABEL] === 'true';
@@ -127,6 +129,16 @@ export function planUpdate(old: V1Pod | undefined, pod: V1Pod): Injection {
     return {
       kind: 'refuse',
       reason: `${INJECT_LABEL} is read when a pod is created: the sidecar cannot be added to a running pod; create the pod with the label instead`,
+    };
+  }
+  const sidecarImage = (p: V1Pod | undefined) =>
+    [...(p?.spec?.initContainers ?? []), ...(p?.spec?.containers ?? [])].find(
+      (c) => c.name === SIDECAR_CONTAINER,
+    )?.image;
+  if (sidecarImage(old) !== undefined && sidecarImage(pod) !== sidecarImage(old)) {
+    return {
+      kind: 'refuse',
+      reason: `the "${SIDECAR_CONTAINER}" container is the Tollgate sidecar the webhook added: its image cannot be changed on a running pod; create the pod again`,
     };
   }
   return { kind: 'skip', reason: 'an update' };

@@ -308,4 +308,24 @@ describe('an update of a pod the webhook is shown', () => {
     expect(planUpdate(labelled('true'), labelled('true')).kind).toBe('skip');
     expect(planUpdate(labelled('true'), labelled()).kind).toBe('skip');
   });
+
+  it('refuses another image for the sidecar of a running pod, and lets the workload’s change', () => {
+    const guarded = (sidecar: string, app = 'app:1'): V1Pod => ({
+      metadata: { name: 'p', labels: { 'tollgate.dev/inject': 'true' } },
+      spec: {
+        initContainers: [{ name: 'tollgate', image: sidecar, restartPolicy: 'Always' }],
+        containers: [{ name: 'app', image: app }],
+      },
+    });
+    const swapped = planUpdate(guarded('tollgate:1'), guarded('mallory/lookalike:1'));
+    expect(swapped.kind).toBe('refuse');
+    expect(swapped.kind === 'refuse' ? swapped.reason : '').toMatch(
+      /image cannot be changed.*create the pod again/,
+    );
+    // With the label taken off in the same update: still the sidecar's image.
+    expect(planUpdate(guarded('tollgate:1'), { ...guarded('x:1'), metadata: { name: 'p' } }).kind).toBe(
+      'refuse',
+    );
+    expect(planUpdate(guarded('tollgate:1'), guarded('tollgate:1', 'app:2')).kind).toBe('skip');
+  });
 });

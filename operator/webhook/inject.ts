@@ -144,10 +144,27 @@ export function planUpdate(old: V1Pod | undefined, pod: V1Pod): Injection {
   return { kind: 'skip', reason: 'an update' };
 }
 
-export function planInjection(pod: V1Pod, cfg: InjectionConfig): Injection {
+/**
+ * The patch that adds the sidecar to a pod, or why not. `admitsWorkflow` says whether a workflow's
+ * record admits the pod's namespace: a model's sidecar takes that workflow's bda keys only then (a
+ * workflow service's pod is refused otherwise, by the caller).
+ */
+export function planInjection(
+  pod: V1Pod,
+  cfg: InjectionConfig,
+  admitsWorkflow: (workflow: string) => boolean = () => true,
+): Injection {
   if (pod.metadata?.labels?.[INJECT_LABEL] !== 'true') return { kind: 'skip', reason: 'not asked for' };
   const spec = pod.spec;
   if (!spec) return { kind: 'refuse', reason: 'the pod has no spec' };
+  if (spec.hostNetwork === true) {
+    // Its ports would be the node's, and its loopback the node's: nothing the sidecar could guard.
+    return {
+      kind: 'refuse',
+      reason:
+        'a host-network pod shares the node’s network: the sidecar cannot guard its port; drop hostNetwork',
+    };
+  }
   if ([...spec.containers, ...(spec.initContainers ?? [])].some((c) => c.name === SIDECAR_CONTAINER)) {
     // Only this webhook adds it (once, at CREATE): a pod that brings its own would look guarded
     // and be guarded by whatever its author put there.
@@ -187,7 +204,8 @@ export function planInjection(pod: V1Pod, cfg: InjectionConfig): Injection {
       '--model',
       model,
       ...(version === undefined ? [] : ['--model-version', version]),
-      ...(workflow === undefined ? [] : ['--workflow', workflow]),
+      // A workflow label the record does not admit here calls the model through no workflow.
+      ...(workflow === undefined || !admitsWorkflow(workflow) ? [] : ['--workflow', workflow]),
     ];
     guards = `model ${model}`;
   } else {

@@ -92,11 +92,15 @@ export class WebhookServer {
     const { uid, namespace, operation, dryRun } = review.request;
     const pod = review.request.object as V1Pod;
     const name = pod.metadata?.name ?? pod.metadata?.generateName ?? '';
+    const podNamespace = namespace ?? pod.metadata?.namespace ?? 'default';
     let plan =
       operation === 'UPDATE'
         ? planUpdate(review.request.oldObject as V1Pod | undefined, pod)
-        : planInjection(pod, this.config);
-    const podNamespace = namespace ?? pod.metadata?.namespace ?? 'default';
+        : planInjection(
+            pod,
+            this.config,
+            (workflow) => this.workflowRefusal(workflow, podNamespace) === undefined,
+          );
     if (plan.kind === 'inject' && plan.workflow !== undefined && operation !== 'UPDATE') {
       const refusal = this.workflowRefusal(plan.workflow, podNamespace);
       if (refusal !== undefined) plan = { kind: 'refuse', reason: refusal };

@@ -62,8 +62,8 @@ const workflowPod = (over: Parameters<typeof pod>[0] = {}) =>
     labels: { 'tollgate.dev/workflow': 'fraud', 'tollgate.dev/service': 'scorer', ...over.labels },
   });
 
-function injected(p: V1Pod) {
-  const plan = planInjection(p, cfg);
+function injected(p: V1Pod, admitsWorkflow?: (workflow: string) => boolean) {
+  const plan = planInjection(p, cfg, admitsWorkflow);
   if (plan.kind !== 'inject') throw new Error(`not injected: ${JSON.stringify(plan)}`);
   const sidecarOp = plan.patch.find((o) => o.path.startsWith('/spec/initContainers')) as JsonPatchOp;
   const sidecar = (Array.isArray(sidecarOp.value) ? sidecarOp.value[0] : sidecarOp.value) as V1Container;
@@ -185,6 +185,22 @@ describe('the sidecar injection plan', () => {
     });
   });
 
+  it('a model pod labelled with a workflow whose record does not admit its namespace takes none of its keys', () => {
+    const modelPod = pod({
+      labels: { 'tollgate.dev/model': 'model-iris', 'tollgate.dev/workflow': 'alices-wf' },
+      containers: [{ name: 'mlserver', image: 'mlserver', ports: [{ name: 'http', containerPort: 8080 }] }],
+    });
+    const asked: string[] = [];
+    const { sidecar } = injected(modelPod, (workflow) => {
+      asked.push(workflow);
+      return false;
+    });
+    expect(asked).toEqual(['alices-wf']);
+    expect(sidecar.args).not.toContain('--workflow');
+    expect(sidecar.args?.slice(-2)).toEqual(['--model', 'model-iris']);
+    expect(injected(modelPod, () => true).sidecar.args?.slice(-2)).toEqual(['--workflow', 'alices-wf']);
+  });
+
   it('answers gRPC for a model only: a workflow service’s port named grpc is its own protocol', () => {
     const { sidecar } = injected(
       workflowPod({
@@ -255,6 +271,13 @@ describe('the sidecar injection plan', () => {
       refused(workflowPod({ annotations: { 'tollgate.dev/port': String(SIDECAR_OPERATIONS_PORT) } })),
     ).toMatch(/the sidecar's own/);
     expect(refused(pod({ labels: { 'tollgate.dev/model': 'Iris' } }))).toMatch(/not a model name/);
+    const onHost = workflowPod({});
+    expect(
+      refused({
+        ...onHost,
+        spec: { ...onHost.spec, containers: onHost.spec?.containers ?? [], hostNetwork: true },
+      }),
+    ).toMatch(/host-network pod.*drop hostNetwork/);
     expect(refused(pod({ labels: { 'tollgate.dev/workflow': 'a:b', 'tollgate.dev/service': 's' } }))).toMatch(
       /not a workflow id/,
     );

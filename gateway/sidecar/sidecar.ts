@@ -109,7 +109,9 @@ export function createSidecar(s: GatewayServices, target: SidecarTarget, opts: S
     };
   }
   // A model's bda callers: as for a workflow service, the keys of the workflow's owner today (the
-  // model's route names it), not those its former owner made.
+  // model's route names it), not those its former owner made. The pod's workflow label is its
+  // author's: only the route the operator wrote says the model is that workflow's (its record
+  // admits the model's namespace).
   const modelWorkflow = target.workflow;
   const checked: Authenticate =
     modelWorkflow === undefined
@@ -119,7 +121,14 @@ export function createSidecar(s: GatewayServices, target: SidecarTarget, opts: S
           // Only a key of this model's workflow: any other is refused by the V2 access check,
           // with its own code.
           if (grant.module === 'bda' && grant.roles[0] === modelWorkflow) {
-            refuseOtherOwner((await s.routes.model(target.model))?.route.owner, grant, modelWorkflow);
+            const route = (await s.routes.model(target.model))?.route;
+            if (route?.workflow !== modelWorkflow) {
+              throw new TollgateError(
+                'workflow_not_allowed',
+                `model '${target.model}' is not published for workflow "${modelWorkflow}" (no route names it: its Workflow record must admit the model's namespace); use a platform key with role models:inference`,
+              );
+            }
+            refuseOtherOwner(route.owner, grant, modelWorkflow);
           }
           return grant;
         };

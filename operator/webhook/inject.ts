@@ -144,16 +144,7 @@ export function planUpdate(old: V1Pod | undefined, pod: V1Pod): Injection {
   return { kind: 'skip', reason: 'an update' };
 }
 
-/**
- * The patch that adds the sidecar to a pod, or why not. `admitsWorkflow` says whether a workflow's
- * record admits the pod's namespace: a model's sidecar takes that workflow's bda keys only then (a
- * workflow service's pod is refused otherwise, by the caller).
- */
-export function planInjection(
-  pod: V1Pod,
-  cfg: InjectionConfig,
-  admitsWorkflow: (workflow: string) => boolean = () => true,
-): Injection {
+export function planInjection(pod: V1Pod, cfg: InjectionConfig): Injection {
   if (pod.metadata?.labels?.[INJECT_LABEL] !== 'true') return { kind: 'skip', reason: 'not asked for' };
   const spec = pod.spec;
   if (!spec) return { kind: 'refuse', reason: 'the pod has no spec' };
@@ -204,8 +195,8 @@ export function planInjection(
       '--model',
       model,
       ...(version === undefined ? [] : ['--model-version', version]),
-      // A workflow label the record does not admit here calls the model through no workflow.
-      ...(workflow === undefined || !admitsWorkflow(workflow) ? [] : ['--workflow', workflow]),
+      // Believed only as far as the model's route agrees (gateway/sidecar/sidecar.ts).
+      ...(workflow === undefined ? [] : ['--workflow', workflow]),
     ];
     guards = `model ${model}`;
   } else {

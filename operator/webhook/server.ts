@@ -96,11 +96,7 @@ export class WebhookServer {
     let plan =
       operation === 'UPDATE'
         ? planUpdate(review.request.oldObject as V1Pod | undefined, pod)
-        : planInjection(
-            pod,
-            this.config,
-            (workflow) => this.workflowRefusal(workflow, podNamespace) === undefined,
-          );
+        : planInjection(pod, this.config);
     if (plan.kind === 'inject' && plan.workflow !== undefined && operation !== 'UPDATE') {
       const refusal = this.workflowRefusal(plan.workflow, podNamespace);
       if (refusal !== undefined) plan = { kind: 'refuse', reason: refusal };

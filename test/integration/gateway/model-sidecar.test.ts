@@ -246,4 +246,32 @@ describe('a model’s sidecar in front of MLServer', () => {
     const r = await send(unsigned.url, `/v2/models/${model}/infer`, withKey(key, infer(expected.rows)));
     expect([r.status, r.json.code]).toEqual([503, 'grant_signer_unavailable']);
   });
+
+  it('takes the bda keys of its pod’s workflow label only while the model’s route names that workflow', async () => {
+    const wf = await createKey(rc, 'bda', [workflow]);
+    const ready = async () => send(sidecarUrl, `/v2/models/${model}/ready`, { headers: apikey(wf.key) });
+    const routes = new RouteWriter(rc, await testSealer());
+    const route = {
+      url: sidecarUrl,
+      source: `model/default/${model}`,
+      grantAudience: grantAudience.model('default', model),
+    };
+    // The operator's route without the workflow: its record does not admit the model's namespace.
+    await routes.put(redisKeys.modelRoute(model), route);
+    const until = async (status: number) => {
+      const deadline = Date.now() + 5_000;
+      let r = await ready();
+      while (r.status !== status && Date.now() < deadline) {
+        await new Promise((done) => setTimeout(done, 50));
+        r = await ready();
+      }
+      return r;
+    };
+    const refused = await until(403);
+    expect([refused.status, refused.json.code]).toEqual([403, 'workflow_not_allowed']);
+    expect(String(refused.json.error)).toMatch(/not published for workflow/);
+    // The record admits it again: so does the sidecar.
+    await routes.put(redisKeys.modelRoute(model), { ...route, workflow });
+    expect((await until(200)).json).toEqual({ name: model, ready: true });
+  });
 });

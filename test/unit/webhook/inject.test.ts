@@ -62,8 +62,8 @@ const workflowPod = (over: Parameters<typeof pod>[0] = {}) =>
     labels: { 'tollgate.dev/workflow': 'fraud', 'tollgate.dev/service': 'scorer', ...over.labels },
   });
 
-function injected(p: V1Pod, admitsWorkflow?: (workflow: string) => boolean) {
-  const plan = planInjection(p, cfg, admitsWorkflow);
+function injected(p: V1Pod) {
+  const plan = planInjection(p, cfg);
   if (plan.kind !== 'inject') throw new Error(`not injected: ${JSON.stringify(plan)}`);
   const sidecarOp = plan.patch.find((o) => o.path.startsWith('/spec/initContainers')) as JsonPatchOp;
   const sidecar = (Array.isArray(sidecarOp.value) ? sidecarOp.value[0] : sidecarOp.value) as V1Container;
@@ -183,22 +183,6 @@ describe('the sidecar injection plan', () => {
       path: '/metadata/annotations/tollgate.dev~1injected',
       value: 'model model-iris',
     });
-  });
-
-  it('a model pod labelled with a workflow whose record does not admit its namespace takes none of its keys', () => {
-    const modelPod = pod({
-      labels: { 'tollgate.dev/model': 'model-iris', 'tollgate.dev/workflow': 'alices-wf' },
-      containers: [{ name: 'mlserver', image: 'mlserver', ports: [{ name: 'http', containerPort: 8080 }] }],
-    });
-    const asked: string[] = [];
-    const { sidecar } = injected(modelPod, (workflow) => {
-      asked.push(workflow);
-      return false;
-    });
-    expect(asked).toEqual(['alices-wf']);
-    expect(sidecar.args).not.toContain('--workflow');
-    expect(sidecar.args?.slice(-2)).toEqual(['--model', 'model-iris']);
-    expect(injected(modelPod, () => true).sidecar.args?.slice(-2)).toEqual(['--workflow', 'alices-wf']);
   });
 
   it('answers gRPC for a model only: a workflow service’s port named grpc is its own protocol', () => {

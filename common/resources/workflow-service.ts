@@ -23,7 +23,12 @@ export interface WorkflowService {
     labels?: Record<string, string>;
     annotations?: Record<string, string>;
   };
-  spec?: { type?: string; clusterIP?: string; ports?: Array<{ name?: string; port: number }> };
+  spec?: {
+    type?: string;
+    clusterIP?: string;
+    selector?: Record<string, string>;
+    ports?: Array<{ name?: string; port: number }>;
+  };
 }
 
 export const SERVICES_PLURAL = 'services';

@@ -27,7 +27,8 @@ export type ServiceAddress = ((svc: WorkflowService) => string | undefined) & { 
 
 /**
  * On a cluster: the Service's cluster IP and port (`tollgate.dev/port`, else `http`, else the
- * first). Only Services that select pods route: not an ExternalName one, nor a headless one.
+ * first). Only Services that select pods route: not an ExternalName one, nor a headless one, nor
+ * one without a selector (common/kube/cluster-ip.ts).
  */
 export const clusterServiceAddress: ServiceAddress = Object.assign(
   (svc: WorkflowService) => {
@@ -42,7 +43,7 @@ export const clusterServiceAddress: ServiceAddress = Object.assign(
   },
   {
     missing:
-      'this Service has no port, or no cluster IP (an ExternalName or a headless Service): the gateway calls a Service at its cluster IP, never by name; give it a selector, a port and a cluster IP',
+      'this Service has no port, no selector, or no cluster IP (an ExternalName or a headless Service): the gateway calls a Service at its cluster IP, never by name, and only one that selects its pods; give it a selector, a port and a cluster IP',
   },
 );
 

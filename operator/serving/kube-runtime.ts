@@ -185,16 +185,24 @@ export class KubeRuntimeDriver implements RuntimeDriver {
    * The workload's Service, as the plan has it, and where it is called (its cluster IP; '' when it
    * has none yet). Written when missing or when its ports are not the plan's (a Service made before
    * the sidecar answered gRPC has its HTTP port only). The namespace's team may edit it: one turned
-   * into an ExternalName (or headless) Service is deleted and made again, never called by name.
+   * into an ExternalName or headless Service, or given another selector, is deleted and made
+   * again; it is never called by name.
    */
   private async serviceOrigin(plan: RuntimePlan, ref: ResourceRef): Promise<string> {
     const service = modelService(plan);
     const ports = (svc: V1Service | undefined) =>
       (svc?.spec?.ports ?? []).map((p) => `${p.name}:${p.port}:${p.targetPort}`).join(',');
+    const selector = (svc: V1Service | undefined) =>
+      JSON.stringify(Object.entries(svc?.spec?.selector ?? {}).sort(([a], [b]) => (a < b ? -1 : 1)));
     let live = this.services.get(ref) as V1Service | undefined;
-    if (live !== undefined && clusterIpOrigin(live.spec, MODEL_HTTP_PORT) === undefined) {
-      await this.core.deleteNamespacedService(ref).catch((e: unknown) => {
-        if (!isApiStatus(e, 404)) throw e;
+    if (
+      live !== undefined &&
+      (clusterIpOrigin(live.spec, MODEL_HTTP_PORT) === undefined || selector(live) !== selector(service))
+    ) {
+      // That very object, as this process saw it: never one made again meanwhile.
+      const preconditions = { uid: live.metadata?.uid, resourceVersion: live.metadata?.resourceVersion };
+      await this.core.deleteNamespacedService({ ...ref, body: { preconditions } }).catch((e: unknown) => {
+        if (!isApiStatus(e, 404) && !isApiStatus(e, 409)) throw e;
       });
       live = undefined;
     }

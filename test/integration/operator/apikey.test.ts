@@ -173,6 +173,7 @@ describe('ApiKey index, workflow routes, restarts and Redis loss', () => {
         labels: { 'tollgate.dev/workflow': workflow, 'tollgate.dev/service': 'score' },
       },
       spec: {
+        selector: { app: 'scorer' },
         ports: [
           { name: 'metrics', port: 9100 },
           { name: 'http', port: 8000 },

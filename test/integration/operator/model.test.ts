@@ -266,6 +266,22 @@ describe('Model reconciler on a real API server', () => {
     await routedAt(`http://${again.spec?.clusterIP}:8080`);
     // The status still gives the Service's name: what a client in the cluster calls.
     expect((await getModel(c, ns, name))?.status?.url).toBe(`http://${name}.${ns}.svc:8080`);
+
+    // Its selector taken off (its cluster IP would go where Endpoints say): made again too.
+    await c.core.patchNamespacedService({
+      namespace: ns,
+      name,
+      body: [{ op: 'remove', path: '/spec/selector' }],
+    });
+    const third = await eventually(async () => {
+      const svc = await c.core.readNamespacedService({ namespace: ns, name }).catch(() => undefined);
+      return (
+        svc?.metadata?.uid !== again.metadata?.uid &&
+        svc?.spec?.selector?.['tollgate.dev/model'] === name &&
+        svc
+      );
+    }, 'the Service made again with its selector');
+    await routedAt(`http://${third.spec?.clusterIP}:8080`);
   });
 
   test('a model starting from zero lists its starting pod in its cold route: where it serves and its readiness probe, as the pod declares them', async () => {

@@ -60,7 +60,7 @@ describe('workflow routes are admitted by Workflow records, never by labels', ()
           name,
           labels: { 'tollgate.dev/workflow': workflow, 'tollgate.dev/service': svc, ...labels },
         },
-        spec: { ports: [{ name: 'http', port: 8000 }] },
+        spec: { selector: { app: name }, ports: [{ name: 'http', port: 8000 }] },
       },
     });
   const route = async (workflow: string, svc: string) => {
@@ -132,6 +132,19 @@ describe('workflow routes are admitted by Workflow records, never by labels', ()
     });
     await eventually(async () => (await reasons('headless')).includes('Warning/NoAddress'), 'the Event');
     expect(await route(wf, 'other')).toBeUndefined();
+    // No selector: its cluster IP goes where its Endpoints say, which some clusters let a team write.
+    await c.core.createNamespacedService({
+      namespace: ns,
+      body: {
+        metadata: {
+          name: 'manual',
+          labels: { 'tollgate.dev/workflow': wf, 'tollgate.dev/service': 'third' },
+        },
+        spec: { ports: [{ name: 'http', port: 8000 }] },
+      },
+    });
+    await eventually(async () => (await reasons('manual')).includes('Warning/NoAddress'), 'the Event');
+    expect(await route(wf, 'third')).toBeUndefined();
     await deleteWorkflow(c, wf);
   });
 

@@ -50,7 +50,7 @@ const service = (namespace: string, name: string, created: string, wf = 'fraud')
       'tollgate.dev/owner': 'mallory',
     },
   },
-  spec: { clusterIP: '10.96.0.80', ports: [{ name: 'http', port: 80 }] },
+  spec: { clusterIP: '10.96.0.80', selector: { app: 'scorer' }, ports: [{ name: 'http', port: 80 }] },
 });
 const record = (namespaces: string[], owner = 'alice', created = '2026-01-01T00:00:00Z'): Workflow => ({
   apiVersion: 'tollgate.dev/v1alpha1',

@@ -181,7 +181,7 @@ describe('where a workflow Service routes', () => {
         labels: { 'tollgate.dev/workflow': 'fraud', 'tollgate.dev/service': 'score' },
         ...over,
       },
-      ...(ports ? { spec: { clusterIP: '10.96.0.17', ports } } : {}),
+      ...(ports ? { spec: { clusterIP: '10.96.0.17', selector: { app: 'scorer' }, ports } } : {}),
     }) as WorkflowService;
 
   it('on a cluster: its cluster IP and the chosen port, never its name; never a URL annotation', () => {
@@ -209,7 +209,13 @@ describe('where a workflow Service routes', () => {
     expect(serviceClaim(flipped, clusterServiceAddress)).toBeUndefined();
     const headless = { ...svc({}, ports), spec: { clusterIP: 'None', ports } };
     expect(serviceClaim(headless, clusterServiceAddress)).toBeUndefined();
-    const six = { ...svc({}, ports), spec: { clusterIP: 'fd00:10:96::17', ports } };
+    const six = {
+      ...svc({}, ports),
+      spec: { clusterIP: 'fd00:10:96::17', selector: { app: 'scorer' }, ports },
+    };
+    // No selector: its cluster IP goes wherever its Endpoints say, which a team may have written.
+    const manual = { ...svc({}, ports), spec: { clusterIP: '10.96.0.17', ports } };
+    expect(serviceClaim(manual, clusterServiceAddress)).toBeUndefined();
     expect(serviceClaim(six, clusterServiceAddress)?.url).toBe('http://[fd00:10:96::17]:8000');
   });
 

@@ -87,6 +87,7 @@ export class CacheInvalidation {
   }
 
   stop(): void {
+    this.started = false;
     clearInterval(this.heartbeat);
     this.setLive(false);
   }

@@ -77,13 +77,16 @@ export const keyGrantSchema = z.object({
 export type KeyGrant = z.infer<typeof keyGrantSchema>;
 
 /** A route-table entry: where the gateway sends a workflow service's or a model's traffic. */
+/** The longest probe URL a starting replica may have, encoded: every gateway reads the route. */
+export const MAX_PROBE_URL = 1_024;
+
 /** A starting replica: both addresses are its pod's (operator/serving/starting-replicas.ts). */
 const startingSchema = z
   .array(
     z.object({
-      // An address and a port; a probe path of at most 256 characters, percent-encoded.
+      // An address and a port.
       url: z.url({ protocol: /^http$/ }).max(64),
-      probe: z.url({ protocol: /^http$/ }).max(1_024),
+      probe: z.url({ protocol: /^http$/ }).max(MAX_PROBE_URL),
       /** Epoch ms: past it the replica is not followed (its address may be another pod's by then). */
       until: z.int().positive(),
     }),

@@ -134,7 +134,7 @@ export class ModelReconciler implements Reconciler {
   /** Workflows of Models deleted without the finalizer, to clean their routes. */
   private readonly tombstones = new Map<string, string | undefined>();
   /** Which namespace holds each model name. */
-  private readonly names = new ModelNames();
+  private readonly names = new ModelNames(MODEL_FINALIZER);
   /**
    * Each Model's last rollout judgement and when it was made. This operator is the only writer of
    * status.rollout, so its own last word is newer than a cached status that may not have seen the

@@ -29,16 +29,25 @@ const namespaceOf = (m: Model): string => m.metadata.namespace ?? 'default';
 export class ModelNames {
   private readonly kept = new Map<string, { namespace: string; until: number }>();
 
+  /**
+   * @param finalizer the operator's finalizer on a Model: one being deleted that still carries it
+   *   holds its name until its deletion has been handled (and its namespace keeps it then), so no
+   *   other Model takes the name in between, nor after a restart in between.
+   */
+  constructor(private readonly finalizer: string) {}
+
+  private holds(m: Model): boolean {
+    return !m.metadata.deletionTimestamp || (m.metadata.finalizers ?? []).includes(this.finalizer);
+  }
+
   /** Who holds `model`'s name when its own namespace does not; undefined when it does. */
   holder(models: readonly Model[], model: Model, now = Date.now()): NameHolder | undefined {
     const name = model.metadata.name;
-    const live = models
-      .filter((m) => m.metadata.name === name && !m.metadata.deletionTimestamp)
-      .sort(creationOrder);
+    const live = models.filter((m) => m.metadata.name === name && this.holds(m)).sort(creationOrder);
     const kept = this.kept.get(name);
     if (kept !== undefined) {
       // A Model made again in the namespace that kept the name holds it as long as it lives.
-      const keeper = live.find((m) => namespaceOf(m) === kept.namespace);
+      const keeper = live.find((m) => namespaceOf(m) === kept.namespace && !m.metadata.deletionTimestamp);
       if (keeper !== undefined || kept.until > now) {
         if (keeper !== undefined) kept.until = Math.max(kept.until, now + NAME_KEPT_MS);
         if (kept.namespace === namespaceOf(model)) return undefined;
@@ -53,15 +62,12 @@ export class ModelNames {
     return { holder: `${namespaceOf(first)}/${name}` };
   }
 
-  /** `model` is being deleted: if it held its name, its namespace keeps the name a while. */
+  /**
+   * `model`'s deletion is being handled (it still carries the finalizer): if it holds its name, its
+   * namespace keeps the name a while.
+   */
   release(models: readonly Model[], model: Model, now = Date.now()): void {
-    // Whether it held the name, asked as if it were not being deleted.
-    const { deletionTimestamp: _deleting, ...metadata } = model.metadata;
-    const live: Model = { ...model, metadata };
-    const others = models.filter(
-      (m) => !(m.metadata.name === model.metadata.name && namespaceOf(m) === namespaceOf(model)),
-    );
-    if (this.holder([...others, live], live, now) !== undefined) return;
+    if (this.holder(models, model, now) !== undefined) return;
     this.kept.set(model.metadata.name, { namespace: namespaceOf(model), until: now + NAME_KEPT_MS });
   }
 }

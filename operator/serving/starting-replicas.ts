@@ -1,5 +1,6 @@
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import { isIP } from 'node:net';
+import { MAX_PROBE_URL } from '../../common/resources/grant.js';
 
 /**
  * A replica of a workload at zero that is starting: where it serves (its pod's address and the
@@ -15,8 +16,6 @@ export interface StartingReplica {
   until: number;
 }
 
-/** Longer than any health path; the route holds the probe's URL, encoded (common/resources/grant.ts). */
-export const MAX_PROBE_PATH = 256;
 /** More would not start a model sooner: a workload woken from zero starts one replica. */
 const MOST = 4;
 /** How long a listed replica is followed at least, without the operator listing it again. */
@@ -67,8 +66,6 @@ export function startingReplicas(
     const probePort = probe === undefined ? undefined : portOf(containers, probe.port);
     if (port === undefined || probe === undefined || probePort === undefined) continue;
     if (probe.scheme !== undefined && probe.scheme.toUpperCase() !== 'HTTP') continue;
-    // Every gateway reads the route on each change of it: a pod may not make it large.
-    if ((probe.path ?? '').length > MAX_PROBE_PATH) continue;
     const host = isIP(ip) === 6 ? `[${ip}]` : ip;
     const path = probe.path?.startsWith('/') === true ? probe.path : `/${probe.path ?? ''}`;
     const url = `http://${host}:${port}`;
@@ -77,6 +74,8 @@ export function startingReplicas(
       // Parsed after the address, so no path can name another host ("//elsewhere/").
       asked = new URL(`http://${host}:${probePort}${path}`);
       if (asked.host !== new URL(`http://${host}:${probePort}`).host) continue;
+      // Every gateway reads the route on each change of it: a pod may not make it large.
+      if (asked.href.length > MAX_PROBE_URL) continue;
     } catch {
       continue;
     }

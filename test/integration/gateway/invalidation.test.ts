@@ -46,5 +46,11 @@ describe('cache invalidation subscribes to every channel, once started', () => {
     expect(heard).toEqual([`${early}:a`, `${late}:b`]);
     expect(warnings).toEqual([]);
     invalidation.stop();
+    expect(invalidation.live).toBe(false);
+    // Stopped: a reconnection after it calls nothing live again.
+    subscriber.disconnect(true);
+    await once(subscriber, 'ready');
+    await new Promise((r) => setTimeout(r, 100));
+    expect(invalidation.live).toBe(false);
   });
 });

@@ -9,16 +9,18 @@ const model = (namespace: string, created: string, deleting = false): Model =>
       name: 'model-iris',
       namespace,
       creationTimestamp: created,
-      ...(deleting ? { deletionTimestamp: '2026-11-26T12:00:00Z' } : {}),
+      // The operator's finalizer stays on until its deletion pass (release) is done.
+      ...(deleting ? { deletionTimestamp: '2026-11-26T12:00:00Z', finalizers: [FINALIZER] } : {}),
     },
     spec: { storageUri: 's3://models/iris' },
   }) as Model;
 
 const NOW = Date.parse('2026-11-26T12:00:00Z');
+const FINALIZER = 'tollgate.dev/model-routes';
 
 describe('who holds a model name', () => {
   it('the oldest live Model of the name; the others are told who', () => {
-    const names = new ModelNames();
+    const names = new ModelNames(FINALIZER);
     const alice = model('team-a', '2026-11-01T00:00:00Z');
     const mallory = model('team-m', '2026-11-02T00:00:00Z');
     expect(names.holder([alice, mallory], alice, NOW)).toBeUndefined();
@@ -26,7 +28,7 @@ describe('who holds a model name', () => {
   });
 
   it('a deleted holder’s namespace keeps the name: a team waiting with the name does not take it, a Model made again there does', () => {
-    const names = new ModelNames();
+    const names = new ModelNames(FINALIZER);
     const mallory = model('team-m', '2026-11-02T00:00:00Z');
     const deleting = model('team-a', '2026-11-01T00:00:00Z', true);
     names.release([deleting, mallory], deleting, NOW);
@@ -61,8 +63,20 @@ describe('who holds a model name', () => {
     expect(names.holder([mallory], mallory, NOW + 3 * NAME_KEPT_MS + 1)).toBeUndefined();
   });
 
+  it('a Model being deleted holds its name until its deletion is handled: a waiting one deleted meanwhile gets nothing', () => {
+    const names = new ModelNames(FINALIZER);
+    const alice = model('team-a', '2026-11-01T00:00:00Z', true);
+    const mallory = model('team-m', '2026-11-02T00:00:00Z', true);
+    // mallory's deletion handled first, while alice's is under way: alice still holds the name.
+    expect(names.holder([alice, mallory], mallory, NOW)).toEqual({ holder: 'team-a/model-iris' });
+    names.release([alice, mallory], mallory, NOW);
+    names.release([alice], alice, NOW);
+    const waiting = model('team-m', '2026-11-26T12:00:01Z');
+    expect(names.holder([waiting], waiting, NOW + 1_000)).toMatchObject({ holder: 'team-a/model-iris' });
+  });
+
   it('a Model that did not hold its name keeps nothing when deleted', () => {
-    const names = new ModelNames();
+    const names = new ModelNames(FINALIZER);
     const alice = model('team-a', '2026-11-01T00:00:00Z');
     const mallory = model('team-m', '2026-11-02T00:00:00Z', true);
     names.release([alice, mallory], mallory, NOW);

@@ -1,6 +1,6 @@
 import type { V1Pod } from '@kubernetes/client-node';
-import { MAX_PROBE_PATH, startingReplicas } from '../../../operator/serving/starting-replicas.js';
-import { routeSchema } from '../../../common/resources/grant.js';
+import { startingReplicas } from '../../../operator/serving/starting-replicas.js';
+import { MAX_PROBE_URL, routeSchema } from '../../../common/resources/grant.js';
 
 const SELECTOR = { 'tollgate.dev/model': 'iris' };
 
@@ -98,13 +98,15 @@ describe('startingReplicas', () => {
     expect(starting([pod({ probe: { path: '/ready', port: 8080, scheme: 'HTTPS' } })])).toEqual([]);
   });
 
-  it('leaves out a pod whose probe path would make the route large, and what it lists fits the route', () => {
-    const long = `/${'"'.repeat(MAX_PROBE_PATH)}`;
-    expect(starting([pod({ probe: { path: long, port: 8080 } })])).toEqual([]);
-    // The longest path taken, every character percent-encoded, on an IPv6 address: a valid route entry.
-    const longest = `/${'"'.repeat(MAX_PROBE_PATH - 1)}`;
+  it('leaves out a pod whose probe URL would make the route large, however its path is encoded', () => {
+    // 200 characters, each 9 once percent-encoded (a three-byte UTF-8 character).
+    expect(starting([pod({ probe: { path: `/${'€'.repeat(200)}`, port: 8080 } })])).toEqual([]);
+    expect(starting([pod({ probe: { path: `/${'"'.repeat(MAX_PROBE_URL)}`, port: 8080 } })])).toEqual([]);
+    // The longest path taken, on an IPv6 address: a valid route entry.
+    const ip = 'fd00:1234:5678:9abc:def0:1234:5678:9abc';
+    const room = MAX_PROBE_URL - `http://[${ip}]:8080/`.length;
     const listed = startingReplicas(
-      [pod({ ip: 'fd00:1234:5678:9abc:def0:1234:5678:9abc', probe: { path: longest, port: 8080 } })],
+      [pod({ ip, probe: { path: `/${'€'.repeat(Math.floor(room / 9))}`, port: 8080 } })],
       'models',
       SELECTOR,
       'http',
@@ -112,6 +114,6 @@ describe('startingReplicas', () => {
       NOW,
     );
     expect(listed).toHaveLength(1);
-    expect(routeSchema.safeParse({ url: 'http://svc.models:80', starting: listed }).success).toBe(true);
+    expect(routeSchema.safeParse({ url: 'http://10.96.0.9:8080', starting: listed }).success).toBe(true);
   });
 });

@@ -174,7 +174,15 @@ beforeAll(async () => {
     metadata: { name: 'client', namespace: NS },
     spec: { containers: [{ name: 'client', image: IMAGE, command: ['sleep', 'infinity'] }] },
   });
-  await applyDoc(t.c, {
+  await applyDoc(t.c, aliceModel());
+  for (const d of ['scorer', 'plain'])
+    await t.kubectl('-n', NS, 'rollout', 'status', `deploy/${d}`, '--timeout=180s');
+  await t.kubectl('-n', NS, 'wait', '--for=condition=Ready', 'pod/client', '--timeout=120s');
+}, 900_000);
+
+/** alice's Model, served behind its sidecar. */
+function aliceModel(): Record<string, unknown> {
+  return {
     apiVersion: 'tollgate.dev/v1alpha1',
     kind: 'Model',
     metadata: { name: MODEL, namespace: NS },
@@ -184,11 +192,8 @@ beforeAll(async () => {
       workflow: WORKFLOW,
       gateway: 'sidecar',
     },
-  });
-  for (const d of ['scorer', 'plain'])
-    await t.kubectl('-n', NS, 'rollout', 'status', `deploy/${d}`, '--timeout=180s');
-  await t.kubectl('-n', NS, 'wait', '--for=condition=Ready', 'pod/client', '--timeout=120s');
-}, 900_000);
+  };
+}
 
 afterAll(async () => {
   await iris?.close();
@@ -624,6 +629,28 @@ describe('a tenant with the edit role in a namespace of its own', () => {
     const { key } = await createKey(t, 'alice', { module: 'platform', roles: ['models:inference'] });
     const ready = await call(`${t.gateway}/v2/models/${MODEL}/ready`, { headers: apikey(key) });
     expect([ready.status, ready.body['ready']]).toEqual([200, true]);
+
+    // alice deletes her Model and makes it again (as `kubectl replace --force` or a re-sync does),
+    // newer now than the squat: the name stays hers, and so do the calls made to it.
+    await t.kubectl('-n', NS, 'delete', 'model', MODEL, '--wait=true', '--timeout=120s');
+    await applyDoc(t.c, aliceModel());
+    await eventually('the squat still refused, the name kept for alice', async () => {
+      const r = await t.kubectl(
+        '-n',
+        TENANT,
+        'get',
+        'model',
+        MODEL,
+        '-o',
+        'jsonpath={.status.conditions[?(@.type=="Ready")].message}',
+      );
+      return r.includes(`served by the Model ${NS}/${MODEL}, made again`) ? r : undefined;
+    });
+    await eventually('alice’s model ready again', async () => {
+      const r = await call(`${t.gateway}/v2/models/${MODEL}/ready`, { headers: apikey(key) });
+      return r.status === 200 && r.body['ready'] === true ? true : undefined;
+    });
+    expect(await podNames(t, TENANT, `tollgate.dev/model=${MODEL}`)).toEqual([]);
   });
 
   it('its pod reaches neither Redis nor the operator, whatever labels it wears; the gateway, as anyone', async () => {

@@ -95,7 +95,8 @@ export class CacheInvalidation {
   private async subscribe(): Promise<void> {
     try {
       await this.subscriber.subscribe(...this.handlers.keys());
-      this.setLive(true);
+      // Stopped while the subscription was on its way: the caches stay off.
+      if (this.started) this.setLive(true);
     } catch (err) {
       this.log.warn({ err: (err as Error).message }, 'redis subscribe failed; caches stay off');
     }

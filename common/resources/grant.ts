@@ -76,7 +76,6 @@ export const keyGrantSchema = z.object({
 });
 export type KeyGrant = z.infer<typeof keyGrantSchema>;
 
-/** A route-table entry: where the gateway sends a workflow service's or a model's traffic. */
 /** The longest probe URL a starting replica may have, encoded: every gateway reads the route. */
 export const MAX_PROBE_URL = 1_024;
 
@@ -93,6 +92,7 @@ const startingSchema = z
   )
   .max(4);
 
+/** A route-table entry: where the gateway sends a workflow service's or a model's traffic. */
 export const routeSchema = z.object({
   /** Base URL of the upstream, e.g. http://svc.ns.svc:8080 */
   url: z.url({ protocol: /^https?$/ }),
@@ -105,7 +105,10 @@ export const routeSchema = z.object({
    * the sidecar need not look the key up again.
    */
   grantAudience: z.string().min(1).optional(),
-  /** What created the route, for debugging: `service/<ns>/<name>`, `model/<ns>/<name>`, `manifest`. */
+  /**
+   * What created the route: `service/<ns>/<name>`, `model/<ns>/<name>` (modelRouteSource),
+   * `manifest`. A model's sidecar believes a route only for its own namespace's Model.
+   */
   source: z.string().optional(),
   /**
    * A model with versions: each ready version, with the percentage of unversioned inference calls
@@ -190,3 +193,6 @@ export function parseStored<S extends z.ZodType>(
     ? { ok: true, value: parsed.data }
     : { ok: false, issue: parsed.error.issues[0]?.message ?? 'invalid' };
 }
+
+/** The `source` of the routes the operator writes for a Model. */
+export const modelRouteSource = (namespace: string, name: string): string => `model/${namespace}/${name}`;

@@ -1,6 +1,6 @@
 import type { Server } from 'node:http';
 import { TollgateError } from '../../common/errors.js';
-import { grantAudience } from '../../common/resources/grant.js';
+import { grantAudience, modelRouteSource } from '../../common/resources/grant.js';
 import { GRANT_HEADER, GrantVerifier, claimInRedis } from '../auth/signed-grant.js';
 import type { Authenticate } from '../auth/authenticate.js';
 import { createEventsHandler, type ResolveTarget } from '../events-handler.js';
@@ -122,10 +122,15 @@ export function createSidecar(s: GatewayServices, target: SidecarTarget, opts: S
           // with its own code.
           if (grant.module === 'bda' && grant.roles[0] === modelWorkflow) {
             const route = (await s.routes.model(target.model))?.route;
-            if (route?.workflow !== modelWorkflow) {
+            // The route of this namespace's Model of the name: a pod elsewhere wearing its labels
+            // takes nobody's keys.
+            if (
+              route?.workflow !== modelWorkflow ||
+              route.source !== modelRouteSource(target.namespace, target.model)
+            ) {
               throw new TollgateError(
                 'workflow_not_allowed',
-                `model '${target.model}' is not published for workflow "${modelWorkflow}" (no route names it: its Workflow record must admit the model's namespace); use a platform key with role models:inference`,
+                `model '${target.model}' of namespace ${target.namespace} is not published for workflow "${modelWorkflow}" (no route of it names the workflow: its Workflow record must admit the namespace); use a platform key with role models:inference`,
               );
             }
             refuseOtherOwner(route.owner, grant, modelWorkflow);

@@ -2,7 +2,7 @@ import { isTollgateError } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
 import { checkModelFolder, type FolderCheck } from '../../common/model-settings/check-folder.js';
 import { redisKeys } from '../../common/redis/schema.js';
-import type { Route } from '../../common/resources/grant.js';
+import { modelRouteSource, type Route } from '../../common/resources/grant.js';
 import {
   DEFAULT_MLFLOW_IMAGE,
   DEFAULT_SKLEARN_IMAGE,
@@ -115,7 +115,7 @@ export interface ReplicaScaler extends OwnedSource {
 }
 
 const isConflict = (e: unknown) => e instanceof ConflictError;
-const routeSource = (ref: ResourceRef) => `model/${ref.namespace}/${ref.name}`;
+const routeSource = (ref: ResourceRef) => modelRouteSource(ref.namespace, ref.name);
 
 /**
  * Model → checked settings → runtime (Deployment + Service) → routes → status. Level-triggered:
@@ -528,12 +528,19 @@ export class ModelReconciler implements Reconciler {
   private async writeStatus(model: Model, desired: (m: Model, now: Date) => ModelStatus): Promise<void> {
     const ref = { namespace: model.metadata.namespace ?? 'default', name: model.metadata.name };
     const before = model.status;
-    const status = desired(model, new Date());
+    // A Model that holds its name records since when: it keeps the name, made again, across restarts.
+    const withName = (m: Model, now: Date): ModelStatus => {
+      const status = desired(m, now);
+      const models = this.deps.models.list();
+      const since = this.names.holder(models, m) === undefined ? this.names.since(models, m) : undefined;
+      return since === undefined ? status : { ...status, nameHeldSince: since };
+    };
+    const status = withName(model, new Date());
     if (sameStatus(before, status)) return;
     const written = await withConflictRetry(
       model,
       () => this.deps.models.read(ref),
-      (m) => this.deps.models.updateStatus({ ...m, status: desired(m, new Date()) }),
+      (m) => this.deps.models.updateStatus({ ...m, status: withName(m, new Date()) }),
       isConflict,
     );
     if (!written || before?.phase === status.phase) return;

@@ -18,16 +18,26 @@ export interface NameHolder {
 
 const namespaceOf = (m: Model): string => m.metadata.namespace ?? 'default';
 
+/** Since when a Model's namespace holds its name: what the operator recorded, else its creation. */
+function heldSince(m: Model): number {
+  const t = m.status?.nameHeldSince ?? m.metadata.creationTimestamp;
+  return t === undefined ? 0 : new Date(t).getTime() || 0;
+}
+
+/** The Gateway API's rule (the oldest claim wins, then `namespace/name`), by the time held. */
+const byHeldSince = (a: Model, b: Model): number => heldSince(a) - heldSince(b) || creationOrder(a, b);
+
 /**
  * Who holds each model name. A name is a V2 address across the cluster, so one namespace holds it:
- * that of the oldest live Model of the name (the Gateway API's rule for conflicting claims). When
- * the holder is deleted, its namespace keeps the name for NAME_KEPT_MS: a team waiting with a
- * Model of the same name does not take over the address (and the calls made to it) the moment its
- * owner deletes and re-creates its Model, and a Model made again there holds it while it lives.
- * Kept in the operator's memory: a restart forgets it (the oldest live Model then holds the name).
+ * that whose Model has held it longest (the Gateway API's rule for conflicting claims). When the
+ * holder is deleted, its namespace keeps the name for NAME_KEPT_MS, so a team waiting with a Model
+ * of the same name does not take over the address (and the calls made to it) when its owner
+ * deletes and re-creates its Model; the Model made again inherits the time held, which the
+ * operator records in its status (`status.nameHeldSince`, which no team may write), so it keeps the
+ * name across operator restarts. Only the 5 minutes themselves live in the operator's memory.
  */
 export class ModelNames {
-  private readonly kept = new Map<string, { namespace: string; until: number }>();
+  private readonly kept = new Map<string, { namespace: string; until: number; since: number }>();
 
   /**
    * @param finalizer the operator's finalizer on a Model: one being deleted that still carries it
@@ -43,23 +53,31 @@ export class ModelNames {
   /** Who holds `model`'s name when its own namespace does not; undefined when it does. */
   holder(models: readonly Model[], model: Model, now = Date.now()): NameHolder | undefined {
     const name = model.metadata.name;
-    const live = models.filter((m) => m.metadata.name === name && this.holds(m)).sort(creationOrder);
-    const kept = this.kept.get(name);
+    const live = models.filter((m) => m.metadata.name === name && this.holds(m)).sort(byHeldSince);
+    const kept = this.keptFor(name, live, now);
     if (kept !== undefined) {
-      // A Model made again in the namespace that kept the name holds it as long as it lives.
-      const keeper = live.find((m) => namespaceOf(m) === kept.namespace && !m.metadata.deletionTimestamp);
-      if (keeper !== undefined || kept.until > now) {
-        if (keeper !== undefined) kept.until = Math.max(kept.until, now + NAME_KEPT_MS);
-        if (kept.namespace === namespaceOf(model)) return undefined;
-        return keeper !== undefined
-          ? { holder: `${kept.namespace}/${name}`, remade: true }
-          : { holder: `${kept.namespace}/${name}`, keptUntil: new Date(kept.until) };
-      }
-      this.kept.delete(name);
+      if (kept.namespace === namespaceOf(model)) return undefined;
+      return kept.keeper
+        ? { holder: `${kept.namespace}/${name}`, remade: true }
+        : { holder: `${kept.namespace}/${name}`, keptUntil: new Date(kept.until) };
     }
     const [first] = live;
     if (first === undefined || namespaceOf(first) === namespaceOf(model)) return undefined;
     return { holder: `${namespaceOf(first)}/${name}` };
+  }
+
+  /**
+   * What a Model that holds its name records as `status.nameHeldSince`: the time its namespace
+   * first held it when the name was kept for it, else what it recorded, else its creation.
+   */
+  since(models: readonly Model[], model: Model, now = Date.now()): string | undefined {
+    const name = model.metadata.name;
+    const live = models.filter((m) => m.metadata.name === name && this.holds(m));
+    const kept = this.keptFor(name, live, now);
+    const own = heldSince(model);
+    const since =
+      kept !== undefined && kept.namespace === namespaceOf(model) ? Math.min(kept.since, own) : own;
+    return since === 0 ? undefined : new Date(since).toISOString();
   }
 
   /**
@@ -68,6 +86,26 @@ export class ModelNames {
    */
   release(models: readonly Model[], model: Model, now = Date.now()): void {
     if (this.holder(models, model, now) !== undefined) return;
-    this.kept.set(model.metadata.name, { namespace: namespaceOf(model), until: now + NAME_KEPT_MS });
+    this.kept.set(model.metadata.name, {
+      namespace: namespaceOf(model),
+      until: now + NAME_KEPT_MS,
+      since: heldSince(model),
+    });
+  }
+
+  /** The name kept for a deleted holder's namespace, while it is; `keeper` when a Model is there again. */
+  private keptFor(
+    name: string,
+    live: readonly Model[],
+    now: number,
+  ): { namespace: string; until: number; since: number; keeper: boolean } | undefined {
+    const kept = this.kept.get(name);
+    if (kept === undefined) return undefined;
+    const keeper = live.some((m) => namespaceOf(m) === kept.namespace && !m.metadata.deletionTimestamp);
+    if (!keeper && kept.until <= now) {
+      this.kept.delete(name);
+      return undefined;
+    }
+    return { ...kept, keeper };
   }
 }

@@ -138,6 +138,8 @@ export const modelStatusSchema = z.object({
   observedGeneration: z.int().optional(),
   /** In-cluster base URL of the model's V2 service. */
   url: z.string().optional(),
+  /** When this Model's namespace began to hold its name (a name is a V2 address across the cluster, held by the namespace that has held it longest). Its creation, or, for a Model deleted and made again within 5 minutes, the time its namespace first held the name. Written by the operator only. */
+  nameHeldSince: z.iso.datetime({ offset: true }).optional(),
   replicas: z.int().optional(),
   readyReplicas: z.int().optional(),
   /** parameters.content_type of the model settings (np, pd, str). */

@@ -270,7 +270,13 @@ describe('a model’s sidecar in front of MLServer', () => {
     const refused = await until(403);
     expect([refused.status, refused.json.code]).toEqual([403, 'workflow_not_allowed']);
     expect(String(refused.json.error)).toMatch(/not published for workflow/);
-    // The record admits it again: so does the sidecar.
+    // The record admits it: so does the sidecar.
+    await routes.put(redisKeys.modelRoute(model), { ...route, workflow });
+    expect((await until(200)).json).toEqual({ name: model, ready: true });
+    // The route of another namespace's Model of the name, naming the workflow: not this pod's.
+    await routes.put(redisKeys.modelRoute(model), { ...route, workflow, source: `model/elsewhere/${model}` });
+    const elsewhere = await until(403);
+    expect([elsewhere.status, elsewhere.json.code]).toEqual([403, 'workflow_not_allowed']);
     await routes.put(redisKeys.modelRoute(model), { ...route, workflow });
     expect((await until(200)).json).toEqual({ name: model, ready: true });
   });

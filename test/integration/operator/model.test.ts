@@ -194,6 +194,10 @@ describe('Model reconciler on a real API server', () => {
       reason: 'Ready',
       message: '1/2 replicas ready',
     });
+    // It holds its name since it was made: recorded where no team may write.
+    expect(ready.status?.nameHeldSince).toBe(
+      new Date(created.metadata.creationTimestamp ?? '').toISOString(),
+    );
     const route = await eventually(
       () => client.get(redisKeys.modelRoute(name)).then((v) => v ?? undefined),
       'the route',
@@ -267,11 +271,11 @@ describe('Model reconciler on a real API server', () => {
     // The status still gives the Service's name: what a client in the cluster calls.
     expect((await getModel(c, ns, name))?.status?.url).toBe(`http://${name}.${ns}.svc:8080`);
 
-    // Its selector taken off (its cluster IP would go where Endpoints say): made again too.
+    // Given another selector (or none: its cluster IP would go where Endpoints say): made again too.
     await c.core.patchNamespacedService({
       namespace: ns,
       name,
-      body: [{ op: 'remove', path: '/spec/selector' }],
+      body: [{ op: 'replace', path: '/spec/selector', value: { app: 'elsewhere' } }],
     });
     const third = await eventually(async () => {
       const svc = await c.core.readNamespacedService({ namespace: ns, name }).catch(() => undefined);

@@ -51,16 +51,39 @@ describe('who holds a model name', () => {
       remade: true,
     });
     expect(names.holder([mallory, again], again, NOW + 2 * NAME_KEPT_MS)).toBeUndefined();
-    // Deleted again, and not made again in time: the next oldest takes it.
-    const deletedAgain = {
+    // Deleted again (with the time held the operator recorded in its status), and not made again
+    // in time: the next oldest takes it.
+    const deletedAgain: Model = {
       ...again,
-      metadata: { ...again.metadata, deletionTimestamp: '2026-11-26T13:00:00Z' },
+      metadata: { ...again.metadata, deletionTimestamp: '2026-11-26T13:00:00Z', finalizers: [FINALIZER] },
+      status: { nameHeldSince: names.since([mallory, again], again, NOW + 2 * NAME_KEPT_MS) },
     };
+    expect(deletedAgain.status?.nameHeldSince).toBe('2026-11-01T00:00:00.000Z');
     names.release([mallory, deletedAgain], deletedAgain, NOW + 2 * NAME_KEPT_MS);
     expect(names.holder([mallory], mallory, NOW + 3 * NAME_KEPT_MS - 1)).toMatchObject({
       keptUntil: expect.any(Date),
     });
     expect(names.holder([mallory], mallory, NOW + 3 * NAME_KEPT_MS + 1)).toBeUndefined();
+  });
+
+  it('a Model made again inherits the time its namespace held the name, recorded in its status: it keeps the name across an operator restart', () => {
+    const names = new ModelNames(FINALIZER);
+    const mallory = model('team-m', '2026-11-02T00:00:00Z');
+    const deleting = model('team-a', '2026-11-01T00:00:00Z', true);
+    names.release([deleting, mallory], deleting, NOW);
+    const again = model('team-a', '2026-11-26T12:00:05Z');
+    // What the operator writes into the new Model's status (status.nameHeldSince).
+    expect(names.since([mallory, again], again, NOW + 5_000)).toBe('2026-11-01T00:00:00.000Z');
+    expect(names.since([mallory, again], mallory, NOW + 5_000)).toBe('2026-11-02T00:00:00.000Z');
+    const recorded: Model = { ...again, status: { nameHeldSince: '2026-11-01T00:00:00.000Z' } };
+    // A restarted operator remembers nothing kept, and reads the status.
+    const restarted = new ModelNames(FINALIZER);
+    expect(restarted.holder([mallory, recorded], mallory, NOW + 10 * NAME_KEPT_MS)).toEqual({
+      holder: 'team-a/model-iris',
+    });
+    expect(restarted.holder([mallory, recorded], recorded, NOW + 10 * NAME_KEPT_MS)).toBeUndefined();
+    // Without the record, the creation times decide: the newer Model made again would lose it.
+    expect(restarted.holder([mallory, again], again, NOW)).toEqual({ holder: 'team-m/model-iris' });
   });
 
   it('a Model being deleted holds its name until its deletion is handled: a waiting one deleted meanwhile gets nothing', () => {

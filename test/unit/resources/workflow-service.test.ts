@@ -205,9 +205,13 @@ describe('where a workflow Service routes', () => {
     // name is DNS records too); an IPv6 cluster IP is bracketed.
     const alias = { ...svc({}, ports), spec: { type: 'ExternalName', externalName: 'elsewhere', ports } };
     expect(serviceClaim(alias, clusterServiceAddress)).toBeUndefined();
-    const flipped = { ...svc({}, ports), spec: { type: 'ExternalName', clusterIP: '10.96.0.17', ports } };
+    const selector = { app: 'scorer' };
+    const flipped = {
+      ...svc({}, ports),
+      spec: { type: 'ExternalName', clusterIP: '10.96.0.17', selector, ports },
+    };
     expect(serviceClaim(flipped, clusterServiceAddress)).toBeUndefined();
-    const headless = { ...svc({}, ports), spec: { clusterIP: 'None', ports } };
+    const headless = { ...svc({}, ports), spec: { clusterIP: 'None', selector, ports } };
     expect(serviceClaim(headless, clusterServiceAddress)).toBeUndefined();
     const six = {
       ...svc({}, ports),

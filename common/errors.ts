@@ -131,6 +131,7 @@ export const ERROR_STATUS = {
   internal_error: 500,
   pull_failed: 500,
   // 502
+  model_answer_too_large: 502,
   model_failed: 502,
   model_metadata_unavailable: 502,
   size_mismatch: 502,

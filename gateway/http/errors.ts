@@ -22,6 +22,33 @@ export function toTollgateError(err: unknown): TollgateError {
     if (type === 'entity.parse.failed') {
       return new TollgateError('invalid_json', 'the request body is not valid JSON', { field: 'body' });
     }
+    if (type === 'charset.unsupported') {
+      return new TollgateError(
+        'unsupported_media_type',
+        'the request body must be JSON in UTF-8: send Content-Type: application/json (charset=utf-8 or none)',
+      );
+    }
+    if (type === 'encoding.unsupported') {
+      return new TollgateError(
+        'unsupported_media_type',
+        'the request body must be sent as it is or gzip-, deflate- or br-compressed (Content-Encoding)',
+      );
+    }
+    if (type === 'request.aborted') {
+      return new TollgateError('bad_request', 'the client closed the connection before the body was sent');
+    }
+  }
+  // Anything else a body parser refuses as the client's fault (a body that does not inflate, a
+  // length that does not match): the client's 400, not the gateway's 500.
+  if (typeof err === 'object' && err !== null && (err as { expose?: unknown }).expose === true) {
+    const status = (err as { status?: unknown }).status;
+    if (typeof status === 'number' && status >= 400 && status < 500) {
+      const message = (err as { message?: unknown }).message;
+      return new TollgateError(
+        'bad_request',
+        `the request body could not be read: ${typeof message === 'string' ? message : 'malformed'}`,
+      );
+    }
   }
   return new TollgateError('internal_error', 'the gateway failed unexpectedly; see its logs', {
     cause: err,

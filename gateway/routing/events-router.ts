@@ -6,7 +6,7 @@ import { WORKFLOW_ID_PATTERN } from '../../common/resources/workflow-service.js'
 import type { KeyGrant, Module } from '../../common/resources/grant.js';
 import type { NormalisedPath } from './normalise.js';
 import { refuseOtherOwner } from '../auth/workflow-owner.js';
-import { isModelName } from '../../common/resources/model-name.js';
+import { matchV2, type V2Route } from '../v2/paths.js';
 import { resolveRoute, type ResolvedRoute, type RouteTable, type RuntimeAddress } from './route-table.js';
 
 /**
@@ -118,7 +118,7 @@ export class EventsRouter {
       const cost = isModel && method === 'POST' ? { cost: this.costs.of(service) } : {};
       // Only a route the operator wrote for a Model (its source says so, and it is sealed): a
       // Service a team labels with a model's name as its service id is proxied as its own.
-      if (isModel && isModelInference(method, path, service))
+      if (isModel && modelEndpoint(method, path, service) === 'infer')
         return {
           kind: 'bda',
           inference: {
@@ -181,21 +181,36 @@ export class EventsRouter {
   }
 }
 
+const MODEL_SERVICE_ENDPOINTS =
+  'GET .../v2/models/<model>[/versions/<version>][/ready] or POST .../v2/models/<model>[/versions/<version>]/infer';
+
 /**
- * `POST /events/bda/<wf>/<model>/v2/models/<model>/infer` where the service is a model by name:
- * the call a model published as a workflow service is made with (any other path to it is proxied).
+ * What a call to a model published as a workflow service may reach: that model's own V2
+ * endpoints, nothing else of its runtime (MLServer also answers for other models it holds, and
+ * its repository API loads and unloads them). `infer`: the unversioned inference, checked as /v2
+ * checks it; `proxy`: the model's metadata, readiness or a version's inference, passed on.
  */
-function isModelInference(method: string, path: NormalisedPath, service: string): boolean {
-  const seg = path.segments;
-  return (
-    method === 'POST' &&
-    seg.length === 8 &&
-    seg[4] === 'v2' &&
-    seg[5] === 'models' &&
-    seg[6] === service &&
-    seg[7] === 'infer' &&
-    isModelName(service)
-  );
+function modelEndpoint(method: string, path: NormalisedPath, service: string): 'infer' | 'proxy' {
+  const rest = path.segments.slice(4);
+  let route: V2Route | undefined;
+  try {
+    route = rest[0] === 'v2' ? matchV2(rest) : undefined;
+  } catch {
+    route = undefined;
+  }
+  if (route === undefined || !('model' in route) || route.model !== service) {
+    throw notFound(
+      'unknown_endpoint',
+      `"${service}" is a model: call its V2 endpoints under /events/bda/<bda-id>/${service}/ (${MODEL_SERVICE_ENDPOINTS.replaceAll('<model>', service)})`,
+    );
+  }
+  const wanted = route.endpoint === 'model-infer' ? 'POST' : 'GET';
+  if (method !== wanted) {
+    throw new TollgateError('method_not_allowed', `use ${wanted} on this endpoint`, {
+      headers: { allow: wanted },
+    });
+  }
+  return route.endpoint === 'model-infer' && route.version === undefined ? 'infer' : 'proxy';
 }
 
 /** The base path, then the raw segments from `from` on, the trailing slash and the query, as sent. */

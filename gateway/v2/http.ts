@@ -48,13 +48,16 @@ export function checkContentType(req: IncomingMessage, binary = false): void {
   );
 }
 
-/** Reads at most `limit` bytes of a runtime's answer, draining the rest. */
-export async function readLimited(body: AsyncIterable<Buffer>, limit: number): Promise<string> {
+/** Reads at most `limit` bytes of a runtime's answer, draining the rest; `over`: there was more. */
+export async function readLimited(
+  body: AsyncIterable<Buffer>,
+  limit: number,
+): Promise<{ bytes: Buffer; over: boolean }> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of body) {
     if (size < limit) chunks.push(chunk);
     size += chunk.length;
   }
-  return Buffer.concat(chunks).subarray(0, limit).toString('utf8');
+  return { bytes: Buffer.concat(chunks).subarray(0, limit), over: size > limit };
 }

@@ -12,6 +12,7 @@ import { SHADOW_MAX_BYTES, ShadowTraffic, type ServedCall } from './shadow/shado
 import type { GatewayServices } from '../services.js';
 import { workflowRuntime } from './activation.js';
 import { BINARY_EXPANSION, decodeBinaryRequest, encodeBinaryResponse } from './binary-tensors.js';
+import { decoded } from './content-coding.js';
 import { checkContentType, readLimited } from './http.js';
 import { readBody } from './read-body.js';
 import { RuntimeClient } from './runtime-client.js';
@@ -314,7 +315,13 @@ export class Inference {
     try {
       answer = await this.runtimes.infer(
         req,
-        { grant: call.grant, requestId: call.requestId, runtime: attempt.runtime },
+        // Binary outputs are re-encoded here, so the gateway reads that answer: asked uncompressed.
+        {
+          grant: call.grant,
+          requestId: call.requestId,
+          runtime: attempt.runtime,
+          plain: checked.binaryOutputs !== undefined,
+        },
         call.model,
         call.query,
         checked.body,
@@ -329,8 +336,14 @@ export class Inference {
     }
     if (answer.statusCode === 200) return answer;
     attempt.runtimeFailed = true;
-    const text = await readLimited(answer.body, MAX_ERROR_BODY);
-    const err = runtimeError(call.model, answer.statusCode, text);
+    // MLServer compresses any answer past 500 bytes for a client that accepts it, errors included.
+    const { bytes } = await readLimited(answer.body, MAX_ERROR_BODY);
+    const body = decoded(bytes, headerValue(answer.headers['content-encoding']), MAX_ERROR_BODY);
+    const err = runtimeError(
+      call.model,
+      answer.statusCode,
+      Buffer.isBuffer(body) ? body.toString('utf8') : '',
+    );
     // The runtime refused what the cached metadata allowed: the model may have changed under it.
     if (err.code !== 'inference_error') this.s.metadata.forget(call.model);
     throw err;
@@ -422,10 +435,25 @@ async function sendBinaryOutputs(
   limit: number,
   captured: Captured | undefined,
 ): Promise<number> {
-  const json = Buffer.from(await readLimited(answer.body, limit), 'utf8');
+  // Re-encoding needs the whole answer: one past the limit is refused, never sent cut short.
+  const tooLarge = new TollgateError(
+    'model_answer_too_large',
+    `the model's answer is larger than the gateway's body limit (${limit} bytes); ask for fewer rows or outputs at a time`,
+  );
+  const { bytes, over } = await readLimited(answer.body, limit);
+  if (over) throw tooLarge;
+  // Asked uncompressed; a runtime that compresses anyway is read as its client would read it.
+  const json = decoded(bytes, headerValue(answer.headers['content-encoding']), limit);
+  if ('truncated' in json) throw tooLarge;
+  if ('unparsed' in json)
+    throw new TollgateError(
+      'model_failed',
+      `the model answered in an encoding the gateway cannot read (${json.encoding})`,
+    );
   if (captured !== undefined) captured.response = json;
   const encoded = encodeBinaryResponse(json, wanted);
   const headers = clientResponseHeaders(answer.headers);
+  delete headers['content-encoding'];
   if (encoded === undefined) {
     res.writeHead(200, { ...headers, 'content-length': String(json.length) });
     res.end(json);
@@ -439,4 +467,9 @@ async function sendBinaryOutputs(
   });
   res.end(encoded.body);
   return 200;
+}
+
+/** A response header's one value (undici gives a repeated header as an array). */
+function headerValue(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value.join(',') : value;
 }

@@ -177,7 +177,17 @@ function countElements(name: string, data: unknown[], rank: number, check: Eleme
   return count;
 }
 
+/** numpy's own limit on dimensions (before 2.0): no model takes more, and it bounds the data walk. */
+const MAX_RANK = 32;
+
 function checkShape(name: string, shape: unknown): number[] {
+  if (Array.isArray(shape) && shape.length > MAX_RANK) {
+    throw bad(
+      'invalid_shape',
+      `input '${name}': shape has ${shape.length} dimensions; at most ${MAX_RANK} are accepted`,
+      `inputs[${name}].shape`,
+    );
+  }
   if (
     !Array.isArray(shape) ||
     shape.length === 0 ||

@@ -1,4 +1,4 @@
-import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib';
+import { decoded } from '../content-coding.js';
 
 /**
  * One logged inference call, as a line of a model's payload log: what was asked and answered,
@@ -52,34 +52,6 @@ export function redact(value: unknown, names: ReadonlySet<string>, depth = 0): u
       names.has(k) || (tensor && k === 'data') ? REDACTED : redact(v, names, depth + 1),
     ]),
   );
-}
-
-/** The content encodings a runtime may answer with, undone for the log (bounded, as the body is). */
-const INFLATE: Record<string, (b: Buffer, o: { maxOutputLength: number }) => Buffer> = {
-  gzip: gunzipSync,
-  'x-gzip': gunzipSync,
-  deflate: inflateSync,
-  br: brotliDecompressSync,
-};
-
-/** A runtime's answer as its caller reads it (at most `maxBytes` once inflated), or why it cannot be. */
-export function decoded(
-  raw: Buffer,
-  encoding: string | undefined,
-  maxBytes: number,
-):
-  | Buffer
-  | { unparsed: true; bytes: number; encoding: string }
-  | { truncated: true; encodedBytes: number; encoding: string } {
-  const coding = encoding?.trim().toLowerCase();
-  if (coding === undefined || coding === '' || coding === 'identity') return raw;
-  const inflate = INFLATE[coding];
-  if (inflate === undefined) return { unparsed: true, bytes: raw.length, encoding: coding };
-  try {
-    return inflate(raw, { maxOutputLength: maxBytes });
-  } catch {
-    return { truncated: true, encodedBytes: raw.length, encoding: coding };
-  }
 }
 
 /**

@@ -5,7 +5,8 @@ import type { WakeRequest } from '../../../common/resources/model-scaling.js';
 import type { ResolvedVersion, RuntimeAddress } from '../../routing/route-table.js';
 import type { GatewayServices } from '../../services.js';
 import { readLimited } from '../http.js';
-import { decoded, loggedBody } from '../payload-log/record.js';
+import { decoded } from '../content-coding.js';
+import { loggedBody } from '../payload-log/record.js';
 import type { RuntimeClient } from '../runtime-client.js';
 import { answersAgree } from './agreement.js';
 
@@ -149,7 +150,7 @@ export class ShadowTraffic {
       // To the answer's head, as the serving version's runtime time is measured.
       ms = performance.now() - startedAt;
       status = answer.statusCode;
-      text = await readLimited(answer.body, SHADOW_MAX_BYTES);
+      text = (await readLimited(answer.body, SHADOW_MAX_BYTES)).bytes.toString('utf8');
     } catch (err) {
       code = (err as { code?: string }).code ?? 'shadow_unreachable';
     }

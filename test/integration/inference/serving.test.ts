@@ -439,6 +439,26 @@ describe('the checklist, answered by the gateway before the runtime', () => {
     };
     expect(head.outputs.every((o) => o.data === undefined && o.parameters.binary_data_size > 0)).toBe(true);
     expect(answer.length).toBe(length + head.outputs.reduce((n, o) => n + o.parameters.binary_data_size, 0));
+    // A batch whose answer MLServer would compress (past 500 bytes, for a client that accepts
+    // gzip, as fetch does): the gateway asks it uncompressed, and every row comes back whole.
+    const rows = Array.from({ length: 60 }, (_, i) => [5.1 + (i % 3), 3.5, 1.4 + (i % 5), 0.2 + (i % 2)]);
+    const batch = await fetch(`${base}/v2/models/model-iris/infer`, {
+      ...json({
+        ...features([60, 4], rows.flat()),
+        outputs: [{ name: 'predict' }, { name: 'predict_proba' }],
+        parameters: { binary_data_output: true },
+      }),
+    });
+    expect([batch.status, batch.headers.get('content-encoding')]).toEqual([200, null]);
+    const batchLength = Number(batch.headers.get('inference-header-content-length'));
+    const batchAnswer = Buffer.from(await batch.arrayBuffer());
+    const batchHead = JSON.parse(batchAnswer.subarray(0, batchLength).toString()) as typeof head;
+    expect(batchHead.outputs.map((o) => o.parameters.binary_data_size)).toEqual([60 * 8, 60 * 3 * 8]);
+    expect(batchAnswer.length).toBe(batchLength + 60 * 8 + 60 * 3 * 8);
+    const asJson = await infer('model-iris', features([60, 4], rows.flat()));
+    const predicted = (asJson.json.outputs as Array<{ data: number[] }>)[0]?.data;
+    const raw = batchAnswer.subarray(batchLength, batchLength + 60 * 8);
+    expect(Array.from({ length: 60 }, (_, i) => Number(raw.readBigInt64LE(i * 8)))).toEqual(predicted);
     // Asking for a JSON output by name still answers JSON.
     const named = await infer('model-iris', {
       ...features([1, 4], [1, 2, 3, 4]),
@@ -637,6 +657,42 @@ describe('who may call a model', () => {
       'shape_data_mismatch',
       "input 'features': shape [2,4] needs 8 values, data has 3",
     ]);
+  });
+
+  test('as a workflow service, a model answers only its own V2 endpoints: not its runtime’s other models, nor its repository API', async () => {
+    const under = `/events/bda/${WORKFLOW}/model-iris`;
+    const headers = { ...apikey(keys.bda), 'content-type': 'application/json' };
+    // The runtime holds model-diabetes too (one MLServer here), which this workflow does not own.
+    const other = await send(base, `${under}/v2/models/model-diabetes/infer`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify(await sample('model-diabetes')),
+    });
+    expect([other.status, other.json.code]).toEqual([404, 'unknown_endpoint']);
+    expect(other.json.error).toContain('"model-iris" is a model: call its V2 endpoints');
+    const otherMeta = await send(base, `${under}/v2/models/model-diabetes`, { headers });
+    expect([otherMeta.status, otherMeta.json.code]).toEqual([404, 'unknown_endpoint']);
+    for (const p of ['/v2/repository/models/model-iris/unload', '/v2/repository/index', '/v2', '/metrics']) {
+      const r = await send(base, `${under}${p}`, { method: 'POST', headers, body: '{}' });
+      expect([p, r.status, r.json.code]).toEqual([p, 404, 'unknown_endpoint']);
+    }
+    const wrongMethod = await send(base, `${under}/v2/models/model-iris/infer`, { headers });
+    expect([wrongMethod.status, wrongMethod.json.code, wrongMethod.headers.allow]).toEqual([
+      405,
+      'method_not_allowed',
+      'POST',
+    ]);
+    // Still loaded, and its own endpoints answer.
+    const meta = await send(base, `${under}/v2/models/model-iris`, { headers });
+    expect([meta.status, meta.json.name]).toEqual([200, 'model-iris']);
+    const ready = await send(base, `${under}/v2/models/model-iris/ready`, { headers });
+    expect(ready.status).toBe(200);
+    const a = await send(base, `${under}/v2/models/model-iris/infer`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify(ok),
+    });
+    expect(a.status).toBe(200);
   });
 });
 

@@ -204,9 +204,15 @@ describe.each(stores)('management API over HTTP (keys on %s)', (label, openStore
   async function call(
     method: string,
     path: string,
-    opts: { token?: string | null; body?: unknown; raw?: string; contentType?: string } = {},
+    opts: {
+      token?: string | null;
+      body?: unknown;
+      raw?: string;
+      contentType?: string;
+      headers?: Record<string, string>;
+    } = {},
   ): Promise<Answer> {
-    const headers: Record<string, string> = {};
+    const headers: Record<string, string> = { ...opts.headers };
     const token = opts.token === undefined ? aliceToken : opts.token;
     if (token !== null) headers.authorization = `Bearer ${token}`;
     let body: string | undefined;
@@ -587,6 +593,20 @@ describe.each(stores)('management API over HTTP (keys on %s)', (label, openStore
         'unsupported_media_type',
       );
       expectError(await call('POST', '/apikeys', { raw: '"platform"' }), 400, 'invalid_json', 'body');
+      // The body's charset and compression: a specific answer, never the gateway's 500.
+      const key = '{"module": "platform", "roles": ["viewer"]}';
+      const latin1 = await call('POST', '/apikeys', {
+        raw: key,
+        contentType: 'application/json; charset=iso-8859-1',
+      });
+      expectError(latin1, 415, 'unsupported_media_type');
+      expect(latin1.body.error).toContain('UTF-8');
+      const compress = await call('POST', '/apikeys', { raw: key, headers: { 'content-encoding': 'compress' } });
+      expectError(compress, 415, 'unsupported_media_type');
+      expect(compress.body.error).toContain('Content-Encoding');
+      const notGzip = await call('POST', '/apikeys', { raw: key, headers: { 'content-encoding': 'gzip' } });
+      expectError(notGzip, 400, 'bad_request');
+      expect(notGzip.body.error).toMatch(/^the request body could not be read: /);
       expectError(await call('POST', '/apikeys'), 415, 'unsupported_media_type');
       expectError(
         await create({ module: 'platform', roles: ['viewer'], name: 'x'.repeat(20_000) }),

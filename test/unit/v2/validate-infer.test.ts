@@ -270,6 +270,22 @@ describe('each rule of the checklist has its own 400', () => {
     },
   );
 
+  test('a model that declares no inputs still bounds how deep data may nest', () => {
+    // An MLflow model saved without a signature: nothing declared to compare the shape with.
+    const open = modelMetadataSchema.parse({ name: 'm', inputs: [] });
+    const depth = 20_000;
+    const data = `${'['.repeat(depth)}1${']'.repeat(depth)}`;
+    const body = `{"inputs":[{"name":"x","datatype":"FP32","shape":[${Array(depth).fill(1).join(',')}],"data":${data}}]}`;
+    expectRejected(
+      body,
+      'invalid_shape',
+      "input 'x': shape has 20000 dimensions; at most 32 are accepted",
+      open,
+    );
+    const deepest = { name: 'x', datatype: 'FP32', shape: Array(32).fill(1), data: [1] };
+    expect(() => validateInferRequest(JSON.stringify({ inputs: [deepest] }), open)).not.toThrow();
+  });
+
   test('shape product differs from the number of values (the spec example)', () => {
     expectRejected(
       features([2, 4], [1, 2, 3, 4, 5, 6]),

@@ -1,5 +1,5 @@
 import { TollgateError } from '../../../common/errors.js';
-import { matchV2 } from '../../../gateway/v2/router.js';
+import { matchV2 } from '../../../gateway/v2/paths.js';
 
 const match = (path: string) => matchV2(path.split('/').slice(1));
 

@@ -1,0 +1,90 @@
+import { RoleCatalogue } from '../../../common/apikey/roles.js';
+import type { KeyGrant, Route } from '../../../common/resources/grant.js';
+import type { TollgateError } from '../../../common/errors.js';
+import { EventsRouter, type EventsTarget } from '../../../gateway/routing/events-router.js';
+import { normalisePath } from '../../../gateway/routing/normalise.js';
+import { resolveRoute, type RouteTable } from '../../../gateway/routing/route-table.js';
+
+const routes: Record<string, Route> = {
+  'model-fraud': {
+    url: 'http://10.0.0.1:8080',
+    source: 'model/team-a/model-fraud',
+    workflow: 'wf',
+    owner: 'alice',
+  },
+  // A team's own Service whose id happens to look like a model's name: proxied as any Service.
+  'model-like': {
+    url: 'http://10.0.0.2:8080',
+    source: 'service/team-a/model-like',
+    workflow: 'wf',
+    owner: 'alice',
+  },
+};
+const router = new EventsRouter(
+  {
+    bda: (_w: string, service: string) => (routes[service] ? resolveRoute(routes[service]) : null),
+  } as unknown as RouteTable,
+  new RoleCatalogue({ resources: [] }),
+  {},
+  new Map(),
+);
+const key: KeyGrant = { id: 'k', owner: 'alice', module: 'bda', roles: ['wf'] };
+const resolve = (method: string, url: string) =>
+  router.resolve(method, normalisePath(url), key) as EventsTarget;
+const refusal = (method: string, url: string): TollgateError => {
+  try {
+    resolve(method, url);
+  } catch (err) {
+    return err as TollgateError;
+  }
+  throw new Error(`${method} ${url} was not refused`);
+};
+
+describe('a model published as a workflow service', () => {
+  it('checks its inference as /v2 does, and passes on its own metadata, readiness and versions', () => {
+    expect(resolve('POST', '/events/bda/wf/model-fraud/v2/models/model-fraud/infer')).toMatchObject({
+      inference: { model: 'model-fraud', workflow: 'wf' },
+    });
+    for (const [method, path] of [
+      ['GET', '/v2/models/model-fraud'],
+      ['GET', '/v2/models/model-fraud/ready'],
+      ['GET', '/v2/models/model-fraud/versions/v2/ready'],
+      ['POST', '/v2/models/model-fraud/versions/v2/infer'],
+    ] as const) {
+      expect(resolve(method, `/events/bda/wf/model-fraud${path}?x=1`)).toMatchObject({
+        proxy: { origin: 'http://10.0.0.1:8080', path: `${path}?x=1` },
+      });
+    }
+  });
+
+  it.each([
+    ['POST', '/v2/models/model-other/infer'],
+    ['GET', '/v2/models/model-other'],
+    ['POST', '/v2/repository/models/model-fraud/unload'],
+    ['POST', '/v2/repository/index'],
+    ['GET', '/v2/health/ready'],
+    ['GET', '/v2'],
+    ['GET', '/metrics'],
+    ['GET', '/'],
+    ['POST', '/v2/models/model-fraud/infer/extra'],
+  ])('answers nothing else of its runtime: %s %s', (method, path) => {
+    const err = refusal(method, `/events/bda/wf/model-fraud${path}`);
+    expect([err.status, err.code]).toEqual([404, 'unknown_endpoint']);
+    expect(err.message).toContain(
+      '"model-fraud" is a model: call its V2 endpoints under /events/bda/<bda-id>/model-fraud/',
+    );
+  });
+
+  it('answers 405 with Allow for the wrong method', () => {
+    const infer = refusal('GET', '/events/bda/wf/model-fraud/v2/models/model-fraud/infer');
+    expect([infer.status, infer.code, infer.headers]).toEqual([405, 'method_not_allowed', { allow: 'POST' }]);
+    const meta = refusal('DELETE', '/events/bda/wf/model-fraud/v2/models/model-fraud');
+    expect([meta.status, meta.headers]).toEqual([405, { allow: 'GET' }]);
+  });
+
+  it('leaves a Service’s own paths alone, whatever its name', () => {
+    expect(resolve('POST', '/events/bda/wf/model-like/v2/repository/index')).toMatchObject({
+      proxy: { origin: 'http://10.0.0.2:8080', path: '/v2/repository/index' },
+    });
+  });
+});

@@ -19,6 +19,8 @@ export const ERROR_STATUS = {
   empty_path_segment: 400,
   encoded_separator: 400,
   expiry_in_past: 400,
+  file_too_large: 400,
+  folder_too_large: 400,
   inference_error: 400,
   invalid_binary_data: 400,
   invalid_base64: 400,

@@ -57,8 +57,6 @@ export class IndexKeeper implements Runnable {
   };
   private connectedBefore = false;
   private resyncPending = false;
-  /** The last rebuild left its sweep for later (a reconcile was failing): the next check does it. */
-  private sweepPending = false;
   /** An index check is waiting on Redis: the next tick does not pile another on it. */
   private checking = false;
 
@@ -90,7 +88,7 @@ export class IndexKeeper implements Runnable {
     const resync = this.resyncPending;
     this.checking = true;
     try {
-      if (!resync && !this.sweepPending) {
+      if (!resync) {
         const built = await this.markerExists();
         // Built; or no answer, and the reconnect it forced resyncs once Redis is back.
         if (built !== false) return;
@@ -102,7 +100,7 @@ export class IndexKeeper implements Runnable {
     }
     this.resyncPending = false;
     if (resync) this.opts.log.warn('Redis reconnected (perhaps to a new primary); resyncing the index');
-    else if (!this.sweepPending)
+    else
       this.opts.log.warn(
         'the Redis index is missing (flushed or restarted empty); rebuilding it from the resources',
       );
@@ -136,12 +134,20 @@ export class IndexKeeper implements Runnable {
     }
   }
 
-  /** Idle, with failed reconciles given their retries (bounded: a lasting failure stays failing). */
-  private async settled(): Promise<void> {
+  /**
+   * Idle, with failed reconciles given their retries; bounded, since a lasting failure stays
+   * failing and a reconcile may hang on what a resource's author controls (a Model's store).
+   * True when every reconcile settled and none is failing.
+   */
+  private async settled(): Promise<boolean> {
     const deadline = Date.now() + SETTLE_MS;
     for (;;) {
-      await Promise.all(this.controllers.map((c) => c.idle()));
-      if (this.stopped || Date.now() > deadline || !this.controllers.some((c) => c.failing > 0)) return;
+      const idle = await within(
+        Promise.all(this.controllers.map((c) => c.idle())),
+        Math.max(deadline - Date.now(), 0),
+      );
+      if (idle && !this.controllers.some((c) => c.failing > 0)) return true;
+      if (this.stopped || Date.now() > deadline) return false;
       await new Promise((r) => setTimeout(r, 100));
     }
   }
@@ -152,7 +158,6 @@ export class IndexKeeper implements Runnable {
    * then it is built again. The marker is never set over an index this build did not fill.
    */
   private async rebuild(): Promise<void> {
-    this.sweepPending = false;
     const token = randomUUID();
     try {
       await this.redis.set(redisKeys.indexBuilding, token);
@@ -177,23 +182,26 @@ export class IndexKeeper implements Runnable {
     this.routes.rewriteAll(true);
     const written = performance.now();
     for (const c of this.controllers) c.enqueueAll();
-    await this.settled();
+    const clean = await this.settled();
     const settled = performance.now();
     this.routes.rewriteAll(false);
     if (this.stopped) return;
-    if (this.controllers.some((c) => c.failing > 0)) {
-      // A route missing from liveRoutes() may belong to a reconcile that failed and waits for its
-      // retry: sweeping now would cut traffic to a ready model. The next check sweeps instead.
-      this.opts.log.warn('index rebuild postponed: some reconciles are failing and will be retried');
-      this.sweepPending = true;
-      return;
-    }
+    // A route missing from liveRoutes() may belong to a reconcile that failed (or hangs) and will
+    // be retried: sweeping it would cut traffic to a ready model. So then only routes whose
+    // resource is gone are swept; the rest are their resources' reconciles' to keep or remove.
+    // Never postponed: one failing resource must not keep a deleted Service's route alive.
+    if (!clean)
+      this.opts.log.warn(
+        'some reconciles are failing or still running; routes of resources that still exist are left to them',
+      );
+    const backed = (source: string) => this.controllers.some((c) => c.reconciler.backs?.(source) === true);
     try {
       await sweepStaleRoutes(
         this.redis,
         this.verifier,
         this.opts.namespace,
         this.controllers.flatMap((c) => [...(c.reconciler.liveRoutes?.() ?? [])]),
+        clean ? undefined : backed,
       );
       for (const c of this.controllers) await c.reconciler.sweepStale?.();
       const marked = await this.redis.eval(
@@ -222,5 +230,18 @@ export class IndexKeeper implements Runnable {
     } catch (err) {
       this.opts.log.warn({ err }, 'index rebuild incomplete; retrying on the next check');
     }
+  }
+}
+
+/** Whether `promise` settled within `ms` (it is not cancelled, only no longer waited for). */
+async function within(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+  });
+  try {
+    return await Promise.race([promise.then(() => true as const), late]);
+  } finally {
+    clearTimeout(timer);
   }
 }

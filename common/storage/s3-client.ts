@@ -6,6 +6,9 @@ import type { LookupFunction } from 'node:net';
 
 export type Env = Readonly<Record<string, string | undefined>>;
 
+const CONNECT_TIMEOUT_MS = 5_000;
+const SILENCE_TIMEOUT_MS = 30_000;
+
 /**
  * An S3 client configured the way every AWS tool is: AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY
  * (/ AWS_SESSION_TOKEN), AWS_REGION (or AWS_DEFAULT_REGION), AWS_ENDPOINT_URL(_S3) for MinIO and
@@ -34,14 +37,18 @@ export function s3ClientFromEnv(
         }
       : {}),
     ...(opts.maxAttempts ? { maxAttempts: opts.maxAttempts } : {}),
-    ...(opts.refusedAddress === undefined
-      ? {}
-      : {
-          requestHandler: {
+    // A store that never answers, or answers a byte at a time, must not hold its caller (the
+    // operator serves every team): bounded to connect, and while a connection is silent.
+    requestHandler: {
+      connectionTimeout: CONNECT_TIMEOUT_MS,
+      socketTimeout: SILENCE_TIMEOUT_MS,
+      ...(opts.refusedAddress === undefined
+        ? {}
+        : {
             httpAgent: new HttpAgent({ keepAlive: true, lookup: guardedLookup(opts.refusedAddress) }),
             httpsAgent: new HttpsAgent({ keepAlive: true, lookup: guardedLookup(opts.refusedAddress) }),
-          },
-        }),
+          }),
+    },
   });
 }
 

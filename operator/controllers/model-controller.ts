@@ -86,7 +86,12 @@ const USER_STORAGE_ERRORS: Record<string, string> = {
   storage_not_allowed: 'StorageNotAllowed',
   invalid_storage_uri: 'InvalidStorageUri',
   object_vanished: 'ObjectVanished',
+  folder_too_large: 'FolderTooLarge',
+  file_too_large: 'FileTooLarge',
 };
+
+/** How long one check of a Model's folder (its listing and settings) may take, all told. */
+const STORAGE_CHECK_MS = 20_000;
 
 export interface ModelControllerDeps {
   models: ResourceSource<Model>;
@@ -383,8 +388,10 @@ export class ModelReconciler implements Reconciler {
         env,
         refusedAddress === undefined ? {} : { refusedAddress },
       );
-      const files = (await store.list()).map((o) => o.path);
-      const check = await checkModelFolder({ files, read: (p) => store.readText(p) }, name);
+      // The author chose the store: its answers are bounded in size and time (storage/limits.ts).
+      const deadline = AbortSignal.timeout(STORAGE_CHECK_MS);
+      const files = (await store.list(deadline)).map((o) => o.path);
+      const check = await checkModelFolder({ files, read: (p) => store.readText(p, deadline) }, name);
       if (check.ok) this.checked.set(key, { stamp, check });
       else this.checked.delete(key);
       return { kind: 'settings', check };
@@ -518,6 +525,15 @@ export class ModelReconciler implements Reconciler {
   /** The route keys this controller currently holds. */
   liveRoutes(): string[] {
     return [...this.routed.values()].flatMap((r) => r.keys);
+  }
+
+  backs(source: string): boolean {
+    const [kind, namespace, name] = source.split('/');
+    return (
+      kind === 'model' &&
+      name !== undefined &&
+      this.deps.models.get({ namespace: namespace!, name }) !== undefined
+    );
   }
 
   private async removeRoutes(ref: ResourceRef, workflow: string | undefined): Promise<void> {

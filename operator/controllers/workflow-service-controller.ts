@@ -157,6 +157,15 @@ export class WorkflowServiceReconciler implements Reconciler {
     return [...this.holders.keys()];
   }
 
+  backs(source: string): boolean {
+    const [kind, namespace, name] = source.split('/');
+    return (
+      kind === 'service' &&
+      name !== undefined &&
+      this.deps.services.get({ namespace: namespace!, name }) !== undefined
+    );
+  }
+
   async reconcile(key: string): Promise<ReconcileResult> {
     const svc = this.deps.services.get(parseRefKey(key));
     const claim = svc && serviceClaim(svc, this.deps.address);

@@ -39,6 +39,11 @@ export interface Reconciler {
   writeAll?(): Promise<number>;
   /** The Redis routes its resources back now: a rebuild's sweep removes routes no one backs. */
   liveRoutes?(): Iterable<string>;
+  /**
+   * Whether the resource a route's `source` names is one of its own that still exists (in its
+   * cache): a rebuild whose reconciles did not all settle leaves such routes to their reconciles.
+   */
+  backs?(source: string): boolean;
   /** Removes entries of its kind that no resource backs (after a rebuild's reconciles settled). */
   sweepStale?(): Promise<number>;
 }

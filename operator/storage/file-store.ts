@@ -2,8 +2,9 @@ import { createReadStream } from 'node:fs';
 import { open, readFile, readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
-import { TollgateError } from '../../common/errors.js';
-import type { ObjectStore, StoredObject } from './object-store.js';
+import { isTollgateError, TollgateError } from '../../common/errors.js';
+import { fileTooLarge, folderTooLarge } from './limits.js';
+import { MAX_LISTED_OBJECTS, MAX_TEXT_BYTES, type ObjectStore, type StoredObject } from './object-store.js';
 
 const errno = (e: unknown) => (e as NodeJS.ErrnoException | undefined)?.code;
 
@@ -22,6 +23,7 @@ export class FileStore implements ObjectStore {
       throw this.mapError(e, '');
     }
     const files = entries.filter((e) => e.isFile());
+    if (files.length > MAX_LISTED_OBJECTS) throw folderTooLarge(this.uri);
     return Promise.all(
       files.map(async (e) => {
         const full = path.join(e.parentPath, e.name);
@@ -33,9 +35,11 @@ export class FileStore implements ObjectStore {
 
   async readText(rel: string): Promise<string> {
     try {
-      return await readFile(this.resolve(rel), 'utf8');
+      const full = this.resolve(rel);
+      if ((await stat(full)).size > MAX_TEXT_BYTES) throw fileTooLarge(`${this.uri}/${rel}`);
+      return await readFile(full, 'utf8');
     } catch (e) {
-      throw this.mapError(e, rel);
+      throw isTollgateError(e) ? e : this.mapError(e, rel);
     }
   }
 

@@ -1,8 +1,15 @@
 import type { S3Client } from '@aws-sdk/client-s3';
 import { GetObjectCommand, ListObjectsV2Command, S3ServiceException } from '@aws-sdk/client-s3';
 import type { Readable } from 'node:stream';
-import { TollgateError } from '../../common/errors.js';
-import type { ObjectStore, StoredObject } from './object-store.js';
+import { isTollgateError, TollgateError } from '../../common/errors.js';
+import { folderTooLarge, fileTooLarge } from './limits.js';
+import {
+  MAX_LISTED_OBJECTS,
+  MAX_LISTED_PAGES,
+  MAX_TEXT_BYTES,
+  type ObjectStore,
+  type StoredObject,
+} from './object-store.js';
 
 const ACCESS_DENIED = new Set([
   'AccessDenied',
@@ -23,9 +30,11 @@ export class S3Store implements ObjectStore {
     this.uri = `s3://${bucket}/${prefix}`;
   }
 
-  async list(): Promise<StoredObject[]> {
+  async list(signal?: AbortSignal): Promise<StoredObject[]> {
     const out: StoredObject[] = [];
     let token: string | undefined;
+    let listed = 0;
+    let pages = 0;
     do {
       let page;
       try {
@@ -35,10 +44,15 @@ export class S3Store implements ObjectStore {
             Prefix: this.prefix,
             ...(token ? { ContinuationToken: token } : {}),
           }),
+          signal ? { abortSignal: signal } : {},
         );
       } catch (e) {
         throw this.mapError(e, '');
       }
+      // Counted as listed, not as kept; and pages too: a store answering pages of nothing must end.
+      listed += page.Contents?.length ?? 0;
+      pages += 1;
+      if (listed > MAX_LISTED_OBJECTS || pages > MAX_LISTED_PAGES) throw folderTooLarge(this.uri);
       for (const o of page.Contents ?? []) {
         // Console-made "folders" are zero-byte keys ending in '/': not files.
         if (!o.Key || o.Key.endsWith('/')) continue;
@@ -49,10 +63,20 @@ export class S3Store implements ObjectStore {
     return out;
   }
 
-  async readText(path: string): Promise<string> {
-    const body = await this.openRead(path);
+  async readText(path: string, signal?: AbortSignal): Promise<string> {
+    const body = await this.openRead(path, undefined, signal);
     const chunks: Buffer[] = [];
-    for await (const chunk of body) chunks.push(chunk as Buffer);
+    let size = 0;
+    try {
+      for await (const chunk of body) {
+        size += (chunk as Buffer).length;
+        if (size > MAX_TEXT_BYTES) throw fileTooLarge(this.uri + path);
+        chunks.push(chunk as Buffer);
+      }
+    } catch (e) {
+      body.destroy();
+      throw isTollgateError(e) ? e : this.mapError(e, path);
+    }
     return Buffer.concat(chunks).toString('utf8');
   }
 

@@ -601,7 +601,10 @@ describe.each(stores)('management API over HTTP (keys on %s)', (label, openStore
       });
       expectError(latin1, 415, 'unsupported_media_type');
       expect(latin1.body.error).toContain('UTF-8');
-      const compress = await call('POST', '/apikeys', { raw: key, headers: { 'content-encoding': 'compress' } });
+      const compress = await call('POST', '/apikeys', {
+        raw: key,
+        headers: { 'content-encoding': 'compress' },
+      });
       expectError(compress, 415, 'unsupported_media_type');
       expect(compress.body.error).toContain('Content-Encoding');
       const notGzip = await call('POST', '/apikeys', { raw: key, headers: { 'content-encoding': 'gzip' } });

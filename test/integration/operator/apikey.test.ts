@@ -1,3 +1,5 @@
+import type { AddressInfo, Socket } from 'node:net';
+import { createServer } from 'node:net';
 import { Redis } from 'ioredis';
 import { keyChangeTag, redisChannels, redisKeys } from '../../../common/redis/schema.js';
 import type { OperatorManager } from '../../../operator/manager.js';
@@ -294,4 +296,63 @@ describe('ApiKey index, workflow routes, restarts and Redis loss', () => {
     const deployments = await c.apps.listNamespacedDeployment({ namespace: ns });
     expect(deployments.items.map((d) => d.metadata?.name)).toEqual(['model-flush']);
   });
+
+  test('a Model whose store never answers holds no one: the rebuild still ends, sweeps a dead route and marks the index', async () => {
+    // A team's "object store": takes connections and requests, and never answers a byte.
+    const held: Socket[] = [];
+    const hostile = createServer((socket) => {
+      held.push(socket);
+      socket.on('error', () => undefined);
+      socket.resume();
+    });
+    await new Promise<void>((resolve) => hostile.listen(0, '127.0.0.1', resolve));
+    try {
+      await operator!.stop();
+      operator = undefined;
+      const port = (hostile.address() as AddressInfo).port;
+      await c.core.createNamespacedSecret({
+        namespace: ns,
+        body: {
+          metadata: { name: 'silent-s3' },
+          stringData: {
+            AWS_ACCESS_KEY_ID: 'team',
+            AWS_SECRET_ACCESS_KEY: 'team-secret',
+            AWS_ENDPOINT_URL: `http://127.0.0.1:${port}`,
+          },
+        },
+      });
+      for (const name of ['model-silent-a', 'model-silent-b'])
+        await createModel(c, ns, name, {
+          storageUri: `s3://silent/${name}`,
+          credentials: { secretName: 'silent-s3' },
+        });
+      // A Service routed before the operator stopped, deleted while it was down.
+      await new RouteWriter(client, await testSealer()).put(redisKeys.bdaRoute('gone', 'svc'), {
+        url: 'http://10.96.0.77:80',
+        source: `service/${ns}/gone`,
+      });
+      await client.del(redisKeys.indexMarker);
+
+      const started = Date.now();
+      operator = startOperator(c, ns, redisUrl);
+      await operator.start();
+      await operator.synced();
+      // The rebuild waited its 15 s for the stuck checks, no longer.
+      expect(Date.now() - started).toBeLessThan(40_000);
+      expect(held.length).toBeGreaterThan(0);
+      expect(await client.get(redisKeys.bdaRoute('gone', 'svc'))).toBeNull();
+      expect(await client.get(redisKeys.indexMarker)).toMatch(/^\d{4}-/);
+      expect(await client.get(redisKeys.modelRoute('model-flush'))).not.toBeNull();
+      // The check gives up on the silent store (its deadline), closing what it opened: a
+      // stuck check would hold its connection, and a worker, for good.
+      await eventually(
+        async () => held.some((socket) => socket.destroyed || socket.readableEnded),
+        'the operator giving up on the silent store',
+        45_000,
+      );
+    } finally {
+      for (const socket of held) socket.destroy();
+      await new Promise((resolve) => hostile.close(resolve));
+    }
+  }, 120_000);
 });

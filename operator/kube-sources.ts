@@ -43,6 +43,8 @@ export function kubeSources(
     namespace?: string;
     /** Lets Models read file:// folders and loopback stores: tests only (see KubeSecretCredentials). */
     sameMachine?: boolean;
+    /** The operator's own namespace, where Models name only Secrets labelled for them. */
+    ownNamespace?: string;
   },
 ): OperatorSources {
   // A custom resource's informer source; objects that do not match the kind's schema are left out.
@@ -95,7 +97,10 @@ export function kubeSources(
     serviceAddress: clusterServiceAddress,
     runtime: new KubeRuntimeDriver(kc, { pullerImage: opts.pullerImage }, log, opts.namespace),
     events: new KubeEventRecorder(kc, log),
-    credentials: new KubeSecretCredentials(kc, { sameMachine: opts.sameMachine ?? false }),
+    credentials: new KubeSecretCredentials(kc, {
+      sameMachine: opts.sameMachine ?? false,
+      ...(opts.ownNamespace === undefined ? {} : { ownNamespace: opts.ownNamespace }),
+    }),
   };
 }
 

@@ -150,6 +150,7 @@ export function register(program: Command): void {
         () =>
           kubeSources(kc, log, {
             pullerImage: flags.pullerImage,
+            ownNamespace,
             ...(flags.namespace ? { namespace: flags.namespace } : {}),
           }),
         {

@@ -30,3 +30,6 @@ export const RUNTIME_ANNOTATION = 'tollgate.dev/runtime';
  * and the central gateway hands the sidecar a signed grant with each call.
  */
 export const SIDECAR_ANNOTATION = 'tollgate.dev/sidecar';
+
+/** On a Secret in Tollgate's own namespace: the Models there (made through the platform API) may name it. */
+export const MODEL_CREDENTIALS_LABEL = 'tollgate.dev/model-credentials';

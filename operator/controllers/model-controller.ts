@@ -83,6 +83,7 @@ const USER_STORAGE_ERRORS: Record<string, string> = {
   access_denied: 'AccessDenied',
   credentials_not_found: 'CredentialsNotFound',
   credentials_required: 'CredentialsRequired',
+  credentials_not_allowed: 'CredentialsNotAllowed',
   storage_not_allowed: 'StorageNotAllowed',
   invalid_storage_uri: 'InvalidStorageUri',
   object_vanished: 'ObjectVanished',

@@ -2,7 +2,8 @@ import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { isApiStatus } from '../../common/kube/custom-objects.js';
-import { TollgateError } from '../../common/errors.js';
+import { isTollgateError, TollgateError } from '../../common/errors.js';
+import { MODEL_CREDENTIALS_LABEL } from '../../common/resources/labels.js';
 import { internalAddress } from '../../common/net/internal-address.js';
 import type { Env } from '../../common/storage/s3-client.js';
 import { parseStorageUri } from '../../common/storage/storage-uri.js';
@@ -40,7 +41,15 @@ export class KubeSecretCredentials implements CredentialsResolver {
 
   constructor(
     kc: KubeConfig,
-    private readonly opts: { sameMachine?: boolean } = {},
+    private readonly opts: {
+      sameMachine?: boolean;
+      /**
+       * Tollgate's own namespace, where the platform API puts the Models it makes: it also holds
+       * Tollgate's Secrets (Redis passwords, the audit store's keys), so a Model there may name only
+       * a Secret an administrator labelled MODEL_CREDENTIALS_LABEL=true.
+       */
+      ownNamespace?: string;
+    } = {},
   ) {
     this.api = kc.makeApiClient(CoreV1Api);
     this.refusedAddress = opts.sameMachine ? undefined : internalAddress;
@@ -64,8 +73,20 @@ export class KubeSecretCredentials implements CredentialsResolver {
     }
     let data: Record<string, string>;
     try {
-      data = (await this.api.readNamespacedSecret({ namespace, name: secretName })).data ?? {};
+      const secret = await this.api.readNamespacedSecret({ namespace, name: secretName });
+      if (
+        namespace === this.opts.ownNamespace &&
+        secret.metadata?.labels?.[MODEL_CREDENTIALS_LABEL] !== 'true'
+      ) {
+        throw new TollgateError(
+          'credentials_not_allowed',
+          `the Secret "${secretName}" is in Tollgate's own namespace "${namespace}", where a Model may name only a Secret an administrator labelled ${MODEL_CREDENTIALS_LABEL}=true; ask one to label it, or to make another`,
+          { field: 'credentials.secretName' },
+        );
+      }
+      data = secret.data ?? {};
     } catch (e) {
+      if (isTollgateError(e)) throw e;
       if (isApiStatus(e, 404)) {
         throw new TollgateError(
           'credentials_not_found',

@@ -347,7 +347,8 @@ export async function storageSecret(c: ClusterInfo, ns: string, s3: MinioInfo): 
   await applyDoc(c, {
     apiVersion: 'v1',
     kind: 'Secret',
-    metadata: { name: 'minio', namespace: ns },
+    // Labelled for Models: in Tollgate's own namespace they may name no other Secret.
+    metadata: { name: 'minio', namespace: ns, labels: { 'tollgate.dev/model-credentials': 'true' } },
     stringData: {
       AWS_ACCESS_KEY_ID: s3.accessKeyId,
       AWS_SECRET_ACCESS_KEY: s3.secretAccessKey,

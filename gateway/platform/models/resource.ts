@@ -230,6 +230,14 @@ async function update(
   // workflow's owner may, whether the change keeps, moves or detaches it.
   await checkWorkflow(deps, grant, current.spec.workflow);
   if (spec.workflow !== current.spec.workflow) await checkWorkflow(deps, grant, spec.workflow);
+  // A model's name is where its callers send their data: only the user who made it may point it
+  // at other files. One made outside this API (kubectl, GitOps) is changed where it was made.
+  if (current.metadata.annotations?.[OWNER_KEY] !== grant.owner) {
+    throw new TollgateError(
+      'model_not_owned',
+      `model "${name}" was made by another user, or outside the platform API; only the user who made it changes it here`,
+    );
+  }
   const updated = await deps.store.update(name, {
     spec,
     ...(body.metadata?.labels === undefined ? {} : { labels: body.metadata.labels }),

@@ -422,6 +422,22 @@ describe.each([
     expect((await call('GET', `${PATH}/model-big`, keys.viewer as string)).status).toBe(404);
   });
 
+  it('lets only the user who made a model change it: another editor cannot re-point its name', async () => {
+    // model-iris serves no workflow: no workflow owner to ask, but it is still alice's.
+    for (const spec of [
+      { storageUri: 's3://models/evil' },
+      { storageUri: 's3://models/evil', replicas: 0 },
+    ]) {
+      const hijack = await call('PUT', `${PATH}/model-iris`, keys.bobEditor as string, { spec });
+      expect([hijack.status, hijack.json.code]).toEqual([403, 'model_not_owned']);
+      expect(hijack.json.error).toBe(
+        'model "model-iris" was made by another user, or outside the platform API; only the user who made it changes it here',
+      );
+    }
+    const kept = await call('GET', `${PATH}/model-iris`, keys.viewer as string);
+    expect((kept.json.spec as Model['spec']).storageUri).not.toBe('s3://models/evil');
+  });
+
   it("attaches a model only to a workflow of the key's owner", async () => {
     const mine = await call('POST', PATH, keys.editor as string, {
       metadata: { name: 'model-scorer' },

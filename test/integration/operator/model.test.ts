@@ -649,6 +649,42 @@ describe('Model reconciler on a real API server', () => {
     });
   });
 
+  test('in Tollgate’s own namespace a Model names only a Secret an administrator labelled for Models', async () => {
+    // As the platform API's Models live: beside Tollgate's own Secrets (Redis passwords, audit keys).
+    const credentials = new KubeSecretCredentials(c.kc, { ownNamespace: ns });
+    const stringData = {
+      AWS_ACCESS_KEY_ID: 'k',
+      AWS_SECRET_ACCESS_KEY: 's',
+      AWS_ENDPOINT_URL: 'http://10.96.0.21:9000',
+    };
+    await c.core.createNamespacedSecret({
+      namespace: ns,
+      body: { metadata: { name: 'own-audit' }, stringData },
+    });
+    await expect(credentials.envFor(ns, 'own-audit', 's3://bucket/x')).rejects.toMatchObject({
+      code: 'credentials_not_allowed',
+      message: expect.stringContaining('labelled tollgate.dev/model-credentials=true'),
+    });
+    await c.core.createNamespacedSecret({
+      namespace: ns,
+      body: {
+        metadata: { name: 'own-models', labels: { 'tollgate.dev/model-credentials': 'true' } },
+        stringData,
+      },
+    });
+    await expect(credentials.envFor(ns, 'own-models', 's3://bucket/x')).resolves.toMatchObject({
+      AWS_ENDPOINT_URL: 'http://10.96.0.21:9000',
+    });
+    // Any other namespace's Models name their own namespace's Secrets, labelled or not.
+    await expect(
+      new KubeSecretCredentials(c.kc, { ownNamespace: 'tollgate-system' }).envFor(
+        ns,
+        'own-audit',
+        's3://bucket/x',
+      ),
+    ).resolves.toMatchObject({ AWS_ACCESS_KEY_ID: 'k' });
+  });
+
   test('a store’s name is checked again at every connection: one re-pointed at the operator’s machine reaches nothing', async () => {
     // A name that passed the check may resolve elsewhere when the operator connects (DNS
     // rebinding); `localhost` resolving to loopback stands for it, with a real MinIO listening there.

@@ -33,6 +33,7 @@ interface OperatorFlags {
   webhookConfig: string;
   webhookCerts: string;
   webhookCertValidity: string;
+  webhookExcludeNamespaces: string;
   sidecarRedisUrl?: string;
 }
 
@@ -110,6 +111,11 @@ export function register(program: Command): void {
       'self',
     )
     .option('--webhook-cert-validity <duration>', 'validity of the certificates the operator issues', '90d')
+    .option(
+      '--webhook-exclude-namespaces <list>',
+      'comma-separated namespaces the webhook configuration leaves out, besides its own: a review naming one is refused',
+      '',
+    )
     .option(
       '--sidecar-redis-url <url>',
       'Redis URL injected sidecars use (an ACL user with the sidecar rules; may name $(TOLLGATE_REDIS_PASSWORD)); without it, no pod is injected',
@@ -194,6 +200,7 @@ export function register(program: Command): void {
                 : {}),
               credentials: sidecarCredentials(process.env) ?? {},
               signingKey: stored,
+              excludedNamespaces: flags.webhookExcludeNamespaces.split(',').filter((n) => n !== ''),
               certificates: {
                 namespace: ownNamespace,
                 secret: flags.webhookSecret,

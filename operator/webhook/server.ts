@@ -44,6 +44,12 @@ export class WebhookServer {
      */
     private readonly workflowRefusal: (workflow: string, namespace: string) => string | undefined = () =>
       undefined,
+    /**
+     * Namespaces the webhook configuration leaves out (Tollgate's own, the system's): the API
+     * server never sends their pods, so a review naming one was written by someone else (the port
+     * takes any caller), and is refused before anything is made there.
+     */
+    private readonly excluded: ReadonlySet<string> = new Set(),
   ) {}
 
   /** Starts serving with these certificates, or swaps them in for new connections. */
@@ -100,6 +106,9 @@ export class WebhookServer {
     if (plan.kind === 'inject' && plan.workflow !== undefined && operation !== 'UPDATE') {
       const refusal = this.workflowRefusal(plan.workflow, podNamespace);
       if (refusal !== undefined) plan = { kind: 'refuse', reason: refusal };
+    }
+    if (this.excluded.has(podNamespace)) {
+      plan = { kind: 'refuse', reason: `namespace "${podNamespace}" is not guarded by this webhook` };
     }
     if (plan.kind === 'inject' && dryRun !== true) {
       try {

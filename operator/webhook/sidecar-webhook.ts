@@ -28,6 +28,8 @@ export interface SidecarWebhookConfig {
   signingKey: StoredKey;
   /** Where its serving certificates live, and whether it issues and rotates them (self) or only loads them. */
   certificates: Omit<CertificateKeeperOptions, 'checkMs'>;
+  /** Namespaces the webhook configuration leaves out, besides its own (certificates.namespace). */
+  excludedNamespaces?: readonly string[];
 }
 
 /**
@@ -61,6 +63,7 @@ export class SidecarWebhook implements Runnable {
     // Service reconciler still routes nothing the record does not admit.
     const admission = new WorkflowAdmission(workflowRecords(kc, log));
     this.records = admission.watch(() => []);
+    const excluded = new Set([config.certificates.namespace, ...(config.excludedNamespaces ?? [])]);
     this.server = new WebhookServer(
       config.port,
       {
@@ -78,6 +81,7 @@ export class SidecarWebhook implements Runnable {
         const admitted = admission.admit(workflow, namespace);
         return admitted.admitted ? undefined : admitted.message;
       },
+      excluded,
     );
     this.certificates = new CertificateKeeper(
       kc,

@@ -21,6 +21,7 @@ describe('the sidecar webhook reads the Workflow records', () => {
   let ca: string;
   let records: ReturnType<WorkflowAdmission['watch']>;
   const workflow = uniqueWorkflow('wh');
+  const credentialsMadeIn: string[] = [];
 
   beforeAll(async () => {
     c = await cluster();
@@ -34,11 +35,14 @@ describe('the sidecar webhook reads the Workflow records', () => {
       { image: 'tollgate:test', redisUrl: 'redis://127.0.0.1:1', trustedKeys: '{"keys":[]}' },
       createLogger('webhook', 'silent'),
       new OperatorMetrics(),
-      async () => undefined,
+      async (ns) => {
+        credentialsMadeIn.push(ns);
+      },
       (wf, ns) => {
         const a = admission.admit(wf, ns);
         return a.admitted ? undefined : a.message;
       },
+      new Set(['tollgate-system', 'kube-system']),
     );
     const certs = issueWebhookCertificates({ service: 'localhost', namespace: 'x', validityMs: 3_600_000 });
     ca = certs.ca;
@@ -98,6 +102,21 @@ describe('the sidecar webhook reads the Workflow records', () => {
     expect(answer.allowed).toBe(false);
     expect(answer.status?.message).toContain(`allows workflow '${workflow}' to be served from team-a`);
     expect(answer.status?.message).toContain("not from namespace 'team-mallory'");
+  });
+
+  it('refuses a review naming a namespace its configuration leaves out: one the API server never sends, so forged', async () => {
+    // The webhook's port takes any caller in the cluster; the API server's reviews never name these.
+    for (const ns of ['kube-system', 'tollgate-system']) {
+      const answer = await admit(review(ns, workflow));
+      expect([ns, answer.allowed, answer.status?.message]).toEqual([
+        ns,
+        false,
+        `namespace "${ns}" is not guarded by this webhook`,
+      ]);
+    }
+    expect(credentialsMadeIn).not.toContain('kube-system');
+    expect(credentialsMadeIn).not.toContain('tollgate-system');
+    expect(credentialsMadeIn).toContain('team-a');
   });
 
   it('refuses a workflow that has no record, saying who creates one', async () => {

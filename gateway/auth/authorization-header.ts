@@ -1,3 +1,4 @@
+import type { IncomingMessage } from 'node:http';
 import { parseKey } from '../../common/apikey/format.js';
 import { TollgateError, type ErrorCode } from '../../common/errors.js';
 import type { Module } from '../../common/resources/grant.js';
@@ -19,6 +20,23 @@ export interface PresentedKey {
   key: string;
   /** The module the key's prefix names; the index entry is still authoritative. */
   module: Module;
+}
+
+/**
+ * The request's one Authorization header. Node keeps the first of several, and a proxy in front
+ * may keep another: two are refused, so no two hops ever read different keys from one request.
+ */
+export function authorizationOf(req: IncomingMessage): string | undefined {
+  const raw = req.rawHeaders;
+  let seen = 0;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i] as string;
+    if (name.length === 13 && name.toLowerCase() === 'authorization') seen++;
+  }
+  if (seen > 1) {
+    fail('malformed_authorization', `the request carries ${seen} Authorization headers: ${HOW}, once`);
+  }
+  return req.headers.authorization;
 }
 
 export function parseAuthorizationHeader(header: string | undefined): PresentedKey {

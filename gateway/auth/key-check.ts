@@ -6,7 +6,7 @@ import type { Logger } from '../../common/logger.js';
 import { keyChangeTag, redisChannels, redisKeys } from '../../common/redis/schema.js';
 import { keyGrantSchema, parseStored, type KeyGrant } from '../../common/resources/grant.js';
 import { InvalidatedCache, type CacheInvalidation } from '../invalidation.js';
-import { parseAuthorizationHeader } from './authorization-header.js';
+import { authorizationOf, parseAuthorizationHeader } from './authorization-header.js';
 import { indexRebuilding, redisUnavailable } from '../../common/redis/unavailable.js';
 import { CidrAllowlist } from '../../common/net/cidr.js';
 import { clientAddress, NO_PROXIES, type ProxyTrust } from '../http/client-address.js';
@@ -58,7 +58,7 @@ export class KeyChecker {
    * address outside the key's allowlist) or a 503 (Redis) TollgateError.
    */
   check(req: IncomingMessage): Promise<KeyGrant> | KeyGrant {
-    const { key } = parseAuthorizationHeader(req.headers.authorization);
+    const { key } = parseAuthorizationHeader(authorizationOf(req));
     const hash = hashKey(key);
     // A cached grant is only trusted while the command connection is up too: when Redis is down,
     // nothing passes.

@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { TollgateError } from '../../common/errors.js';
+import { refuseEncodedBody } from '../http/content-encoding.js';
 
 /** What the V2 endpoints share on the wire: their refusals, JSON answers and body checks. */
 
@@ -36,6 +37,7 @@ export function sendJson(res: ServerResponse, status: number, body: unknown): vo
  * may also say it is bytes.
  */
 export function checkContentType(req: IncomingMessage, binary = false): void {
+  refuseEncodedBody(req);
   const declared = req.headers['content-type'];
   if (declared === undefined) return;
   const type = declared.split(';')[0]?.trim().toLowerCase() ?? '';

@@ -1,4 +1,5 @@
 import type { IncomingMessage } from 'node:http';
+import { isTollgateError, TollgateError } from '../../common/errors.js';
 import { bodyTooLarge } from '../http/errors.js';
 
 /**
@@ -10,10 +11,18 @@ export async function readBody(req: IncomingMessage, limit: number): Promise<Buf
   if (declared !== undefined && Number(declared) > limit) throw bodyTooLarge(limit);
   const chunks: Buffer[] = [];
   let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > limit) throw bodyTooLarge(limit);
-    chunks.push(chunk);
+  try {
+    for await (const chunk of req as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      if (size > limit) throw bodyTooLarge(limit);
+      chunks.push(chunk);
+    }
+  } catch (err) {
+    // A client gone mid-body is its own doing, not the gateway's failure (nor the model's).
+    if (isTollgateError(err)) throw err;
+    throw new TollgateError('bad_request', 'the client closed the connection before the body was sent', {
+      cause: err,
+    });
   }
   return chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size);
 }

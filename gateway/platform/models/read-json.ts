@@ -1,5 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import { TollgateError } from '../../../common/errors.js';
+import { refuseEncodedBody } from '../../http/content-encoding.js';
 
 /**
  * Reads a JSON request body on the raw (non-Express) path, refusing a wrong media type (415), a
@@ -14,6 +15,7 @@ export async function readJsonBody(req: IncomingMessage, limit: number): Promise
       'send the model as JSON with "Content-Type: application/json"',
     );
   }
+  refuseEncodedBody(req);
   const tooLarge = () =>
     new TollgateError('body_too_large', `the request body is larger than ${limit} bytes`, {
       field: 'body',

@@ -1,3 +1,4 @@
+import { gzipSync } from 'node:zlib';
 import { execFile } from 'node:child_process';
 import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -507,6 +508,23 @@ describe('the checklist, answered by the gateway before the runtime', () => {
       'content-type': 'application/json; charset=utf-8',
     });
     expect(charset.status).toBe(200);
+  });
+
+  test('a compressed body is 415 naming Content-Encoding, not "invalid JSON"', async () => {
+    const body = gzipSync(JSON.stringify(features([1, 4], [1, 2, 3, 4])));
+    const a = await send(base, '/v2/models/model-iris/infer', {
+      method: 'POST',
+      headers: { ...apikey(keys.platform), 'content-type': 'application/json', 'content-encoding': 'gzip' },
+      body,
+    });
+    expect([a.status, a.json.code, a.json.field]).toEqual([
+      415,
+      'unsupported_media_type',
+      'content-encoding',
+    ]);
+    expect(a.json.error).toBe(
+      'the body is sent with Content-Encoding: "gzip"; send it uncompressed, as the gateway checks it before it goes on',
+    );
   });
 
   test('the body limit applies to V2', async () => {

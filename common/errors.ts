@@ -5,7 +5,7 @@
  * a condition message. A code is added here before anything can throw it.
  */
 export type ErrorStatus =
-  400 | 401 | 403 | 404 | 405 | 408 | 409 | 413 | 415 | 422 | 429 | 431 | 500 | 502 | 503 | 504;
+  400 | 401 | 403 | 404 | 405 | 408 | 409 | 413 | 415 | 417 | 422 | 429 | 431 | 500 | 502 | 503 | 504;
 
 export const ERROR_STATUS = {
   // 400
@@ -124,6 +124,8 @@ export const ERROR_STATUS = {
   body_too_large: 413,
   // 415
   unsupported_media_type: 415,
+  // 417
+  expectation_failed: 417,
   // 429
   rate_limited: 429,
   credits_exhausted: 429,

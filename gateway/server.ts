@@ -49,10 +49,18 @@ export function createHttpServer(
       requestTimeout: 0,
       // How often Node checks the head bound: its default (30 s) would make a 10 s bound 40 s.
       connectionsCheckingInterval: 1_000,
+      // Node would answer a missing Host with an empty 400: checked below, answered as every error is.
+      requireHostHeader: false,
     },
     (req, res) => {
       // Draining: this answer is the connection's last, so its client reconnects elsewhere.
       if (draining) res.setHeader('connection', 'close');
+      if (req.headers.host === undefined && req.httpVersion === '1.1') {
+        res.setHeader('connection', 'close');
+        s.metrics.request('none', sendError(res, missingHost(), s.log).status, 'none');
+        req.resume();
+        return;
+      }
       boundBody(req, res, s);
       let path: NormalisedPath;
       try {
@@ -64,6 +72,28 @@ export function createHttpServer(
       dispatch(req, res, path);
     },
   );
+
+  // An expectation other than 100-continue: Node would answer an empty 417.
+  server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
+    res.setHeader('connection', 'close');
+    const expect = JSON.stringify((req.headers.expect ?? '').slice(0, 40));
+    const err = new TollgateError(
+      'expectation_failed',
+      `the gateway meets no expectation but 100-continue (Expect: ${expect}); send "Expect: 100-continue" or none`,
+    );
+    s.metrics.request('none', sendError(res, err, s.log).status, 'none');
+    req.resume();
+  });
+  // CONNECT: not a forward proxy. Without a listener Node would drop the connection unanswered.
+  server.on('connect', (_req: IncomingMessage, socket: Socket) => {
+    const err = new TollgateError(
+      'method_not_allowed',
+      'CONNECT is not served: the gateway is no forward proxy',
+    );
+    s.metrics.request('none', err.status, 'none');
+    socket.on('error', () => socket.destroy());
+    socket.end(rawErrorResponse(err, 'Method Not Allowed'));
+  });
 
   // Errors found before a request exists (head too large, not HTTP) are answered on the socket.
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
@@ -222,3 +252,9 @@ function closeGracefully(server: Server, timeoutMs: number): Promise<void> {
     server.closeIdleConnections();
   });
 }
+
+const missingHost = (): TollgateError =>
+  new TollgateError(
+    'bad_request',
+    'an HTTP/1.1 request needs a Host header; add "Host: <the gateway\'s name>"',
+  );

@@ -57,6 +57,8 @@ export class IndexKeeper implements Runnable {
   };
   private connectedBefore = false;
   private resyncPending = false;
+  /** The last rebuild swept only routes whose resource is gone: the rest wait for a settled moment. */
+  private sweepPending = false;
   /** An index check is waiting on Redis: the next tick does not pile another on it. */
   private checking = false;
 
@@ -91,6 +93,7 @@ export class IndexKeeper implements Runnable {
       if (!resync) {
         const built = await this.markerExists();
         // Built; or no answer, and the reconnect it forced resyncs once Redis is back.
+        if (built === true && this.sweepPending) await this.sweepOnceSettled();
         if (built !== false) return;
       }
     } catch {
@@ -105,6 +108,21 @@ export class IndexKeeper implements Runnable {
         'the Redis index is missing (flushed or restarted empty); rebuilding it from the resources',
       );
     this.rebuilding = this.rebuild().finally(() => (this.rebuilding = undefined));
+  }
+
+  /**
+   * The full sweep a rebuild left (some reconciles failed or ran on): done once every controller
+   * is idle and none is failing, so routes their resources no longer hold (a Service relabelled
+   * while the operator was down) do not outlive the failure.
+   */
+  private async sweepOnceSettled(): Promise<void> {
+    if (!this.controllers.every((c) => c.queue.busy === 0 && c.failing === 0)) return;
+    await sweepStaleRoutes(this.redis, this.verifier, this.opts.namespace, this.liveRoutes());
+    this.sweepPending = false;
+  }
+
+  private liveRoutes(): string[] {
+    return this.controllers.flatMap((c) => [...(c.reconciler.liveRoutes?.() ?? [])]);
   }
 
   /**
@@ -189,7 +207,8 @@ export class IndexKeeper implements Runnable {
     // A route missing from liveRoutes() may belong to a reconcile that failed (or hangs) and will
     // be retried: sweeping it would cut traffic to a ready model. So then only routes whose
     // resource is gone are swept; the rest are their resources' reconciles' to keep or remove.
-    // Never postponed: one failing resource must not keep a deleted Service's route alive.
+    // Never postponed: one failing resource must not keep a deleted Service's route alive. The
+    // full sweep follows once nothing fails (sweepOnceSettled).
     if (!clean)
       this.opts.log.warn(
         'some reconciles are failing or still running; routes of resources that still exist are left to them',
@@ -200,9 +219,10 @@ export class IndexKeeper implements Runnable {
         this.redis,
         this.verifier,
         this.opts.namespace,
-        this.controllers.flatMap((c) => [...(c.reconciler.liveRoutes?.() ?? [])]),
+        this.liveRoutes(),
         clean ? undefined : backed,
       );
+      this.sweepPending = !clean;
       for (const c of this.controllers) await c.reconciler.sweepStale?.();
       const marked = await this.redis.eval(
         MARK_BUILT,

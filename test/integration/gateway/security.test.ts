@@ -295,6 +295,37 @@ describe('gateway security', () => {
       expect(upstream.seen).toEqual([]);
     });
 
+    it('answers what Node would answer bare (no Host, an unknown expectation, CONNECT) as every error: JSON with a code', async () => {
+      const cases: Array<[string, string, string, string]> = [
+        [
+          `GET /events/bda/${wfA}/svc/x HTTP/1.1\r\nAuthorization: Apikey ${bdaA}\r\n\r\n`,
+          '400',
+          'bad_request',
+          'needs a Host header',
+        ],
+        [
+          `POST /events/bda/${wfA}/svc/x HTTP/1.1\r\nHost: t\r\nAuthorization: Apikey ${bdaA}\r\nExpect: 200-ok\r\nContent-Length: 2\r\n\r\n{}`,
+          '417',
+          'expectation_failed',
+          'no expectation but 100-continue',
+        ],
+        [
+          'CONNECT upstream.example:443 HTTP/1.1\r\nHost: upstream.example:443\r\n\r\n',
+          '405',
+          'method_not_allowed',
+          'no forward proxy',
+        ],
+      ];
+      for (const [request, status, code, says] of cases) {
+        const answer = await rawExchange(request);
+        expect(answer.slice(0, 12)).toBe(`HTTP/1.1 ${status}`);
+        expect(answer).toMatch(/content-type: application\/json/i);
+        expect(answer).toContain(`"code":"${code}"`);
+        expect(answer).toContain(says);
+      }
+      expect(upstream.seen).toEqual([]);
+    });
+
     it('refuses two Authorization headers (a proxy in front may read the other one), sending nothing on', async () => {
       for (const second of ['Authorization: Basic c2VjcmV0', `authorization: Apikey ${bdaA}`]) {
         const answer = await rawExchange(

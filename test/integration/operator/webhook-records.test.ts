@@ -111,7 +111,7 @@ describe('the sidecar webhook reads the Workflow records', () => {
       expect([ns, answer.allowed, answer.status?.message]).toEqual([
         ns,
         false,
-        `namespace "${ns}" is not guarded by this webhook`,
+        `tollgate sidecar: namespace "${ns}" is not guarded by this webhook`,
       ]);
     }
     expect(credentialsMadeIn).not.toContain('kube-system');

@@ -230,12 +230,14 @@ async function update(
   // workflow's owner may, whether the change keeps, moves or detaches it.
   await checkWorkflow(deps, grant, current.spec.workflow);
   if (spec.workflow !== current.spec.workflow) await checkWorkflow(deps, grant, spec.workflow);
-  // A model's name is where its callers send their data: only the user who made it may point it
-  // at other files. One made outside this API (kubectl, GitOps) is changed where it was made.
-  if (current.metadata.annotations?.[OWNER_KEY] !== grant.owner) {
+  // A model's name is where its callers send their data: only the user who made it through this
+  // API may point it at other files. One made outside it (kubectl, a manifest) has no owner here:
+  // the administrator's, which the platform's editor role changes.
+  const owner = current.metadata.annotations?.[OWNER_KEY];
+  if (owner !== undefined && owner !== grant.owner) {
     throw new TollgateError(
       'model_not_owned',
-      `model "${name}" was made by another user, or outside the platform API; only the user who made it changes it here`,
+      `model "${name}" was made by another user; only the user who made it changes it`,
     );
   }
   const updated = await deps.store.update(name, {

@@ -431,7 +431,7 @@ describe.each([
       const hijack = await call('PUT', `${PATH}/model-iris`, keys.bobEditor as string, { spec });
       expect([hijack.status, hijack.json.code]).toEqual([403, 'model_not_owned']);
       expect(hijack.json.error).toBe(
-        'model "model-iris" was made by another user, or outside the platform API; only the user who made it changes it here',
+        'model "model-iris" was made by another user; only the user who made it changes it',
       );
     }
     const kept = await call('GET', `${PATH}/model-iris`, keys.viewer as string);

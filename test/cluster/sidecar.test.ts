@@ -599,52 +599,6 @@ describe('a tenant with the edit role in a namespace of its own', () => {
     }
   });
 
-  it('may not choose a Service’s cluster IP: a freed one, still named by a route, stays the cluster’s to give', async () => {
-    // alice's routed workflow Service: its cluster IP is what the gateway calls.
-    const aliceIp = (
-      await t.kubectl('-n', NS, 'get', 'service', 'scorer', '-o', 'jsonpath={.spec.clusterIP}')
-    ).trim();
-    expect(aliceIp).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
-    const service = (name: string, spec: Record<string, unknown>) =>
-      JSON.stringify({
-        apiVersion: 'v1',
-        kind: 'Service',
-        metadata: { name, namespace: TENANT },
-        spec: { ports: [{ port: 80, targetPort: 8000 }], selector: { app: 'prowler' }, ...spec },
-      });
-    for (const spec of [{ clusterIP: aliceIp }, { clusterIPs: [aliceIp] }]) {
-      const chosen = await tenant(['create', '-f', '-'], service('claim', spec));
-      expect(chosen.ok).toBe(false);
-      expect(chosen.out).toContain('spec.clusterIP and spec.clusterIPs are chosen by the cluster here');
-    }
-    // An alias turned into a Service again may not pick its address either.
-    expect(
-      (
-        await tenant(
-          ['create', '-f', '-'],
-          service('alias', { type: 'ExternalName', externalName: 'example.invalid' }),
-        )
-      ).ok,
-    ).toBe(true);
-    const turned = await tenant([
-      '-n',
-      TENANT,
-      'patch',
-      'service',
-      'alias',
-      '--type=merge',
-      '-p',
-      JSON.stringify({ spec: { type: 'ClusterIP', externalName: null, clusterIP: aliceIp } }),
-    ]);
-    expect(turned.ok).toBe(false);
-    expect(turned.out).toContain('chosen by the cluster here');
-    // Headless and cluster-chosen addresses, as ever; and such a Service is edited as ever.
-    expect((await tenant(['create', '-f', '-'], service('headless', { clusterIP: 'None' }))).ok).toBe(true);
-    expect((await tenant(['create', '-f', '-'], service('plain', {}))).ok).toBe(true);
-    expect((await tenant(['-n', TENANT, 'label', 'service', 'plain', 'team=mallory'])).ok).toBe(true);
-    await tenant(['-n', TENANT, 'delete', 'service', 'alias', 'headless', 'plain']);
-  });
-
   it('may publish Models in its own namespace, but not under a name another namespace serves', async () => {
     expect(await tenant(['-n', TENANT, 'auth', 'can-i', 'create', 'models.tollgate.dev'])).toEqual({
       ok: true,

@@ -128,15 +128,10 @@ describe('helm chart: lint and render', () => {
         'Service/t1-tollgate-redis',
         'ServiceAccount/t1-tollgate-gateway',
         'ServiceAccount/t1-tollgate-operator',
-        'ValidatingAdmissionPolicy/t1-tollgate-chosen-cluster-ip',
-        'ValidatingAdmissionPolicyBinding/t1-tollgate-chosen-cluster-ip',
       ].sort(),
     );
     for (const o of objects.filter(
-      (x) =>
-        !x.kind.startsWith('Cluster') &&
-        !x.kind.startsWith('ValidatingAdmissionPolicy') &&
-        x.kind !== 'MutatingWebhookConfiguration',
+      (x) => !x.kind.startsWith('Cluster') && x.kind !== 'MutatingWebhookConfiguration',
     ))
       expect(o.metadata.namespace).toBe(namespace);
 

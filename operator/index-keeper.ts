@@ -116,14 +116,22 @@ export class IndexKeeper implements Runnable {
    * while the operator was down) do not outlive the failure.
    */
   private async sweepOnceSettled(): Promise<void> {
-    if (!this.controllers.every((c) => c.queue.busy === 0 && c.failing === 0)) return;
-    await sweepStaleRoutes(this.redis, this.verifier, this.opts.namespace, this.liveRoutes());
-    this.sweepPending = false;
+    if (this.controllers.some((c) => c.queue.busy > 0)) return;
+    const failing = this.controllers.some((c) => c.failing > 0);
+    await sweepStaleRoutes(this.redis, this.verifier, this.opts.namespace, this.liveRoutes, this.unsettled);
+    // A resource that fails for good keeps its own routes; every other one's are judged now.
+    this.sweepPending = failing;
   }
 
-  private liveRoutes(): string[] {
-    return this.controllers.flatMap((c) => [...(c.reconciler.liveRoutes?.() ?? [])]);
-  }
+  private readonly liveRoutes = (): string[] =>
+    this.controllers.flatMap((c) => [...(c.reconciler.liveRoutes?.() ?? [])]);
+
+  /** The resource behind a route's source is queued, running or failing: its reconcile decides. */
+  private readonly unsettled = (source: string): boolean =>
+    this.controllers.some((c) => {
+      const key = c.reconciler.keyOf?.(source);
+      return key !== undefined && c.queue.unsettled(key);
+    });
 
   /**
    * Whether the index marker is there; undefined when Redis did not answer in time. A primary lost
@@ -158,6 +166,12 @@ export class IndexKeeper implements Runnable {
    * True when every reconcile settled and none is failing.
    */
   private async settled(): Promise<boolean> {
+    // Every resource is tried once before the index is called whole: one not yet reconciled would
+    // answer "no such service" (404) instead of "retry" (503). Each try is bounded (a store's
+    // check 20 s), so the queues drain; what runs on or fails after that is bounded below.
+    while (!this.stopped && this.controllers.some((c) => c.queue.length > 0)) {
+      await new Promise((r) => setTimeout(r, 100));
+    }
     const deadline = Date.now() + SETTLE_MS;
     for (;;) {
       const idle = await within(
@@ -205,23 +219,16 @@ export class IndexKeeper implements Runnable {
     this.routes.rewriteAll(false);
     if (this.stopped) return;
     // A route missing from liveRoutes() may belong to a reconcile that failed (or hangs) and will
-    // be retried: sweeping it would cut traffic to a ready model. So then only routes whose
-    // resource is gone are swept; the rest are their resources' reconciles' to keep or remove.
-    // Never postponed: one failing resource must not keep a deleted Service's route alive. The
-    // full sweep follows once nothing fails (sweepOnceSettled).
+    // be retried: sweeping it would cut traffic to a ready model. So the routes of a resource not
+    // settled are left to its reconcile, and every other route is judged now: one failing
+    // resource must not keep a deleted Service's route alive. Those left are judged again once
+    // their resources settle (sweepOnceSettled).
     if (!clean)
       this.opts.log.warn(
-        'some reconciles are failing or still running; routes of resources that still exist are left to them',
+        'some reconciles are failing or still running; their resources’ routes are left to them',
       );
-    const backed = (source: string) => this.controllers.some((c) => c.reconciler.backs?.(source) === true);
     try {
-      await sweepStaleRoutes(
-        this.redis,
-        this.verifier,
-        this.opts.namespace,
-        this.liveRoutes(),
-        clean ? undefined : backed,
-      );
+      await sweepStaleRoutes(this.redis, this.verifier, this.opts.namespace, this.liveRoutes, this.unsettled);
       this.sweepPending = !clean;
       for (const c of this.controllers) await c.reconciler.sweepStale?.();
       const marked = await this.redis.eval(

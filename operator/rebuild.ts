@@ -21,7 +21,7 @@ const DELETE_IF_SAME =
 
 /**
  * Removes routes the operator wrote for resources that no longer back them (deleted while the
- * operator was down, or relabelled; only those whose resource is gone, given `stillBacked`), and entries under the route prefix that do not verify (forged
+ * operator was down, or relabelled; not those of a resource whose reconcile is still to settle), and entries under the route prefix that do not verify (forged
  * or corrupt: no gateway follows them). Only routes whose source is a Model or Service of
  * `namespace` (or any, when unscoped) are considered: another operator's routes are left alone.
  */
@@ -29,13 +29,14 @@ export async function sweepStaleRoutes(
   redis: Redis,
   verifier: EntryVerifier,
   namespace: string | undefined,
-  live: readonly string[],
-  /** A route whose source this says is still there is kept (its resource's reconcile decides). */
-  stillBacked?: (source: string) => boolean,
+  /** The routes the reconcilers hold: read again for each batch, as a reconcile may add one meanwhile. */
+  live: () => readonly string[],
+  /** A route whose resource this says is not settled yet is kept (its reconcile decides). */
+  unsettled: (source: string) => boolean = () => false,
 ): Promise<number> {
-  const keep = new Set(live);
   let removed = 0;
   for await (const keys of scan(redis, `${KEY_PREFIX}route:*`)) {
+    const keep = new Set(live());
     const values = await redis.mget(keys);
     for (const [i, key] of keys.entries()) {
       const value = values[i];
@@ -45,7 +46,7 @@ export async function sweepStaleRoutes(
       if (route?.ok === true) {
         const m = /^(model|service)\/([^/]+)\/[^/]+$/.exec(route.value.source ?? '');
         if (!m || (namespace !== undefined && m[2] !== namespace)) continue;
-        if (stillBacked?.(route.value.source!) === true) continue;
+        if (unsettled(route.value.source!)) continue;
       } else if (namespace !== undefined) continue; // perhaps another installation's, with its own key
       removed += (await redis.eval(DELETE_IF_SAME, 1, key, value, redisChannels.routes, key)) as number;
     }

@@ -38,9 +38,14 @@ export function toTollgateError(err: unknown): TollgateError {
       return new TollgateError('bad_request', 'the client closed the connection before the body was sent');
     }
   }
-  // Anything else a body parser refuses as the client's fault (a body that does not inflate, a
-  // length that does not match): the client's 400, not the gateway's 500.
-  if (typeof err === 'object' && err !== null && (err as { expose?: unknown }).expose === true) {
+  // Anything else the body parser refuses as the client's fault (a length that does not match, a
+  // body that does not inflate: zlib's Z_ codes): the client's 400, not the gateway's 500. Only
+  // the body parser's: another 4xx (a file not found) is no fault of the request's body.
+  const parser =
+    typeof err === 'object' &&
+    err !== null &&
+    ('type' in err || /^Z_/.test(String((err as { code?: unknown }).code ?? '')));
+  if (parser && (err as { expose?: unknown }).expose === true) {
     const status = (err as { status?: unknown }).status;
     if (typeof status === 'number' && status >= 400 && status < 500) {
       const message = (err as { message?: unknown }).message;

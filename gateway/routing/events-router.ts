@@ -112,8 +112,8 @@ export class EventsRouter {
       refuseOtherOwner(route.route.owner, grant, workflow);
       const audience =
         route.route.grantAudience === undefined ? {} : { grantAudience: route.route.grantAudience };
-      // A model published as the workflow's service: every POST to it (its inference, versioned or
-      // not) costs the model's price; its other paths cost what any call does.
+      // A model published as the workflow's service: its inference costs the model's price; its
+      // metadata and readiness cost what any call does.
       const isModel = route.route.source?.startsWith('model/') === true;
       const cost = isModel && method === 'POST' ? { cost: this.costs.of(service) } : {};
       // Only a route the operator wrote for a Model (its source says so, and it is sealed): a
@@ -181,14 +181,13 @@ export class EventsRouter {
   }
 }
 
-const MODEL_SERVICE_ENDPOINTS =
-  'GET .../v2/models/<model>[/versions/<version>][/ready] or POST .../v2/models/<model>[/versions/<version>]/infer';
+const MODEL_SERVICE_ENDPOINTS = 'GET .../v2/models/<model>[/ready] or POST .../v2/models/<model>/infer';
 
 /**
  * What a call to a model published as a workflow service may reach: that model's own V2
  * endpoints, nothing else of its runtime (MLServer also answers for other models it holds, and
- * its repository API loads and unloads them). `infer`: the unversioned inference, checked as /v2
- * checks it; `proxy`: the model's metadata, readiness or a version's inference, passed on.
+ * its repository API loads and unloads them). `infer`: its inference, checked as /v2 checks it;
+ * `proxy`: its metadata or readiness, passed on.
  */
 function modelEndpoint(method: string, path: NormalisedPath, service: string): 'infer' | 'proxy' {
   const rest = path.segments.slice(4);
@@ -197,6 +196,14 @@ function modelEndpoint(method: string, path: NormalisedPath, service: string): '
     route = rest[0] === 'v2' ? matchV2(rest) : undefined;
   } catch {
     route = undefined;
+  }
+  if (route !== undefined && 'model' in route && route.model === service && route.version !== undefined) {
+    // The workflow route names the model, not its versions (each is its own runtime): a version is
+    // called where /v2 checks and routes it, with the same key.
+    throw notFound(
+      'unknown_endpoint',
+      `a version of "${service}" is called at /v2/models/${service}/versions/${route.version}/..., with the same key; under its workflow, ${MODEL_SERVICE_ENDPOINTS.replaceAll('<model>', service)}`,
+    );
   }
   if (route === undefined || !('model' in route) || route.model !== service) {
     throw notFound(
@@ -210,7 +217,7 @@ function modelEndpoint(method: string, path: NormalisedPath, service: string): '
       headers: { allow: wanted },
     });
   }
-  return route.endpoint === 'model-infer' && route.version === undefined ? 'infer' : 'proxy';
+  return route.endpoint === 'model-infer' ? 'infer' : 'proxy';
 }
 
 /** The base path, then the raw segments from `from` on, the trailing slash and the query, as sent. */

@@ -528,13 +528,8 @@ export class ModelReconciler implements Reconciler {
     return [...this.routed.values()].flatMap((r) => r.keys);
   }
 
-  backs(source: string): boolean {
-    const [kind, namespace, name] = source.split('/');
-    return (
-      kind === 'model' &&
-      name !== undefined &&
-      this.deps.models.get({ namespace: namespace!, name }) !== undefined
-    );
+  keyOf(source: string): string | undefined {
+    return source.startsWith('model/') ? source.slice(6) : undefined;
   }
 
   private async removeRoutes(ref: ResourceRef, workflow: string | undefined): Promise<void> {

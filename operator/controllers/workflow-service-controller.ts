@@ -157,13 +157,8 @@ export class WorkflowServiceReconciler implements Reconciler {
     return [...this.holders.keys()];
   }
 
-  backs(source: string): boolean {
-    const [kind, namespace, name] = source.split('/');
-    return (
-      kind === 'service' &&
-      name !== undefined &&
-      this.deps.services.get({ namespace: namespace!, name }) !== undefined
-    );
+  keyOf(source: string): string | undefined {
+    return source.startsWith('service/') ? source.slice(8) : undefined;
   }
 
   async reconcile(key: string): Promise<ReconcileResult> {

@@ -39,11 +39,8 @@ export interface Reconciler {
   writeAll?(): Promise<number>;
   /** The Redis routes its resources back now: a rebuild's sweep removes routes no one backs. */
   liveRoutes?(): Iterable<string>;
-  /**
-   * Whether the resource a route's `source` names is one of its own that still exists (in its
-   * cache): a rebuild whose reconciles did not all settle leaves such routes to their reconciles.
-   */
-  backs?(source: string): boolean;
+  /** The queue key of the resource a route's `source` names, if it is one of its kind. */
+  keyOf?(source: string): string | undefined;
   /** Removes entries of its kind that no resource backs (after a rebuild's reconciles settled). */
   sweepStale?(): Promise<number>;
 }

@@ -43,6 +43,11 @@ export class WorkQueue {
     return this.failures.size;
   }
 
+  /** Whether `key` waits, runs, or failed last time (a route of its resource is not yet settled). */
+  unsettled(key: string): boolean {
+    return this.queued.has(key) || this.processing.has(key) || this.failures.has(key);
+  }
+
   add(key: string): void {
     if (this.shuttingDown) return;
     if (this.processing.has(key)) {

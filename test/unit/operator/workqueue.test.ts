@@ -69,6 +69,29 @@ describe('work queue', () => {
     }
   });
 
+  test('a key is unsettled while queued, in flight, or failed; settled once it succeeded', async () => {
+    jest.useFakeTimers();
+    try {
+      const q = new WorkQueue({ baseDelayMs: 10 });
+      expect(q.unsettled('ns/a')).toBe(false);
+      q.add('ns/a');
+      expect(q.unsettled('ns/a')).toBe(true);
+      const key = (await q.get()) as string;
+      expect(q.unsettled(key)).toBe(true);
+      q.addRateLimited(key);
+      q.done(key);
+      // Failed, waiting for its retry: its routes are still its reconcile's to judge.
+      expect([q.busy, q.unsettled(key)]).toEqual([0, true]);
+      jest.advanceTimersByTime(10);
+      await q.get();
+      q.forget(key);
+      q.done(key);
+      expect(q.unsettled(key)).toBe(false);
+    } finally {
+      jest.useRealTimers();
+    }
+  });
+
   test('shutDown releases waiting workers and drops later adds', async () => {
     const q = new WorkQueue();
     const waiting = q.get();

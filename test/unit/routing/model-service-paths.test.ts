@@ -41,19 +41,28 @@ const refusal = (method: string, url: string): TollgateError => {
 };
 
 describe('a model published as a workflow service', () => {
-  it('checks its inference as /v2 does, and passes on its own metadata, readiness and versions', () => {
+  it('checks its inference as /v2 does, and passes on its own metadata and readiness', () => {
     expect(resolve('POST', '/events/bda/wf/model-fraud/v2/models/model-fraud/infer')).toMatchObject({
       inference: { model: 'model-fraud', workflow: 'wf' },
     });
-    for (const [method, path] of [
-      ['GET', '/v2/models/model-fraud'],
-      ['GET', '/v2/models/model-fraud/ready'],
-      ['GET', '/v2/models/model-fraud/versions/v2/ready'],
-      ['POST', '/v2/models/model-fraud/versions/v2/infer'],
-    ] as const) {
-      expect(resolve(method, `/events/bda/wf/model-fraud${path}?x=1`)).toMatchObject({
+    for (const path of ['/v2/models/model-fraud', '/v2/models/model-fraud/ready']) {
+      expect(resolve('GET', `/events/bda/wf/model-fraud${path}?x=1`)).toMatchObject({
         proxy: { origin: 'http://10.0.0.1:8080', path: `${path}?x=1` },
       });
+    }
+  });
+
+  it('sends a version’s calls to /v2, which routes them to that version’s runtime', () => {
+    for (const [method, path] of [
+      ['POST', '/v2/models/model-fraud/versions/v2/infer'],
+      ['GET', '/v2/models/model-fraud/versions/v2/ready'],
+      ['GET', '/v2/models/model-fraud/versions/v2'],
+    ] as const) {
+      const err = refusal(method, `/events/bda/wf/model-fraud${path}`);
+      expect([err.status, err.code]).toEqual([404, 'unknown_endpoint']);
+      expect(err.message).toMatch(
+        /^a version of "model-fraud" is called at \/v2\/models\/model-fraud\/versions\/v2\/\.\.\., with the same key/,
+      );
     }
   });
 

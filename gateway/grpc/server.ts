@@ -462,6 +462,14 @@ export class GrpcGateway {
     body: { payload: Buffer; headers: Record<string, string> } | undefined,
     listener: (req: IncomingMessage, res: ServerResponse) => void,
   ): Promise<RestAnswer> {
+    // Two keys in one call: refused, as REST refuses two Authorization headers.
+    const keys = ex.metadata.get('authorization').length;
+    if (keys > 1) {
+      throw new TollgateError(
+        'malformed_authorization',
+        `the call carries ${keys} authorization entries: send "authorization: Apikey <key>", once`,
+      );
+    }
     const headers: Record<string, string> = { 'user-agent': 'grpc', ...body?.headers };
     for (const name of PASSED) {
       const [value] = ex.metadata.get(name);

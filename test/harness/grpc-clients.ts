@@ -76,12 +76,11 @@ export class InferenceClient {
   call(
     method: string,
     request: Record<string, unknown>,
-    headers: Record<string, string | string[]>,
+    headers: Record<string, string>,
   ): Promise<GrpcResult> {
     return new Promise((resolve) => {
       const metadata = new Metadata();
-      for (const [k, v] of Object.entries(headers))
-        for (const one of Array.isArray(v) ? v : [v]) metadata.add(k, one);
+      for (const [k, v] of Object.entries(headers)) metadata.set(k, v);
       let header: Metadata | undefined;
       const done = (error: ServiceError | null, value: Record<string, unknown>): void =>
         resolve({ ...(error ? { error } : { value }), ...(header ? { header } : {}) });

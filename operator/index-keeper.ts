@@ -10,6 +10,8 @@ import { sweepStaleRoutes } from './rebuild.js';
 
 /** How long a rebuild waits for failed reconciles to succeed on retry before it sweeps. */
 const SETTLE_MS = 15_000;
+/** How often a sweep left to later is tried again while some resource still fails. */
+const SWEEP_AGAIN_MS = 30_000;
 /** How long the periodic index check waits for Redis before it takes the connection for dead. */
 const INDEX_CHECK_TIMEOUT_MS = 2_000;
 
@@ -57,8 +59,9 @@ export class IndexKeeper implements Runnable {
   };
   private connectedBefore = false;
   private resyncPending = false;
-  /** The last rebuild swept only routes whose resource is gone: the rest wait for a settled moment. */
+  /** The last sweep left the routes of unsettled resources: they are judged again later. */
   private sweepPending = false;
+  private sweptAt = 0;
   /** An index check is waiting on Redis: the next tick does not pile another on it. */
   private checking = false;
 
@@ -111,12 +114,15 @@ export class IndexKeeper implements Runnable {
   }
 
   /**
-   * The full sweep a rebuild left (some reconciles failed or ran on): done once every controller
-   * is idle and none is failing, so routes their resources no longer hold (a Service relabelled
-   * while the operator was down) do not outlive the failure.
+   * The sweep a rebuild left to later (some reconciles failed or ran on), while the queues are
+   * idle: the routes of resources that have settled since are judged, so one a resource no longer
+   * holds (a Service relabelled while the operator was down) does not outlive another's failure.
+   * At most every SWEEP_AGAIN_MS: each is a SCAN of every route.
    */
   private async sweepOnceSettled(): Promise<void> {
     if (this.controllers.some((c) => c.queue.busy > 0)) return;
+    if (Date.now() - this.sweptAt < SWEEP_AGAIN_MS) return;
+    this.sweptAt = Date.now();
     const failing = this.controllers.some((c) => c.failing > 0);
     await sweepStaleRoutes(this.redis, this.verifier, this.opts.namespace, this.liveRoutes, this.unsettled);
     // A resource that fails for good keeps its own routes; every other one's are judged now.
@@ -230,6 +236,7 @@ export class IndexKeeper implements Runnable {
     try {
       await sweepStaleRoutes(this.redis, this.verifier, this.opts.namespace, this.liveRoutes, this.unsettled);
       this.sweepPending = !clean;
+      this.sweptAt = Date.now();
       for (const c of this.controllers) await c.reconciler.sweepStale?.();
       const marked = await this.redis.eval(
         MARK_BUILT,

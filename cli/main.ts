@@ -18,6 +18,7 @@ const commands: Record<string, () => Promise<{ register: (p: Command) => void }>
   sidecar: () => import('./commands/sidecar.js'),
   token: () => import('./commands/token.js'),
   route: () => import('./commands/route.js'),
+  'release-services': () => import('./commands/release-services.js'),
   dev: () => import('./commands/dev.js'),
 };
 

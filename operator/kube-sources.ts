@@ -34,6 +34,7 @@ import type { WorkloadOptions } from './serving/model-workload.js';
 import { KubeCustomResourceSource, KubeLabelledSource } from './framework/kube-source.js';
 import type { Resource } from './framework/resource-source.js';
 import { KubeSecretCredentials } from './storage/credentials.js';
+import { KubeRouteHold } from './workflows/route-hold.js';
 
 /** The Kubernetes side of the seam: informers, Deployments, core Events, credentials Secrets. */
 export function kubeSources(
@@ -94,6 +95,7 @@ export function kubeSources(
     ),
     // Cluster-scoped: read across namespaces even by an operator that watches one.
     workflows: workflowRecords(kc, log),
+    routeHold: new KubeRouteHold(kc),
     serviceAddress: clusterServiceAddress,
     runtime: new KubeRuntimeDriver(kc, { pullerImage: opts.pullerImage }, log, opts.namespace),
     events: new KubeEventRecorder(kc, log),

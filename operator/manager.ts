@@ -43,6 +43,7 @@ import type { CredentialsResolver } from './storage/credentials.js';
 import type { StoredKey } from '../common/crypto/key-file.js';
 import { EntrySealer, EntryVerifier } from '../common/redis/sealed-entry.js';
 import type { ModelGateway } from '../common/resources/model.js';
+import type { RouteHold } from './workflows/route-hold.js';
 
 export interface OperatorSources {
   models: ResourceSource<Model>;
@@ -50,6 +51,8 @@ export interface OperatorSources {
   /** Identities: their limits go into the index entries of their keys. */
   identities: WatchedSource<IdentityResource>;
   services: WatchedSource<WorkflowService>;
+  /** Keeps a routed Service's cluster IP until its route is gone (a finalizer; none in standalone). */
+  routeHold: RouteHold;
   /** Workflow records: a workflow's owner and the namespaces that may serve it (never labels). */
   workflows: WatchedSource<Workflow>;
   /** Where a workflow Service's route goes: its cluster DNS name, or standalone's URL annotation. */

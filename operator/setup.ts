@@ -67,6 +67,7 @@ export function setupTerm({ sources, redis, sealer, verifier, routes, signingKey
       services: sources.services,
       workflows,
       routes,
+      hold: sources.routeHold,
       address: sources.serviceAddress,
       events: sources.events,
       log,

@@ -20,6 +20,10 @@ export interface WorkflowService {
     uid?: string;
     /** Which of two Services claiming one workflow service came first (a Date from the informer). */
     creationTimestamp?: string | Date;
+    /** Set while a finalizer holds a deleted Service (operator/workflows/route-hold.ts). */
+    deletionTimestamp?: string | Date;
+    finalizers?: string[];
+    resourceVersion?: string;
     labels?: Record<string, string>;
     annotations?: Record<string, string>;
   };

@@ -15,6 +15,7 @@ import { parseRefKey, refKey, type ResourceRef, type WatchedSource } from '../fr
 import type { EventRecorder } from '../events.js';
 import { creationOrder } from '../../common/resources/claim-order.js';
 import type { WorkflowAdmission } from '../workflows/workflow-admission.js';
+import { carriesRouteFinalizer, type RouteHold } from '../workflows/route-hold.js';
 import type { ReconcileResult, Reconciler, Watches } from '../framework/controller.js';
 
 export const WORKFLOW_SELECTOR = `${WORKFLOW_LABEL},${SERVICE_LABEL}`;
@@ -116,7 +117,8 @@ const refOf = (svc: WorkflowService): ResourceRef => ({
  * Labelled workflow Services → bda routes, admitted by the Workflow records. A Service's labels
  * only ask: its workflow's record must allow its namespace, and of the Services that claim one
  * workflow service the oldest holds the route (the Gateway API's conflict rule). A refused
- * Service is told why, on an Event and a log line, once per reason.
+ * Service is told why, on an Event and a log line, once per reason. A routed Service carries the
+ * route finalizer, taken off only once no route names its cluster IP (workflows/route-hold.ts).
  */
 export class WorkflowServiceReconciler implements Reconciler {
   readonly name = 'workflow-service';
@@ -126,6 +128,8 @@ export class WorkflowServiceReconciler implements Reconciler {
   private readonly holders = new Map<string, string>();
   /** Why each refused Service was refused, last told: told again only when it changes. */
   private readonly told = new Map<string, string>();
+  /** Services that left the cache still carrying the route finalizer: it is taken off next. */
+  private readonly releasing = new Set<string>();
 
   readonly watches: Watches<WorkflowService>;
 
@@ -134,6 +138,7 @@ export class WorkflowServiceReconciler implements Reconciler {
       services: WatchedSource<WorkflowService>;
       workflows: WorkflowAdmission;
       routes: Pick<RouteWriter, 'put' | 'remove'>;
+      hold: RouteHold;
       address: ServiceAddress;
       events: EventRecorder;
       log: Logger;
@@ -150,6 +155,7 @@ export class WorkflowServiceReconciler implements Reconciler {
   noteDeleted(ref: ResourceRef, svc: WorkflowService | undefined): void {
     const claim = svc && serviceClaim(svc, this.deps.address);
     if (claim && !this.claims.has(refKey(ref))) this.claims.set(refKey(ref), claim.key);
+    if (svc && carriesRouteFinalizer(svc)) this.releasing.add(refKey(ref));
   }
 
   /** The route keys this controller currently holds. */
@@ -163,23 +169,34 @@ export class WorkflowServiceReconciler implements Reconciler {
 
   async reconcile(key: string): Promise<ReconcileResult> {
     const svc = this.deps.services.get(parseRefKey(key));
-    const claim = svc && serviceClaim(svc, this.deps.address);
+    // What its labels and address ask for. One being deleted still asks (its route is taken back
+    // by the settling, also after a restart), but is given nothing.
+    const asked = svc && serviceClaim(svc, this.deps.address);
+    const claim = svc?.metadata.deletionTimestamp ? undefined : asked;
     const previous = this.claims.get(key);
     if (claim) this.claims.set(key, claim.key);
     else this.claims.delete(key);
-    if (svc && !claim) {
+    if (svc && !asked) {
       if (claimedIds(svc) !== undefined) await this.refuse(svc, 'NoAddress', this.deps.address.missing);
       else this.deps.log.warn({ service: key }, 'workflow Service has no valid ids to route by');
     }
     if (!svc) this.told.delete(key);
     // The route this Service asks for, and the one it asked for before: both may change hands.
-    if (previous !== undefined && previous !== claim?.key) await this.settle(previous);
-    if (claim) await this.settle(claim.key);
+    const released = new Set<string>();
+    for (const routeKey of new Set([previous, asked?.key]))
+      if (routeKey !== undefined) for (const r of await this.settle(routeKey)) released.add(r);
+    // Its address is let go only now that no route of its own names it.
+    const unrouted = svc ? claim === undefined && carriesRouteFinalizer(svc) : this.releasing.has(key);
+    if (unrouted && !released.has(key)) await this.deps.hold.release(parseRefKey(key));
+    this.releasing.delete(key);
     return undefined;
   }
 
-  /** Gives a route key to the oldest admitted Service claiming it, or removes it if none is. */
-  private async settle(routeKey: string): Promise<void> {
+  /**
+   * Gives a route key to the oldest admitted Service claiming it, or removes it if none is; then
+   * takes the route finalizer off the other claimants. Resolves with the Services released.
+   */
+  private async settle(routeKey: string): Promise<Set<string>> {
     const claimants = this.deps.services
       .list()
       .map((svc) => ({ svc, claim: serviceClaim(svc, this.deps.address) }))
@@ -187,6 +204,8 @@ export class WorkflowServiceReconciler implements Reconciler {
       .sort((a, b) => creationOrder(a.svc, b.svc));
     let holder: { svc: WorkflowService; claim: ServiceClaim; owner: string } | undefined;
     for (const { svc, claim } of claimants) {
+      // Leaving: its route is taken back below, before its finalizer.
+      if (svc.metadata.deletionTimestamp) continue;
       const admission = this.deps.workflows.admit(claim.workflow, refOf(svc).namespace);
       if (!admission.admitted) {
         await this.refuse(svc, admission.reason, admission.message);
@@ -197,7 +216,8 @@ export class WorkflowServiceReconciler implements Reconciler {
           'RouteClaimedByOlderService',
           `Service ${by} claimed workflow '${claim.workflow}' service '${claim.service}' first and keeps its route; label this Service with another tollgate.dev/service, or delete ${by}`,
         );
-      } else {
+      } else if (await this.deps.hold.hold(svc)) {
+        // Held before it is routed: deleted from now on, its address stays until the route goes.
         holder = { svc, claim, owner: admission.owner };
       }
     }
@@ -209,19 +229,26 @@ export class WorkflowServiceReconciler implements Reconciler {
       if (before !== undefined) sources.add(serviceSource(parseRefKey(before)));
       for (const source of sources) await this.deps.routes.remove(routeKey, source);
       this.holders.delete(routeKey);
-      return;
+    } else {
+      await this.deps.routes.put(routeKey, workflowRoute(holder.svc, holder.claim, holder.owner));
+      const key = refKey(refOf(holder.svc));
+      this.holders.set(routeKey, key);
+      if (this.told.delete(key)) {
+        await this.tell(
+          holder.svc,
+          'Normal',
+          'Routed',
+          `routed as workflow '${holder.claim.workflow}' service '${holder.claim.service}'`,
+        );
+      }
     }
-    await this.deps.routes.put(routeKey, workflowRoute(holder.svc, holder.claim, holder.owner));
-    const key = refKey(refOf(holder.svc));
-    this.holders.set(routeKey, key);
-    if (this.told.delete(key)) {
-      await this.tell(
-        holder.svc,
-        'Normal',
-        'Routed',
-        `routed as workflow '${holder.claim.workflow}' service '${holder.claim.service}'`,
-      );
+    const released = new Set<string>();
+    for (const { svc } of claimants) {
+      if (svc === holder?.svc || !carriesRouteFinalizer(svc)) continue;
+      await this.deps.hold.release(refOf(svc));
+      released.add(refKey(refOf(svc)));
     }
+    return released;
   }
 
   private async refuse(svc: WorkflowService, reason: string, message: string): Promise<void> {

@@ -687,6 +687,70 @@ describe('a tenant with the edit role in a namespace of its own', () => {
     expect(relabelled.out).toMatch(/denied/);
     expect(await dial(redisHost, 6379)).toEqual(blocked);
   });
+
+  it('cannot take the cluster IP of alice’s Service deleted while no operator runs, nor the calls routed to it', async () => {
+    const own = await createKey(t, 'alice', { module: 'bda', roles: [WORKFLOW] });
+    const ledger = `${t.gateway}/events/bda/${WORKFLOW}/ledger/entry`;
+    await applyDoc(t.c, {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: {
+        name: 'ledger',
+        namespace: NS,
+        labels: { 'tollgate.dev/workflow': WORKFLOW, 'tollgate.dev/service': 'ledger' },
+      },
+      spec: { selector: { app: 'plain' }, ports: [{ name: 'http', port: 80, targetPort: 8000 }] },
+    });
+    const svc = async () =>
+      (await t.kubectl('-n', NS, 'get', 'service', 'ledger', '--ignore-not-found', '-o', 'json')).trim();
+    const held = await eventually('the route finalizer on alice’s routed Service', async () => {
+      const s = JSON.parse((await svc()) || '{}') as {
+        metadata?: { finalizers?: string[] };
+        spec?: { clusterIP?: string };
+      };
+      return s.metadata?.finalizers?.includes('tollgate.dev/route') ? s : undefined;
+    });
+    const ip = held.spec?.clusterIP ?? '';
+    expect(ip).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
+    await eventually('alice’s ledger route', async () => {
+      const r = await call(ledger, { headers: apikey(own.key) });
+      return r.status === 200 ? true : undefined;
+    });
+
+    const operator = `deploy/${RELEASE}-operator`;
+    const replicas = (
+      await t.kubectl('-n', NAMESPACE, 'get', operator, '-o', 'jsonpath={.spec.replicas}')
+    ).trim();
+    await t.kubectl('-n', NAMESPACE, 'scale', operator, '--replicas=0');
+    await eventually('no operator pod', async () =>
+      (await podNames(t, NAMESPACE, 'app.kubernetes.io/component=operator')).length === 0 ? true : undefined,
+    );
+    const thief = (name: string) =>
+      tenant(['-n', TENANT, 'create', 'service', 'clusterip', name, '--tcp=80:8000', `--clusterip=${ip}`]);
+    try {
+      await t.kubectl('-n', NS, 'delete', 'service', 'ledger', '--wait=false');
+      // Deleted, but kept with its address while its route stands: the tenant may not have it.
+      expect(
+        (JSON.parse(await svc()) as { metadata: { deletionTimestamp?: string } }).metadata.deletionTimestamp,
+      ).toBeDefined();
+      const refused = await thief('thief');
+      expect(refused.ok).toBe(false);
+      expect(refused.out).toMatch(/already allocated/);
+      const still = await call(ledger, { headers: apikey(own.key) });
+      expect([still.status, still.body['path']]).toEqual([200, '/entry']);
+    } finally {
+      await t.kubectl('-n', NAMESPACE, 'scale', operator, `--replicas=${replicas}`);
+    }
+    // The operator back: the route goes first, then the Service and its address.
+    await eventually('alice’s deleted Service gone', async () => ((await svc()) === '' ? true : undefined));
+    const gone = await call(ledger, { headers: apikey(own.key) });
+    expect(gone.status).toBe(404);
+    // The address was let go, not leaked; whoever takes it now is routed nothing.
+    expect((await thief('thief')).ok).toBe(true);
+    const after = await call(ledger, { headers: apikey(own.key) });
+    expect(after.status).toBe(404);
+    await t.kubectl('-n', NAMESPACE, 'rollout', 'status', operator, '--timeout=180s');
+  });
 });
 
 describe('faults', () => {

@@ -133,9 +133,7 @@ export async function installTollgate(extraSets: string[] = []): Promise<Install
     cleanup: async (...namespaces) => {
       // Both carry the operator's finalizers: deleted while it still runs to take them off.
       await kubectl('delete', 'models,apikeys', '--all', '--all-namespaces', '--wait', '--timeout=120s');
-      if (namespaces.length > 0) {
-        await kubectl('delete', 'namespace', ...namespaces, '--ignore-not-found', '--wait', '--timeout=180s');
-      }
+      // Routed Services keep the operator's route finalizer: the chart's uninstall hook takes it off.
       await run(join(binDir, 'helm'), [
         '--kubeconfig',
         c.kubeconfig,
@@ -147,6 +145,22 @@ export async function installTollgate(extraSets: string[] = []): Promise<Install
         '--timeout',
         '3m',
       ]);
+      const kept = (
+        await kubectl(
+          'get',
+          'services',
+          '--all-namespaces',
+          '-o',
+          'jsonpath={range .items[*]}{.metadata.namespace}/{.metadata.name} {.metadata.finalizers}{"\\n"}{end}',
+        )
+      )
+        .split('\n')
+        .filter((l) => l.includes('tollgate.dev/route'));
+      if (kept.length > 0)
+        throw new Error(`uninstalled, yet Services keep the route finalizer: ${kept.join('; ')}`);
+      if (namespaces.length > 0) {
+        await kubectl('delete', 'namespace', ...namespaces, '--ignore-not-found', '--wait', '--timeout=180s');
+      }
       await kubectl('delete', 'namespace', NAMESPACE, '--wait', '--timeout=180s');
       await rm(idpDir, { recursive: true, force: true });
     },

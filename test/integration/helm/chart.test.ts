@@ -128,8 +128,19 @@ describe('helm chart: lint and render', () => {
         'Service/t1-tollgate-redis',
         'ServiceAccount/t1-tollgate-gateway',
         'ServiceAccount/t1-tollgate-operator',
+        // After an uninstall: the route finalizer taken off every Service (a post-delete hook).
+        'ClusterRole/t1-tollgate-release-services',
+        'ClusterRoleBinding/t1-tollgate-release-services',
+        'Job/t1-tollgate-release-services',
+        'ServiceAccount/t1-tollgate-release-services',
       ].sort(),
     );
+    for (const o of objects.filter((x) => x.metadata.name === 't1-tollgate-release-services'))
+      expect([o.kind, o.metadata.annotations?.['helm.sh/hook']]).toEqual([o.kind, 'post-delete']);
+    const hookJob = find(objects, 'Job', 't1-tollgate-release-services') as unknown as {
+      spec: { template: { spec: { containers: Container[] } } };
+    };
+    expect(hookJob.spec.template.spec.containers[0]?.args).toEqual(['release-services']);
     for (const o of objects.filter(
       (x) => !x.kind.startsWith('Cluster') && x.kind !== 'MutatingWebhookConfiguration',
     ))
@@ -714,6 +725,11 @@ describe('helm chart: accepted by a real kube-apiserver', () => {
         ['gateway', 'patch', 'models.tollgate.dev/status', 'no'],
         ['gateway', 'get', 'secrets', 'no'],
         ['gateway', 'create', 'deployments.apps', 'no'],
+        // The uninstall hook: Services' finalizers, nothing else.
+        ['release-services', 'patch', 'services', 'yes'],
+        ['release-services', 'delete', 'services', 'no'],
+        ['release-services', 'get', 'secrets', 'no'],
+        ['release-services', 'patch', 'deployments.apps', 'no'],
       ];
       for (const [sa, verb, resource, expected, ns] of cases) {
         expect([sa, verb, resource, ns ?? '', await can(sa, verb, resource, ns)]).toEqual([

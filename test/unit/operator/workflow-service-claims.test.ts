@@ -9,6 +9,7 @@ import {
   WorkflowServiceReconciler,
 } from '../../../operator/controllers/workflow-service-controller.js';
 import { WorkflowAdmission } from '../../../operator/workflows/workflow-admission.js';
+import { ROUTE_FINALIZER, type RouteHold } from '../../../operator/workflows/route-hold.js';
 
 /** A watched set held in memory: what an informer's cache holds, changed by the test. */
 class Held<T extends { metadata: { name: string; namespace?: string } }> implements WatchedSource<T> {
@@ -66,12 +67,49 @@ describe('workflow service claims (the operator’s admission and conflict rules
   let routes: Map<string, Route>;
   let events: string[];
   let reconciler: WorkflowServiceReconciler;
+  /** Route writes and finalizer changes, in the order they reached Redis and the API server. */
+  let journal: string[];
+  /** What the API server says: which Services are being deleted, which carry the finalizer. */
+  let server: { deleting: Set<string>; held: Set<string> };
+
+  /** As the API server does: no finalizer added to a Service gone or being deleted. */
+  const hold: RouteHold = {
+    hold: (svc) => {
+      const key = `${svc.metadata.namespace ?? ''}/${svc.metadata.name}`;
+      if (!services.items.has(key) || server.deleting.has(key)) return Promise.resolve(false);
+      if (!server.held.has(key)) journal.push(`hold ${key}`);
+      server.held.add(key);
+      return Promise.resolve(true);
+    },
+    release: (ref) => {
+      if (server.held.delete(refKey(ref))) journal.push(`release ${refKey(ref)}`);
+      return Promise.resolve();
+    },
+  };
+
+  /** The informer's copy catching up with the server's finalizers. */
+  const refresh = () => {
+    for (const [key, svc] of services.items) {
+      const finalizers = server.held.has(key) ? [ROUTE_FINALIZER] : [];
+      services.items.set(key, { ...svc, metadata: { ...svc.metadata, finalizers } });
+    }
+  };
+  /** `kubectl delete`: with the finalizer on, the Service stays, marked, until it comes off. */
+  const markDeleted = (ns: string, name: string) => {
+    const key = `${ns}/${name}`;
+    server.deleting.add(key);
+    const svc = services.items.get(key);
+    if (svc)
+      services.put({ ...svc, metadata: { ...svc.metadata, deletionTimestamp: '2026-03-01T00:00:00Z' } });
+  };
 
   beforeEach(async () => {
     services = new Held();
     workflows = new Held();
     routes = new Map();
     events = [];
+    journal = [];
+    server = { deleting: new Set(), held: new Set() };
     const recorder: EventRecorder = {
       record: (obj, type, reason) => {
         events.push(`${obj.metadata.namespace ?? ''}/${obj.metadata.name} ${type} ${reason}`);
@@ -83,6 +121,8 @@ describe('workflow service claims (the operator’s admission and conflict rules
       workflows: new WorkflowAdmission(workflows),
       routes: {
         put: (key, route) => {
+          if (JSON.stringify(routes.get(key)) !== JSON.stringify(route))
+            journal.push(`put ${route.source ?? ''}`);
           routes.set(key, route);
           return Promise.resolve(true);
         },
@@ -92,14 +132,19 @@ describe('workflow service claims (the operator’s admission and conflict rules
           if (had === undefined || (source !== undefined && had.source !== source))
             return Promise.resolve(false);
           routes.delete(key);
+          journal.push(`remove ${had.source ?? ''}`);
           return Promise.resolve(true);
         },
       },
+      hold,
       address: clusterServiceAddress,
       events: recorder,
       log: createLogger('claims-test', 'silent'),
     });
     await reconciler.watches.owns?.[0]?.start(() => undefined);
+    await services.start((ref, gone) => {
+      if (gone) reconciler.watches.onDeleted?.(ref, gone);
+    });
   });
   const reconcile = (ns: string, name: string) => reconciler.reconcile(`${ns}/${name}`);
 
@@ -158,5 +203,100 @@ describe('workflow service claims (the operator’s admission and conflict rules
     await reconcile('team-a', 'scorer');
     expect(routes.size).toBe(0);
     expect(reconciler.liveRoutes()).toEqual([]);
+  });
+
+  describe('the route finalizer (a deleted Service keeps its cluster IP until no route names it)', () => {
+    beforeEach(() => workflows.put(record(['team-a', 'team-b'])));
+
+    it('goes on before the route is written, and comes off only after the route is gone', async () => {
+      services.put(service('team-a', 'scorer', '2026-01-02T00:00:00Z'));
+      await reconcile('team-a', 'scorer');
+      expect(journal).toEqual(['hold team-a/scorer', 'put service/team-a/scorer']);
+      refresh();
+      // Reconciled again: nothing changes.
+      await reconcile('team-a', 'scorer');
+      expect(journal).toHaveLength(2);
+
+      markDeleted('team-a', 'scorer');
+      await reconcile('team-a', 'scorer');
+      expect(journal.slice(2)).toEqual(['remove service/team-a/scorer', 'release team-a/scorer']);
+      expect(routes.size).toBe(0);
+      expect(reconciler.liveRoutes()).toEqual([]);
+    });
+
+    it('the next claimant takes the route over from one being deleted, which is released after', async () => {
+      services.put(service('team-a', 'older', '2026-01-02T00:00:00Z'));
+      services.put(service('team-b', 'newer', '2026-01-03T00:00:00Z'));
+      await reconcile('team-a', 'older');
+      await reconcile('team-b', 'newer');
+      refresh();
+      expect(journal).toEqual(['hold team-a/older', 'put service/team-a/older']);
+
+      markDeleted('team-a', 'older');
+      await reconcile('team-a', 'older');
+      expect(journal.slice(2)).toEqual([
+        'hold team-b/newer',
+        'put service/team-b/newer',
+        'release team-a/older',
+      ]);
+      expect(routes.get(KEY)?.source).toBe('service/team-b/newer');
+    });
+
+    it('after a restart, a Service deleted meanwhile has its route taken back before its finalizer', async () => {
+      services.put(service('team-a', 'scorer', '2026-01-02T00:00:00Z'));
+      await reconcile('team-a', 'scorer');
+      refresh();
+      markDeleted('team-a', 'scorer');
+      // A new operator process: it never wrote this route and knows no claim.
+      const restarted = new WorkflowServiceReconciler({
+        services,
+        workflows: new WorkflowAdmission(workflows),
+        routes: {
+          put: () => Promise.reject(new Error('nothing is routed')),
+          remove: (key, source) => {
+            if (routes.get(key)?.source !== source) return Promise.resolve(false);
+            routes.delete(key);
+            journal.push(`remove ${source ?? ''}`);
+            return Promise.resolve(true);
+          },
+        },
+        hold,
+        address: clusterServiceAddress,
+        events: { record: () => Promise.resolve() },
+        log: createLogger('claims-test', 'silent'),
+      });
+      await restarted.watches.owns?.[0]?.start(() => undefined);
+      await restarted.reconcile('team-a/scorer');
+      expect(journal.slice(2)).toEqual(['remove service/team-a/scorer', 'release team-a/scorer']);
+      expect(routes.size).toBe(0);
+    });
+
+    it('a Service whose labels come off, or whose namespace the record drops, is released once unrouted', async () => {
+      services.put(service('team-a', 'scorer', '2026-01-02T00:00:00Z'));
+      await reconcile('team-a', 'scorer');
+      refresh();
+      // Its labels taken off: it leaves the informer's view (a deletion to the watch).
+      services.delete({ namespace: 'team-a', name: 'scorer' });
+      await reconcile('team-a', 'scorer');
+      expect(journal.slice(2)).toEqual(['remove service/team-a/scorer', 'release team-a/scorer']);
+
+      services.put(service('team-b', 'scorer', '2026-01-05T00:00:00Z'));
+      await reconcile('team-b', 'scorer');
+      refresh();
+      expect(journal.slice(4)).toEqual(['hold team-b/scorer', 'put service/team-b/scorer']);
+      workflows.put(record(['team-a']));
+      await reconcile('team-b', 'scorer');
+      expect(journal.slice(6)).toEqual(['remove service/team-b/scorer', 'release team-b/scorer']);
+      expect(events.at(-1)).toBe('team-b/scorer Warning NamespaceNotAllowed');
+    });
+
+    it('a Service the API server already deletes gets no route; the next claimant does', async () => {
+      services.put(service('team-a', 'older', '2026-01-02T00:00:00Z'));
+      services.put(service('team-b', 'newer', '2026-01-03T00:00:00Z'));
+      // Deleted before the informer said so: the finalizer cannot be added.
+      server.deleting.add('team-a/older');
+      await reconcile('team-a', 'older');
+      expect(journal).toEqual(['hold team-b/newer', 'put service/team-b/newer']);
+    });
   });
 });

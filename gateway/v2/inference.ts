@@ -12,7 +12,7 @@ import { SHADOW_MAX_BYTES, ShadowTraffic, type ServedCall } from './shadow/shado
 import type { GatewayServices } from '../services.js';
 import { workflowRuntime } from './activation.js';
 import { BINARY_EXPANSION, decodeBinaryRequest, encodeBinaryResponse } from './binary-tensors.js';
-import { decoded } from './content-coding.js';
+import { decoded } from './answer-decoding.js';
 import { checkContentType, readLimited } from './http.js';
 import { readBody } from './read-body.js';
 import { RuntimeClient } from './runtime-client.js';
@@ -277,8 +277,7 @@ export class Inference {
     req: IncomingMessage,
     captured: Captured | undefined,
   ): Promise<{ raw: Buffer; binaryHeader: string | undefined }> {
-    const declared = req.headers['inference-header-content-length'];
-    const binaryHeader = Array.isArray(declared) ? declared.join(',') : declared;
+    const binaryHeader = headerValue(req.headers['inference-header-content-length']);
     checkContentType(req, binaryHeader !== undefined);
     const raw = await readBody(req, this.s.config.bodyLimitBytes);
     if (captured !== undefined) captured.request = raw;
@@ -469,7 +468,7 @@ async function sendBinaryOutputs(
   return 200;
 }
 
-/** A response header's one value (undici gives a repeated header as an array). */
+/** A header's one value (Node and undici give a repeated header as an array). */
 function headerValue(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value.join(',') : value;
 }

@@ -21,6 +21,7 @@ import {
   ConflictError,
   parseRefKey,
   refKey,
+  sourceKey,
   type ResourceRef,
   type ResourceSource,
 } from '../framework/resource-source.js';
@@ -529,7 +530,7 @@ export class ModelReconciler implements Reconciler {
   }
 
   keyOf(source: string): string | undefined {
-    return source.startsWith('model/') ? source.slice(6) : undefined;
+    return sourceKey('model', source);
   }
 
   private async removeRoutes(ref: ResourceRef, workflow: string | undefined): Promise<void> {

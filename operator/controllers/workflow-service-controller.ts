@@ -11,7 +11,13 @@ import { redisKeys } from '../../common/redis/schema.js';
 import { grantAudience, routeSchema, type Route } from '../../common/resources/grant.js';
 import { WORKFLOW_ID_PATTERN, type WorkflowService } from '../../common/resources/workflow-service.js';
 import type { RouteWriter } from '../../common/routes/workflow-routes.js';
-import { parseRefKey, refKey, type ResourceRef, type WatchedSource } from '../framework/resource-source.js';
+import {
+  parseRefKey,
+  refKey,
+  sourceKey,
+  type ResourceRef,
+  type WatchedSource,
+} from '../framework/resource-source.js';
 import type { EventRecorder } from '../events.js';
 import { creationOrder } from '../../common/resources/claim-order.js';
 import type { WorkflowAdmission } from '../workflows/workflow-admission.js';
@@ -164,7 +170,7 @@ export class WorkflowServiceReconciler implements Reconciler {
   }
 
   keyOf(source: string): string | undefined {
-    return source.startsWith('service/') ? source.slice(8) : undefined;
+    return sourceKey('service', source);
   }
 
   async reconcile(key: string): Promise<ReconcileResult> {

@@ -59,3 +59,7 @@ export class GoneError extends Error {
     this.name = 'GoneError';
   }
 }
+
+/** The `namespace/name` key in a route's source (`<kind>/<namespace>/<name>`), if of that kind. */
+export const sourceKey = (kind: string, source: string): string | undefined =>
+  source.startsWith(`${kind}/`) ? source.slice(kind.length + 1) : undefined;

@@ -1,4 +1,4 @@
-import { decoded } from '../content-coding.js';
+import { decoded } from '../answer-decoding.js';
 
 /**
  * One logged inference call, as a line of a model's payload log: what was asked and answered,

@@ -5,7 +5,7 @@ import type { WakeRequest } from '../../../common/resources/model-scaling.js';
 import type { ResolvedVersion, RuntimeAddress } from '../../routing/route-table.js';
 import type { GatewayServices } from '../../services.js';
 import { readLimited } from '../http.js';
-import { decoded } from '../content-coding.js';
+import { decoded } from '../answer-decoding.js';
 import { loggedBody } from '../payload-log/record.js';
 import type { RuntimeClient } from '../runtime-client.js';
 import { answersAgree } from './agreement.js';

@@ -3,7 +3,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import type { TollgateError } from '../../../common/errors.js';
+import { refusal } from '../../harness/refusal.js';
 import { openStore } from '../../../operator/storage/open-store.js';
 import { MAX_LISTED_PAGES, MAX_TEXT_BYTES } from '../../../operator/storage/object-store.js';
 
@@ -56,7 +56,7 @@ describe('a store that answers without end', () => {
     });
 
   it('a listing that pages on and on is cut after its pages', async () => {
-    const err = await failure(store().list());
+    const err = await refusal(store().list());
     expect([err.code, err.status]).toEqual(['folder_too_large', 400]);
     expect(err.message).toBe(
       "s3://bucket/m/ holds more than 10000 objects; point storageUri at the model's own folder",
@@ -65,14 +65,14 @@ describe('a store that answers without end', () => {
   });
 
   it('a settings file without end is refused past its limit', async () => {
-    const err = await failure(store().readText('huge.json'));
+    const err = await refusal(store().readText('huge.json'));
     expect([err.code, err.status]).toEqual(['file_too_large', 400]);
     expect(err.message).toContain(`larger than ${MAX_TEXT_BYTES} bytes`);
   });
 
   it('a store that never answers is given up at the caller’s deadline', async () => {
     const started = Date.now();
-    const err = await failure(store().readText('silent.json', AbortSignal.timeout(300)));
+    const err = await refusal(store().readText('silent.json', AbortSignal.timeout(300)));
     expect(err.code).toBe('storage_unavailable');
     expect(Date.now() - started).toBeLessThan(5_000);
   });
@@ -83,19 +83,10 @@ describe('a folder on disk', () => {
     const dir = await mkdtemp(path.join(tmpdir(), 'tollgate-bounds-'));
     try {
       await writeFile(path.join(dir, 'model-settings.json'), Buffer.alloc(MAX_TEXT_BYTES + 1, 0x20));
-      const err = await failure(openStore(`file://${dir}`, {}).readText('model-settings.json'));
+      const err = await refusal(openStore(`file://${dir}`, {}).readText('model-settings.json'));
       expect(err.code).toBe('file_too_large');
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
   });
 });
-
-function failure(p: Promise<unknown>): Promise<TollgateError> {
-  return p.then(
-    () => {
-      throw new Error('expected a refusal');
-    },
-    (e: TollgateError) => e,
-  );
-}

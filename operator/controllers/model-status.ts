@@ -165,12 +165,13 @@ export function nameTakenStatus(
 ): ModelStatus {
   const name = model.metadata.name;
   const unique = `a model's name is its V2 address across the cluster (/v2/models/${name}), so it must be unique`;
+  // The holder is always in another namespace: another team's, which this one is not told.
   const message =
     keptUntil !== undefined
-      ? `the name ${name} is kept for namespace ${holder.split('/')[0]} until ${keptUntil.toISOString()}, since its Model ${holder} was deleted (a Model deleted and made again keeps its name): ${unique}; rename this Model, or wait`
+      ? `the name ${name} is kept until ${keptUntil.toISOString()} for the namespace whose Model of that name was deleted (a Model deleted and made again keeps its name): ${unique}; rename this Model, or wait`
       : remade === true
-        ? `the name ${name} is served by the Model ${holder}, made again in the namespace that held the name: ${unique}; rename this Model, or delete ${holder}`
-        : `the name ${name} is served by the older Model ${holder}: ${unique}; rename this Model, or delete ${holder}`;
+        ? `the name ${name} is served by a Model made again in the namespace that held the name: ${unique}; rename this Model`
+        : `the name ${name} is served by an older Model in another namespace: ${unique}; rename this Model`;
   const ready: Cond = { type: 'Ready', status: 'False', reason: 'NameTaken', message };
   return { phase: 'Failed', ...stamped(model, [ready], now) };
 }

@@ -216,11 +216,15 @@ export class WorkflowServiceReconciler implements Reconciler {
       if (!admission.admitted) {
         await this.refuse(svc, admission.reason, admission.message);
       } else if (holder !== undefined) {
-        const by = refKey(refOf(holder.svc));
+        // Named only to its own namespace: another team's Service is not this one's to know.
+        const by =
+          refOf(holder.svc).namespace === refOf(svc).namespace
+            ? `Service ${refKey(refOf(holder.svc))}`
+            : 'a Service in another namespace';
         await this.refuse(
           svc,
           'RouteClaimedByOlderService',
-          `Service ${by} claimed workflow '${claim.workflow}' service '${claim.service}' first and keeps its route; label this Service with another tollgate.dev/service, or delete ${by}`,
+          `${by} claimed workflow '${claim.workflow}' service '${claim.service}' first and keeps its route; label this Service with another tollgate.dev/service`,
         );
       } else if (await this.deps.hold.hold(svc)) {
         // Held before it is routed: deleted from now on, its address stays until the route goes.

@@ -157,7 +157,9 @@ describe('workflow routes are admitted by Workflow records, never by labels', ()
       'the Event',
     );
     const [event] = (await eventsFor(c, ns, 'intruder')).filter((e) => e.reason === 'NamespaceNotAllowed');
-    expect(event?.message).toContain(`not from namespace '${ns}'`);
+    expect(event?.message).toContain(`does not list namespace '${ns}'`);
+    // The namespaces it does list are another team's.
+    expect(event?.message).not.toContain('team-a');
     await settle();
     expect(await route(wf, 'api')).toBeUndefined();
 

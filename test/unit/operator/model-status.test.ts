@@ -1,7 +1,12 @@
 import type { FolderCheck } from '../../../common/model-settings/check-folder.js';
 import type { Model } from '../../../common/resources/model.js';
 import { servedVersions } from '../../../common/resources/model-versions.js';
-import { desiredStatus, sameStatus, type Observation } from '../../../operator/controllers/model-status.js';
+import {
+  desiredStatus,
+  nameTakenStatus,
+  sameStatus,
+  type Observation,
+} from '../../../operator/controllers/model-status.js';
 
 const model = (status?: Model['status']): Model => ({
   apiVersion: 'tollgate.dev/v1alpha1',
@@ -159,5 +164,25 @@ describe('Model status', () => {
       message: 'version "3": model-settings.json:name: set "name": "model-a"',
     });
     expect(ready(s)).toMatchObject({ status: 'True', message: 'version "2": 2/2 replicas ready' });
+  });
+});
+
+describe('a Model refused for its name', () => {
+  it('is told what to do, never which other namespace holds the name', () => {
+    const holders = [
+      { holder: 'team-alice/model-a' },
+      { holder: 'team-alice/model-a', remade: true as const },
+      { holder: 'team-alice/model-a', keptUntil: t1 },
+    ];
+    for (const holder of holders) {
+      const status = nameTakenStatus(model(), holder, t0);
+      const cond = ready(status);
+      expect([status.phase, cond?.reason]).toEqual(['Failed', 'NameTaken']);
+      expect(cond?.message).toContain('rename this Model');
+      expect(cond?.message).not.toContain('team-alice');
+    }
+    expect(ready(nameTakenStatus(model(), holders[2]!, t0))?.message).toContain(
+      `kept until ${t1.toISOString()}`,
+    );
   });
 });

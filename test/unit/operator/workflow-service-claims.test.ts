@@ -66,6 +66,8 @@ describe('workflow service claims (the operator’s admission and conflict rules
   let workflows: Held<Workflow>;
   let routes: Map<string, Route>;
   let events: string[];
+  /** What each Event said, by the object told. */
+  let said: Map<string, string>;
   let reconciler: WorkflowServiceReconciler;
   /** Route writes and finalizer changes, in the order they reached Redis and the API server. */
   let journal: string[];
@@ -108,11 +110,13 @@ describe('workflow service claims (the operator’s admission and conflict rules
     workflows = new Held();
     routes = new Map();
     events = [];
+    said = new Map();
     journal = [];
     server = { deleting: new Set(), held: new Set() };
     const recorder: EventRecorder = {
-      record: (obj, type, reason) => {
+      record: (obj, type, reason, message) => {
         events.push(`${obj.metadata.namespace ?? ''}/${obj.metadata.name} ${type} ${reason}`);
+        said.set(`${obj.metadata.namespace ?? ''}/${obj.metadata.name}`, message);
         return Promise.resolve();
       },
     };
@@ -179,6 +183,9 @@ describe('workflow service claims (the operator’s admission and conflict rules
     await reconcile('team-a', 'older');
     expect(routes.get(KEY)?.source).toBe('service/team-a/older');
     expect(events).toContain('team-b/newer Warning RouteClaimedByOlderService');
+    // Another team's Service is not named to this one.
+    expect(said.get('team-b/newer')).toMatch(/^a Service in another namespace claimed workflow 'fraud'/);
+    expect(said.get('team-b/newer')).not.toContain('team-a');
     // Told once, not on every pass.
     await reconcile('team-b', 'newer');
     expect(events.filter((e) => e.includes('RouteClaimedByOlderService'))).toHaveLength(1);

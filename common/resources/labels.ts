@@ -33,3 +33,8 @@ export const SIDECAR_ANNOTATION = 'tollgate.dev/sidecar';
 
 /** On a Secret in Tollgate's own namespace: the Models there (made through the platform API) may name it. */
 export const MODEL_CREDENTIALS_LABEL = 'tollgate.dev/model-credentials';
+/**
+ * Beside that label, optional: the owners (comma-separated subjects, as the platform API records
+ * them in OWNER_KEY) whose Models alone may name the Secret. Without it, every API user's may.
+ */
+export const MODEL_OWNERS_ANNOTATION = 'tollgate.dev/model-owners';

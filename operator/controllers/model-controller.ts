@@ -3,6 +3,7 @@ import type { Logger } from '../../common/logger.js';
 import { checkModelFolder, type FolderCheck } from '../../common/model-settings/check-folder.js';
 import { redisKeys } from '../../common/redis/schema.js';
 import { modelRouteSource, type Route } from '../../common/resources/grant.js';
+import { OWNER_KEY } from '../../common/resources/labels.js';
 import {
   DEFAULT_MLFLOW_IMAGE,
   DEFAULT_SKLEARN_IMAGE,
@@ -383,6 +384,7 @@ export class ModelReconciler implements Reconciler {
         namespace,
         model.spec.credentials?.secretName,
         version.storageUri,
+        model.metadata.annotations?.[OWNER_KEY],
       );
       const refusedAddress = this.deps.credentials.refusedAddress;
       const store = openStore(

@@ -3,14 +3,15 @@ import { isIP } from 'node:net';
 import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { isApiStatus } from '../../common/kube/custom-objects.js';
 import { isTollgateError, TollgateError } from '../../common/errors.js';
-import { MODEL_CREDENTIALS_LABEL } from '../../common/resources/labels.js';
+import { MODEL_CREDENTIALS_LABEL, MODEL_OWNERS_ANNOTATION } from '../../common/resources/labels.js';
 import { internalAddress } from '../../common/net/internal-address.js';
 import type { Env } from '../../common/storage/s3-client.js';
 import { parseStorageUri } from '../../common/storage/storage-uri.js';
 
 /** The AWS variables to read a Model's storage with. */
 export interface CredentialsResolver {
-  envFor(namespace: string, secretName: string | undefined, storageUri: string): Promise<Env>;
+  /** `owner`: the Model's OWNER_KEY annotation, which a Secret in Tollgate's namespace may require. */
+  envFor(namespace: string, secretName: string | undefined, storageUri: string, owner?: string): Promise<Env>;
   /**
    * Addresses the operator's own calls to a Model's store may not reach, checked when each
    * connection is made (a name that resolved to the store when checked may resolve elsewhere later).
@@ -46,7 +47,8 @@ export class KubeSecretCredentials implements CredentialsResolver {
       /**
        * Tollgate's own namespace, where the platform API puts the Models it makes: it also holds
        * Tollgate's Secrets (Redis passwords, the audit store's keys), so a Model there may name only
-       * a Secret an administrator labelled MODEL_CREDENTIALS_LABEL=true.
+       * a Secret an administrator labelled MODEL_CREDENTIALS_LABEL=true, and, when the Secret
+       * lists owners (MODEL_OWNERS_ANNOTATION), only a Model of one of them.
        */
       ownNamespace?: string;
     } = {},
@@ -55,7 +57,12 @@ export class KubeSecretCredentials implements CredentialsResolver {
     this.refusedAddress = opts.sameMachine ? undefined : internalAddress;
   }
 
-  async envFor(namespace: string, secretName: string | undefined, storageUri: string): Promise<Env> {
+  async envFor(
+    namespace: string,
+    secretName: string | undefined,
+    storageUri: string,
+    owner?: string,
+  ): Promise<Env> {
     if (parseStorageUri(storageUri).scheme === 'file') {
       if (this.opts.sameMachine) return {};
       throw new TollgateError(
@@ -74,16 +81,7 @@ export class KubeSecretCredentials implements CredentialsResolver {
     let data: Record<string, string>;
     try {
       const secret = await this.api.readNamespacedSecret({ namespace, name: secretName });
-      if (
-        namespace === this.opts.ownNamespace &&
-        secret.metadata?.labels?.[MODEL_CREDENTIALS_LABEL] !== 'true'
-      ) {
-        throw new TollgateError(
-          'credentials_not_allowed',
-          `the Secret "${secretName}" is in Tollgate's own namespace "${namespace}", where a Model may name only a Secret an administrator labelled ${MODEL_CREDENTIALS_LABEL}=true; ask one to label it, or to make another`,
-          { field: 'credentials.secretName' },
-        );
-      }
+      if (namespace === this.opts.ownNamespace) checkSharedSecret(secret.metadata, secretName, owner);
       data = secret.data ?? {};
     } catch (e) {
       if (isTollgateError(e)) throw e;
@@ -109,6 +107,37 @@ export class KubeSecretCredentials implements CredentialsResolver {
     }
     if (!this.opts.sameMachine) await refuseInternalEndpoint(env, secretName);
     return env;
+  }
+}
+
+/**
+ * A Secret in Tollgate's own namespace, named by a Model there: labelled for Models by an
+ * administrator, and, if it lists owners, named by a Model of one of them.
+ */
+function checkSharedSecret(
+  metadata: { labels?: Record<string, string>; annotations?: Record<string, string> } | undefined,
+  secretName: string,
+  owner: string | undefined,
+): void {
+  if (metadata?.labels?.[MODEL_CREDENTIALS_LABEL] !== 'true') {
+    throw new TollgateError(
+      'credentials_not_allowed',
+      `the Secret "${secretName}" is in Tollgate's own namespace, where a Model may name only a Secret an administrator labelled ${MODEL_CREDENTIALS_LABEL}=true; ask one to label it, or to make another`,
+      { field: 'credentials.secretName' },
+    );
+  }
+  const owners = metadata.annotations?.[MODEL_OWNERS_ANNOTATION];
+  if (owners === undefined) return;
+  const allowed = owners
+    .split(',')
+    .map((o) => o.trim())
+    .filter((o) => o !== '');
+  if (owner === undefined || !allowed.includes(owner)) {
+    throw new TollgateError(
+      'credentials_not_allowed',
+      `the Secret "${secretName}" is for the Models of the owners its ${MODEL_OWNERS_ANNOTATION} annotation lists, and this Model's owner is not one of them; name a Secret of your own, or ask an administrator to add you`,
+      { field: 'credentials.secretName' },
+    );
   }
 }
 

@@ -672,9 +672,30 @@ describe('Model reconciler on a real API server', () => {
         stringData,
       },
     });
-    await expect(credentials.envFor(ns, 'own-models', 's3://bucket/x')).resolves.toMatchObject({
+    await expect(credentials.envFor(ns, 'own-models', 's3://bucket/x', 'mallory')).resolves.toMatchObject({
       AWS_ENDPOINT_URL: 'http://10.96.0.21:9000',
     });
+    // One an administrator made for some users' Models only: named by another's, it is refused.
+    await c.core.createNamespacedSecret({
+      namespace: ns,
+      body: {
+        metadata: {
+          name: 'alice-models',
+          labels: { 'tollgate.dev/model-credentials': 'true' },
+          annotations: { 'tollgate.dev/model-owners': 'bob, alice' },
+        },
+        stringData,
+      },
+    });
+    await expect(credentials.envFor(ns, 'alice-models', 's3://bucket/x', 'alice')).resolves.toMatchObject({
+      AWS_ACCESS_KEY_ID: 'k',
+    });
+    for (const owner of ['mallory', 'alic', undefined]) {
+      await expect(credentials.envFor(ns, 'alice-models', 's3://bucket/x', owner)).rejects.toMatchObject({
+        code: 'credentials_not_allowed',
+        message: expect.stringContaining('tollgate.dev/model-owners annotation lists'),
+      });
+    }
     // Any other namespace's Models name their own namespace's Secrets, labelled or not.
     await expect(
       new KubeSecretCredentials(c.kc, { ownNamespace: 'tollgate-system' }).envFor(

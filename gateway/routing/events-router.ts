@@ -7,6 +7,7 @@ import type { KeyGrant, Module } from '../../common/resources/grant.js';
 import type { NormalisedPath } from './normalise.js';
 import { refuseOtherOwner } from '../auth/workflow-owner.js';
 import { matchV2, type V2Route } from '../v2/paths.js';
+import { methodNotAllowed } from '../v2/http.js';
 import { resolveRoute, type ResolvedRoute, type RouteTable, type RuntimeAddress } from './route-table.js';
 
 /**
@@ -181,7 +182,8 @@ export class EventsRouter {
   }
 }
 
-const MODEL_SERVICE_ENDPOINTS = 'GET .../v2/models/<model>[/ready] or POST .../v2/models/<model>/infer';
+const MODEL_SERVICE_ENDPOINTS =
+  'GET .../v2/health/live|ready, GET .../v2/models/<model>[/ready] or POST .../v2/models/<model>/infer';
 
 /**
  * What a call to a model published as a workflow service may reach: that model's own V2
@@ -196,6 +198,11 @@ function modelEndpoint(method: string, path: NormalisedPath, service: string): '
     route = rest[0] === 'v2' ? matchV2(rest) : undefined;
   } catch {
     route = undefined;
+  }
+  // Its runtime's liveness and readiness (what a V2 client asks of its base URL first).
+  if (route?.endpoint === 'health') {
+    if (method !== 'GET') throw methodNotAllowed('GET');
+    return 'proxy';
   }
   if (route !== undefined && 'model' in route && route.model === service && route.version !== undefined) {
     // The workflow route names the model, not its versions (each is its own runtime): a version is
@@ -212,11 +219,7 @@ function modelEndpoint(method: string, path: NormalisedPath, service: string): '
     );
   }
   const wanted = route.endpoint === 'model-infer' ? 'POST' : 'GET';
-  if (method !== wanted) {
-    throw new TollgateError('method_not_allowed', `use ${wanted} on this endpoint`, {
-      headers: { allow: wanted },
-    });
-  }
+  if (method !== wanted) throw methodNotAllowed(wanted);
   return route.endpoint === 'model-infer' ? 'infer' : 'proxy';
 }
 

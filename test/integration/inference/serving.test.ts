@@ -705,6 +705,17 @@ describe('who may call a model', () => {
     expect([meta.status, meta.json.name]).toEqual([200, 'model-iris']);
     const ready = await send(base, `${under}/v2/models/model-iris/ready`, { headers });
     expect(ready.status).toBe(200);
+    // Its runtime's health, as a V2 client asks its base URL (tritonclient's is_server_live()).
+    for (const which of ['live', 'ready']) {
+      const health = await send(base, `${under}/v2/health/${which}`, { headers });
+      expect([which, health.status]).toEqual([which, 200]);
+      const posted = await send(base, `${under}/v2/health/${which}`, { method: 'POST', headers, body: '{}' });
+      expect([posted.status, posted.json.code, posted.headers.allow]).toEqual([
+        405,
+        'method_not_allowed',
+        'GET',
+      ]);
+    }
     const a = await send(base, `${under}/v2/models/model-iris/infer`, {
       method: 'POST',
       headers,

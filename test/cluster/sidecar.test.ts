@@ -690,6 +690,35 @@ describe('a tenant with the edit role in a namespace of its own', () => {
     expect(await dial(redisHost, 6379)).toEqual(blocked);
   });
 
+  it('cannot take the traffic of alice’s Service, or of Redis, by naming their addresses as externalIPs', async () => {
+    const ipOf = async (ns: string, name: string) =>
+      (await t.kubectl('-n', ns, 'get', 'service', name, '-o', 'jsonpath={.spec.clusterIP}')).trim();
+    for (const ip of [await ipOf(NS, 'scorer'), await ipOf(NAMESPACE, `${RELEASE}-redis`)]) {
+      const service = {
+        apiVersion: 'v1',
+        kind: 'Service',
+        metadata: { name: 'mirror', namespace: TENANT },
+        spec: { selector: { run: 'prowler' }, ports: [{ port: 80, targetPort: 8000 }], externalIPs: [ip] },
+      };
+      const made = await tenant(['create', '-f', '-'], JSON.stringify(service));
+      expect([ip, made.ok]).toEqual([ip, false]);
+      expect(made.out).toMatch(/spec\.externalIPs would send that address's traffic/);
+    }
+    // Nor by an update of a Service it has.
+    const patched = await tenant([
+      '-n',
+      TENANT,
+      'patch',
+      'service',
+      'scorer',
+      '--type=merge',
+      '-p',
+      JSON.stringify({ spec: { externalIPs: [await ipOf(NS, 'scorer')] } }),
+    ]);
+    expect(patched.ok).toBe(false);
+    expect(patched.out).toMatch(/ValidatingAdmissionPolicy/);
+  });
+
   it('cannot take the cluster IP of alice’s Service deleted while no operator runs, nor the calls routed to it', async () => {
     const own = await createKey(t, 'alice', { module: 'bda', roles: [WORKFLOW] });
     const ledger = `${t.gateway}/events/bda/${WORKFLOW}/ledger/entry`;

@@ -133,6 +133,9 @@ describe('helm chart: lint and render', () => {
         'ClusterRoleBinding/t1-tollgate-release-services',
         'Job/t1-tollgate-release-services',
         'ServiceAccount/t1-tollgate-release-services',
+        // No Service takes another address's traffic through externalIPs (CVE-2020-8554).
+        'ValidatingAdmissionPolicy/t1-tollgate-external-ips',
+        'ValidatingAdmissionPolicyBinding/t1-tollgate-external-ips',
       ].sort(),
     );
     for (const o of objects.filter((x) => x.metadata.name === 't1-tollgate-release-services'))
@@ -142,7 +145,10 @@ describe('helm chart: lint and render', () => {
     };
     expect(hookJob.spec.template.spec.containers[0]?.args).toEqual(['release-services']);
     for (const o of objects.filter(
-      (x) => !x.kind.startsWith('Cluster') && x.kind !== 'MutatingWebhookConfiguration',
+      (x) =>
+        !x.kind.startsWith('Cluster') &&
+        !x.kind.startsWith('ValidatingAdmissionPolicy') &&
+        x.kind !== 'MutatingWebhookConfiguration',
     ))
       expect(o.metadata.namespace).toBe(namespace);
 
@@ -673,6 +679,49 @@ describe('helm chart: accepted by a real kube-apiserver', () => {
       const { stdout } = await kubectl(['apply', '--dry-run=server', '-o', 'name', '-f', '-'], yaml);
       const applied = stdout.trim().split('\n').sort();
       expect(applied).toHaveLength(objects.length);
+    }
+  });
+
+  it('refuses, at the API server, a Service that sets or changes externalIPs outside the allowed namespaces', async () => {
+    const { objects } = await render(['externalIPs.allowedNamespaces={ops-allowed}']);
+    const policy = objects.filter((o) => o.kind.startsWith('ValidatingAdmissionPolicy'));
+    expect(policy).toHaveLength(2);
+    const yaml = policy.map((o) => JSON.stringify(o)).join('\n');
+    await kubectl(['apply', '-f', '-'], yaml);
+    await kubectl(['create', 'namespace', 'ops-allowed']).catch((e: Error) => {
+      if (!/AlreadyExists/.test(e.message)) throw e;
+    });
+    const service = (ns: string, name: string, externalIPs?: string[]) =>
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'Service',
+        metadata: { name, namespace: ns },
+        spec: { ports: [{ port: 80 }], selector: { app: name }, ...(externalIPs ? { externalIPs } : {}) },
+      });
+    const outcome = (ns: string, name: string, externalIPs?: string[]) =>
+      kubectl(['apply', '-f', '-'], service(ns, name, externalIPs)).then(
+        () => 'admitted',
+        (e: Error) => e.message,
+      );
+    try {
+      // The API server loads a policy a moment after it is written.
+      const deadline = Date.now() + 20_000;
+      let first = await outcome(namespace, 'thief', ['10.96.0.10']);
+      while (first === 'admitted' && Date.now() < deadline) {
+        await kubectl(['delete', 'service', '-n', namespace, 'thief']);
+        await new Promise((r) => setTimeout(r, 500));
+        first = await outcome(namespace, 'thief', ['10.96.0.10']);
+      }
+      expect(first).toMatch(/spec\.externalIPs would send that address's traffic/);
+      // A Service without them, and then one given them by an update: admitted, refused.
+      expect(await outcome(namespace, 'plain')).toBe('admitted');
+      expect(await outcome(namespace, 'plain', ['10.96.0.10'])).toMatch(/ValidatingAdmissionPolicy/);
+      // The namespace an administrator allowed keeps the feature.
+      expect(await outcome('ops-allowed', 'edge', ['192.0.2.10'])).toBe('admitted');
+    } finally {
+      await kubectl(['delete', '--ignore-not-found', 'service', '-n', namespace, 'plain', 'thief']);
+      await kubectl(['delete', '--ignore-not-found', 'namespace', 'ops-allowed', '--wait=false']);
+      await kubectl(['delete', '--ignore-not-found', '-f', '-'], yaml);
     }
   });
 

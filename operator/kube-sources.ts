@@ -95,7 +95,7 @@ export function kubeSources(
     ),
     // Cluster-scoped: read across namespaces even by an operator that watches one.
     workflows: workflowRecords(kc, log),
-    routeHold: new KubeRouteHold(kc),
+    routeHold: new KubeRouteHold(kc, opts.namespace),
     serviceAddress: clusterServiceAddress,
     runtime: new KubeRuntimeDriver(kc, { pullerImage: opts.pullerImage }, log, opts.namespace),
     events: new KubeEventRecorder(kc, log),

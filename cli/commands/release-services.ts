@@ -13,11 +13,15 @@ export function register(program: Command): void {
       `take the ${ROUTE_FINALIZER} finalizer off every Service (after the operator is uninstalled)`,
     )
     .option('--kubeconfig <path>', 'kubeconfig (default: in-cluster, then $KUBECONFIG, then ~/.kube/config)')
-    .action(async (flags: { kubeconfig?: string }) => {
+    .option('--namespace <ns>', 'only this namespace (the one the operator watched; default: all)')
+    .action(async (flags: { kubeconfig?: string; namespace?: string }) => {
       try {
-        const released = await new KubeRouteHold(loadKubeConfig(flags.kubeconfig)).releaseAll();
+        const hold = new KubeRouteHold(loadKubeConfig(flags.kubeconfig));
+        const { released, failed } = await hold.releaseAll(flags.namespace);
         for (const svc of released) process.stdout.write(`released service ${svc}\n`);
+        for (const why of failed) process.stderr.write(`tollgate release-services: not released: ${why}\n`);
         process.stdout.write(`${released.length} Service${released.length === 1 ? '' : 's'} released\n`);
+        if (failed.length > 0) process.exitCode = 1;
       } catch (e) {
         process.stderr.write(`tollgate release-services: ${e instanceof Error ? e.message : String(e)}\n`);
         process.exitCode = 1;

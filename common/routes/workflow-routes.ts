@@ -69,6 +69,35 @@ export class RouteWriter {
   async remove(key: string, source?: string): Promise<boolean> {
     return (await this.redis.eval(REMOVE, 1, key, source ?? '', redisChannels.routes)) === 1;
   }
+
+  /**
+   * Removes every workflow route `source` wrote, under whatever key: a SCAN of them all, for the
+   * rare writer that no longer knows its keys (a Service relabelled while no operator ran).
+   * Resolves with the count removed.
+   */
+  async removeAllOf(source: string): Promise<number> {
+    let removed = 0;
+    let cursor = '0';
+    do {
+      const [next, keys] = await this.redis.scan(
+        cursor,
+        'MATCH',
+        `${BDA_ROUTE_PREFIX}*`,
+        'COUNT',
+        SCAN_COUNT,
+      );
+      cursor = next;
+      if (keys.length === 0) continue;
+      const values = await this.redis.mget(...keys);
+      for (const [i, key] of keys.entries()) {
+        // Read unverified to find candidates; REMOVE checks the source again, atomically.
+        const body = /^tg1\.[^.]*\.[^.]*\.(.*)$/s.exec(values[i] ?? '')?.[1];
+        if (body === undefined || !body.includes(JSON.stringify(source))) continue;
+        if (await this.remove(key, source)) removed++;
+      }
+    } while (cursor !== '0');
+    return removed;
+  }
 }
 
 export interface OwnedWorkflow {

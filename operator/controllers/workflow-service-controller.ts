@@ -128,8 +128,16 @@ const refOf = (svc: WorkflowService): ResourceRef => ({
  */
 export class WorkflowServiceReconciler implements Reconciler {
   readonly name = 'workflow-service';
-  /** The route key each Service claimed when last reconciled: a claim given up is settled again. */
+  /** The route key each Service asks for, recorded once the key it asked for before is settled. */
   private readonly claims = new Map<string, string>();
+  /**
+   * Services this process has reconciled: their routes are the ones `claims` says. Another may have
+   * routes an earlier process wrote under keys its labels no longer name (relabelled while no
+   * operator ran): before its finalizer comes off, every route of its source is looked for.
+   */
+  private readonly known = new Set<string>();
+  /** The route key a Service deleted from the cache last asked for (its labels then). */
+  private readonly gone = new Map<string, string>();
   /** The Service (`namespace/name`) holding each route key this controller wrote. */
   private readonly holders = new Map<string, string>();
   /** Why each refused Service was refused, last told: told again only when it changes. */
@@ -143,7 +151,7 @@ export class WorkflowServiceReconciler implements Reconciler {
     private readonly deps: {
       services: WatchedSource<WorkflowService>;
       workflows: WorkflowAdmission;
-      routes: Pick<RouteWriter, 'put' | 'remove'>;
+      routes: Pick<RouteWriter, 'put' | 'remove' | 'removeAllOf'>;
       hold: RouteHold;
       address: ServiceAddress;
       events: EventRecorder;
@@ -160,7 +168,7 @@ export class WorkflowServiceReconciler implements Reconciler {
 
   noteDeleted(ref: ResourceRef, svc: WorkflowService | undefined): void {
     const claim = svc && serviceClaim(svc, this.deps.address);
-    if (claim && !this.claims.has(refKey(ref))) this.claims.set(refKey(ref), claim.key);
+    if (claim) this.gone.set(refKey(ref), claim.key);
     if (svc && carriesRouteFinalizer(svc)) this.releasing.add(refKey(ref));
   }
 
@@ -173,29 +181,70 @@ export class WorkflowServiceReconciler implements Reconciler {
     return sourceKey('service', source);
   }
 
+  /**
+   * After a rebuild's sweep: a Service carrying the finalizer that the informer does not show (its
+   * labels taken off while no operator ran) has its routes removed, then its finalizer. One that
+   * fails is left to the next rebuild, logged; it holds no other.
+   */
+  async sweepStale(): Promise<number> {
+    let strays: ResourceRef[];
+    try {
+      strays = await this.deps.hold.strays((r) => this.deps.services.get(r) !== undefined);
+    } catch (err) {
+      this.deps.log.warn({ err }, 'could not list the Services carrying the route finalizer');
+      return 0;
+    }
+    let released = 0;
+    for (const ref of strays) {
+      try {
+        await this.deps.routes.removeAllOf(serviceSource(ref));
+        await this.deps.hold.release(ref);
+        released++;
+      } catch (err) {
+        this.deps.log.warn({ err, service: refKey(ref) }, 'could not release an unlabelled Service');
+      }
+    }
+    return released;
+  }
+
   async reconcile(key: string): Promise<ReconcileResult> {
     const svc = this.deps.services.get(parseRefKey(key));
     // What its labels and address ask for. One being deleted still asks (its route is taken back
     // by the settling, also after a restart), but is given nothing.
     const asked = svc && serviceClaim(svc, this.deps.address);
     const claim = svc?.metadata.deletionTimestamp ? undefined : asked;
-    const previous = this.claims.get(key);
-    if (claim) this.claims.set(key, claim.key);
-    else this.claims.delete(key);
+    const previous = this.claims.get(key) ?? this.gone.get(key);
     if (svc && !asked) {
       if (claimedIds(svc) !== undefined) await this.refuse(svc, 'NoAddress', this.deps.address.missing);
       else this.deps.log.warn({ service: key }, 'workflow Service has no valid ids to route by');
     }
     if (!svc) this.told.delete(key);
-    // The route this Service asks for, and the one it asked for before: both may change hands.
+    // The route this Service asked for before, then the one it asks for: both may change hands.
+    // What it asks is recorded only once the earlier one is settled, so a failed settle is retried.
     const released = new Set<string>();
-    for (const routeKey of new Set([previous, asked?.key]))
-      if (routeKey !== undefined) for (const r of await this.settle(routeKey)) released.add(r);
+    if (previous !== undefined && previous !== asked?.key)
+      for (const r of await this.settle(previous)) released.add(r);
+    if (claim) this.claims.set(key, claim.key);
+    else this.claims.delete(key);
+    this.gone.delete(key);
+    if (asked) for (const r of await this.settle(asked.key)) released.add(r);
     // Its address is let go only now that no route of its own names it.
     const unrouted = svc ? claim === undefined && carriesRouteFinalizer(svc) : this.releasing.has(key);
-    if (unrouted && !released.has(key)) await this.deps.hold.release(parseRefKey(key));
+    if (unrouted && !released.has(key)) await this.release(parseRefKey(key));
     this.releasing.delete(key);
+    if (svc) this.known.add(key);
+    else this.known.delete(key);
     return undefined;
+  }
+
+  /** Takes the finalizer off a Service once no route of its own is left. */
+  private async release(ref: ResourceRef): Promise<void> {
+    const key = refKey(ref);
+    if (!this.known.has(key)) {
+      await this.deps.routes.removeAllOf(serviceSource(ref));
+      this.known.add(key);
+    }
+    await this.deps.hold.release(ref);
   }
 
   /**
@@ -255,8 +304,12 @@ export class WorkflowServiceReconciler implements Reconciler {
     const released = new Set<string>();
     for (const { svc } of claimants) {
       if (svc === holder?.svc || !carriesRouteFinalizer(svc)) continue;
-      await this.deps.hold.release(refOf(svc));
-      released.add(refKey(refOf(svc)));
+      const key = refKey(refOf(svc));
+      // One whose earlier route is still to be settled (its labels changed) is released by its
+      // own reconcile, after that.
+      if (this.known.has(key) && this.claims.get(key) !== routeKey) continue;
+      await this.release(refOf(svc));
+      released.add(key);
     }
     return released;
   }

@@ -1,4 +1,5 @@
 import { CoreV1Api, PatchStrategy, setHeaderOptions, type KubeConfig } from '@kubernetes/client-node';
+import { LRUCache } from 'lru-cache';
 import { isApiStatus } from '../../common/kube/custom-objects.js';
 import type { WorkflowService } from '../../common/resources/workflow-service.js';
 import type { ResourceRef } from '../framework/resource-source.js';
@@ -21,12 +22,18 @@ export interface RouteHold {
   hold(svc: WorkflowService): Promise<boolean>;
   /** Read fresh: the Service may have left the cache (deleted, or its labels taken off). */
   release(ref: ResourceRef): Promise<void>;
+  /**
+   * Services carrying the finalizer that `seen` does not hold: unlabelled while no operator ran,
+   * the operator never hears of them again (their routes are swept; the finalizer must go too).
+   */
+  strays(seen: (ref: ResourceRef) => boolean): Promise<ResourceRef[]>;
 }
 
 /** Standalone mode: a route names a URL the operator was given, no address the cluster hands out. */
 export const noRouteHold: RouteHold = {
   hold: () => Promise.resolve(true),
   release: () => Promise.resolve(),
+  strays: () => Promise.resolve([]),
 };
 
 /** Conflicting writes retried at once: a Service's metadata changes rarely, never in a loop. */
@@ -34,24 +41,47 @@ const ATTEMPTS = 5;
 
 export class KubeRouteHold implements RouteHold {
   private readonly api: CoreV1Api;
+  /**
+   * Released by this process lately: the informer's copy may still show the finalizer, so it is
+   * read afresh (a minute is far longer than the cache lags; deleted Services are forgotten).
+   */
+  private readonly released = new LRUCache<string, true>({ max: 10_000, ttl: 60_000 });
 
-  constructor(kc: KubeConfig) {
+  /** @param namespace the one namespace the operator watches, if it watches one */
+  constructor(
+    kc: KubeConfig,
+    private readonly namespace?: string,
+  ) {
     this.api = kc.makeApiClient(CoreV1Api);
+  }
+
+  async strays(seen: (ref: ResourceRef) => boolean): Promise<ResourceRef[]> {
+    const found: ResourceRef[] = [];
+    await this.eachHeld(this.namespace, (ref) => {
+      if (!seen(ref)) found.push(ref);
+      return Promise.resolve();
+    });
+    return found;
   }
 
   async hold(svc: WorkflowService): Promise<boolean> {
     if (svc.metadata.deletionTimestamp) return false;
-    if (carriesRouteFinalizer(svc)) return true;
     const ref = { namespace: svc.metadata.namespace ?? 'default', name: svc.metadata.name };
-    return this.rewrite(ref, svc, (finalizers) =>
+    const key = `${ref.namespace}/${ref.name}`;
+    const stale = this.released.has(key);
+    if (carriesRouteFinalizer(svc) && !stale) return true;
+    const held = await this.rewrite(ref, stale ? undefined : svc, (finalizers) =>
       finalizers.includes(ROUTE_FINALIZER) ? undefined : [...finalizers, ROUTE_FINALIZER],
     );
+    if (held) this.released.delete(key);
+    return held;
   }
 
   async release(ref: ResourceRef): Promise<void> {
     await this.rewrite(ref, undefined, (finalizers) =>
       finalizers.includes(ROUTE_FINALIZER) ? finalizers.filter((f) => f !== ROUTE_FINALIZER) : undefined,
     );
+    this.released.set(`${ref.namespace}/${ref.name}`, true);
   }
 
   /**
@@ -93,25 +123,40 @@ export class KubeRouteHold implements RouteHold {
   /**
    * Takes the finalizer off every Service of the cluster that carries it, labelled or not: what the
    * chart runs once the operator is uninstalled, since none would ever take it off again (and a
-   * namespace being deleted would wait on it for ever). Resolves with the Services released.
+   * namespace being deleted would wait on it for ever). One Service that fails does not stop the
+   * others. Resolves with the Services released and those that failed, with why.
    */
-  async releaseAll(): Promise<string[]> {
+  async releaseAll(namespace?: string): Promise<{ released: string[]; failed: string[] }> {
     const released: string[] = [];
-    let next: string | undefined;
-    do {
-      const page = await this.api.listServiceForAllNamespaces({
-        limit: 500,
-        ...(next === undefined ? {} : { _continue: next }),
-      });
-      for (const svc of page.items as WorkflowService[]) {
-        if (!carriesRouteFinalizer(svc)) continue;
-        const ref = { namespace: svc.metadata.namespace ?? 'default', name: svc.metadata.name };
+    const failed: string[] = [];
+    await this.eachHeld(namespace, async (ref) => {
+      try {
         await this.release(ref);
         released.push(`${ref.namespace}/${ref.name}`);
+      } catch (e) {
+        failed.push(`${ref.namespace}/${ref.name}: ${e instanceof Error ? e.message : String(e)}`);
       }
-      next = page.metadata?._continue || undefined;
+    });
+    return { released, failed };
+  }
+
+  /** Every Service carrying the finalizer, in `namespace` or all, page by page. */
+  private async eachHeld(
+    namespace: string | undefined,
+    visit: (ref: ResourceRef) => Promise<void>,
+  ): Promise<void> {
+    let next: string | undefined;
+    do {
+      const page = { limit: 500, ...(next === undefined ? {} : { _continue: next }) };
+      const list =
+        namespace === undefined
+          ? await this.api.listServiceForAllNamespaces(page)
+          : await this.api.listNamespacedService({ namespace, ...page });
+      for (const svc of list.items as WorkflowService[])
+        if (carriesRouteFinalizer(svc))
+          await visit({ namespace: svc.metadata.namespace ?? 'default', name: svc.metadata.name });
+      next = list.metadata?._continue || undefined;
     } while (next !== undefined);
-    return released;
   }
 
   private async read(ref: ResourceRef): Promise<WorkflowService | undefined> {

@@ -646,7 +646,9 @@ describe('a tenant with the edit role in a namespace of its own', () => {
         '-o',
         'jsonpath={.status.conditions[?(@.type=="Ready")].message}',
       );
-      return r.includes(`served by the Model ${NS}/${MODEL}, made again`) ? r : undefined;
+      return r.includes('served by a Model made again in the namespace that held the name') && !r.includes(NS)
+        ? r
+        : undefined;
     });
     await eventually('alice’s model ready again', async () => {
       const r = await call(`${t.gateway}/v2/models/${MODEL}/ready`, { headers: apikey(key) });

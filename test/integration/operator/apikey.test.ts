@@ -187,7 +187,10 @@ describe('ApiKey index, workflow routes, restarts and Redis loss', () => {
       () => client.get(redisKeys.bdaRoute(wfA, 'score')).then((v) => v ?? undefined),
       'the bda route',
     );
-    const ip = (await c.core.readNamespacedService({ namespace: ns, name: 'scorer' })).spec?.clusterIP;
+    const routed = await c.core.readNamespacedService({ namespace: ns, name: 'scorer' });
+    const ip = routed.spec?.clusterIP;
+    // Held: deleted, it keeps its cluster IP until the route is gone.
+    expect(routed.metadata?.finalizers).toContain('tollgate.dev/route');
     expect(await openSealed(redisKeys.bdaRoute(wfA, 'score'), route)).toEqual({
       url: `http://${ip}:8000`,
       workflow: wfA,
@@ -213,6 +216,15 @@ describe('ApiKey index, workflow routes, restarts and Redis loss', () => {
     await eventually(
       async () => (await client.get(redisKeys.bdaRoute(wfB, 'score'))) === null,
       'the route gone',
+    );
+    // Then its finalizer, and the Service with it.
+    await eventually(
+      () =>
+        c.core.readNamespacedService({ namespace: ns, name: 'scorer' }).then(
+          () => undefined,
+          () => true,
+        ),
+      'the Service gone',
     );
     await deleteWorkflow(c, wfA);
     await deleteWorkflow(c, wfB);

@@ -3,7 +3,12 @@ import type { Workflow } from '../../../common/resources/workflow.js';
 import type { WorkflowService } from '../../../common/resources/workflow-service.js';
 import { createLogger } from '../../../common/logger.js';
 import type { EventRecorder } from '../../../operator/events.js';
-import { refKey, type ResourceRef, type WatchedSource } from '../../../operator/framework/resource-source.js';
+import {
+  parseRefKey,
+  refKey,
+  type ResourceRef,
+  type WatchedSource,
+} from '../../../operator/framework/resource-source.js';
 import {
   clusterServiceAddress,
   WorkflowServiceReconciler,
@@ -87,6 +92,7 @@ describe('workflow service claims (the operator’s admission and conflict rules
       if (server.held.delete(refKey(ref))) journal.push(`release ${refKey(ref)}`);
       return Promise.resolve();
     },
+    strays: (seen) => Promise.resolve([...server.held].map(parseRefKey).filter((ref) => !seen(ref))),
   };
 
   /** The informer's copy catching up with the server's finalizers. */
@@ -113,6 +119,11 @@ describe('workflow service claims (the operator’s admission and conflict rules
     said = new Map();
     journal = [];
     server = { deleting: new Set(), held: new Set() };
+    reconciler = await build();
+  });
+
+  /** An operator process: a fresh one knows nothing of what an earlier one wrote. */
+  async function build(): Promise<WorkflowServiceReconciler> {
     const recorder: EventRecorder = {
       record: (obj, type, reason, message) => {
         events.push(`${obj.metadata.namespace ?? ''}/${obj.metadata.name} ${type} ${reason}`);
@@ -120,7 +131,14 @@ describe('workflow service claims (the operator’s admission and conflict rules
         return Promise.resolve();
       },
     };
-    reconciler = new WorkflowServiceReconciler({
+    const remove = (key: string, source: string | undefined): Promise<boolean> => {
+      const had = routes.get(key);
+      if (had === undefined || (source !== undefined && had.source !== source)) return Promise.resolve(false);
+      routes.delete(key);
+      journal.push(`remove ${had.source ?? ''}`);
+      return Promise.resolve(true);
+    };
+    const built = new WorkflowServiceReconciler({
       services,
       workflows: new WorkflowAdmission(workflows),
       routes: {
@@ -131,13 +149,11 @@ describe('workflow service claims (the operator’s admission and conflict rules
           return Promise.resolve(true);
         },
         // As the Redis script does: only the writer's own route.
-        remove: (key, source) => {
-          const had = routes.get(key);
-          if (had === undefined || (source !== undefined && had.source !== source))
-            return Promise.resolve(false);
-          routes.delete(key);
-          journal.push(`remove ${had.source ?? ''}`);
-          return Promise.resolve(true);
+        remove,
+        removeAllOf: async (source) => {
+          let n = 0;
+          for (const key of [...routes.keys()]) if (await remove(key, source)) n++;
+          return n;
         },
       },
       hold,
@@ -145,11 +161,12 @@ describe('workflow service claims (the operator’s admission and conflict rules
       events: recorder,
       log: createLogger('claims-test', 'silent'),
     });
-    await reconciler.watches.owns?.[0]?.start(() => undefined);
+    await built.watches.owns?.[0]?.start(() => undefined);
     await services.start((ref, gone) => {
-      if (gone) reconciler.watches.onDeleted?.(ref, gone);
+      if (gone) built.watches.onDeleted?.(ref, gone);
     });
-  });
+    return built;
+  }
   const reconcile = (ns: string, name: string) => reconciler.reconcile(`${ns}/${name}`);
 
   it('routes only from a namespace the record names, with the record’s owner, never the label’s', async () => {
@@ -255,24 +272,7 @@ describe('workflow service claims (the operator’s admission and conflict rules
       refresh();
       markDeleted('team-a', 'scorer');
       // A new operator process: it never wrote this route and knows no claim.
-      const restarted = new WorkflowServiceReconciler({
-        services,
-        workflows: new WorkflowAdmission(workflows),
-        routes: {
-          put: () => Promise.reject(new Error('nothing is routed')),
-          remove: (key, source) => {
-            if (routes.get(key)?.source !== source) return Promise.resolve(false);
-            routes.delete(key);
-            journal.push(`remove ${source ?? ''}`);
-            return Promise.resolve(true);
-          },
-        },
-        hold,
-        address: clusterServiceAddress,
-        events: { record: () => Promise.resolve() },
-        log: createLogger('claims-test', 'silent'),
-      });
-      await restarted.watches.owns?.[0]?.start(() => undefined);
+      const restarted = await build();
       await restarted.reconcile('team-a/scorer');
       expect(journal.slice(2)).toEqual(['remove service/team-a/scorer', 'release team-a/scorer']);
       expect(routes.size).toBe(0);
@@ -295,6 +295,66 @@ describe('workflow service claims (the operator’s admission and conflict rules
       await reconcile('team-b', 'scorer');
       expect(journal.slice(6)).toEqual(['remove service/team-b/scorer', 'release team-b/scorer']);
       expect(events.at(-1)).toBe('team-b/scorer Warning NamespaceNotAllowed');
+    });
+
+    it('after a restart, a Service relabelled meanwhile has its old route removed before its finalizer', async () => {
+      services.put(service('team-a', 'older', '2026-01-02T00:00:00Z'));
+      await reconcile('team-a', 'older');
+      services.put(service('team-b', 'scorer', '2026-01-03T00:00:00Z', 'churn'));
+      workflows.put({
+        ...record(['team-b']),
+        metadata: { name: 'churn-x', creationTimestamp: '2026-01-01T00:00:00Z' },
+        spec: { workflow: 'churn', owner: 'carol', namespaces: ['team-b'] },
+      });
+      await reconcile('team-b', 'scorer');
+      refresh();
+      expect([...routes.keys()].sort()).toEqual(['tg:route:bda:churn:scorer', KEY]);
+      // While no operator ran, team-b's Service was relabelled to alice's workflow service, which
+      // team-a's holds: refused there, it would be released with its churn route still standing.
+      const relabelled = services.items.get('team-b/scorer');
+      services.items.set('team-b/scorer', {
+        ...relabelled!,
+        metadata: {
+          ...relabelled!.metadata,
+          labels: { ...relabelled!.metadata.labels, 'tollgate.dev/workflow': 'fraud' },
+        },
+      });
+      const restarted = await build();
+      journal = [];
+      await restarted.reconcile('team-b/scorer');
+      expect(journal).toEqual(['remove service/team-b/scorer', 'release team-b/scorer']);
+      expect([...routes.keys()]).toEqual([KEY]);
+      expect(routes.get(KEY)?.source).toBe('service/team-a/older');
+    });
+
+    it('after a restart, a Service unlabelled meanwhile is released by the rebuild’s sweep, its route gone first', async () => {
+      services.put(service('team-a', 'scorer', '2026-01-02T00:00:00Z'));
+      await reconcile('team-a', 'scorer');
+      refresh();
+      // Unlabelled while no operator ran: the new one's informer never shows it.
+      services.items.delete('team-a/scorer');
+      const restarted = await build();
+      journal = [];
+      expect(await restarted.sweepStale()).toBe(1);
+      expect(journal).toEqual(['remove service/team-a/scorer', 'release team-a/scorer']);
+      expect(routes.size).toBe(0);
+    });
+
+    it('a settle that fails is tried again from the route it had not settled', async () => {
+      services.put(service('team-a', 'scorer', '2026-01-02T00:00:00Z'));
+      await reconcile('team-a', 'scorer');
+      refresh();
+      // Its labels taken off while Redis is down: the removal fails, the reconcile is retried.
+      services.delete({ namespace: 'team-a', name: 'scorer' });
+      const failing = reconciler as unknown as { deps: { routes: { remove: unknown } } };
+      const remove = failing.deps.routes.remove;
+      failing.deps.routes.remove = () => Promise.reject(new Error('redis down'));
+      await expect(reconcile('team-a', 'scorer')).rejects.toThrow('redis down');
+      expect(server.held.has('team-a/scorer')).toBe(true);
+      failing.deps.routes.remove = remove;
+      await reconcile('team-a', 'scorer');
+      expect(journal.slice(2)).toEqual(['remove service/team-a/scorer', 'release team-a/scorer']);
+      expect(routes.size).toBe(0);
     });
 
     it('a Service the API server already deletes gets no route; the next claimant does', async () => {

@@ -160,7 +160,7 @@ export function invalidVersionsStatus(model: Model, message: string, now: Date):
  */
 export function nameTakenStatus(
   model: Model,
-  { holder, keptUntil, remade }: NameHolder,
+  { keptUntil, remade }: NameHolder,
   now: Date,
 ): ModelStatus {
   const name = model.metadata.name;

@@ -45,7 +45,13 @@ describe('a model published as a workflow service', () => {
     expect(resolve('POST', '/events/bda/wf/model-fraud/v2/models/model-fraud/infer')).toMatchObject({
       inference: { model: 'model-fraud', workflow: 'wf' },
     });
-    for (const path of ['/v2/models/model-fraud', '/v2/models/model-fraud/ready']) {
+    // And its runtime's health, which a V2 client asks of its base URL first.
+    for (const path of [
+      '/v2/models/model-fraud',
+      '/v2/models/model-fraud/ready',
+      '/v2/health/live',
+      '/v2/health/ready',
+    ]) {
       expect(resolve('GET', `/events/bda/wf/model-fraud${path}?x=1`)).toMatchObject({
         proxy: { origin: 'http://10.0.0.1:8080', path: `${path}?x=1` },
       });
@@ -71,7 +77,7 @@ describe('a model published as a workflow service', () => {
     ['GET', '/v2/models/model-other'],
     ['POST', '/v2/repository/models/model-fraud/unload'],
     ['POST', '/v2/repository/index'],
-    ['GET', '/v2/health/ready'],
+    ['GET', '/v2/health/started'],
     ['GET', '/v2'],
     ['GET', '/metrics'],
     ['GET', '/'],
@@ -89,6 +95,12 @@ describe('a model published as a workflow service', () => {
     expect([infer.status, infer.code, infer.headers]).toEqual([405, 'method_not_allowed', { allow: 'POST' }]);
     const meta = refusal('DELETE', '/events/bda/wf/model-fraud/v2/models/model-fraud');
     expect([meta.status, meta.headers]).toEqual([405, { allow: 'GET' }]);
+    const health = refusal('POST', '/events/bda/wf/model-fraud/v2/health/live');
+    expect([health.status, health.code, health.headers]).toEqual([
+      405,
+      'method_not_allowed',
+      { allow: 'GET' },
+    ]);
   });
 
   it('leaves a Service’s own paths alone, whatever its name', () => {

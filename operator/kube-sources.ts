@@ -34,7 +34,7 @@ import type { WorkloadOptions } from './serving/model-workload.js';
 import { KubeCustomResourceSource, KubeLabelledSource } from './framework/kube-source.js';
 import type { Resource } from './framework/resource-source.js';
 import { KubeSecretCredentials } from './storage/credentials.js';
-import { KubeRouteHold } from './workflows/route-hold.js';
+import { KubeRouteHold } from './route-hold.js';
 
 /** The Kubernetes side of the seam: informers, Deployments, core Events, credentials Secrets. */
 export function kubeSources(
@@ -68,6 +68,7 @@ export function kubeSources(
       log,
       opts.namespace,
     );
+  const routeHold = new KubeRouteHold(kc, opts.namespace);
   return {
     models: customSource<Model>(
       { group: MODEL_GROUP, version: MODEL_VERSION, plural: MODEL_PLURAL },
@@ -95,9 +96,9 @@ export function kubeSources(
     ),
     // Cluster-scoped: read across namespaces even by an operator that watches one.
     workflows: workflowRecords(kc, log),
-    routeHold: new KubeRouteHold(kc, opts.namespace),
+    routeHold,
     serviceAddress: clusterServiceAddress,
-    runtime: new KubeRuntimeDriver(kc, { pullerImage: opts.pullerImage }, log, opts.namespace),
+    runtime: new KubeRuntimeDriver(kc, { pullerImage: opts.pullerImage }, log, routeHold, opts.namespace),
     events: new KubeEventRecorder(kc, log),
     credentials: new KubeSecretCredentials(kc, {
       sameMachine: opts.sameMachine ?? false,

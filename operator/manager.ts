@@ -43,7 +43,7 @@ import type { CredentialsResolver } from './storage/credentials.js';
 import type { StoredKey } from '../common/crypto/key-file.js';
 import { EntrySealer, EntryVerifier } from '../common/redis/sealed-entry.js';
 import type { ModelGateway } from '../common/resources/model.js';
-import type { RouteHold } from './workflows/route-hold.js';
+import type { RouteHold } from './route-hold.js';
 
 export interface OperatorSources {
   models: ResourceSource<Model>;

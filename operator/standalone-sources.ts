@@ -13,7 +13,7 @@ import type { OperatorSources } from './manager.js';
 import type { RuntimeDriver } from './serving/runtime-driver.js';
 import { ManifestResourceSource } from './framework/manifest-source.js';
 import { ProcessEnvCredentials } from './storage/credentials.js';
-import { noRouteHold } from './workflows/route-hold.js';
+import { noRouteHold } from './route-hold.js';
 
 /**
  * Standalone mode's side of the operator's seam (kube-sources.ts is the cluster's): Models,

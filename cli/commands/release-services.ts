@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { loadKubeConfig } from '../../operator/kube-config.js';
-import { KubeRouteHold, ROUTE_FINALIZER } from '../../operator/workflows/route-hold.js';
+import { KubeRouteHold, ROUTE_FINALIZER } from '../../operator/route-hold.js';
 
 /**
  * `tollgate release-services`: takes the operator's route finalizer off every Service. The chart

@@ -20,7 +20,7 @@ export interface WorkflowService {
     uid?: string;
     /** Which of two Services claiming one workflow service came first (a Date from the informer). */
     creationTimestamp?: string | Date;
-    /** Set while a finalizer holds a deleted Service (operator/workflows/route-hold.ts). */
+    /** Set while a finalizer holds a deleted Service (operator/route-hold.ts). */
     deletionTimestamp?: string | Date;
     finalizers?: string[];
     resourceVersion?: string;

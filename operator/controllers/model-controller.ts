@@ -133,8 +133,14 @@ export class ModelReconciler implements Reconciler {
   readonly name = 'model';
   /** The valid folder check of each Model's current uid+generation: storage is read once per spec, not per pod change. */
   private readonly checked = new Map<string, { stamp: string; check: FolderCheck }>();
-  /** Each Model's workflow and the route keys it holds: drops the old bda route when the workflow changes, and tells the sweep what is live. */
-  private readonly routed = new Map<string, { workflow: string | undefined; keys: string[] }>();
+  /**
+   * Each Model's workflow, the route keys it holds and the addresses they name: drops the old bda
+   * route when the workflow changes, tells the sweep what is live, and keeps those addresses held.
+   */
+  private readonly routed = new Map<
+    string,
+    { workflow: string | undefined; keys: string[]; urls: string[] }
+  >();
   /** Since when each removed version's workload (by namespace/workload) has been draining. */
   private readonly draining = new Map<string, number>();
   /** Why each Model's workflow route was refused, last told (told again only when it changes). */
@@ -184,6 +190,10 @@ export class ModelReconciler implements Reconciler {
       // Gone without the finalizer's pass: a standalone manifest is deleted at once, and a cluster
       // Model may have lost its finalizer by hand. Either way nothing may keep serving it.
       await this.removeRoutes(ref, this.tombstones.get(key));
+      // Gone before this process heard of it (deleted while no operator ran): the workflow it was
+      // routed under is unknown, so every route it wrote goes before its addresses are let go.
+      if (!this.tombstones.has(key) && this.deps.runtime.workloads(ref).length > 0)
+        await this.deps.routes.removeAllOf(routeSource(ref));
       await this.removeWorkloads(ref);
       this.tombstones.delete(key);
       this.forget(key);
@@ -257,6 +267,8 @@ export class ModelReconciler implements Reconciler {
     const stale = this.deps.runtime.workloads(ref).filter((w) => !wanted.has(w));
     const routed = await this.syncRoutes(model, results, stale.length > 0);
     const draining = await this.drain(ref, stale, routed);
+    // What was torn down or is being deleted, and is called no more.
+    await this.deps.runtime.releaseUnrouted(ref, new Set(this.routed.get(key)?.urls));
     await this.writeStatus(model, (m, now) =>
       desiredStatus(m, results, draining.versions, now, rollout?.status),
     );
@@ -453,7 +465,7 @@ export class ModelReconciler implements Reconciler {
       // Nothing of the spec serves yet, but a replaced workload does: its route stays until then.
       if (replacing && this.routed.get(key)?.keys.length) return false;
       await this.removeRoutes(ref, workflow);
-      this.routed.set(key, { workflow, keys: [] });
+      this.routed.set(key, { workflow, keys: [], urls: [] });
       return false;
     }
     // The workflow's route only where its Workflow record admits the Model's namespace, with the
@@ -501,7 +513,8 @@ export class ModelReconciler implements Reconciler {
       ...(workflow && owner !== undefined ? [redisKeys.bdaRoute(workflow, ref.name)] : []),
     ];
     for (const k of keys) await this.deps.routes.put(k, route);
-    this.routed.set(key, { workflow, keys });
+    const urls = [route.url, ...(route.versions ?? []).map((v) => v.url), route.shadow?.url ?? ''];
+    this.routed.set(key, { workflow, keys, urls });
     return true;
   }
 
@@ -570,13 +583,17 @@ export class ModelReconciler implements Reconciler {
     );
   }
 
-  /** Every workload of the Model, of any version: nothing of a deleted Model keeps running. */
+  /**
+   * Every workload of the Model, of any version: nothing of a deleted Model keeps running. Its
+   * routes are gone already, so their addresses are let go too.
+   */
   private async removeWorkloads(ref: ResourceRef): Promise<void> {
     const names = new Set([ref.name, ...this.deps.runtime.workloads(ref)]);
     for (const name of names) {
       await this.deps.runtime.remove({ namespace: ref.namespace, name });
       this.draining.delete(refKey({ namespace: ref.namespace, name }));
     }
+    await this.deps.runtime.releaseUnrouted(ref, new Set());
   }
 
   private forget(key: string): void {

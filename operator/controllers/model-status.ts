@@ -158,11 +158,7 @@ export function invalidVersionsStatus(model: Model, message: string, now: Date):
  * A Model whose name an older Model in another namespace already serves: `/v2/models/<name>`,
  * its route and its grant audience name one model, so the later one is refused, not served.
  */
-export function nameTakenStatus(
-  model: Model,
-  { keptUntil, remade }: NameHolder,
-  now: Date,
-): ModelStatus {
+export function nameTakenStatus(model: Model, { keptUntil, remade }: NameHolder, now: Date): ModelStatus {
   const name = model.metadata.name;
   const unique = `a model's name is its V2 address across the cluster (/v2/models/${name}), so it must be unique`;
   // The holder is always in another namespace: another team's, which this one is not told.

@@ -21,7 +21,8 @@ import {
 import type { EventRecorder } from '../events.js';
 import { creationOrder } from '../../common/resources/claim-order.js';
 import type { WorkflowAdmission } from '../workflows/workflow-admission.js';
-import { carriesRouteFinalizer, type RouteHold } from '../workflows/route-hold.js';
+import { carriesRouteFinalizer, type RouteHold } from '../route-hold.js';
+import { isModelWorkload } from '../serving/model-workload.js';
 import type { ReconcileResult, Reconciler, Watches } from '../framework/controller.js';
 
 export const WORKFLOW_SELECTOR = `${WORKFLOW_LABEL},${SERVICE_LABEL}`;
@@ -124,7 +125,7 @@ const refOf = (svc: WorkflowService): ResourceRef => ({
  * only ask: its workflow's record must allow its namespace, and of the Services that claim one
  * workflow service the oldest holds the route (the Gateway API's conflict rule). A refused
  * Service is told why, on an Event and a log line, once per reason. A routed Service carries the
- * route finalizer, taken off only once no route names its cluster IP (workflows/route-hold.ts).
+ * route finalizer, taken off only once no route names its cluster IP (operator/route-hold.ts).
  */
 export class WorkflowServiceReconciler implements Reconciler {
   readonly name = 'workflow-service';
@@ -189,7 +190,10 @@ export class WorkflowServiceReconciler implements Reconciler {
   async sweepStale(): Promise<number> {
     let strays: ResourceRef[];
     try {
-      strays = await this.deps.hold.strays((r) => this.deps.services.get(r) !== undefined);
+      // A Model's Services are the Model reconciler's to release.
+      strays = await this.deps.hold.strays(
+        (svc, r) => this.deps.services.get(r) !== undefined || isModelWorkload(svc),
+      );
     } catch (err) {
       this.deps.log.warn({ err }, 'could not list the Services carrying the route finalizer');
       return 0;

@@ -30,6 +30,7 @@ import {
   type WorkloadOptions,
 } from './model-workload.js';
 import { startingReplicas } from './starting-replicas.js';
+import { carriesRouteFinalizer, type RouteHold } from '../route-hold.js';
 import { VERSION_LABEL } from '../../common/resources/model-versions.js';
 import type { RuntimeDriver, RuntimePlan, RuntimeState } from './runtime-driver.js';
 
@@ -106,6 +107,8 @@ export class KubeRuntimeDriver implements RuntimeDriver {
     kc: KubeConfig,
     private readonly opts: WorkloadOptions,
     private readonly log: Logger,
+    /** Keeps each Service's cluster IP while a route names it. */
+    private readonly hold: RouteHold,
     namespace?: string,
   ) {
     this.objects = KubernetesObjectApi.makeApiClient(kc);
@@ -183,10 +186,11 @@ export class KubeRuntimeDriver implements RuntimeDriver {
 
   /**
    * The workload's Service, as the plan has it, and where it is called (its cluster IP; '' when it
-   * has none yet). Written when missing or when its ports are not the plan's (a Service made before
-   * the sidecar answered gRPC has its HTTP port only). The namespace's team may edit it: one turned
-   * into an ExternalName or headless Service, or given another selector, is deleted and made
-   * again; it is never called by name.
+   * has none yet). Written when missing, without the route finalizer, or when its ports are not the
+   * plan's (a Service made before the sidecar answered gRPC has its HTTP port only). The
+   * namespace's team may edit it: one turned into an ExternalName or headless Service, or given
+   * another selector, is deleted and made again; it is never called by name. One being deleted is
+   * not called: it is released once no route names it (`releaseUnrouted`), then made again.
    */
   private async serviceOrigin(plan: RuntimePlan, ref: ResourceRef): Promise<string> {
     const service = modelService(plan);
@@ -195,18 +199,15 @@ export class KubeRuntimeDriver implements RuntimeDriver {
     const selector = (svc: V1Service | undefined) =>
       JSON.stringify(Object.entries(svc?.spec?.selector ?? {}).sort(([a], [b]) => (a < b ? -1 : 1)));
     let live = this.services.get(ref) as V1Service | undefined;
+    if (live?.metadata?.deletionTimestamp) return '';
     if (
       live !== undefined &&
       (clusterIpOrigin(live.spec, MODEL_HTTP_PORT) === undefined || selector(live) !== selector(service))
     ) {
-      // That very object, as this process saw it: never one made again meanwhile.
-      const preconditions = { uid: live.metadata?.uid, resourceVersion: live.metadata?.resourceVersion };
-      await this.core.deleteNamespacedService({ ...ref, body: { preconditions } }).catch((e: unknown) => {
-        if (!isApiStatus(e, 404) && !isApiStatus(e, 409)) throw e;
-      });
-      live = undefined;
+      await this.deleteService(ref, live);
+      return '';
     }
-    if (live === undefined || ports(live) !== ports(service)) {
+    if (live === undefined || ports(live) !== ports(service) || !carriesRouteFinalizer(live)) {
       live = (await this.objects.patch(
         service,
         undefined,
@@ -218,6 +219,39 @@ export class KubeRuntimeDriver implements RuntimeDriver {
       this.services.remember(live as Workload);
     }
     return clusterIpOrigin(live.spec, MODEL_HTTP_PORT) ?? '';
+  }
+
+  /**
+   * Deletes a workload's Service: its finalizer keeps it (and its cluster IP) until
+   * `releaseUnrouted`. `seen`: that very object, as this process saw it, never one made again
+   * meanwhile. The cache is told at once, so the same reconcile may release it.
+   */
+  private async deleteService(ref: ResourceRef, seen?: V1Service): Promise<void> {
+    const preconditions =
+      seen === undefined
+        ? undefined
+        : { uid: seen.metadata?.uid, resourceVersion: seen.metadata?.resourceVersion };
+    try {
+      const left = await this.core.deleteNamespacedService({
+        ...ref,
+        ...(preconditions === undefined ? {} : { body: { preconditions } }),
+      });
+      if (left.metadata?.deletionTimestamp) this.services.remember(left as Workload);
+    } catch (e) {
+      if (!isApiStatus(e, 404) && !isApiStatus(e, 409)) throw e;
+    }
+  }
+
+  async releaseUnrouted(model: ResourceRef, routed: ReadonlySet<string>): Promise<void> {
+    for (const w of this.services.list()) {
+      const svc = w as V1Service;
+      if (svc.metadata?.namespace !== model.namespace || svc.metadata.labels?.[MODEL_LABEL] !== model.name)
+        continue;
+      if (!svc.metadata.deletionTimestamp || !carriesRouteFinalizer(svc)) continue;
+      const origin = clusterIpOrigin(svc.spec, MODEL_HTTP_PORT);
+      if (origin !== undefined && routed.has(origin)) continue;
+      await this.hold.release({ namespace: model.namespace, name: w.metadata.name });
+    }
   }
 
   workloads(model: ResourceRef): string[] {
@@ -233,14 +267,16 @@ export class KubeRuntimeDriver implements RuntimeDriver {
   }
 
   async remove(ref: ResourceRef): Promise<void> {
-    // A Model whose folder stays wrong is re-checked every 30 s: no API calls when nothing exists.
-    if (!this.deployments.get(ref) && !this.services.get(ref)) return;
+    // A Model whose folder stays wrong is re-checked every 30 s: no API calls when nothing exists
+    // (a Service being deleted already waits for its release).
+    const deleting = this.services.get(ref)?.metadata.deletionTimestamp !== undefined;
+    if (!this.deployments.get(ref) && (!this.services.get(ref) || deleting)) return;
     const ignoreMissing = (e: unknown) => {
       if (!isApiStatus(e, 404)) throw e;
     };
     await Promise.all([
       this.apps.deleteNamespacedDeployment({ ...ref, propagationPolicy: 'Background' }).catch(ignoreMissing),
-      this.core.deleteNamespacedService(ref).catch(ignoreMissing),
+      deleting ? undefined : this.deleteService(ref),
     ]);
   }
 }

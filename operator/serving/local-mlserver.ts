@@ -145,6 +145,11 @@ export class LocalMlserverDriver implements RuntimeDriver {
     };
   }
 
+  /** A local process's port is this machine's, handed out by no one to a team: nothing is held. */
+  releaseUnrouted(): Promise<void> {
+    return Promise.resolve();
+  }
+
   workloads(model: ResourceRef): string[] {
     return [...this.runs.values()]
       .filter((r) => r.model.namespace === model.namespace && r.model.name === model.name)

@@ -7,6 +7,7 @@ import type {
 import { createHash } from 'node:crypto';
 import { MODEL_API_VERSION, MODEL_HTTP_PORT, MODEL_KIND, type Model } from '../../common/resources/model.js';
 import type { RuntimePlan } from './runtime-driver.js';
+import { ROUTE_FINALIZER } from '../route-hold.js';
 import { WORKFLOW_LABEL } from '../../common/resources/labels.js';
 import { VERSION_LABEL } from '../../common/resources/model-versions.js';
 
@@ -20,6 +21,9 @@ export const INJECT_LABEL = 'tollgate.dev/inject';
 export const MODEL_LABEL = 'tollgate.dev/model';
 export const MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by';
 export const MANAGED_BY = 'tollgate';
+/** A Deployment or Service this operator made for a Model (labels only: a team may set them too). */
+export const isModelWorkload = (obj: { metadata?: { labels?: Record<string, string> } }): boolean =>
+  obj.metadata?.labels?.[MANAGED_BY_LABEL] === MANAGED_BY && obj.metadata.labels[MODEL_LABEL] !== undefined;
 export const TEMPLATE_HASH_ANNOTATION = 'tollgate.dev/template-hash';
 export const MODELS_DIR = '/mnt/models';
 const GRPC_PORT = 8081;
@@ -281,6 +285,8 @@ export function modelService(
       namespace: model.metadata.namespace,
       labels: labelsFor(plan),
       ownerReferences: ownerRefs(model),
+      // Its cluster IP is routed: held until the route no longer names it (operator/route-hold.ts).
+      finalizers: [ROUTE_FINALIZER],
     },
     spec: {
       type: 'ClusterIP',

@@ -63,6 +63,12 @@ export interface RuntimeDriver {
   apply(plan: RuntimePlan): Promise<RuntimeState>;
   /** Tears a workload down (idempotent); `ref.name` is the workload's name. */
   remove(ref: ResourceRef): Promise<void>;
+  /**
+   * Lets go of the addresses of a Model's workloads being torn down that no route names any more
+   * (`routed`: every URL the Model's routes hold now). A cluster keeps a deleted Service's IP until
+   * then, so no other team's Service can be given it while it is still called.
+   */
+  releaseUnrouted(model: ResourceRef, routed: ReadonlySet<string>): Promise<void>;
   /** The workloads that exist for a Model (every version, including ones no longer in its spec). */
   workloads(model: ResourceRef): string[];
   /** Watches runtimes; calls `onChange` with the Model's ref when one changes (e.g. replicas become ready). */

@@ -784,6 +784,64 @@ describe('a tenant with the edit role in a namespace of its own', () => {
     expect(after.status).toBe(404);
     await t.kubectl('-n', NAMESPACE, 'rollout', 'status', operator, '--timeout=180s');
   });
+
+  it('cannot take the cluster IP of alice’s Model Service deleted while no operator runs; the Model is served again at a new one', async () => {
+    const { key } = await createKey(t, 'alice', { module: 'platform', roles: ['models:inference'] });
+    const ready = `${t.gateway}/v2/models/${MODEL}/ready`;
+    const answers = async () => {
+      const r = await call(ready, { headers: apikey(key) });
+      return r.status === 200 && r.body['ready'] === true;
+    };
+    const svc = async () =>
+      JSON.parse(
+        (await t.kubectl('-n', NS, 'get', 'service', MODEL, '--ignore-not-found', '-o', 'json')).trim() ||
+          '{}',
+      ) as {
+        metadata?: { uid?: string; finalizers?: string[]; deletionTimestamp?: string };
+        spec?: { clusterIP?: string };
+      };
+    const held = await eventually('the route finalizer on alice’s Model Service', async () => {
+      const s = await svc();
+      return s.metadata?.finalizers?.includes('tollgate.dev/route') && (await answers()) ? s : undefined;
+    });
+    const ip = held.spec?.clusterIP ?? '';
+    expect(ip).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
+
+    const operator = `deploy/${RELEASE}-operator`;
+    const replicas = (
+      await t.kubectl('-n', NAMESPACE, 'get', operator, '-o', 'jsonpath={.spec.replicas}')
+    ).trim();
+    await t.kubectl('-n', NAMESPACE, 'scale', operator, '--replicas=0');
+    await eventually('no operator pod', async () =>
+      (await podNames(t, NAMESPACE, 'app.kubernetes.io/component=operator')).length === 0 ? true : undefined,
+    );
+    const thief = (name: string) =>
+      tenant(['-n', TENANT, 'create', 'service', 'clusterip', name, '--tcp=80:8000', `--clusterip=${ip}`]);
+    try {
+      await t.kubectl('-n', NS, 'delete', 'service', MODEL, '--wait=false');
+      expect((await svc()).metadata?.deletionTimestamp).toBeDefined();
+      const refused = await thief('model-thief');
+      expect(refused.ok).toBe(false);
+      expect(refused.out).toMatch(/already allocated/);
+      expect(await answers()).toBe(true);
+    } finally {
+      await t.kubectl('-n', NAMESPACE, 'scale', operator, `--replicas=${replicas}`);
+    }
+    // The operator back: the route leaves the old address, the Service goes and is made again.
+    const remade = await eventually('alice’s Model Service made again, and served', async () => {
+      const s = await svc();
+      return s.metadata?.uid !== undefined && s.metadata.uid !== held.metadata?.uid && (await answers())
+        ? s
+        : undefined;
+    });
+    expect(remade.metadata?.finalizers).toContain('tollgate.dev/route');
+    // The old address was let go; whoever takes it now is routed nothing of alice's.
+    if (remade.spec?.clusterIP !== ip) {
+      expect((await thief('model-thief')).ok).toBe(true);
+      expect(await answers()).toBe(true);
+    }
+    await t.kubectl('-n', NAMESPACE, 'rollout', 'status', operator, '--timeout=180s');
+  });
 });
 
 describe('faults', () => {

@@ -136,6 +136,9 @@ describe('helm chart: lint and render', () => {
         // No Service takes another address's traffic through externalIPs (CVE-2020-8554).
         'ValidatingAdmissionPolicy/t1-tollgate-external-ips',
         'ValidatingAdmissionPolicyBinding/t1-tollgate-external-ips',
+        // A routed Service is not turned into an ExternalName one, which frees its cluster IP.
+        'ValidatingAdmissionPolicy/t1-tollgate-routed-services',
+        'ValidatingAdmissionPolicyBinding/t1-tollgate-routed-services',
       ].sort(),
     );
     for (const o of objects.filter((x) => x.metadata.name === 't1-tollgate-release-services'))
@@ -684,7 +687,9 @@ describe('helm chart: accepted by a real kube-apiserver', () => {
 
   it('refuses, at the API server, a Service that sets or changes externalIPs outside the allowed namespaces', async () => {
     const { objects } = await render(['externalIPs.allowedNamespaces={ops-allowed}']);
-    const policy = objects.filter((o) => o.kind.startsWith('ValidatingAdmissionPolicy'));
+    const policy = objects.filter(
+      (o) => o.kind.startsWith('ValidatingAdmissionPolicy') && o.metadata.name === 't1-tollgate-external-ips',
+    );
     expect(policy).toHaveLength(2);
     const yaml = policy.map((o) => JSON.stringify(o)).join('\n');
     await kubectl(['apply', '-f', '-'], yaml);
@@ -721,6 +726,63 @@ describe('helm chart: accepted by a real kube-apiserver', () => {
     } finally {
       await kubectl(['delete', '--ignore-not-found', 'service', '-n', namespace, 'plain', 'thief']);
       await kubectl(['delete', '--ignore-not-found', 'namespace', 'ops-allowed', '--wait=false']);
+      await kubectl(['delete', '--ignore-not-found', '-f', '-'], yaml);
+    }
+  });
+
+  it('refuses, at the API server, turning a Service the route finalizer holds into an ExternalName one', async () => {
+    const { objects } = await render();
+    const policy = objects.filter(
+      (o) =>
+        o.kind.startsWith('ValidatingAdmissionPolicy') && o.metadata.name === 't1-tollgate-routed-services',
+    );
+    expect(policy).toHaveLength(2);
+    const yaml = policy.map((o) => JSON.stringify(o)).join('\n');
+    await kubectl(['apply', '-f', '-'], yaml);
+    const make = (name: string, finalizer: string) =>
+      kubectl(
+        ['apply', '-f', '-'],
+        JSON.stringify({
+          apiVersion: 'v1',
+          kind: 'Service',
+          metadata: { name, namespace, finalizers: [finalizer] },
+          spec: { ports: [{ port: 80 }], selector: { app: name } },
+        }),
+      );
+    const patch = (name: string, body: object) =>
+      kubectl(['patch', 'service', name, '-n', namespace, '--type=merge', '-p', JSON.stringify(body)]).then(
+        () => 'admitted',
+        (e: Error) => e.message,
+      );
+    const toExternalName = (name: string) =>
+      patch(name, { spec: { type: 'ExternalName', externalName: 'elsewhere.example.test' } });
+    try {
+      await make('routed', 'tollgate.dev/route');
+      await make('other', 'example.com/keep');
+      // The API server loads a policy a moment after it is written.
+      const deadline = Date.now() + 20_000;
+      let refused = await toExternalName('routed');
+      while (refused === 'admitted' && Date.now() < deadline) {
+        await patch('routed', { spec: { type: 'ClusterIP', externalName: null } });
+        await new Promise((r) => setTimeout(r, 500));
+        refused = await toExternalName('routed');
+      }
+      expect(refused).toMatch(/an ExternalName Service would free that IP while calls are still sent to it/);
+      const { stdout: ip } = await kubectl([
+        ...['get', 'service', 'routed', '-n', namespace],
+        ...['-o', 'jsonpath={.spec.clusterIP}'],
+      ]);
+      expect(ip).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
+      // Once the finalizer is gone (the route let go), the change is the team's to make.
+      expect(await patch('routed', { metadata: { finalizers: null } })).toBe('admitted');
+      expect(await toExternalName('routed')).toBe('admitted');
+      // Another controller's finalizer holds nothing of Tollgate's.
+      expect(await toExternalName('other')).toBe('admitted');
+    } finally {
+      for (const name of ['routed', 'other']) {
+        await patch(name, { metadata: { finalizers: null } });
+        await kubectl(['delete', '--ignore-not-found', 'service', '-n', namespace, name]);
+      }
       await kubectl(['delete', '--ignore-not-found', '-f', '-'], yaml);
     }
   });

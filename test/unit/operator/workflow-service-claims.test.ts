@@ -14,7 +14,7 @@ import {
   WorkflowServiceReconciler,
 } from '../../../operator/controllers/workflow-service-controller.js';
 import { WorkflowAdmission } from '../../../operator/workflows/workflow-admission.js';
-import { ROUTE_FINALIZER, type RouteHold } from '../../../operator/workflows/route-hold.js';
+import { ROUTE_FINALIZER, type RouteHold } from '../../../operator/route-hold.js';
 
 /** A watched set held in memory: what an informer's cache holds, changed by the test. */
 class Held<T extends { metadata: { name: string; namespace?: string } }> implements WatchedSource<T> {
@@ -82,7 +82,7 @@ describe('workflow service claims (the operator’s admission and conflict rules
   /** As the API server does: no finalizer added to a Service gone or being deleted. */
   const hold: RouteHold = {
     hold: (svc) => {
-      const key = `${svc.metadata.namespace ?? ''}/${svc.metadata.name}`;
+      const key = `${svc.metadata?.namespace ?? ''}/${svc.metadata?.name ?? ''}`;
       if (!services.items.has(key) || server.deleting.has(key)) return Promise.resolve(false);
       if (!server.held.has(key)) journal.push(`hold ${key}`);
       server.held.add(key);
@@ -92,7 +92,7 @@ describe('workflow service claims (the operator’s admission and conflict rules
       if (server.held.delete(refKey(ref))) journal.push(`release ${refKey(ref)}`);
       return Promise.resolve();
     },
-    strays: (seen) => Promise.resolve([...server.held].map(parseRefKey).filter((ref) => !seen(ref))),
+    strays: (seen) => Promise.resolve([...server.held].map(parseRefKey).filter((ref) => !seen({ metadata: ref }, ref))),
   };
 
   /** The informer's copy catching up with the server's finalizers. */

@@ -1,32 +1,48 @@
 import { CoreV1Api, PatchStrategy, setHeaderOptions, type KubeConfig } from '@kubernetes/client-node';
 import { LRUCache } from 'lru-cache';
-import { isApiStatus } from '../../common/kube/custom-objects.js';
-import type { WorkflowService } from '../../common/resources/workflow-service.js';
-import type { ResourceRef } from '../framework/resource-source.js';
+import { isApiStatus } from '../common/kube/custom-objects.js';
+import type { ResourceRef } from './framework/resource-source.js';
 
 /**
- * The finalizer on every routed workflow Service. A route names its Service's cluster IP, and the
- * API server frees that IP the moment the Service is gone: a team that may create Services could
- * then ask for it (`spec.clusterIP`) and take the calls still routed there. With the finalizer, a
- * deleted Service (and its IP) stays until the operator has removed its route, even when no
- * operator runs at the time.
+ * The finalizer on every Service a route names: routed workflow Services and the Services of
+ * Models. A route names its Service's cluster IP, and the API server frees that IP the moment the
+ * Service is gone: a team that may create Services could then ask for it (`spec.clusterIP`) and
+ * take the calls still routed there. With the finalizer, a deleted Service (and its IP) stays until
+ * the operator has removed its route, even when no operator runs at the time.
  */
 export const ROUTE_FINALIZER = 'tollgate.dev/route';
 
-export const carriesRouteFinalizer = (svc: WorkflowService): boolean =>
-  (svc.metadata.finalizers ?? []).includes(ROUTE_FINALIZER);
+/** What the hold reads of a Service (a workflow Service, a Model's, or one listed). */
+export interface HeldService {
+  metadata?: {
+    name?: string;
+    namespace?: string;
+    finalizers?: string[];
+    deletionTimestamp?: string | Date;
+    resourceVersion?: string;
+    labels?: Record<string, string>;
+  };
+}
+
+export const carriesRouteFinalizer = (svc: HeldService): boolean =>
+  (svc.metadata?.finalizers ?? []).includes(ROUTE_FINALIZER);
+
+const refOf = (svc: HeldService): ResourceRef => ({
+  namespace: svc.metadata?.namespace ?? 'default',
+  name: svc.metadata?.name ?? '',
+});
 
 /** Puts the finalizer on a Service before it is routed, and takes it off once its route is gone. */
 export interface RouteHold {
   /** False when the Service is gone or being deleted: it must not be routed. */
-  hold(svc: WorkflowService): Promise<boolean>;
+  hold(svc: HeldService): Promise<boolean>;
   /** Read fresh: the Service may have left the cache (deleted, or its labels taken off). */
   release(ref: ResourceRef): Promise<void>;
   /**
    * Services carrying the finalizer that `seen` does not hold: unlabelled while no operator ran,
    * the operator never hears of them again (their routes are swept; the finalizer must go too).
    */
-  strays(seen: (ref: ResourceRef) => boolean): Promise<ResourceRef[]>;
+  strays(seen: (svc: HeldService, ref: ResourceRef) => boolean): Promise<ResourceRef[]>;
 }
 
 /** Standalone mode: a route names a URL the operator was given, no address the cluster hands out. */
@@ -55,18 +71,18 @@ export class KubeRouteHold implements RouteHold {
     this.api = kc.makeApiClient(CoreV1Api);
   }
 
-  async strays(seen: (ref: ResourceRef) => boolean): Promise<ResourceRef[]> {
+  async strays(seen: (svc: HeldService, ref: ResourceRef) => boolean): Promise<ResourceRef[]> {
     const found: ResourceRef[] = [];
-    await this.eachHeld(this.namespace, (ref) => {
-      if (!seen(ref)) found.push(ref);
+    await this.eachHeld(this.namespace, (svc) => {
+      if (!seen(svc, refOf(svc))) found.push(refOf(svc));
       return Promise.resolve();
     });
     return found;
   }
 
-  async hold(svc: WorkflowService): Promise<boolean> {
-    if (svc.metadata.deletionTimestamp) return false;
-    const ref = { namespace: svc.metadata.namespace ?? 'default', name: svc.metadata.name };
+  async hold(svc: HeldService): Promise<boolean> {
+    if (svc.metadata?.deletionTimestamp) return false;
+    const ref = refOf(svc);
     const key = `${ref.namespace}/${ref.name}`;
     const stale = this.released.has(key);
     if (carriesRouteFinalizer(svc) && !stale) return true;
@@ -91,22 +107,22 @@ export class KubeRouteHold implements RouteHold {
    */
   private async rewrite(
     ref: ResourceRef,
-    cached: WorkflowService | undefined,
+    cached: HeldService | undefined,
     change: (finalizers: string[]) => string[] | undefined,
   ): Promise<boolean> {
     let svc = cached;
     for (let attempt = 1; ; attempt++) {
       svc ??= await this.read(ref);
       if (svc === undefined) return false;
-      const next = change(svc.metadata.finalizers ?? []);
+      const next = change(svc.metadata?.finalizers ?? []);
       if (next === undefined) return true;
-      const adding = next.length > (svc.metadata.finalizers ?? []).length;
-      if (adding && svc.metadata.deletionTimestamp) return false;
+      const adding = next.length > (svc.metadata?.finalizers ?? []).length;
+      if (adding && svc.metadata?.deletionTimestamp) return false;
       try {
         await this.api.patchNamespacedService(
           {
             ...ref,
-            body: { metadata: { finalizers: next, resourceVersion: svc.metadata.resourceVersion } },
+            body: { metadata: { finalizers: next, resourceVersion: svc.metadata?.resourceVersion } },
           },
           setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
         );
@@ -129,7 +145,8 @@ export class KubeRouteHold implements RouteHold {
   async releaseAll(namespace?: string): Promise<{ released: string[]; failed: string[] }> {
     const released: string[] = [];
     const failed: string[] = [];
-    await this.eachHeld(namespace, async (ref) => {
+    await this.eachHeld(namespace, async (svc) => {
+      const ref = refOf(svc);
       try {
         await this.release(ref);
         released.push(`${ref.namespace}/${ref.name}`);
@@ -143,7 +160,7 @@ export class KubeRouteHold implements RouteHold {
   /** Every Service carrying the finalizer, in `namespace` or all, page by page. */
   private async eachHeld(
     namespace: string | undefined,
-    visit: (ref: ResourceRef) => Promise<void>,
+    visit: (svc: HeldService) => Promise<void>,
   ): Promise<void> {
     let next: string | undefined;
     do {
@@ -152,16 +169,14 @@ export class KubeRouteHold implements RouteHold {
         namespace === undefined
           ? await this.api.listServiceForAllNamespaces(page)
           : await this.api.listNamespacedService({ namespace, ...page });
-      for (const svc of list.items as WorkflowService[])
-        if (carriesRouteFinalizer(svc))
-          await visit({ namespace: svc.metadata.namespace ?? 'default', name: svc.metadata.name });
+      for (const svc of list.items) if (carriesRouteFinalizer(svc)) await visit(svc);
       next = list.metadata?._continue || undefined;
     } while (next !== undefined);
   }
 
-  private async read(ref: ResourceRef): Promise<WorkflowService | undefined> {
+  private async read(ref: ResourceRef): Promise<HeldService | undefined> {
     try {
-      return (await this.api.readNamespacedService(ref)) as WorkflowService;
+      return await this.api.readNamespacedService(ref);
     } catch (e) {
       if (isApiStatus(e, 404)) return undefined;
       throw e;

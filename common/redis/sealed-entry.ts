@@ -119,17 +119,31 @@ export class EntryVerifier {
 
   /** The payload of `raw` stored at `redisKey`, or why it must not be believed. */
   open(redisKey: string, raw: string): Opened {
-    if (!raw.startsWith(SEAL_PREFIX)) return { ok: false, issue: 'not sealed' };
-    const kidEnd = raw.indexOf('.', SEAL_PREFIX.length);
-    const sigEnd = kidEnd < 0 ? -1 : raw.indexOf('.', kidEnd + 1);
-    if (sigEnd < 0) return { ok: false, issue: 'not sealed' };
-    const key = this.keys.get(raw.slice(SEAL_PREFIX.length, kidEnd));
+    const parts = sealedParts(raw);
+    if (parts === undefined) return { ok: false, issue: 'not sealed' };
+    const key = this.keys.get(parts.kid);
     if (key === undefined) return { ok: false, issue: 'sealed with a key this process does not trust' };
-    const payload = raw.slice(sigEnd + 1);
-    const signature = Buffer.from(raw.slice(kidEnd + 1, sigEnd), 'base64url');
+    const { payload } = parts;
+    const signature = Buffer.from(parts.signature, 'base64url');
     const valid = verify('sha256', signedBytes(redisKey, payload), { key, ...SIGNATURE }, signature);
     return valid ? { ok: true, payload } : { ok: false, issue: 'bad signature' };
   }
+}
+
+/**
+ * A sealed value's parts, not verified: for a writer looking for its own entries, which a write
+ * then checks again (never to believe what one says).
+ */
+export function sealedParts(raw: string): { kid: string; signature: string; payload: string } | undefined {
+  if (!raw.startsWith(SEAL_PREFIX)) return undefined;
+  const kidEnd = raw.indexOf('.', SEAL_PREFIX.length);
+  const sigEnd = kidEnd < 0 ? -1 : raw.indexOf('.', kidEnd + 1);
+  if (sigEnd < 0) return undefined;
+  return {
+    kid: raw.slice(SEAL_PREFIX.length, kidEnd),
+    signature: raw.slice(kidEnd + 1, sigEnd),
+    payload: raw.slice(sigEnd + 1),
+  };
 }
 
 type JsonWebKeyLike = JWK & JsonWebKey;

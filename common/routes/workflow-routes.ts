@@ -1,8 +1,9 @@
 import type { Redis } from 'ioredis';
+import { z } from 'zod';
 import { redisUnavailable } from '../redis/unavailable.js';
 import { KEY_PREFIX, redisChannels } from '../redis/schema.js';
 import { parseStored, routeSchema, type Route } from '../resources/grant.js';
-import type { EntrySealer, EntryVerifier } from '../redis/sealed-entry.js';
+import { sealedParts, type EntrySealer, type EntryVerifier } from '../redis/sealed-entry.js';
 import type { Workflow } from '../resources/workflow.js';
 import { recordsById, type WorkflowRecords } from './workflow-records.js';
 
@@ -71,33 +72,44 @@ export class RouteWriter {
   }
 
   /**
-   * Removes every workflow route `source` wrote, under whatever key: a SCAN of them all, for the
-   * rare writer that no longer knows its keys (a Service relabelled while no operator ran).
-   * Resolves with the count removed.
+   * Removes every workflow route `source` wrote, under whatever key but those of `keep`: a SCAN of
+   * them all, for the rare writer that no longer knows its keys (relabelled, or its workflow
+   * changed, while no operator ran). Resolves with the count removed.
    */
-  async removeAllOf(source: string): Promise<number> {
+  async removeAllOf(source: string, keep: ReadonlySet<string> = new Set()): Promise<number> {
+    const candidates: string[] = [];
+    await scanValues(this.redis, `${BDA_ROUTE_PREFIX}*`, (key, value) => {
+      // Read unverified to find candidates; REMOVE checks the source again, atomically.
+      const payload = sealedParts(value)?.payload;
+      const route = payload === undefined ? undefined : parseStored(sourceOnly, payload);
+      if (route?.ok === true && route.value.source === source && !keep.has(key)) candidates.push(key);
+    });
     let removed = 0;
-    let cursor = '0';
-    do {
-      const [next, keys] = await this.redis.scan(
-        cursor,
-        'MATCH',
-        `${BDA_ROUTE_PREFIX}*`,
-        'COUNT',
-        SCAN_COUNT,
-      );
-      cursor = next;
-      if (keys.length === 0) continue;
-      const values = await this.redis.mget(...keys);
-      for (const [i, key] of keys.entries()) {
-        // Read unverified to find candidates; REMOVE checks the source again, atomically.
-        const body = /^tg1\.[^.]*\.[^.]*\.(.*)$/s.exec(values[i] ?? '')?.[1];
-        if (body === undefined || !body.includes(JSON.stringify(source))) continue;
-        if (await this.remove(key, source)) removed++;
-      }
-    } while (cursor !== '0');
+    for (const key of candidates) if (await this.remove(key, source)) removed++;
     return removed;
   }
+}
+
+/** What removeAllOf reads of a route: an entry of an older shape is found by its source all the same. */
+const sourceOnly = z.looseObject({ source: z.string() });
+
+/** Every value whose key matches `pattern`, page by page (SCAN, then one MGET a page). */
+async function scanValues(
+  redis: Redis,
+  pattern: string,
+  visit: (key: string, value: string) => void,
+): Promise<void> {
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', SCAN_COUNT);
+    cursor = next;
+    if (keys.length === 0) continue;
+    const values = await redis.mget(...keys);
+    keys.forEach((key, i) => {
+      const value = values[i];
+      if (value !== null && value !== undefined) visit(key, value);
+    });
+  } while (cursor !== '0');
 }
 
 export interface OwnedWorkflow {
@@ -162,22 +174,13 @@ export class WorkflowRoutes {
   private async scan(pattern: string): Promise<ScannedRoute[]> {
     const found: ScannedRoute[] = [];
     try {
-      let cursor = '0';
-      do {
-        const [next, keys] = await this.redis.scan(cursor, 'MATCH', pattern, 'COUNT', SCAN_COUNT);
-        cursor = next;
-        if (keys.length === 0) continue;
-        const values = await this.redis.mget(...keys);
-        keys.forEach((key, i) => {
-          const [workflow, service] = key.slice(BDA_ROUTE_PREFIX.length).split(':');
-          const value = values[i];
-          if (workflow === undefined || service === undefined || value === null || value === undefined)
-            return;
-          const opened = this.verifier.open(key, value);
-          const route = opened.ok ? parseStored(routeSchema, opened.payload) : undefined;
-          found.push({ workflow, service, route: route?.ok === true ? route.value : null });
-        });
-      } while (cursor !== '0');
+      await scanValues(this.redis, pattern, (key, value) => {
+        const [workflow, service] = key.slice(BDA_ROUTE_PREFIX.length).split(':');
+        if (workflow === undefined || service === undefined) return;
+        const opened = this.verifier.open(key, value);
+        const route = opened.ok ? parseStored(routeSchema, opened.payload) : undefined;
+        found.push({ workflow, service, route: route?.ok === true ? route.value : null });
+      });
     } catch (cause) {
       throw redisUnavailable(cause, ROUTES_UNREACHABLE);
     }

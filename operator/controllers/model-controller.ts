@@ -99,7 +99,7 @@ const STORAGE_CHECK_MS = 20_000;
 export interface ModelControllerDeps {
   models: ResourceSource<Model>;
   runtime: RuntimeDriver;
-  routes: RouteWriter;
+  routes: Pick<RouteWriter, 'put' | 'remove' | 'removeAllOf'>;
   events: EventRecorder;
   credentials: CredentialsResolver;
   log: Logger;
@@ -141,6 +141,8 @@ export class ModelReconciler implements Reconciler {
     string,
     { workflow: string | undefined; keys: string[]; urls: string[] }
   >();
+  /** Models whose every workflow route this process knows (releaseUnrouted). */
+  private readonly swept = new Set<string>();
   /** Since when each removed version's workload (by namespace/workload) has been draining. */
   private readonly draining = new Map<string, number>();
   /** Why each Model's workflow route was refused, last told (told again only when it changes). */
@@ -189,21 +191,20 @@ export class ModelReconciler implements Reconciler {
     if (!model) {
       // Gone without the finalizer's pass: a standalone manifest is deleted at once, and a cluster
       // Model may have lost its finalizer by hand. Either way nothing may keep serving it.
-      await this.removeRoutes(ref, this.tombstones.get(key));
-      // Gone before this process heard of it (deleted while no operator ran): the workflow it was
-      // routed under is unknown, so every route it wrote goes before its addresses are let go.
-      if (!this.tombstones.has(key) && this.deps.runtime.workloads(ref).length > 0)
-        await this.deps.routes.removeAllOf(routeSource(ref));
-      await this.removeWorkloads(ref);
+      await this.tearDown(ref, this.tombstones.get(key));
       this.tombstones.delete(key);
       this.forget(key);
       return undefined;
     }
     if (model.metadata.deletionTimestamp) {
-      if (!(model.metadata.finalizers ?? []).includes(MODEL_FINALIZER)) return undefined;
+      // Its finalizer taken off by hand: still nothing of it is served, and a foreground deletion
+      // waits for its Services, which wait for their release.
+      if (!(model.metadata.finalizers ?? []).includes(MODEL_FINALIZER)) {
+        await this.tearDown(ref, model.spec.workflow);
+        return undefined;
+      }
       this.names.release(models.list(), model);
-      await this.removeRoutes(ref, model.spec.workflow);
-      await this.removeWorkloads(ref);
+      await this.tearDown(ref, model.spec.workflow);
       await withConflictRetry(
         model,
         () => models.read(ref),
@@ -239,8 +240,7 @@ export class ModelReconciler implements Reconciler {
     const holder = this.names.holder(models.list(), model);
     if (holder !== undefined) {
       // Nothing of this Model runs or is routed (the holder's route is another source's: kept).
-      await this.removeRoutes(ref, model.spec.workflow);
-      await this.removeWorkloads(ref);
+      await this.tearDown(ref, model.spec.workflow);
       this.routed.delete(key);
       await this.writeStatus(model, (m, now) => nameTakenStatus(m, holder, now));
       return { requeueAfterMs: NAME_RECHECK_MS };
@@ -267,8 +267,7 @@ export class ModelReconciler implements Reconciler {
     const stale = this.deps.runtime.workloads(ref).filter((w) => !wanted.has(w));
     const routed = await this.syncRoutes(model, results, stale.length > 0);
     const draining = await this.drain(ref, stale, routed);
-    // What was torn down or is being deleted, and is called no more.
-    await this.deps.runtime.releaseUnrouted(ref, new Set(this.routed.get(key)?.urls));
+    await this.releaseUnrouted(ref);
     await this.writeStatus(model, (m, now) =>
       desiredStatus(m, results, draining.versions, now, rollout?.status),
     );
@@ -465,7 +464,6 @@ export class ModelReconciler implements Reconciler {
       // Nothing of the spec serves yet, but a replaced workload does: its route stays until then.
       if (replacing && this.routed.get(key)?.keys.length) return false;
       await this.removeRoutes(ref, workflow);
-      this.routed.set(key, { workflow, keys: [], urls: [] });
       return false;
     }
     // The workflow's route only where its Workflow record admits the Model's namespace, with the
@@ -548,9 +546,39 @@ export class ModelReconciler implements Reconciler {
     return sourceKey('model', source);
   }
 
+  /** Its routes: the model's own, and under `workflow` and the workflow it was last routed under. */
   private async removeRoutes(ref: ResourceRef, workflow: string | undefined): Promise<void> {
+    const key = refKey(ref);
+    const before = this.routed.get(key)?.workflow;
     await this.deps.routes.remove(redisKeys.modelRoute(ref.name), routeSource(ref));
-    if (workflow) await this.deps.routes.remove(redisKeys.bdaRoute(workflow, ref.name), routeSource(ref));
+    for (const w of new Set([workflow, before]))
+      if (w) await this.deps.routes.remove(redisKeys.bdaRoute(w, ref.name), routeSource(ref));
+    this.routed.set(key, { workflow, keys: [], urls: [] });
+  }
+
+  /** Nothing of the Model is routed or runs, and the addresses it held are let go: in that order. */
+  private async tearDown(ref: ResourceRef, workflow: string | undefined): Promise<void> {
+    await this.removeRoutes(ref, workflow);
+    await this.removeWorkloads(ref);
+    await this.releaseUnrouted(ref);
+  }
+
+  /**
+   * Lets go of the addresses of the Model's workloads being deleted that no Model's route names.
+   * The first time in this process, every workflow route the Model's source wrote and does not
+   * hold now goes before: an earlier process may have written one this one never heard of (its
+   * spec.workflow changed while no operator ran).
+   */
+  private async releaseUnrouted(ref: ResourceRef): Promise<void> {
+    const routed = new Set([...this.routed.values()].flatMap((r) => r.urls));
+    const due = this.deps.runtime.releasable(ref, routed);
+    if (due.length === 0) return;
+    const key = refKey(ref);
+    if (!this.swept.has(key)) {
+      await this.deps.routes.removeAllOf(routeSource(ref), new Set(this.routed.get(key)?.keys));
+      this.swept.add(key);
+    }
+    for (const workload of due) await this.deps.runtime.release(workload);
   }
 
   private async writeStatus(model: Model, desired: (m: Model, now: Date) => ModelStatus): Promise<void> {
@@ -583,21 +611,18 @@ export class ModelReconciler implements Reconciler {
     );
   }
 
-  /**
-   * Every workload of the Model, of any version: nothing of a deleted Model keeps running. Its
-   * routes are gone already, so their addresses are let go too.
-   */
+  /** Every workload of the Model, of any version: nothing of a deleted Model keeps running. */
   private async removeWorkloads(ref: ResourceRef): Promise<void> {
     const names = new Set([ref.name, ...this.deps.runtime.workloads(ref)]);
     for (const name of names) {
       await this.deps.runtime.remove({ namespace: ref.namespace, name });
       this.draining.delete(refKey({ namespace: ref.namespace, name }));
     }
-    await this.deps.runtime.releaseUnrouted(ref, new Set());
   }
 
   private forget(key: string): void {
     this.routed.delete(key);
+    this.swept.delete(key);
     this.rolloutJudged.delete(key);
     this.deps.scaler?.forget(parseRefKey(key));
     // Checks are kept per workload: the Model's own name, or <name>-<version>.

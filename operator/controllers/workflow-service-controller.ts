@@ -76,6 +76,8 @@ export interface ServiceClaim {
 
 /** The route a Service claims, or undefined if its labels or address make it unroutable. */
 export function serviceClaim(svc: WorkflowService, address: ServiceAddress): ServiceClaim | undefined {
+  // A Model's Service is routed as that Model, and its route finalizer is the Model's to take off.
+  if (isModelWorkload(svc)) return undefined;
   const ids = claimedIds(svc);
   const url = ids && address(svc);
   if (ids === undefined || url === undefined) return undefined;
@@ -112,6 +114,9 @@ export function workflowRoute(svc: WorkflowService, claim: ServiceClaim, owner: 
       : {}),
   };
 }
+
+const MODEL_SERVICE_REFUSED =
+  'this Service serves a Model (labels app.kubernetes.io/managed-by=tollgate and tollgate.dev/model) and is routed as that Model; label a Service of your own with tollgate.dev/workflow and tollgate.dev/service';
 
 export const serviceSource = (ref: ResourceRef) => `service/${ref.namespace}/${ref.name}`;
 
@@ -170,7 +175,7 @@ export class WorkflowServiceReconciler implements Reconciler {
   noteDeleted(ref: ResourceRef, svc: WorkflowService | undefined): void {
     const claim = svc && serviceClaim(svc, this.deps.address);
     if (claim) this.gone.set(refKey(ref), claim.key);
-    if (svc && carriesRouteFinalizer(svc)) this.releasing.add(refKey(ref));
+    if (svc && carriesRouteFinalizer(svc) && !isModelWorkload(svc)) this.releasing.add(refKey(ref));
   }
 
   /** The route keys this controller currently holds. */
@@ -219,7 +224,8 @@ export class WorkflowServiceReconciler implements Reconciler {
     const claim = svc?.metadata.deletionTimestamp ? undefined : asked;
     const previous = this.claims.get(key) ?? this.gone.get(key);
     if (svc && !asked) {
-      if (claimedIds(svc) !== undefined) await this.refuse(svc, 'NoAddress', this.deps.address.missing);
+      if (isModelWorkload(svc)) await this.refuse(svc, 'ModelService', MODEL_SERVICE_REFUSED);
+      else if (claimedIds(svc) !== undefined) await this.refuse(svc, 'NoAddress', this.deps.address.missing);
       else this.deps.log.warn({ service: key }, 'workflow Service has no valid ids to route by');
     }
     if (!svc) this.told.delete(key);
@@ -233,7 +239,9 @@ export class WorkflowServiceReconciler implements Reconciler {
     this.gone.delete(key);
     if (asked) for (const r of await this.settle(asked.key)) released.add(r);
     // Its address is let go only now that no route of its own names it.
-    const unrouted = svc ? claim === undefined && carriesRouteFinalizer(svc) : this.releasing.has(key);
+    const unrouted = svc
+      ? claim === undefined && carriesRouteFinalizer(svc) && !isModelWorkload(svc)
+      : this.releasing.has(key);
     if (unrouted && !released.has(key)) await this.release(parseRefKey(key));
     this.releasing.delete(key);
     if (svc) this.known.add(key);

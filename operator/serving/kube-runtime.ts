@@ -24,6 +24,7 @@ import {
   modelDeployment,
   modelService,
   modelUrl,
+  isModelWorkload,
   RUNTIME_CONTAINER,
   SERVING_PORT,
   workloadSelector,
@@ -236,22 +237,31 @@ export class KubeRuntimeDriver implements RuntimeDriver {
         ...ref,
         ...(preconditions === undefined ? {} : { body: { preconditions } }),
       });
-      if (left.metadata?.deletionTimestamp) this.services.remember(left as Workload);
+      // Kept only while a watch event will replace it: being deleted, and still labelled a model's.
+      if (left.metadata?.deletionTimestamp && isModelWorkload(left)) this.services.remember(left as Workload);
     } catch (e) {
       if (!isApiStatus(e, 404) && !isApiStatus(e, 409)) throw e;
     }
   }
 
-  async releaseUnrouted(model: ResourceRef, routed: ReadonlySet<string>): Promise<void> {
-    for (const w of this.services.list()) {
-      const svc = w as V1Service;
-      if (svc.metadata?.namespace !== model.namespace || svc.metadata.labels?.[MODEL_LABEL] !== model.name)
-        continue;
-      if (!svc.metadata.deletionTimestamp || !carriesRouteFinalizer(svc)) continue;
-      const origin = clusterIpOrigin(svc.spec, MODEL_HTTP_PORT);
-      if (origin !== undefined && routed.has(origin)) continue;
-      await this.hold.release({ namespace: model.namespace, name: w.metadata.name });
-    }
+  releasable(model: ResourceRef, routed: ReadonlySet<string>): ResourceRef[] {
+    const hosts = new Set([...routed].map(hostOf));
+    return this.services
+      .list()
+      .map((w) => w as V1Service & Workload)
+      .filter((svc) => {
+        const { namespace, labels, deletionTimestamp } = svc.metadata;
+        if (namespace !== model.namespace || labels?.[MODEL_LABEL] !== model.name) return false;
+        if (!deletionTimestamp || !carriesRouteFinalizer(svc)) return false;
+        // Every address it holds, whatever its shape now (no selector, no port of ours).
+        const ips = [...(svc.spec?.clusterIPs ?? []), svc.spec?.clusterIP];
+        return !ips.some((ip) => ip !== undefined && ip !== '' && hosts.has(ip));
+      })
+      .map((svc) => ({ namespace: model.namespace, name: svc.metadata.name }));
+  }
+
+  async release(ref: ResourceRef): Promise<void> {
+    await this.hold.release(ref);
   }
 
   workloads(model: ResourceRef): string[] {
@@ -278,6 +288,15 @@ export class KubeRuntimeDriver implements RuntimeDriver {
       this.apps.deleteNamespacedDeployment({ ...ref, propagationPolicy: 'Background' }).catch(ignoreMissing),
       deleting ? undefined : this.deleteService(ref),
     ]);
+  }
+}
+
+/** The host of a routed URL, as a Service's clusterIP spells it (no IPv6 brackets). */
+function hostOf(url: string): string {
+  try {
+    return new URL(url).hostname.replace(/^\[(.*)\]$/, '$1');
+  } catch {
+    return '';
   }
 }
 

@@ -146,7 +146,11 @@ export class LocalMlserverDriver implements RuntimeDriver {
   }
 
   /** A local process's port is this machine's, handed out by no one to a team: nothing is held. */
-  releaseUnrouted(): Promise<void> {
+  releasable(): ResourceRef[] {
+    return [];
+  }
+
+  release(): Promise<void> {
     return Promise.resolve();
   }
 

@@ -64,11 +64,13 @@ export interface RuntimeDriver {
   /** Tears a workload down (idempotent); `ref.name` is the workload's name. */
   remove(ref: ResourceRef): Promise<void>;
   /**
-   * Lets go of the addresses of a Model's workloads being torn down that no route names any more
-   * (`routed`: every URL the Model's routes hold now). A cluster keeps a deleted Service's IP until
-   * then, so no other team's Service can be given it while it is still called.
+   * A Model's workloads being torn down whose address no URL of `routed` names (every route's, of
+   * every Model): a cluster keeps a deleted Service's IP until `release`, so no other team's
+   * Service can be given it while calls may still be sent there.
    */
-  releaseUnrouted(model: ResourceRef, routed: ReadonlySet<string>): Promise<void>;
+  releasable(model: ResourceRef, routed: ReadonlySet<string>): ResourceRef[];
+  /** Lets the address of a workload being torn down go (`ref.name` is the workload's name). */
+  release(ref: ResourceRef): Promise<void>;
   /** The workloads that exist for a Model (every version, including ones no longer in its spec). */
   workloads(model: ResourceRef): string[];
   /** Watches runtimes; calls `onChange` with the Model's ref when one changes (e.g. replicas become ready). */

@@ -145,6 +145,30 @@ describe('workflow routes', () => {
     }
   });
 
+  it('removes every workflow route one source wrote, under any key but those it keeps, and no other source’s', async () => {
+    const writer = new RouteWriter(client, await testSealer());
+    const source = `model/team-${Math.random().toString(36).slice(2, 8)}/scorer`;
+    const [old1, old2, current, others] = [wf('old'), wf('older'), wf('now'), wf('theirs')].map((w) =>
+      redisKeys.bdaRoute(w, 'scorer'),
+    ) as [string, string, string, string];
+    const route = (extra: object = {}) => ({
+      url: 'http://10.96.0.7:8080',
+      owner: 'alice',
+      source,
+      ...extra,
+    });
+    for (const key of [old1, old2, current]) await writer.put(key, route());
+    // Another writer's route that merely mentions the source is its own.
+    await writer.put(others, { ...route(), source: `${source}-2`, workflow: source });
+    expect(await writer.removeAllOf(source, new Set([current]))).toBe(2);
+    expect(await client.exists(old1, old2)).toBe(0);
+    expect(await client.exists(current, others)).toBe(2);
+    // Nothing of the source left to find but what it keeps.
+    expect(await writer.removeAllOf(source, new Set([current]))).toBe(0);
+    expect(await writer.removeAllOf(source)).toBe(1);
+    expect(await client.exists(current, others)).toBe(1);
+  });
+
   it('lists the workflows a user owns, and never one shared with another owner', async () => {
     const owner = `owner-${Math.random().toString(36).slice(2, 8)}`;
     const mine = wf('mine');

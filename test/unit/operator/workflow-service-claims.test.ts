@@ -3,47 +3,14 @@ import type { Workflow } from '../../../common/resources/workflow.js';
 import type { WorkflowService } from '../../../common/resources/workflow-service.js';
 import { createLogger } from '../../../common/logger.js';
 import type { EventRecorder } from '../../../operator/events.js';
-import {
-  parseRefKey,
-  refKey,
-  type ResourceRef,
-  type WatchedSource,
-} from '../../../operator/framework/resource-source.js';
+import { parseRefKey, refKey } from '../../../operator/framework/resource-source.js';
+import { Held } from './held-source.js';
 import {
   clusterServiceAddress,
   WorkflowServiceReconciler,
 } from '../../../operator/controllers/workflow-service-controller.js';
 import { WorkflowAdmission } from '../../../operator/workflows/workflow-admission.js';
 import { ROUTE_FINALIZER, type RouteHold } from '../../../operator/route-hold.js';
-
-/** A watched set held in memory: what an informer's cache holds, changed by the test. */
-class Held<T extends { metadata: { name: string; namespace?: string } }> implements WatchedSource<T> {
-  readonly items = new Map<string, T>();
-  private onChange: ((ref: ResourceRef, gone: T | undefined) => void) | undefined;
-  start(onChange: (ref: ResourceRef, gone: T | undefined) => void): Promise<void> {
-    this.onChange = onChange;
-    return Promise.resolve();
-  }
-  stop(): Promise<void> {
-    return Promise.resolve();
-  }
-  get(ref: ResourceRef): T | undefined {
-    return this.items.get(refKey(ref));
-  }
-  list(): T[] {
-    return [...this.items.values()];
-  }
-  put(item: T): void {
-    const ref = { namespace: item.metadata.namespace ?? '', name: item.metadata.name };
-    this.items.set(refKey(ref), item);
-    this.onChange?.(ref, undefined);
-  }
-  delete(ref: ResourceRef): void {
-    const gone = this.items.get(refKey(ref));
-    this.items.delete(refKey(ref));
-    this.onChange?.(ref, gone);
-  }
-}
 
 const service = (namespace: string, name: string, created: string, wf = 'fraud'): WorkflowService => ({
   metadata: {
@@ -77,7 +44,7 @@ describe('workflow service claims (the operator’s admission and conflict rules
   /** Route writes and finalizer changes, in the order they reached Redis and the API server. */
   let journal: string[];
   /** What the API server says: which Services are being deleted, which carry the finalizer. */
-  let server: { deleting: Set<string>; held: Set<string> };
+  let server: { deleting: Set<string>; held: Set<string>; labels: Map<string, Record<string, string>> };
 
   /** As the API server does: no finalizer added to a Service gone or being deleted. */
   const hold: RouteHold = {
@@ -92,7 +59,14 @@ describe('workflow service claims (the operator’s admission and conflict rules
       if (server.held.delete(refKey(ref))) journal.push(`release ${refKey(ref)}`);
       return Promise.resolve();
     },
-    strays: (seen) => Promise.resolve([...server.held].map(parseRefKey).filter((ref) => !seen({ metadata: ref }, ref))),
+    strays: (seen) =>
+      Promise.resolve(
+        [...server.held]
+          .map(parseRefKey)
+          .filter(
+            (ref) => !seen({ metadata: { ...ref, labels: server.labels.get(refKey(ref)) ?? {} } }, ref),
+          ),
+      ),
   };
 
   /** The informer's copy catching up with the server's finalizers. */
@@ -118,7 +92,7 @@ describe('workflow service claims (the operator’s admission and conflict rules
     events = [];
     said = new Map();
     journal = [];
-    server = { deleting: new Set(), held: new Set() };
+    server = { deleting: new Set(), held: new Set(), labels: new Map() };
     reconciler = await build();
   });
 
@@ -355,6 +329,29 @@ describe('workflow service claims (the operator’s admission and conflict rules
       await reconcile('team-a', 'scorer');
       expect(journal.slice(2)).toEqual(['remove service/team-a/scorer', 'release team-a/scorer']);
       expect(routes.size).toBe(0);
+    });
+
+    it('a Model’s Service labelled as a workflow service gets no route, is told why, and keeps the Model’s finalizer', async () => {
+      const labels = {
+        ...service('team-a', 'm', '2026-01-02T00:00:00Z').metadata.labels,
+        'app.kubernetes.io/managed-by': 'tollgate',
+        'tollgate.dev/model': 'm',
+      };
+      const modelService = service('team-a', 'm', '2026-01-02T00:00:00Z');
+      server.held.add('team-a/m');
+      server.labels.set('team-a/m', labels);
+      services.put({ ...modelService, metadata: { ...modelService.metadata, labels } });
+      refresh();
+      await reconcile('team-a', 'm');
+      expect(routes.size).toBe(0);
+      expect(events).toEqual(['team-a/m Warning ModelService']);
+      expect(said.get('team-a/m')).toMatch(/routed as that Model; label a Service of your own/);
+      // Its workflow labels taken off, or a rebuild's sweep: the finalizer stays the Model's.
+      services.delete({ namespace: 'team-a', name: 'm' });
+      await reconcile('team-a', 'm');
+      expect(await (await build()).sweepStale()).toBe(0);
+      expect(journal).toEqual([]);
+      expect(server.held.has('team-a/m')).toBe(true);
     });
 
     it('a Service the API server already deletes gets no route; the next claimant does', async () => {

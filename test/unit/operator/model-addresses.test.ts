@@ -1,0 +1,301 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import type { Route } from '../../../common/resources/grant.js';
+import type { Model } from '../../../common/resources/model.js';
+import type { Workflow } from '../../../common/resources/workflow.js';
+import { createLogger } from '../../../common/logger.js';
+import { MODEL_FINALIZER, ModelReconciler } from '../../../operator/controllers/model-controller.js';
+import {
+  refKey,
+  type ResourceRef,
+  type ResourceSource,
+} from '../../../operator/framework/resource-source.js';
+import type { RuntimeDriver, RuntimePlan, RuntimeState } from '../../../operator/serving/runtime-driver.js';
+import { ProcessEnvCredentials } from '../../../operator/storage/credentials.js';
+import { WorkflowAdmission } from '../../../operator/workflows/workflow-admission.js';
+import { Held } from './held-source.js';
+
+/** The Models as the API server keeps them: finalizers and status written back, nothing checked. */
+class HeldModels extends Held<Model> implements ResourceSource<Model> {
+  read(ref: ResourceRef): Promise<Model | undefined> {
+    return Promise.resolve(this.get(ref));
+  }
+  updateStatus(obj: Model): Promise<Model> {
+    this.items.set(refKey(refOf(obj)), obj);
+    return Promise.resolve(obj);
+  }
+  updateFinalizers(obj: Model, finalizers: string[]): Promise<Model> {
+    const next = { ...obj, metadata: { ...obj.metadata, finalizers } };
+    // A deleted object whose last finalizer comes off is gone.
+    if (next.metadata.deletionTimestamp && finalizers.length === 0) this.delete(refOf(obj));
+    else this.items.set(refKey(refOf(obj)), next);
+    return Promise.resolve(next);
+  }
+}
+
+const refOf = (m: Model): ResourceRef => ({
+  namespace: m.metadata.namespace ?? 'default',
+  name: m.metadata.name,
+});
+
+/**
+ * Each workload's Service as a cluster holds it: a cluster IP kept, once deleted, until released
+ * (what kube-runtime.ts does with the route finalizer). Every change is journalled.
+ */
+class Cluster implements RuntimeDriver {
+  readonly services = new Map<string, { ip: string; deleting: boolean; model: ResourceRef }>();
+  private next = 10;
+  constructor(private readonly journal: string[]) {}
+
+  apply(plan: RuntimePlan): Promise<RuntimeState> {
+    const model = refOf(plan.model);
+    const key = refKey({ namespace: model.namespace, name: plan.workload });
+    let svc = this.services.get(key);
+    if (svc === undefined) {
+      svc = { ip: `10.96.0.${this.next++}`, deleting: false, model };
+      this.services.set(key, svc);
+    }
+    return Promise.resolve({
+      replicas: 1,
+      readyReplicas: 1,
+      url: `http://${plan.workload}.${model.namespace}.svc:8080`,
+      routeUrl: svc.deleting ? '' : `http://${svc.ip}:8080`,
+      rollingOut: false,
+    });
+  }
+  remove(ref: ResourceRef): Promise<void> {
+    const svc = this.services.get(refKey(ref));
+    if (svc) svc.deleting = true;
+    return Promise.resolve();
+  }
+  /** `kubectl delete service`, by the namespace's team. */
+  deleteService(ref: ResourceRef): void {
+    const svc = this.services.get(refKey(ref));
+    if (svc) svc.deleting = true;
+  }
+  releasable(model: ResourceRef, routed: ReadonlySet<string>): ResourceRef[] {
+    return [...this.services]
+      .filter(
+        ([, s]) => s.deleting && refKey(s.model) === refKey(model) && !routed.has(`http://${s.ip}:8080`),
+      )
+      .map(([key]) => ({ namespace: model.namespace, name: key.slice(model.namespace.length + 1) }));
+  }
+  release(ref: ResourceRef): Promise<void> {
+    const svc = this.services.get(refKey(ref));
+    if (svc) this.journal.push(`release ${svc.ip}`);
+    this.services.delete(refKey(ref));
+    return Promise.resolve();
+  }
+  workloads(model: ResourceRef): string[] {
+    return [...this.services]
+      .filter(([, s]) => refKey(s.model) === refKey(model))
+      .map(([key]) => key.slice(model.namespace.length + 1));
+  }
+  start(): Promise<void> {
+    return Promise.resolve();
+  }
+  stop(): Promise<void> {
+    return Promise.resolve();
+  }
+}
+
+describe('a Model’s addresses (a deleted Service keeps its cluster IP until no route names it)', () => {
+  let folder: string;
+  let models: HeldModels;
+  let workflows: Held<Workflow>;
+  let routes: Map<string, Route>;
+  let journal: string[];
+  let cluster: Cluster;
+  let reconciler: ModelReconciler;
+
+  beforeAll(() => {
+    folder = mkdtempSync(path.join(tmpdir(), 'tollgate-model-'));
+    writeFileSync(
+      path.join(folder, 'model-settings.json'),
+      JSON.stringify({
+        name: 'model-scorer',
+        implementation: 'mlserver_sklearn.SKLearnModel',
+        parameters: { uri: './model.joblib', content_type: 'np' },
+        inputs: [{ name: 'x', datatype: 'FP32', shape: [-1, 4] }],
+      }),
+    );
+    writeFileSync(path.join(folder, 'model.joblib'), 'not read here');
+  });
+  afterAll(() => rmSync(folder, { recursive: true, force: true }));
+
+  beforeEach(async () => {
+    models = new HeldModels();
+    workflows = new Held();
+    routes = new Map();
+    journal = [];
+    cluster = new Cluster(journal);
+    for (const workflow of ['fraud', 'loans'])
+      workflows.put({
+        apiVersion: 'tollgate.dev/v1alpha1',
+        kind: 'Workflow',
+        metadata: { name: workflow, creationTimestamp: '2026-01-01T00:00:00Z' },
+        spec: { workflow, owner: 'alice', namespaces: ['team-a'] },
+      });
+    reconciler = await build();
+  });
+
+  /** An operator process: a fresh one knows nothing of what an earlier one wrote. */
+  async function build(): Promise<ModelReconciler> {
+    const remove = (key: string, source?: string): Promise<boolean> => {
+      const had = routes.get(key);
+      if (had === undefined || (source !== undefined && had.source !== source)) return Promise.resolve(false);
+      routes.delete(key);
+      journal.push(`remove ${key}`);
+      return Promise.resolve(true);
+    };
+    const built = new ModelReconciler({
+      models,
+      runtime: cluster,
+      routes: {
+        put: (key, route) => {
+          if (JSON.stringify(routes.get(key)) !== JSON.stringify(route))
+            journal.push(`put ${key} ${route.url}`);
+          routes.set(key, route);
+          return Promise.resolve(true);
+        },
+        remove,
+        removeAllOf: async (source, keep = new Set()) => {
+          journal.push(`sweep ${source}`);
+          let n = 0;
+          for (const key of [...routes.keys()]) if (!keep.has(key) && (await remove(key, source))) n++;
+          return n;
+        },
+      },
+      events: { record: () => Promise.resolve() },
+      credentials: new ProcessEnvCredentials(),
+      log: createLogger('model-addresses-test', 'silent'),
+      workflows: new WorkflowAdmission(workflows),
+      figures: () => Promise.resolve({ calls: 0, failures: 0, p95LatencyMs: undefined }),
+    });
+    await built.watches.owns?.at(-1)?.start(() => undefined);
+    await models.start((ref, gone) => {
+      if (gone) built.noteDeleted(ref, gone);
+    });
+    return built;
+  }
+
+  const put = (over: Partial<Model['spec']> = {}, meta: Partial<Model['metadata']> = {}): void =>
+    models.put({
+      apiVersion: 'tollgate.dev/v1alpha1',
+      kind: 'Model',
+      metadata: {
+        name: 'model-scorer',
+        namespace: 'team-a',
+        uid: 'u1',
+        generation: 1,
+        finalizers: [MODEL_FINALIZER],
+        ...meta,
+      },
+      spec: { storageUri: pathToFileURL(folder).href, ...over },
+    } as Model);
+  const deleted = () => ({ deletionTimestamp: '2026-03-01T00:00:00Z' });
+  const reconcile = () => reconciler.reconcile('team-a/model-scorer');
+  const MODEL_ROUTE = 'tg:route:model:model-scorer';
+  const FRAUD_ROUTE = 'tg:route:bda:fraud:model-scorer';
+
+  it('a Model deleted: its routes go, then its Service, then the Service’s address', async () => {
+    put({ workflow: 'fraud' });
+    await reconcile();
+    expect(journal).toEqual([
+      `put ${MODEL_ROUTE} http://10.96.0.10:8080`,
+      `put ${FRAUD_ROUTE} http://10.96.0.10:8080`,
+    ]);
+    put({ workflow: 'fraud' }, deleted());
+    await reconcile();
+    // Before its first release, this process looks for any route of the Model it did not write.
+    expect(journal.slice(2)).toEqual([
+      `remove ${MODEL_ROUTE}`,
+      `remove ${FRAUD_ROUTE}`,
+      'sweep model/team-a/model-scorer',
+      'release 10.96.0.10',
+    ]);
+    expect(models.list()).toEqual([]);
+  });
+
+  it('its Service deleted by its team: the Model is unrouted, the address let go, and a new Service routed', async () => {
+    put();
+    await reconcile();
+    cluster.deleteService({ namespace: 'team-a', name: 'model-scorer' });
+    await reconcile();
+    expect(journal.slice(1)).toEqual([
+      `remove ${MODEL_ROUTE}`,
+      'sweep model/team-a/model-scorer',
+      'release 10.96.0.10',
+    ]);
+    // The Service gone, the next pass makes it again, at another address.
+    await reconcile();
+    expect(journal.slice(4)).toEqual([`put ${MODEL_ROUTE} http://10.96.0.11:8080`]);
+    // Deleted again: released at once, the sweep done.
+    cluster.deleteService({ namespace: 'team-a', name: 'model-scorer' });
+    await reconcile();
+    expect(journal.slice(5)).toEqual([`remove ${MODEL_ROUTE}`, 'release 10.96.0.11']);
+  });
+
+  it('its workflow changed, then the Model deleted before a pass saw the change: the earlier route goes too', async () => {
+    put({ workflow: 'fraud' });
+    await reconcile();
+    // One Service deleted and made again: this process has swept the Model's routes once.
+    cluster.deleteService({ namespace: 'team-a', name: 'model-scorer' });
+    await reconcile();
+    await reconcile();
+    journal.length = 0;
+    put({ workflow: 'loans' }, deleted());
+    await reconcile();
+    expect(journal).toEqual([`remove ${MODEL_ROUTE}`, `remove ${FRAUD_ROUTE}`, 'release 10.96.0.11']);
+    expect(routes.size).toBe(0);
+  });
+
+  it('after a restart, every route its source wrote is swept before an address is let go', async () => {
+    put({ workflow: 'fraud' });
+    await reconcile();
+    // While no operator ran, its workflow changed, and its team deleted its Service.
+    put({ workflow: 'loans' });
+    cluster.deleteService({ namespace: 'team-a', name: 'model-scorer' });
+    reconciler = await build();
+    journal.length = 0;
+    await reconcile();
+    expect(journal).toEqual([
+      `remove ${MODEL_ROUTE}`,
+      'sweep model/team-a/model-scorer',
+      `remove ${FRAUD_ROUTE}`,
+      'release 10.96.0.10',
+    ]);
+    expect(routes.size).toBe(0);
+  });
+
+  it('its finalizer taken off by hand, a Model being deleted is still unrouted and its address let go', async () => {
+    put();
+    await reconcile();
+    put({}, { ...deleted(), finalizers: ['example.com/other'] });
+    await reconcile();
+    expect(journal.slice(1)).toEqual([
+      `remove ${MODEL_ROUTE}`,
+      'sweep model/team-a/model-scorer',
+      'release 10.96.0.10',
+    ]);
+  });
+
+  it('an address another Model’s route still names is not let go', async () => {
+    put();
+    await reconcile();
+    // Another Model (a relabelled Service, a stale cache) routed at the same address.
+    const other = { url: 'http://10.96.0.10:8080', source: 'model/team-a/other' };
+    const sibling = await build();
+    (sibling as unknown as { routed: Map<string, unknown> }).routed.set('team-a/other', {
+      workflow: undefined,
+      keys: [],
+      urls: [other.url],
+    });
+    reconciler = sibling;
+    cluster.deleteService({ namespace: 'team-a', name: 'model-scorer' });
+    await reconcile();
+    expect(journal.some((line) => line.startsWith('release'))).toBe(false);
+  });
+});

@@ -657,6 +657,44 @@ describe('a tenant with the edit role in a namespace of its own', () => {
     expect(await podNames(t, TENANT, `tollgate.dev/model=${MODEL}`)).toEqual([]);
   });
 
+  it('may not put a pod on the node (host network, host path, privileged), nor lift its namespace’s Pod Security', async () => {
+    const escape = (name: string, spec: object) =>
+      tenant([
+        ...['-n', TENANT, 'run', name, `--image=${IMAGE}`, '--restart=Never'],
+        `--overrides=${JSON.stringify({ spec })}`,
+      ]);
+    const container = (extra: object = {}) => ({
+      name: 'c',
+      image: IMAGE,
+      command: ['sleep', 'infinity'],
+      ...extra,
+    });
+    const attempts: Array<[string, object, RegExp]> = [
+      ['on-host-network', { hostNetwork: true, containers: [container()] }, /hostNetwork=true/],
+      [
+        'with-host-root',
+        {
+          volumes: [{ name: 'root', hostPath: { path: '/' } }],
+          containers: [container({ volumeMounts: [{ name: 'root', mountPath: '/host' }] })],
+        },
+        /hostPath volumes?/,
+      ],
+      ['privileged', { containers: [container({ securityContext: { privileged: true } })] }, /privileged/],
+    ];
+    for (const [name, spec, why] of attempts) {
+      const refused = await escape(name, spec);
+      expect([name, refused.ok]).toEqual([name, false]);
+      expect(refused.out).toMatch(/violates PodSecurity "baseline:latest"/);
+      expect(refused.out).toMatch(why);
+    }
+    const relabel = await tenant([
+      ...['label', 'namespace', TENANT, '--overwrite'],
+      'pod-security.kubernetes.io/enforce=privileged',
+    ]);
+    expect(relabel.ok).toBe(false);
+    expect(relabel.out).toMatch(/forbidden/i);
+  });
+
   it('its pod reaches neither Redis nor the operator, whatever labels it wears; the gateway, as anyone', async () => {
     expect(await dial(`${RELEASE}-gateway.${NAMESPACE}.svc`, 80)).toBe('open');
     // Refused or dropped by the policy, as the enforcer does it; never a connection.

@@ -219,6 +219,29 @@ function kubeletConfig(dir: string, net: Net, pki: { caCert: string }, cgroup: s
   });
 }
 
+/**
+ * Pod Security `baseline` for every namespace but the node's own add-ons, as a shared cluster
+ * enforces it: without it a tenant's pod with hostNetwork, hostPath or privileged is on the node,
+ * past every NetworkPolicy and beside every Secret the kubelet holds (docs/install.md).
+ */
+function admissionConfig(): string {
+  return stringify({
+    apiVersion: 'apiserver.config.k8s.io/v1',
+    kind: 'AdmissionConfiguration',
+    plugins: [
+      {
+        name: 'PodSecurity',
+        configuration: {
+          apiVersion: 'pod-security.admission.config.k8s.io/v1',
+          kind: 'PodSecurityConfiguration',
+          defaults: { enforce: 'baseline', 'enforce-version': 'latest' },
+          exemptions: { namespaces: ['kube-system'] },
+        },
+      },
+    ],
+  });
+}
+
 function kubeProxyConfig(dir: string, net: Net): string {
   return stringify({
     apiVersion: 'kubeproxy.config.k8s.io/v1alpha1',
@@ -385,6 +408,7 @@ export async function startCluster(reg: ProcessRegistry, runDir: string): Promis
   // 1.2 GB into the node's snapshots.
   const imported = archivesP.then((files) => Promise.all(files.map((f) => ctr('images', 'import', f))));
 
+  writeFileSync(join(dir, 'admission.yaml'), admissionConfig());
   const cp = await startControlPlane(reg, {
     dir,
     bindAddress: '0.0.0.0',
@@ -406,6 +430,7 @@ export async function startCluster(reg: ProcessRegistry, runDir: string): Promis
       `--kubelet-client-key=${join(dir, 'pki', 'admin.key')}`,
       '--kubelet-preferred-address-types=InternalIP',
       '--endpoint-reconciler-type=lease',
+      `--admission-control-config-file=${join(dir, 'admission.yaml')}`,
     ],
     wrap: nsenter,
     // Its containers are killed anyway: no graceful drain to wait for.

@@ -7,6 +7,7 @@ import type { EntrySealer, EntryVerifier } from '../common/redis/sealed-entry.js
 import type { RouteWriter } from '../common/routes/workflow-routes.js';
 import { ApiKeyReconciler } from './controllers/apikey-controller.js';
 import { ModelReconciler } from './controllers/model-controller.js';
+import { RedisKeptNames } from './controllers/kept-names.js';
 import { WorkflowServiceReconciler } from './controllers/workflow-service-controller.js';
 import type { Reconciler } from './framework/controller.js';
 import type { Runnable } from './framework/runnable.js';
@@ -43,6 +44,7 @@ export function setupTerm({ sources, redis, sealer, verifier, routes, signingKey
       ...sources,
       workflows,
       routes,
+      keptNames: new RedisKeptNames(redis, sealer, verifier),
       log,
       figures: (model, version, from, to) => readVersionFigures(redis, model, version, from, to),
       scaler: new Autoscaler({

@@ -87,6 +87,11 @@ export const redisKeys = {
   /** String: JSON Route for a model's runtime (present only while it has ready replicas). */
   modelRoute: (model: string) => `${KEY_PREFIX}route:model:${model}`,
   /**
+   * String, sealed, with a TTL: a deleted Model's name kept for its namespace a while
+   * (operator/controllers/model-names.ts), so the keeping survives an operator restart.
+   */
+  keptModelName: (model: string) => `${KEY_PREFIX}name-kept:${model}`,
+  /**
    * Hash: each gateway's load on a model's versions, field `<gateway>|<version>`, value JSON
    * LoadReport (common/resources/model-scaling.ts); read by the operator's autoscaler.
    */

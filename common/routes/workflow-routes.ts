@@ -4,6 +4,7 @@ import { redisUnavailable } from '../redis/unavailable.js';
 import { KEY_PREFIX, redisChannels } from '../redis/schema.js';
 import { parseStored, routeSchema, type Route } from '../resources/grant.js';
 import { sealedParts, type EntrySealer, type EntryVerifier } from '../redis/sealed-entry.js';
+import { scanValues } from '../redis/scan-values.js';
 import type { Workflow } from '../resources/workflow.js';
 import { recordsById, type WorkflowRecords } from './workflow-records.js';
 
@@ -93,32 +94,12 @@ export class RouteWriter {
 /** What removeAllOf reads of a route: an entry of an older shape is found by its source all the same. */
 const sourceOnly = z.looseObject({ source: z.string() });
 
-/** Every value whose key matches `pattern`, page by page (SCAN, then one MGET a page). */
-async function scanValues(
-  redis: Redis,
-  pattern: string,
-  visit: (key: string, value: string) => void,
-): Promise<void> {
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', SCAN_COUNT);
-    cursor = next;
-    if (keys.length === 0) continue;
-    const values = await redis.mget(...keys);
-    keys.forEach((key, i) => {
-      const value = values[i];
-      if (value !== null && value !== undefined) visit(key, value);
-    });
-  } while (cursor !== '0');
-}
-
 export interface OwnedWorkflow {
   workflow: string;
   services: string[];
 }
 
 const BDA_ROUTE_PREFIX = `${KEY_PREFIX}route:bda:`;
-const SCAN_COUNT = 1000;
 
 /** The workflow half of the route table, `tg:route:bda:<workflow>:<service>`, with its owners (read only). */
 export class WorkflowRoutes {

@@ -17,6 +17,7 @@ import type { RouteWriter } from '../../common/routes/workflow-routes.js';
 import type { EventRecorder } from '../events.js';
 import type { RuntimeDriver, RuntimePlan, RuntimeState } from '../serving/runtime-driver.js';
 import { ModelNames } from './model-names.js';
+import type { KeptNameStore } from './kept-names.js';
 import type { StartingReplica } from '../serving/starting-replicas.js';
 import {
   ConflictError,
@@ -105,6 +106,8 @@ export interface ModelControllerDeps {
   log: Logger;
   /** Whether a Model's namespace may serve its spec.workflow, and the workflow's owner. */
   workflows: WorkflowAdmission;
+  /** Where the names kept for deleted Models' namespaces outlive this process. */
+  keptNames: KeptNameStore;
   /** Replaces both default images (an image built from images/mlserver serves both kinds). */
   runtimeImage?: string;
   /** Where a Model's calls are checked when its spec does not say. */
@@ -166,6 +169,13 @@ export class ModelReconciler implements Reconciler {
       for: deps.models,
       onDeleted: (ref, gone) => this.noteDeleted(ref, gone),
       owns: [
+        // Waited for like a cache: no Model is reconciled before the names kept are known.
+        {
+          start: async () => {
+            for (const kept of await deps.keptNames.load()) this.names.restore(kept);
+          },
+          stop: () => Promise.resolve(),
+        },
         deps.runtime,
         ...(deps.scaler === undefined ? [] : [deps.scaler]),
         deps.workflows.watch((id) =>
@@ -203,7 +213,9 @@ export class ModelReconciler implements Reconciler {
         await this.tearDown(ref, model.spec.workflow);
         return undefined;
       }
-      this.names.release(models.list(), model);
+      // Kept where the next operator finds it, before the Model (and this pass) can be gone.
+      const kept = this.names.release(models.list(), model);
+      if (kept !== undefined) await this.deps.keptNames.keep(kept);
       await this.tearDown(ref, model.spec.workflow);
       await withConflictRetry(
         model,

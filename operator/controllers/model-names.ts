@@ -7,6 +7,14 @@ import type { Model } from '../../common/resources/model.js';
  */
 export const NAME_KEPT_MS = 5 * 60_000;
 
+/** A deleted holder's name, kept for its namespace until `until` (epoch ms), held since `since`. */
+export interface KeptName {
+  name: string;
+  namespace: string;
+  until: number;
+  since: number;
+}
+
 export interface NameHolder {
   /** `namespace/name` of the Model that holds the name, or that held it and was deleted. */
   holder: string;
@@ -34,7 +42,8 @@ const byHeldSince = (a: Model, b: Model): number => heldSince(a) - heldSince(b) 
  * of the same name does not take over the address (and the calls made to it) when its owner
  * deletes and re-creates its Model; the Model made again inherits the time held, which the
  * operator records in its status (`status.nameHeldSince`, which no team may write), so it keeps the
- * name across operator restarts. Only the 5 minutes themselves live in the operator's memory.
+ * name across operator restarts; the 5 minutes themselves are kept in Redis too (kept-names.ts)
+ * and restored when an operator starts.
  */
 export class ModelNames {
   private readonly kept = new Map<string, { namespace: string; until: number; since: number }>();
@@ -82,15 +91,23 @@ export class ModelNames {
 
   /**
    * `model`'s deletion is being handled (it still carries the finalizer): if it holds its name, its
-   * namespace keeps the name a while.
+   * namespace keeps the name a while. Resolves with what is kept, for the caller to persist.
    */
-  release(models: readonly Model[], model: Model, now = Date.now()): void {
-    if (this.holder(models, model, now) !== undefined) return;
-    this.kept.set(model.metadata.name, {
+  release(models: readonly Model[], model: Model, now = Date.now()): KeptName | undefined {
+    if (this.holder(models, model, now) !== undefined) return undefined;
+    const kept = {
+      name: model.metadata.name,
       namespace: namespaceOf(model),
       until: now + NAME_KEPT_MS,
       since: heldSince(model),
-    });
+    };
+    this.restore(kept);
+    return kept;
+  }
+
+  /** A name kept by an earlier process (or this one), until its time is up. */
+  restore({ name, ...kept }: KeptName): void {
+    this.kept.set(name, kept);
   }
 
   /** The name kept for a deleted holder's namespace, while it is; `keeper` when a Model is there again. */

@@ -16,6 +16,7 @@ import type { RuntimeDriver, RuntimePlan, RuntimeState } from '../../../operator
 import { ProcessEnvCredentials } from '../../../operator/storage/credentials.js';
 import { WorkflowAdmission } from '../../../operator/workflows/workflow-admission.js';
 import { Held } from './held-source.js';
+import type { KeptName } from '../../../operator/controllers/model-names.js';
 
 /** The Models as the API server keeps them: finalizers and status written back, nothing checked. */
 class HeldModels extends Held<Model> implements ResourceSource<Model> {
@@ -109,6 +110,8 @@ describe('a Model’s addresses (a deleted Service keeps its cluster IP until no
   let journal: string[];
   let cluster: Cluster;
   let reconciler: ModelReconciler;
+  /** What Redis keeps of the names kept for deleted Models' namespaces. */
+  let kept: KeptName[];
 
   beforeAll(() => {
     folder = mkdtempSync(path.join(tmpdir(), 'tollgate-model-'));
@@ -131,6 +134,7 @@ describe('a Model’s addresses (a deleted Service keeps its cluster IP until no
     routes = new Map();
     journal = [];
     cluster = new Cluster(journal);
+    kept = [];
     for (const workflow of ['fraud', 'loans'])
       workflows.put({
         apiVersion: 'tollgate.dev/v1alpha1',
@@ -172,9 +176,17 @@ describe('a Model’s addresses (a deleted Service keeps its cluster IP until no
       credentials: new ProcessEnvCredentials(),
       log: createLogger('model-addresses-test', 'silent'),
       workflows: new WorkflowAdmission(workflows),
+      keptNames: {
+        keep: (name) => {
+          journal.push(`keep ${name.namespace}/${name.name}`);
+          kept.push(name);
+          return Promise.resolve();
+        },
+        load: () => Promise.resolve([...kept]),
+      },
       figures: () => Promise.resolve({ calls: 0, failures: 0, p95LatencyMs: undefined }),
     });
-    await built.watches.owns?.at(-1)?.start(() => undefined);
+    for (const owned of built.watches.owns ?? []) await owned.start(() => undefined);
     await models.start((ref, gone) => {
       if (gone) built.noteDeleted(ref, gone);
     });
@@ -211,6 +223,7 @@ describe('a Model’s addresses (a deleted Service keeps its cluster IP until no
     await reconcile();
     // Before its first release, this process looks for any route of the Model it did not write.
     expect(journal.slice(2)).toEqual([
+      'keep team-a/model-scorer',
       `remove ${MODEL_ROUTE}`,
       `remove ${FRAUD_ROUTE}`,
       'sweep model/team-a/model-scorer',
@@ -248,7 +261,12 @@ describe('a Model’s addresses (a deleted Service keeps its cluster IP until no
     journal.length = 0;
     put({ workflow: 'loans' }, deleted());
     await reconcile();
-    expect(journal).toEqual([`remove ${MODEL_ROUTE}`, `remove ${FRAUD_ROUTE}`, 'release 10.96.0.11']);
+    expect(journal).toEqual([
+      'keep team-a/model-scorer',
+      `remove ${MODEL_ROUTE}`,
+      `remove ${FRAUD_ROUTE}`,
+      'release 10.96.0.11',
+    ]);
     expect(routes.size).toBe(0);
   });
 
@@ -280,6 +298,40 @@ describe('a Model’s addresses (a deleted Service keeps its cluster IP until no
       'sweep model/team-a/model-scorer',
       'release 10.96.0.10',
     ]);
+  });
+
+  it('a deleted Model’s name stays its namespace’s across an operator restart: a Model waiting with it gets nothing', async () => {
+    put();
+    await reconcile();
+    const squat = {
+      apiVersion: 'tollgate.dev/v1alpha1',
+      kind: 'Model',
+      metadata: {
+        name: 'model-scorer',
+        namespace: 'team-m',
+        uid: 'u2',
+        generation: 1,
+        creationTimestamp: '2026-02-01T00:00:00Z',
+      },
+      spec: { storageUri: pathToFileURL(folder).href },
+    } as Model;
+    models.put({
+      ...models.list()[0]!,
+      metadata: { ...models.list()[0]!.metadata, creationTimestamp: '2026-01-01T00:00:00Z' },
+    });
+    models.put(squat);
+    put({}, { ...deleted(), creationTimestamp: '2026-01-01T00:00:00Z' });
+    await reconcile();
+    expect(kept).toEqual([expect.objectContaining({ name: 'model-scorer', namespace: 'team-a' })]);
+    // A new operator process, the deleted Model gone: the squat is still refused, and routed nothing.
+    reconciler = await build();
+    journal.length = 0;
+    await reconciler.reconcile('team-m/model-scorer');
+    expect(journal.filter((line) => line.startsWith('put'))).toEqual([]);
+    expect(models.get({ namespace: 'team-m', name: 'model-scorer' })?.status?.conditions).toContainEqual(
+      expect.objectContaining({ type: 'Ready', reason: 'NameTaken' }),
+    );
+    expect(routes.size).toBe(0);
   });
 
   it('an address another Model’s route still names is not let go', async () => {

@@ -40,10 +40,13 @@ export class RedisKeptNames implements KeptNameStore {
   async load(): Promise<KeptName[]> {
     const prefix = redisKeys.keptModelName('');
     const found: KeptName[] = [];
+    const now = Date.now();
     await scanValues(this.redis, `${prefix}*`, (key, value) => {
       const opened = this.verifier.open(key, value);
       const kept = opened.ok ? parseStored(keptSchema, opened.payload) : undefined;
-      if (kept?.ok === true) found.push({ name: key.slice(prefix.length), ...kept.value });
+      // Past its time (Redis expires it a moment later, or it was put back): kept no more.
+      if (kept?.ok === true && kept.value.until > now)
+        found.push({ name: key.slice(prefix.length), ...kept.value });
     });
     return found;
   }

@@ -17,6 +17,8 @@ import type { RouteWriter } from '../../common/routes/workflow-routes.js';
 import type { EventRecorder } from '../events.js';
 import type { RuntimeDriver, RuntimePlan, RuntimeState } from '../serving/runtime-driver.js';
 import { ModelNames } from './model-names.js';
+import { serviceSource } from './workflow-service-controller.js';
+import { SERVICE_LABEL } from '../../common/resources/labels.js';
 import type { KeptNameStore } from './kept-names.js';
 import type { StartingReplica } from '../serving/starting-replicas.js';
 import {
@@ -144,6 +146,7 @@ export class ModelReconciler implements Reconciler {
     string,
     { workflow: string | undefined; keys: string[]; urls: string[] }
   >();
+  private keptNamesLoad: Promise<void> | undefined;
   /** Models whose every workflow route this process knows (releaseUnrouted). */
   private readonly swept = new Set<string>();
   /** Since when each removed version's workload (by namespace/workload) has been draining. */
@@ -169,13 +172,6 @@ export class ModelReconciler implements Reconciler {
       for: deps.models,
       onDeleted: (ref, gone) => this.noteDeleted(ref, gone),
       owns: [
-        // Waited for like a cache: no Model is reconciled before the names kept are known.
-        {
-          start: async () => {
-            for (const kept of await deps.keptNames.load()) this.names.restore(kept);
-          },
-          stop: () => Promise.resolve(),
-        },
         deps.runtime,
         ...(deps.scaler === undefined ? [] : [deps.scaler]),
         deps.workflows.watch((id) =>
@@ -189,12 +185,31 @@ export class ModelReconciler implements Reconciler {
     };
   }
 
+  /**
+   * The names an earlier process kept for deleted Models' namespaces, read once before any Model
+   * is reconciled; while Redis cannot be read, every reconcile fails and is retried (the other
+   * controllers run on).
+   */
+  private keptNamesLoaded(): Promise<void> {
+    this.keptNamesLoad ??= this.deps.keptNames.load().then(
+      (all) => {
+        for (const kept of all) this.names.restore(kept);
+      },
+      (e: unknown) => {
+        this.keptNamesLoad = undefined;
+        throw e;
+      },
+    );
+    return this.keptNamesLoad;
+  }
+
   /** The source's onChange: remembers what a deleted Model was routed under. */
   noteDeleted(ref: ResourceRef, model: Model | undefined): void {
     if (model) this.tombstones.set(refKey(ref), model.spec.workflow);
   }
 
   async reconcile(key: string): Promise<ReconcileResult> {
+    await this.keptNamesLoaded();
     const ref = parseRefKey(key);
     const { models, runtime } = this.deps;
     let model = models.get(ref);
@@ -579,18 +594,25 @@ export class ModelReconciler implements Reconciler {
    * Lets go of the addresses of the Model's workloads being deleted that no Model's route names.
    * The first time in this process, every workflow route the Model's source wrote and does not
    * hold now goes before: an earlier process may have written one this one never heard of (its
-   * spec.workflow changed while no operator ran).
+   * spec.workflow changed while no operator ran). A Service also labelled as a workflow service
+   * (relabelled by its team) has that source's routes removed too, whichever controller runs first.
    */
   private async releaseUnrouted(ref: ResourceRef): Promise<void> {
-    const routed = new Set([...this.routed.values()].flatMap((r) => r.urls));
-    const due = this.deps.runtime.releasable(ref, routed);
+    const held = this.deps.runtime.held(ref);
+    if (held.length === 0) return;
+    const routed = new Set([...this.routed.values()].flatMap((r) => r.urls.map(hostOf)));
+    const due = held.filter((h) => !h.addresses.some((a) => routed.has(a)));
     if (due.length === 0) return;
     const key = refKey(ref);
     if (!this.swept.has(key)) {
       await this.deps.routes.removeAllOf(routeSource(ref), new Set(this.routed.get(key)?.keys));
       this.swept.add(key);
     }
-    for (const workload of due) await this.deps.runtime.release(workload);
+    for (const workload of due) {
+      if (workload.labels[SERVICE_LABEL] !== undefined)
+        await this.deps.routes.removeAllOf(serviceSource(workload.ref));
+      await this.deps.runtime.release(workload.ref);
+    }
   }
 
   private async writeStatus(model: Model, desired: (m: Model, now: Date) => ModelStatus): Promise<void> {
@@ -639,6 +661,15 @@ export class ModelReconciler implements Reconciler {
     this.deps.scaler?.forget(parseRefKey(key));
     // Checks are kept per workload: the Model's own name, or <name>-<version>.
     for (const k of this.checked.keys()) if (k === key || k.startsWith(`${key}-`)) this.checked.delete(k);
+  }
+}
+
+/** The host of a routed URL, as a Service's clusterIP spells it (no IPv6 brackets). */
+function hostOf(url: string): string {
+  try {
+    return new URL(url).hostname.replace(/^\[(.*)\]$/, '$1');
+  } catch {
+    return '';
   }
 }
 

@@ -33,7 +33,7 @@ import {
 import { startingReplicas } from './starting-replicas.js';
 import { carriesRouteFinalizer, type RouteHold } from '../route-hold.js';
 import { VERSION_LABEL } from '../../common/resources/model-versions.js';
-import type { RuntimeDriver, RuntimePlan, RuntimeState } from './runtime-driver.js';
+import type { HeldAddress, RuntimeDriver, RuntimePlan, RuntimeState } from './runtime-driver.js';
 
 export const FIELD_MANAGER = 'tollgate-operator';
 const SELECTOR = `${MANAGED_BY_LABEL}=${MANAGED_BY},${MODEL_LABEL}`;
@@ -244,20 +244,23 @@ export class KubeRuntimeDriver implements RuntimeDriver {
     }
   }
 
-  releasable(model: ResourceRef, routed: ReadonlySet<string>): ResourceRef[] {
-    const hosts = new Set([...routed].map(hostOf));
+  held(model: ResourceRef): HeldAddress[] {
     return this.services
       .list()
       .map((w) => w as V1Service & Workload)
       .filter((svc) => {
         const { namespace, labels, deletionTimestamp } = svc.metadata;
         if (namespace !== model.namespace || labels?.[MODEL_LABEL] !== model.name) return false;
-        if (!deletionTimestamp || !carriesRouteFinalizer(svc)) return false;
-        // Every address it holds, whatever its shape now (no selector, no port of ours).
-        const ips = [...(svc.spec?.clusterIPs ?? []), svc.spec?.clusterIP];
-        return !ips.some((ip) => ip !== undefined && ip !== '' && hosts.has(ip));
+        return deletionTimestamp !== undefined && carriesRouteFinalizer(svc);
       })
-      .map((svc) => ({ namespace: model.namespace, name: svc.metadata.name }));
+      .map((svc) => ({
+        ref: { namespace: model.namespace, name: svc.metadata.name },
+        // Every address it holds, whatever its shape now (no selector, no port of ours).
+        addresses: [...new Set([...(svc.spec?.clusterIPs ?? []), svc.spec?.clusterIP ?? ''])].filter(
+          (ip) => ip !== '' && ip !== 'None',
+        ),
+        labels: svc.metadata.labels ?? {},
+      }));
   }
 
   async release(ref: ResourceRef): Promise<void> {
@@ -288,15 +291,6 @@ export class KubeRuntimeDriver implements RuntimeDriver {
       this.apps.deleteNamespacedDeployment({ ...ref, propagationPolicy: 'Background' }).catch(ignoreMissing),
       deleting ? undefined : this.deleteService(ref),
     ]);
-  }
-}
-
-/** The host of a routed URL, as a Service's clusterIP spells it (no IPv6 brackets). */
-function hostOf(url: string): string {
-  try {
-    return new URL(url).hostname.replace(/^\[(.*)\]$/, '$1');
-  } catch {
-    return '';
   }
 }
 

@@ -9,7 +9,7 @@ import { refKey, type ResourceRef } from '../framework/resource-source.js';
 import type { CredentialsResolver } from '../storage/credentials.js';
 import { openStore } from '../storage/open-store.js';
 import { MlserverProcess } from './mlserver-process.js';
-import type { RuntimeDriver, RuntimePlan, RuntimeState } from './runtime-driver.js';
+import type { HeldAddress, RuntimeDriver, RuntimePlan, RuntimeState } from './runtime-driver.js';
 
 /**
  * Standalone mode's runtime: local MLServer processes on free loopback ports, serving the folders
@@ -146,7 +146,7 @@ export class LocalMlserverDriver implements RuntimeDriver {
   }
 
   /** A local process's port is this machine's, handed out by no one to a team: nothing is held. */
-  releasable(): ResourceRef[] {
+  held(): HeldAddress[] {
     return [];
   }
 

@@ -23,7 +23,7 @@ export const MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by';
 export const MANAGED_BY = 'tollgate';
 /** A Deployment or Service this operator made for a Model (labels only: a team may set them too). */
 export const isModelWorkload = (obj: { metadata?: { labels?: Record<string, string> } }): boolean =>
-  obj.metadata?.labels?.[MANAGED_BY_LABEL] === MANAGED_BY && obj.metadata.labels[MODEL_LABEL] !== undefined;
+  obj.metadata?.labels?.[MANAGED_BY_LABEL] === MANAGED_BY && !!obj.metadata.labels[MODEL_LABEL];
 export const TEMPLATE_HASH_ANNOTATION = 'tollgate.dev/template-hash';
 export const MODELS_DIR = '/mnt/models';
 const GRPC_PORT = 8081;

@@ -58,17 +58,25 @@ export interface RuntimeState {
   failure?: { reason: string; message: string };
 }
 
+export interface HeldAddress {
+  /** The workload (`ref.name` is its name). */
+  ref: ResourceRef;
+  /** Every IP it holds, as a route's URL names it (no IPv6 brackets). */
+  addresses: string[];
+  labels: Record<string, string>;
+}
+
 export interface RuntimeDriver {
   /** Creates or updates the runtime to match the plan (idempotent) and returns its state. */
   apply(plan: RuntimePlan): Promise<RuntimeState>;
   /** Tears a workload down (idempotent); `ref.name` is the workload's name. */
   remove(ref: ResourceRef): Promise<void>;
   /**
-   * A Model's workloads being torn down whose address no URL of `routed` names (every route's, of
-   * every Model): a cluster keeps a deleted Service's IP until `release`, so no other team's
-   * Service can be given it while calls may still be sent there.
+   * A Model's workloads being torn down whose address is still held for it (a cluster keeps a
+   * deleted Service's IP until `release`, so no other team's Service is given it while calls may
+   * still be sent there), with their addresses and labels.
    */
-  releasable(model: ResourceRef, routed: ReadonlySet<string>): ResourceRef[];
+  held(model: ResourceRef): HeldAddress[];
   /** Lets the address of a workload being torn down go (`ref.name` is the workload's name). */
   release(ref: ResourceRef): Promise<void>;
   /** The workloads that exist for a Model (every version, including ones no longer in its spec). */

@@ -24,6 +24,13 @@ describe('names kept for deleted Models’ namespaces, in Redis', () => {
     await writer.keep({ name: 'model-brief', namespace: 'team-b', until: now + 300, since: 1 });
     // Already over: nothing to keep.
     await writer.keep({ name: 'model-over', namespace: 'team-c', until: now - 1, since: 1 });
+    // Sealed once, put back after its time (no TTL): over all the same.
+    const stale = redisKeys.keptModelName('model-stale');
+    const sealer = await testSealer();
+    await client.set(
+      stale,
+      await sealer.seal(stale, JSON.stringify({ namespace: 'team-d', until: now - 1_000, since: 1 })),
+    );
     // Written by someone who may write Redis but holds no signing key.
     await client.set(
       redisKeys.keptModelName('model-squat'),

@@ -12,7 +12,12 @@ import {
   type ResourceRef,
   type ResourceSource,
 } from '../../../operator/framework/resource-source.js';
-import type { RuntimeDriver, RuntimePlan, RuntimeState } from '../../../operator/serving/runtime-driver.js';
+import type {
+  HeldAddress,
+  RuntimeDriver,
+  RuntimePlan,
+  RuntimeState,
+} from '../../../operator/serving/runtime-driver.js';
 import { ProcessEnvCredentials } from '../../../operator/storage/credentials.js';
 import { WorkflowAdmission } from '../../../operator/workflows/workflow-admission.js';
 import { Held } from './held-source.js';
@@ -46,7 +51,10 @@ const refOf = (m: Model): ResourceRef => ({
  * (what kube-runtime.ts does with the route finalizer). Every change is journalled.
  */
 class Cluster implements RuntimeDriver {
-  readonly services = new Map<string, { ip: string; deleting: boolean; model: ResourceRef }>();
+  readonly services = new Map<
+    string,
+    { ip: string; deleting: boolean; model: ResourceRef; labels: Record<string, string> }
+  >();
   private next = 10;
   constructor(private readonly journal: string[]) {}
 
@@ -55,7 +63,7 @@ class Cluster implements RuntimeDriver {
     const key = refKey({ namespace: model.namespace, name: plan.workload });
     let svc = this.services.get(key);
     if (svc === undefined) {
-      svc = { ip: `10.96.0.${this.next++}`, deleting: false, model };
+      svc = { ip: `10.96.0.${this.next++}`, deleting: false, model, labels: {} };
       this.services.set(key, svc);
     }
     return Promise.resolve({
@@ -76,12 +84,14 @@ class Cluster implements RuntimeDriver {
     const svc = this.services.get(refKey(ref));
     if (svc) svc.deleting = true;
   }
-  releasable(model: ResourceRef, routed: ReadonlySet<string>): ResourceRef[] {
+  held(model: ResourceRef): HeldAddress[] {
     return [...this.services]
-      .filter(
-        ([, s]) => s.deleting && refKey(s.model) === refKey(model) && !routed.has(`http://${s.ip}:8080`),
-      )
-      .map(([key]) => ({ namespace: model.namespace, name: key.slice(model.namespace.length + 1) }));
+      .filter(([, s]) => s.deleting && refKey(s.model) === refKey(model))
+      .map(([key, s]) => ({
+        ref: { namespace: model.namespace, name: key.slice(model.namespace.length + 1) },
+        addresses: [s.ip],
+        labels: s.labels,
+      }));
   }
   release(ref: ResourceRef): Promise<void> {
     const svc = this.services.get(refKey(ref));
@@ -112,6 +122,8 @@ describe('a Model’s addresses (a deleted Service keeps its cluster IP until no
   let reconciler: ModelReconciler;
   /** What Redis keeps of the names kept for deleted Models' namespaces. */
   let kept: KeptName[];
+  /** How many of the next reads of the kept names fail (Redis down). */
+  let loadFails: number;
 
   beforeAll(() => {
     folder = mkdtempSync(path.join(tmpdir(), 'tollgate-model-'));
@@ -135,6 +147,7 @@ describe('a Model’s addresses (a deleted Service keeps its cluster IP until no
     journal = [];
     cluster = new Cluster(journal);
     kept = [];
+    loadFails = 0;
     for (const workflow of ['fraud', 'loans'])
       workflows.put({
         apiVersion: 'tollgate.dev/v1alpha1',
@@ -182,7 +195,7 @@ describe('a Model’s addresses (a deleted Service keeps its cluster IP until no
           kept.push(name);
           return Promise.resolve();
         },
-        load: () => Promise.resolve([...kept]),
+        load: () => (loadFails-- > 0 ? Promise.reject(new Error('redis down')) : Promise.resolve([...kept])),
       },
       figures: () => Promise.resolve({ calls: 0, failures: 0, p95LatencyMs: undefined }),
     });
@@ -334,13 +347,40 @@ describe('a Model’s addresses (a deleted Service keeps its cluster IP until no
     expect(routes.size).toBe(0);
   });
 
+  it('the names kept unreadable (Redis down): no Model is reconciled until they are read', async () => {
+    loadFails = 1;
+    put();
+    await expect(reconcile()).rejects.toThrow('redis down');
+    expect(journal).toEqual([]);
+    await reconcile();
+    expect(journal).toEqual([`put ${MODEL_ROUTE} http://10.96.0.10:8080`]);
+  });
+
+  it('its Service relabelled by its team as a workflow service: that service’s routes go before the address', async () => {
+    put();
+    await reconcile();
+    const svc = cluster.services.get('team-a/model-scorer')!;
+    svc.labels = { 'tollgate.dev/workflow': 'fraud', 'tollgate.dev/service': 'model-scorer' };
+    // Routed as a workflow service before the relabelling reached the workflow controller.
+    routes.set(FRAUD_ROUTE, { url: 'http://10.96.0.10:8080', source: 'service/team-a/model-scorer' });
+    cluster.deleteService({ namespace: 'team-a', name: 'model-scorer' });
+    await reconcile();
+    expect(journal.slice(1)).toEqual([
+      `remove ${MODEL_ROUTE}`,
+      'sweep model/team-a/model-scorer',
+      'sweep service/team-a/model-scorer',
+      `remove ${FRAUD_ROUTE}`,
+      'release 10.96.0.10',
+    ]);
+  });
+
   it('an address another Model’s route still names is not let go', async () => {
     put();
     await reconcile();
     // Another Model (a relabelled Service, a stale cache) routed at the same address.
-    const other = { url: 'http://10.96.0.10:8080', source: 'model/team-a/other' };
+    const other = { url: 'http://10.96.0.10:8080', source: 'model/team-b/other' };
     const sibling = await build();
-    (sibling as unknown as { routed: Map<string, unknown> }).routed.set('team-a/other', {
+    (sibling as unknown as { routed: Map<string, unknown> }).routed.set('team-b/other', {
       workflow: undefined,
       keys: [],
       urls: [other.url],

@@ -496,6 +496,25 @@ describe('a tenant with the edit role in a namespace of its own', () => {
     );
   const redisHost = `${RELEASE}-redis.${NAMESPACE}.svc`;
 
+  const OPERATOR = `deploy/${RELEASE}-operator`;
+  /** Runs `during` with the operator scaled to 0 (no pod left), then scales it back. */
+  const whileNoOperatorRuns = async (during: () => Promise<void>): Promise<void> => {
+    const replicas = (
+      await t.kubectl('-n', NAMESPACE, 'get', OPERATOR, '-o', 'jsonpath={.spec.replicas}')
+    ).trim();
+    await t.kubectl('-n', NAMESPACE, 'scale', OPERATOR, '--replicas=0');
+    try {
+      await eventually('no operator pod', async () =>
+        (await podNames(t, NAMESPACE, 'app.kubernetes.io/component=operator')).length === 0
+          ? true
+          : undefined,
+      );
+      await during();
+    } finally {
+      await t.kubectl('-n', NAMESPACE, 'scale', OPERATOR, `--replicas=${replicas}`);
+    }
+  };
+
   beforeAll(async () => {
     await t.kubectl('create', 'namespace', TENANT);
     await t.kubectl('-n', TENANT, 'create', 'serviceaccount', 'mallory');
@@ -788,17 +807,9 @@ describe('a tenant with the edit role in a namespace of its own', () => {
       return r.status === 200 ? true : undefined;
     });
 
-    const operator = `deploy/${RELEASE}-operator`;
-    const replicas = (
-      await t.kubectl('-n', NAMESPACE, 'get', operator, '-o', 'jsonpath={.spec.replicas}')
-    ).trim();
-    await t.kubectl('-n', NAMESPACE, 'scale', operator, '--replicas=0');
-    await eventually('no operator pod', async () =>
-      (await podNames(t, NAMESPACE, 'app.kubernetes.io/component=operator')).length === 0 ? true : undefined,
-    );
     const thief = (name: string) =>
       tenant(['-n', TENANT, 'create', 'service', 'clusterip', name, '--tcp=80:8000', `--clusterip=${ip}`]);
-    try {
+    await whileNoOperatorRuns(async () => {
       await t.kubectl('-n', NS, 'delete', 'service', 'ledger', '--wait=false');
       // Deleted, but kept with its address while its route stands: the tenant may not have it.
       expect(
@@ -809,9 +820,7 @@ describe('a tenant with the edit role in a namespace of its own', () => {
       expect(refused.out).toMatch(/already allocated/);
       const still = await call(ledger, { headers: apikey(own.key) });
       expect([still.status, still.body['path']]).toEqual([200, '/entry']);
-    } finally {
-      await t.kubectl('-n', NAMESPACE, 'scale', operator, `--replicas=${replicas}`);
-    }
+    });
     // The operator back: the route goes first, then the Service and its address.
     await eventually('alice’s deleted Service gone', async () => ((await svc()) === '' ? true : undefined));
     const gone = await call(ledger, { headers: apikey(own.key) });
@@ -820,7 +829,7 @@ describe('a tenant with the edit role in a namespace of its own', () => {
     expect((await thief('thief')).ok).toBe(true);
     const after = await call(ledger, { headers: apikey(own.key) });
     expect(after.status).toBe(404);
-    await t.kubectl('-n', NAMESPACE, 'rollout', 'status', operator, '--timeout=180s');
+    await t.kubectl('-n', NAMESPACE, 'rollout', 'status', OPERATOR, '--timeout=180s');
   });
 
   it('cannot take the cluster IP of alice’s Model Service deleted while no operator runs; the Model is served again at a new one', async () => {
@@ -845,26 +854,16 @@ describe('a tenant with the edit role in a namespace of its own', () => {
     const ip = held.spec?.clusterIP ?? '';
     expect(ip).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
 
-    const operator = `deploy/${RELEASE}-operator`;
-    const replicas = (
-      await t.kubectl('-n', NAMESPACE, 'get', operator, '-o', 'jsonpath={.spec.replicas}')
-    ).trim();
-    await t.kubectl('-n', NAMESPACE, 'scale', operator, '--replicas=0');
-    await eventually('no operator pod', async () =>
-      (await podNames(t, NAMESPACE, 'app.kubernetes.io/component=operator')).length === 0 ? true : undefined,
-    );
     const thief = (name: string) =>
       tenant(['-n', TENANT, 'create', 'service', 'clusterip', name, '--tcp=80:8000', `--clusterip=${ip}`]);
-    try {
+    await whileNoOperatorRuns(async () => {
       await t.kubectl('-n', NS, 'delete', 'service', MODEL, '--wait=false');
       expect((await svc()).metadata?.deletionTimestamp).toBeDefined();
       const refused = await thief('model-thief');
       expect(refused.ok).toBe(false);
       expect(refused.out).toMatch(/already allocated/);
       expect(await answers()).toBe(true);
-    } finally {
-      await t.kubectl('-n', NAMESPACE, 'scale', operator, `--replicas=${replicas}`);
-    }
+    });
     // The operator back: the route leaves the old address, the Service goes and is made again.
     const remade = await eventually('alice’s Model Service made again, and served', async () => {
       const s = await svc();
@@ -878,7 +877,7 @@ describe('a tenant with the edit role in a namespace of its own', () => {
       expect((await thief('model-thief')).ok).toBe(true);
       expect(await answers()).toBe(true);
     }
-    await t.kubectl('-n', NAMESPACE, 'rollout', 'status', operator, '--timeout=180s');
+    await t.kubectl('-n', NAMESPACE, 'rollout', 'status', OPERATOR, '--timeout=180s');
   });
 });
 

@@ -56,6 +56,8 @@ class Cluster implements RuntimeDriver {
     { ip: string; deleting: boolean; model: ResourceRef; labels: Record<string, string> }
   >();
   private next = 10;
+  /** Hands out IPv6 addresses (a single-stack IPv6 cluster) when set. */
+  ipv6 = false;
   constructor(private readonly journal: string[]) {}
 
   apply(plan: RuntimePlan): Promise<RuntimeState> {
@@ -63,14 +65,15 @@ class Cluster implements RuntimeDriver {
     const key = refKey({ namespace: model.namespace, name: plan.workload });
     let svc = this.services.get(key);
     if (svc === undefined) {
-      svc = { ip: `10.96.0.${this.next++}`, deleting: false, model, labels: {} };
+      const n = this.next++;
+      svc = { ip: this.ipv6 ? `fd00:10:96::${n}` : `10.96.0.${n}`, deleting: false, model, labels: {} };
       this.services.set(key, svc);
     }
     return Promise.resolve({
       replicas: 1,
       readyReplicas: 1,
       url: `http://${plan.workload}.${model.namespace}.svc:8080`,
-      routeUrl: svc.deleting ? '' : `http://${svc.ip}:8080`,
+      routeUrl: svc.deleting ? '' : `http://${svc.ip.includes(':') ? `[${svc.ip}]` : svc.ip}:8080`,
       rollingOut: false,
     });
   }
@@ -372,6 +375,24 @@ describe('a Model’s addresses (a deleted Service keeps its cluster IP until no
       `remove ${FRAUD_ROUTE}`,
       'release 10.96.0.10',
     ]);
+  });
+
+  it('an IPv6 address is matched to the route that names it in brackets', async () => {
+    cluster.ipv6 = true;
+    put();
+    await reconcile();
+    expect(routes.get(MODEL_ROUTE)?.url).toBe('http://[fd00:10:96::10]:8080');
+    // Still routed (another Model's route names it): held.
+    const sibling = await build();
+    (sibling as unknown as { routed: Map<string, unknown> }).routed.set('team-b/other', {
+      workflow: undefined,
+      keys: [],
+      urls: ['http://[fd00:10:96::10]:8080'],
+    });
+    reconciler = sibling;
+    cluster.deleteService({ namespace: 'team-a', name: 'model-scorer' });
+    await reconcile();
+    expect(journal.some((line) => line.startsWith('release'))).toBe(false);
   });
 
   it('an address another Model’s route still names is not let go', async () => {

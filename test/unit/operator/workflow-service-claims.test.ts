@@ -354,6 +354,22 @@ describe('workflow service claims (the operator’s admission and conflict rules
       expect(server.held.has('team-a/m')).toBe(true);
     });
 
+    it('labels that name no model make no Model’s Service: such a Service is routed, and released, as any other', async () => {
+      const plain = service('team-a', 'scorer', '2026-01-02T00:00:00Z');
+      const labels = {
+        ...plain.metadata.labels,
+        'app.kubernetes.io/managed-by': 'tollgate',
+        'tollgate.dev/model': '',
+      };
+      services.put({ ...plain, metadata: { ...plain.metadata, labels } });
+      await reconcile('team-a', 'scorer');
+      expect(journal).toEqual(['hold team-a/scorer', 'put service/team-a/scorer']);
+      refresh();
+      markDeleted('team-a', 'scorer');
+      await reconcile('team-a', 'scorer');
+      expect(journal.slice(2)).toEqual(['remove service/team-a/scorer', 'release team-a/scorer']);
+    });
+
     it('a Service the API server already deletes gets no route; the next claimant does', async () => {
       services.put(service('team-a', 'older', '2026-01-02T00:00:00Z'));
       services.put(service('team-b', 'newer', '2026-01-03T00:00:00Z'));

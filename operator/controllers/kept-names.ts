@@ -9,7 +9,7 @@ import type { KeptName } from './model-names.js';
 /** Where the names kept for deleted Models' namespaces outlive the operator process that kept them. */
 export interface KeptNameStore {
   keep(kept: KeptName): Promise<void>;
-  /** Every name still kept, sealed by the operator: read when a leadership term starts. */
+  /** Every name still kept, sealed by the operator: read before a term's first Model reconcile. */
   load(): Promise<KeptName[]>;
 }
 

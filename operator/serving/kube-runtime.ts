@@ -191,7 +191,7 @@ export class KubeRuntimeDriver implements RuntimeDriver {
    * plan's (a Service made before the sidecar answered gRPC has its HTTP port only). The
    * namespace's team may edit it: one turned into an ExternalName or headless Service, or given
    * another selector, is deleted and made again; it is never called by name. One being deleted is
-   * not called: it is released once no route names it (`releaseUnrouted`), then made again.
+   * not called: it is released once no route names it (`held`, `release`), then made again.
    */
   private async serviceOrigin(plan: RuntimePlan, ref: ResourceRef): Promise<string> {
     const service = modelService(plan);
@@ -223,8 +223,8 @@ export class KubeRuntimeDriver implements RuntimeDriver {
   }
 
   /**
-   * Deletes a workload's Service: its finalizer keeps it (and its cluster IP) until
-   * `releaseUnrouted`. `seen`: that very object, as this process saw it, never one made again
+   * Deletes a workload's Service: its finalizer keeps it (and its cluster IP) until `release`.
+   * `seen`: that very object, as this process saw it, never one made again
    * meanwhile. The cache is told at once, so the same reconcile may release it.
    */
   private async deleteService(ref: ResourceRef, seen?: V1Service): Promise<void> {

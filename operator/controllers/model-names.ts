@@ -46,7 +46,7 @@ const byHeldSince = (a: Model, b: Model): number => heldSince(a) - heldSince(b) 
  * and restored when an operator starts.
  */
 export class ModelNames {
-  private readonly kept = new Map<string, { namespace: string; until: number; since: number }>();
+  private readonly kept = new Map<string, Omit<KeptName, 'name'>>();
 
   /**
    * @param finalizer the operator's finalizer on a Model: one being deleted that still carries it

@@ -282,8 +282,9 @@ export class KubeRuntimeDriver implements RuntimeDriver {
   async remove(ref: ResourceRef): Promise<void> {
     // A Model whose folder stays wrong is re-checked every 30 s: no API calls when nothing exists
     // (a Service being deleted already waits for its release).
-    const deleting = this.services.get(ref)?.metadata.deletionTimestamp !== undefined;
-    if (!this.deployments.get(ref) && (!this.services.get(ref) || deleting)) return;
+    const service = this.services.get(ref);
+    const deleting = service?.metadata.deletionTimestamp !== undefined;
+    if (!this.deployments.get(ref) && (service === undefined || deleting)) return;
     const ignoreMissing = (e: unknown) => {
       if (!isApiStatus(e, 404)) throw e;
     };

@@ -209,6 +209,17 @@ describe('a Model’s addresses (a deleted Service keeps its cluster IP until no
     return built;
   }
 
+  /** A new process in which another namespace's Model is routed at `url`. */
+  async function withOtherModelRoutedAt(url: string): Promise<ModelReconciler> {
+    const built = await build();
+    (built as unknown as { routed: Map<string, unknown> }).routed.set('team-b/other', {
+      workflow: undefined,
+      keys: [],
+      urls: [url],
+    });
+    return built;
+  }
+
   const put = (over: Partial<Model['spec']> = {}, meta: Partial<Model['metadata']> = {}): void =>
     models.put({
       apiVersion: 'tollgate.dev/v1alpha1',
@@ -383,13 +394,7 @@ describe('a Model’s addresses (a deleted Service keeps its cluster IP until no
     await reconcile();
     expect(routes.get(MODEL_ROUTE)?.url).toBe('http://[fd00:10:96::10]:8080');
     // Still routed (another Model's route names it): held.
-    const sibling = await build();
-    (sibling as unknown as { routed: Map<string, unknown> }).routed.set('team-b/other', {
-      workflow: undefined,
-      keys: [],
-      urls: ['http://[fd00:10:96::10]:8080'],
-    });
-    reconciler = sibling;
+    reconciler = await withOtherModelRoutedAt('http://[fd00:10:96::10]:8080');
     cluster.deleteService({ namespace: 'team-a', name: 'model-scorer' });
     await reconcile();
     expect(journal.some((line) => line.startsWith('release'))).toBe(false);
@@ -399,14 +404,7 @@ describe('a Model’s addresses (a deleted Service keeps its cluster IP until no
     put();
     await reconcile();
     // Another Model (a relabelled Service, a stale cache) routed at the same address.
-    const other = { url: 'http://10.96.0.10:8080', source: 'model/team-b/other' };
-    const sibling = await build();
-    (sibling as unknown as { routed: Map<string, unknown> }).routed.set('team-b/other', {
-      workflow: undefined,
-      keys: [],
-      urls: [other.url],
-    });
-    reconciler = sibling;
+    reconciler = await withOtherModelRoutedAt('http://10.96.0.10:8080');
     cluster.deleteService({ namespace: 'team-a', name: 'model-scorer' });
     await reconcile();
     expect(journal.some((line) => line.startsWith('release'))).toBe(false);

@@ -144,9 +144,7 @@ export class OperatorManager {
     this.elector = new LeaderElector(le.kc, le.options, this.opts.log, {
       onStartedLeading: () => {
         this.metrics.leader.set(1);
-        this.starting = this.startTerm().catch((err: unknown) =>
-          this.opts.log.error({ err }, 'could not start controllers'),
-        );
+        this.starting = this.startTermWhileLeading();
       },
       onStoppedLeading: () => {
         this.metrics.leader.set(0);
@@ -174,9 +172,34 @@ export class OperatorManager {
     if (this.term) return;
     const leading = this.runnables.filter((r) => r.needsLeader);
     const term = new Term(this.makeSources(), this.redis, this.opts, this.metrics, key, leading);
+    try {
+      await term.start();
+    } catch (err) {
+      await term.stop().catch(() => undefined);
+      throw err;
+    }
     this.term = term;
-    await term.start();
     void term.index.firstRebuild.then(this.markBuilt);
+  }
+
+  /**
+   * A leader whose term cannot start (the signing key unreadable, a cache that cannot sync) tries
+   * again with backoff for as long as it holds the Lease: giving up would leave the Lease held and
+   * nothing reconciled until this replica lost it.
+   */
+  private async startTermWhileLeading(): Promise<void> {
+    for (let delayMs = 500; this.elector?.isLeader === true; delayMs = Math.min(delayMs * 2, 10_000)) {
+      try {
+        await this.startTerm();
+        return;
+      } catch (err) {
+        this.metrics.termStartFailures.inc();
+        this.opts.log.error({ err, retryInMs: delayMs }, 'could not start controllers; retrying');
+      }
+      const until = performance.now() + delayMs;
+      while (this.elector?.isLeader === true && performance.now() < until)
+        await new Promise((r) => setTimeout(r, Math.min(250, delayMs)));
+    }
   }
 
   private async stopTerm(): Promise<void> {

@@ -33,6 +33,11 @@ export class OperatorMetrics {
     help: '1 while this replica holds the leader Lease.',
     registers: [this.registry],
   });
+  readonly termStartFailures = new Counter({
+    name: 'tollgate_operator_term_start_failures_total',
+    help: 'Times this replica led but could not start its controllers (retried with backoff).',
+    registers: [this.registry],
+  });
 
   readonly admissions = new Counter({
     name: 'tollgate_operator_webhook_admissions_total',

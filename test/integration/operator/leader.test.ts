@@ -1,6 +1,8 @@
 import { CoordinationV1Api } from '@kubernetes/client-node';
 import type { OperatorManager } from '../../../operator/manager.js';
+import { openKeyFile } from '../../../common/crypto/key-file.js';
 import { redis } from '../../harness/index.js';
+import { TEST_SIGNING_KEY_FILE } from '../signing.js';
 import {
   cluster,
   type Cluster,
@@ -137,5 +139,46 @@ describe('leader election with clocks that disagree', () => {
     // It leaves: the other takes over once it has seen the Lease stand still for a lease duration.
     await behind.stop();
     await eventually(async () => ahead.isRunning, 'the other replica leading', 10_000);
+  });
+});
+
+describe('a leader whose controllers cannot start', () => {
+  let c: Cluster;
+  let ns: string;
+  let op: OperatorManager | undefined;
+
+  beforeAll(async () => {
+    c = await cluster();
+    ns = await namespace(c, 'op-term-retry');
+  });
+  afterAll(async () => {
+    await op?.stop();
+    c?.kc.close();
+  });
+
+  test('tries again while it holds the Lease, and reconciles once the signing key can be read', async () => {
+    const redisUrl = (await redis('operator-term-retry')).url;
+    let reads = 0;
+    op = startOperator(c, ns, redisUrl, {
+      signingKey: async () => {
+        reads += 1;
+        if (reads <= 2) throw new Error('secret "tollgate-signing-key" not found');
+        return openKeyFile(TEST_SIGNING_KEY_FILE);
+      },
+      leaderElection: {
+        kc: c.kc,
+        options: { namespace: ns, name: 'tollgate-operator', identity: 'only', retryPeriodMs: 250 },
+      },
+    });
+    await op.start();
+    await eventually(async () => op?.isRunning, 'controllers started after two failed reads', 15_000);
+    expect(reads).toBe(3);
+    expect((await op.metrics.termStartFailures.get()).values[0]?.value).toBe(2);
+    const dir = await modelFolder({ 'model-settings.json': npSettings('model-late'), 'model.joblib': 'x' });
+    await createModel(c, ns, 'model-late', { storageUri: `file://${dir}` });
+    await eventually(
+      async () => (await getModel(c, ns, 'model-late'))?.status?.phase === 'Loading',
+      'model-late reconciled',
+    );
   });
 });

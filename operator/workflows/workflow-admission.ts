@@ -4,8 +4,7 @@ import type { ResourceRef, WatchedSource } from '../framework/resource-source.js
 import { creationOrder } from '../../common/resources/claim-order.js';
 
 export type Admission =
-  | { admitted: true; owner: string }
-  | { admitted: false; reason: 'WorkflowNotFound' | 'NamespaceNotAllowed'; message: string };
+  { admitted: true; owner: string } | { admitted: false; reason: 'WorkflowNotAdmitted'; message: string };
 
 /**
  * Whether a namespace may serve a workflow, from the Workflow records: a cluster-scoped resource
@@ -30,19 +29,13 @@ export class WorkflowAdmission {
 
   admit(id: string, namespace: string): Admission {
     const record = this.record(id);
-    if (record === undefined) {
+    // One answer whether the id has no record or its record names other namespaces: the tenant
+    // is not told which workflows exist, nor whose namespaces serve them.
+    if (record === undefined || !record.spec.namespaces.includes(namespace)) {
       return {
         admitted: false,
-        reason: 'WorkflowNotFound',
-        message: `no Workflow resource names workflow '${id}'; an administrator creates one (spec.workflow, spec.owner, spec.namespaces) before its services are routed`,
-      };
-    }
-    if (!record.spec.namespaces.includes(namespace)) {
-      return {
-        admitted: false,
-        reason: 'NamespaceNotAllowed',
-        // The namespaces it does list are other teams': not told to this one.
-        message: `the Workflow record of workflow '${id}' does not list namespace '${namespace}' in spec.namespaces; an administrator adds it there`,
+        reason: 'WorkflowNotAdmitted',
+        message: `no Workflow resource lets namespace '${namespace}' serve workflow '${id}'; an administrator names the workflow in one (spec.workflow, spec.owner) and lists '${namespace}' in its spec.namespaces`,
       };
     }
     return { admitted: true, owner: record.spec.owner };

@@ -483,7 +483,8 @@ describe('a tenant with the edit role in a namespace of its own', () => {
       await tenant(['-n', TENANT, 'exec', 'prowler', '--', 'python3', '-c', script, host, String(port)])
     ).out;
   };
-  const reasons = async (name: string) =>
+  /** The Events of one object, a `reason: message` line each. */
+  const events = async (name: string) =>
     t.kubectl(
       '-n',
       TENANT,
@@ -492,7 +493,7 @@ describe('a tenant with the edit role in a namespace of its own', () => {
       '--field-selector',
       `involvedObject.name=${name}`,
       '-o',
-      'jsonpath={.items[*].reason}',
+      'jsonpath={range .items[*]}{.reason}: {.message}{"\\n"}{end}',
     );
   const redisHost = `${RELEASE}-redis.${NAMESPACE}.svc`;
 
@@ -585,8 +586,12 @@ describe('a tenant with the edit role in a namespace of its own', () => {
       'tollgate.dev/owner=mallory',
     ]);
     expect(labelled.out).toContain('labeled');
-    await eventually('the NamespaceNotAllowed Event', async () =>
-      (await reasons('scorer')).includes('NamespaceNotAllowed') ? true : undefined,
+    await eventually('the WorkflowNotAdmitted Event', async () =>
+      (await events('scorer')).includes(
+        `WorkflowNotAdmitted: no Workflow resource lets namespace '${TENANT}' serve workflow '${WORKFLOW}'`,
+      )
+        ? true
+        : undefined,
     );
     // Every one of alice's calls still reaches her own workload.
     for (let i = 0; i < 40; i++) {
@@ -605,8 +610,12 @@ describe('a tenant with the edit role in a namespace of its own', () => {
       'scorer',
       'tollgate.dev/workflow=mallory-wf',
     ]);
-    await eventually('the WorkflowNotFound Event', async () =>
-      (await reasons('scorer')).includes('WorkflowNotFound') ? true : undefined,
+    await eventually('the WorkflowNotAdmitted Event of mallory-wf', async () =>
+      (await events('scorer')).includes(
+        `WorkflowNotAdmitted: no Workflow resource lets namespace '${TENANT}' serve workflow 'mallory-wf'`,
+      )
+        ? true
+        : undefined,
     );
     // Labels made mallory no owner of either workflow: she can create a key for neither.
     for (const workflow of [WORKFLOW, 'mallory-wf']) {

@@ -76,11 +76,11 @@ describe('workflow routes are admitted by Workflow records, never by labels', ()
     const wf = uniqueWorkflow('unclaimed');
     await service('squatter', wf, 'api', { 'tollgate.dev/owner': 'mallory' });
     await eventually(
-      async () => (await reasons('squatter')).includes('Warning/WorkflowNotFound'),
+      async () => (await reasons('squatter')).includes('Warning/WorkflowNotAdmitted'),
       'the Event',
     );
-    const [event] = (await eventsFor(c, ns, 'squatter')).filter((e) => e.reason === 'WorkflowNotFound');
-    expect(event?.message).toContain(`no Workflow resource names workflow '${wf}'`);
+    const [event] = (await eventsFor(c, ns, 'squatter')).filter((e) => e.reason === 'WorkflowNotAdmitted');
+    expect(event?.message).toContain(`no Workflow resource lets namespace '${ns}' serve workflow '${wf}'`);
     expect(await route(wf, 'api')).toBeUndefined();
 
     // The administrator creates the record for alice: routed, and the owner is the record's.
@@ -148,18 +148,20 @@ describe('workflow routes are admitted by Workflow records, never by labels', ()
     await deleteWorkflow(c, wf);
   });
 
-  test('a record that does not name the namespace: not routed, NamespaceNotAllowed; naming it routes', async () => {
+  test('a record that does not name the namespace: not routed, told as if none existed; naming it routes', async () => {
     const wf = uniqueWorkflow('elsewhere');
     await createWorkflow(c, wf, 'alice', ['team-a']);
     await service('intruder', wf, 'api');
     await eventually(
-      async () => (await reasons('intruder')).includes('Warning/NamespaceNotAllowed'),
+      async () => (await reasons('intruder')).includes('Warning/WorkflowNotAdmitted'),
       'the Event',
     );
-    const [event] = (await eventsFor(c, ns, 'intruder')).filter((e) => e.reason === 'NamespaceNotAllowed');
-    expect(event?.message).toContain(`does not list namespace '${ns}'`);
-    // The namespaces it does list are another team's.
-    expect(event?.message).not.toContain('team-a');
+    const [event] = (await eventsFor(c, ns, 'intruder')).filter((e) => e.reason === 'WorkflowNotAdmitted');
+    // Word for word what a workflow with no record gets: whether the id exists, and whose
+    // namespaces serve it, are other teams' business.
+    expect(event?.message).toBe(
+      `no Workflow resource lets namespace '${ns}' serve workflow '${wf}'; an administrator names the workflow in one (spec.workflow, spec.owner) and lists '${ns}' in its spec.namespaces`,
+    );
     await settle();
     expect(await route(wf, 'api')).toBeUndefined();
 
@@ -218,7 +220,7 @@ describe('workflow routes are admitted by Workflow records, never by labels', ()
       () => client.get(redisKeys.modelRoute(name)).then((v) => v ?? undefined),
       'the model route',
     );
-    await eventually(async () => (await reasons(name)).includes('Warning/WorkflowNotFound'), 'the Event');
+    await eventually(async () => (await reasons(name)).includes('Warning/WorkflowNotAdmitted'), 'the Event');
     expect(await route(wf, name)).toBeUndefined();
     // Nor does its own route name the workflow: that workflow's bda keys cannot call it.
     const own = async () => {

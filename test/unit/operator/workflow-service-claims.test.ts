@@ -147,12 +147,12 @@ describe('workflow service claims (the operator’s admission and conflict rules
     services.put(service('team-a', 'scorer', '2026-01-02T00:00:00Z'));
     await reconcile('team-a', 'scorer');
     expect(routes.size).toBe(0);
-    expect(events).toEqual(['team-a/scorer Warning WorkflowNotFound']);
+    expect(events).toEqual(['team-a/scorer Warning WorkflowNotAdmitted']);
 
     workflows.put(record(['team-b']));
     await reconcile('team-a', 'scorer');
     expect(routes.size).toBe(0);
-    expect(events.at(-1)).toBe('team-a/scorer Warning NamespaceNotAllowed');
+    expect(events.at(-1)).toBe('team-a/scorer Warning WorkflowNotAdmitted');
 
     workflows.put(record(['team-b', 'team-a']));
     await reconcile('team-a', 'scorer');
@@ -268,7 +268,7 @@ describe('workflow service claims (the operator’s admission and conflict rules
       workflows.put(record(['team-a']));
       await reconcile('team-b', 'scorer');
       expect(journal.slice(6)).toEqual(['remove service/team-b/scorer', 'release team-b/scorer']);
-      expect(events.at(-1)).toBe('team-b/scorer Warning NamespaceNotAllowed');
+      expect(events.at(-1)).toBe('team-b/scorer Warning WorkflowNotAdmitted');
     });
 
     it('after a restart, a Service relabelled meanwhile has its old route removed before its finalizer', async () => {

@@ -730,7 +730,7 @@ describe('helm chart: accepted by a real kube-apiserver', () => {
     }
   });
 
-  it('refuses, at the API server, turning a Service the route finalizer holds into an ExternalName one', async () => {
+  it('refuses, at the API server, turning a Service the route finalizer holds into an ExternalName one, or taking the finalizer off but by the operator', async () => {
     const { objects } = await render();
     const policy = objects.filter(
       (o) =>
@@ -749,16 +749,40 @@ describe('helm chart: accepted by a real kube-apiserver', () => {
           spec: { ports: [{ port: 80 }], selector: { app: name } },
         }),
       );
-    const patch = (name: string, body: object) =>
-      kubectl(['patch', 'service', name, '-n', namespace, '--type=merge', '-p', JSON.stringify(body)]).then(
+    const patch = (name: string, body: object, as: string[] = []) =>
+      kubectl([
+        ...['patch', 'service', name, '-n', namespace, '--type=merge', '-p', JSON.stringify(body), ...as],
+      ]).then(
         () => 'admitted',
         (e: Error) => e.message,
       );
     const toExternalName = (name: string) =>
       patch(name, { spec: { type: 'ExternalName', externalName: 'elsewhere.example.test' } });
+    // Each account may patch Services here (RBAC); whether it may drop the finalizer is the policy's.
+    const account = (sa: string) => ['--as', `system:serviceaccount:${namespace}:${sa}`];
+    const accounts = ['tenant', 't1-tollgate-operator', 't1-tollgate-release-services'];
+    const rbac = [
+      {
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'Role',
+        metadata: { name: 'patch-services', namespace },
+        rules: [{ apiGroups: [''], resources: ['services'], verbs: ['get', 'patch', 'update'] }],
+      },
+      {
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'RoleBinding',
+        metadata: { name: 'patch-services', namespace },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'patch-services' },
+        subjects: accounts.map((name) => ({ kind: 'ServiceAccount', name, namespace })),
+      },
+    ]
+      .map((o) => JSON.stringify(o))
+      .join('\n');
+    await kubectl(['apply', '-f', '-'], rbac);
     try {
       await make('routed', 'tollgate.dev/route');
       await make('other', 'example.com/keep');
+      await make('by-hook', 'tollgate.dev/route');
       // The API server loads a policy a moment after it is written.
       const deadline = Date.now() + 20_000;
       let refused = await toExternalName('routed');
@@ -773,17 +797,33 @@ describe('helm chart: accepted by a real kube-apiserver', () => {
         ...['-o', 'jsonpath={.spec.clusterIP}'],
       ]);
       expect(ip).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
+      // The team may not take the finalizer off itself (a deletion would then free the IP at once),
+      // though it may edit the list around it.
+      expect(await patch('routed', { metadata: { finalizers: null } }, account('tenant'))).toMatch(
+        /only Tollgate's operator takes it off, once the route is gone/,
+      );
+      const kept = { metadata: { finalizers: ['tollgate.dev/route', 'example.com/mine'] } };
+      expect(await patch('routed', kept, account('tenant'))).toBe('admitted');
+      // The operator does, once the route is gone; so does the uninstall hook, and an administrator.
+      expect(await patch('routed', { metadata: { finalizers: null } }, account('t1-tollgate-operator'))).toBe(
+        'admitted',
+      );
+      expect(
+        await patch('by-hook', { metadata: { finalizers: null } }, account('t1-tollgate-release-services')),
+      ).toBe('admitted');
+      await make('by-admin', 'tollgate.dev/route');
+      expect(await patch('by-admin', { metadata: { finalizers: null } })).toBe('admitted');
       // Once the finalizer is gone (the route let go), the change is the team's to make.
-      expect(await patch('routed', { metadata: { finalizers: null } })).toBe('admitted');
       expect(await toExternalName('routed')).toBe('admitted');
       // Another controller's finalizer holds nothing of Tollgate's.
       expect(await toExternalName('other')).toBe('admitted');
     } finally {
-      for (const name of ['routed', 'other']) {
+      for (const name of ['routed', 'other', 'by-hook', 'by-admin']) {
         await patch(name, { metadata: { finalizers: null } });
         await kubectl(['delete', '--ignore-not-found', 'service', '-n', namespace, name]);
       }
       await kubectl(['delete', '--ignore-not-found', '-f', '-'], yaml);
+      await kubectl(['delete', '--ignore-not-found', '-f', '-'], rbac);
     }
   });
 

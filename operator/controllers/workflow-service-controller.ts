@@ -20,6 +20,7 @@ import {
 } from '../framework/resource-source.js';
 import type { EventRecorder } from '../events.js';
 import { creationOrder } from '../../common/resources/claim-order.js';
+import { isModelName } from '../../common/resources/model-name.js';
 import type { WorkflowAdmission } from '../workflows/workflow-admission.js';
 import { carriesRouteFinalizer, type RouteHold } from '../route-hold.js';
 import { isModelWorkload } from '../serving/model-workload.js';
@@ -79,6 +80,8 @@ export function serviceClaim(svc: WorkflowService, address: ServiceAddress): Ser
   // A Model's Service is routed as that Model, and its route finalizer is the Model's to take off.
   if (isModelWorkload(svc)) return undefined;
   const ids = claimedIds(svc);
+  // A Model's workflow route is kept under its own name: a Service claiming one would overwrite it.
+  if (ids !== undefined && isModelName(ids.service)) return undefined;
   const url = ids && address(svc);
   if (ids === undefined || url === undefined) return undefined;
   return { key: redisKeys.bdaRoute(ids.workflow, ids.service), ...ids, url };
@@ -224,8 +227,15 @@ export class WorkflowServiceReconciler implements Reconciler {
     const claim = svc?.metadata.deletionTimestamp ? undefined : asked;
     const previous = this.claims.get(key) ?? this.gone.get(key);
     if (svc && !asked) {
+      const ids = claimedIds(svc);
       if (isModelWorkload(svc)) await this.refuse(svc, 'ModelService', MODEL_SERVICE_REFUSED);
-      else if (claimedIds(svc) !== undefined) await this.refuse(svc, 'NoAddress', this.deps.address.missing);
+      else if (ids !== undefined && isModelName(ids.service))
+        await this.refuse(
+          svc,
+          'ServiceIdReserved',
+          `workflow service '${ids.service}' is named as a Model is (model-<id>), and a Model published under workflow '${ids.workflow}' is routed by its name; label this Service with a tollgate.dev/service that does not start with 'model-'`,
+        );
+      else if (ids !== undefined) await this.refuse(svc, 'NoAddress', this.deps.address.missing);
       else this.deps.log.warn({ service: key }, 'workflow Service has no valid ids to route by');
     }
     if (!svc) this.told.delete(key);

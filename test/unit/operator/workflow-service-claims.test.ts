@@ -165,6 +165,30 @@ describe('workflow service claims (the operator’s admission and conflict rules
     expect(events.at(-1)).toBe('team-a/scorer Normal Routed');
   });
 
+  it('a Service never claims a Model’s name: the Model’s workflow route stays the Model’s', async () => {
+    workflows.put(record(['team-a', 'team-b']));
+    const modelRoute: Route = {
+      url: 'http://10.96.0.9:80',
+      workflow: 'fraud',
+      owner: 'alice',
+      source: 'model/team-a/model-scorer',
+    };
+    routes.set('tg:route:bda:fraud:model-scorer', modelRoute);
+    const squatter = service('team-b', 'squatter', '2026-01-02T00:00:00Z');
+    const labels = { ...squatter.metadata.labels, 'tollgate.dev/service': 'model-scorer' };
+    services.put({ ...squatter, metadata: { ...squatter.metadata, labels } });
+    await reconcile('team-b', 'squatter');
+    expect(routes.get('tg:route:bda:fraud:model-scorer')).toEqual(modelRoute);
+    expect(journal).toEqual([]);
+    expect(events).toEqual(['team-b/squatter Warning ServiceIdReserved']);
+    expect(said.get('team-b/squatter')).toMatch(/does not start with 'model-'/);
+    // Labelled with a service id of its own, it is routed as any other.
+    services.put(service('team-b', 'squatter', '2026-01-02T00:00:00Z'));
+    await reconcile('team-b', 'squatter');
+    expect(routes.get(KEY)?.source).toBe('service/team-b/squatter');
+    expect(routes.get('tg:route:bda:fraud:model-scorer')).toEqual(modelRoute);
+  });
+
   it('across admitted namespaces the oldest claim holds the route; the next takes over when it goes', async () => {
     workflows.put(record(['team-a', 'team-b']));
     services.put(service('team-b', 'newer', '2026-01-03T00:00:00Z'));

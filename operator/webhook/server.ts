@@ -12,7 +12,19 @@ import { planInjection, planUpdate, type InjectionConfig } from './inject.js';
  * moves. It starts once the first certificate is known and takes new ones without a restart.
  */
 export const MUTATE_PATH = '/mutate-v1-pod';
-const MAX_REVIEW_BYTES = 4 * 1024 * 1024;
+/** A Pod is at most etcd's 1.5 MiB; an UPDATE's review carries it twice. */
+const MAX_REVIEW_BYTES = 3 * 1024 * 1024;
+/**
+ * The port takes any caller, and a review is parsed in the process that also reconciles and holds
+ * the Lease: reviews in flight may hold this many bytes together (a few Pods' worth, far more than
+ * the API server sends at once); past it, a review is answered 503 unread and retried by its sender.
+ */
+const MAX_BUFFERED_BYTES = 8 * 1024 * 1024;
+/** A review arrives whole in milliseconds; one trickled in is cut, and so is an idle connection. */
+const REQUEST_TIMEOUT_MS = 10_000;
+const MAX_CONNECTIONS = 256;
+
+class WebhookBusy extends Error {}
 
 const reviewSchema = z.object({
   apiVersion: z.string(),
@@ -29,6 +41,8 @@ const reviewSchema = z.object({
 
 export class WebhookServer {
   private server: Server | undefined;
+  /** Bytes the reviews in flight have sent so far, until each is answered. */
+  private buffered = 0;
 
   constructor(
     private readonly port: number,
@@ -59,7 +73,18 @@ export class WebhookServer {
       this.log.info('webhook serving certificate reloaded');
       return;
     }
-    const server = createServer({ ...tls, minVersion: 'TLSv1.2' }, (req, res) => void this.handle(req, res));
+    const server = createServer(
+      {
+        ...tls,
+        minVersion: 'TLSv1.2',
+        requestTimeout: REQUEST_TIMEOUT_MS,
+        headersTimeout: REQUEST_TIMEOUT_MS / 2,
+        keepAliveTimeout: REQUEST_TIMEOUT_MS,
+      },
+      (req, res) => void this.handle(req, res),
+    );
+    server.maxConnections = MAX_CONNECTIONS;
+    server.setTimeout(REQUEST_TIMEOUT_MS, (socket) => socket.destroy());
     this.server = server;
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
@@ -85,11 +110,27 @@ export class WebhookServer {
     const path = (req.url ?? '').split('?')[0];
     if (path === '/healthz') return void res.writeHead(200).end('ok\n');
     if (path !== MUTATE_PATH || req.method !== 'POST') return void res.writeHead(404).end();
+    const held = { bytes: 0 };
+    try {
+      await this.review(req, res, held);
+    } finally {
+      this.buffered -= held.bytes;
+    }
+  }
+
+  private async review(req: IncomingMessage, res: ServerResponse, held: { bytes: number }): Promise<void> {
     let review: z.infer<typeof reviewSchema>;
     try {
-      review = reviewSchema.parse(JSON.parse((await readLimited(req)).toString('utf8')));
+      review = reviewSchema.parse(JSON.parse((await this.readLimited(req, held)).toString('utf8')));
     } catch (err) {
       this.metrics.admissions.inc({ result: 'error' });
+      if (err instanceof WebhookBusy) {
+        this.log.warn({ buffered: this.buffered }, 'sidecar webhook busy: a review answered 503 unread');
+        res
+          .writeHead(503, { 'content-type': 'text/plain', 'retry-after': '1', connection: 'close' })
+          .end(`${err.message}\n`);
+        return;
+      }
       res
         .writeHead(400, { 'content-type': 'text/plain' })
         .end(`not an AdmissionReview: ${(err as Error).message}\n`);
@@ -147,15 +188,26 @@ export class WebhookServer {
     const body = JSON.stringify({ apiVersion: review.apiVersion, kind: 'AdmissionReview', response });
     res.writeHead(200, { 'content-type': 'application/json' }).end(body);
   }
-}
 
-async function readLimited(req: IncomingMessage): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > MAX_REVIEW_BYTES) throw new Error(`larger than ${MAX_REVIEW_BYTES} bytes`);
-    chunks.push(chunk);
+  /** The review's bytes, counted in `held` (and the server's total) until it is answered. */
+  private async readLimited(req: IncomingMessage, held: { bytes: number }): Promise<Buffer> {
+    const declared = Number(req.headers['content-length'] ?? 0);
+    if (declared > MAX_REVIEW_BYTES) throw new Error(`larger than ${MAX_REVIEW_BYTES} bytes`);
+    if (this.buffered + declared > MAX_BUFFERED_BYTES) throw this.busy();
+    const chunks: Buffer[] = [];
+    for await (const chunk of req as AsyncIterable<Buffer>) {
+      held.bytes += chunk.length;
+      this.buffered += chunk.length;
+      if (held.bytes > MAX_REVIEW_BYTES) throw new Error(`larger than ${MAX_REVIEW_BYTES} bytes`);
+      if (this.buffered > MAX_BUFFERED_BYTES) throw this.busy();
+      chunks.push(chunk);
+    }
+    return Buffer.concat(chunks);
   }
-  return Buffer.concat(chunks);
+
+  private busy(): WebhookBusy {
+    return new WebhookBusy(
+      `the sidecar webhook holds ${MAX_BUFFERED_BYTES} bytes of reviews in flight; retry in a moment`,
+    );
+  }
 }

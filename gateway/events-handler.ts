@@ -150,7 +150,7 @@ class EventsCall {
 
   private forward(target: Extract<EventsTarget, { proxy: unknown }>, grant: KeyGrant): Promise<number> {
     const { s, req, res, requestId } = this;
-    const headers = upstreamRequestHeaders(req, grant, requestId);
+    const headers = upstreamRequestHeaders(req, grant, requestId, s.proxies);
     const send = (h: string[]) =>
       forward(
         req,

@@ -65,6 +65,8 @@ export interface GatewayServices {
   upstreams: UpstreamPools;
   /** Signs grants for the sidecars of workflow services, when configured. */
   grantSigner: GrantSigner | undefined;
+  /** Which proxies in front are believed about the client (its address, how it came in). */
+  proxies: ProxyTrust;
   /** Which Redis entries are believed (sealed by the operator), and the sealer of a central gateway. */
   trust: EntryTrust;
   /** Models' V2 metadata, shared by /v2 and the workflow route to the same models. */
@@ -266,6 +268,7 @@ export async function createGatewayServices(
     events,
     management,
     upstreams,
+    proxies,
     metadata,
     payloadLog,
     versionFigures,

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { KeyGrant } from '../../common/resources/grant.js';
+import type { ProxyTrust } from '../http/client-address.js';
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
 
@@ -37,6 +38,12 @@ const REQUEST_DROPPED = new Set([
   'expect',
   'x-request-id',
   'x-forwarded-for',
+  // How the client came in: said by the gateway, or by a proxy it trusts (below), never by a
+  // caller that reached it directly; upstreams building URLs from them would follow the caller.
+  'x-forwarded-proto',
+  'x-forwarded-host',
+  'forwarded',
+  'x-real-ip',
 ]);
 
 /** Header names a `Connection` header lists are hop-by-hop for this one message. */
@@ -48,7 +55,12 @@ function connectionListed(value: string | string[] | undefined): Set<string> | u
 }
 
 /** The upstream request's headers as a flat [name, value, ...] list (undici's cheapest form). */
-export function upstreamRequestHeaders(req: IncomingMessage, grant: KeyGrant, requestId: string): string[] {
+export function upstreamRequestHeaders(
+  req: IncomingMessage,
+  grant: KeyGrant,
+  requestId: string,
+  proxies: ProxyTrust,
+): string[] {
   const raw = req.rawHeaders;
   const listed = connectionListed(req.headers.connection);
   const out: string[] = [];
@@ -74,12 +86,18 @@ export function upstreamRequestHeaders(req: IncomingMessage, grant: KeyGrant, re
     'x-tollgate-roles',
     grant.roles.join(','),
   );
-  // An ingress in front may already have said how the client came in; keep its word.
-  if (req.headers['x-forwarded-proto'] === undefined) out.push('x-forwarded-proto', 'http');
-  if (req.headers['x-forwarded-host'] === undefined && req.headers.host !== undefined) {
-    out.push('x-forwarded-host', req.headers.host);
-  }
+  // A trusted proxy in front (an ingress) may already have said how the client came in: its word
+  // is kept. Anyone else's is replaced.
+  const trusted = proxies.hops > 0 && proxies.proxies.allows(peer);
+  const proto = trusted ? firstValue(req.headers['x-forwarded-proto']) : undefined;
+  const host = (trusted ? firstValue(req.headers['x-forwarded-host']) : undefined) ?? req.headers.host;
+  out.push('x-forwarded-proto', proto ?? 'http');
+  if (host !== undefined) out.push('x-forwarded-host', host);
   return out;
+}
+
+function firstValue(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
 }
 
 /**

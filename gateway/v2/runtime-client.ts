@@ -17,7 +17,7 @@ export interface RuntimeCall {
   plain?: boolean;
 }
 
-export type RuntimeServices = Pick<GatewayServices, 'upstreams' | 'grantSigner'>;
+export type RuntimeServices = Pick<GatewayServices, 'upstreams' | 'grantSigner' | 'proxies'>;
 
 /**
  * The runtime side of a V2 call: the headers (the grant as always, signed for this one call when a
@@ -78,7 +78,7 @@ export class RuntimeClient {
   ): Promise<string[]> {
     return withSignedGrant(
       this.s.grantSigner,
-      upstreamRequestHeaders(req, call.grant, call.requestId),
+      upstreamRequestHeaders(req, call.grant, call.requestId, this.s.proxies),
       call.grant,
       call.runtime.grantAudience,
       { method, target },

@@ -132,6 +132,42 @@ describe('gateway proxying', () => {
     expect(answer.headers['x-request-id']).toBe('trace-123.abc');
   });
 
+  it('tells the upstream how the client came in itself: a caller that reached it directly cannot say', async () => {
+    const told = {
+      'x-forwarded-host': 'evil.example.test',
+      'x-forwarded-proto': 'https',
+      forwarded: 'for=192.0.2.1;host=evil.example.test;proto=https',
+      'x-real-ip': '192.0.2.1',
+    };
+    const direct = await send(gw.url, `/events/bda/${wf}/svc/x`, {
+      headers: { ...apikey(bda.key), ...told },
+    });
+    expect(direct.status).toBe(200);
+    const seen = upstream.seen[0]?.headers ?? {};
+    expect([seen['x-forwarded-host'], seen['x-forwarded-proto']]).toEqual([new URL(gw.url).host, 'http']);
+    expect([seen.forwarded, seen['x-real-ip']]).toEqual([undefined, undefined]);
+
+    // Behind an ingress it trusts, the ingress's word is kept.
+    const behind = await startGateway({
+      redisUrl: gw.services.config.redisUrl,
+      trustedProxies: 1,
+      trustedProxyCidrs: ['127.0.0.1/32'],
+    });
+    try {
+      upstream.seen.length = 0;
+      const proxied = await send(behind.url, `/events/bda/${wf}/svc/x`, {
+        headers: { ...apikey(bda.key), ...told },
+      });
+      expect(proxied.status).toBe(200);
+      const kept = upstream.seen[0]?.headers ?? {};
+      expect([kept['x-forwarded-host'], kept['x-forwarded-proto']]).toEqual(['evil.example.test', 'https']);
+      // Nor does any proxy get to name the client in headers the gateway does not write.
+      expect([kept.forwarded, kept['x-real-ip']]).toEqual([undefined, undefined]);
+    } finally {
+      await behind.stop();
+    }
+  });
+
   it('sends platform calls to the configured upstream under /api/v1/<resource>', async () => {
     const { key } = await createKey(r, 'platform', ['datasets:editor']);
     const answer = await send(gw.url, '/events/platform/api/v1/datasets/9?expand=1', {

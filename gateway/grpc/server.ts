@@ -52,6 +52,12 @@ const PASSED = [
 
 /** Calls whose key passed that a process holds at once, over every connection; more are refused. */
 const MAX_CALLS = 1_024;
+/**
+ * Of those, what one owner's keys may hold: a call is counted from its metadata until it is
+ * answered, so without this one key could take every slot (with messages it never sends) and
+ * turn every other caller of the replica away.
+ */
+const MAX_CALLS_PER_OWNER = 64;
 /** A message may decode into at most this multiple of the body limit. */
 const DECODE_BOUND = 4;
 const PLAIN_INTERNAL = { code: Status.INTERNAL, details: 'internal_error', metadata: new Metadata() };
@@ -123,6 +129,8 @@ export class GrpcGateway {
   private readonly inferCost = new DecodeCost(protocolTypes().lookupType('inference.ModelInferRequest'));
   private readonly decodeInfer: (message: Buffer) => unknown;
   private calls = 0;
+  /** Calls held by each owner's keys (see MAX_CALLS_PER_OWNER). */
+  private readonly callsByOwner = new Map<string, number>();
   private injector: ConnectionInjector | undefined;
   /** The methods anyone may call (REST's health and server metadata are open), by path. */
   private readonly open: Record<string, (ex: Exchange) => Promise<object>> = {
@@ -203,13 +211,13 @@ export class GrpcGateway {
    */
   private readonly admission: ServerInterceptor = (descriptor, call) => {
     let ended = false;
-    let counted = false;
+    let counted: string | undefined;
     let waiting: NodeJS.Timeout | undefined;
     const end = (): void => {
       ended = true;
       clearTimeout(waiting);
-      if (counted) this.calls--;
-      counted = false;
+      if (counted !== undefined) this.uncount(counted);
+      counted = undefined;
     };
     const refuse = (err: RestError | CallStatus): void => {
       end();
@@ -245,9 +253,20 @@ export class GrpcGateway {
             }
             this.keyChecked(metadata, address)
               .then(
-                (answer) => {
+                ({ answer, owner }) => {
                   if (ended) return;
-                  if (answer.status !== 200) return refuse(refusal(answer).rest);
+                  if (answer.status !== 200 || owner === undefined) return refuse(refusal(answer).rest);
+                  if ((this.callsByOwner.get(owner) ?? 0) >= MAX_CALLS_PER_OWNER) {
+                    return refuse(
+                      restErrorOf(
+                        new TollgateError(
+                          'rate_limited',
+                          `your keys hold ${MAX_CALLS_PER_OWNER} gRPC calls on this replica at once; send each call's message when you open it, and open more once some are answered`,
+                          { headers: { 'retry-after': '1' } },
+                        ),
+                      ),
+                    );
+                  }
                   if (this.calls >= MAX_CALLS) {
                     return refuse(
                       restErrorOf(
@@ -260,7 +279,8 @@ export class GrpcGateway {
                     );
                   }
                   this.calls++;
-                  counted = true;
+                  this.callsByOwner.set(owner, (this.callsByOwner.get(owner) ?? 0) + 1);
+                  counted = owner;
                   const ms = this.opts.requestBodyTimeoutMs;
                   waiting = setTimeout(
                     () =>
@@ -427,16 +447,32 @@ export class GrpcGateway {
   }
 
   /** The key check alone, on the call's metadata as REST would see its headers: 200, or its error. */
-  private keyChecked(metadata: Metadata, address: string): Promise<RestAnswer> {
+  /** The key's check as REST makes it, and the owner of a key that passed. */
+  private async keyChecked(
+    metadata: Metadata,
+    address: string,
+  ): Promise<{ answer: RestAnswer; owner: string | undefined }> {
     const ex = { request: undefined, metadata, address, cancelled: () => false };
-    return this.inject(ex, 'GET', '/', undefined, (req, res) => {
+    let owner: string | undefined;
+    const answer = await this.inject(ex, 'GET', '/', undefined, (req, res) => {
       Promise.resolve()
         .then(() => this.opts.keys.check(req))
         .then(
-          () => res.end(),
+          (grant) => {
+            owner = grant.owner;
+            res.end();
+          },
           (err: unknown) => sendError(res, err, this.opts.log),
         );
     });
+    return { answer, owner };
+  }
+
+  private uncount(owner: string): void {
+    this.calls--;
+    const held = (this.callsByOwner.get(owner) ?? 1) - 1;
+    if (held > 0) this.callsByOwner.set(owner, held);
+    else this.callsByOwner.delete(owner);
   }
 
   /**

@@ -35,7 +35,13 @@ export interface Dev {
    * A key (platform by default) with these roles, created through the management API as user
    * vera, with any other field of the create call.
    */
-  key(roles: string[], module?: 'platform' | 'bda', extra?: Record<string, unknown>): Promise<string>;
+  /** A key made by `user` (vera when not said) through the management API. */
+  key(
+    roles: string[],
+    module?: 'platform' | 'bda',
+    extra?: Record<string, unknown>,
+    user?: string,
+  ): Promise<string>;
   /** A management API token of user vera. */
   token(): Promise<string>;
   stop(): Promise<void>;
@@ -70,17 +76,18 @@ export async function startDev(
   dev.stdout?.on('data', keep);
   dev.stderr?.on('data', keep);
   await until('the gateway', async () => ((await fetch(`${base}/readyz`)).ok ? true : undefined), 60_000);
-  const token = async (): Promise<string> =>
-    (await run(process.execPath, [TSX, CLI, 'token', '--user', 'vera'], { env })).stdout.trim();
+  const tokenOf = async (user: string): Promise<string> =>
+    (await run(process.execPath, [TSX, CLI, 'token', '--user', user], { env })).stdout.trim();
+  const token = () => tokenOf('vera');
   return {
     base,
     pid: dev.pid ?? 0,
     log: () => output,
     token,
-    async key(roles, module = 'platform', extra = {}) {
+    async key(roles, module = 'platform', extra = {}, user = 'vera') {
       const created = await fetch(`${base}/api/v1/apikeys`, {
         method: 'POST',
-        headers: { authorization: `Bearer ${await token()}`, 'content-type': 'application/json' },
+        headers: { authorization: `Bearer ${await tokenOf(user)}`, 'content-type': 'application/json' },
         body: JSON.stringify({ module, roles, name: 'dev test', ...extra }),
       });
       if (created.status !== 201)

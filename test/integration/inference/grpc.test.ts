@@ -314,6 +314,39 @@ describe('V2 inference over gRPC (standalone)', () => {
       expect(Date.now() - openStarted).toBeLessThan(1_000);
     });
 
+    test('one owner’s keys hold at most 64 calls of a replica at once; another owner’s calls still go through', async () => {
+      // vera opens 64 calls (with two keys of hers) and never closes their messages.
+      const second = await dev!.key(['models:inference']);
+      const held = Array.from({ length: 64 }, (_, i) =>
+        client.stalled('ModelInfer', Buffer.alloc(0), { authorization: `Apikey ${i % 2 ? key : second}` }),
+      );
+      await new Promise((r) => setTimeout(r, 500));
+      const turned = await call('ModelInfer', {
+        model_name: 'model-iris',
+        inputs: [features()],
+        raw_input_contents: [raw],
+      });
+      expect(refusal(turned)).toEqual([8, 'rate_limited', 'rate_limited']);
+      expect(turned.error?.details).toMatch(/your keys hold 64 gRPC calls on this replica at once/);
+      // walt's call is answered beside them.
+      const walt = await dev!.key(['models:inference'], 'platform', {}, 'walt');
+      const other = await call(
+        'ModelInfer',
+        { model_name: 'model-iris', inputs: [features()], raw_input_contents: [raw] },
+        { authorization: `Apikey ${walt}` },
+      );
+      expect(predictions(other.value)).toEqual(expected);
+      // Once hers are cut at the body time, vera's calls go through again.
+      for (const h of await Promise.all(held))
+        expect(refusal(h)).toEqual([4, 'request_timeout', 'request_timeout']);
+      const again = await call('ModelInfer', {
+        model_name: 'model-iris',
+        inputs: [features()],
+        raw_input_contents: [raw],
+      });
+      expect(predictions(again.value)).toEqual(expected);
+    });
+
     test('a message past the body limit is refused; the calls are counted as REST calls are', async () => {
       const before = await modelRequests();
       const big = await call('ModelInfer', {

@@ -181,19 +181,19 @@ export class ModelAccess {
     let info: ModelInfo | undefined;
     if (route === null) {
       info = await this.models.find(model);
-      if (info === undefined) {
-        throw new TollgateError(
-          'model_not_found',
-          `no model named '${model}'; list them with GET /events/platform/api/v1/models`,
-        );
-      }
-      workflow = info.workflow;
+      workflow = info?.workflow;
     }
+    // One answer to a bda key for any model outside its workflow, there or not: the key learns
+    // neither which models exist nor which workflow another one serves.
     if (grant.module === 'bda' && (workflow === undefined || grant.roles[0] !== workflow)) {
       throw forbidden(
-        workflow === undefined
-          ? `model '${model}' belongs to no workflow, so bda keys cannot call it; use a platform key with role models:inference`
-          : `this key is for workflow '${grant.roles[0] ?? ''}'; model '${model}' belongs to another workflow`,
+        `this key is for workflow '${grant.roles[0] ?? ''}', and no model '${model}' of that workflow is served: a bda key calls the models whose spec.workflow names its workflow (GET /v2/models lists them); a platform key with role models:inference calls the others`,
+      );
+    }
+    if (route === null && info === undefined) {
+      throw new TollgateError(
+        'model_not_found',
+        `no model named '${model}'; list them with GET /events/platform/api/v1/models`,
       );
     }
     if (grant.module === 'bda' && workflow !== undefined)

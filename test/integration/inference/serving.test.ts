@@ -634,6 +634,11 @@ describe('who may call a model', () => {
     expect([other.status, other.json.code]).toEqual([403, 'model_access_denied']);
     const noWorkflow = await infer('model-diabetes', ok, apikey(keys.bda));
     expect([noWorkflow.status, noWorkflow.json.code]).toEqual([403, 'model_access_denied']);
+    // A model that does not exist is refused to a bda key in the same words as one outside its
+    // workflow: the key learns nothing of the models it may not call.
+    const absent = await infer('model-nothing', ok, apikey(keys.bda));
+    expect([absent.status, absent.json.code]).toEqual([403, 'model_access_denied']);
+    expect(absent.json.error).toBe(String(noWorkflow.json.error).replace('model-diabetes', 'model-nothing'));
   });
 
   test('unknown model 404; known model without a ready replica 503', async () => {

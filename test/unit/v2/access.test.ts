@@ -136,9 +136,18 @@ describe('ModelAccess', () => {
       t.access.authorised(req(), 'model-theirs', { version: undefined, split: true }),
     );
     expect(theirs.slice(0, 2)).toEqual([403, 'model_access_denied']);
-    expect(theirs[2]).toMatch(/belongs to another workflow/);
+    expect(theirs[2]).toMatch(
+      /^this key is for workflow 'wf-a', and no model 'model-theirs' of that workflow is served/,
+    );
+    // A model of no workflow, and one that does not exist, are refused in the same words: the
+    // key learns neither whether a model exists nor whose workflow it serves.
+    const said = (m: string) => (theirs[2] as string).replace('model-theirs', m);
     const none = await refusal(t.access.authorised(req(), 'model-none', { version: undefined, split: true }));
-    expect(none[2]).toMatch(/belongs to no workflow/);
+    expect(none).toEqual([403, 'model_access_denied', said('model-none')]);
+    const absent = await refusal(
+      t.access.authorised(req(), 'model-absent', { version: undefined, split: true }),
+    );
+    expect(absent).toEqual([403, 'model_access_denied', said('model-absent')]);
   });
 
   it('tells a name that is no model, a model that does not exist and one not ready apart', async () => {

@@ -98,6 +98,12 @@ const USER_STORAGE_ERRORS: Record<string, string> = {
 
 /** How long one check of a Model's folder (its listing and settings) may take, all told. */
 const STORAGE_CHECK_MS = 20_000;
+/**
+ * A folder whose check failed is checked again after RECHECK_MS, then twice as long each time, up
+ * to this: the store is the Model's author's choice, and one that answers slowly and wrongly must
+ * not hold the workers every team's Models share, on every pass.
+ */
+const MAX_RECHECK_MS = 240_000;
 
 export interface ModelControllerDeps {
   models: ResourceSource<Model>;
@@ -137,7 +143,14 @@ const routeSource = (ref: ResourceRef) => modelRouteSource(ref.namespace, ref.na
 export class ModelReconciler implements Reconciler {
   readonly name = 'model';
   /** The valid folder check of each Model's current uid+generation: storage is read once per spec, not per pod change. */
-  private readonly checked = new Map<string, { stamp: string; check: FolderCheck }>();
+  /**
+   * Each workload's last folder check, for its Model's generation: a good one until the spec
+   * changes, a failed one until `retryAt` (backing off with `failures`).
+   */
+  private readonly checked = new Map<
+    string,
+    { stamp: string; obs: Observation; retryAt?: number; failures?: number }
+  >();
   /**
    * Each Model's workflow, the route keys it holds and the addresses they name: drops the old bda
    * route when the workflow changes, tells the sweep what is live, and keeps those addresses held.
@@ -276,8 +289,12 @@ export class ModelReconciler implements Reconciler {
     // The rollout's step sets the canary's share (or promotes it) without touching the spec.
     const serving = effectiveSpec(model.spec, rollout?.status);
     const results: VersionResult[] = [];
-    for (const version of servedVersions(ref.name, serving)) {
-      const obs = await this.observe(model, version);
+    const versions = servedVersions(ref.name, serving);
+    // Each version's folder is checked at once: a reconcile waits for the slowest store, not for
+    // the sum of them.
+    const observed = await Promise.all(versions.map((version) => this.observe(model, version)));
+    for (const [i, version] of versions.entries()) {
+      const obs = observed[i] as Observation;
       if (obs.kind === 'settings' && obs.check.ok) {
         const plan = this.plan(model, version, obs.check);
         obs.runtime = await runtime.apply(plan);
@@ -416,7 +433,16 @@ export class ModelReconciler implements Reconciler {
     const key = refKey({ namespace, name: version.workload });
     const stamp = `${model.metadata.uid}:${model.metadata.generation}`;
     const cached = this.checked.get(key);
-    if (cached?.stamp === stamp) return { kind: 'settings', check: cached.check };
+    const started = Date.now();
+    if (cached?.stamp === stamp && (cached.retryAt === undefined || started < cached.retryAt))
+      return { ...cached.obs };
+    // Counted from when this check starts, so the pass RECHECK_MS after a failure checks again.
+    const failed = (obs: Observation): Observation => {
+      const failures = cached?.stamp === stamp ? (cached.failures ?? 0) + 1 : 1;
+      const retryAt = started + Math.min(RECHECK_MS * 2 ** (failures - 1), MAX_RECHECK_MS);
+      this.checked.set(key, { stamp, obs, retryAt, failures });
+      return { ...obs };
+    };
     try {
       const env = await this.deps.credentials.envFor(
         namespace,
@@ -434,13 +460,13 @@ export class ModelReconciler implements Reconciler {
       const deadline = AbortSignal.timeout(STORAGE_CHECK_MS);
       const files = (await store.list(deadline)).map((o) => o.path);
       const check = await checkModelFolder({ files, read: (p) => store.readText(p, deadline) }, name);
-      if (check.ok) this.checked.set(key, { stamp, check });
-      else this.checked.delete(key);
+      if (!check.ok) return failed({ kind: 'settings', check });
+      this.checked.set(key, { stamp, obs: { kind: 'settings', check } });
       return { kind: 'settings', check };
     } catch (e) {
       const reason = isTollgateError(e) ? USER_STORAGE_ERRORS[e.code] : undefined;
       if (reason === undefined || !isTollgateError(e)) throw e;
-      return { kind: 'storage-error', reason, message: e.message };
+      return failed({ kind: 'storage-error', reason, message: e.message });
     }
   }
 

@@ -1,0 +1,110 @@
+import { jest } from '@jest/globals';
+import type { Model } from '../../../common/resources/model.js';
+import type { Workflow } from '../../../common/resources/workflow.js';
+import { TollgateError } from '../../../common/errors.js';
+import { createLogger } from '../../../common/logger.js';
+import { ModelReconciler } from '../../../operator/controllers/model-controller.js';
+import type { CredentialsResolver } from '../../../operator/storage/credentials.js';
+import { WorkflowAdmission } from '../../../operator/workflows/workflow-admission.js';
+import { Held } from './held-source.js';
+import { Cluster, HeldModels } from './model-cluster.js';
+
+/**
+ * A Model's store is its author's choice: one that answers slowly and wrongly must not hold the
+ * reconcile workers every team's Models share. Its versions are checked at once, and a failed
+ * check is not made again on every pass, but after 30 s, then twice as long each time (4 min at most).
+ */
+describe('checking a Model’s store (a failing one backs off)', () => {
+  let models: HeldModels;
+  let reconciler: ModelReconciler;
+  /** Each check of a folder starts by asking for the store's credentials: when, by storage URI. */
+  let asked: Array<{ uri: string; at: number }>;
+  let now: number;
+  const SLOW_MS = 300;
+
+  beforeEach(() => {
+    now = Date.parse('2026-03-01T00:00:00Z');
+    jest.spyOn(Date, 'now').mockImplementation(() => now);
+    models = new HeldModels();
+    asked = [];
+    const credentials: CredentialsResolver = {
+      envFor: async (_ns, secretName, uri) => {
+        asked.push({ uri, at: performance.now() });
+        await new Promise((r) => setTimeout(r, SLOW_MS));
+        throw new TollgateError(
+          'credentials_not_found',
+          `the credentials Secret "${secretName ?? ''}" does not exist in namespace "team-m"`,
+        );
+      },
+    };
+    reconciler = new ModelReconciler({
+      models,
+      runtime: new Cluster([]),
+      routes: {
+        put: () => Promise.resolve(true),
+        remove: () => Promise.resolve(false),
+        removeAllOf: () => Promise.resolve(0),
+      },
+      events: { record: () => Promise.resolve() },
+      credentials,
+      log: createLogger('store-checks-test', 'silent'),
+      workflows: new WorkflowAdmission(new Held<Workflow>()),
+      keptNames: { keep: () => Promise.resolve(), load: () => Promise.resolve([]) },
+      figures: () => Promise.resolve({ calls: 0, failures: 0, p95LatencyMs: undefined }),
+    });
+    models.put({
+      apiVersion: 'tollgate.dev/v1alpha1',
+      kind: 'Model',
+      metadata: {
+        name: 'model-slow',
+        namespace: 'team-m',
+        uid: 'u1',
+        generation: 1,
+        creationTimestamp: '2026-01-01T00:00:00Z',
+        finalizers: ['tollgate.dev/model-routes'],
+      },
+      spec: {
+        credentials: { secretName: 'absent' },
+        versions: ['a', 'b', 'c', 'd', 'e'].map((v) => ({ name: v, storageUri: `s3://bucket/${v}` })),
+        defaultVersion: 'a',
+      },
+    } as Model);
+  });
+  afterEach(() => jest.restoreAllMocks());
+
+  const reconcile = () => reconciler.reconcile('team-m/model-slow');
+  const reason = () => models.list()[0]?.status?.conditions?.find((c) => c.type === 'SettingsValid')?.reason;
+
+  it('checks every version at once: a pass waits for the slowest store, not for their sum', async () => {
+    const began = performance.now();
+    await reconcile();
+    const took = performance.now() - began;
+    expect(asked.map((a) => a.uri).sort()).toEqual(['a', 'b', 'c', 'd', 'e'].map((v) => `s3://bucket/${v}`));
+    expect(took).toBeLessThan(3 * SLOW_MS);
+    expect(Math.max(...asked.map((a) => a.at)) - Math.min(...asked.map((a) => a.at))).toBeLessThan(SLOW_MS);
+    expect(reason()).toBe('CredentialsNotFound');
+  });
+
+  it('does not check a failed folder again before its time, then backs off: 30 s, 60 s, 120 s, 240 s, 240 s', async () => {
+    await reconcile();
+    expect(asked).toHaveLength(5);
+    // Passes in between (a Deployment changed, the periodic look) cost no store a call.
+    for (let i = 0; i < 5; i++) await reconcile();
+    expect(asked).toHaveLength(5);
+    expect(reason()).toBe('CredentialsNotFound');
+    const waits = [30_000, 60_000, 120_000, 240_000, 240_000];
+    for (const [i, wait] of waits.entries()) {
+      now += wait - 1;
+      await reconcile();
+      expect(asked).toHaveLength(5 * (i + 1));
+      now += 1;
+      await reconcile();
+      expect(asked).toHaveLength(5 * (i + 2));
+    }
+    // A new generation of the spec (the author's fix) is checked at once.
+    const [m] = models.list();
+    models.put({ ...m!, metadata: { ...m!.metadata, generation: 2 } });
+    await reconcile();
+    expect(asked).toHaveLength(5 * (waits.length + 2));
+  });
+});

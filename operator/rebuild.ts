@@ -1,5 +1,11 @@
 import type { Redis } from 'ioredis';
-import { KEY_PREFIX, keyChangeTag, redisChannels, redisKeys } from '../common/redis/schema.js';
+import {
+  KEY_PREFIX,
+  keyChangeTag,
+  redisChannels,
+  redisKeys,
+  routeChangeTag,
+} from '../common/redis/schema.js';
 import { keyGrantSchema, parseStored, routeSchema } from '../common/resources/grant.js';
 import type { EntryVerifier } from '../common/redis/sealed-entry.js';
 import type { ResourceSource } from './framework/resource-source.js';
@@ -48,7 +54,8 @@ export async function sweepStaleRoutes(
         if (!m || (namespace !== undefined && m[2] !== namespace)) continue;
         if (unsettled(route.value.source!)) continue;
       } else if (namespace !== undefined) continue; // perhaps another installation's, with its own key
-      removed += (await redis.eval(DELETE_IF_SAME, 1, key, value, redisChannels.routes, key)) as number;
+      const tag = routeChangeTag(key);
+      removed += (await redis.eval(DELETE_IF_SAME, 1, key, value, redisChannels.routes, tag)) as number;
     }
   }
   return removed;

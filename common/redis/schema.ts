@@ -132,8 +132,14 @@ export const redisChannels = {
    * asks Redis on every call, instead of keeping a revoked key's grant for want of a hash.
    */
   keys: `${KEY_PREFIX}events:key-changes`,
-  /** Message: the Redis key of a route that changed or was deleted. */
-  routes: `${KEY_PREFIX}events:routes`,
+  /**
+   * Message: the `routeChangeTag` of a route that changed or was deleted. Not `events:routes`,
+   * which carried the route's Redis key: a sidecar's Redis user (whose password a tenant reads)
+   * may subscribe, and every rebuild would have listed every workflow, service and model to it.
+   * A reader of that version cannot subscribe here (the sidecar's ACL names only this channel),
+   * so it caches no route.
+   */
+  routes: `${KEY_PREFIX}events:route-changes`,
   /** Message: JSON WakeRequest, a call waiting at a gateway for a model version at zero. */
   modelWake: `${KEY_PREFIX}events:model-wake`,
 } as const;
@@ -147,3 +153,10 @@ export const redisChannels = {
  */
 export const keyChangeTag = (hash: string): string =>
   createHash('sha256').update(`tollgate key change\n${hash}`).digest('base64url');
+
+/**
+ * What the routes channel says of a changed route: a digest of its Redis key. A reader that cached
+ * the route matches it; a listener learns of no route it could not already name.
+ */
+export const routeChangeTag = (redisKey: string): string =>
+  createHash('sha256').update(`tollgate route change\n${redisKey}`).digest('base64url');

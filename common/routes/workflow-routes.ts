@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import { redisUnavailable } from '../redis/unavailable.js';
-import { KEY_PREFIX, redisChannels } from '../redis/schema.js';
+import { KEY_PREFIX, redisChannels, routeChangeTag } from '../redis/schema.js';
 import { parseStored, routeSchema, type Route } from '../resources/grant.js';
 import { sealedParts, type EntrySealer, type EntryVerifier } from '../redis/sealed-entry.js';
 import { scanValues } from '../redis/scan-values.js';
@@ -26,7 +26,7 @@ if ARGV[4] ~= 'force' and cur then
   if body == ARGV[3] then return 0 end
 end
 redis.call('SET', KEYS[1], ARGV[1])
-redis.call('PUBLISH', ARGV[2], KEYS[1])
+redis.call('PUBLISH', ARGV[2], ARGV[5])
 return 1`;
 
 // Delete only the route the given source wrote (any route when no source is given): two resources
@@ -40,7 +40,7 @@ if ARGV[1] ~= '' then
   if ok and type(route) == 'table' and route.source ~= ARGV[1] then return 0 end
 end
 redis.call('DEL', KEYS[1])
-redis.call('PUBLISH', ARGV[2], KEYS[1])
+redis.call('PUBLISH', ARGV[2], ARGV[3])
 return 1`;
 
 /** The Redis route table (derived state: the operator rebuilds it from resources). */
@@ -59,7 +59,8 @@ export class RouteWriter {
     const payload = JSON.stringify(routeSchema.parse(route));
     const sealed = await this.sealer.seal(key, payload);
     const mode = this.forced ? 'force' : 'compare';
-    return (await this.redis.eval(PUT, 1, key, sealed, redisChannels.routes, payload, mode)) === 1;
+    const tag = routeChangeTag(key);
+    return (await this.redis.eval(PUT, 1, key, sealed, redisChannels.routes, payload, mode, tag)) === 1;
   }
 
   /** While on, `put` rewrites every route it is given, so a rebuild repairs tampered entries. */
@@ -69,7 +70,8 @@ export class RouteWriter {
 
   /** Removes the route at `key` if `source` wrote it (any route without `source`); true if one was removed. */
   async remove(key: string, source?: string): Promise<boolean> {
-    return (await this.redis.eval(REMOVE, 1, key, source ?? '', redisChannels.routes)) === 1;
+    const tag = routeChangeTag(key);
+    return (await this.redis.eval(REMOVE, 1, key, source ?? '', redisChannels.routes, tag)) === 1;
   }
 
   /**

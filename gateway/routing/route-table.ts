@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from '../../common/logger.js';
-import { redisChannels, redisKeys } from '../../common/redis/schema.js';
+import { redisChannels, redisKeys, routeChangeTag } from '../../common/redis/schema.js';
 import { parseStored, routeSchema, type Route } from '../../common/resources/grant.js';
 import { indexRebuilding, redisUnavailable } from '../../common/redis/unavailable.js';
 import { InvalidatedCache, type CacheInvalidation } from '../invalidation.js';
@@ -63,6 +63,8 @@ export interface RuntimeAddress {
 
 interface Entry {
   resolved: ResolvedRoute | null;
+  /** routeChangeTag of its Redis key: what the routes channel names it by. */
+  tag: string;
 }
 
 /** How long "no such route" is remembered: short, in case a writer forgets to publish. */
@@ -75,6 +77,9 @@ const MISSING_TTL_MS = 1_000;
 export class RouteTable {
   private readonly found: InvalidatedCache<Entry>;
   private readonly missing: InvalidatedCache<Entry>;
+  /** Each cached route's Redis key by its change tag, one map per cache: an entry leaves with it. */
+  private readonly foundKeys = new Map<string, string>();
+  private readonly missingKeys = new Map<string, string>();
 
   constructor(
     private readonly redis: Redis,
@@ -84,12 +89,19 @@ export class RouteTable {
     private readonly log: Logger,
     cacheEntries: number,
   ) {
-    this.found = new InvalidatedCache<Entry>(invalidation, { max: cacheEntries });
-    this.missing = new InvalidatedCache<Entry>(invalidation, { max: cacheEntries, ttlMs: MISSING_TTL_MS });
-    // Messages on the routes channel carry the Redis key of the route that changed.
-    invalidation.on(redisChannels.routes, (redisKey) => {
-      this.found.delete(redisKey);
-      this.missing.delete(redisKey);
+    this.found = new InvalidatedCache<Entry>(invalidation, {
+      max: cacheEntries,
+      onDrop: (dropped) => this.foundKeys.delete(dropped.tag),
+    });
+    this.missing = new InvalidatedCache<Entry>(invalidation, {
+      max: cacheEntries,
+      ttlMs: MISSING_TTL_MS,
+      onDrop: (dropped) => this.missingKeys.delete(dropped.tag),
+    });
+    // Messages on the routes channel carry the change tag of the route that changed.
+    invalidation.on(redisChannels.routes, (tag) => {
+      this.found.delete(this.foundKeys.get(tag));
+      this.missing.delete(this.missingKeys.get(tag));
     });
   }
 
@@ -127,8 +139,10 @@ export class RouteTable {
     // No route while the index is being rebuilt proves nothing: retry, and remember nothing.
     if (raw === null && indexBuilt === null) throw indexRebuilding();
     const resolved = raw === null ? null : this.parse(redisKey, raw);
-    if (resolved === null) this.missing.set(redisKey, { resolved }, missingEpoch);
-    else this.found.set(redisKey, { resolved }, epoch);
+    const entry = { resolved, tag: routeChangeTag(redisKey) };
+    if (resolved === null) {
+      if (this.missing.set(redisKey, entry, missingEpoch)) this.missingKeys.set(entry.tag, redisKey);
+    } else if (this.found.set(redisKey, entry, epoch)) this.foundKeys.set(entry.tag, redisKey);
     return resolved;
   }
 

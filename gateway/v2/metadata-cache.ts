@@ -1,6 +1,6 @@
 import { TollgateError } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
-import { redisChannels, redisKeys } from '../../common/redis/schema.js';
+import { redisChannels, redisKeys, routeChangeTag } from '../../common/redis/schema.js';
 import { InvalidatedCache, type CacheInvalidation } from '../invalidation.js';
 import { sendAgainOnConnectionLoss } from '../proxy/send-again.js';
 import type { UpstreamPools } from '../proxy/upstream-pools.js';
@@ -33,6 +33,8 @@ export class MetadataCache {
   /** Per model, each runtime's metadata by address (a model's versions answer at different ones). */
   private readonly cache: InvalidatedCache<ReadonlyMap<string, CachedMetadata>>;
   private readonly inflight = new Map<string, Promise<CachedMetadata>>();
+  /** Each cached model's name by the change tag of its route. */
+  private readonly modelOfTag = new Map<string, string>();
 
   constructor(
     private readonly upstreams: UpstreamPools,
@@ -45,10 +47,8 @@ export class MetadataCache {
       max: entries,
       ttlMs: TTL_MS,
     });
-    const prefix = redisKeys.modelRoute('');
-    invalidation.on(redisChannels.routes, (redisKey) => {
-      if (redisKey.startsWith(prefix)) this.cache.delete(redisKey.slice(prefix.length));
-    });
+    // Messages on the routes channel carry the change tag of the route that changed.
+    invalidation.on(redisChannels.routes, (tag) => this.cache.delete(this.modelOfTag.get(tag)));
   }
 
   /** `grant`: the caller's, which a sidecar in front of the runtime must see signed. */
@@ -121,7 +121,9 @@ export class MetadataCache {
     const entry = { metadata: parsed.data, raw, address };
     const known = new Map(this.cache.get(model));
     known.set(address, entry);
-    this.cache.set(model, known, epoch);
+    // Only models whose route led here are cached: the map holds no more names than there are models.
+    if (this.cache.set(model, known, epoch))
+      this.modelOfTag.set(routeChangeTag(redisKeys.modelRoute(model)), model);
     return entry;
   }
 }

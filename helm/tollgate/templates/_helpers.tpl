@@ -147,7 +147,7 @@ Each may do what its component needs and no more (docs/install.md, "Redis users"
 {{- define "tollgate.redisAclRules" -}}
 operator: "~tg:* resetchannels &tg:events:* -@all +@read +@write +@keyspace +@string +@hash +@sortedset +@set +@list +@scripting +@pubsub +@transaction +@connection -@dangerous +info +scan"
 gateway: "~tg:* resetchannels &tg:events:* -@all +@read +@write +@keyspace +@string +@hash +@sortedset +@set +@list +@scripting +@pubsub +@transaction +@connection -@dangerous +info +scan"
-sidecar: "%R~tg:key:* %R~tg:route:* %R~tg:index:built resetchannels &tg:events:key-changes &tg:events:routes -@all +ping +info +client|setname +select +quit +get +mget +multi +exec +discard +subscribe +unsubscribe (~tg:grant:used:* +set) (~tg:rl:* +incr +expire) (~tg:usage:* +hincrby +hset +expire +zincrby +zremrangebyrank) (~tg:model-usage:* +hincrby +expire) (~tg:sidecar-load:* +hset +pexpire) (%W~tg:audit:sidecar +rpush)"
+sidecar: "%R~tg:key:* %R~tg:route:* %R~tg:index:built resetchannels &tg:events:key-changes &tg:events:route-changes -@all +ping +info +client|setname +select +quit +get +mget +multi +exec +discard +subscribe +unsubscribe (~tg:grant:used:* +set) (~tg:rl:* +incr +expire) (~tg:usage:* +hincrby +hset +expire +zincrby +zremrangebyrank) (~tg:model-usage:* +hincrby +expire) (~tg:sidecar-load:* +hset +pexpire) (%W~tg:audit:sidecar +rpush)"
 replication: "-@all +psync +replconf +ping"
 sentinel: "resetchannels &__sentinel__:hello -@all +multi +slaveof +replicaof +ping +exec +subscribe +config|rewrite +role +publish +info +client|setname +client|kill +script|kill"
 {{- end -}}

@@ -6,7 +6,7 @@ import { SignJWT, importJWK } from 'jose';
 import { generateKey, hashKey } from '../../../common/apikey/format.js';
 import { generateStoredKey, publicJwk } from '../../../common/crypto/key-file.js';
 import { EntrySealer } from '../../../common/redis/sealed-entry.js';
-import { keyChangeTag, redisChannels, redisKeys } from '../../../common/redis/schema.js';
+import { keyChangeTag, redisChannels, redisKeys, routeChangeTag } from '../../../common/redis/schema.js';
 import type { KeyGrant } from '../../../common/resources/grant.js';
 import type { GatewayServices } from '../../../gateway/services.js';
 import { createSidecar, type Sidecar } from '../../../gateway/sidecar/sidecar.js';
@@ -147,7 +147,7 @@ describe('entries the operator did not write', () => {
       // The operator's seal over another URL.
       const rewritten = original.replace(`${upstream.url}/a`, attacker.url);
       expect(rewritten).not.toBe(original);
-      await plant(routeKey, rewritten, redisChannels.routes, routeKey);
+      await plant(routeKey, rewritten, redisChannels.routes, routeChangeTag(routeKey));
       let answer = await send(gw.url, `/events/bda/${wfA}/svc/x`, { headers: apikey(key) });
       expect([answer.status, answer.json.code]).toEqual([404, 'unknown_service']);
       // A new route, plain JSON.
@@ -155,7 +155,7 @@ describe('entries the operator did not write', () => {
         routeKey,
         JSON.stringify({ url: attacker.url, owner: 'mallory' }),
         redisChannels.routes,
-        routeKey,
+        routeChangeTag(routeKey),
       );
       answer = await send(gw.url, `/events/bda/${wfA}/svc/x`, { headers: apikey(key) });
       expect([answer.status, answer.json.code]).toEqual([404, 'unknown_service']);
@@ -164,14 +164,14 @@ describe('entries the operator did not write', () => {
         routeKey,
         (await r.get(redisKeys.bdaRoute(wfB, 'svc'))) ?? '',
         redisChannels.routes,
-        routeKey,
+        routeChangeTag(routeKey),
       );
       answer = await send(gw.url, `/events/bda/${wfA}/svc/x`, { headers: apikey(key) });
       expect([answer.status, answer.json.code]).toEqual([404, 'unknown_service']);
       expect(attacker.seen).toEqual([]);
       expect(upstream.seen).toEqual([]);
     } finally {
-      await plant(routeKey, original, redisChannels.routes, routeKey);
+      await plant(routeKey, original, redisChannels.routes, routeChangeTag(routeKey));
     }
     expect((await send(gw.url, `/events/bda/${wfA}/svc/x`, { headers: apikey(key) })).status).toBe(200);
   });

@@ -5,7 +5,7 @@ import { Redis } from 'ioredis';
 import { parseAllDocuments } from 'yaml';
 import { generateKey, hashKey } from '../../../common/apikey/format.js';
 import { KeyIndexWriter } from '../../../common/apikey/index-writer.js';
-import { redisChannels, redisKeys } from '../../../common/redis/schema.js';
+import { redisChannels, redisKeys, routeChangeTag } from '../../../common/redis/schema.js';
 import { type GatewayServices } from '../../../gateway/services.js';
 import { createSidecar, type Sidecar } from '../../../gateway/sidecar/sidecar.js';
 import { redis } from '../../harness/index.js';
@@ -156,7 +156,7 @@ describe('the Redis users of the chart, on a real redis-server', () => {
     const operator = new Redis(url('operator'), { maxRetriesPerRequest: 1 });
     try {
       await operator.set(redisKeys.bdaRoute('wf', 'svc'), 'x');
-      await operator.publish(redisChannels.routes, redisKeys.bdaRoute('wf', 'svc'));
+      await operator.publish(redisChannels.routes, routeChangeTag(redisKeys.bdaRoute('wf', 'svc')));
       expect(await operator.scan('0', 'MATCH', 'tg:route:*')).toEqual([
         '0',
         expect.arrayContaining([redisKeys.bdaRoute('wf', 'svc')]),
@@ -227,13 +227,15 @@ describe('the Redis users of the chart, on a real redis-server', () => {
     await expect(act(sidecarClient)).rejects.toThrow(/NOPERM/);
   });
 
-  it('the sidecar user listens for key changes only where they come as tags, not on the channel that carried hashes', async () => {
+  it('the sidecar user listens for key and route changes only where they come as tags, not on the channels that named them', async () => {
     const listener = new Redis(url('sidecar'), { maxRetriesPerRequest: 1 });
     try {
       // A sidecar of an earlier version, not restarted since the upgrade: refused, so it never
       // takes its cache for live and asks Redis on every call.
       await expect(listener.subscribe('tg:events:keys')).rejects.toThrow(/NOPERM/);
+      await expect(listener.subscribe('tg:events:routes')).rejects.toThrow(/NOPERM/);
       await expect(listener.subscribe(redisChannels.keys)).resolves.toBe(1);
+      await expect(listener.subscribe(redisChannels.routes)).resolves.toBe(2);
     } finally {
       listener.disconnect();
     }

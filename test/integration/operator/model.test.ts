@@ -1,5 +1,5 @@
 import { Redis } from 'ioredis';
-import { redisChannels, redisKeys } from '../../../common/redis/schema.js';
+import { redisChannels, redisKeys, routeChangeTag } from '../../../common/redis/schema.js';
 import type { Model } from '../../../common/resources/model.js';
 import type { OperatorManager } from '../../../operator/manager.js';
 import { KubeSecretCredentials } from '../../../operator/storage/credentials.js';
@@ -207,7 +207,10 @@ describe('Model reconciler on a real API server', () => {
       url: `http://${svc.spec?.clusterIP}:8080`,
       source: `model/${ns}/${name}`,
     });
-    await eventually(async () => routes.messages.includes(redisKeys.modelRoute(name)), 'the route announced');
+    await eventually(
+      async () => routes.messages.includes(routeChangeTag(redisKeys.modelRoute(name))),
+      'the route announced',
+    );
 
     const reasons = await eventually(async () => {
       const r = (await eventsFor(c, ns, name)).map((e) => `${e.type}/${e.reason}`);

@@ -98,7 +98,13 @@ export class OperatorManager {
   private readonly runnables: Runnable[] = [];
   private term: Term | undefined;
   private elector: LeaderElector | undefined;
-  private starting: Promise<void> | undefined;
+  /**
+   * Every term's start and stop, one after the other: a Lease lost and won back while a term still
+   * starts must not start a second beside it.
+   */
+  private lifecycle: Promise<void> = Promise.resolve();
+  /** Bumped when this replica stops leading: a start begun before then gives its term up. */
+  private generation = 0;
   private markBuilt: () => void = () => undefined;
   /** Settles once this replica has built the index for the first time (never, if it never leads). */
   readonly firstBuild = new Promise<void>((resolve) => (this.markBuilt = resolve));
@@ -144,11 +150,13 @@ export class OperatorManager {
     this.elector = new LeaderElector(le.kc, le.options, this.opts.log, {
       onStartedLeading: () => {
         this.metrics.leader.set(1);
-        this.starting = this.startTermWhileLeading();
+        const generation = this.generation;
+        void this.next(() => this.startTermWhileLeading(generation));
       },
       onStoppedLeading: () => {
         this.metrics.leader.set(0);
-        void this.stopTerm();
+        this.generation++;
+        void this.next(() => this.stopTerm());
       },
     });
     this.elector.start();
@@ -156,20 +164,21 @@ export class OperatorManager {
 
   /** Resolves once the first full rebuild of the index and routes is done (tests, readiness). */
   async synced(): Promise<void> {
-    await this.starting;
+    await this.lifecycle;
     await this.term?.index.firstRebuild;
   }
 
   async stop(): Promise<void> {
     await this.elector?.stop();
-    await this.stopTerm();
+    this.generation++;
+    await this.next(() => this.stopTerm());
     for (const r of this.runnables) if (!r.needsLeader) await r.stop();
     this.redis.disconnect();
   }
 
-  private async startTerm(): Promise<void> {
+  private async startTerm(generation = this.generation): Promise<void> {
     const key = await this.opts.signingKey();
-    if (this.term) return;
+    if (this.term || generation !== this.generation) return;
     const leading = this.runnables.filter((r) => r.needsLeader);
     const term = new Term(this.makeSources(), this.redis, this.opts, this.metrics, key, leading);
     try {
@@ -177,6 +186,11 @@ export class OperatorManager {
     } catch (err) {
       await term.stop().catch(() => undefined);
       throw err;
+    }
+    // The Lease was lost while it started: it is not this replica's to run.
+    if (generation !== this.generation) {
+      await term.stop();
+      return;
     }
     this.term = term;
     void term.index.firstRebuild.then(this.markBuilt);
@@ -187,23 +201,34 @@ export class OperatorManager {
    * again with backoff for as long as it holds the Lease: giving up would leave the Lease held and
    * nothing reconciled until this replica lost it.
    */
-  private async startTermWhileLeading(): Promise<void> {
-    for (let delayMs = 500; this.elector?.isLeader === true; delayMs = Math.min(delayMs * 2, 10_000)) {
+  private async startTermWhileLeading(generation: number): Promise<void> {
+    const leading = () => generation === this.generation && this.elector?.isLeader === true;
+    for (let delayMs = 500; leading(); delayMs = Math.min(delayMs * 2, 10_000)) {
       try {
-        await this.startTerm();
+        await this.startTerm(generation);
         return;
       } catch (err) {
         this.metrics.termStartFailures.inc();
         this.opts.log.error({ err, retryInMs: delayMs }, 'could not start controllers; retrying');
       }
       const until = performance.now() + delayMs;
-      while (this.elector?.isLeader === true && performance.now() < until)
+      while (leading() && performance.now() < until)
         await new Promise((r) => setTimeout(r, Math.min(250, delayMs)));
     }
   }
 
+  /** Queues a term's start or stop after the others; one that fails is logged, and the next runs. */
+  private next(step: () => Promise<void>): Promise<void> {
+    this.lifecycle = this.lifecycle
+      .then(step)
+      .catch((err: unknown) =>
+        this.opts.log.error({ err }, 'a leadership term did not start or stop cleanly'),
+      );
+    return this.lifecycle;
+  }
+
+  /** Runs only in `lifecycle`, after any start begun before it. */
   private async stopTerm(): Promise<void> {
-    await this.starting;
     const term = this.term;
     this.term = undefined;
     await term?.stop();

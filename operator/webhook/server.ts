@@ -1,5 +1,6 @@
 import { createServer, type Server } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import type { V1Pod } from '@kubernetes/client-node';
 import { z } from 'zod';
 import type { Logger } from '../../common/logger.js';
@@ -12,19 +13,29 @@ import { planInjection, planUpdate, type InjectionConfig } from './inject.js';
  * moves. It starts once the first certificate is known and takes new ones without a restart.
  */
 export const MUTATE_PATH = '/mutate-v1-pod';
-/** A Pod is at most etcd's 1.5 MiB; an UPDATE's review carries it twice. */
-const MAX_REVIEW_BYTES = 3 * 1024 * 1024;
+/** An UPDATE's review carries the Pod twice, as JSON (larger than etcd's 1.5 MiB of protobuf). */
+const MAX_REVIEW_BYTES = 4 * 1024 * 1024;
 /**
  * The port takes any caller, and a review is parsed in the process that also reconciles and holds
  * the Lease: reviews in flight may hold this many bytes together (a few Pods' worth, far more than
- * the API server sends at once); past it, a review is answered 503 unread and retried by its sender.
+ * the API server sends at once), and those of one caller's address one review's worth; past
+ * either, a review is answered 503 unread and retried by its sender.
  */
-const MAX_BUFFERED_BYTES = 8 * 1024 * 1024;
+const MAX_BUFFERED_BYTES = 16 * 1024 * 1024;
+const MAX_BUFFERED_BYTES_PER_ADDRESS = MAX_REVIEW_BYTES;
+/** Connections one address may hold open (the API server's in a burst of pods, not one pod's hundreds). */
+const MAX_CONNECTIONS_PER_ADDRESS = 64;
 /** A review arrives whole in milliseconds; one trickled in is cut, and so is an idle connection. */
 const REQUEST_TIMEOUT_MS = 10_000;
-const MAX_CONNECTIONS = 256;
+const HANDSHAKE_TIMEOUT_MS = 5_000;
 
 class WebhookBusy extends Error {}
+
+/** What one review holds of the budgets, and whose address it came from. */
+interface Held {
+  bytes: number;
+  address: string;
+}
 
 const reviewSchema = z.object({
   apiVersion: z.string(),
@@ -41,8 +52,10 @@ const reviewSchema = z.object({
 
 export class WebhookServer {
   private server: Server | undefined;
-  /** Bytes the reviews in flight have sent so far, until each is answered. */
+  /** Bytes the reviews in flight have sent so far, until each is answered: in all, and by address. */
   private buffered = 0;
+  private readonly bufferedBy = new Map<string, number>();
+  private readonly connectionsBy = new Map<string, number>();
 
   constructor(
     private readonly port: number,
@@ -77,14 +90,32 @@ export class WebhookServer {
       {
         ...tls,
         minVersion: 'TLSv1.2',
+        handshakeTimeout: HANDSHAKE_TIMEOUT_MS,
         requestTimeout: REQUEST_TIMEOUT_MS,
         headersTimeout: REQUEST_TIMEOUT_MS / 2,
         keepAliveTimeout: REQUEST_TIMEOUT_MS,
+        // How often those timeouts are looked at (Node's default, 30 s, would let a trickle live 40 s).
+        connectionsCheckingInterval: 1_000,
       },
       (req, res) => void this.handle(req, res),
     );
-    server.maxConnections = MAX_CONNECTIONS;
     server.setTimeout(REQUEST_TIMEOUT_MS, (socket) => socket.destroy());
+    // Counted from the TCP connection, before any handshake: idle sockets of one address cannot
+    // keep the API server's out.
+    server.on('connection', (socket: Socket) => {
+      const address = socket.remoteAddress ?? '';
+      const open = (this.connectionsBy.get(address) ?? 0) + 1;
+      if (open > MAX_CONNECTIONS_PER_ADDRESS) {
+        socket.destroy();
+        return;
+      }
+      this.connectionsBy.set(address, open);
+      socket.once('close', () => {
+        const left = (this.connectionsBy.get(address) ?? 1) - 1;
+        if (left > 0) this.connectionsBy.set(address, left);
+        else this.connectionsBy.delete(address);
+      });
+    });
     this.server = server;
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
@@ -110,15 +141,18 @@ export class WebhookServer {
     const path = (req.url ?? '').split('?')[0];
     if (path === '/healthz') return void res.writeHead(200).end('ok\n');
     if (path !== MUTATE_PATH || req.method !== 'POST') return void res.writeHead(404).end();
-    const held = { bytes: 0 };
+    const held = { bytes: 0, address: req.socket.remoteAddress ?? '' };
     try {
       await this.review(req, res, held);
     } finally {
       this.buffered -= held.bytes;
+      const left = (this.bufferedBy.get(held.address) ?? 0) - held.bytes;
+      if (left > 0) this.bufferedBy.set(held.address, left);
+      else this.bufferedBy.delete(held.address);
     }
   }
 
-  private async review(req: IncomingMessage, res: ServerResponse, held: { bytes: number }): Promise<void> {
+  private async review(req: IncomingMessage, res: ServerResponse, held: Held): Promise<void> {
     let review: z.infer<typeof reviewSchema>;
     try {
       review = reviewSchema.parse(JSON.parse((await this.readLimited(req, held)).toString('utf8')));
@@ -189,20 +223,41 @@ export class WebhookServer {
     res.writeHead(200, { 'content-type': 'application/json' }).end(body);
   }
 
-  /** The review's bytes, counted in `held` (and the server's total) until it is answered. */
-  private async readLimited(req: IncomingMessage, held: { bytes: number }): Promise<Buffer> {
+  /**
+   * The review's bytes, counted in `held` (and the totals) until it is answered. Refused, the rest
+   * of the body is read and dropped, so the answer reaches the caller.
+   */
+  private readLimited(req: IncomingMessage, held: Held): Promise<Buffer> {
     const declared = Number(req.headers['content-length'] ?? 0);
-    if (declared > MAX_REVIEW_BYTES) throw new Error(`larger than ${MAX_REVIEW_BYTES} bytes`);
-    if (this.buffered + declared > MAX_BUFFERED_BYTES) throw this.busy();
-    const chunks: Buffer[] = [];
-    for await (const chunk of req as AsyncIterable<Buffer>) {
-      held.bytes += chunk.length;
-      this.buffered += chunk.length;
-      if (held.bytes > MAX_REVIEW_BYTES) throw new Error(`larger than ${MAX_REVIEW_BYTES} bytes`);
-      if (this.buffered > MAX_BUFFERED_BYTES) throw this.busy();
-      chunks.push(chunk);
-    }
-    return Buffer.concat(chunks);
+    const refusal = (extra: number): Error | undefined => {
+      if (held.bytes + extra > MAX_REVIEW_BYTES) return new Error(`larger than ${MAX_REVIEW_BYTES} bytes`);
+      if (
+        this.buffered + extra > MAX_BUFFERED_BYTES ||
+        (this.bufferedBy.get(held.address) ?? 0) + extra > MAX_BUFFERED_BYTES_PER_ADDRESS
+      )
+        return this.busy();
+      return undefined;
+    };
+    return new Promise((resolve, reject) => {
+      const refuse = (err: Error): void => {
+        req.removeAllListeners('data');
+        req.resume();
+        reject(err);
+      };
+      const early = refusal(declared);
+      if (early !== undefined) return refuse(early);
+      const chunks: Buffer[] = [];
+      req.on('data', (chunk: Buffer) => {
+        const late = refusal(chunk.length);
+        if (late !== undefined) return refuse(late);
+        held.bytes += chunk.length;
+        this.buffered += chunk.length;
+        this.bufferedBy.set(held.address, (this.bufferedBy.get(held.address) ?? 0) + chunk.length);
+        chunks.push(chunk);
+      });
+      req.once('end', () => resolve(Buffer.concat(chunks)));
+      req.once('error', reject);
+    });
   }
 
   private busy(): WebhookBusy {

@@ -1,4 +1,5 @@
 import { request } from 'node:https';
+import { connect, type Socket } from 'node:net';
 import { createLogger } from '../../../common/logger.js';
 import { workflowRecords } from '../../../operator/kube-sources.js';
 import { OperatorMetrics } from '../../../operator/metrics.js';
@@ -128,15 +129,25 @@ describe('the sidecar webhook reads the Workflow records', () => {
     );
   });
 
-  it('answers 503 to reviews past what it holds in flight, unread, and still admits the API server’s', async () => {
+  it('answers 503 to reviews past what it holds in flight, in all or from one address, unread; the API server’s still pass', async () => {
     const MiB = 1024 * 1024;
-    /** A POST of `size` bytes, of which `sent` are written now; the rest when `finish` is called. */
-    const post = (size: number, sent: number) => {
+    /** What a held review sends: just under one review's worth. */
+    const HELD = 4 * MiB - 100 * 1024;
+    /** A POST from `from` of `size` bytes, `sent` of them now and the rest when `finish` is called. */
+    const post = (from: string, size: number, sent: number) => {
       let finish = () => undefined as void;
       const answered = new Promise<{ status: number; text: string; retryAfter?: string }>(
         (resolve, reject) => {
           const req = request(
-            { host: '127.0.0.1', port, path: MUTATE_PATH, method: 'POST', ca, servername: 'localhost' },
+            {
+              host: '127.0.0.1',
+              localAddress: from,
+              port,
+              path: MUTATE_PATH,
+              method: 'POST',
+              ca,
+              servername: 'localhost',
+            },
             (res) => {
               let text = '';
               res.on('data', (d: Buffer) => (text += d.toString()));
@@ -151,10 +162,7 @@ describe('the sidecar webhook reads the Workflow records', () => {
               );
             },
           );
-          // The server may close a connection it answered unread: what it answered is what counts.
-          req.on('error', (err) =>
-            err.message.includes('EPIPE') || err.message.includes('ECONNRESET') ? undefined : reject(err),
-          );
+          req.on('error', reject);
           req.setHeader('content-length', String(size));
           req.write(Buffer.alloc(sent, 0x20));
           finish = () => void req.end(Buffer.alloc(size - sent, 0x20));
@@ -162,15 +170,14 @@ describe('the sidecar webhook reads the Workflow records', () => {
       );
       return { answered, finish: () => finish() };
     };
-    // Three callers each send 2.5 MiB and hold their reviews open: 7.5 of the 8 MiB in flight.
-    const held = [
-      post(2.5 * MiB + 1, 2.5 * MiB),
-      post(2.5 * MiB + 1, 2.5 * MiB),
-      post(2.5 * MiB + 1, 2.5 * MiB),
-    ];
-    await new Promise((r) => setTimeout(r, 500));
-    // A fourth is answered at once, without its body being read.
-    const refused = await post(2.5 * MiB, 0).answered;
+    const settle = () => new Promise((r) => setTimeout(r, 500));
+    // Four callers each send 3.9 MiB and hold their reviews open: 15.6 of the 16 MiB in flight.
+    const held = ['127.0.0.2', '127.0.0.3', '127.0.0.4', '127.0.0.5'].map((from) =>
+      post(from, HELD + 1, HELD),
+    );
+    await settle();
+    // A fifth caller is answered at once, without its body being read.
+    const refused = await post('127.0.0.6', MiB, 0).answered;
     expect([refused.status, refused.retryAfter]).toEqual([503, '1']);
     expect(refused.text).toMatch(/holds \d+ bytes of reviews in flight; retry in a moment/);
     // A Pod's review from the API server still fits beside them.
@@ -178,16 +185,55 @@ describe('the sidecar webhook reads the Workflow records', () => {
     // Once answered (not reviews at all: 400), their bytes are let go, and the next is read.
     for (const h of held) h.finish();
     for (const h of held) expect((await h.answered).status).toBe(400);
-    const next = post(2.5 * MiB, 0);
+    const next = post('127.0.0.6', MiB, 0);
     next.finish();
     expect((await next.answered).status).toBe(400);
-    // One larger than a Pod's review can be is refused for its size.
-    const huge = post(4 * MiB, 0);
-    huge.finish();
+
+    // One address holds one review's worth: its second is refused while another address's is read.
+    const one = post('127.0.0.7', HELD + 1, HELD);
+    await settle();
+    const second = post('127.0.0.7', MiB, 0);
+    second.finish();
+    expect((await second.answered).status).toBe(503);
+    const elsewhere = post('127.0.0.8', MiB, 0);
+    elsewhere.finish();
+    expect((await elsewhere.answered).status).toBe(400);
+    one.finish();
+    expect((await one.answered).status).toBe(400);
+
+    // One larger than a Pod's review can be is refused for its size, and the answer arrives while
+    // its body is still being sent.
+    const huge = post('127.0.0.9', 5 * MiB, 2 * MiB);
     const tooLarge = await huge.answered;
     expect([tooLarge.status, tooLarge.text]).toEqual([
       400,
-      `not an AdmissionReview: larger than ${3 * MiB} bytes\n`,
+      `not an AdmissionReview: larger than ${4 * MiB} bytes\n`,
     ]);
+  });
+
+  it('takes at most 64 connections from one address, counted before the TLS handshake; others still connect', async () => {
+    const open = (from: string) =>
+      new Promise<{ socket: Socket; closedAt: Promise<number> }>((resolve, reject) => {
+        const socket = connect({ host: '127.0.0.1', port, localAddress: from }, () =>
+          resolve({
+            socket,
+            closedAt: new Promise((r) => socket.once('close', () => r(Date.now()))),
+          }),
+        );
+        socket.on('error', () => undefined);
+        socket.once('error', reject);
+      });
+    const idle = [];
+    for (let i = 0; i < 64; i++) idle.push(await open('127.0.0.10'));
+    // The 65th is closed at once; the 64 idle ones stay open (until the handshake time runs out).
+    const extra = await open('127.0.0.10');
+    const started = Date.now();
+    expect((await extra.closedAt) - started).toBeLessThan(1_000);
+    expect(idle.every(({ socket }) => !socket.destroyed)).toBe(true);
+    // The API server, from its own address, is answered meanwhile.
+    expect((await admit(review('team-a', workflow))).allowed).toBe(true);
+    // Idle sockets that never start TLS are cut once the handshake time (5 s) runs out.
+    const closed = await Promise.all(idle.map(({ closedAt }) => closedAt));
+    expect(Math.max(...closed) - started).toBeLessThan(8_000);
   });
 });

@@ -48,7 +48,11 @@ export class MetadataCache {
       ttlMs: TTL_MS,
     });
     // Messages on the routes channel carry the change tag of the route that changed.
-    invalidation.on(redisChannels.routes, (tag) => this.cache.delete(this.modelOfTag.get(tag)));
+    invalidation.on(redisChannels.routes, (tag) => {
+      const model = this.modelOfTag.get(tag);
+      this.modelOfTag.delete(tag);
+      this.cache.delete(model);
+    });
   }
 
   /** `grant`: the caller's, which a sidecar in front of the runtime must see signed. */

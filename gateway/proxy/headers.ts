@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { KeyGrant } from '../../common/resources/grant.js';
 import type { ProxyTrust } from '../http/client-address.js';
+import { countedUpstream } from '../auth/signed-grant.js';
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
 
@@ -39,11 +40,18 @@ const REQUEST_DROPPED = new Set([
   'x-request-id',
   'x-forwarded-for',
   // How the client came in: said by the gateway, or by a proxy it trusts (below), never by a
-  // caller that reached it directly; upstreams building URLs from them would follow the caller.
+  // caller that reached it directly; upstreams building URLs, choosing routes or trusting client
+  // addresses from them would follow the caller.
   'x-forwarded-proto',
   'x-forwarded-host',
+  'x-forwarded-port',
+  'x-forwarded-prefix',
   'forwarded',
   'x-real-ip',
+  'true-client-ip',
+  'x-client-ip',
+  'x-original-url',
+  'x-rewrite-url',
 ]);
 
 /** Header names a `Connection` header lists are hop-by-hop for this one message. */
@@ -72,8 +80,11 @@ export function upstreamRequestHeaders(
     }
     out.push(name, raw[i + 1] as string);
   }
-  const forwardedFor = req.headers['x-forwarded-for'];
   const peer = req.socket.remoteAddress ?? '';
+  // Who is believed about the client: a proxy in front the gateway trusts, or the central gateway
+  // in front of a sidecar (its grant verified). Anyone else's word is replaced.
+  const trusted = countedUpstream(grant) || (proxies.hops > 0 && proxies.proxies.allows(peer));
+  const forwardedFor = trusted ? firstValue(req.headers['x-forwarded-for']) : undefined;
   out.push(
     'x-request-id',
     requestId,
@@ -86,9 +97,6 @@ export function upstreamRequestHeaders(
     'x-tollgate-roles',
     grant.roles.join(','),
   );
-  // A trusted proxy in front (an ingress) may already have said how the client came in: its word
-  // is kept. Anyone else's is replaced.
-  const trusted = proxies.hops > 0 && proxies.proxies.allows(peer);
   const proto = trusted ? firstValue(req.headers['x-forwarded-proto']) : undefined;
   const host = (trusted ? firstValue(req.headers['x-forwarded-host']) : undefined) ?? req.headers.host;
   out.push('x-forwarded-proto', proto ?? 'http');

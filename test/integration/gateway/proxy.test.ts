@@ -138,6 +138,8 @@ describe('gateway proxying', () => {
       'x-forwarded-proto': 'https',
       forwarded: 'for=192.0.2.1;host=evil.example.test;proto=https',
       'x-real-ip': '192.0.2.1',
+      'x-forwarded-for': '192.0.2.1',
+      'x-original-url': '/admin',
     };
     const direct = await send(gw.url, `/events/bda/${wf}/svc/x`, {
       headers: { ...apikey(bda.key), ...told },
@@ -145,7 +147,12 @@ describe('gateway proxying', () => {
     expect(direct.status).toBe(200);
     const seen = upstream.seen[0]?.headers ?? {};
     expect([seen['x-forwarded-host'], seen['x-forwarded-proto']]).toEqual([new URL(gw.url).host, 'http']);
-    expect([seen.forwarded, seen['x-real-ip']]).toEqual([undefined, undefined]);
+    expect(seen['x-forwarded-for']).toBe('127.0.0.1');
+    expect([seen.forwarded, seen['x-real-ip'], seen['x-original-url']]).toEqual([
+      undefined,
+      undefined,
+      undefined,
+    ]);
 
     // Behind an ingress it trusts, the ingress's word is kept.
     const behind = await startGateway({
@@ -161,6 +168,7 @@ describe('gateway proxying', () => {
       expect(proxied.status).toBe(200);
       const kept = upstream.seen[0]?.headers ?? {};
       expect([kept['x-forwarded-host'], kept['x-forwarded-proto']]).toEqual(['evil.example.test', 'https']);
+      expect(kept['x-forwarded-for']).toBe('192.0.2.1, 127.0.0.1');
       // Nor does any proxy get to name the client in headers the gateway does not write.
       expect([kept.forwarded, kept['x-real-ip']]).toEqual([undefined, undefined]);
     } finally {

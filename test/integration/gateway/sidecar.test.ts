@@ -319,11 +319,17 @@ describe('central gateway and sidecar together: a signed grant instead of a seco
     // the key, but a lookup in Redis would now fail. The sidecar must not look.
     await rc.del(`tg:key:${hash}`);
     const before = upstream.seen.length;
-    const r = await send(central.url, `/events/bda/${workflow}/scorer/score?x=1`, { headers: apikey(key) });
+    const r = await send(central.url, `/events/bda/${workflow}/scorer/score?x=1`, {
+      headers: { ...apikey(key), 'x-forwarded-host': 'evil.example.test', 'x-forwarded-for': '192.0.2.1' },
+    });
     expect(r.status).toBe(200);
     const seen = upstream.seen[before];
     expect(seen?.url).toBe('/score?x=1');
     expect(seen?.headers['x-tollgate-key-id']).toBe(grant.id);
+    // How the client came to the central gateway, as the central gateway said it (its grant is
+    // verified); never what the client claimed.
+    expect(seen?.headers['x-forwarded-host']).toBe(new URL(central.url).host);
+    expect(seen?.headers['x-forwarded-for']).toBe('127.0.0.1, 127.0.0.1');
     // The workload never sees the grant (nor the key).
     expect(seen?.headers['x-tollgate-grant']).toBeUndefined();
     expect(seen?.headers['authorization']).toBeUndefined();

@@ -53,9 +53,10 @@ const PASSED = [
 /** Calls whose key passed that a process holds at once, over every connection; more are refused. */
 const MAX_CALLS = 1_024;
 /**
- * Of those, what one owner's keys may hold: a call is counted from its metadata until it is
- * answered, so without this one key could take every slot (with messages it never sends) and
- * turn every other caller of the replica away.
+ * Of those, what one owner's keys may hold while their messages are still on the way: a call is
+ * counted from its metadata, so without this one key could take every slot with messages it never
+ * sends and turn every other caller of the replica away. A call whose message arrived whole no
+ * longer counts here (an owner's inference in flight is not capped).
  */
 const MAX_CALLS_PER_OWNER = 64;
 /** A message may decode into at most this multiple of the body limit. */
@@ -129,7 +130,7 @@ export class GrpcGateway {
   private readonly inferCost = new DecodeCost(protocolTypes().lookupType('inference.ModelInferRequest'));
   private readonly decodeInfer: (message: Buffer) => unknown;
   private calls = 0;
-  /** Calls held by each owner's keys (see MAX_CALLS_PER_OWNER). */
+  /** Calls of each owner's keys whose message is still on the way (see MAX_CALLS_PER_OWNER). */
   private readonly callsByOwner = new Map<string, number>();
   private injector: ConnectionInjector | undefined;
   /** The methods anyone may call (REST's health and server metadata are open), by path. */
@@ -211,13 +212,20 @@ export class GrpcGateway {
    */
   private readonly admission: ServerInterceptor = (descriptor, call) => {
     let ended = false;
-    let counted: string | undefined;
+    let counted = false;
+    /** The owner whose slot this call holds until its message is whole. */
+    let waitingFor: string | undefined;
     let waiting: NodeJS.Timeout | undefined;
+    const arrived = (): void => {
+      clearTimeout(waiting);
+      if (waitingFor !== undefined) this.uncountOwner(waitingFor);
+      waitingFor = undefined;
+    };
     const end = (): void => {
       ended = true;
-      clearTimeout(waiting);
-      if (counted !== undefined) this.uncount(counted);
-      counted = undefined;
+      arrived();
+      if (counted) this.calls--;
+      counted = false;
     };
     const refuse = (err: RestError | CallStatus): void => {
       end();
@@ -261,7 +269,7 @@ export class GrpcGateway {
                       restErrorOf(
                         new TollgateError(
                           'rate_limited',
-                          `your keys hold ${MAX_CALLS_PER_OWNER} gRPC calls on this replica at once; send each call's message when you open it, and open more once some are answered`,
+                          `your keys hold ${MAX_CALLS_PER_OWNER} gRPC calls on this replica whose messages have not arrived; send each call's message when you open it`,
                           { headers: { 'retry-after': '1' } },
                         ),
                       ),
@@ -279,8 +287,9 @@ export class GrpcGateway {
                     );
                   }
                   this.calls++;
+                  counted = true;
                   this.callsByOwner.set(owner, (this.callsByOwner.get(owner) ?? 0) + 1);
-                  counted = owner;
+                  waitingFor = owner;
                   const ms = this.opts.requestBodyTimeoutMs;
                   waiting = setTimeout(
                     () =>
@@ -301,7 +310,7 @@ export class GrpcGateway {
               .catch(this.unanswered);
           },
           onReceiveHalfClose: (next) => {
-            clearTimeout(waiting);
+            arrived();
             next();
           },
           onCancel: end,
@@ -468,8 +477,7 @@ export class GrpcGateway {
     return { answer, owner };
   }
 
-  private uncount(owner: string): void {
-    this.calls--;
+  private uncountOwner(owner: string): void {
     const held = (this.callsByOwner.get(owner) ?? 1) - 1;
     if (held > 0) this.callsByOwner.set(owner, held);
     else this.callsByOwner.delete(owner);

@@ -314,7 +314,7 @@ describe('V2 inference over gRPC (standalone)', () => {
       expect(Date.now() - openStarted).toBeLessThan(1_000);
     });
 
-    test('one owner’s keys hold at most 64 calls of a replica at once; another owner’s calls still go through', async () => {
+    test('one owner’s keys hold at most 64 calls of a replica whose messages have not arrived; another owner’s calls still go through', async () => {
       // vera opens 64 calls (with two keys of hers) and never closes their messages.
       const second = await dev!.key(['models:inference']);
       const held = Array.from({ length: 64 }, (_, i) =>
@@ -327,7 +327,9 @@ describe('V2 inference over gRPC (standalone)', () => {
         raw_input_contents: [raw],
       });
       expect(refusal(turned)).toEqual([8, 'rate_limited', 'rate_limited']);
-      expect(turned.error?.details).toMatch(/your keys hold 64 gRPC calls on this replica at once/);
+      expect(turned.error?.details).toMatch(
+        /your keys hold 64 gRPC calls on this replica whose messages have not arrived/,
+      );
       // walt's call is answered beside them.
       const walt = await dev!.key(['models:inference'], 'platform', {}, 'walt');
       const other = await call(

@@ -291,6 +291,8 @@ describe('helm chart: lint and render', () => {
       ['', 'pods', 'watch'],
       ['', 'events', 'create'],
       ['events.k8s.io', 'events', 'create'],
+      // Taking the route finalizer off a Service (the routed-services policy asks who may).
+      ['tollgate.dev', 'routes', 'release'],
     ] as const) {
       expect([group, resource, verb, can('t1-tollgate-operator', group, resource, verb)]).toEqual([
         group,
@@ -758,10 +760,19 @@ describe('helm chart: accepted by a real kube-apiserver', () => {
       );
     const toExternalName = (name: string) =>
       patch(name, { spec: { type: 'ExternalName', externalName: 'elsewhere.example.test' } });
-    // Each account may patch Services here (RBAC); whether it may drop the finalizer is the policy's.
+    // Each account may patch Services here (RBAC): the tenant in its namespace, the operator and
+    // the uninstall hook by the chart's own roles, an administrator of the cluster by cluster-admin
+    // (not system:masters, which managed clusters do not hand out). Whether it may take the
+    // finalizer off is the policy's.
     const account = (sa: string) => ['--as', `system:serviceaccount:${namespace}:${sa}`];
-    const accounts = ['tenant', 't1-tollgate-operator', 't1-tollgate-release-services'];
+    const chartRoles = objects.filter(
+      (o) =>
+        ['ClusterRole', 'ClusterRoleBinding'].includes(o.kind) &&
+        ['t1-tollgate-operator', 't1-tollgate-release-services'].includes(o.metadata.name),
+    );
+    expect(chartRoles).toHaveLength(4);
     const rbac = [
+      ...chartRoles,
       {
         apiVersion: 'rbac.authorization.k8s.io/v1',
         kind: 'Role',
@@ -773,7 +784,14 @@ describe('helm chart: accepted by a real kube-apiserver', () => {
         kind: 'RoleBinding',
         metadata: { name: 'patch-services', namespace },
         roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'patch-services' },
-        subjects: accounts.map((name) => ({ kind: 'ServiceAccount', name, namespace })),
+        subjects: [{ kind: 'ServiceAccount', name: 'tenant', namespace }],
+      },
+      {
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'ClusterRoleBinding',
+        metadata: { name: 'tollgate-test-platform-admin' },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cluster-admin' },
+        subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: 'platform-admin' }],
       },
     ]
       .map((o) => JSON.stringify(o))
@@ -811,6 +829,9 @@ describe('helm chart: accepted by a real kube-apiserver', () => {
       expect(
         await patch('by-hook', { metadata: { finalizers: null } }, account('t1-tollgate-release-services')),
       ).toBe('admitted');
+      await make('by-admin', 'tollgate.dev/route');
+      const admin = ['--as', 'platform-admin'];
+      expect(await patch('by-admin', { metadata: { finalizers: null } }, admin)).toBe('admitted');
       await make('by-admin', 'tollgate.dev/route');
       expect(await patch('by-admin', { metadata: { finalizers: null } })).toBe('admitted');
       // Once the finalizer is gone (the route let go), the change is the team's to make.

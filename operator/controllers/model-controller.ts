@@ -104,6 +104,13 @@ const STORAGE_CHECK_MS = 20_000;
  * not hold the workers every team's Models share, on every pass.
  */
 const MAX_RECHECK_MS = 240_000;
+/** The first wait after a check that could not be made (the store down or past its deadline). */
+const ERROR_RECHECK_MS = 5_000;
+
+/** One workload's last folder check, for a generation of its Model's spec. */
+type FolderChecked = { stamp: string; retryAt?: number; failures?: number } & (
+  { obs: Observation } | { error: unknown }
+);
 
 export interface ModelControllerDeps {
   models: ResourceSource<Model>;
@@ -144,13 +151,11 @@ export class ModelReconciler implements Reconciler {
   readonly name = 'model';
   /** The valid folder check of each Model's current uid+generation: storage is read once per spec, not per pod change. */
   /**
-   * Each workload's last folder check, for its Model's generation: a good one until the spec
-   * changes, a failed one until `retryAt` (backing off with `failures`).
+   * Each Model's workloads' last folder checks, for its generation: a good one until the spec
+   * changes, a failed one (or one that could not be made) until `retryAt`, backing off with
+   * `failures`.
    */
-  private readonly checked = new Map<
-    string,
-    { stamp: string; obs: Observation; retryAt?: number; failures?: number }
-  >();
+  private readonly checked = new Map<string, Map<string, FolderChecked>>();
   /**
    * Each Model's workflow, the route keys it holds and the addresses they name: drops the old bda
    * route when the workflow changes, tells the sweep what is live, and keeps those addresses held.
@@ -292,7 +297,14 @@ export class ModelReconciler implements Reconciler {
     const versions = servedVersions(ref.name, serving);
     // Each version's folder is checked at once: a reconcile waits for the slowest store, not for
     // the sum of them.
-    const observed = await Promise.all(versions.map((version) => this.observe(model, version)));
+    // Every check settles before the pass goes on or fails, so none is still running when the next
+    // pass would start it again.
+    const settled = await Promise.allSettled(versions.map((version) => this.observe(model, version)));
+    const observed: Observation[] = [];
+    for (const result of settled) {
+      if (result.status === 'rejected') throw result.reason;
+      observed.push(result.value);
+    }
     for (const [i, version] of versions.entries()) {
       const obs = observed[i] as Observation;
       if (obs.kind === 'settings' && obs.check.ok) {
@@ -302,12 +314,14 @@ export class ModelReconciler implements Reconciler {
         if (plan.replicas > 0 && obs.runtime.readyReplicas === 0)
           this.deps.scaler?.noteStarting(model, version);
       } else {
-        await runtime.remove({ namespace: ref.namespace, name: version.workload });
+        await runtime.remove({ namespace: ref.namespace, name: version.workload }, ref.name);
       }
       results.push({ version, obs });
     }
     // Workloads serving no version of the spec (removed versions, or the unnamed one replaced).
     const wanted = new Set(results.map((r) => r.version.workload));
+    const checks = this.checked.get(key);
+    for (const workload of checks?.keys() ?? []) if (!wanted.has(workload)) checks?.delete(workload);
     const stale = this.deps.runtime.workloads(ref).filter((w) => !wanted.has(w));
     const routed = await this.syncRoutes(model, results, stale.length > 0);
     const draining = await this.drain(ref, stale, routed);
@@ -389,7 +403,7 @@ export class ModelReconciler implements Reconciler {
       this.draining.set(key, since);
       const left = since + DRAIN_MS - now;
       if (left <= 0) {
-        await this.deps.runtime.remove({ namespace: ref.namespace, name: workload });
+        await this.deps.runtime.remove({ namespace: ref.namespace, name: workload }, ref.name);
         this.draining.delete(key);
         continue;
       }
@@ -430,17 +444,25 @@ export class ModelReconciler implements Reconciler {
 
   private async observe(model: Model, version: ServedVersion): Promise<Observation> {
     const { namespace = 'default', name } = model.metadata;
-    const key = refKey({ namespace, name: version.workload });
+    const modelKey = refKey({ namespace, name });
+    const checks = this.checked.get(modelKey) ?? new Map<string, FolderChecked>();
+    this.checked.set(modelKey, checks);
     const stamp = `${model.metadata.uid}:${model.metadata.generation}`;
-    const cached = this.checked.get(key);
+    const cached = checks.get(version.workload);
     const started = Date.now();
-    if (cached?.stamp === stamp && (cached.retryAt === undefined || started < cached.retryAt))
+    if (cached?.stamp === stamp && (cached.retryAt === undefined || started < cached.retryAt)) {
+      // A store that could not be asked (it hung, it failed) is not asked again before its time:
+      // the reconcile fails as it did, without holding a worker for the store's deadline.
+      if ('error' in cached) throw cached.error;
       return { ...cached.obs };
+    }
     // Counted from when this check starts, so the pass RECHECK_MS after a failure checks again.
-    const failed = (obs: Observation): Observation => {
+    const backOff = (firstMs: number) => {
       const failures = cached?.stamp === stamp ? (cached.failures ?? 0) + 1 : 1;
-      const retryAt = started + Math.min(RECHECK_MS * 2 ** (failures - 1), MAX_RECHECK_MS);
-      this.checked.set(key, { stamp, obs, retryAt, failures });
+      return { stamp, failures, retryAt: started + Math.min(firstMs * 2 ** (failures - 1), MAX_RECHECK_MS) };
+    };
+    const failed = (obs: Observation): Observation => {
+      checks.set(version.workload, { ...backOff(RECHECK_MS), obs });
       return { ...obs };
     };
     try {
@@ -461,12 +483,16 @@ export class ModelReconciler implements Reconciler {
       const files = (await store.list(deadline)).map((o) => o.path);
       const check = await checkModelFolder({ files, read: (p) => store.readText(p, deadline) }, name);
       if (!check.ok) return failed({ kind: 'settings', check });
-      this.checked.set(key, { stamp, obs: { kind: 'settings', check } });
+      checks.set(version.workload, { stamp, obs: { kind: 'settings', check } });
       return { kind: 'settings', check };
     } catch (e) {
       const reason = isTollgateError(e) ? USER_STORAGE_ERRORS[e.code] : undefined;
-      if (reason === undefined || !isTollgateError(e)) throw e;
-      return failed({ kind: 'storage-error', reason, message: e.message });
+      if (reason !== undefined && isTollgateError(e))
+        return failed({ kind: 'storage-error', reason, message: e.message });
+      // Not the author's to fix (a store down, a deadline passed): what runs keeps running, and the
+      // check is made again after the same backoff.
+      checks.set(version.workload, { ...backOff(ERROR_RECHECK_MS), error: e });
+      throw e;
     }
   }
 
@@ -675,7 +701,7 @@ export class ModelReconciler implements Reconciler {
   private async removeWorkloads(ref: ResourceRef): Promise<void> {
     const names = new Set([ref.name, ...this.deps.runtime.workloads(ref)]);
     for (const name of names) {
-      await this.deps.runtime.remove({ namespace: ref.namespace, name });
+      await this.deps.runtime.remove({ namespace: ref.namespace, name }, ref.name);
       this.draining.delete(refKey({ namespace: ref.namespace, name }));
     }
   }
@@ -686,7 +712,7 @@ export class ModelReconciler implements Reconciler {
     this.rolloutJudged.delete(key);
     this.deps.scaler?.forget(parseRefKey(key));
     // Checks are kept per workload: the Model's own name, or <name>-<version>.
-    for (const k of this.checked.keys()) if (k === key || k.startsWith(`${key}-`)) this.checked.delete(k);
+    this.checked.delete(key);
   }
 }
 

@@ -153,8 +153,22 @@ export class KubeRuntimeDriver implements RuntimeDriver {
 
   async apply(plan: RuntimePlan): Promise<RuntimeState> {
     const ref = { namespace: plan.model.metadata.namespace ?? 'default', name: plan.workload };
-    const desired = modelDeployment(plan, this.opts);
     const cached: V1Deployment | undefined = this.deployments.get(ref);
+    // `<model>-<version>` may be another Model's own name (or its version's workload): the first
+    // to make it keeps it, and this version is not served until it is renamed.
+    if (!this.ownedBy(ref, plan.model.metadata.name)) {
+      return {
+        replicas: 0,
+        readyReplicas: 0,
+        url: '',
+        rollingOut: false,
+        failure: {
+          reason: 'WorkloadNameTaken',
+          message: `the Deployment or Service ${ref.name} in namespace ${ref.namespace} serves another Model; give this version a name that makes no other Model's workload name`,
+        },
+      };
+    }
+    const desired = modelDeployment(plan, this.opts);
     const hash = desired.metadata?.annotations?.[TEMPLATE_HASH_ANNOTATION];
     let live = cached;
     if (live === undefined || live.metadata?.annotations?.[TEMPLATE_HASH_ANNOTATION] !== hash) {
@@ -279,7 +293,15 @@ export class KubeRuntimeDriver implements RuntimeDriver {
     return [...names];
   }
 
-  async remove(ref: ResourceRef): Promise<void> {
+  /** Whether the workload `ref`, if it exists, is Model `model`'s (its label says whose it is). */
+  private ownedBy(ref: ResourceRef, model: string): boolean {
+    return [this.deployments.get(ref), this.services.get(ref)].every(
+      (o) => o === undefined || o.metadata?.labels?.[MODEL_LABEL] === model,
+    );
+  }
+
+  async remove(ref: ResourceRef, model: string): Promise<void> {
+    if (!this.ownedBy(ref, model)) return;
     // A Model whose folder stays wrong is re-checked every 30 s: no API calls when nothing exists
     // (a Service being deleted already waits for its release).
     const service = this.services.get(ref);

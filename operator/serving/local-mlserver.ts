@@ -101,7 +101,7 @@ export class LocalMlserverDriver implements RuntimeDriver {
     const ref = { namespace: model.namespace, name: plan.workload };
     const key = refKey(ref);
     if (plan.replicas === 0) {
-      await this.remove(ref);
+      await this.remove(ref, model.name);
       return { replicas: 0, readyReplicas: 0, url: '', rollingOut: false };
     }
     // New storage, credentials, settings, environment or placement mean a new folder (and load or
@@ -160,10 +160,10 @@ export class LocalMlserverDriver implements RuntimeDriver {
       .map((r) => r.ref.name);
   }
 
-  async remove(ref: ResourceRef): Promise<void> {
+  async remove(ref: ResourceRef, model: string): Promise<void> {
     const key = refKey(ref);
     const run = this.runs.get(key);
-    if (run === undefined) return;
+    if (run === undefined || run.model.name !== model) return;
     this.runs.delete(key);
     await this.halt(run);
     await rm(this.baseOf(run), { recursive: true, force: true });

@@ -69,8 +69,12 @@ export interface HeldAddress {
 export interface RuntimeDriver {
   /** Creates or updates the runtime to match the plan (idempotent) and returns its state. */
   apply(plan: RuntimePlan): Promise<RuntimeState>;
-  /** Tears a workload down (idempotent); `ref.name` is the workload's name. */
-  remove(ref: ResourceRef): Promise<void>;
+  /**
+   * Tears a workload of Model `model` down (idempotent); `ref.name` is the workload's name. One of
+   * that name that serves another Model (`<model>-<version>` can be another Model's own name) is
+   * left alone.
+   */
+  remove(ref: ResourceRef, model: string): Promise<void>;
   /**
    * A Model's workloads being torn down whose address is still held for it (a cluster keeps a
    * deleted Service's IP until `release`, so no other team's Service is given it while calls may

@@ -180,16 +180,19 @@ describe('standalone runtime driver: one shared MLServer process', () => {
     expect(state.failure?.message).toMatch(/^MLServer could not load model-iris-broken: /);
     const iris = await driver.apply(plan('model-iris'));
     expect(iris.readyReplicas).toBe(1);
-    await driver.remove({ namespace: 'default', name: 'model-iris-broken' });
+    await driver.remove({ namespace: 'default', name: 'model-iris-broken' }, 'model-iris-broken');
   }, 120_000);
 
   it('removing a model unloads it; the shared process stops with the last one', async () => {
     const { url } = await driver.apply(plan('model-iris'));
-    await driver.remove({ namespace: 'default', name: 'model-iris' });
+    // Asked by another Model (whose version's workload would have this name): left alone.
+    await driver.remove({ namespace: 'default', name: 'model-iris' }, 'model-other');
+    expect((await fetch(`${url}/v2/models/model-iris/ready`)).status).toBe(200);
+    await driver.remove({ namespace: 'default', name: 'model-iris' }, 'model-iris');
     expect((await fetch(`${url}/v2/models/model-iris/ready`)).status).not.toBe(200);
     expect((await fetch(`${url}/v2/models/model-reviews/ready`)).status).toBe(200);
-    await driver.remove({ namespace: 'default', name: 'model-reviews' });
-    await driver.remove({ namespace: 'default', name: 'model-digits' });
+    await driver.remove({ namespace: 'default', name: 'model-reviews' }, 'model-reviews');
+    await driver.remove({ namespace: 'default', name: 'model-digits' }, 'model-digits');
     expect(await mlservers()).toEqual([]);
   }, 120_000);
 });

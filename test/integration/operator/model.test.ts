@@ -399,6 +399,60 @@ describe('Model reconciler on a real API server', () => {
     });
   });
 
+  test('a version whose workload would be another Model’s is not served, and never takes or removes the other’s', async () => {
+    const settings = (name: string) => ({ 'model-settings.json': npSettings(name), 'model.joblib': 'x' });
+    // model-pair-v2 first: its Deployment and Service are named model-pair-v2.
+    await createModel(c, ns, 'model-pair-v2', {
+      storageUri: `file://${await modelFolder(settings('model-pair-v2'))}`,
+    });
+    const theirs = await eventually(
+      () => c.apps.readNamespacedDeployment({ namespace: ns, name: 'model-pair-v2' }),
+      'model-pair-v2’s Deployment',
+    );
+    // model-pair's version v2 would be served by a workload of the same name: refused for it alone.
+    const one = await modelFolder(settings('model-pair'));
+    await createModel(c, ns, 'model-pair', {
+      versions: [
+        { name: 'v1', storageUri: `file://${one}` },
+        { name: 'v2', storageUri: `file://${one}` },
+      ],
+      defaultVersion: 'v1',
+    });
+    await eventually(
+      () => c.apps.readNamespacedDeployment({ namespace: ns, name: 'model-pair-v1' }),
+      'model-pair’s v1 Deployment',
+    );
+    const refused = await eventually(async () => {
+      const m = await getModel(c, ns, 'model-pair');
+      const v2 = m?.status?.versions?.find((v) => v.name === 'v2');
+      return v2?.phase === 'Failed' && v2;
+    }, 'v2 Failed');
+    expect(refused.message).toMatch(
+      /the Deployment or Service model-pair-v2 in namespace .* serves another Model/,
+    );
+    // Its folder turned unreadable (which tears a version's workload down): the other's stays.
+    await c.custom.patchNamespacedCustomObject({
+      ...modelRef,
+      namespace: ns,
+      name: 'model-pair',
+      body: [
+        { op: 'replace', path: '/spec/versions/1/storageUri', value: 'file:///nonexistent/tollgate/pair' },
+      ],
+    });
+    await eventually(async () => {
+      const m = await getModel(c, ns, 'model-pair');
+      return /does not exist/.test(m?.status?.versions?.find((v) => v.name === 'v2')?.message ?? '');
+    }, 'v2’s folder missing');
+    const after = await c.apps.readNamespacedDeployment({ namespace: ns, name: 'model-pair-v2' });
+    expect(after.metadata?.uid).toBe(theirs.metadata?.uid);
+    expect(after.metadata?.labels?.['tollgate.dev/model']).toBe('model-pair-v2');
+    expect(after.spec?.template.spec?.containers.find((x) => x.name === 'pull')?.args?.[2]).toBe(
+      '/mnt/models/model-pair-v2',
+    );
+    for (const name of ['model-pair', 'model-pair-v2'])
+      await c.custom.deleteNamespacedCustomObject({ ...modelRef, namespace: ns, name });
+  });
+
   test('a missing folder is a condition, not a crash', async () => {
     const name = 'model-nofolder';
     await createModel(c, ns, name, { storageUri: 'file:///nonexistent/tollgate/model' });

@@ -67,9 +67,9 @@ export class Cluster implements RuntimeDriver {
       rollingOut: false,
     });
   }
-  remove(ref: ResourceRef): Promise<void> {
+  remove(ref: ResourceRef, model: string): Promise<void> {
     const svc = this.services.get(refKey(ref));
-    if (svc) svc.deleting = true;
+    if (svc && svc.model.name === model) svc.deleting = true;
     return Promise.resolve();
   }
   /** `kubectl delete service`, by the namespace's team. */

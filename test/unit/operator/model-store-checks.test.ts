@@ -20,6 +20,8 @@ describe('checking a Model’s store (a failing one backs off)', () => {
   /** Each check of a folder starts by asking for the store's credentials: when, by storage URI. */
   let asked: Array<{ uri: string; at: number }>;
   let now: number;
+  /** How the store fails: an error its author fixes, or one that is no one's (it hung). */
+  let failure: 'author' | 'hung';
   const SLOW_MS = 300;
 
   beforeEach(() => {
@@ -27,10 +29,13 @@ describe('checking a Model’s store (a failing one backs off)', () => {
     jest.spyOn(Date, 'now').mockImplementation(() => now);
     models = new HeldModels();
     asked = [];
+    failure = 'author';
     const credentials: CredentialsResolver = {
       envFor: async (_ns, secretName, uri) => {
         asked.push({ uri, at: performance.now() });
         await new Promise((r) => setTimeout(r, SLOW_MS));
+        if (failure === 'hung')
+          throw new TollgateError('storage_unavailable', 'the store did not answer in 20 s');
         throw new TollgateError(
           'credentials_not_found',
           `the credentials Secret "${secretName ?? ''}" does not exist in namespace "team-m"`,
@@ -106,5 +111,24 @@ describe('checking a Model’s store (a failing one backs off)', () => {
     models.put({ ...m!, metadata: { ...m!.metadata, generation: 2 } });
     await reconcile();
     expect(asked).toHaveLength(5 * (waits.length + 2));
+  });
+
+  it('a store that could not be asked is not asked again for 5 s, then 10 s: the pass fails at once meanwhile', async () => {
+    failure = 'hung';
+    await expect(reconcile()).rejects.toThrow(/did not answer/);
+    expect(asked).toHaveLength(5);
+    const began = performance.now();
+    await expect(reconcile()).rejects.toThrow(/did not answer/);
+    expect(performance.now() - began).toBeLessThan(SLOW_MS);
+    expect(asked).toHaveLength(5);
+    now += 5_000;
+    await expect(reconcile()).rejects.toThrow(/did not answer/);
+    expect(asked).toHaveLength(10);
+    now += 9_999;
+    await expect(reconcile()).rejects.toThrow(/did not answer/);
+    expect(asked).toHaveLength(10);
+    now += 1;
+    await expect(reconcile()).rejects.toThrow(/did not answer/);
+    expect(asked).toHaveLength(15);
   });
 });

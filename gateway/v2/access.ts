@@ -186,6 +186,9 @@ export class ModelAccess {
     // One answer to a bda key for any model outside its workflow, there or not: the key learns
     // neither which models exist nor which workflow another one serves.
     if (grant.module === 'bda' && (workflow === undefined || grant.roles[0] !== workflow)) {
+      // The directory is asked as it is for a model that is not there: the refusal takes as long,
+      // and fails as that one would while the directory cannot be read.
+      if (route !== null) await this.models.find(model);
       throw forbidden(
         `this key is for workflow '${grant.roles[0] ?? ''}', and no model '${model}' of that workflow is served: a bda key calls the models whose spec.workflow names its workflow (GET /v2/models lists them); a platform key with role models:inference calls the others`,
       );

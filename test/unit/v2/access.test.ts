@@ -29,6 +29,8 @@ function setup(
     refused: [] as string[],
     held: [] as string[],
     probed: [] as string[],
+    /** The models the directory was asked for. */
+    found: [] as string[],
     limited: false,
   };
   let grant: KeyGrant = { id: 'k1', owner: 'alice', module: 'platform', roles: ['models:inference'] };
@@ -64,7 +66,10 @@ function setup(
   const access = new ModelAccess(
     services,
     {
-      find: async (name) => models[name],
+      find: async (name) => {
+        seen.found.push(name);
+        return models[name];
+      },
       list: async () => Object.entries(models).map(([name, info]) => ({ name, ...info })),
     },
     { authenticate: () => grant, modelRoute: (name) => routes.get(name) ?? null },
@@ -148,6 +153,9 @@ describe('ModelAccess', () => {
       t.access.authorised(req(), 'model-absent', { version: undefined, split: true }),
     );
     expect(absent).toEqual([403, 'model_access_denied', said('model-absent')]);
+    // Each refusal asked the directory, as one for a model that is not there must: no refusal is
+    // quicker than another, nor answered while the directory cannot be read.
+    expect(t.seen.found).toEqual(['model-theirs', 'model-none', 'model-absent']);
   });
 
   it('tells a name that is no model, a model that does not exist and one not ready apart', async () => {

@@ -23,8 +23,12 @@ const MAX_REVIEW_BYTES = 4 * 1024 * 1024;
  */
 const MAX_BUFFERED_BYTES = 16 * 1024 * 1024;
 const MAX_BUFFERED_BYTES_PER_ADDRESS = MAX_REVIEW_BYTES;
-/** Connections one address may hold open (the API server's in a burst of pods, not one pod's hundreds). */
-const MAX_CONNECTIONS_PER_ADDRESS = 64;
+/**
+ * Connections one address may hold open. The API server speaks HTTP/1.1 to the webhook, one
+ * connection per review in flight, and behind a konnectivity agent every API server calls from one
+ * address: a burst of a few hundred pods must pass, while one pod's thousands of idle sockets do not.
+ */
+const MAX_CONNECTIONS_PER_ADDRESS = 512;
 /** A review arrives whole in milliseconds; one trickled in is cut, and so is an idle connection. */
 const REQUEST_TIMEOUT_MS = 10_000;
 const HANDSHAKE_TIMEOUT_MS = 5_000;

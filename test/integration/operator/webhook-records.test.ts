@@ -211,7 +211,7 @@ describe('the sidecar webhook reads the Workflow records', () => {
     ]);
   });
 
-  it('takes at most 64 connections from one address, counted before the TLS handshake; others still connect', async () => {
+  it('takes at most 512 connections from one address, counted before the TLS handshake; others still connect', async () => {
     const open = (from: string) =>
       new Promise<{ socket: Socket; closedAt: Promise<number> }>((resolve, reject) => {
         const socket = connect({ host: '127.0.0.1', port, localAddress: from }, () =>
@@ -224,8 +224,8 @@ describe('the sidecar webhook reads the Workflow records', () => {
         socket.once('error', reject);
       });
     const idle = [];
-    for (let i = 0; i < 64; i++) idle.push(await open('127.0.0.10'));
-    // The 65th is closed at once; the 64 idle ones stay open (until the handshake time runs out).
+    for (let i = 0; i < 512; i++) idle.push(await open('127.0.0.10'));
+    // The 513th is closed at once; the 512 idle ones stay open (until the handshake time runs out).
     const extra = await open('127.0.0.10');
     const started = Date.now();
     expect((await extra.closedAt) - started).toBeLessThan(1_000);

@@ -83,6 +83,11 @@ export class WebhookServer {
     private readonly excluded: ReadonlySet<string> = new Set(),
   ) {}
 
+  /** Bytes the reviews in flight hold now (what the budgets count). */
+  get inFlightBytes(): number {
+    return this.buffered;
+  }
+
   /** Starts serving with these certificates, or swaps them in for new connections. */
   async useCertificates(tls: { cert: string; key: string }): Promise<void> {
     if (this.server !== undefined) {

@@ -170,12 +170,20 @@ describe('the sidecar webhook reads the Workflow records', () => {
       );
       return { answered, finish: () => finish() };
     };
-    const settle = () => new Promise((r) => setTimeout(r, 500));
+    /** Until the server holds `bytes` of reviews in flight (their bodies take a moment to arrive). */
+    const holding = async (bytes: number) => {
+      const deadline = Date.now() + 20_000;
+      while (server.inFlightBytes < bytes) {
+        if (Date.now() > deadline)
+          throw new Error(`the server holds ${server.inFlightBytes} bytes, not ${bytes}`);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    };
     // Four callers each send 3.9 MiB and hold their reviews open: 15.6 of the 16 MiB in flight.
     const held = ['127.0.0.2', '127.0.0.3', '127.0.0.4', '127.0.0.5'].map((from) =>
       post(from, HELD + 1, HELD),
     );
-    await settle();
+    await holding(4 * HELD);
     // A fifth caller is answered at once, without its body being read.
     const refused = await post('127.0.0.6', MiB, 0).answered;
     expect([refused.status, refused.retryAfter]).toEqual([503, '1']);
@@ -191,7 +199,7 @@ describe('the sidecar webhook reads the Workflow records', () => {
 
     // One address holds one review's worth: its second is refused while another address's is read.
     const one = post('127.0.0.7', HELD + 1, HELD);
-    await settle();
+    await holding(HELD);
     const second = post('127.0.0.7', MiB, 0);
     second.finish();
     expect((await second.answered).status).toBe(503);

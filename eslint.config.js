@@ -49,8 +49,8 @@ export default tseslint.config(
     languageOptions: { globals: { process: 'readonly', console: 'readonly' } },
   },
   {
-    // Build tools run by Node (tools/bundle/).
-    files: ['tools/**/*.mjs'],
+    // Build tools and bench helpers run by Node (tools/bundle/, bench/llhttp-proxy.mjs).
+    files: ['tools/**/*.mjs', 'bench/**/*.mjs'],
     languageOptions: { globals: globals.node },
   },
   {

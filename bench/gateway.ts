@@ -267,7 +267,9 @@ export async function run(): Promise<void> {
     plainPort,
     otherNginxPort,
     otherGatewayPort,
-  ] = (await Promise.all(Array.from({ length: 9 }, () => freePort()))) as [
+    leanPort,
+  ] = (await Promise.all(Array.from({ length: 10 }, () => freePort()))) as [
+    number,
     number,
     number,
     number,
@@ -369,6 +371,12 @@ export async function run(): Promise<void> {
     });
     const bare = `http://127.0.0.1:${barePort}/`;
     await waitFor(bare);
+    const leanProc = start('llhttp proxy', process.execPath, [join(ROOT, 'bench', 'llhttp-proxy.mjs')], {
+      PORT: String(leanPort),
+      UPSTREAM: `http://127.0.0.1:${upstreamPort}`,
+    });
+    const lean = `http://127.0.0.1:${leanPort}/`;
+    await waitFor(lean);
 
     console.log(
       `loopback, ${CONNECTIONS} connections, ${ROUNDS} interleaved rounds of ${SECONDS} s per target (medians shown), ` +
@@ -385,6 +393,7 @@ export async function run(): Promise<void> {
       limited: { url: gateway, headers: { authorization: `Apikey ${limitedKey}` }, pid: pid(gatewayProc) },
       plain: { url: plain, headers: auth, pid: pid(plainProc) },
       bare: { url: bare, headers: {}, pid: pid(bareProc) },
+      lean: { url: lean, headers: {}, pid: pid(leanProc) },
     };
     const runs: Record<keyof typeof targets, Figures[]> = {
       direct: [],
@@ -394,6 +403,7 @@ export async function run(): Promise<void> {
       limited: [],
       plain: [],
       bare: [],
+      lean: [],
     };
     for (const { url, headers } of Object.values(targets)) await warmUp(url, headers);
     for (let round = 0; round < ROUNDS; round++) {
@@ -407,6 +417,7 @@ export async function run(): Promise<void> {
     const viaNginx = median(runs.nginx);
     const viaGateway = median(runs.gateway);
     const viaBare = median(runs.bare);
+    const viaLean = median(runs.lean);
     const viaPlain = median(runs.plain);
     const viaBudgeted = median(runs.budgeted);
     const viaLimited = median(runs.limited);
@@ -418,6 +429,9 @@ export async function run(): Promise<void> {
     );
     console.log(
       `(e) gateway, totals   ${fmt(viaPlain)}   (usageSeries off: no per-minute/hour/endpoint counting)`,
+    );
+    console.log(
+      `(h) llhttp proxy      ${fmt(viaLean)}   (no checks: Node's own parser on raw sockets, no node:http or undici; bench/llhttp-proxy.mjs)`,
     );
     console.log(`(f) gateway, a key with credits and two named limits ${fmt(viaBudgeted)}`);
     console.log(`(g) gateway, a key with one rateLimit ${fmt(viaLimited)}`);
@@ -436,7 +450,9 @@ export async function run(): Promise<void> {
     console.log(
       `ratios: gateway/nginx ${(viaGateway.rps / viaNginx.rps).toFixed(2)} (target >= 0.6; per round: ` +
         `${runs.gateway.map((g, i) => (g.rps / (runs.nginx[i]?.rps ?? NaN)).toFixed(2)).join(', ')}), ` +
-        `gateway/direct ${(viaGateway.rps / direct.rps).toFixed(2)}, bare node proxy/nginx ${(viaBare.rps / viaNginx.rps).toFixed(2)}; ` +
+        `gateway/direct ${(viaGateway.rps / direct.rps).toFixed(2)}, bare node proxy/nginx ${(viaBare.rps / viaNginx.rps).toFixed(2)} ` +
+        `(CPU ${(viaBare.cpuUs / viaNginx.cpuUs).toFixed(2)}x), llhttp proxy/nginx ${(viaLean.rps / viaNginx.rps).toFixed(2)} ` +
+        `(CPU ${(viaLean.cpuUs / viaNginx.cpuUs).toFixed(2)}x); ` +
         `CPU per request gateway/nginx ${(viaGateway.cpuUs / viaNginx.cpuUs).toFixed(2)} (target <= 2.5)`,
     );
 

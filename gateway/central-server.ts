@@ -1,17 +1,46 @@
+import type { AddressInfo } from 'node:net';
 import { createEventsHandler } from './events-handler.js';
 import { createApp } from './http/app.js';
 import { moduleOf } from './http/call-module.js';
 import { sendError } from './http/errors.js';
-import { createHttpServer, type GatewayServer } from './server.js';
+import { createOperationsServer } from './http/operations.js';
+import { createHttpServer, listenOn, type GatewayServer } from './server.js';
 import type { GatewayServices } from './services.js';
 import type { V2Handler } from './v2/router.js';
+
+export interface CentralGateway extends GatewayServer {
+  /** Where `/metrics` is served when the config gives it a port of its own (bound by `listen`). */
+  metricsAddress(): AddressInfo | undefined;
+}
 
 /**
  * The central gateway: the HTTP shell (gateway/server.ts) dispatching on the path prefix.
  * `/events/...` and `/v2/...` are handled by raw handlers (no Express routing on the hot path);
- * everything else goes to the Express app.
+ * everything else goes to the Express app. With `metricsPort`, `/metrics` is served there alone.
  */
-export function createGatewayServer(s: GatewayServices, v2: V2Handler): GatewayServer {
+export function createGatewayServer(s: GatewayServices, v2: V2Handler): CentralGateway {
+  const traffic = createTraffic(s, v2);
+  const metricsPort = s.config.metricsPort;
+  if (metricsPort === undefined) return { ...traffic, metricsAddress: () => undefined };
+  const operations = createOperationsServer(s);
+  let address: AddressInfo | undefined;
+  return {
+    ...traffic,
+    async listen(port, host) {
+      address = await listenOn(operations, metricsPort, host);
+      return traffic.listen(port, host);
+    },
+    metricsAddress: () => address,
+    shutdown() {
+      // Scrapes are short; the last one may be cut.
+      operations.close();
+      operations.closeAllConnections();
+      return traffic.shutdown();
+    },
+  };
+}
+
+function createTraffic(s: GatewayServices, v2: V2Handler): GatewayServer {
   const events = createEventsHandler(s);
   const app = createApp(s);
   return createHttpServer(s, (req, res, path) => {

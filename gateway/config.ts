@@ -98,6 +98,12 @@ export const gatewayConfigSchema = z
     port: z.coerce.number().int().min(0).max(65535).default(8080),
     /** Where the Open Inference Protocol's gRPC form is answered (gateway/grpc/); none when unset. */
     grpcPort: z.coerce.number().int().min(0).max(65535).optional(),
+    /**
+     * Where `/metrics` is served (with `/healthz` and `/readyz`), apart from the traffic port, which
+     * then answers `/metrics` with 404: model names and call volumes are not for whoever can send
+     * a call. Unset (a gateway on loopback), the traffic port serves it.
+     */
+    metricsPort: z.coerce.number().int().min(0).max(65535).optional(),
     /** redis://, rediss:// (TLS), or redis+sentinel://s1,s2,s3/<primary> (common/redis/connect.ts). */
     redisUrl: redisUrlSchema.default('redis://127.0.0.1:6379'),
     /** Platform resource → upstream base URL; the upstream receives `/api/v1/<resource>[/...]` below it. */
@@ -346,6 +352,7 @@ const ENV: ReadonlyArray<readonly [string, keyof GatewayConfigInput]> = [
   ['TOLLGATE_HOST', 'host'],
   ['TOLLGATE_PORT', 'port'],
   ['TOLLGATE_GRPC_PORT', 'grpcPort'],
+  ['TOLLGATE_METRICS_PORT', 'metricsPort'],
   ['TOLLGATE_REDIS_URL', 'redisUrl'],
   ['TOLLGATE_BODY_LIMIT_BYTES', 'bodyLimitBytes'],
   ['TOLLGATE_HEADER_LIMIT_BYTES', 'headerLimitBytes'],

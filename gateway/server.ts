@@ -183,7 +183,7 @@ export function createHttpServer(
   };
 }
 
-function listenOn(server: NetServer, port: number, host: string): Promise<AddressInfo> {
+export function listenOn(server: NetServer, port: number, host: string): Promise<AddressInfo> {
   return new Promise((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => {

@@ -170,6 +170,7 @@ export function register(program: Command): void {
           {
             url: `http://${address.address}:${address.port}`,
             ...(grpcPort === undefined ? {} : { grpc: `${address.address}:${grpcPort}` }),
+            metrics: `http://${(gateway.metricsAddress() ?? address).address}:${(gateway.metricsAddress() ?? address).port}/metrics`,
             stateDir,
             panel: `${selfUrl}/panel/`,
           },

@@ -108,7 +108,13 @@ export function register(program: Command): void {
         const grpcPort =
           config.grpcPort === undefined ? undefined : await gateway.listenGrpc(config.grpcPort, config.host);
         log.info(
-          { host: address.address, port: address.port, grpcPort, pid: process.pid },
+          {
+            host: address.address,
+            port: address.port,
+            grpcPort,
+            metricsPort: gateway.metricsAddress()?.port,
+            pid: process.pid,
+          },
           'gateway listening',
         );
         stopOnSignals(log, 'gateway', () => gateway.shutdown());

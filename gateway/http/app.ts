@@ -15,8 +15,10 @@ export function createApp(s: GatewayServices): Express {
   app.disable('x-powered-by');
   app.set('etag', false);
 
+  // With an operations port of its own, the traffic port keeps only the probes.
+  const operations = { metrics: s.config.metricsPort === undefined };
   app.use((req, res, next) => {
-    if (!answerOperations(s, req, res)) next();
+    if (!answerOperations(s, req, res, operations)) next();
   });
 
   const oidc = s.config.oidc;

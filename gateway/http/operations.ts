@@ -6,12 +6,18 @@ import { sendJson } from '../v2/http.js';
 import { sendError } from './errors.js';
 
 /**
- * `/healthz`, `/readyz` and `/metrics`, as both placements serve them: on the central gateway's
- * port beside the management API, and on a sidecar's operations port. Plain node:http, so a
+ * `/healthz`, `/readyz` and `/metrics`, as both placements serve them: on an operations port (a
+ * sidecar's; the central gateway's `metricsPort`), and on the central gateway's traffic port beside
+ * the management API, `/metrics` only when it has no operations port. Plain node:http, so a
  * sidecar (one per guarded pod) carries no web framework in memory for three fixed paths.
  * Answers and returns true when the request is one of them.
  */
-export function answerOperations(s: GatewayServices, req: IncomingMessage, res: ServerResponse): boolean {
+export function answerOperations(
+  s: GatewayServices,
+  req: IncomingMessage,
+  res: ServerResponse,
+  { metrics }: { metrics: boolean } = { metrics: true },
+): boolean {
   if (req.method !== 'GET' && req.method !== 'HEAD') return false;
   // Matched as Express matched them: one trailing slash and the case of letters do not matter.
   const path = pathOf(req).toLowerCase();
@@ -34,7 +40,7 @@ export function answerOperations(s: GatewayServices, req: IncomingMessage, res: 
       .catch((err: unknown) => res.destroy(err as Error));
     return true;
   }
-  if (path === '/metrics') {
+  if (metrics && path === '/metrics') {
     s.metrics.registry
       .metrics()
       .then(

@@ -723,7 +723,7 @@ describe('a tenant with the edit role in a namespace of its own', () => {
     expect(relabel.out).toMatch(/forbidden/i);
   });
 
-  it('its pod reaches neither Redis nor the operator, whatever labels it wears; the gateway, as anyone', async () => {
+  it('its pod reaches neither Redis nor the operator, whatever labels it wears; the gateway, as anyone, but not its metrics', async () => {
     expect(await dial(`${RELEASE}-gateway.${NAMESPACE}.svc`, 80)).toBe('open');
     // Refused or dropped by the policy, as the enforcer does it; never a connection.
     const blocked = expect.stringMatching(/^(TimeoutError|ConnectionRefusedError)$/);
@@ -739,6 +739,16 @@ describe('a tenant with the edit role in a namespace of its own', () => {
       'jsonpath={.items[0].status.podIP}',
     );
     expect(await dial(operatorIp.trim(), 9090)).toEqual(blocked);
+    // A gateway pod: its traffic port, as through the Service; its metrics port (other teams' model
+    // names and call volumes) is the release namespace's alone.
+    const gatewayIp = (
+      await t.kubectl(
+        ...['-n', NAMESPACE, 'get', 'pods', '-l', 'app.kubernetes.io/component=gateway'],
+        ...['-o', 'jsonpath={.items[0].status.podIP}'],
+      )
+    ).trim();
+    expect(await dial(gatewayIp, 8080)).toBe('open');
+    expect(await dial(gatewayIp, 9090)).toEqual(blocked);
     // The policies select; they do not cut everything: the operator itself still reaches Redis.
     const fromOperator = await t.kubectl(
       '-n',

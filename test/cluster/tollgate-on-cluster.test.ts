@@ -259,9 +259,11 @@ describe('the dashboard against the cluster', () => {
     const gateways = await readyPodIps(t, NAMESPACE, 'app.kubernetes.io/component=gateway');
     const runtimes = await readyPodIps(t, MODELS_NS, `tollgate.dev/model=${MODEL}`);
     expect([gateways.length, runtimes.length]).toEqual([2, 1]);
-    // Where the pods' prometheus.io annotations point: the gateway's port, MLServer's metrics port.
+    // Where the pods' prometheus.io annotations point: the gateway's metrics port (its traffic port
+    // does not serve them), MLServer's metrics port.
+    for (const ip of gateways) expect((await call(`http://${ip}:8080/metrics`)).status).toBe(404);
     const prom = await prometheus('cluster-dashboard', [
-      ...gateways.map((ip) => `http://${ip}:8080/metrics`),
+      ...gateways.map((ip) => `http://${ip}:9090/metrics`),
       ...runtimes.map((ip) => `http://${ip}:8082/metrics`),
     ]);
     const { key } = await createKey(t, 'alice', { module: 'platform', roles: ['models:inference'] });

@@ -392,4 +392,37 @@ describe('gateway proxying', () => {
       code: 'unknown_endpoint',
     });
   });
+
+  it('with a metrics port, serves /metrics there alone: the traffic port answers it 404, whatever its spelling', async () => {
+    const info = await redis();
+    const apart = await startGateway({ redisUrl: info.url, metricsPort: await freePort() });
+    try {
+      const ops = `http://127.0.0.1:${apart.gateway.metricsAddress()?.port ?? 0}`;
+      await send(apart.url, `/events/bda/${wf}/svc/x`, { headers: apikey(bda.key) });
+      const metrics = await send(ops, '/metrics');
+      expect(metrics.status).toBe(200);
+      expect(metrics.text).toMatch(
+        /tollgate_gateway_requests_total\{kind="bda",status="200",module="bda"\} \d+/,
+      );
+      for (const path of ['/metrics', '/METRICS', '/metrics/', '/metrics?x=1', '/%6detrics']) {
+        const refused = await send(apart.url, path);
+        expect([path, refused.status, refused.json.code]).toEqual([path, 404, 'unknown_endpoint']);
+        expect(refused.text).not.toContain('tollgate_gateway');
+      }
+      // The probes answer on both ports: a kubelet's checks need not move.
+      for (const base of [apart.url, ops]) {
+        expect((await send(base, '/healthz')).status).toBe(200);
+        expect((await send(base, '/readyz')).json).toEqual({ status: 'ready' });
+      }
+      // The metrics port carries nothing else: no call is proxied through it.
+      const through = await send(ops, `/events/bda/${wf}/svc/x`, { headers: apikey(bda.key) });
+      expect([through.status, through.json.code]).toEqual([404, 'unknown_endpoint']);
+    } finally {
+      await apart.stop();
+    }
+    // Stopped with the gateway.
+    await expect(
+      fetch(`http://127.0.0.1:${apart.gateway.metricsAddress()?.port ?? 0}/metrics`),
+    ).rejects.toThrow();
+  });
 });

@@ -17,8 +17,7 @@ import { createLogger } from '../../../common/logger.js';
 import type { KeyGrant, Module } from '../../../common/resources/grant.js';
 import { createV2Handler } from '../../../gateway/v2/router.js';
 import { loadGatewayConfig, type GatewayConfigInput } from '../../../gateway/config.js';
-import { createGatewayServer } from '../../../gateway/central-server.js';
-import type { GatewayServer } from '../../../gateway/server.js';
+import { createGatewayServer, type CentralGateway } from '../../../gateway/central-server.js';
 import { createGatewayServices, type GatewayServices } from '../../../gateway/services.js';
 
 /** What a recording upstream saw: only requests whose body arrived completely. */
@@ -81,7 +80,7 @@ export async function startUpstream(): Promise<Upstream> {
 export interface TestGateway {
   url: string;
   services: GatewayServices;
-  gateway: GatewayServer;
+  gateway: CentralGateway;
   stop(): Promise<void>;
 }
 

@@ -119,6 +119,7 @@ describe('helm chart: lint and render', () => {
         'Role/t1-tollgate-operator-secrets',
         'RoleBinding/t1-tollgate-operator-secrets',
         'Service/t1-tollgate-webhook',
+        'NetworkPolicy/t1-tollgate-gateway',
         'NetworkPolicy/t1-tollgate-operator',
         'NetworkPolicy/t1-tollgate-redis',
         'PodDisruptionBudget/t1-tollgate-gateway',
@@ -173,7 +174,7 @@ describe('helm chart: lint and render', () => {
     expect(envOf(gw, 'TOLLGATE_CONFIG')?.value).toBe('/etc/tollgate/gateway.yaml');
     expect(gateway.template.metadata.annotations).toMatchObject({
       'prometheus.io/scrape': 'true',
-      'prometheus.io/port': '8080',
+      'prometheus.io/port': '9090',
       'prometheus.io/path': '/metrics',
     });
     expect(gateway.template.metadata.annotations?.['checksum/config']).toMatch(/^[0-9a-f]{64}$/);
@@ -181,7 +182,32 @@ describe('helm chart: lint and render', () => {
     expect(gw.ports?.map((p) => [p.name, p.containerPort])).toEqual([
       ['http', 8080],
       ['grpc', 8081],
+      ['metrics', 9090],
     ]);
+    // Metrics apart from the traffic: the gateway's config names the port, and its policy lets
+    // anyone call the traffic ports and only the release's namespace read the metrics.
+    expect(find(objects, 'ConfigMap', 't1-tollgate-gateway').data?.['gateway.yaml']).toMatch(
+      /^metricsPort: 9090$/m,
+    );
+    expect(find(objects, 'NetworkPolicy', 't1-tollgate-gateway').spec).toEqual({
+      podSelector: {
+        matchLabels: {
+          'app.kubernetes.io/name': 'tollgate',
+          'app.kubernetes.io/instance': 't1',
+          'app.kubernetes.io/component': 'gateway',
+        },
+      },
+      policyTypes: ['Ingress'],
+      ingress: [
+        {
+          ports: [
+            { port: 'http', protocol: 'TCP' },
+            { port: 'grpc', protocol: 'TCP' },
+          ],
+        },
+        { from: [{ podSelector: {} }], ports: [{ port: 'metrics', protocol: 'TCP' }] },
+      ],
+    });
     const service = find(objects, 'Service', 't1-tollgate-gateway') as unknown as {
       spec: { ports: Array<{ name: string; port: number; targetPort: string; appProtocol?: string }> };
     };
@@ -195,7 +221,12 @@ describe('helm chart: lint and render', () => {
     const withoutGrpc = await render(['gateway.grpcPort=null']);
     const plain = deployment(withoutGrpc.objects, 't1-tollgate-gateway').template.spec
       .containers[0] as Container;
-    expect(plain.ports?.map((p) => p.name)).toEqual(['http']);
+    expect(plain.ports?.map((p) => p.name)).toEqual(['http', 'metrics']);
+    expect(
+      (find(withoutGrpc.objects, 'NetworkPolicy', 't1-tollgate-gateway').spec?.ingress as unknown[])[0],
+    ).toEqual({
+      ports: [{ port: 'http', protocol: 'TCP' }],
+    });
     const plainConfig =
       find(withoutGrpc.objects, 'ConfigMap', 't1-tollgate-gateway').data?.['gateway.yaml'] ?? '';
     expect(plainConfig).not.toContain('grpcPort');
@@ -398,6 +429,7 @@ describe('helm chart: lint and render', () => {
     const parsed = parseAllDocuments(config)[0]?.toJS() as Record<string, unknown>;
     expect(parsed).toEqual({
       port: 8080,
+      metricsPort: 9090,
       upstreams: { datasets: 'http://datasets.platform.svc:8080' },
       roles: [],
       creditCosts: {},
@@ -594,6 +626,16 @@ describe('helm chart: lint and render', () => {
     ]);
     const monitors = objects.filter((o) => o.kind === 'PodMonitor').map((o) => o.metadata.name);
     expect(monitors.sort()).toEqual(['t1-tollgate-gateway', 't1-tollgate-models', 't1-tollgate-operator']);
+    expect(
+      ['gateway', 'operator'].map(
+        (c) =>
+          (
+            find(objects, 'PodMonitor', `t1-tollgate-${c}`).spec as {
+              podMetricsEndpoints: Array<{ port: string }>;
+            }
+          ).podMetricsEndpoints[0]?.port,
+      ),
+    ).toEqual(['metrics', 'http']);
     const models = find(objects, 'PodMonitor', 't1-tollgate-models');
     expect(models.spec).toMatchObject({
       namespaceSelector: { any: true },

@@ -76,6 +76,12 @@ export interface OperatorOptions {
   indexCheckMs?: number;
   /** Workers per reconciler, by its name (`model`, `apikey`, `workflow-service`). */
   workers?: Partial<Record<string, number>>;
+  /**
+   * How long a term waits for its caches to sync before it gives up and starts again (default 2 min,
+   * controller-runtime's CacheSyncTimeout): a cache that cannot list (its RBAC missing after an
+   * upgrade) would otherwise hold the Lease with nothing running, and the process unstoppable.
+   */
+  cacheSyncTimeoutMs?: number;
   /** How often each key's usage in Redis is copied into its ApiKey status (`kubectl get apikeys`). */
   usageSyncMs?: number;
   /** The MLServer image of Models that name none (default: MLServer's published images). */
@@ -105,6 +111,8 @@ export class OperatorManager {
   private lifecycle: Promise<void> = Promise.resolve();
   /** Bumped when this replica stops leading: a start begun before then gives its term up. */
   private generation = 0;
+  /** Cuts the start of the term under way (its caches' sync) when the Lease is lost or the process stops. */
+  private starting: AbortController | undefined;
   private markBuilt: () => void = () => undefined;
   /** Settles once this replica has built the index for the first time (never, if it never leads). */
   readonly firstBuild = new Promise<void>((resolve) => (this.markBuilt = resolve));
@@ -156,6 +164,7 @@ export class OperatorManager {
       onStoppedLeading: () => {
         this.metrics.leader.set(0);
         this.generation++;
+        this.starting?.abort();
         void this.next(() => this.stopTerm());
       },
     });
@@ -171,6 +180,7 @@ export class OperatorManager {
   async stop(): Promise<void> {
     await this.elector?.stop();
     this.generation++;
+    this.starting?.abort();
     await this.next(() => this.stopTerm());
     for (const r of this.runnables) if (!r.needsLeader) await r.stop();
     this.redis.disconnect();
@@ -181,11 +191,17 @@ export class OperatorManager {
     if (this.term || generation !== this.generation) return;
     const leading = this.runnables.filter((r) => r.needsLeader);
     const term = new Term(this.makeSources(), this.redis, this.opts, this.metrics, key, leading);
+    const starting = new AbortController();
+    this.starting = starting;
     try {
-      await term.start();
+      await term.start(starting.signal);
     } catch (err) {
       await term.stop().catch(() => undefined);
+      // Cut because the Lease was lost or the process stops: not a failure to retry.
+      if (generation !== this.generation) return;
       throw err;
+    } finally {
+      if (this.starting === starting) this.starting = undefined;
     }
     // The Lease was lost while it started: it is not this replica's to run.
     if (generation !== this.generation) {
@@ -274,9 +290,32 @@ class Term {
     this.runnables = [...runnables, ...leading];
   }
 
-  async start(): Promise<void> {
+  /** Rejects when the caches do not sync in time, or `signal` cuts the start; `stop()` then cleans up. */
+  async start(signal: AbortSignal): Promise<void> {
     const began = performance.now();
-    await Promise.all(this.controllers.map((c) => c.watch()));
+    const timeoutMs = this.opts.cacheSyncTimeoutMs ?? 120_000;
+    let timer: NodeJS.Timeout | undefined;
+    let onAbort: (() => void) | undefined;
+    const synced = Promise.all(this.controllers.map((c) => c.watch()));
+    // A sync given up on may still fail later, with nobody waiting for it.
+    synced.catch(() => undefined);
+    try {
+      await Promise.race([
+        synced,
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(
+            () => reject(new Error(`the caches did not sync within ${timeoutMs / 1000} s`)),
+            timeoutMs,
+          );
+          onAbort = () => reject(new Error('the term was stopped while its caches synced'));
+          signal.addEventListener('abort', onAbort, { once: true });
+        }),
+      ]);
+    } finally {
+      clearTimeout(timer);
+      if (onAbort !== undefined) signal.removeEventListener('abort', onAbort);
+    }
+    signal.throwIfAborted();
     this.opts.log.info({ ms: Math.round(performance.now() - began) }, 'caches synced');
     // Workers start only once every cache has synced (controller-runtime's WaitForCacheSync): a
     // Deployment event reconciled before the Model cache filled would take the Model for deleted

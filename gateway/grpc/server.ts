@@ -27,6 +27,7 @@ import { DecodeCost } from './decode-cost.js';
 import { inferenceService, protocolTypes, type ModelInferRequest, type ModelRef } from './protocol.js';
 import { restErrorOf, serviceError, type CallStatus, type RestError } from './status.js';
 import { inferRequestBody, inferResponse, metadataResponse } from './tensors.js';
+import { OwnerTally } from './owner-tally.js';
 
 /** The HTTP side a gRPC call is answered by: the gateway's (or a model sidecar's) request dispatch. */
 export type Dispatch = (req: IncomingMessage, res: ServerResponse, path: NormalisedPath) => void;
@@ -53,12 +54,13 @@ const PASSED = [
 /** Calls whose key passed that a process holds at once, over every connection; more are refused. */
 const MAX_CALLS = 1_024;
 /**
- * Of those, what one owner's keys may hold while their messages are still on the way: a call is
- * counted from its metadata, so without this one key could take every slot with messages it never
- * sends and turn every other caller of the replica away. A call whose message arrived whole no
- * longer counts here (an owner's inference in flight is not capped).
+ * Of those, what one owner's keys may hold at once, from their metadata to their answer: without it
+ * one key could take every slot of the replica and turn every other caller away, with messages it
+ * never sends (each held for the body time) or with calls to a model of its own that never answers
+ * (its pickled code may sleep; each held for the upstream time). A quarter: a burst of one
+ * client's calls, whose messages come just after their metadata, is not refused for arriving at once.
  */
-const MAX_CALLS_PER_OWNER = 64;
+const MAX_CALLS_PER_OWNER = MAX_CALLS / 4;
 /** A message may decode into at most this multiple of the body limit. */
 const DECODE_BOUND = 4;
 const PLAIN_INTERNAL = { code: Status.INTERNAL, details: 'internal_error', metadata: new Metadata() };
@@ -130,8 +132,8 @@ export class GrpcGateway {
   private readonly inferCost = new DecodeCost(protocolTypes().lookupType('inference.ModelInferRequest'));
   private readonly decodeInfer: (message: Buffer) => unknown;
   private calls = 0;
-  /** Calls of each owner's keys whose message is still on the way (see MAX_CALLS_PER_OWNER). */
-  private readonly callsByOwner = new Map<string, number>();
+  /** Calls of each owner's keys held (see MAX_CALLS_PER_OWNER). */
+  private readonly held = new OwnerTally();
   private injector: ConnectionInjector | undefined;
   /** The methods anyone may call (REST's health and server metadata are open), by path. */
   private readonly open: Record<string, (ex: Exchange) => Promise<object>> = {
@@ -212,20 +214,18 @@ export class GrpcGateway {
    */
   private readonly admission: ServerInterceptor = (descriptor, call) => {
     let ended = false;
-    let counted = false;
-    /** The owner whose slot this call holds until its message is whole. */
-    let waitingFor: string | undefined;
+    /** The owner whose slot this call holds until it ends. */
+    let holder: string | undefined;
+    /** Cuts the call when its message is not whole within the body time. */
     let waiting: NodeJS.Timeout | undefined;
-    const arrived = (): void => {
-      clearTimeout(waiting);
-      if (waitingFor !== undefined) this.uncountOwner(waitingFor);
-      waitingFor = undefined;
-    };
     const end = (): void => {
       ended = true;
-      arrived();
-      if (counted) this.calls--;
-      counted = false;
+      clearTimeout(waiting);
+      if (holder !== undefined) {
+        this.calls--;
+        this.held.remove(holder);
+      }
+      holder = undefined;
     };
     const refuse = (err: RestError | CallStatus): void => {
       end();
@@ -264,12 +264,12 @@ export class GrpcGateway {
                 ({ answer, owner }) => {
                   if (ended) return;
                   if (answer.status !== 200 || owner === undefined) return refuse(refusal(answer).rest);
-                  if ((this.callsByOwner.get(owner) ?? 0) >= MAX_CALLS_PER_OWNER) {
+                  if (this.held.of(owner) >= MAX_CALLS_PER_OWNER) {
                     return refuse(
                       restErrorOf(
                         new TollgateError(
                           'rate_limited',
-                          `your keys hold ${MAX_CALLS_PER_OWNER} gRPC calls on this replica whose messages have not arrived; send each call's message when you open it`,
+                          `your keys hold ${MAX_CALLS_PER_OWNER} gRPC calls on this replica at once, a quarter of what it holds; wait for some to be answered, and send each call's message when you open it`,
                           { headers: { 'retry-after': '1' } },
                         ),
                       ),
@@ -287,9 +287,8 @@ export class GrpcGateway {
                     );
                   }
                   this.calls++;
-                  counted = true;
-                  this.callsByOwner.set(owner, (this.callsByOwner.get(owner) ?? 0) + 1);
-                  waitingFor = owner;
+                  holder = owner;
+                  this.held.add(owner);
                   const ms = this.opts.requestBodyTimeoutMs;
                   waiting = setTimeout(
                     () =>
@@ -310,7 +309,7 @@ export class GrpcGateway {
               .catch(this.unanswered);
           },
           onReceiveHalfClose: (next) => {
-            arrived();
+            clearTimeout(waiting);
             next();
           },
           onCancel: end,
@@ -475,12 +474,6 @@ export class GrpcGateway {
         );
     });
     return { answer, owner };
-  }
-
-  private uncountOwner(owner: string): void {
-    const held = (this.callsByOwner.get(owner) ?? 1) - 1;
-    if (held > 0) this.callsByOwner.set(owner, held);
-    else this.callsByOwner.delete(owner);
   }
 
   /**

@@ -103,6 +103,12 @@ export class KubeRuntimeDriver implements RuntimeDriver {
   private readonly services: KubeLabelledSource<Workload>;
   /** The workloads' pods: a starting replica is asked directly (starting-replicas.ts). */
   private readonly pods: KubeLabelledSource<Pod>;
+  /**
+   * Which Model each workload name is this process's for, by `<namespace>/<name>`: the informers
+   * learn of a Deployment only after it is made, so two Models whose workload names meet,
+   * reconciled together, would both find the name free and apply one Deployment in turn.
+   */
+  private readonly claims = new Map<string, string>();
 
   constructor(
     kc: KubeConfig,
@@ -156,7 +162,7 @@ export class KubeRuntimeDriver implements RuntimeDriver {
     const cached: V1Deployment | undefined = this.deployments.get(ref);
     // `<model>-<version>` may be another Model's own name (or its version's workload): the first
     // to make it keeps it, and this version is not served until it is renamed.
-    if (!this.ownedBy(ref, plan.model.metadata.name)) {
+    if (!this.claim(ref, plan.model.metadata.name)) {
       return {
         replicas: 0,
         readyReplicas: 0,
@@ -293,15 +299,31 @@ export class KubeRuntimeDriver implements RuntimeDriver {
     return [...names];
   }
 
-  /** Whether the workload `ref`, if it exists, is Model `model`'s (its label says whose it is). */
+  /**
+   * Whether the workload `ref`, if it exists or is being made, is Model `model`'s (its label, or
+   * this process's claim, says whose it is).
+   */
   private ownedBy(ref: ResourceRef, model: string): boolean {
-    return [this.deployments.get(ref), this.services.get(ref)].every(
-      (o) => o === undefined || o.metadata?.labels?.[MODEL_LABEL] === model,
+    const claimed = this.claims.get(`${ref.namespace}/${ref.name}`);
+    return (
+      (claimed === undefined || claimed === model) &&
+      [this.deployments.get(ref), this.services.get(ref)].every(
+        (o) => o === undefined || o.metadata?.labels?.[MODEL_LABEL] === model,
+      )
     );
+  }
+
+  /** Takes the workload name for `model` when it is free or already its own; checked and taken at once. */
+  private claim(ref: ResourceRef, model: string): boolean {
+    if (!this.ownedBy(ref, model)) return false;
+    this.claims.set(`${ref.namespace}/${ref.name}`, model);
+    return true;
   }
 
   async remove(ref: ResourceRef, model: string): Promise<void> {
     if (!this.ownedBy(ref, model)) return;
+    // The name is free again once its objects are gone (the informers then say so).
+    this.claims.delete(`${ref.namespace}/${ref.name}`);
     // A Model whose folder stays wrong is re-checked every 30 s: no API calls when nothing exists
     // (a Service being deleted already waits for its release).
     const service = this.services.get(ref);

@@ -116,6 +116,9 @@ export async function installTollgate(extraSets: string[] = []): Promise<Install
       `gateway.ingress.className=${c.ingress.className}`,
       '--set',
       `gateway.ingress.host=${INGRESS_HOST}`,
+      // The tests' Prometheus scrapes the gateways from the host, outside the cluster's pods.
+      '--set-json',
+      `gateway.metricsFrom=${JSON.stringify([{ podSelector: {} }, { ipBlock: { cidr: `${c.hostIp}/32` } }])}`,
       ...extraSets.flatMap((s) => ['--set', s]),
       '--wait',
       '--timeout',

@@ -68,9 +68,14 @@ export async function tritonGrpc(
 export class InferenceClient {
   private readonly client: Client & Record<string, (...args: unknown[]) => unknown>;
 
-  constructor(address: string) {
+  /** `ownConnection`: not shared with the process's other clients (grpc-js pools them by default). */
+  constructor(address: string, { ownConnection = false }: { ownConnection?: boolean } = {}) {
     const Ctor = makeGenericClientConstructor(inferenceService(), 'GRPCInferenceService');
-    this.client = new Ctor(address, credentials.createInsecure()) as typeof this.client;
+    this.client = new Ctor(
+      address,
+      credentials.createInsecure(),
+      ownConnection ? { 'grpc.use_local_subchannel_pool': 1 } : {},
+    ) as typeof this.client;
   }
 
   call(

@@ -18,6 +18,7 @@ export interface KubeInfo {
 /** The test cluster: a real node that runs containers (see components/cluster.ts). */
 export interface ClusterInfo extends KubeInfo {
   nodeIp: string; // the node's address: the apiserver (:6443) and NodePorts answer on it
+  hostIp: string; // where the tests' own calls to pods come from (as an outside Prometheus's would)
   nodeName: string;
   podCidr: string;
   serviceCidr: string;

@@ -552,6 +552,7 @@ export async function startCluster(reg: ProcessRegistry, runDir: string): Promis
     server: cp.server,
     kubectl: bins.kubectl,
     nodeIp: net.nodeIp,
+    hostIp: net.hostIp,
     nodeName: NODE_NAME,
     podCidr: net.podCidr,
     serviceCidr: net.serviceCidr,

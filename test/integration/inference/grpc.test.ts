@@ -1,4 +1,5 @@
-import { cp, mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
+import { cp, mkdtemp, mkdir, readdir, readlink, rm, writeFile } from 'node:fs/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { stringify } from 'yaml';
@@ -314,40 +315,118 @@ describe('V2 inference over gRPC (standalone)', () => {
       expect(Date.now() - openStarted).toBeLessThan(1_000);
     });
 
-    test('one owner’s keys hold at most 64 calls of a replica whose messages have not arrived; another owner’s calls still go through', async () => {
-      // vera opens 64 calls (with two keys of hers) and never closes their messages.
-      const second = await dev!.key(['models:inference']);
-      const held = Array.from({ length: 64 }, (_, i) =>
-        client.stalled('ModelInfer', Buffer.alloc(0), { authorization: `Apikey ${i % 2 ? key : second}` }),
+    test('one owner’s keys hold at most 256 gRPC calls of a replica, messages still arriving included; another owner’s calls still go through', async () => {
+      // A connection carries 128 calls at most: vera's come over three, each on its own one.
+      const connections = Array.from(
+        { length: 3 },
+        () => new InferenceClient(`127.0.0.1:${grpcPort}`, { ownConnection: true }),
       );
-      await new Promise((r) => setTimeout(r, 500));
-      const turned = await call('ModelInfer', {
-        model_name: 'model-iris',
-        inputs: [features()],
-        raw_input_contents: [raw],
-      });
-      expect(refusal(turned)).toEqual([8, 'rate_limited', 'rate_limited']);
-      expect(turned.error?.details).toMatch(
-        /your keys hold 64 gRPC calls on this replica whose messages have not arrived/,
-      );
-      // walt's call is answered beside them.
-      const walt = await dev!.key(['models:inference'], 'platform', {}, 'walt');
-      const other = await call(
-        'ModelInfer',
-        { model_name: 'model-iris', inputs: [features()], raw_input_contents: [raw] },
-        { authorization: `Apikey ${walt}` },
-      );
-      expect(predictions(other.value)).toEqual(expected);
-      // Once hers are cut at the body time, vera's calls go through again.
-      for (const h of await Promise.all(held))
-        expect(refusal(h)).toEqual([4, 'request_timeout', 'request_timeout']);
-      const again = await call('ModelInfer', {
-        model_name: 'model-iris',
-        inputs: [features()],
-        raw_input_contents: [raw],
-      });
-      expect(predictions(again.value)).toEqual(expected);
+      try {
+        // vera opens 256 calls (with two keys of hers) and never closes their messages.
+        const second = await dev!.key(['models:inference']);
+        const held = Array.from({ length: 256 }, (_, i) =>
+          (connections[i % 3] as InferenceClient).stalled('ModelInfer', Buffer.alloc(0), {
+            authorization: `Apikey ${i % 2 ? key : second}`,
+          }),
+        );
+        const turned = await until(
+          'her 257th call is refused',
+          async () => {
+            const r = await call('ModelInfer', {
+              model_name: 'model-iris',
+              inputs: [features()],
+              raw_input_contents: [raw],
+            });
+            return r.error?.code === 8 ? r : undefined;
+          },
+          1_500,
+        );
+        expect(refusal(turned)).toEqual([8, 'rate_limited', 'rate_limited']);
+        expect(turned.error?.details).toMatch(/your keys hold 256 gRPC calls on this replica at once/);
+        // walt's call is answered beside them.
+        const walt = await dev!.key(['models:inference'], 'platform', {}, 'walt');
+        const other = await call(
+          'ModelInfer',
+          { model_name: 'model-iris', inputs: [features()], raw_input_contents: [raw] },
+          { authorization: `Apikey ${walt}` },
+        );
+        expect(predictions(other.value)).toEqual(expected);
+        // Once hers are cut at the body time, vera's calls go through again.
+        for (const h of await Promise.all(held))
+          expect(refusal(h)).toEqual([4, 'request_timeout', 'request_timeout']);
+        const again = await call('ModelInfer', {
+          model_name: 'model-iris',
+          inputs: [features()],
+          raw_input_contents: [raw],
+        });
+        expect(predictions(again.value)).toEqual(expected);
+      } finally {
+        for (const c of connections) c.close();
+      }
     });
+
+    test('the 256 include calls to a model of the owner’s own that never answers: it leaves room for everyone else', async () => {
+      // vera's version 2 stops answering (its runtime frozen, as a model whose own code sleeps).
+      const frozen = await runtimePids(state, 'model-iris-2');
+      expect(frozen.length).toBeGreaterThan(0);
+      // A connection carries 128 calls at most: hers come over three, each asked on its own one.
+      const connections = Array.from(
+        { length: 4 },
+        () => new InferenceClient(`127.0.0.1:${grpcPort}`, { ownConnection: true }),
+      );
+      const auth = { authorization: `Apikey ${key}` };
+      const toVersion2 = {
+        model_name: 'model-iris',
+        model_version: '2',
+        inputs: [features()],
+        raw_input_contents: [raw],
+      };
+      for (const pid of frozen) process.kill(pid, 'SIGSTOP');
+      const held: Array<ReturnType<typeof call>> = [];
+      try {
+        for (let i = 0; i < 256; i++)
+          held.push((connections[i % 3] as InferenceClient).call('ModelInfer', toVersion2, auth));
+        const probe = connections[3] as InferenceClient;
+
+        // Her next one is turned away once the 256 are all held (their messages arrived whole).
+        // (A try made before the 256 are counted is held too, and answered once thawed.)
+        const turned = await until(
+          'the 257th call is refused',
+          async () => {
+            const next = probe.call('ModelInfer', toVersion2, auth);
+            held.push(next);
+            const r = await Promise.race([next, sleep(1_000).then(() => undefined)]);
+            return r !== undefined && r.error?.code === 8 ? r : undefined;
+          },
+          30_000,
+        );
+        expect(refusal(turned)).toEqual([8, 'rate_limited', 'rate_limited']);
+        expect(turned.error?.details).toMatch(/your keys hold 256 gRPC calls on this replica at once/);
+        // walt's call is answered beside them.
+        const walt = await dev!.key(['models:inference'], 'platform', {}, 'walt');
+        const other = await probe.call(
+          'ModelInfer',
+          { model_name: 'model-iris', inputs: [features()], raw_input_contents: [raw] },
+          { authorization: `Apikey ${walt}` },
+        );
+        expect(predictions(other.value)).toEqual(expected);
+      } finally {
+        for (const pid of frozen) process.kill(pid, 'SIGCONT');
+      }
+      try {
+        // Thawed: the 256 are answered, and her next call too.
+        const answered = await Promise.all(held);
+        for (const h of answered.slice(0, 256)) expect(predictions(h.value)).toEqual(expected);
+        const again = await call('ModelInfer', {
+          model_name: 'model-iris',
+          inputs: [features()],
+          raw_input_contents: [raw],
+        });
+        expect(predictions(again.value)).toEqual(expected);
+      } finally {
+        for (const c of connections) c.close();
+      }
+    }, 120_000);
 
     test('a message past the body limit is refused; the calls are counted as REST calls are', async () => {
       const before = await modelRequests();
@@ -380,3 +459,14 @@ describe('V2 inference over gRPC (standalone)', () => {
     };
   });
 });
+
+/** The processes of a model version's own MLServer under `tollgate dev`'s state: those whose working folder is its own. */
+async function runtimePids(state: string, workload: string): Promise<number[]> {
+  const pids: number[] = [];
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const cwd = await readlink(`/proc/${entry}/cwd`).catch(() => '');
+    if (cwd.startsWith(state) && path.basename(cwd) === workload) pids.push(Number(entry));
+  }
+  return pids;
+}

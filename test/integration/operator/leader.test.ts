@@ -1,4 +1,4 @@
-import { CoordinationV1Api } from '@kubernetes/client-node';
+import { CoordinationV1Api, KubeConfig } from '@kubernetes/client-node';
 import type { OperatorManager } from '../../../operator/manager.js';
 import { openKeyFile } from '../../../common/crypto/key-file.js';
 import { redis } from '../../harness/index.js';
@@ -180,5 +180,46 @@ describe('a leader whose controllers cannot start', () => {
       async () => (await getModel(c, ns, 'model-late'))?.status?.phase === 'Loading',
       'model-late reconciled',
     );
+  });
+
+  test('a term whose caches cannot sync is given up after the sync timeout and tried again; the replica still stops', async () => {
+    // The caches list as a user with no rights at all: every list is refused, so none ever syncs.
+    const nobody = new KubeConfig();
+    nobody.loadFromOptions({
+      clusters: c.kc.clusters,
+      contexts: c.kc.contexts,
+      currentContext: c.kc.currentContext,
+      users: c.kc.users.map((u) => ({ ...u, impersonateUser: 'tollgate-test-nobody' })),
+    });
+    const redisUrl = (await redis('operator-no-sync')).url;
+    const stuck = startOperator(
+      c,
+      ns,
+      redisUrl,
+      {
+        cacheSyncTimeoutMs: 1_000,
+        leaderElection: {
+          kc: c.kc,
+          options: {
+            namespace: ns,
+            name: 'tollgate-operator-no-sync',
+            identity: 'stuck',
+            retryPeriodMs: 250,
+          },
+        },
+      },
+      nobody,
+    );
+    await stuck.start();
+    await eventually(
+      async () => ((await stuck.metrics.termStartFailures.get()).values[0]?.value ?? 0) >= 2,
+      'two starts given up',
+      15_000,
+    );
+    expect(stuck.isRunning).toBe(false);
+    // Stopped while a start waits on its caches: the start is cut and the replica stops at once.
+    const began = Date.now();
+    await stuck.stop();
+    expect(Date.now() - began).toBeLessThan(5_000);
   });
 });

@@ -1,7 +1,11 @@
 import { Redis } from 'ioredis';
 import { redisChannels, redisKeys, routeChangeTag } from '../../../common/redis/schema.js';
 import type { Model } from '../../../common/resources/model.js';
+import { createLogger } from '../../../common/logger.js';
 import type { OperatorManager } from '../../../operator/manager.js';
+import { noRouteHold } from '../../../operator/route-hold.js';
+import { KubeRuntimeDriver } from '../../../operator/serving/kube-runtime.js';
+import type { RuntimePlan } from '../../../operator/serving/runtime-driver.js';
 import { KubeSecretCredentials } from '../../../operator/storage/credentials.js';
 import { PULL_THEN_IDLE, PULLED_MARKER, WAIT_THEN_SERVE } from '../../../operator/serving/model-workload.js';
 import { CreateBucketCommand, PutObjectCommand } from '@aws-sdk/client-s3';
@@ -451,6 +455,54 @@ describe('Model reconciler on a real API server', () => {
     );
     for (const name of ['model-pair', 'model-pair-v2'])
       await c.custom.deleteNamespacedCustomObject({ ...modelRef, namespace: ns, name });
+  });
+
+  test('two Models whose workload names meet, applied at once: the first keeps the name, the other is WorkloadNameTaken', async () => {
+    // A namespace no operator watches: this driver is the only one making workloads there.
+    const other = await namespace(c, 'op-claims');
+    const driver = new KubeRuntimeDriver(
+      c.kc,
+      { pullerImage: PULLER_IMAGE },
+      createLogger('claims-test', 'silent'),
+      noRouteHold,
+      other,
+    );
+    await driver.start(() => undefined);
+    try {
+      const pair = await createModel(c, other, 'model-race', { storageUri: 'file:///nonexistent/race' });
+      const single = await createModel(c, other, 'model-race-v2', { storageUri: 'file:///nonexistent/race' });
+      const plan = (model: Model, version: string | undefined): RuntimePlan => ({
+        model,
+        workload: 'model-race-v2',
+        version,
+        storageUri: 'file:///nonexistent/race',
+        replicas: 0,
+        settings: {
+          name: model.metadata.name,
+          implementation: 'mlserver_sklearn.SKLearnModel',
+          parameters: { uri: './model.joblib' },
+        },
+        settingsGenerated: false,
+        gateway: 'central',
+        image: PULLER_IMAGE,
+      });
+      // Both before either Deployment reaches the informers.
+      const [first, second] = await Promise.all([
+        driver.apply(plan(pair, 'v2')),
+        driver.apply(plan(single, undefined)),
+      ]);
+      expect(first.failure).toBeUndefined();
+      expect(second.failure?.reason).toBe('WorkloadNameTaken');
+      const made = await c.apps.readNamespacedDeployment({ namespace: other, name: 'model-race-v2' });
+      expect(made.metadata?.labels?.['tollgate.dev/model']).toBe('model-race');
+      // Asked again later, the answer stands; the loser's removal leaves the winner's workload.
+      expect((await driver.apply(plan(single, undefined))).failure?.reason).toBe('WorkloadNameTaken');
+      await driver.remove({ namespace: other, name: 'model-race-v2' }, 'model-race-v2');
+      const kept = await c.apps.readNamespacedDeployment({ namespace: other, name: 'model-race-v2' });
+      expect(kept.metadata?.uid).toBe(made.metadata?.uid);
+    } finally {
+      await driver.stop();
+    }
   });
 
   test('a missing folder is a condition, not a crash', async () => {

@@ -1,4 +1,10 @@
-import { AppsV1Api, CoreV1Api, CustomObjectsApi, type CoreV1Event } from '@kubernetes/client-node';
+import {
+  AppsV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  type CoreV1Event,
+  type KubeConfig,
+} from '@kubernetes/client-node';
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
@@ -111,10 +117,12 @@ export function startOperator(
   ns: string,
   redisUrl: string,
   extra: Partial<OperatorOptions> = {},
+  /** Who the controllers' caches list and watch as (the leader election keeps `c.kc`). */
+  sourcesKc: KubeConfig = c.kc,
 ): OperatorManager {
   const log = createLogger('operator-test', process.env.TEST_LOG_LEVEL ?? 'silent');
   return new OperatorManager(
-    () => kubeSources(c.kc, log, { pullerImage: PULLER_IMAGE, namespace: ns, sameMachine: true }),
+    () => kubeSources(sourcesKc, log, { pullerImage: PULLER_IMAGE, namespace: ns, sameMachine: true }),
     {
       redisUrl,
       log,

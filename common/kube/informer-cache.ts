@@ -127,7 +127,13 @@ export class InformerCache<T> {
       this.path,
       async () => {
         const seen = listed ? undefined : new Set<string>();
+        // client-node checks for a stop only before it lists: a list stopped half-way would
+        // otherwise fill the cache and open a watch that nothing ever closes.
+        const stoppedWhileListing = (): void => {
+          if (this.stopped) throw new Error(`listing ${this.path}: the cache was stopped`);
+        };
         const list = await listInPages(this.listPage, (obj) => {
+          stoppedWhileListing();
           this.ingest(obj);
           this.ingested.add(obj);
           seen?.add(refOf(obj));
@@ -135,6 +141,7 @@ export class InformerCache<T> {
         // A first list that failed half-way left its pages' objects parsed, and the informer, which
         // never took that list, will announce no deletion of those gone since: this list decides.
         // (A later relist is the informer's to diff; its deletions look up what is parsed here.)
+        stoppedWhileListing();
         if (seen !== undefined)
           for (const key of this.parsed.keys()) if (!seen.has(key)) this.parsed.delete(key);
         listed = true;

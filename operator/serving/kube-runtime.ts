@@ -160,6 +160,8 @@ export class KubeRuntimeDriver implements RuntimeDriver {
   async apply(plan: RuntimePlan): Promise<RuntimeState> {
     const ref = { namespace: plan.model.metadata.namespace ?? 'default', name: plan.workload };
     const cached: V1Deployment | undefined = this.deployments.get(ref);
+    const claimKey = `${ref.namespace}/${ref.name}`;
+    const claimedBefore = this.claims.has(claimKey);
     // `<model>-<version>` may be another Model's own name (or its version's workload): the first
     // to make it keeps it, and this version is not served until it is renamed.
     if (!this.claim(ref, plan.model.metadata.name)) {
@@ -178,14 +180,20 @@ export class KubeRuntimeDriver implements RuntimeDriver {
     const hash = desired.metadata?.annotations?.[TEMPLATE_HASH_ANNOTATION];
     let live = cached;
     if (live === undefined || live.metadata?.annotations?.[TEMPLATE_HASH_ANNOTATION] !== hash) {
-      live = await this.objects.patch(
-        desired,
-        undefined,
-        undefined,
-        FIELD_MANAGER,
-        true,
-        PatchStrategy.ServerSideApply,
-      );
+      try {
+        live = await this.objects.patch(
+          desired,
+          undefined,
+          undefined,
+          FIELD_MANAGER,
+          true,
+          PatchStrategy.ServerSideApply,
+        );
+      } catch (err) {
+        // Refused (a policy, a quota): nothing was made, so nothing would ever release the name.
+        if (!claimedBefore && this.deployments.get(ref) === undefined) this.claims.delete(claimKey);
+        throw err;
+      }
     }
     const state = stateOf(live, modelUrl(ref.name, ref.namespace));
     state.routeUrl = await this.serviceOrigin(plan, ref);

@@ -118,7 +118,7 @@ export async function installTollgate(extraSets: string[] = []): Promise<Install
       `gateway.ingress.host=${INGRESS_HOST}`,
       // The tests' Prometheus scrapes the gateways from the host, outside the cluster's pods.
       '--set-json',
-      `gateway.metricsFrom=${JSON.stringify([{ podSelector: {} }, { ipBlock: { cidr: `${c.hostIp}/32` } }])}`,
+      `gateway.metricsFrom=${JSON.stringify([{ ipBlock: { cidr: `${c.hostIp}/32` } }])}`,
       ...extraSets.flatMap((s) => ['--set', s]),
       '--wait',
       '--timeout',

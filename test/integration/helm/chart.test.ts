@@ -205,7 +205,13 @@ describe('helm chart: lint and render', () => {
             { port: 'grpc', protocol: 'TCP' },
           ],
         },
-        { from: [{ podSelector: {} }], ports: [{ port: 'metrics', protocol: 'TCP' }] },
+        {
+          // The release's namespace but its Models' pods (the platform API's run there).
+          from: [
+            { podSelector: { matchExpressions: [{ key: 'tollgate.dev/model', operator: 'DoesNotExist' }] } },
+          ],
+          ports: [{ port: 'metrics', protocol: 'TCP' }],
+        },
       ],
     });
     const service = find(objects, 'Service', 't1-tollgate-gateway') as unknown as {
@@ -656,6 +662,8 @@ describe('helm chart: lint and render', () => {
     await expect(render(['oidc.clientId=tollgate-panel'])).rejects.toThrow(
       /oidc\.clientId needs oidc\.issuer/,
     );
+    for (const port of ['gateway.port=9090', 'gateway.grpcPort=9090'])
+      await expect(render([port])).rejects.toThrow(/gateway\.metricsPort must differ from gateway\.port/);
     await expect(
       render(['oidc.issuer=https://idp.example.test', 'oidc.scopes=profile email']),
     ).rejects.toThrow(/oidc\/scopes/);

@@ -500,6 +500,11 @@ describe('Model reconciler on a real API server', () => {
       await driver.remove({ namespace: other, name: 'model-race-v2' }, 'model-race-v2');
       const kept = await c.apps.readNamespacedDeployment({ namespace: other, name: 'model-race-v2' });
       expect(kept.metadata?.uid).toBe(made.metadata?.uid);
+      // A name whose Deployment the API server refused was never taken: the other Model gets it.
+      const refused = { ...plan(pair, 'v2'), workload: 'model-race-v3', replicas: -1 };
+      await expect(driver.apply(refused)).rejects.toMatchObject({ code: 422 });
+      const free = await driver.apply({ ...plan(single, undefined), workload: 'model-race-v3' });
+      expect(free.failure).toBeUndefined();
     } finally {
       await driver.stop();
     }

@@ -65,6 +65,45 @@ describe('an informer cache whose first list fails half-way', () => {
   });
 });
 
+describe('an informer cache stopped while it lists', () => {
+  it('opens no watch: what the list held and what is made afterwards never reach it', async () => {
+    const { kc } = await kubeWithApiKeys();
+    const namespace = await freshNamespace(kc, 'informer-stop');
+    const api = kc.makeApiClient(CustomObjectsApi);
+    const place = { group: API_KEY_GROUP, version: API_KEY_VERSION, namespace, plural: API_KEY_PLURAL };
+    const make = async (): Promise<void> => {
+      const key = generateKey('platform');
+      const body = newApiKey(newKeyId(), {
+        hash: hashKey(key),
+        start: keyStart(key),
+        module: 'platform',
+        roles: ['viewer'],
+        owner: 'alice',
+      });
+      await api.createNamespacedCustomObject({ ...place, body });
+    };
+    for (let i = 0; i < 2; i++) await make();
+    let stopping: Promise<void> | undefined;
+    const cache: InformerCache<string> = new InformerCache<string>(
+      kc,
+      `/apis/${API_KEY_GROUP}/${API_KEY_VERSION}/namespaces/${namespace}/${API_KEY_PLURAL}`,
+      // Stopped (a term given up, a Lease lost) while its first page is on the way.
+      async (page) => {
+        const answer = await api.listNamespacedCustomObject({ ...place, ...page, limit: 1 });
+        stopping ??= cache.stop();
+        return answer;
+      },
+      names,
+      createLogger('informer-test', 'silent'),
+    );
+    await cache.start(() => undefined);
+    await stopping;
+    await make();
+    await new Promise((r) => setTimeout(r, 1_500));
+    expect(cache.list()).toEqual([]);
+  });
+});
+
 describe('an informer cache with a predicate', () => {
   it('takes every update but announces only those the predicate says changed what its reader reads', async () => {
     const { kc } = await kubeWithApiKeys();

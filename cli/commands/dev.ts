@@ -166,11 +166,12 @@ export function register(program: Command): void {
         const grpcPort =
           config.grpcPort === undefined ? undefined : await gateway.listenGrpc(config.grpcPort, config.host);
         await operator.start();
+        const metricsAt = gateway.metricsAddress() ?? address;
         log.info(
           {
             url: `http://${address.address}:${address.port}`,
             ...(grpcPort === undefined ? {} : { grpc: `${address.address}:${grpcPort}` }),
-            metrics: `http://${(gateway.metricsAddress() ?? address).address}:${(gateway.metricsAddress() ?? address).port}/metrics`,
+            metrics: `http://${metricsAt.address}:${metricsAt.port}/metrics`,
             stateDir,
             panel: `${selfUrl}/panel/`,
           },

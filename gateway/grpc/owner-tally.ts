@@ -1,18 +1,25 @@
-/** How many of something each owner holds right now; an owner holding none takes no memory. */
+/** How much of something each owner holds right now, and all of them together; an owner holding none takes no memory. */
 export class OwnerTally {
   private readonly held = new Map<string, number>();
+  private sum = 0;
 
   of(owner: string): number {
     return this.held.get(owner) ?? 0;
   }
 
-  add(owner: string): void {
-    this.held.set(owner, this.of(owner) + 1);
+  get total(): number {
+    return this.sum;
   }
 
-  remove(owner: string): void {
-    const left = this.of(owner) - 1;
+  add(owner: string, amount = 1): void {
+    this.held.set(owner, this.of(owner) + amount);
+    this.sum += amount;
+  }
+
+  remove(owner: string, amount = 1): void {
+    const left = this.of(owner) - amount;
     if (left > 0) this.held.set(owner, left);
     else this.held.delete(owner);
+    this.sum -= amount;
   }
 }

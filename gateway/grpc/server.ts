@@ -61,6 +61,13 @@ const MAX_CALLS = 1_024;
  * client's calls, whose messages come just after their metadata, is not refused for arriving at once.
  */
 const MAX_CALLS_PER_OWNER = MAX_CALLS / 4;
+/**
+ * Answers sent and not yet read by their callers, in body limits: one owner's, and everyone's. An
+ * answer is made whole before it is sent (up to twice the body limit), and HTTP/2 holds what a
+ * caller does not read, for as long as its connection lives; the call cap counts calls, not bytes.
+ */
+const UNREAD_LIMITS_PER_OWNER = 4;
+const UNREAD_LIMITS = 16;
 /** A message may decode into at most this multiple of the body limit. */
 const DECODE_BOUND = 4;
 const PLAIN_INTERNAL = { code: Status.INTERNAL, details: 'internal_error', metadata: new Metadata() };
@@ -134,6 +141,8 @@ export class GrpcGateway {
   private calls = 0;
   /** Calls of each owner's keys held (see MAX_CALLS_PER_OWNER). */
   private readonly held = new OwnerTally();
+  /** Bytes of each owner's answers sent and not yet read (see UNREAD_LIMITS_PER_OWNER). */
+  private readonly unread = new OwnerTally();
   private injector: ConnectionInjector | undefined;
   /** The methods anyone may call (REST's health and server metadata are open), by path. */
   private readonly open: Record<string, (ex: Exchange) => Promise<object>> = {
@@ -218,14 +227,18 @@ export class GrpcGateway {
     let holder: string | undefined;
     /** Cuts the call when its message is not whole within the body time. */
     let waiting: NodeJS.Timeout | undefined;
+    /** The bytes of this call's answer until it is read (the call ends once it is). */
+    let answering = 0;
     const end = (): void => {
       ended = true;
       clearTimeout(waiting);
       if (holder !== undefined) {
         this.calls--;
         this.held.remove(holder);
+        if (answering > 0) this.unread.remove(holder, answering);
       }
       holder = undefined;
+      answering = 0;
     };
     const refuse = (err: RestError | CallStatus): void => {
       end();
@@ -233,6 +246,36 @@ export class GrpcGateway {
     };
     const cancelled: CallStatus = { code: Status.CANCELLED, details: 'cancelled', metadata: new Metadata() };
     return new ServerInterceptingCall(call, {
+      sendMessage: (message, next) => {
+        const bytes = answerBytes(message);
+        if (holder !== undefined && bytes > 0) {
+          const limit = this.opts.bodyLimitBytes;
+          // Not sent: the answer is dropped here, and the call ends with this status instead.
+          if (this.unread.of(holder) + bytes > UNREAD_LIMITS_PER_OWNER * limit)
+            return refuse(
+              restErrorOf(
+                new TollgateError(
+                  'rate_limited',
+                  `answers to your keys' gRPC calls that were sent and not read hold ${UNREAD_LIMITS_PER_OWNER * limit} bytes of this replica's memory, all one caller may; read your answers as they come`,
+                  { headers: { 'retry-after': '1' } },
+                ),
+              ),
+            );
+          if (this.unread.total + bytes > UNREAD_LIMITS * limit)
+            return refuse(
+              restErrorOf(
+                new TollgateError(
+                  'gateway_busy',
+                  `this replica holds ${UNREAD_LIMITS * limit} bytes of gRPC answers not yet read; retry shortly`,
+                  { headers: { 'retry-after': '1' } },
+                ),
+              ),
+            );
+          answering = bytes;
+          this.unread.add(holder, bytes);
+        }
+        next(message);
+      },
       start: (next) =>
         next({
           onReceiveMetadata: (metadata, admit) => {
@@ -582,4 +625,13 @@ export class GrpcGateway {
         .catch(this.unanswered);
     };
   }
+}
+
+/** The bytes an answer takes once sent, roughly: its raw tensors, which are nearly all of it. */
+function answerBytes(message: unknown): number {
+  const raw = (message as { raw_output_contents?: unknown } | null)?.raw_output_contents;
+  if (!Array.isArray(raw)) return 0;
+  let bytes = 0;
+  for (const b of raw) if (Buffer.isBuffer(b)) bytes += b.length;
+  return bytes;
 }

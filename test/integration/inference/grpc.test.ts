@@ -1,8 +1,10 @@
 import { cp, mkdtemp, mkdir, readdir, readlink, rm, writeFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { connect } from 'node:http2';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { stringify } from 'yaml';
+import { protocolTypes } from '../../../gateway/grpc/protocol.js';
 import { InferenceClient, refusal, tritonGrpc } from '../../harness/grpc-clients.js';
 import { tritonGrpcRefusals } from '../../harness/grpc-expectations.js';
 import { freePort, redis } from '../../harness/index.js';
@@ -426,6 +428,72 @@ describe('V2 inference over gRPC (standalone)', () => {
       } finally {
         for (const c of connections) c.close();
       }
+    }, 120_000);
+
+    test('answers a caller does not read hold at most four body limits of a replica per owner; past that the answer is refused, not held', async () => {
+      const rows = 500_000;
+      const big = {
+        model_name: 'model-iris',
+        inputs: [features({ shape: [rows, 4] })],
+        raw_input_contents: [Buffer.alloc(rows * 16)],
+      };
+      // vera's client reads nothing (a stream window of 0): each 4 MB answer stays in the gateway.
+      const session = connect(`http://127.0.0.1:${grpcPort}`, { settings: { initialWindowSize: 0 } });
+      const message = protocolTypes().lookupType('inference.ModelInferRequest').encode(big).finish();
+      const framed = Buffer.concat([Buffer.from([0, 0, 0, 0, 0]), message]);
+      framed.writeUInt32BE(message.length, 1);
+      const streams = Array.from({ length: 10 }, () => {
+        const stream = session.request({
+          ':method': 'POST',
+          ':path': '/inference.GRPCInferenceService/ModelInfer',
+          'content-type': 'application/grpc',
+          te: 'trailers',
+          authorization: `Apikey ${key}`,
+        });
+        stream.on('error', () => undefined);
+        stream.end(framed);
+        return stream;
+      });
+      try {
+        // Her 10 unread answers (40 MB) fit in her 4 x 10 MiB; one more 4 MB answer would not: it
+        // is refused instead of sent, even to a client of hers that reads.
+        const refused = await until(
+          'her next large answer refused',
+          async () => {
+            const r = await call('ModelInfer', big);
+            return r.error?.code === 8 ? r : undefined;
+          },
+          60_000,
+        );
+        expect(refusal(refused)).toEqual([8, 'rate_limited', 'rate_limited']);
+        expect(refused.error?.details).toMatch(
+          /answers to your keys' gRPC calls that were sent and not read hold 41943040 bytes/,
+        );
+        // A small answer still fits; walt's large one is answered beside hers.
+        const small = await call('ModelInfer', {
+          model_name: 'model-iris',
+          inputs: [features()],
+          raw_input_contents: [raw],
+        });
+        expect(predictions(small.value)).toEqual(expected);
+        const walt = await dev!.key(['models:inference'], 'platform', {}, 'walt');
+        const other = await call('ModelInfer', big, { authorization: `Apikey ${walt}` });
+        expect(other.error).toBeUndefined();
+        expect((other.value?.raw_output_contents as Buffer[])[0]?.length).toBe(rows * 8);
+      } finally {
+        for (const stream of streams) stream.close();
+        session.close();
+      }
+      // Her connection gone, her answers are dropped with it, and her large calls are answered.
+      const again = await until(
+        'her large call answered again',
+        async () => {
+          const r = await call('ModelInfer', big);
+          return r.error === undefined ? r : undefined;
+        },
+        10_000,
+      );
+      expect((again.value?.raw_output_contents as Buffer[])[0]?.length).toBe(rows * 8);
     }, 120_000);
 
     test('a message past the body limit is refused; the calls are counted as REST calls are', async () => {

@@ -94,6 +94,9 @@ const asPod = (raw: unknown): Pod | undefined => {
   };
 };
 
+/** How long a workload name's claim holds without its objects in sight (the informers' delay, with room). */
+const CLAIM_HELD_MS = 60_000;
+
 /** Serves a Model with a Deployment (MLServer and its puller, started together) and a Service. */
 export class KubeRuntimeDriver implements RuntimeDriver {
   private readonly objects: KubernetesObjectApi;
@@ -104,11 +107,11 @@ export class KubeRuntimeDriver implements RuntimeDriver {
   /** The workloads' pods: a starting replica is asked directly (starting-replicas.ts). */
   private readonly pods: KubeLabelledSource<Pod>;
   /**
-   * Which Model each workload name is this process's for, by `<namespace>/<name>`: the informers
-   * learn of a Deployment only after it is made, so two Models whose workload names meet,
-   * reconciled together, would both find the name free and apply one Deployment in turn.
+   * Which Model each workload name is this process's for, and since when, by `<namespace>/<name>`:
+   * the informers learn of a Deployment only after it is made, so two Models whose workload names
+   * meet, reconciled together, would both find the name free and apply one Deployment in turn.
    */
-  private readonly claims = new Map<string, string>();
+  private readonly claims = new Map<string, { model: string; at: number }>();
 
   constructor(
     kc: KubeConfig,
@@ -312,19 +315,20 @@ export class KubeRuntimeDriver implements RuntimeDriver {
    * this process's claim, says whose it is).
    */
   private ownedBy(ref: ResourceRef, model: string): boolean {
+    const objects = [this.deployments.get(ref), this.services.get(ref)].filter((o) => o !== undefined);
+    // Made: its labels say whose it is.
+    if (objects.length > 0) return objects.every((o) => o.metadata?.labels?.[MODEL_LABEL] === model);
+    // Not (yet) seen: a claim of another Model's holds while its objects could still be on the way;
+    // one older than that is left from objects gone without a removal (the garbage collector
+    // deleting a deleted Model's), and frees the name.
     const claimed = this.claims.get(`${ref.namespace}/${ref.name}`);
-    return (
-      (claimed === undefined || claimed === model) &&
-      [this.deployments.get(ref), this.services.get(ref)].every(
-        (o) => o === undefined || o.metadata?.labels?.[MODEL_LABEL] === model,
-      )
-    );
+    return claimed === undefined || claimed.model === model || Date.now() - claimed.at > CLAIM_HELD_MS;
   }
 
   /** Takes the workload name for `model` when it is free or already its own; checked and taken at once. */
   private claim(ref: ResourceRef, model: string): boolean {
     if (!this.ownedBy(ref, model)) return false;
-    this.claims.set(`${ref.namespace}/${ref.name}`, model);
+    this.claims.set(`${ref.namespace}/${ref.name}`, { model, at: Date.now() });
     return true;
   }
 

@@ -13,25 +13,35 @@ import { freshNamespace, kubeWithApiKeys } from '../keys/fixtures.js';
 
 const names = (raw: unknown): string | undefined => (raw as { metadata?: { name?: string } }).metadata?.name;
 
+/** An ApiKey made in `namespace`, as the management API would make one; its name. */
+async function makeKey(api: CustomObjectsApi, namespace: string): Promise<string> {
+  const key = generateKey('platform');
+  const body = newApiKey(newKeyId(), {
+    hash: hashKey(key),
+    start: keyStart(key),
+    module: 'platform',
+    roles: ['viewer'],
+    owner: 'alice',
+  });
+  await api.createNamespacedCustomObject({ ...placeIn(namespace), body });
+  return body.metadata.name;
+}
+
+const placeIn = (namespace: string) => ({
+  group: API_KEY_GROUP,
+  version: API_KEY_VERSION,
+  namespace,
+  plural: API_KEY_PLURAL,
+});
+
 describe('an informer cache whose first list fails half-way', () => {
   it('keeps nothing the list that succeeds no longer has: a key deleted meanwhile is gone', async () => {
     const { kc } = await kubeWithApiKeys();
     const namespace = await freshNamespace(kc, 'informer-retry');
     const api = kc.makeApiClient(CustomObjectsApi);
-    const place = { group: API_KEY_GROUP, version: API_KEY_VERSION, namespace, plural: API_KEY_PLURAL };
+    const place = placeIn(namespace);
     const made: string[] = [];
-    for (let i = 0; i < 3; i++) {
-      const key = generateKey('platform');
-      const body = newApiKey(newKeyId(), {
-        hash: hashKey(key),
-        start: keyStart(key),
-        module: 'platform',
-        roles: ['viewer'],
-        owner: 'alice',
-      });
-      await api.createNamespacedCustomObject({ ...place, body });
-      made.push(body.metadata.name);
-    }
+    for (let i = 0; i < 3; i++) made.push(await makeKey(api, namespace));
     let attempts = 0;
     let firstPage: string | undefined;
     const cache = new InformerCache<string>(
@@ -70,19 +80,8 @@ describe('an informer cache stopped while it lists', () => {
     const { kc } = await kubeWithApiKeys();
     const namespace = await freshNamespace(kc, 'informer-stop');
     const api = kc.makeApiClient(CustomObjectsApi);
-    const place = { group: API_KEY_GROUP, version: API_KEY_VERSION, namespace, plural: API_KEY_PLURAL };
-    const make = async (): Promise<void> => {
-      const key = generateKey('platform');
-      const body = newApiKey(newKeyId(), {
-        hash: hashKey(key),
-        start: keyStart(key),
-        module: 'platform',
-        roles: ['viewer'],
-        owner: 'alice',
-      });
-      await api.createNamespacedCustomObject({ ...place, body });
-    };
-    for (let i = 0; i < 2; i++) await make();
+    const place = placeIn(namespace);
+    for (let i = 0; i < 2; i++) await makeKey(api, namespace);
     let stopping: Promise<void> | undefined;
     const cache: InformerCache<string> = new InformerCache<string>(
       kc,
@@ -98,7 +97,7 @@ describe('an informer cache stopped while it lists', () => {
     );
     await cache.start(() => undefined);
     await stopping;
-    await make();
+    await makeKey(api, namespace);
     await new Promise((r) => setTimeout(r, 1_500));
     expect(cache.list()).toEqual([]);
   });
@@ -109,7 +108,7 @@ describe('an informer cache with a predicate', () => {
     const { kc } = await kubeWithApiKeys();
     const namespace = await freshNamespace(kc, 'informer-predicate');
     const api = kc.makeApiClient(CustomObjectsApi);
-    const place = { group: API_KEY_GROUP, version: API_KEY_VERSION, namespace, plural: API_KEY_PLURAL };
+    const place = placeIn(namespace);
     // What this reader reads of a key: its name, its roles and one label.
     interface Read {
       name: string;

@@ -1,6 +1,7 @@
 import { cp, mkdtemp, mkdir, readdir, readlink, rm, writeFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { connect } from 'node:http2';
+import { connect, type ClientHttp2Stream, type IncomingHttpHeaders } from 'node:http2';
+import { once } from 'node:events';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { stringify } from 'yaml';
@@ -442,29 +443,29 @@ describe('V2 inference over gRPC (standalone)', () => {
       const message = protocolTypes().lookupType('inference.ModelInferRequest').encode(big).finish();
       const framed = Buffer.concat([Buffer.from([0, 0, 0, 0, 0]), message]);
       framed.writeUInt32BE(message.length, 1);
-      const streams = Array.from({ length: 10 }, () => {
-        const stream = session.request({
-          ':method': 'POST',
-          ':path': '/inference.GRPCInferenceService/ModelInfer',
-          'content-type': 'application/grpc',
-          te: 'trailers',
-          authorization: `Apikey ${key}`,
-        });
-        stream.on('error', () => undefined);
-        stream.end(framed);
-        return stream;
-      });
+      // One at a time, each answer's headers seen before the next call is opened: ten 8 MB
+      // messages sent at once over one connection would not all arrive within the body time.
+      const streams: ClientHttp2Stream[] = [];
       try {
+        for (let i = 0; i < 10; i++) {
+          const stream = session.request({
+            ':method': 'POST',
+            ':path': '/inference.GRPCInferenceService/ModelInfer',
+            'content-type': 'application/grpc',
+            te: 'trailers',
+            authorization: `Apikey ${key}`,
+          });
+          stream.on('error', () => undefined);
+          streams.push(stream);
+          const answered = once(stream, 'response') as Promise<[IncomingHttpHeaders]>;
+          stream.end(framed);
+          const [headers] = await answered;
+          // Sent, not refused: the answer is on its way and waits for a window that never opens.
+          expect([headers[':status'], headers['grpc-status']]).toEqual([200, undefined]);
+        }
         // Her 10 unread answers (40 MB) fit in her 4 x 10 MiB; one more 4 MB answer would not: it
         // is refused instead of sent, even to a client of hers that reads.
-        const refused = await until(
-          'her next large answer refused',
-          async () => {
-            const r = await call('ModelInfer', big);
-            return r.error?.code === 8 ? r : undefined;
-          },
-          60_000,
-        );
+        const refused = await call('ModelInfer', big);
         expect(refusal(refused)).toEqual([8, 'rate_limited', 'rate_limited']);
         expect(refused.error?.details).toMatch(
           /answers to your keys' gRPC calls that were sent and not read hold 41943040 bytes/,

@@ -50,7 +50,11 @@ export function checkContentType(req: IncomingMessage, binary = false): void {
   );
 }
 
-/** Reads at most `limit` bytes of a runtime's answer, draining the rest; `over`: there was more. */
+/**
+ * Reads at most `limit` bytes of a runtime's answer; `over`: there was more. Past the limit the
+ * answer is dropped with its connection rather than drained: a runtime runs its model's code, and
+ * an answer that never ends would hold the call (and the gateway's time) for as long as it flows.
+ */
 export async function readLimited(
   body: AsyncIterable<Buffer>,
   limit: number,
@@ -58,8 +62,10 @@ export async function readLimited(
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of body) {
-    if (size < limit) chunks.push(chunk);
+    chunks.push(chunk);
     size += chunk.length;
+    // Leaving the loop destroys the body, and undici closes its socket.
+    if (size > limit) break;
   }
   return { bytes: Buffer.concat(chunks).subarray(0, limit), over: size > limit };
 }

@@ -7,6 +7,7 @@ import type { UpstreamPools } from '../proxy/upstream-pools.js';
 import type { KeyGrant } from '../../common/resources/grant.js';
 import { withSignedGrant, type GrantSigner } from '../auth/signed-grant.js';
 import { modelMetadataSchema, type ModelMetadata } from './metadata.js';
+import { readLimited } from './http.js';
 import { runtimeUnreachable } from './runtime-errors.js';
 import type { RuntimeAddress } from '../routing/route-table.js';
 
@@ -91,6 +92,7 @@ export class MetadataCache {
     );
     let status: number;
     let raw: Buffer;
+    let over: boolean;
     try {
       // Fetched on a model's first call, often the one that woke it from zero: a refused
       // connection is waited out as the call itself would be.
@@ -98,7 +100,10 @@ export class MetadataCache {
         this.upstreams.get(runtime.origin).request({ method: 'GET', path, headers }),
       );
       status = res.statusCode;
-      raw = Buffer.from(await res.body.arrayBuffer());
+      // Read no further than what the gateway would keep: the runtime runs the model's code.
+      const read = await readLimited(res.body, MAX_METADATA_BYTES);
+      raw = read.bytes;
+      over = read.over;
     } catch (err) {
       throw runtimeUnreachable(model, err as Error);
     }
@@ -111,15 +116,17 @@ export class MetadataCache {
         },
       );
     }
-    const parsed =
-      status === 200 && raw.length <= MAX_METADATA_BYTES
-        ? modelMetadataSchema.safeParse(parseJson(raw))
-        : undefined;
+    const parsed = status === 200 && !over ? modelMetadataSchema.safeParse(parseJson(raw)) : undefined;
     if (parsed?.success !== true) {
-      this.log.error({ model, status, issue: parsed?.error.issues[0]?.message }, 'unreadable model metadata');
+      this.log.error(
+        { model, status, over, issue: parsed?.error.issues[0]?.message },
+        'unreadable model metadata',
+      );
       throw new TollgateError(
         'model_metadata_unavailable',
-        `the runtime of model '${model}' did not give readable V2 metadata (status ${status})`,
+        over
+          ? `the runtime of model '${model}' answered its V2 metadata with more than ${MAX_METADATA_BYTES} bytes`
+          : `the runtime of model '${model}' did not give readable V2 metadata (status ${status})`,
       );
     }
     const entry = { metadata: parsed.data, raw, address };

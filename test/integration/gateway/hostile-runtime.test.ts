@@ -1,0 +1,124 @@
+// A model's runtime runs its model's code (a pickled model is code), so what it answers is the
+// model's author's to choose. These are answers no MLServer gives and a hostile model can: the
+// runtime here is the author's own server, as a pickled model could make MLServer's. Real
+// gateway, real Redis.
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Redis } from 'ioredis';
+import { redisKeys } from '../../../common/redis/schema.js';
+import { RouteWriter } from '../../../common/routes/workflow-routes.js';
+import { redis } from '../../harness/index.js';
+import { testSealer } from '../signing.js';
+import { markIndexBuilt } from '../workflow-route.js';
+import { apikey, createKey, redisClient, send, startGateway, type TestGateway } from './support.js';
+
+/** Metadata a well-behaved runtime would give, for the model whose answers are hostile. */
+const METADATA = JSON.stringify({
+  name: 'model-endless-error',
+  platform: 'sklearn',
+  inputs: [{ name: 'x', datatype: 'FP64', shape: [-1, 1] }],
+  outputs: [{ name: 'y', datatype: 'FP64', shape: [-1] }],
+});
+
+/** What the runtime wrote of each endless answer before the gateway hung up on it. */
+interface Endless {
+  written: number;
+  closed: Promise<void>;
+}
+
+/**
+ * Writes megabyte after megabyte for as long as the reader takes them; the answer never ends.
+ * `status`: what it claims the answer is.
+ */
+function endless(res: ServerResponse, status: number): Endless {
+  const chunk = Buffer.alloc(1024 * 1024, 'a');
+  const out: Endless = {
+    written: 0,
+    closed: new Promise((resolve) => res.once('close', () => resolve())),
+  };
+  res.writeHead(status, { 'content-type': 'application/json' });
+  res.write('{"name":"');
+  const pump = (): void => {
+    while (!res.destroyed) {
+      out.written += chunk.length;
+      if (!res.write(chunk)) {
+        res.once('drain', pump);
+        return;
+      }
+    }
+  };
+  pump();
+  return out;
+}
+
+describe('a runtime whose answers never end', () => {
+  let r: Redis;
+  let gw: TestGateway;
+  let runtime: Server;
+  const answers: Record<string, Endless> = {};
+
+  beforeAll(async () => {
+    runtime = createServer((req: IncomingMessage, res: ServerResponse) => {
+      const url = req.url ?? '';
+      req.resume();
+      if (url === '/v2/models/model-endless-metadata') answers.metadata = endless(res, 200);
+      else if (url === '/v2/models/model-endless-error')
+        res.writeHead(200, { 'content-type': 'application/json' }).end(METADATA);
+      else if (url === '/v2/models/model-endless-error/infer') answers.error = endless(res, 500);
+      else res.writeHead(404).end('{"error":"no such model"}');
+    });
+    await new Promise<void>((resolve) => runtime.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(runtime.address() as AddressInfo).port}`;
+    const info = await redis('hostile-runtime');
+    r = redisClient(info.url);
+    const routes = new RouteWriter(r, await testSealer());
+    for (const model of ['model-endless-metadata', 'model-endless-error'])
+      await routes.put(redisKeys.modelRoute(model), { url, source: `model/test/${model}` });
+    await markIndexBuilt(r);
+    gw = await startGateway({ redisUrl: info.url, upstreamTimeoutMs: 30_000 });
+  });
+
+  afterAll(async () => {
+    await gw?.stop();
+    runtime?.closeAllConnections();
+    await new Promise((resolve) => runtime?.close(resolve));
+    r?.disconnect();
+  });
+
+  const infer = (model: string, key: string) =>
+    send(gw.url, `/v2/models/${model}/infer`, {
+      method: 'POST',
+      headers: { ...apikey(key), 'content-type': 'application/json' },
+      body: JSON.stringify({ inputs: [{ name: 'x', datatype: 'FP64', shape: [1, 1], data: [1] }] }),
+    });
+
+  it('metadata past 1 MiB is refused at once and the runtime cut off, not read to its end', async () => {
+    const { key } = await createKey(r, 'platform', ['models:inference']);
+    const started = performance.now();
+    for (const answer of [
+      await infer('model-endless-metadata', key),
+      await send(gw.url, '/v2/models/model-endless-metadata', { headers: apikey(key) }),
+    ]) {
+      expect([answer.status, answer.json.code]).toEqual([502, 'model_metadata_unavailable']);
+      expect(answer.json.error).toMatch(/answered its V2 metadata with more than 1048576 bytes/);
+    }
+    expect(performance.now() - started).toBeLessThan(10_000);
+    // The gateway hung up: what the runtime got out is the limit and what the sockets buffer.
+    await answers.metadata?.closed;
+    expect(answers.metadata?.written).toBeLessThan(32 * 1024 * 1024);
+  });
+
+  it("an error answer is read up to what the gateway keeps of it, and the call answered; the runtime's socket is dropped", async () => {
+    const { key } = await createKey(r, 'platform', ['models:inference']);
+    const started = performance.now();
+    const answer = await infer('model-endless-error', key);
+    expect([answer.status, answer.json.code]).toEqual([502, 'model_failed']);
+    expect(performance.now() - started).toBeLessThan(10_000);
+    await answers.error?.closed;
+    expect(answers.error?.written).toBeLessThan(32 * 1024 * 1024);
+    // The gateway is whole: the next call gets the same clear answer.
+    const again = await infer('model-endless-error', key);
+    expect([again.status, again.json.code]).toEqual([502, 'model_failed']);
+  });
+});

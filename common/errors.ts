@@ -40,6 +40,7 @@ export const ERROR_STATUS = {
   invalid_request: 400,
   invalid_shape: 400,
   invalid_storage_uri: 400,
+  method_override: 400,
   storage_not_allowed: 400,
   credentials_required: 400,
   credentials_not_allowed: 400,

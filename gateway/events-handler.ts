@@ -10,6 +10,7 @@ import { countedUpstream, withSignedGrant } from './auth/signed-grant.js';
 import { forward } from './proxy/forward.js';
 import type { EventsTarget } from './routing/events-router.js';
 import type { NormalisedPath } from './routing/normalise.js';
+import { refuseMethodOverride } from './routing/method-override.js';
 import { noteRefusal } from './auth/refusals.js';
 import type { GatewayServices } from './services.js';
 import { Inference } from './v2/inference.js';
@@ -84,6 +85,7 @@ class EventsCall {
     this.grant = grant;
     let target: EventsTarget | Promise<EventsTarget>;
     try {
+      if (this.kind === 'platform') refuseMethodOverride(this.req.headers, this.path.query);
       target = this.resolve(this.req.method ?? 'GET', this.path, grant);
     } catch (err) {
       this.fail(err);

@@ -216,6 +216,39 @@ describe('gateway security', () => {
       );
     });
 
+    it.each([
+      ['X-HTTP-Method-Override', { 'x-http-method-override': 'DELETE' }, '', 'x-http-method-override'],
+      ['X-HTTP-Method', { 'x-http-method': 'PATCH' }, '', 'x-http-method'],
+      ['X-Method-Override', { 'x-method-override': 'DELETE' }, '', 'x-method-override'],
+      ['a _method parameter', {}, '?_method=DELETE', '_method'],
+      ['a _METHOD parameter among others', {}, '?a=1&_METHOD=delete', '_method'],
+    ])(
+      'an editor key asking for another method with %s → 400 method_override, never passed on',
+      async (_, headers, query, field) => {
+        const { key } = await createKey(r, 'platform', ['datasets:editor']);
+        const answer = await send(gw.url, `/events/platform/api/v1/datasets/7${query}`, {
+          method: 'POST',
+          headers: { ...apikey(key), ...headers },
+          body: '{}',
+        });
+        expectRefused(answer, 400, 'method_override');
+        expect(answer.json.field).toBe(field);
+        expect(answer.json.error).toMatch(/send the call with the method you mean/);
+      },
+    );
+
+    it('a workflow call keeps its method-override header: a workflow key is for every method', async () => {
+      const answer = await send(gw.url, `/events/bda/${wfA}/svc/hello?_method=PUT`, {
+        method: 'POST',
+        headers: { ...apikey(bdaA), 'x-http-method-override': 'PUT' },
+        body: '{}',
+      });
+      expect(answer.status).toBe(200);
+      expect(upstream.seen.map((s) => [s.method, s.url, s.headers['x-http-method-override']])).toEqual([
+        ['POST', '/a/hello?_method=PUT', 'PUT'],
+      ]);
+    });
+
     it.each(['DELETE', 'PATCH', 'OPTIONS'])('%s on a platform resource → 405 with Allow', async (method) => {
       const answer = await send(gw.url, '/events/platform/api/v1/datasets/7', {
         method,

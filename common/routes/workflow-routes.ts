@@ -75,6 +75,17 @@ export class RouteWriter {
   }
 
   /**
+   * The source of the route at `key`, as written (read unverified: only the operator's and the
+   * gateways' Redis users may write a route, and a forged one names nothing the caller trusts).
+   */
+  async sourceAt(key: string): Promise<string | undefined> {
+    const value = await this.redis.get(key);
+    const payload = value === null ? undefined : sealedParts(value)?.payload;
+    const route = payload === undefined ? undefined : parseStored(sourceOnly, payload);
+    return route?.ok === true ? route.value.source : undefined;
+  }
+
+  /**
    * Removes every workflow route `source` wrote, under whatever key but those of `keep`: a SCAN of
    * them all, for the rare writer that no longer knows its keys (relabelled, or its workflow
    * changed, while no operator ran). Resolves with the count removed.

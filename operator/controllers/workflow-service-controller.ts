@@ -160,7 +160,7 @@ export class WorkflowServiceReconciler implements Reconciler {
     private readonly deps: {
       services: WatchedSource<WorkflowService>;
       workflows: WorkflowAdmission;
-      routes: Pick<RouteWriter, 'put' | 'remove' | 'removeAllOf'>;
+      routes: Pick<RouteWriter, 'put' | 'remove' | 'removeAllOf' | 'sourceAt'>;
       hold: RouteHold;
       address: ServiceAddress;
       events: EventRecorder;
@@ -270,15 +270,24 @@ export class WorkflowServiceReconciler implements Reconciler {
   }
 
   /**
-   * Gives a route key to the oldest admitted Service claiming it, or removes it if none is; then
-   * takes the route finalizer off the other claimants. Resolves with the Services released.
+   * Gives a route key to the Service that holds it while it still claims it and is admitted, else
+   * to the oldest admitted Service claiming it, or removes it if none is; then takes the route
+   * finalizer off the other claimants. Resolves with the Services released.
+   *
+   * The holder goes first because a claim is made with labels, which a team may put on any
+   * Service of its own at any time: by age alone, an old Service relabelled today would take a
+   * route another team's Service has served for months. The route in Redis names its holder for
+   * a process that has not written it (after a restart).
    */
   private async settle(routeKey: string): Promise<Set<string>> {
+    const holding =
+      this.holders.get(routeKey) ?? sourceKey('service', (await this.deps.routes.sourceAt(routeKey)) ?? '');
+    const first = (svc: WorkflowService): number => (refKey(refOf(svc)) === holding ? 0 : 1);
     const claimants = this.deps.services
       .list()
       .map((svc) => ({ svc, claim: serviceClaim(svc, this.deps.address) }))
       .filter((c): c is { svc: WorkflowService; claim: ServiceClaim } => c.claim?.key === routeKey)
-      .sort((a, b) => creationOrder(a.svc, b.svc));
+      .sort((a, b) => first(a.svc) - first(b.svc) || creationOrder(a.svc, b.svc));
     let holder: { svc: WorkflowService; claim: ServiceClaim; owner: string } | undefined;
     for (const { svc, claim } of claimants) {
       // Leaving: its route is taken back below, before its finalizer.
@@ -295,7 +304,7 @@ export class WorkflowServiceReconciler implements Reconciler {
         await this.refuse(
           svc,
           'RouteClaimedByOlderService',
-          `${by} claimed workflow '${claim.workflow}' service '${claim.service}' first and keeps its route; label this Service with another tollgate.dev/service`,
+          `${by} claimed workflow '${claim.workflow}' service '${claim.service}' first and keeps its route while it claims it; label this Service with another tollgate.dev/service`,
         );
       } else if (await this.deps.hold.hold(svc)) {
         // Held before it is routed: deleted from now on, its address stays until the route goes.

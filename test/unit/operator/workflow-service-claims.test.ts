@@ -124,6 +124,7 @@ describe('workflow service claims (the operator’s admission and conflict rules
         },
         // As the Redis script does: only the writer's own route.
         remove,
+        sourceAt: (key) => Promise.resolve(routes.get(key)?.source),
         removeAllOf: async (source) => {
           let n = 0;
           for (const key of [...routes.keys()]) if (await remove(key, source)) n++;
@@ -208,6 +209,29 @@ describe('workflow service claims (the operator’s admission and conflict rules
     services.delete({ namespace: 'team-a', name: 'older' });
     await reconcile('team-a', 'older');
     expect(routes.get(KEY)?.source).toBe('service/team-b/newer');
+  });
+
+  it('an older Service labelled later does not take a held route: the holder keeps it, after a restart too', async () => {
+    workflows.put(record(['team-a', 'team-b']));
+    services.put(service('team-a', 'scorer', '2026-01-05T00:00:00Z'));
+    await reconcile('team-a', 'scorer');
+    expect(routes.get(KEY)?.source).toBe('service/team-a/scorer');
+    // team-b labels a Service it made long before: the claim is new, whatever the Service's age.
+    services.put(service('team-b', 'old', '2026-01-01T00:00:00Z'));
+    await reconcile('team-b', 'old');
+    await reconcile('team-a', 'scorer');
+    expect(routes.get(KEY)?.source).toBe('service/team-a/scorer');
+    expect(events).toContain('team-b/old Warning RouteClaimedByOlderService');
+    expect(server.held.has('team-b/old')).toBe(false);
+    // A new operator process learns the holder from the route itself.
+    reconciler = await build();
+    await reconcile('team-b', 'old');
+    await reconcile('team-a', 'scorer');
+    expect(routes.get(KEY)?.source).toBe('service/team-a/scorer');
+    // The holder gone, the claimant left takes the route.
+    services.delete({ namespace: 'team-a', name: 'scorer' });
+    await reconcile('team-a', 'scorer');
+    expect(routes.get(KEY)?.source).toBe('service/team-b/old');
   });
 
   it('the record taken away removes the route; of two records for one id, the oldest holds it', async () => {

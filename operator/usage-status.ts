@@ -48,6 +48,7 @@ export class UsageStatusSync {
   private async pass(): Promise<number> {
     const keys = this.keys.list();
     let written = 0;
+    let failed: { key: string; err: unknown; count: number } | undefined;
     for (let i = 0; i < keys.length && written < MAX_WRITES_PER_PASS; i += READ_BATCH) {
       const batch = keys.slice(i, i + READ_BATCH);
       const usage = await readKeyUsage(
@@ -58,9 +59,23 @@ export class UsageStatusSync {
         const used = usage.get(apiKeyId(key));
         if (used === undefined || !changed(key, used)) continue;
         if (written >= MAX_WRITES_PER_PASS) break;
-        if (await this.write(key, used)) written++;
+        try {
+          if (await this.write(key, used)) written++;
+        } catch (err) {
+          // One key's status refused (or lost) must not hold back every key after it.
+          failed = {
+            key: `${key.metadata.namespace}/${key.metadata.name}`,
+            err,
+            count: (failed?.count ?? 0) + 1,
+          };
+        }
       }
     }
+    if (failed !== undefined)
+      this.log.warn(
+        { err: failed.err, key: failed.key, failed: failed.count },
+        'some ApiKey statuses were not written; retrying on the next pass',
+      );
     return written;
   }
 

@@ -21,11 +21,26 @@ export async function readKeyUsage(redis: Redis, ids: readonly string[]): Promis
     if (!Array.isArray(value)) return;
     const [lastUsed, count, refused] = value as Array<string | null>;
     if (lastUsed === null && count === null && refused === null) return;
-    const entry: KeyUsage = { count: Number(count ?? 0) || 0, refused: Number(refused ?? 0) || 0 };
+    // Sidecars write these figures, and a team can write what its sidecar may: a figure that is
+    // not one the gateway writes is not shown (nor copied into an ApiKey's status, which the API
+    // server would refuse).
+    const figures = [count, refused].map((n) => (n === null || n === undefined ? 0 : countOf(n)));
+    const [c, r] = figures;
+    if (c === undefined || r === undefined) return;
+    if (lastUsed !== null && lastUsed !== undefined && !INSTANT.test(lastUsed)) return;
+    const entry: KeyUsage = { count: c, refused: r };
     if (lastUsed !== null && lastUsed !== undefined) entry.lastUsed = lastUsed;
     usage.set(id, entry);
   });
   return usage;
+}
+
+/** An instant as the gateway writes it (Date.prototype.toISOString). */
+const INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+
+/** A count as HINCRBY leaves it, within what a number holds exactly; undefined for anything else. */
+function countOf(text: string): number | undefined {
+  return /^\d{1,15}$/.test(text) ? Number(text) : undefined;
 }
 
 const USAGE_UNREADABLE = 'could not read key usage from Redis';

@@ -16,6 +16,12 @@ import { decide, initialState, type ScaleState } from './decide.js';
 
 /** A gateway's report older than this is a gateway gone: its load no longer counts. */
 const REPORT_FRESH_MS = 5_000;
+/**
+ * A load hash holds a field per gateway replica or sidecar and version (a report is ~200 bytes):
+ * past these it holds what no reports make.
+ */
+const MAX_LOAD_FIELDS = 2_048;
+const MAX_LOAD_BYTES = 2 * 1024 * 1024;
 
 export interface AutoscalerOptions {
   models: WatchedSource<Model>;
@@ -123,9 +129,12 @@ export class Autoscaler implements OwnedSource {
     for (const model of this.opts.models.list()) {
       const policy = scalingOf(model.spec);
       if (policy === undefined || model.metadata.deletionTimestamp) continue;
+      const versions = servedVersions(model.metadata.name, model.spec);
+      // Not planned yet (or not this Model's name to serve): nothing to decide, nothing to read.
+      if (!versions.some((v) => this.states.has(this.keyOf(model, v)))) continue;
       const load = await this.loadOf(model, now);
       let changed = false;
-      for (const version of servedVersions(model.metadata.name, model.spec)) {
+      for (const version of versions) {
         const key = this.keyOf(model, version);
         const before = this.states.get(key);
         if (before === undefined) continue; // not planned yet: the reconciler starts it
@@ -156,7 +165,7 @@ export class Autoscaler implements OwnedSource {
   private async loadOf(model: Model, now: number): Promise<Map<string, number>> {
     const out = new Map<string, number>();
     const name = model.metadata.name;
-    const keys = [redisKeys.modelLoad(name), redisKeys.sidecarModelLoad(name)];
+    const keys = await this.boundedLoadKeys([redisKeys.modelLoad(name), redisKeys.sidecarModelLoad(name)]);
     const answers = (await this.opts.redis.pipeline(keys.map((k) => ['hgetall', k])).exec()) ?? [];
     const reports = keys.flatMap((redisKey, i) => {
       const [err, fields] = answers[i] ?? [null, {}];
@@ -186,6 +195,41 @@ export class Autoscaler implements OwnedSource {
       out.set(where.version, (out.get(where.version) ?? 0) + report.concurrency);
     }
     return out;
+  }
+
+  /**
+   * The load hashes of `keys` of a size reports make; one larger is removed (the gateways and
+   * sidecars write their fields again within a second) and not read. Sidecars write theirs with a
+   * password their team can read, and this is read every tick: a hash a team grew to megabytes
+   * would otherwise be sent and parsed every second, holding Redis and the operator for everyone.
+   */
+  private async boundedLoadKeys(keys: readonly string[]): Promise<string[]> {
+    const sizes =
+      (await this.opts.redis
+        .pipeline(
+          keys.flatMap((k) => [
+            ['hlen', k],
+            ['memory', 'usage', k],
+          ]),
+        )
+        .exec()) ?? [];
+    const kept: string[] = [];
+    for (const [i, key] of keys.entries()) {
+      const [lenErr, fields] = sizes[2 * i] ?? [null, 0];
+      const [memErr, bytes] = sizes[2 * i + 1] ?? [null, 0];
+      if (lenErr) throw lenErr;
+      if (memErr) throw memErr;
+      if (Number(fields) <= MAX_LOAD_FIELDS && Number(bytes ?? 0) <= MAX_LOAD_BYTES) {
+        kept.push(key);
+        continue;
+      }
+      this.opts.log.warn(
+        { key, fields: Number(fields), bytes: Number(bytes) },
+        'a load hash larger than any reports make was removed unread',
+      );
+      await this.opts.redis.unlink(key);
+    }
+    return kept;
   }
 
   /** A gateway holds a call for a version at zero: decide now rather than at the next tick. */

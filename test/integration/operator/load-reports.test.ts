@@ -105,4 +105,28 @@ describe('load reports the autoscaler believes', () => {
     await report(field, signReport(central, redisKey, field, { concurrency: 3, at: at() }));
     expect(replicas()).toBe(5);
   });
+
+  test('a load hash grown past what reports make is removed unread; reports written after it are read', async () => {
+    expect(replicas()).toBeGreaterThan(0);
+    const sidecarKey = redisKeys.sidecarModelLoad('fraud');
+    const own = { scope: 'default', key: reportKey(signingKey, 'default') };
+    const genuine = (name: string) => {
+      const field = loadField(name, '');
+      return [field, JSON.stringify(signReport(own, sidecarKey, field, { concurrency: 1, at: Date.now() }))];
+    };
+    const passes = () => new Promise((r) => setTimeout(r, 300));
+    // One value of 3 MB beside a genuine report, as a team could write with its sidecar's password.
+    await client.hset(sidecarKey, ...genuine('own-sidecar'), 'junk', 'x'.repeat(3 * 1024 * 1024));
+    await passes();
+    expect(await client.exists(sidecarKey)).toBe(0);
+    // Thousands of small fields.
+    const fields = Array.from({ length: 3_000 }, (_, i) => [`junk-${i}|`, '{}']).flat();
+    await client.hset(sidecarKey, ...fields);
+    await passes();
+    expect(await client.exists(sidecarKey)).toBe(0);
+    // The sidecars write their reports again: a hash of their size stays, and is read.
+    await client.hset(sidecarKey, ...genuine('own-sidecar'), ...genuine('own-sidecar-2'));
+    await passes();
+    expect(await client.hlen(sidecarKey)).toBe(2);
+  });
 });

@@ -98,4 +98,26 @@ describe('ApiKey status: usage copied from Redis', () => {
     }, 'the new usage in the status');
     expect(key.status).toEqual({ lastUsed: later, requestCount: 7 });
   });
+
+  test('figures no gateway writes are not copied, and hold back no other key', async () => {
+    // A sidecar's Redis user may write usage figures, and its team can read its password.
+    for (const [count, lastUsed] of [
+      ['-1000000000', new Date().toISOString()],
+      ['12', 'yesterday'],
+      ['1e30', new Date().toISOString()],
+      // A number, but not as HINCRBY writes one: shown, it would be whatever a team wrote.
+      ['1e3', new Date().toISOString()],
+    ]) {
+      await client.hset(redisKeys.keyUsage(unused.id), { count, lastUsed });
+      const later = new Date(Date.now() + 1000).toISOString();
+      const n = ((await readKey(used.id)).status?.requestCount ?? 0) + 1;
+      await recordUse(used.id, n, later);
+      const key = await eventually(async () => {
+        const k = await readKey(used.id);
+        return k.status?.requestCount === n && k;
+      }, 'the other key’s usage in its status');
+      expect(key.status).toEqual({ lastUsed: later, requestCount: n });
+      expect((await readKey(unused.id)).status).toBeUndefined();
+    }
+  });
 });

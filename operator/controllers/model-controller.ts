@@ -55,6 +55,7 @@ import {
 } from '../../common/resources/model-versions.js';
 import { scalingOf } from '../../common/resources/model-scaling.js';
 import type { VersionFigures } from '../../common/redis/version-figures.js';
+import { CheckTurns } from '../storage/check-turns.js';
 import {
   advanceRollout,
   checkEveryMs,
@@ -106,6 +107,8 @@ const STORAGE_CHECK_MS = 20_000;
 const MAX_RECHECK_MS = 240_000;
 /** The first wait after a check that could not be made (the store down or past its deadline). */
 const ERROR_RECHECK_MS = 5_000;
+/** Reconciles of one namespace's Models that may be checking stores at once (storage/check-turns.ts). */
+const CHECKS_PER_NAMESPACE = 2;
 
 /** One workload's last folder check, for a generation of its Model's spec. */
 type FolderChecked = { stamp: string; retryAt?: number; failures?: number } & (
@@ -156,6 +159,8 @@ export class ModelReconciler implements Reconciler {
    * `failures`.
    */
   private readonly checked = new Map<string, Map<string, FolderChecked>>();
+  /** Turns at checking stores, by namespace: the workers are every team's. */
+  private readonly turns = new CheckTurns(CHECKS_PER_NAMESPACE);
   /**
    * Each Model's workflow, the route keys it holds and the addresses they name: drops the old bda
    * route when the workflow changes, tells the sweep what is live, and keeps those addresses held.
@@ -190,6 +195,7 @@ export class ModelReconciler implements Reconciler {
       for: deps.models,
       onDeleted: (ref, gone) => this.noteDeleted(ref, gone),
       owns: [
+        this.turns,
         deps.runtime,
         ...(deps.scaler === undefined ? [] : [deps.scaler]),
         deps.workflows.watch((id) =>
@@ -299,7 +305,16 @@ export class ModelReconciler implements Reconciler {
     // the sum of them.
     // Every check settles before the pass goes on or fails, so none is still running when the next
     // pass would start it again.
-    const settled = await Promise.allSettled(versions.map((version) => this.observe(model, version)));
+    const asks = versions.some((version) => this.lastCheck(model, version, Date.now()) === undefined);
+    // No turn free: woken when one is, and until then what runs stays as it is.
+    if (asks && !this.turns.take(ref.namespace, key)) return undefined;
+    if (!asks) this.turns.pass(ref.namespace);
+    let settled: Array<PromiseSettledResult<Observation>>;
+    try {
+      settled = await Promise.allSettled(versions.map((version) => this.observe(model, version)));
+    } finally {
+      if (asks) this.turns.give(ref.namespace);
+    }
     const observed: Observation[] = [];
     for (const result of settled) {
       if (result.status === 'rejected') throw result.reason;
@@ -442,20 +457,31 @@ export class ModelReconciler implements Reconciler {
     return this.deps.scaler?.replicasFor(model, version) ?? policy.minReplicas;
   }
 
+  /** The version's last folder check while it still stands (undefined: the store is asked again). */
+  private lastCheck(model: Model, version: ServedVersion, now: number): FolderChecked | undefined {
+    const { namespace = 'default', name } = model.metadata;
+    const cached = this.checked.get(refKey({ namespace, name }))?.get(version.workload);
+    const stamp = `${model.metadata.uid}:${model.metadata.generation}`;
+    return cached?.stamp === stamp && (cached.retryAt === undefined || now < cached.retryAt)
+      ? cached
+      : undefined;
+  }
+
   private async observe(model: Model, version: ServedVersion): Promise<Observation> {
     const { namespace = 'default', name } = model.metadata;
     const modelKey = refKey({ namespace, name });
     const checks = this.checked.get(modelKey) ?? new Map<string, FolderChecked>();
     this.checked.set(modelKey, checks);
     const stamp = `${model.metadata.uid}:${model.metadata.generation}`;
-    const cached = checks.get(version.workload);
     const started = Date.now();
-    if (cached?.stamp === stamp && (cached.retryAt === undefined || started < cached.retryAt)) {
+    const standing = this.lastCheck(model, version, started);
+    if (standing !== undefined) {
       // A store that could not be asked (it hung, it failed) is not asked again before its time:
       // the reconcile fails as it did, without holding a worker for the store's deadline.
-      if ('error' in cached) throw cached.error;
-      return { ...cached.obs };
+      if ('error' in standing) throw standing.error;
+      return { ...standing.obs };
     }
+    const cached = checks.get(version.workload);
     // Counted from when this check starts, so the pass RECHECK_MS after a failure checks again.
     const backOff = (firstMs: number) => {
       const failures = cached?.stamp === stamp ? (cached.failures ?? 0) + 1 : 1;
@@ -707,6 +733,7 @@ export class ModelReconciler implements Reconciler {
   }
 
   private forget(key: string): void {
+    this.turns.forget(parseRefKey(key).namespace, key);
     this.routed.delete(key);
     this.swept.delete(key);
     this.rolloutJudged.delete(key);

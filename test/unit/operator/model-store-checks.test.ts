@@ -131,4 +131,46 @@ describe('checking a Model’s store (a failing one backs off)', () => {
     await expect(reconcile()).rejects.toThrow(/did not answer/);
     expect(asked).toHaveLength(15);
   });
+
+  it('a namespace checks two Models’ stores at once; its next waits its turn off the workers, another namespace’s does not', async () => {
+    const model = (namespace: string, name: string): Model =>
+      ({
+        apiVersion: 'tollgate.dev/v1alpha1',
+        kind: 'Model',
+        metadata: {
+          name,
+          namespace,
+          uid: `${namespace}-${name}`,
+          generation: 1,
+          creationTimestamp: '2026-01-01T00:00:00Z',
+          finalizers: ['tollgate.dev/model-routes'],
+        },
+        spec: { credentials: { secretName: 'absent' }, storageUri: `s3://${namespace}/${name}` },
+      }) as Model;
+    for (const name of ['model-one', 'model-two', 'model-three']) models.put(model('team-m', name));
+    models.put(model('team-n', 'model-other'));
+    // The controller enqueues a Model its turns source wakes.
+    const woken: string[] = [];
+    const turns = reconciler.watches.owns?.[0];
+    await turns?.start((ref) => woken.push(`${ref.namespace}/${ref.name}`));
+    const began = performance.now();
+    const results = await Promise.all(
+      ['team-m/model-one', 'team-m/model-two', 'team-m/model-three', 'team-n/model-other'].map(
+        async (key) => {
+          await reconciler.reconcile(key).catch(() => undefined);
+          return { key, ms: performance.now() - began };
+        },
+      ),
+    );
+    // One of team-m's three ended at once, its store not asked; team-n's was checked beside the two.
+    const askedFor = (key: string) => asked.some((a) => a.uri === `s3://${key}`);
+    const waited = results.filter((r) => !askedFor(r.key));
+    expect(waited.map((r) => r.key.split('/')[0])).toEqual(['team-m']);
+    expect(waited[0]?.ms).toBeLessThan(SLOW_MS);
+    expect(askedFor('team-n/model-other')).toBe(true);
+    // Woken once a turn of team-m's came free, it is checked.
+    expect(woken).toEqual([waited[0]?.key]);
+    await reconciler.reconcile(waited[0]?.key ?? '').catch(() => undefined);
+    expect(askedFor(waited[0]?.key ?? '')).toBe(true);
+  });
 });

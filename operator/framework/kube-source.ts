@@ -5,6 +5,7 @@ import {
   PatchStrategy,
   setHeaderOptions,
   type KubeConfig,
+  type KubernetesObject,
 } from '@kubernetes/client-node';
 import { InformerCache, type ListPage, type Parse } from '../../common/kube/informer-cache.js';
 import { isApiStatus } from '../../common/kube/custom-objects.js';
@@ -99,6 +100,57 @@ export class KubeCustomResourceSource<T extends Resource>
   }
 }
 
+/**
+ * Objects of a labelled source larger than this (as JSON, once `managedFields` and kubectl's copy
+ * are gone) are kept as their name, labels and annotations of Tollgate's, replicas and status:
+ * anyone who may create Deployments or Services in a namespace may label them as a model's or a
+ * workflow's, and make each up to the API server's 1.5 MB. None Tollgate makes comes near it.
+ */
+export const MAX_KEPT_OBJECT_BYTES = 128 * 1024;
+/** Objects per list page: at 1.5 MB each, a page stays far below the longest string V8 parses. */
+const LABELLED_LIST_PAGE = 100;
+/** The labels and annotations kept of an object cut down: Tollgate's own, each short. */
+const KEPT_KEY = /^(tollgate\.dev\/|app\.kubernetes\.io\/managed-by$)/;
+const KEPT_ENTRIES = 32;
+const KEPT_ENTRY_CHARS = 1024;
+
+function keptEntries(map: Record<string, string> | undefined): Record<string, string> | undefined {
+  if (map === undefined) return undefined;
+  const kept = Object.entries(map)
+    .filter(([k, v]) => KEPT_KEY.test(k) && k.length + v.length <= KEPT_ENTRY_CHARS)
+    .slice(0, KEPT_ENTRIES);
+  return Object.fromEntries(kept);
+}
+
+/** `raw`, or, past MAX_KEPT_OBJECT_BYTES, what identifies it (a new object: the informer's copy is cut down). */
+export function bounded(raw: unknown): unknown {
+  const obj = raw as KubernetesObject & { spec?: { replicas?: unknown }; status?: unknown };
+  if (JSON.stringify(obj).length <= MAX_KEPT_OBJECT_BYTES) return raw;
+  const m = obj.metadata ?? {};
+  const labels = keptEntries(m.labels);
+  const annotations = keptEntries(m.annotations);
+  return {
+    apiVersion: obj.apiVersion,
+    kind: obj.kind,
+    metadata: {
+      name: m.name,
+      namespace: m.namespace,
+      uid: m.uid,
+      resourceVersion: m.resourceVersion,
+      generation: m.generation,
+      creationTimestamp: m.creationTimestamp,
+      ...(m.deletionTimestamp === undefined ? {} : { deletionTimestamp: m.deletionTimestamp }),
+      ...(m.finalizers === undefined ? {} : { finalizers: m.finalizers.filter((f) => KEPT_KEY.test(f)) }),
+      ...(labels === undefined ? {} : { labels }),
+      ...(annotations === undefined ? {} : { annotations }),
+    },
+    // The replicas asked for, and the status only the cluster's controllers write (not the
+    // namespace's team): a model's Deployment whose settings make it large is still seen rolling out.
+    ...(typeof obj.spec?.replicas === 'number' ? { spec: { replicas: obj.spec.replicas } } : {}),
+    ...(obj.status === undefined ? {} : { status: obj.status }),
+  };
+}
+
 /** Built-in resources matching a label selector (workflow Services; the Deployments and Services of models). */
 export class KubeLabelledSource<T extends Resource> extends InformerCache<T> implements WatchedSource<T> {
   constructor(
@@ -116,21 +168,21 @@ export class KubeLabelledSource<T extends Resource> extends InformerCache<T> imp
       const api = kc.makeApiClient(CoreV1Api);
       list = (page) =>
         namespace
-          ? api.listNamespacedService({ namespace, labelSelector, ...page })
-          : api.listServiceForAllNamespaces({ labelSelector, ...page });
+          ? api.listNamespacedService({ namespace, labelSelector, ...page, limit: LABELLED_LIST_PAGE })
+          : api.listServiceForAllNamespaces({ labelSelector, ...page, limit: LABELLED_LIST_PAGE });
     } else if (resource === 'pods') {
       const api = kc.makeApiClient(CoreV1Api);
       list = (page) =>
         namespace
-          ? api.listNamespacedPod({ namespace, labelSelector, ...page })
-          : api.listPodForAllNamespaces({ labelSelector, ...page });
+          ? api.listNamespacedPod({ namespace, labelSelector, ...page, limit: LABELLED_LIST_PAGE })
+          : api.listPodForAllNamespaces({ labelSelector, ...page, limit: LABELLED_LIST_PAGE });
     } else {
       const api = kc.makeApiClient(AppsV1Api);
       list = (page) =>
         namespace
-          ? api.listNamespacedDeployment({ namespace, labelSelector, ...page })
-          : api.listDeploymentForAllNamespaces({ labelSelector, ...page });
+          ? api.listNamespacedDeployment({ namespace, labelSelector, ...page, limit: LABELLED_LIST_PAGE })
+          : api.listDeploymentForAllNamespaces({ labelSelector, ...page, limit: LABELLED_LIST_PAGE });
     }
-    super(kc, path, list, parse, log, labelSelector);
+    super(kc, path, list, (raw) => parse(bounded(raw)), log, labelSelector);
   }
 }

@@ -424,10 +424,18 @@ export function parseUpstreamList(list: string): Record<string, string> {
   return out;
 }
 
+/**
+ * What Kubernetes writes into every container of a namespace for each of its Services (service
+ * links): a Service named `tollgate-metrics` sets `TOLLGATE_METRICS_PORT=tcp://10.0.0.9:80` in
+ * every pod there, sidecars included. A port is a number; a value of this form is not ours.
+ */
+const SERVICE_LINK = /^(tcp|udp|sctp):\/\//;
+
 function fromEnv(env: NodeJS.ProcessEnv): Partial<GatewayConfigInput> {
   const out: Record<string, unknown> = {};
   for (const [name, field] of ENV) {
     const value = env[name];
+    if (name.endsWith('_PORT') && value !== undefined && SERVICE_LINK.test(value)) continue;
     if (value !== undefined && value !== '') out[field] = value;
   }
   if (env.TOLLGATE_UPSTREAMS) out.upstreams = parseUpstreamList(env.TOLLGATE_UPSTREAMS);

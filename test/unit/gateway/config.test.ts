@@ -42,6 +42,22 @@ describe('loadGatewayConfig', () => {
       expect(redirect(bad)).toThrow(/redirectPath is a path on this gateway/);
   });
 
+  it('takes no port from the service links Kubernetes writes for Services named tollgate, tollgate-grpc or tollgate-metrics', () => {
+    const config = loadGatewayConfig({
+      env: {
+        TOLLGATE_PORT: 'tcp://10.96.0.7:80',
+        TOLLGATE_GRPC_PORT: 'tcp://10.96.0.8:9000',
+        TOLLGATE_METRICS_PORT: 'tcp://10.96.0.9:9090',
+        TOLLGATE_METRICS_PORT_9090_TCP: 'tcp://10.96.0.9:9090',
+        TOLLGATE_METRICS_SERVICE_HOST: '10.96.0.9',
+      },
+      overrides: { port: 8000 },
+    });
+    expect([config.port, config.metricsPort]).toEqual([8000, undefined]);
+    // A port written as a port is still read.
+    expect(loadGatewayConfig({ env: { TOLLGATE_METRICS_PORT: '9191' } }).metricsPort).toBe(9191);
+  });
+
   it('layers defaults, file, environment and flags, merging upstreams', () => {
     const dir = mkdtempSync(join(tmpdir(), 'tg-config-'));
     const file = join(dir, 'gateway.yaml');

@@ -48,8 +48,10 @@ export class UsageStatusSync {
   private async pass(): Promise<number> {
     const keys = this.keys.list();
     let written = 0;
+    /** Writes tried, refused ones included: the cap bounds the API server's load either way. */
+    let tried = 0;
     let failed: { key: string; err: unknown; count: number } | undefined;
-    for (let i = 0; i < keys.length && written < MAX_WRITES_PER_PASS; i += READ_BATCH) {
+    for (let i = 0; i < keys.length && tried < MAX_WRITES_PER_PASS; i += READ_BATCH) {
       const batch = keys.slice(i, i + READ_BATCH);
       const usage = await readKeyUsage(
         this.redis,
@@ -58,7 +60,8 @@ export class UsageStatusSync {
       for (const key of batch) {
         const used = usage.get(apiKeyId(key));
         if (used === undefined || !changed(key, used)) continue;
-        if (written >= MAX_WRITES_PER_PASS) break;
+        if (tried >= MAX_WRITES_PER_PASS) break;
+        tried++;
         try {
           if (await this.write(key, used)) written++;
         } catch (err) {

@@ -233,6 +233,16 @@ export class ModelReconciler implements Reconciler {
   }
 
   async reconcile(key: string): Promise<ReconcileResult> {
+    try {
+      return await this.reconcileModel(key);
+    } finally {
+      // Whatever path it took: a turn at checking stores free now goes to the next in line (a
+      // Model woken for one may have needed none, or be gone).
+      this.turns.done(parseRefKey(key).namespace, key);
+    }
+  }
+
+  private async reconcileModel(key: string): Promise<ReconcileResult> {
     await this.keptNamesLoaded();
     const ref = parseRefKey(key);
     const { models, runtime } = this.deps;
@@ -306,9 +316,9 @@ export class ModelReconciler implements Reconciler {
     // Every check settles before the pass goes on or fails, so none is still running when the next
     // pass would start it again.
     const asks = versions.some((version) => this.lastCheck(model, version, Date.now()) === undefined);
-    // No turn free: woken when one is, and until then what runs stays as it is.
-    if (asks && !this.turns.take(ref.namespace, key)) return undefined;
-    if (!asks) this.turns.pass(ref.namespace);
+    // No turn free: woken when one is (and looked at again after RECHECK_MS whatever happens),
+    // and until then what runs stays as it is.
+    if (asks && !this.turns.take(ref.namespace, key)) return { requeueAfterMs: RECHECK_MS };
     let settled: Array<PromiseSettledResult<Observation>>;
     try {
       settled = await Promise.allSettled(versions.map((version) => this.observe(model, version)));

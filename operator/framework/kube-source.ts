@@ -6,6 +6,7 @@ import {
   setHeaderOptions,
   type KubeConfig,
   type KubernetesObject,
+  type V1ServiceSpec,
 } from '@kubernetes/client-node';
 import { InformerCache, type ListPage, type Parse } from '../../common/kube/informer-cache.js';
 import { isApiStatus } from '../../common/kube/custom-objects.js';
@@ -101,10 +102,10 @@ export class KubeCustomResourceSource<T extends Resource>
 }
 
 /**
- * Objects of a labelled source larger than this (as JSON, once `managedFields` and kubectl's copy
- * are gone) are kept as their name, labels and annotations of Tollgate's, replicas and status:
- * anyone who may create Deployments or Services in a namespace may label them as a model's or a
- * workflow's, and make each up to the API server's 1.5 MB. None Tollgate makes comes near it.
+ * Deployments and Services of a labelled source larger than this (as JSON, once `managedFields`
+ * and kubectl's copy are gone) are kept cut down to what the operator reads of them: anyone who may
+ * create them in a namespace may label them as a model's or a workflow's, and make each up to the
+ * API server's 1.5 MB. None Tollgate makes comes near it. (Pods are cut down by their parser.)
  */
 export const MAX_KEPT_OBJECT_BYTES = 128 * 1024;
 /** Objects per list page: at 1.5 MB each, a page stays far below the longest string V8 parses. */
@@ -113,6 +114,9 @@ const LABELLED_LIST_PAGE = 100;
 const KEPT_KEY = /^(tollgate\.dev\/|app\.kubernetes\.io\/managed-by$)/;
 const KEPT_ENTRIES = 32;
 const KEPT_ENTRY_CHARS = 1024;
+/** A cut-down Service keeps this many ports, and its selector if it is no larger than this. */
+const KEPT_PORTS = 64;
+const KEPT_SELECTOR_CHARS = 8 * 1024;
 
 function keptEntries(map: Record<string, string> | undefined): Record<string, string> | undefined {
   if (map === undefined) return undefined;
@@ -122,13 +126,46 @@ function keptEntries(map: Record<string, string> | undefined): Record<string, st
   return Object.fromEntries(kept);
 }
 
-/** `raw`, or, past MAX_KEPT_OBJECT_BYTES, what identifies it (a new object: the informer's copy is cut down). */
-export function bounded(raw: unknown): unknown {
-  const obj = raw as KubernetesObject & { spec?: { replicas?: unknown }; status?: unknown };
+/** What the operator reads of a Service's spec: where it is called, and which pods it selects. */
+function keptServiceSpec(spec: V1ServiceSpec | undefined): V1ServiceSpec | undefined {
+  if (spec === undefined) return undefined;
+  const selector = spec.selector;
+  return {
+    ...(spec.type === undefined ? {} : { type: spec.type }),
+    ...(spec.clusterIP === undefined ? {} : { clusterIP: spec.clusterIP }),
+    ...(spec.clusterIPs === undefined ? {} : { clusterIPs: spec.clusterIPs.slice(0, 2) }),
+    ...(spec.externalName === undefined ? {} : { externalName: spec.externalName.slice(0, 253) }),
+    ...(spec.ports === undefined
+      ? {}
+      : {
+          ports: spec.ports.slice(0, KEPT_PORTS).map((p) => ({
+            port: p.port,
+            ...(p.name === undefined ? {} : { name: p.name }),
+            ...(p.targetPort === undefined ? {} : { targetPort: p.targetPort }),
+            ...(p.protocol === undefined ? {} : { protocol: p.protocol }),
+          })),
+        }),
+    // One too large to keep selects nothing here: such a Service is not routed.
+    ...(selector === undefined || JSON.stringify(selector).length > KEPT_SELECTOR_CHARS ? {} : { selector }),
+  };
+}
+
+/**
+ * `raw`, or, past MAX_KEPT_OBJECT_BYTES, what identifies it and what the operator reads of its
+ * kind (a new object: the informer's copy is cut down).
+ */
+export function bounded(raw: unknown, resource: 'services' | 'deployments'): unknown {
+  const obj = raw as KubernetesObject & { spec?: V1ServiceSpec & { replicas?: unknown }; status?: unknown };
   if (JSON.stringify(obj).length <= MAX_KEPT_OBJECT_BYTES) return raw;
   const m = obj.metadata ?? {};
   const labels = keptEntries(m.labels);
   const annotations = keptEntries(m.annotations);
+  const spec =
+    resource === 'services'
+      ? keptServiceSpec(obj.spec)
+      : typeof obj.spec?.replicas === 'number'
+        ? { replicas: obj.spec.replicas }
+        : undefined;
   return {
     apiVersion: obj.apiVersion,
     kind: obj.kind,
@@ -144,9 +181,9 @@ export function bounded(raw: unknown): unknown {
       ...(labels === undefined ? {} : { labels }),
       ...(annotations === undefined ? {} : { annotations }),
     },
-    // The replicas asked for, and the status only the cluster's controllers write (not the
+    // A Deployment's replicas and its status, which only the cluster's controllers write (not the
     // namespace's team): a model's Deployment whose settings make it large is still seen rolling out.
-    ...(typeof obj.spec?.replicas === 'number' ? { spec: { replicas: obj.spec.replicas } } : {}),
+    ...(spec === undefined ? {} : { spec }),
     ...(obj.status === undefined ? {} : { status: obj.status }),
   };
 }
@@ -183,6 +220,13 @@ export class KubeLabelledSource<T extends Resource> extends InformerCache<T> imp
           ? api.listNamespacedDeployment({ namespace, labelSelector, ...page, limit: LABELLED_LIST_PAGE })
           : api.listDeploymentForAllNamespaces({ labelSelector, ...page, limit: LABELLED_LIST_PAGE });
     }
-    super(kc, path, list, (raw) => parse(bounded(raw)), log, labelSelector);
+    super(
+      kc,
+      path,
+      list,
+      resource === 'pods' ? parse : (raw) => parse(bounded(raw, resource)),
+      log,
+      labelSelector,
+    );
   }
 }

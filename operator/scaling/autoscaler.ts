@@ -22,6 +22,8 @@ const REPORT_FRESH_MS = 5_000;
  */
 const MAX_LOAD_FIELDS = 2_048;
 const MAX_LOAD_BYTES = 2 * 1024 * 1024;
+/** A model's oversize load hash is told of at most this often. */
+const OVERSIZE_WARN_MS = 60_000;
 
 export interface AutoscalerOptions {
   models: WatchedSource<Model>;
@@ -49,6 +51,8 @@ export class Autoscaler implements OwnedSource {
   private readonly now: () => number;
   /** Wake-up calls not yet decided on. */
   private wakes: WakeRequest[] = [];
+  /** When each model's oversize load hash was last told of. */
+  private readonly warned = new Map<string, number>();
 
   constructor(private readonly opts: AutoscalerOptions) {
     this.now = opts.now ?? Date.now;
@@ -126,46 +130,62 @@ export class Autoscaler implements OwnedSource {
     const now = this.now();
     const wakes = this.wakes;
     this.wakes = [];
+    let failed: unknown;
     for (const model of this.opts.models.list()) {
-      const policy = scalingOf(model.spec);
-      if (policy === undefined || model.metadata.deletionTimestamp) continue;
-      const versions = servedVersions(model.metadata.name, model.spec);
-      // Not planned yet (or not this Model's name to serve): nothing to decide, nothing to read.
-      if (!versions.some((v) => this.states.has(this.keyOf(model, v)))) continue;
-      const load = await this.loadOf(model, now);
-      let changed = false;
-      for (const version of versions) {
-        const key = this.keyOf(model, version);
-        const before = this.states.get(key);
-        if (before === undefined) continue; // not planned yet: the reconciler starts it
-        const woken = wakes.some(
-          (w) =>
-            w.model === model.metadata.name &&
-            (w.version === (version.name ?? '') || (w.version === '' && version.percent > 0)),
-        );
-        const after = decide(policy, before, load.get(version.name ?? '') ?? 0, now, woken);
-        this.states.set(key, after);
-        if (after.replicas !== before.replicas) {
-          changed = true;
-          this.opts.log.info(
-            { model: model.metadata.name, version: version.name, from: before.replicas, to: after.replicas },
-            'scaling',
-          );
-        }
+      try {
+        await this.evaluateModel(model, now, wakes);
+      } catch (err) {
+        // One model's reports that cannot be read hold back no other model's decision.
+        failed ??= err;
       }
-      if (changed)
-        this.onChange({ namespace: model.metadata.namespace ?? 'default', name: model.metadata.name });
     }
+    if (failed !== undefined) throw failed;
+  }
+
+  private async evaluateModel(model: Model, now: number, wakes: readonly WakeRequest[]): Promise<void> {
+    const policy = scalingOf(model.spec);
+    if (policy === undefined || model.metadata.deletionTimestamp) return;
+    const versions = servedVersions(model.metadata.name, model.spec);
+    // Not planned yet (or not this Model's name to serve): nothing to decide, nothing to read.
+    if (!versions.some((v) => this.states.has(this.keyOf(model, v)))) return;
+    const load = await this.loadOf(model, now);
+    let changed = false;
+    for (const version of versions) {
+      const key = this.keyOf(model, version);
+      const before = this.states.get(key);
+      if (before === undefined) continue; // not planned yet: the reconciler starts it
+      const woken = wakes.some(
+        (w) =>
+          w.model === model.metadata.name &&
+          (w.version === (version.name ?? '') || (w.version === '' && version.percent > 0)),
+      );
+      // No reading (a load hash too large to read): what runs stays, but a call held at zero
+      // still wakes its version.
+      if (load === undefined && !(woken && before.replicas === 0)) continue;
+      const after = decide(policy, before, load?.get(version.name ?? '') ?? 0, now, woken);
+      this.states.set(key, after);
+      if (after.replicas !== before.replicas) {
+        changed = true;
+        this.opts.log.info(
+          { model: model.metadata.name, version: version.name, from: before.replicas, to: after.replicas },
+          'scaling',
+        );
+      }
+    }
+    if (changed)
+      this.onChange({ namespace: model.metadata.namespace ?? 'default', name: model.metadata.name });
   }
 
   /**
    * Mean calls in flight per version, summed over the gateways whose report is fresh and signed
-   * by a central gateway or a sidecar of the model's own namespace (no other team's hand).
+   * by a central gateway or a sidecar of the model's own namespace (no other team's hand);
+   * undefined when a load hash holds more than any reports make (none of it is read).
    */
-  private async loadOf(model: Model, now: number): Promise<Map<string, number>> {
+  private async loadOf(model: Model, now: number): Promise<Map<string, number> | undefined> {
     const out = new Map<string, number>();
     const name = model.metadata.name;
-    const keys = await this.boundedLoadKeys([redisKeys.modelLoad(name), redisKeys.sidecarModelLoad(name)]);
+    const keys = [redisKeys.modelLoad(name), redisKeys.sidecarModelLoad(name)];
+    if (!(await this.readable(model, keys))) return undefined;
     const answers = (await this.opts.redis.pipeline(keys.map((k) => ['hgetall', k])).exec()) ?? [];
     const reports = keys.flatMap((redisKey, i) => {
       const [err, fields] = answers[i] ?? [null, {}];
@@ -198,38 +218,41 @@ export class Autoscaler implements OwnedSource {
   }
 
   /**
-   * The load hashes of `keys` of a size reports make; one larger is removed (the gateways and
-   * sidecars write their fields again within a second) and not read. Sidecars write theirs with a
-   * password their team can read, and this is read every tick: a hash a team grew to megabytes
-   * would otherwise be sent and parsed every second, holding Redis and the operator for everyone.
+   * Whether the load hashes `keys` are of a size reports make. Sidecars write theirs with a
+   * password their team can read, under any model's name, and this is read every tick: a hash
+   * grown to megabytes would be sent and parsed every second, holding Redis and the operator for
+   * everyone. One past the bounds is not read (nor removed: the model's own reports are in it too),
+   * and the model's replicas stay as they are until it is back within them.
    */
-  private async boundedLoadKeys(keys: readonly string[]): Promise<string[]> {
+  private async readable(model: Model, keys: readonly string[]): Promise<boolean> {
     const sizes =
       (await this.opts.redis
         .pipeline(
           keys.flatMap((k) => [
             ['hlen', k],
-            ['memory', 'usage', k],
+            ['memory', 'usage', k, 'SAMPLES', '0'],
           ]),
         )
         .exec()) ?? [];
-    const kept: string[] = [];
     for (const [i, key] of keys.entries()) {
       const [lenErr, fields] = sizes[2 * i] ?? [null, 0];
-      const [memErr, bytes] = sizes[2 * i + 1] ?? [null, 0];
       if (lenErr) throw lenErr;
-      if (memErr) throw memErr;
-      if (Number(fields) <= MAX_LOAD_FIELDS && Number(bytes ?? 0) <= MAX_LOAD_BYTES) {
-        kept.push(key);
-        continue;
+      // Exact (every field counted), and cheap once the fields are few. A Redis that refuses
+      // MEMORY (a proxy, a managed service) is judged by its field count alone.
+      const [memErr, bytes] = sizes[2 * i + 1] ?? [null, 0];
+      const size = memErr ? 0 : Number(bytes ?? 0);
+      if (Number(fields) <= MAX_LOAD_FIELDS && size <= MAX_LOAD_BYTES) continue;
+      const name = model.metadata.name;
+      if ((this.warned.get(name) ?? -Infinity) <= this.now() - OVERSIZE_WARN_MS) {
+        this.warned.set(name, this.now());
+        this.opts.log.warn(
+          { model: name, key, fields: Number(fields), bytes: size },
+          "a load hash holds more than any reports make: not read, and the model's replicas stay as they are",
+        );
       }
-      this.opts.log.warn(
-        { key, fields: Number(fields), bytes: Number(bytes) },
-        'a load hash larger than any reports make was removed unread',
-      );
-      await this.opts.redis.unlink(key);
+      return false;
     }
-    return kept;
+    return true;
   }
 
   /** A gateway holds a call for a version at zero: decide now rather than at the next tick. */

@@ -78,6 +78,26 @@ describe('checking a Model’s store (a failing one backs off)', () => {
   afterEach(() => jest.restoreAllMocks());
 
   const reconcile = () => reconciler.reconcile('team-m/model-slow');
+  const modelIn = (namespace: string, name: string): Model =>
+    ({
+      apiVersion: 'tollgate.dev/v1alpha1',
+      kind: 'Model',
+      metadata: {
+        name,
+        namespace,
+        uid: `${namespace}-${name}`,
+        generation: 1,
+        creationTimestamp: '2026-01-01T00:00:00Z',
+        finalizers: ['tollgate.dev/model-routes'],
+      },
+      spec: { credentials: { secretName: 'absent' }, storageUri: `s3://${namespace}/${name}` },
+    }) as Model;
+  /** Starts the controller's turns source; the Models it wakes, as the controller would enqueue them. */
+  const wakes = async (): Promise<string[]> => {
+    const woken: string[] = [];
+    await reconciler.watches.owns?.[0]?.start((ref) => woken.push(`${ref.namespace}/${ref.name}`));
+    return woken;
+  };
   const reason = () => models.list()[0]?.status?.conditions?.find((c) => c.type === 'SettingsValid')?.reason;
 
   it('checks every version at once: a pass waits for the slowest store, not for their sum', async () => {
@@ -133,26 +153,9 @@ describe('checking a Model’s store (a failing one backs off)', () => {
   });
 
   it('a namespace checks two Models’ stores at once; its next waits its turn off the workers, another namespace’s does not', async () => {
-    const model = (namespace: string, name: string): Model =>
-      ({
-        apiVersion: 'tollgate.dev/v1alpha1',
-        kind: 'Model',
-        metadata: {
-          name,
-          namespace,
-          uid: `${namespace}-${name}`,
-          generation: 1,
-          creationTimestamp: '2026-01-01T00:00:00Z',
-          finalizers: ['tollgate.dev/model-routes'],
-        },
-        spec: { credentials: { secretName: 'absent' }, storageUri: `s3://${namespace}/${name}` },
-      }) as Model;
-    for (const name of ['model-one', 'model-two', 'model-three']) models.put(model('team-m', name));
-    models.put(model('team-n', 'model-other'));
-    // The controller enqueues a Model its turns source wakes.
-    const woken: string[] = [];
-    const turns = reconciler.watches.owns?.[0];
-    await turns?.start((ref) => woken.push(`${ref.namespace}/${ref.name}`));
+    for (const name of ['model-one', 'model-two', 'model-three']) models.put(modelIn('team-m', name));
+    models.put(modelIn('team-n', 'model-other'));
+    const woken = await wakes();
     const began = performance.now();
     const results = await Promise.all(
       ['team-m/model-one', 'team-m/model-two', 'team-m/model-three', 'team-n/model-other'].map(
@@ -172,5 +175,29 @@ describe('checking a Model’s store (a failing one backs off)', () => {
     expect(woken).toEqual([waited[0]?.key]);
     await reconciler.reconcile(waited[0]?.key ?? '').catch(() => undefined);
     expect(askedFor(waited[0]?.key ?? '')).toBe(true);
+  });
+
+  it('a Model woken for a turn that needs none (it was deleted) passes the turn on: no Model waits for ever', async () => {
+    const names = ['model-a', 'model-b', 'model-c', 'model-d', 'model-e'];
+    for (const name of names) models.put(modelIn('team-m', name));
+    const woken = await wakes();
+    const all = names.map((n) => reconciler.reconcile(`team-m/${n}`).catch(() => undefined));
+    await Promise.all(all);
+    // Two checked; three waited, and the two turns given back woke the first two of them.
+    expect(asked).toHaveLength(2);
+    expect(woken).toHaveLength(2);
+    const waitedLast = names
+      .map((n) => `team-m/${n}`)
+      .find((k) => !woken.includes(k) && !asked.some((a) => a.uri === `s3://${k}`));
+    // Both woken Models are deleted before their turn: each reconcile finds nothing to check.
+    for (const key of [...woken]) {
+      const [, name] = key.split('/');
+      models.delete({ namespace: 'team-m', name: name ?? '' });
+      await reconciler.reconcile(key);
+    }
+    // The turns they were woken for went on to the one still waiting.
+    expect(woken).toContain(waitedLast);
+    await reconciler.reconcile(waitedLast ?? '').catch(() => undefined);
+    expect(asked.map((a) => a.uri)).toContain(`s3://${waitedLast ?? ''}`);
   });
 });

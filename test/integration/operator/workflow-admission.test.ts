@@ -36,11 +36,12 @@ describe('workflow routes are admitted by Workflow records, never by labels', ()
   let ns: string;
   let client: Redis;
   let operator: OperatorManager | undefined;
+  let redisUrl: string;
 
   beforeAll(async () => {
     c = await cluster();
     ns = await namespace(c, 'op-wf');
-    const redisUrl = (await redis(TAG)).url;
+    redisUrl = (await redis(TAG)).url;
     client = new Redis(redisUrl, { maxRetriesPerRequest: 1 });
     operator = startOperator(c, ns, redisUrl);
     await operator.start();
@@ -204,6 +205,54 @@ describe('workflow routes are admitted by Workflow records, never by labels', ()
     await eventually(
       async () => (await route(wf, 'api'))?.source === `service/${ns}/second`,
       'the route handed to the second',
+    );
+    await deleteWorkflow(c, wf);
+  });
+
+  test('an older Service labelled later does not take a held route, even from a restarted operator', async () => {
+    const wf = uniqueWorkflow('relabelled');
+    await createWorkflow(c, wf, 'alice', [ns]);
+    // A Service made long ago for something else, as every namespace has.
+    await c.core.createNamespacedService({
+      namespace: ns,
+      body: {
+        metadata: { name: 'long-ago' },
+        spec: { selector: { app: 'other' }, ports: [{ name: 'http', port: 8000 }] },
+      },
+    });
+    await new Promise((r) => setTimeout(r, 1_100));
+    await service('holder', wf, 'api');
+    await eventually(async () => (await route(wf, 'api'))?.source === `service/${ns}/holder`, 'routed');
+    // Labelled today to claim the route: older as an object, newer as a claim.
+    await c.core.patchNamespacedService({
+      namespace: ns,
+      name: 'long-ago',
+      body: [
+        {
+          op: 'add',
+          path: '/metadata/labels',
+          value: { 'tollgate.dev/workflow': wf, 'tollgate.dev/service': 'api' },
+        },
+      ],
+    });
+    await eventually(
+      async () => (await reasons('long-ago')).includes('Warning/RouteClaimedByOlderService'),
+      'the conflict Event',
+    );
+    await settle();
+    expect(await route(wf, 'api')).toMatchObject({ source: `service/${ns}/holder` });
+    // A new operator process learns the holder from the route.
+    await operator?.stop();
+    operator = startOperator(c, ns, redisUrl);
+    await operator.start();
+    await operator.synced();
+    await settle();
+    expect(await route(wf, 'api')).toMatchObject({ source: `service/${ns}/holder` });
+    // The holder gone, the other claim takes the route.
+    await c.core.deleteNamespacedService({ namespace: ns, name: 'holder' });
+    await eventually(
+      async () => (await route(wf, 'api'))?.source === `service/${ns}/long-ago`,
+      'the route handed on',
     );
     await deleteWorkflow(c, wf);
   });

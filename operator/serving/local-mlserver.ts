@@ -242,6 +242,7 @@ export class LocalMlserverDriver implements RuntimeDriver {
       onExit: (message) => this.fail(run, 'RuntimeExited', message),
       onRestart: () => {
         if (run.stopped) return;
+        run.url = own.url;
         run.failure = undefined;
         this.onChange(run.model);
         void this.waitReady(run);
@@ -282,6 +283,7 @@ export class LocalMlserverDriver implements RuntimeDriver {
         // A restarted process has lost its models: load them again.
         onRestart: () => {
           for (const run of this.sharedRuns()) {
+            run.url = shared.url;
             run.failure = undefined;
             this.onChange(run.model);
             void this.load(run);

@@ -35,8 +35,12 @@ const TAIL_LINES = 12;
 const STOP_GRACE_MS = 10_000;
 const MAX_RESTART_DELAY_MS = 30_000;
 
+/** What uvicorn says when its port was taken between our finding it free and its binding it. */
+const PORT_TAKEN = /address already in use/i;
+
 export class MlserverProcess {
-  readonly url: string;
+  /** Where it answers: a restart after its port was taken meanwhile moves it to another. */
+  url: string;
   /** MLServer's own Prometheus metrics, once spawned (a new port on each restart). */
   metricsUrl: string | undefined;
   private proc: ChildProcess | undefined;
@@ -44,7 +48,10 @@ export class MlserverProcess {
   private restarts = 0;
   private stopped = false;
 
+  private port: number;
+
   constructor(private readonly opts: MlserverProcessOptions) {
+    this.port = opts.port;
     this.url = `http://${opts.host}:${opts.port}`;
   }
 
@@ -70,7 +77,7 @@ export class MlserverProcess {
       env: {
         ...opts.env,
         MLSERVER_HOST: opts.host,
-        MLSERVER_HTTP_PORT: String(opts.port),
+        MLSERVER_HTTP_PORT: String(this.port),
         MLSERVER_GRPC_PORT: String(grpcPort),
         MLSERVER_METRICS_PORT: String(metricsPort),
         MLSERVER_PARALLEL_WORKERS: String(opts.parallelWorkers),
@@ -80,10 +87,12 @@ export class MlserverProcess {
     });
     this.proc = proc;
     const logFile = createWriteStream(path.join(opts.cwd, 'mlserver.log'), { flags: 'a' });
+    let portTaken = false;
     const keep = (chunk: Buffer): void => {
       logFile.write(chunk);
       for (const line of chunk.toString('utf8').split('\n')) {
         if (line.trim() !== '') this.tail.push(line);
+        if (PORT_TAKEN.test(line)) portTaken = true;
       }
       this.tail.splice(0, Math.max(0, this.tail.length - TAIL_LINES));
     };
@@ -96,13 +105,23 @@ export class MlserverProcess {
       opts.onExit(`MLServer exited (${signal ?? `code ${code}`}): ${this.tail.slice(-3).join(' | ')}`);
       const delay = Math.min(MAX_RESTART_DELAY_MS, 1_000 * 2 ** this.restarts);
       this.restarts++;
+      // A port found free is free only until another process binds it (a client's ephemeral
+      // port, on a busy machine): the same port would be refused on every restart.
       setTimeout(() => {
         if (this.stopped) return;
         this.tail = [];
-        this.spawnOnce().then(
-          () => opts.onRestart(),
-          (err: unknown) => opts.onSpawnFailed(`could not start MLServer: ${(err as Error).message}`),
-        );
+        const next = portTaken
+          ? freePort(opts.host).then((port) => {
+              this.port = port;
+              this.url = `http://${opts.host}:${port}`;
+            })
+          : Promise.resolve();
+        next
+          .then(() => this.spawnOnce())
+          .then(
+            () => opts.onRestart(),
+            (err: unknown) => opts.onSpawnFailed(`could not start MLServer: ${(err as Error).message}`),
+          );
       }, delay).unref();
     });
     opts.log.info({ runtime: opts.name, url: this.url, pid: proc.pid }, 'MLServer starting');

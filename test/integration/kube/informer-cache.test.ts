@@ -137,15 +137,7 @@ describe('an informer cache with a predicate', () => {
       read,
       createLogger('informer-test', 'silent'),
     );
-    const key = generateKey('platform');
-    const body = newApiKey(newKeyId(), {
-      hash: hashKey(key),
-      start: keyStart(key),
-      module: 'platform',
-      roles: ['viewer'],
-      owner: 'alice',
-    });
-    const name = body.metadata.name;
+    let name = '';
     const patch = (p: object) =>
       api.patchNamespacedCustomObject(
         { ...place, name, body: p },
@@ -160,7 +152,7 @@ describe('an informer cache with a predicate', () => {
       await cache.start((ref, deleted) => events.push(`${ref.name}${deleted ? ' gone' : ''}`), {
         changed: (a, b) => a.tier !== b.tier || a.roles.join() !== b.roles.join(),
       });
-      await api.createNamespacedCustomObject({ ...place, body });
+      name = await makeKey(api, namespace);
       await settled(() => events.length === 1);
       // An annotation and another label: the cache takes the new version, nobody is told.
       const first = cache.get({ namespace, name })?.version;

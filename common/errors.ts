@@ -116,6 +116,7 @@ export const ERROR_STATUS = {
   webhook_changed: 409,
   too_many_webhooks: 409,
   too_many_identities: 409,
+  too_many_keys: 409,
   key_changed: 409,
   key_expired: 409,
   model_conflict: 409,

@@ -1,3 +1,4 @@
+import { DEFAULT_MAX_KEYS_PER_OWNER } from '../common/apikey/store.js';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import type { parse as ParseYaml } from 'yaml';
@@ -174,6 +175,11 @@ export const gatewayConfigSchema = z
           'a /0 trusts every caller to name its own address: give the proxies’ own networks',
         ),
     ).default([]),
+    /**
+     * The most live keys one user may make through the API (administrators: no bound). Each key
+     * is a resource every gateway replica and the operator hold in memory.
+     */
+    maxKeysPerOwner: z.coerce.number().int().min(1).max(1_000_000).default(DEFAULT_MAX_KEYS_PER_OWNER),
     /** The longest grace period a rolled key may keep working for (`POST /apikeys/{id}/roll`). */
     maxRollGraceSeconds: z.coerce
       .number()
@@ -370,6 +376,7 @@ const ENV: ReadonlyArray<readonly [string, keyof GatewayConfigInput]> = [
   ['TOLLGATE_TRUSTED_PROXIES', 'trustedProxies'],
   ['TOLLGATE_TRUSTED_PROXY_CIDRS', 'trustedProxyCidrs'],
   ['TOLLGATE_MAX_ROLL_GRACE_SECONDS', 'maxRollGraceSeconds'],
+  ['TOLLGATE_MAX_KEYS_PER_OWNER', 'maxKeysPerOwner'],
   ['TOLLGATE_AUDIT_URI', 'auditUri'],
   ['TOLLGATE_AUDIT_RETENTION_DAYS', 'auditRetentionDays'],
   ['TOLLGATE_AUDIT_FLUSH_MS', 'auditFlushMs'],

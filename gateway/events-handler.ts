@@ -154,15 +154,7 @@ class EventsCall {
     const { s, req, res, requestId } = this;
     const headers = upstreamRequestHeaders(req, grant, requestId, s.proxies);
     const send = (h: string[]) =>
-      forward(
-        req,
-        res,
-        s.upstreams.get(target.proxy.origin),
-        target.proxy.path,
-        h,
-        requestId,
-        s.config.bodyLimitBytes,
-      );
+      forward(req, res, s.upstreams.get(target.proxy.origin), target.proxy.path, h, requestId, s.config);
     // Only a service behind a sidecar pays for a signature (it then need not ask Redis again).
     if (target.grantAudience === undefined) return send(headers);
     return withSignedGrant(s.grantSigner, headers, grant, target.grantAudience, {

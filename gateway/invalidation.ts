@@ -1,4 +1,4 @@
-import type { LRUCache } from 'lru-cache';
+import { LRUCache } from 'lru-cache';
 import { growingLru } from '../common/growing-lru.js';
 import type { Redis } from 'ioredis';
 import type { Logger } from '../common/logger.js';
@@ -153,13 +153,29 @@ export class InvalidatedCache<V extends object> {
 
   constructor(
     private readonly invalidation: CacheInvalidation,
-    opts: { max: number; ttlMs?: number; onDrop?: (value: V) => void },
+    opts: {
+      max: number;
+      ttlMs?: number;
+      onDrop?: (value: V) => void;
+      /**
+       * Values of very different sizes: held to `maxBytes` in all as well as to `max` values (each
+       * counts as at least `maxBytes / max`).
+       */
+      weigh?: { maxBytes: number; bytesOf: (value: V) => number };
+    },
   ) {
     const dispose = opts.onDrop === undefined ? {} : { dispose: opts.onDrop };
-    this.lru = growingLru<string, V>(
-      opts.max,
-      opts.ttlMs === undefined ? dispose : { ttl: opts.ttlMs, ttlAutopurge: false, ...dispose },
-    );
+    const expiry = opts.ttlMs === undefined ? dispose : { ttl: opts.ttlMs, ttlAutopurge: false, ...dispose };
+    const { weigh } = opts;
+    this.lru =
+      weigh === undefined
+        ? growingLru<string, V>(opts.max, expiry)
+        : new LRUCache<string, V>({
+            ...expiry,
+            maxSize: weigh.maxBytes,
+            sizeCalculation: (v) =>
+              Math.max(Math.ceil(weigh.maxBytes / opts.max), Math.ceil(weigh.bytesOf(v))),
+          });
     invalidation.onReset(() => this.clear());
   }
 

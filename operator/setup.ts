@@ -53,6 +53,7 @@ export function setupTerm({ sources, redis, sealer, verifier, routes, signingKey
         subscriber: redis.duplicate(),
         log,
         reports: new ReportChecker(signingKey),
+        ...(opts.modelGateway ? { defaultGateway: opts.modelGateway } : {}),
         ...(opts.autoscaleTickMs === undefined ? {} : { tickMs: opts.autoscaleTickMs }),
       }),
       ...(opts.runtimeImage ? { runtimeImage: opts.runtimeImage } : {}),

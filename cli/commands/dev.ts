@@ -137,6 +137,7 @@ export function register(program: Command): void {
               roles,
               audit,
               maxRollGraceSeconds: config.maxRollGraceSeconds,
+              maxKeysPerOwner: config.maxKeysPerOwner,
               keys: { stateDir },
               // A configured provider replaces the local issuer (and the panel offers "Sign in").
               identity: config.oidc === undefined ? { local: { stateDir, selfUrl } } : { oidc: config.oidc },

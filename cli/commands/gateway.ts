@@ -149,6 +149,7 @@ async function clusterManagement(
     roles,
     audit,
     maxRollGraceSeconds: config.maxRollGraceSeconds,
+    maxKeysPerOwner: config.maxKeysPerOwner,
     keys: { kubeConfig, namespace: config.namespace },
     identity: { oidc: config.oidc },
     admin: { groupsClaim: config.groupsClaim, adminGroups: config.adminGroups },

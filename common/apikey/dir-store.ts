@@ -58,8 +58,12 @@ export class DirApiKeyStore implements ApiKeyStore {
     // Nothing runs between calls: every call reads the directory.
   }
 
-  async keysOfIdentity(identity: string): Promise<ApiKey[]> {
-    return (await this.keys.list()).filter((k) => k.spec.identity === identity);
+  async countOf(owner: string): Promise<number> {
+    return (await this.everyKeyOf(owner)).length;
+  }
+
+  async keysOfIdentity(owner: string, identity: string): Promise<ApiKey[]> {
+    return (await this.keys.list()).filter((k) => k.spec.identity === identity && k.spec.owner === owner);
   }
 
   find(id: string): Promise<ApiKey | undefined> {

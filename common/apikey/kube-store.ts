@@ -186,10 +186,18 @@ export class KubeApiKeyStore implements ApiKeyStore {
     return this.read(id);
   }
 
-  async keysOfIdentity(identity: string): Promise<ApiKey[]> {
-    return [...filter(await this.every(), (l) => l.live && l.listing.spec.identity === identity)].map(
-      fromListed,
+  async countOf(owner: string): Promise<number> {
+    let n = 0;
+    for (const l of await this.every()) if (l.live && l.listing.spec.owner === owner) n++;
+    return n;
+  }
+
+  async keysOfIdentity(owner: string, identity: string): Promise<ApiKey[]> {
+    const theirs = filter(
+      await this.every(),
+      (l) => l.live && l.listing.spec.identity === identity && l.listing.spec.owner === owner,
     );
+    return [...theirs].map(fromListed);
   }
 
   async update(key: ApiKey): Promise<ApiKey> {

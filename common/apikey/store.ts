@@ -23,10 +23,15 @@ export interface ApiKeyStore {
    * or by a GitOps tool carries no owner label): for offboarding, which must miss none.
    */
   everyKeyOf(owner: string): Promise<ApiKey[]>;
+  /** How many live keys `owner` has, however they were made. */
+  countOf(owner: string): Promise<number>;
   /** Administrators only: a key whoever owns it. */
   find(id: string): Promise<ApiKey | undefined>;
-  /** Every live key of the identity, whoever made it: an identity change rewrites their entries. */
-  keysOfIdentity(identity: string): Promise<ApiKey[]>;
+  /**
+   * Every live key of `owner` naming the identity: an identity change rewrites their entries. A
+   * key of another owner naming it (left from an identity of that name since deleted) is not its.
+   */
+  keysOfIdentity(owner: string, identity: string): Promise<ApiKey[]>;
   /**
    * Writes a changed key read from this store; a key changed by someone else since it was read
    * (or deleted) is refused with key_changed, never overwritten.
@@ -55,6 +60,8 @@ export interface ApiKeyPage {
 }
 
 export const DEFAULT_PAGE_SIZE = 50;
+/** The most live keys one user who is not an administrator may make through the API, unless set. */
+export const DEFAULT_MAX_KEYS_PER_OWNER = 5_000;
 export const MAX_PAGE_SIZE = 200;
 
 /** Someone else changed or deleted the key between our read and our write. */

@@ -98,20 +98,40 @@ export async function readUsageSeries(
       ),
     ),
   ];
+  // Only the fields of the buckets shown, never whole hashes: a sidecar's Redis user (whose
+  // password a team reads) may add fields to them, as many as it likes.
+  const minuteBuckets = Array.from({ length: 1_440 }, (_, i) => usageBuckets(firstMinute + i * MINUTE));
+  const hourBuckets = Array.from({ length: 720 }, (_, i) => usageBuckets(firstHour + i * HOUR));
+  const minuteFields = (day: string) =>
+    minuteBuckets.flatMap((b) => (b.day === day ? [`${b.minuteOfDay}r`, `${b.minuteOfDay}x`] : []));
+  const hourFields = (month: string) =>
+    hourBuckets.flatMap((b) => (b.month === month ? [`${b.hourOfMonth}r`, `${b.hourOfMonth}x`] : []));
+  const wanted = [
+    ...days.map((day) => ({ key: redisKeys.keyUsageMinutes(id, day), fields: minuteFields(day) })),
+    ...months.map((month) => ({ key: redisKeys.keyUsageHours(id, month), fields: hourFields(month) })),
+  ].filter((w) => w.fields.length > 0);
   const pipeline = redis.pipeline();
-  for (const day of days) pipeline.hgetall(redisKeys.keyUsageMinutes(id, day));
-  for (const month of months) pipeline.hgetall(redisKeys.keyUsageHours(id, month));
+  for (const { key, fields } of wanted) pipeline.hmget(key, ...fields);
   pipeline.zrevrange(redisKeys.keyUsageEndpoints(id), 0, top - 1, 'WITHSCORES');
   const results = await readPipeline(pipeline);
-  const hashes = results.map(([, v]) => v);
-  const minuteHashes = new Map(days.map((d, i) => [d, (hashes[i] ?? {}) as Record<string, string>]));
-  const hourHashes = new Map(
-    months.map((m, i) => [m, (hashes[days.length + i] ?? {}) as Record<string, string>]),
+  const hashes = new Map(
+    wanted.map(({ key, fields }, i) => {
+      const values = results[i]?.[1];
+      const hash: Record<string, string> = {};
+      if (Array.isArray(values))
+        fields.forEach((f, j) => {
+          const v: unknown = values[j];
+          if (typeof v === 'string') hash[f] = v;
+        });
+      return [key, hash];
+    }),
   );
+  const minuteHashes = new Map(days.map((d) => [d, hashes.get(redisKeys.keyUsageMinutes(id, d))]));
+  const hourHashes = new Map(months.map((m) => [m, hashes.get(redisKeys.keyUsageHours(id, m))]));
   const point = (ms: number, fields: Record<string, string> | undefined, field: string): UsagePoint => ({
     at: new Date(ms).toISOString(),
-    requests: Number(fields?.[`${field}r`] ?? 0),
-    refusals: Number(fields?.[`${field}x`] ?? 0),
+    requests: countOf(fields?.[`${field}r`] ?? '0') ?? 0,
+    refusals: countOf(fields?.[`${field}x`] ?? '0') ?? 0,
   });
   const perMinute = Array.from({ length: 1_440 }, (_, i) => {
     const ms = firstMinute + i * MINUTE;
@@ -123,7 +143,7 @@ export async function readUsageSeries(
     const b = usageBuckets(ms);
     return point(ms, hourHashes.get(b.month), b.hourOfMonth);
   });
-  const ranked = (hashes.at(-1) ?? []) as string[];
+  const ranked = (results.at(-1)?.[1] ?? []) as string[];
   const topEndpoints: UsageSeries['topEndpoints'] = [];
   for (let i = 0; i + 1 < ranked.length; i += 2) {
     topEndpoints.push({ endpoint: ranked[i] ?? '', requests: Number(ranked[i + 1]) });

@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { isModelName } from '../resources/model-name.js';
+import { countValues, previewValue } from '../value-preview.js';
 import {
   CONTENT_TYPES,
   DATATYPES,
@@ -27,7 +28,15 @@ export type SettingsCheck =
 type Json = Record<string, unknown>;
 const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
 const list = (values: readonly string[]) => values.join(', ');
-const show = (v: unknown) => JSON.stringify(v);
+// The file is the Model's author's: a value in it is quoted short, however large or deep.
+const show = (v: unknown) => previewValue(v);
+
+/**
+ * What one settings file may hold once parsed: the operator keeps each version's, and a file of
+ * its largest size (1 MiB) made of empty objects parses to twenty times that. A model's settings
+ * declare a few tensors and parameters; feature names for thousands of columns still fit.
+ */
+export const MAX_SETTINGS_VALUES = 20_000;
 
 /** Parses the text of a model-settings.json and checks it; a JSON syntax error is a problem too. */
 export function checkModelSettingsText(text: string, ctx: SettingsContext = {}): SettingsCheck {
@@ -37,6 +46,10 @@ export function checkModelSettingsText(text: string, ctx: SettingsContext = {}):
   } catch (e) {
     const why = e instanceof Error ? e.message : String(e);
     return { ok: false, problems: [{ path: '', message: `not valid JSON (${why}); fix the syntax` }] };
+  }
+  if (countValues(raw, MAX_SETTINGS_VALUES) > MAX_SETTINGS_VALUES) {
+    const message = `holds more than ${MAX_SETTINGS_VALUES} values (objects, arrays, strings, numbers); a model's settings declare its tensors and parameters: remove what MLServer does not need`;
+    return { ok: false, problems: [{ path: '', message }] };
   }
   return checkModelSettings(raw, ctx);
 }

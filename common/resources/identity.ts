@@ -37,12 +37,18 @@ export const identitySchema = generatedIdentity.extend({
 });
 
 /**
- * The account an identity's counters are kept under: a digest of its name keyed by the signing
- * key (grant.ts, identityGrantSchema.account says why). The operator and the central gateways,
- * which hold that key, all make the same one.
+ * The account an identity's counters are kept under: a digest of its name and owner keyed by the
+ * signing key (grant.ts, identityGrantSchema.account says why). The operator and the central
+ * gateways, which hold that key, all make the same one. The owner is in it because names are
+ * freed: another user's identity made later under a deleted one's name starts with nothing spent.
  */
-export function identityCounterAccount(sealer: Pick<EntrySealer, 'deriveSecret'>, name: string): string {
-  return `@${sealer.deriveSecret(`identity-counters:${name}`).toString('hex').slice(0, 24)}`;
+export function identityCounterAccount(
+  sealer: Pick<EntrySealer, 'deriveSecret'>,
+  owner: string,
+  name: string,
+): string {
+  // A name is a DNS label (no colon), so name and owner never run into each other.
+  return `@${sealer.deriveSecret(`identity-counters:${name}:${owner}`).toString('hex').slice(0, 24)}`;
 }
 
 /** An identity as a key's entry is made from it: its spec (undefined: there is none) and account. */
@@ -51,11 +57,16 @@ export interface FoundIdentity {
   account: string;
 }
 
-/** What an identity puts in each of its keys' index entries: its name, limits and credits. */
-export function identityGrant(name: string, found: FoundIdentity): IdentityGrant {
+/**
+ * What an identity puts in each of its keys' index entries: its name, limits and credits. Only an
+ * identity of the key's own owner counts: a key left naming a deleted identity (made while it was
+ * deleted, on another replica) must not take on another user's identity made later by that name.
+ */
+export function identityGrant(name: string, found: FoundIdentity, keyOwner: string): IdentityGrant {
   const { spec, account } = found;
-  // Missing (deleted, or never made): the key is refused rather than let off the identity's limits.
-  if (spec === undefined) return { name, account, missing: true };
+  // Missing (deleted, never made, or another user's): the key is refused rather than let off the
+  // identity's limits, or spending another's.
+  if (spec === undefined || spec.owner !== keyOwner) return { name, account, missing: true };
   const grant: IdentityGrant = { name, account };
   if (spec.limits !== undefined) grant.limits = spec.limits.map((l) => ({ ...l }));
   if (spec.credits !== undefined) grant.credits = { ...spec.credits };

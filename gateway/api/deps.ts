@@ -52,5 +52,7 @@ export interface ManagementDeps {
   };
   /** The longest grace period a roll may give the old key. */
   maxRollGraceSeconds: number;
+  /** The most live keys a user who is not an administrator may make (default DEFAULT_MAX_KEYS_PER_OWNER). */
+  maxKeysPerOwner?: number;
   log: Logger;
 }

@@ -45,7 +45,7 @@ export async function identityFor(
  * writes the same entries; this makes the change hold before the answer.
  */
 export async function rewriteKeysOf(deps: ManagementDeps, identity: Identity): Promise<number> {
-  const keys = await deps.store.keysOfIdentity(identity.metadata.name);
+  const keys = await deps.store.keysOfIdentity(identity.spec.owner, identity.metadata.name);
   for (const key of keys) await deps.index.put(key.spec.hash, await keyGrantOf(deps, key, identity));
   return keys.length;
 }
@@ -60,7 +60,7 @@ export async function identityCredits(
   try {
     return await readCredits(
       deps.redis,
-      identityCounterAccount(deps.sealer, identity.metadata.name),
+      identityCounterAccount(deps.sealer, identity.spec.owner, identity.metadata.name),
       credits,
     );
   } catch (err) {
@@ -76,7 +76,8 @@ export async function toIdentityView(
 ): Promise<IdentityView> {
   const { owner, ownerName, displayName, limits } = identity.spec;
   const view: IdentityView = { name: identity.metadata.name, owner };
-  if (withKeys) view.keys = (await deps.store.keysOfIdentity(identity.metadata.name)).length;
+  if (withKeys)
+    view.keys = (await deps.store.keysOfIdentity(identity.spec.owner, identity.metadata.name)).length;
   if (ownerName !== undefined) view.ownerName = ownerName;
   if (displayName !== undefined) view.displayName = displayName;
   const created = identity.metadata.creationTimestamp;

@@ -47,6 +47,8 @@ export interface ManagementOptions {
   roles: RoleCatalogue;
   audit: AuditLog;
   maxRollGraceSeconds: number;
+  /** The most live keys a user who is not an administrator may make (config.ts says why). */
+  maxKeysPerOwner?: number;
   keys: { kubeConfig: KubeConfig; namespace: string } | { stateDir: string };
   /** A real provider, or the local issuer of `stateDir`, verified through the gateway at `selfUrl`. */
   identity: { oidc: OidcConfig } | { local: { stateDir: string; selfUrl: string } };
@@ -117,6 +119,7 @@ export async function createManagement(opts: ManagementOptions): Promise<Managem
     models,
     audit: opts.audit,
     maxRollGraceSeconds: opts.maxRollGraceSeconds,
+    ...(opts.maxKeysPerOwner === undefined ? {} : { maxKeysPerOwner: opts.maxKeysPerOwner }),
     leakReports: {
       keys:
         opts.leakReports?.keysUrl === undefined

@@ -141,7 +141,7 @@ export class KeyChecker {
       // Its identity's limits cannot be counted: the key is not let off them.
       return new TollgateError(
         'identity_missing',
-        `this key belongs to the identity "${grant.identity.name}", which does not exist (deleted?); its owner must create it again or make a key without it`,
+        `this key belongs to the identity "${grant.identity.name}", which does not exist (deleted?) or is not the key owner's; the key's owner must create it again or make a key without it`,
       );
     }
     if (entry.allowlist === undefined) return undefined;

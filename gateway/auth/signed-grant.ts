@@ -103,6 +103,21 @@ export async function withSignedGrant(
   return headers.concat(GRANT_HEADER, await signer.sign(grant, audience, call));
 }
 
+/**
+ * The headers of each try of one call that may be tried again: the first try's made now (a
+ * gateway that cannot sign says so, as for any call), each later one's made anew. A sidecar spends
+ * a grant as it verifies it, before its workload answers, so a try after a dropped connection with
+ * the first try's grant would be refused by the next replica as used already.
+ */
+export async function headersPerTry(make: () => Promise<string[]>): Promise<() => Promise<string[]>> {
+  let first: string[] | undefined = await make();
+  return async () => {
+    const headers = first ?? (await make());
+    first = undefined;
+    return headers;
+  };
+}
+
 /** Grants that came signed from the central gateway, which has counted their use already. */
 const signed = new WeakSet<KeyGrant>();
 export const countedUpstream = (grant: KeyGrant): boolean => signed.has(grant);

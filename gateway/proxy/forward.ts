@@ -19,8 +19,9 @@ export function forward(
   path: string,
   headers: string[],
   requestId: string,
-  bodyLimitBytes: number,
+  limits: ForwardLimits,
 ): Promise<number> {
+  const { bodyLimitBytes, upstreamTimeoutMs } = limits;
   return new Promise((resolve) => {
     let body: Readable | null = null;
     let bodyError: TollgateError | undefined;
@@ -57,7 +58,12 @@ export function forward(
         if (res.destroyed) abortRequest(new Error('the client closed the connection'));
       },
       onHeaders(statusCode, rawHeaders, resume) {
-        if (statusCode < 200) return true; // 1xx: Node answers Expect itself
+        if (statusCode < 200) {
+          // 1xx: Node answers Expect itself. undici restarts its head timer on each one, so an
+          // upstream sending them could hold the call for ever: past the deadline, one more ends it.
+          if (performance.now() - sentAt > upstreamTimeoutMs) abort?.(interimPastDeadline());
+          return true;
+        }
         status = statusCode;
         res.writeHead(statusCode, clientResponseHeaderList(rawHeaders, requestId));
         onDrain = resume;
@@ -88,20 +94,36 @@ export function forward(
         }
         if (bodyError !== undefined) req.resume();
         res.setHeader('x-request-id', requestId);
-        resolve(sendError(res, bodyError ?? upstreamFailure(err)).status);
+        const failure = err instanceof TollgateError ? err : upstreamFailure(err);
+        resolve(sendError(res, bodyError ?? failure).status);
       },
     };
     let onDrain: (() => void) | undefined;
     let tried = false;
+    let sentAt = 0;
     const dispatch = (): void => {
       if (res.destroyed) return resolve(0);
+      sentAt = performance.now();
       pool.dispatch({ path, method: req.method as Dispatcher.HttpMethod, headers, body }, handler);
     };
     dispatch();
   });
 }
 
+export interface ForwardLimits {
+  bodyLimitBytes: number;
+  /** How long an upstream may take to start its answer (undici's own timers enforce the rest). */
+  upstreamTimeoutMs: number;
+}
+
 const RETRY_PAUSE_MS = 100;
+
+function interimPastDeadline(): TollgateError {
+  return new TollgateError(
+    'upstream_timeout',
+    'the upstream service sent only interim (1xx) answers and no final one in time',
+  );
+}
 
 function neverSent(err: Error, body: Readable | null, status: number): boolean {
   const code = (err as { code?: unknown }).code;

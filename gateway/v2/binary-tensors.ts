@@ -168,10 +168,23 @@ export function decodeBinaryRequest(
     );
   }
   // The header as JSON once, each placeholder replaced by its data (written once, above).
-  let json = JSON.stringify({ ...header, inputs: translated });
+  let json = headerJson({ ...header, inputs: translated });
   budget.spend(json.length);
   for (const [mark, text] of texts) json = json.replace(`"${mark}"`, () => text);
   return { json, checked };
+}
+
+/** The caller's header written back as JSON: one nested thousands deep cannot be (a 400, not a 500). */
+function headerJson(header: Record<string, unknown>): string {
+  try {
+    return JSON.stringify(header);
+  } catch {
+    throw bad(
+      'invalid_json',
+      'the JSON header is nested too deeply to pass on; send parameters as flat values',
+      'body',
+    );
+  }
 }
 
 /** The JSON text a translation may still write: 413 past it. */

@@ -165,8 +165,9 @@ export class Inference {
         checked = this.check(body, metadata, captured);
       } catch (err) {
         // A canary whose inputs refuse what the default's accept: the default answers, and the
-        // canary's refusal counts against it once the default has.
-        if (attempt.runtime.fallback === undefined) throw err;
+        // canary's refusal counts against it once the default has. Anything but a refusal is the
+        // gateway's own failure, never the canary's.
+        if (attempt.runtime.fallback === undefined || !(err instanceof TollgateError)) throw err;
         attempt.runtimeMs = 0;
         attempt.runtimeFailed = true;
         fallBack(err);

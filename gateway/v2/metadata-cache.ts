@@ -5,7 +5,7 @@ import { InvalidatedCache, type CacheInvalidation } from '../invalidation.js';
 import { sendAgainOnConnectionLoss } from '../proxy/send-again.js';
 import type { UpstreamPools } from '../proxy/upstream-pools.js';
 import type { KeyGrant } from '../../common/resources/grant.js';
-import { withSignedGrant, type GrantSigner } from '../auth/signed-grant.js';
+import { headersPerTry, withSignedGrant, type GrantSigner } from '../auth/signed-grant.js';
 import { modelMetadataSchema, type ModelMetadata } from './metadata.js';
 import { readLimited } from './http.js';
 import { runtimeUnreachable } from './runtime-errors.js';
@@ -25,6 +25,17 @@ export interface CachedMetadata {
  */
 const TTL_MS = 30_000;
 const MAX_METADATA_BYTES = 1024 * 1024;
+/**
+ * What all models' metadata may take in memory: the runtime, which runs its team's code, chooses
+ * its metadata's size (up to MAX_METADATA_BYTES), and a team may run many models.
+ */
+const MAX_CACHED_BYTES = 64 * 1024 * 1024;
+/** An entry's memory: its text, and what parsing it made (measured at about three times it). */
+const bytesOf = (known: ReadonlyMap<string, CachedMetadata>): number => {
+  let bytes = 0;
+  for (const entry of known.values()) bytes += 4 * entry.raw.length;
+  return bytes;
+};
 
 /**
  * Model metadata from the runtime's GET /v2/models/<name>, cached per model and dropped when the
@@ -47,6 +58,7 @@ export class MetadataCache {
     this.cache = new InvalidatedCache<ReadonlyMap<string, CachedMetadata>>(invalidation, {
       max: entries,
       ttlMs: TTL_MS,
+      weigh: { maxBytes: MAX_CACHED_BYTES, bytesOf },
     });
     // Messages on the routes channel carry the change tag of the route that changed.
     invalidation.on(redisChannels.routes, (tag) => {
@@ -83,12 +95,11 @@ export class MetadataCache {
   ): Promise<CachedMetadata> {
     const epoch = this.cache.epoch;
     const path = `${runtime.basePath}/v2/models/${encodeURIComponent(model)}`;
-    const headers = await withSignedGrant(
-      this.signer,
-      ['accept', 'application/json'],
-      grant,
-      runtime.grantAudience,
-      { method: 'GET', target: path },
+    const headers = await headersPerTry(() =>
+      withSignedGrant(this.signer, ['accept', 'application/json'], grant, runtime.grantAudience, {
+        method: 'GET',
+        target: path,
+      }),
     );
     let status: number;
     let raw: Buffer;
@@ -96,8 +107,8 @@ export class MetadataCache {
     try {
       // Fetched on a model's first call, often the one that woke it from zero: a refused
       // connection is waited out as the call itself would be.
-      const res = await sendAgainOnConnectionLoss(() =>
-        this.upstreams.get(runtime.origin).request({ method: 'GET', path, headers }),
+      const res = await sendAgainOnConnectionLoss(async () =>
+        this.upstreams.get(runtime.origin).request({ method: 'GET', path, headers: await headers() }),
       );
       status = res.statusCode;
       // Read no further than what the gateway would keep: the runtime runs the model's code.

@@ -15,7 +15,8 @@ const parameters = z
 const tensorMetadata = z.object({
   name: z.string(),
   datatype: z.enum(V2_DATATYPES),
-  shape: z.array(z.number().int()),
+  // A request may have at most 32 dimensions (validate-infer.ts); more is no model's.
+  shape: z.array(z.number().int()).max(64),
   parameters,
 });
 

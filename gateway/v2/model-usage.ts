@@ -158,6 +158,24 @@ export interface ModelUsage {
   shadow: ShadowFigures;
 }
 
+const CALL_FIELDS = ['r', 'e', 'l'] as const;
+
+/** An HMGET's answer as the fields it found (none if it failed). */
+function hashOf(
+  fields: readonly string[],
+  result: [Error | null, unknown] | undefined,
+): Record<string, string> {
+  const hash: Record<string, string> = {};
+  const [err, values] = result ?? [null, []];
+  if (err !== null || !Array.isArray(values)) return hash;
+  fields.forEach((f, i) => {
+    const v: unknown = values[i];
+    if (typeof v === 'string') hash[f] = v;
+  });
+  return hash;
+}
+const SHADOW_FIELDS = ['sc', 'sa', 'sf', 'sl', 'sp'] as const;
+
 /** The last `minutes` minutes of each model's calls, oldest first, and its shadow's (one pipeline). */
 export async function readModelUsage(
   redis: Redis,
@@ -168,11 +186,21 @@ export async function readModelUsage(
   const last = Math.floor(nowMs / 60_000);
   const span = Array.from({ length: minutes }, (_, i) => (last - minutes + 1 + i) * 60_000);
   const days = [...new Set(span.map((ms) => usageBuckets(ms).day))];
+  // Only the fields of the minutes shown, never the whole hash: a sidecar's Redis user (whose
+  // password a team reads) may add fields to any model's, as many as it likes.
+  const minutesOf = (day: string) =>
+    span.map(usageBuckets).flatMap((b) => (b.day === day ? [b.minuteOfDay] : []));
+  const fieldsOf = (day: string, suffixes: readonly string[]) =>
+    minutesOf(day).flatMap((m) => suffixes.map((f) => `${m}${f}`));
+  const wanted = new Map(
+    days.map((day) => [day, [fieldsOf(day, CALL_FIELDS), fieldsOf(day, SHADOW_FIELDS)] as const]),
+  );
   const pipeline = redis.pipeline();
   for (const model of models)
     for (const day of days) {
-      pipeline.hgetall(redisKeys.modelUsageMinutes(model, day));
-      pipeline.hgetall(redisKeys.shadowUsageMinutes(model, day));
+      const [calls, shadows] = wanted.get(day) ?? [[], []];
+      pipeline.hmget(redisKeys.modelUsageMinutes(model, day), ...calls);
+      pipeline.hmget(redisKeys.shadowUsageMinutes(model, day), ...shadows);
     }
   const results = (await pipeline.exec()) ?? [];
   const out = new Map<string, ModelUsage>();
@@ -182,10 +210,9 @@ export async function readModelUsage(
     const shadowByDay = new Map<string, Record<string, string>>();
     days.forEach((day, di) => {
       const at = (mi * days.length + di) * 2;
-      for (const [i, into] of [byDay, shadowByDay].entries()) {
-        const [err, value] = results[at + i] ?? [null, {}];
-        if (err === null) into.set(day, (value ?? {}) as Record<string, string>);
-      }
+      const [calls, shadows] = wanted.get(day) ?? [[], []];
+      byDay.set(day, hashOf(calls, results[at]));
+      shadowByDay.set(day, hashOf(shadows, results[at + 1]));
     });
     const sums = { sc: 0, sa: 0, sf: 0, sl: 0, sp: 0 };
     // Counts only grow; one written out of range (by hand) is read as none.

@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Dispatcher } from 'undici';
 import type { KeyGrant } from '../../common/resources/grant.js';
-import { withSignedGrant } from '../auth/signed-grant.js';
+import { headersPerTry, withSignedGrant } from '../auth/signed-grant.js';
 import { upstreamRequestHeaders } from '../proxy/headers.js';
 import { sendAgainOnConnectionLoss } from '../proxy/send-again.js';
 import type { RuntimeAddress } from '../routing/route-table.js';
@@ -31,10 +31,13 @@ export class RuntimeClient {
   async ready(req: IncomingMessage, call: RuntimeCall, model: string): Promise<boolean> {
     const path = `${call.runtime.basePath}/v2/models/${model}/ready`;
     try {
-      const headers = await this.headers(req, call, 'GET', path);
+      const headers = await headersPerTry(() => this.headers(req, call, 'GET', path));
       // No pauses: a refused connection means not ready, not after the waits an inference takes.
       const answer = await sendAgainOnConnectionLoss(
-        () => this.s.upstreams.get(call.runtime.origin).request({ method: 'GET', path, headers }),
+        async () =>
+          this.s.upstreams
+            .get(call.runtime.origin)
+            .request({ method: 'GET', path, headers: await headers() }),
         [],
       );
       await answer.body.dump();
@@ -57,19 +60,24 @@ export class RuntimeClient {
     json: boolean,
   ): Promise<Dispatcher.ResponseData> {
     const path = `${call.runtime.basePath}/v2/models/${model}/infer${query}`;
-    const sent = await this.headers(req, call, 'POST', path);
-    const rewritten = json ? asJsonBody(sent) : sent;
-    const headers = call.plain === true ? uncompressed(rewritten) : rewritten;
+    const headers = await headersPerTry(async () => {
+      const sent = await this.headers(req, call, 'POST', path);
+      const rewritten = json ? asJsonBody(sent) : sent;
+      return call.plain === true ? uncompressed(rewritten) : rewritten;
+    });
     try {
       // Inference changes nothing: a replica going away or a Service between endpoints is tried again.
-      return await sendAgainOnConnectionLoss(() =>
-        this.s.upstreams.get(call.runtime.origin).request({ method: 'POST', path, headers, body }),
+      return await sendAgainOnConnectionLoss(async () =>
+        this.s.upstreams
+          .get(call.runtime.origin)
+          .request({ method: 'POST', path, headers: await headers(), body }),
       );
     } catch (err) {
       throw runtimeUnreachable(model, err as Error);
     }
   }
 
+  /** A try's headers: behind a sidecar, with the grant signed for this try (headersPerTry). */
   private headers(
     req: IncomingMessage,
     call: RuntimeCall,

@@ -1,6 +1,7 @@
 import { TollgateError, type ErrorCode } from '../../common/errors.js';
 import { V2_DATATYPES, type V2Datatype } from '../../common/model-settings/types.js';
 import type { ModelMetadata, TensorMetadata } from './metadata.js';
+import { previewValue } from '../../common/value-preview.js';
 
 /**
  * Checks a V2 inference request against the model's metadata before it reaches the runtime, so a
@@ -93,7 +94,7 @@ function elementCheck(name: string, datatype: V2Datatype, contentType: string | 
   const fail = (index: number, value: unknown, needs: string): never => {
     throw bad(
       'invalid_data',
-      `input '${name}': datatype ${datatype} needs ${needs}; value ${index} is ${JSON.stringify(value)}`,
+      `input '${name}': datatype ${datatype} needs ${needs}; value ${index} is ${previewValue(value)}`,
       field,
     );
   };
@@ -195,7 +196,7 @@ function checkShape(name: string, shape: unknown): number[] {
   ) {
     throw bad(
       'invalid_shape',
-      `input '${name}': shape must be a non-empty list of non-negative integers, batch first (e.g. [2, 4]); got ${JSON.stringify(shape)}`,
+      `input '${name}': shape must be a non-empty list of non-negative integers, batch first (e.g. [2, 4]); got ${previewValue(shape)}`,
       `inputs[${name}].shape`,
     );
   }
@@ -328,7 +329,7 @@ export function validateInferRequest(
     if (typeof datatype !== 'string' || !DATATYPES.has(datatype)) {
       throw bad(
         'invalid_datatype',
-        `input '${name}': datatype ${JSON.stringify(datatype)} is not a V2 datatype; use one of ${V2_DATATYPES.join(', ')}`,
+        `input '${name}': datatype ${previewValue(datatype)} is not a V2 datatype; use one of ${V2_DATATYPES.join(', ')}`,
         `inputs[${name}].datatype`,
       );
     }

@@ -2,7 +2,7 @@ import type { Redis } from 'ioredis';
 import type { Logger } from '../../common/logger.js';
 import type { ReportChecker } from '../../common/redis/load-reports.js';
 import { redisChannels, redisKeys } from '../../common/redis/schema.js';
-import type { Model } from '../../common/resources/model.js';
+import type { Model, ModelGateway } from '../../common/resources/model.js';
 import {
   parseLoadField,
   scalingOf,
@@ -33,6 +33,8 @@ export interface AutoscalerOptions {
   log: Logger;
   /** Which load reports to believe: the central gateways' and the model's own namespace's. */
   reports: ReportChecker;
+  /** Where a Model without spec.gateway has its calls checked (the chart's models.gateway). */
+  defaultGateway?: ModelGateway;
   tickMs?: number;
   now?: () => number;
 }
@@ -179,12 +181,15 @@ export class Autoscaler implements OwnedSource {
   /**
    * Mean calls in flight per version, summed over the gateways whose report is fresh and signed
    * by a central gateway or a sidecar of the model's own namespace (no other team's hand);
-   * undefined when a load hash holds more than any reports make (none of it is read).
+   * undefined when a load hash holds more than any reports make (none of it is read). The
+   * sidecars' hash, which any team's sidecar user may write, is read only for a model guarded by
+   * sidecars: a model the central gateways alone serve has none, and junk there changes nothing.
    */
   private async loadOf(model: Model, now: number): Promise<Map<string, number> | undefined> {
     const out = new Map<string, number>();
     const name = model.metadata.name;
-    const keys = [redisKeys.modelLoad(name), redisKeys.sidecarModelLoad(name)];
+    const bySidecars = (model.spec.gateway ?? this.opts.defaultGateway ?? 'central') === 'sidecar';
+    const keys = [redisKeys.modelLoad(name), ...(bySidecars ? [redisKeys.sidecarModelLoad(name)] : [])];
     if (!(await this.readable(model, keys))) return undefined;
     const answers = (await this.opts.redis.pipeline(keys.map((k) => ['hgetall', k])).exec()) ?? [];
     const reports = keys.flatMap((redisKey, i) => {

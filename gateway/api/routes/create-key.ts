@@ -15,7 +15,8 @@ import {
 } from '../../../common/resources/apikey.js';
 import { isCidr } from '../../../common/net/cidr.js';
 import { MODEL_SCOPE_MAX, MODEL_SCOPE_PATTERN } from '../../../common/apikey/model-scope.js';
-import { callerOf } from '../../auth/oidc.js';
+import { callerOf, type Caller } from '../../auth/oidc.js';
+import { DEFAULT_MAX_KEYS_PER_OWNER } from '../../../common/apikey/store.js';
 import type { ManagementDeps } from '../deps.js';
 import { keyGrantOf } from '../key-grant.js';
 import { validate } from '../validate.js';
@@ -126,6 +127,7 @@ function createKey(deps: ManagementDeps): RequestHandler {
     const caller = callerOf(res);
     const owner = caller.subject;
     await checkRoles(deps, owner, body);
+    await checkRoom(deps, caller);
     // Only its owner adds keys to an identity (another user's is "not found", as if none existed).
     const identity =
       body.identity === undefined
@@ -216,6 +218,22 @@ function createKey(deps: ManagementDeps): RequestHandler {
   };
 }
 
+/**
+ * A user who is not an administrator makes at most `maxKeysPerOwner` live keys: each is a
+ * resource every gateway replica and the operator keep in memory, and etcd stores, so one user's
+ * script must not be able to fill them for everyone. Calls made at once may pass it by a few.
+ */
+async function checkRoom(deps: ManagementDeps, caller: Caller): Promise<void> {
+  if (caller.admin) return;
+  const max = deps.maxKeysPerOwner ?? DEFAULT_MAX_KEYS_PER_OWNER;
+  const have = await deps.store.countOf(caller.subject);
+  if (have >= max)
+    throw new TollgateError(
+      'too_many_keys',
+      `you have ${have} keys, the most one user may have (${max}); delete keys you no longer use first (GET /api/v1/apikeys lists them)`,
+    );
+}
+
 async function checkRoles(deps: ManagementDeps, owner: string, body: CreateKeyBody): Promise<void> {
   const duplicate = body.roles.find((r, i) => body.roles.indexOf(r) !== i);
   if (duplicate !== undefined) {
@@ -268,6 +286,6 @@ export const createKeyRoute: ManagementRoute = {
   summary: 'Create a key; the answer holds the key, the only time it is sent',
   body: { schema: createKeyBodySchema, required: true },
   ok: { status: 201, description: 'The new key', schema: createdKeySchema, links: keyLinks },
-  errors: [400, 401, 404, 413, 415, 503],
+  errors: [400, 401, 404, 409, 413, 415, 503],
   handler: createKey,
 };

@@ -15,7 +15,7 @@ function deleteIdentity(deps: ManagementDeps): RequestHandler {
     const caller = callerOf(res);
     const name = identityParam(req.params);
     const identity = await identityFor(deps, caller, name);
-    const keys = await deps.store.keysOfIdentity(name);
+    const keys = await deps.store.keysOfIdentity(identity.spec.owner, name);
     if (keys.length > 0)
       throw new TollgateError(
         'identity_in_use',

@@ -140,14 +140,15 @@ Each may do what its component needs and no more (docs/install.md, "Redis users"
 - gateway: the same key space (it writes the index for the keys its API makes, and counters).
 - sidecar: reads the index, the routes and the marker; writes only counters and spent grant ids,
   each kind with only the commands that kind takes (a selector each: no SET over a counter, no
-  string over a hash); listens to the invalidation channels and publishes nothing. Everything else is refused, so a
+  string over a hash, HSET only on a key's own usage record, for its last use: the per-minute and
+  per-hour figures take HINCRBY alone, so they hold integers and nothing larger); listens to the invalidation channels and publishes nothing. Everything else is refused, so a
   team that reads its sidecar's password can mint, widen, reroute or flush nothing.
 - replication: what a replica needs of its primary; sentinel: what a Sentinel needs of the nodes.
 */}}
 {{- define "tollgate.redisAclRules" -}}
 operator: "~tg:* resetchannels &tg:events:* -@all +@read +@write +@keyspace +@string +@hash +@sortedset +@set +@list +@scripting +@pubsub +@transaction +@connection -@dangerous +info +scan"
 gateway: "~tg:* resetchannels &tg:events:* -@all +@read +@write +@keyspace +@string +@hash +@sortedset +@set +@list +@scripting +@pubsub +@transaction +@connection -@dangerous +info +scan"
-sidecar: "%R~tg:key:* %R~tg:route:* %R~tg:index:built resetchannels &tg:events:key-changes &tg:events:route-changes -@all +ping +info +client|setname +select +quit +get +mget +multi +exec +discard +subscribe +unsubscribe (~tg:grant:used:* +set) (~tg:rl:* +incr +expire) (~tg:usage:* +hincrby +hset +expire +zincrby +zremrangebyrank) (~tg:model-usage:* +hincrby +expire) (~tg:sidecar-load:* +hset +pexpire) (%W~tg:audit:sidecar +rpush)"
+sidecar: "%R~tg:key:* %R~tg:route:* %R~tg:index:built resetchannels &tg:events:key-changes &tg:events:route-changes -@all +ping +info +client|setname +select +quit +get +mget +multi +exec +discard +subscribe +unsubscribe (~tg:grant:used:* +set) (~tg:rl:* +incr +expire) (~tg:usage:* +hincrby +expire +zincrby +zremrangebyrank) (~tg:usage:[0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f] +hset) (~tg:model-usage:* +hincrby +expire) (~tg:sidecar-load:* +hset +pexpire) (%W~tg:audit:sidecar +rpush)"
 replication: "-@all +psync +replconf +ping"
 sentinel: "resetchannels &__sentinel__:hello -@all +multi +slaveof +replicaof +ping +exec +subscribe +config|rewrite +role +publish +info +client|setname +client|kill +script|kill"
 {{- end -}}

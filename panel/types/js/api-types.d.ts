@@ -1442,7 +1442,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The key changed meanwhile, was already rolled, or has expired */
+            /** @description A conflict (`code` says which): the resource changed meanwhile, exists already or is in use, or a per-user bound is reached */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -1644,7 +1644,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The key changed meanwhile, was already rolled, or has expired */
+            /** @description A conflict (`code` says which): the resource changed meanwhile, exists already or is in use, or a per-user bound is reached */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -1888,6 +1888,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description A conflict (`code` says which): the resource changed meanwhile, exists already or is in use, or a per-user bound is reached */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description The body is larger than the gateway accepts */
             413: {
                 headers: {
@@ -2084,7 +2093,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The key changed meanwhile, was already rolled, or has expired */
+            /** @description A conflict (`code` says which): the resource changed meanwhile, exists already or is in use, or a per-user bound is reached */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2326,7 +2335,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The key changed meanwhile, was already rolled, or has expired */
+            /** @description A conflict (`code` says which): the resource changed meanwhile, exists already or is in use, or a per-user bound is reached */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2467,7 +2476,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The key changed meanwhile, was already rolled, or has expired */
+            /** @description A conflict (`code` says which): the resource changed meanwhile, exists already or is in use, or a per-user bound is reached */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2794,7 +2803,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The key changed meanwhile, was already rolled, or has expired */
+            /** @description A conflict (`code` says which): the resource changed meanwhile, exists already or is in use, or a per-user bound is reached */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2877,7 +2886,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The key changed meanwhile, was already rolled, or has expired */
+            /** @description A conflict (`code` says which): the resource changed meanwhile, exists already or is in use, or a per-user bound is reached */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3082,7 +3091,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The key changed meanwhile, was already rolled, or has expired */
+            /** @description A conflict (`code` says which): the resource changed meanwhile, exists already or is in use, or a per-user bound is reached */
             409: {
                 headers: {
                     [name: string]: unknown;

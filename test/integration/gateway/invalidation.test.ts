@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import { pino } from 'pino';
 import { Redis } from 'ioredis';
-import { CacheInvalidation } from '../../../gateway/invalidation.js';
+import { CacheInvalidation, InvalidatedCache } from '../../../gateway/invalidation.js';
 import { redis } from '../../harness/index.js';
 import { uniqueName } from './support.js';
 
@@ -52,5 +52,28 @@ describe('cache invalidation subscribes to every channel, once started', () => {
     await once(subscriber, 'ready');
     await new Promise((r) => setTimeout(r, 100));
     expect(invalidation.live).toBe(false);
+  });
+
+  it('holds a weighed cache to its bytes as well as its count', async () => {
+    const { url } = await redis();
+    const subscriber = new Redis(url);
+    clients.push(subscriber);
+    const invalidation = new CacheInvalidation(subscriber, pino({ level: 'silent' }), 60_000);
+    const cache = new InvalidatedCache<{ bytes: number }>(invalidation, {
+      max: 100,
+      weigh: { maxBytes: 10_000, bytesOf: (v) => v.bytes },
+    });
+    invalidation.on(uniqueName('weighed'), () => undefined);
+    invalidation.start();
+    const deadline = Date.now() + 5_000;
+    while (!invalidation.live && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    // Three values of 4,000 bytes: the oldest goes to keep 10,000.
+    for (const k of ['a', 'b', 'c']) expect(cache.set(k, { bytes: 4_000 }, cache.epoch)).toBe(true);
+    expect(['a', 'b', 'c'].map((k) => cache.get(k) !== undefined)).toEqual([false, true, true]);
+    // Small ones count as a hundredth of the bytes each: never more than 100 of them.
+    for (let i = 0; i < 150; i++) cache.set(`small-${i}`, { bytes: 10 }, cache.epoch);
+    const held = Array.from({ length: 150 }, (_, i) => cache.get(`small-${i}`)).filter(Boolean).length;
+    expect(held).toBe(100);
+    invalidation.stop();
   });
 });

@@ -3,6 +3,7 @@
 // request checks of the central gateway's /v2, and the central gateway's signed grants.
 import { markIndexBuilt } from '../workflow-route.js';
 import { execFile } from 'node:child_process';
+import { connect, createServer, type AddressInfo } from 'node:net';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -218,6 +219,60 @@ describe('a model’s sidecar in front of MLServer', () => {
     expect((r.json.outputs as Array<{ data: number[] }>)[0]?.data).toEqual(expected.predictions);
     const direct = await send(sidecarUrl, `/v2/models/${model}/infer`, withKey(key, infer(expected.rows)));
     expect([direct.status, direct.json.code]).toEqual([401, 'unknown_api_key']);
+  });
+
+  it('tries a call whose connection dropped after the sidecar spent its grant again, with a grant of its own', async () => {
+    // A replica stopping cuts its calls after its sidecar verified (and spent) their grants: a relay
+    // in front of the sidecar drops the first inference's connection once its answer starts.
+    let dropped = 0;
+    const sidecarPort = Number(new URL(sidecarUrl).port);
+    const relay = createServer((client) => {
+      const upstream = connect(sidecarPort, '127.0.0.1');
+      let inference = false;
+      client.on('data', (d: Buffer) => {
+        if (d.toString('latin1').startsWith('POST ') && d.includes('/infer')) inference = true;
+        upstream.write(d);
+      });
+      upstream.on('data', (d: Buffer) => {
+        if (inference && dropped === 0) {
+          dropped++;
+          client.destroy();
+          upstream.destroy();
+          return;
+        }
+        client.write(d);
+      });
+      for (const [a, b] of [
+        [client, upstream],
+        [upstream, client],
+      ] as const) {
+        a.on('close', () => b.destroy());
+        a.on('error', () => undefined);
+      }
+    });
+    await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
+    const writer = new RouteWriter(rc, await testSealer());
+    const route = (url: string) =>
+      writer.put(redisKeys.modelRoute(model), {
+        url,
+        workflow,
+        source: `model/default/${model}`,
+        grantAudience: grantAudience.model('default', model),
+      });
+    try {
+      await route(`http://127.0.0.1:${(relay.address() as AddressInfo).port}`);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      const { key } = await createKey(rc, 'platform', ['models:inference']);
+      const r = await send(central.url, `/v2/models/${model}/infer`, withKey(key, infer(expected.rows)));
+      expect(dropped).toBe(1);
+      expect([r.status, (r.json.outputs as Array<{ data: number[] }> | undefined)?.[0]?.data]).toEqual([
+        200,
+        expected.predictions,
+      ]);
+    } finally {
+      await route(sidecarUrl);
+      relay.close();
+    }
   });
 
   it('holds a signed grant to the key’s model scope too', async () => {

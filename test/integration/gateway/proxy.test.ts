@@ -262,6 +262,32 @@ describe('gateway proxying', () => {
     expect(Date.now() - started).toBeLessThan(3000);
   });
 
+  it('answers 504 when the upstream sends only interim (1xx) answers past its time', async () => {
+    const port = await freePort();
+    await registerService(r, wf, 'interim', `http://127.0.0.1:${port}`);
+    const timers: NodeJS.Timeout[] = [];
+    // Each 102 restarts undici's own head timer: without a deadline of the gateway's the call
+    // would be held for as long as the upstream likes.
+    const stalling = createServer((_req, res) => {
+      timers.push(setInterval(() => res.writeProcessing(), 150));
+    });
+    await new Promise<void>((resolve) => stalling.listen(port, '127.0.0.1', resolve));
+    try {
+      const started = Date.now();
+      const answer = await send(gw.url, `/events/bda/${wf}/interim/x`, { headers: apikey(bda.key) });
+      expect({ status: answer.status, code: answer.json.code }).toEqual({
+        status: 504,
+        code: 'upstream_timeout',
+      });
+      expect(answer.json.error).toMatch(/interim \(1xx\)/);
+      expect(Date.now() - started).toBeLessThan(3000);
+    } finally {
+      timers.forEach(clearInterval);
+      stalling.closeAllConnections();
+      stalling.close();
+    }
+  });
+
   it('answers 503 when the upstream host does not resolve', async () => {
     await registerService(r, wf, 'gone', 'http://tollgate-no-such-host.invalid:8080');
     const answer = await send(gw.url, `/events/bda/${wf}/gone/x`, { headers: apikey(bda.key) });

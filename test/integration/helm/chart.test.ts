@@ -447,6 +447,7 @@ describe('helm chart: lint and render', () => {
       trustedProxies: 0,
       trustedProxyCidrs: [],
       maxRollGraceSeconds: 604800,
+      maxKeysPerOwner: 5000,
       auditRetentionDays: 90,
       webhookAllowedHosts: [],
       webhookAllowedCidrs: [],

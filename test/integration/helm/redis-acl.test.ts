@@ -222,6 +222,15 @@ describe('the Redis users of the chart, on a real redis-server', () => {
       (r: Redis) => r.hset(redisKeys.modelLoad('m'), 'gw|', '{}'),
     ],
     ['write a hash over a rate-limit window', (r: Redis) => r.hset(redisKeys.rateLimit('a', 0), 'f', '1')],
+    // Per-minute figures are counted, never set: a value there is an integer, never megabytes.
+    [
+      'set a per-minute usage figure',
+      (r: Redis) => r.hset(redisKeys.keyUsageMinutes('0123456789abcdef0123', '2026-01-01'), '1r', 'x'),
+    ],
+    [
+      'set a usage record other than a key’s own',
+      (r: Redis) => r.hset(`${redisKeys.keyUsage('0123456789abcdef0123')}:x`, 'lastUsed', 'x'),
+    ],
     ['count a spent grant', (r: Redis) => r.incr(redisKeys.grantUsed('a'))],
   ])('the sidecar user cannot %s', async (_what, act) => {
     await expect(act(sidecarClient)).rejects.toThrow(/NOPERM/);

@@ -13,7 +13,8 @@ import { redis } from '../../harness/index.js';
 
 let client: Redis;
 /** An identity's counter account, as the operator and the gateways make it. */
-const account = async (name: string): Promise<string> => identityCounterAccount(await testSealer(), name);
+const account = async (name: string): Promise<string> =>
+  identityCounterAccount(await testSealer(), 'alice', name);
 
 beforeAll(async () => {
   client = new Redis((await redis('identity-counters')).url);

@@ -25,7 +25,8 @@ import { Redis } from 'ioredis';
 import { DirApiKeyStore } from '../../../common/apikey/dir-store.js';
 import { dirIdentityStore, kubeIdentityStore, type IdentityStore } from '../../../common/identity/store.js';
 import { generateKey, hashKey, keyStart, parseKey } from '../../../common/apikey/format.js';
-import { newApiKey, newKeyId } from '../../../common/resources/apikey.js';
+import { apiKeyId, newApiKey, newKeyId } from '../../../common/resources/apikey.js';
+import { keyGrantOf } from '../../../gateway/api/key-grant.js';
 import { KeyIndexWriter } from '../../../common/apikey/index-writer.js';
 import { RoleCatalogue } from '../../../common/apikey/roles.js';
 import type { ApiKeyStore } from '../../../common/apikey/store.js';
@@ -998,6 +999,74 @@ describe.each(stores)('management API over HTTP (keys on %s)', (label, openStore
       expect((await call('DELETE', `/apikeys/${key.body.id as string}`)).status).toBe(204);
       expect((await call('DELETE', `/identities/${name}`)).status).toBe(204);
       expectError(await call('GET', `/identities/${name}`), 404, 'identity_not_found');
+    });
+
+    it('holds a user to the most keys one may have; an administrator is not held', async () => {
+      const carol = `carol-${suffix}@example.com`;
+      const carolToken = await idp.issuer.mint(carol);
+      const root = await idp.issuer.mint(`root-cap-${suffix}`, { groups: ['platform-ops'] });
+      deps.maxKeysPerOwner = 2;
+      try {
+        const made = [];
+        for (let i = 0; i < 2; i++)
+          made.push(await create({ module: 'platform', roles: ['viewer'] }, carolToken));
+        expect(made.map((m) => m.status)).toEqual([201, 201]);
+        const third = await create({ module: 'platform', roles: ['viewer'] }, carolToken);
+        expectError(third, 409, 'too_many_keys');
+        expect(third.body.error).toMatch(/you have 2 keys, the most one user may have \(2\); delete keys/);
+        for (let i = 0; i < 3; i++)
+          expect((await create({ module: 'platform', roles: ['viewer'] }, root)).status).toBe(201);
+        // Room again once one is deleted.
+        expect(
+          (await call('DELETE', `/apikeys/${made[0]!.body.id as string}`, { token: carolToken })).status,
+        ).toBe(204);
+        expect((await create({ module: 'platform', roles: ['viewer'] }, carolToken)).status).toBe(201);
+      } finally {
+        delete deps.maxKeysPerOwner;
+      }
+    });
+
+    it('never lets a key left naming a deleted identity take on another user’s identity of that name', async () => {
+      const name = `freed-${suffix}`;
+      /** A key of alice's naming the identity, written straight to the store (no API check). */
+      const aliceKeyOf = async () => {
+        const key = generateKey('platform');
+        const spec = { hash: hashKey(key), start: keyStart(key), module: 'platform' as const };
+        return store.create(
+          newApiKey(newKeyId(), { ...spec, roles: ['viewer'], owner: alice, identity: name }),
+        );
+      };
+      expect((await call('POST', '/identities', { body: { name, credits: { amount: 5 } } })).status).toBe(
+        201,
+      );
+      const before = await aliceKeyOf();
+      const aliceAccount = (await keyGrantOf(deps, before)).identity?.account;
+      await store.delete(alice, apiKeyId(before));
+      expect((await call('DELETE', `/identities/${name}`)).status).toBe(204);
+      // What a delete racing a key's creation on another replica leaves: alice's key names the
+      // identity, and it is gone. Then bob makes one by that name.
+      const planted = await aliceKeyOf();
+      const bobs = await call('POST', '/identities', {
+        body: { name, credits: { amount: 100 } },
+        token: bobToken,
+      });
+      // Not alice's key's: bob's identity has no key, nothing spent, and bob may delete it.
+      expect([bobs.status, bobs.body.keys, bobs.body.credits]).toEqual([
+        201,
+        0,
+        { amount: 100, spent: 0, remaining: 100 },
+      ]);
+      // Alice's key stays refused (identity_missing) and never carries bob's limits or credits;
+      // and bob's identity counts on an account of its own, not the one alice's spent.
+      const entry = await keyGrantOf(deps, planted);
+      expect(entry.identity).toEqual({ name, account: aliceAccount, missing: true });
+      const bobsIdentity = await deps.identities.get(name);
+      const bobsKey = { ...planted, spec: { ...planted.spec, owner: bob } };
+      const bobsEntry = await keyGrantOf(deps, bobsKey, bobsIdentity);
+      expect(bobsEntry.identity?.credits).toEqual({ amount: 100 });
+      expect(bobsEntry.identity?.account).not.toBe(aliceAccount);
+      expect((await call('DELETE', `/identities/${name}`, { token: bobToken })).status).toBe(204);
+      await store.delete(alice, apiKeyId(planted));
     });
 
     it('refuses bad names and limits with the field at fault, and administrators’ routes to others', async () => {

@@ -28,15 +28,22 @@ describe('load reports the autoscaler believes', () => {
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'tollgate-load-reports-'));
     const manifests = new ManifestDir(dir, () => undefined);
-    await manifests.collection<Model>(MODEL_PLURAL, modelSchema).put({
-      apiVersion: 'tollgate.dev/v1alpha1',
-      kind: 'Model',
-      metadata: { name: 'fraud' },
-      spec: {
-        storageUri: `file://${dir}/fraud`,
-        scaling: { minReplicas: 1, maxReplicas: 8, targetInFlight: 1 },
-      },
-    } as Model);
+    // fraud is guarded by sidecars (their reports count); ledger by the central gateways alone.
+    for (const [name, gateway] of [
+      ['fraud', 'sidecar'],
+      ['ledger', 'central'],
+    ] as const) {
+      await manifests.collection<Model>(MODEL_PLURAL, modelSchema).put({
+        apiVersion: 'tollgate.dev/v1alpha1',
+        kind: 'Model',
+        metadata: { name },
+        spec: {
+          storageUri: `file://${dir}/${name}`,
+          gateway,
+          scaling: { minReplicas: 1, maxReplicas: 8, targetInFlight: 1 },
+        },
+      } as Model);
+    }
     client = new Redis((await redis('load-reports')).url);
     const log = createLogger('autoscaler', 'silent');
     models = new ManifestResourceSource<Model>(manifests.collection<Model>(MODEL_PLURAL, modelSchema), log);
@@ -55,8 +62,8 @@ describe('load reports the autoscaler believes', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  const replicas = (): number => {
-    const model = models.list()[0]!;
+  const replicas = (name = 'fraud'): number => {
+    const model = models.list().find((m) => m.metadata.name === name)!;
     return scaler.replicasFor(model, servedVersions(model.metadata.name, model.spec)[0]!);
   };
   const redisKey = redisKeys.modelLoad('fraud');
@@ -136,5 +143,22 @@ describe('load reports the autoscaler believes', () => {
     await client.hset(sidecarKey, ...genuine('own-sidecar', 7));
     await passes();
     expect(replicas()).toBeGreaterThanOrEqual(7);
+  });
+
+  test("junk in the sidecars' hash of a model the central gateways alone serve holds back nothing", async () => {
+    const sidecarKey = redisKeys.sidecarModelLoad('ledger');
+    const centralKey = redisKeys.modelLoad('ledger');
+    const central = { scope: CENTRAL_SCOPE, key: reportKey(signingKey, CENTRAL_SCOPE) };
+    expect(replicas('ledger')).toBe(1); // planned, as the reconciler plans it
+    // Any team's sidecar password may write it, and no sidecar of the model ever rewrites it.
+    await client.hset(sidecarKey, ...Array.from({ length: 3_000 }, (_, i) => [`junk-${i}|`, '{}']).flat());
+    const field = loadField('central', '');
+    await client.hset(
+      centralKey,
+      field,
+      JSON.stringify(signReport(central, centralKey, field, { concurrency: 4, at: Date.now() })),
+    );
+    await new Promise((r) => setTimeout(r, 300));
+    expect(replicas('ledger')).toBe(4);
   });
 });

@@ -312,3 +312,45 @@ describe('model-settings.json check', () => {
     ]);
   });
 });
+
+describe('a settings file its author made hostile', () => {
+  const text = (extra: string) => JSON.stringify(npSettings()).replace(/}$/, `,"x":${extra}}`);
+
+  test('one that parses to more values than a model needs is refused before it is kept', () => {
+    // 1 MiB of empty objects parses to ~20 MiB, kept per version by the operator.
+    const r = checkModelSettingsText(text(`[${'{},'.repeat(25_000)}{}]`), { modelName: 'model-iris', files });
+    expect(r).toEqual({
+      ok: false,
+      problems: [{ path: '', message: expect.stringMatching(/^holds more than 20000 values/) }],
+    });
+    const deep = checkModelSettingsText(text(`${'['.repeat(30_000)}${']'.repeat(30_000)}`), { files });
+    expect(deep.ok).toBe(false);
+    // Thousands of feature names still fit.
+    const names = Array.from({ length: 5_000 }, (_, i) => `f${i}`);
+    const wide = checkModelSettingsText(text(JSON.stringify(names)), { modelName: 'model-iris', files });
+    expect(wide.ok).toBe(true);
+  });
+
+  test('a value nested deep or grown large is quoted short in the problem, never thrown', () => {
+    const deepName = { ...npSettings(), name: JSON.parse(`${'{"a":'.repeat(5_000)}1${'}'.repeat(5_000)}`) };
+    expect(problemsOf(deepName)).toContainEqual({
+      path: 'name',
+      message: 'add "name": "model-iris" (the Model\'s name)',
+    });
+    const longName = { ...npSettings(), name: `model-${'x'.repeat(100_000)}` };
+    const [problem] = problemsOf(longName);
+    expect(problem?.path).toBe('name');
+    expect(problem?.message.length).toBeLessThan(300);
+    const deepType = {
+      ...npSettings(),
+      parameters: {
+        ...npSettings().parameters,
+        task_type: JSON.parse(`${'['.repeat(5_000)}${']'.repeat(5_000)}`),
+      },
+    };
+    expect(problemsOf(deepType)).toContainEqual({
+      path: 'parameters.task_type',
+      message: expect.stringMatching(/^\[\[\[\[…\]\]\]\] is not a task type/),
+    });
+  });
+});

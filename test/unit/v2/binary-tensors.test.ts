@@ -333,3 +333,30 @@ describe('binaryOutputsWanted and encodeBinaryResponse', () => {
     expect(encodeBinaryResponse(answer, new Set(['absent']))).toBeUndefined();
   });
 });
+
+describe('a binary request’s header nested thousands deep', () => {
+  it('is a 400 naming the body, not a 500', () => {
+    const photo = Buffer.from('abc');
+    const { body, headerLength } = binaryBody([
+      {
+        json: { name: 'photo', datatype: 'BYTES', shape: [1], parameters: { content_type: 'base64' } },
+        bytes: Buffer.concat([Buffer.from([3, 0, 0, 0]), photo]),
+      },
+    ]);
+    // The deep value goes in the request's own parameters, which are passed on as they are.
+    const depth = 20_000;
+    const header = body.subarray(0, Number(headerLength)).toString();
+    const deepHeader = `{"parameters":{"x":${'['.repeat(depth)}${']'.repeat(depth)}},${header.slice(1)}`;
+    const deepBody = Buffer.concat([Buffer.from(deepHeader), body.subarray(Number(headerLength))]);
+    let caught: unknown;
+    try {
+      decodeBinaryRequest(deepBody, String(Buffer.byteLength(deepHeader)), metadata, LIMIT);
+    } catch (e) {
+      caught = e;
+    }
+    expect(caught).toBeInstanceOf(TollgateError);
+    const e = caught as TollgateError;
+    expect([e.status, e.code, e.field]).toEqual([400, 'invalid_json', 'body']);
+    expect(e.message).toMatch(/nested too deeply/);
+  });
+});

@@ -534,3 +534,33 @@ describe('each rule of the checklist has its own 400', () => {
     });
   });
 });
+
+describe('a caller’s values quoted in refusals', () => {
+  // Nested thousands deep: JSON.stringify of it throws (a 500 that a canary was once charged with).
+  const deep = (depth: number): string => '{"a":'.repeat(depth) + '1' + '}'.repeat(depth);
+
+  test('a datatype, shape or data element nested thousands deep is a 400 quoting a short preview', () => {
+    const asDatatype = `{"inputs":[{"name":"features","datatype":${deep(20_000)},"shape":[1,4],"data":[1,2,3,4]}]}`;
+    expectRejected(
+      asDatatype,
+      'invalid_datatype',
+      /^input 'features': datatype \{"a":\{"a":\{"a":\{…\}\}\}\} is not/,
+    );
+    const asShape = `{"inputs":[{"name":"features","datatype":"FP32","shape":${deep(20_000)},"data":[1,2,3,4]}]}`;
+    expectRejected(asShape, 'invalid_shape', /got \{"a":\{"a":\{"a":\{…\}\}\}\}$/);
+    const asData = `{"inputs":[{"name":"features","datatype":"FP32","shape":[1,4],"data":[1,2,3,${deep(20_000)}]}]}`;
+    expectRejected(asData, 'invalid_data', /value 3 is \{"a":\{"a":\{"a":\{…\}\}\}\}$/);
+  });
+
+  test('a huge value is quoted in at most 80 characters', () => {
+    const shape = Object.fromEntries(Array.from({ length: 100_000 }, (_, i) => [`d${i}`, -1]));
+    const e = rejection(features(shape, [1, 2, 3, 4]));
+    expect([e.status, e.code]).toEqual([400, 'invalid_shape']);
+    const quoted = e.message.slice(e.message.indexOf('got ') + 4);
+    expect(quoted.length).toBeLessThanOrEqual(80);
+    expect(quoted).toMatch(/^\{"d0":-1,"d1":-1,.*…$/);
+    const text = rejection(features([1, 4], [1, 2, 'x'.repeat(100_000), 4]));
+    expect(text.message).toMatch(/value 2 is "x{70,80}…$/);
+    expect(text.message.length).toBeLessThan(200);
+  });
+});

@@ -161,7 +161,7 @@ export class InvalidatedCache<V extends object> {
        * Values of very different sizes: held to `maxBytes` in all as well as to `max` values (each
        * counts as at least `maxBytes / max`).
        */
-      weigh?: { maxBytes: number; bytesOf: (value: V) => number };
+      weigh?: { maxBytes: number; maxEntryBytes?: number; bytesOf: (value: V) => number };
     },
   ) {
     const dispose = opts.onDrop === undefined ? {} : { dispose: opts.onDrop };
@@ -173,6 +173,8 @@ export class InvalidatedCache<V extends object> {
         : new LRUCache<string, V>({
             ...expiry,
             maxSize: weigh.maxBytes,
+            // A value past it is not kept at all, rather than pushing out many others.
+            ...(weigh.maxEntryBytes === undefined ? {} : { maxEntrySize: weigh.maxEntryBytes }),
             sizeCalculation: (v) =>
               Math.max(Math.ceil(weigh.maxBytes / opts.max), Math.ceil(weigh.bytesOf(v))),
           });

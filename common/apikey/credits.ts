@@ -74,6 +74,15 @@ export async function addCredits(
   await execAll(tx);
 }
 
+/**
+ * Forgets what the counters `id` spent in the periods current now: an identity made under a freed
+ * name starts with nothing spent, whoever held the name before.
+ */
+export async function clearCredits(redis: Redis, id: string, nowMs = Date.now()): Promise<void> {
+  const periods = [undefined, 'daily', 'monthly'] as const;
+  await redis.del(...periods.map((refill) => redisKeys.creditsSpent(id, creditPeriod(refill, nowMs).id)));
+}
+
 /** A period's counter outlives its period by a day, so usage can still show the one just ended. */
 export const CREDITS_COUNTER_OUTLIVES_S = 86_400;
 

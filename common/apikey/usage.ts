@@ -14,10 +14,18 @@ export async function readKeyUsage(redis: Redis, ids: readonly string[]): Promis
   const usage = new Map<string, KeyUsage>();
   if (ids.length === 0) return usage;
   const pipeline = redis.pipeline();
-  for (const id of ids) pipeline.hmget(redisKeys.keyUsage(id), 'lastUsed', 'count', 'refused');
-  const results = await readPipeline(pipeline);
+  pipeline.eval(
+    SHORT_FIELDS,
+    ids.length,
+    ...ids.map(redisKeys.keyUsage),
+    MAX_FIGURE_CHARS,
+    'lastUsed',
+    'count',
+    'refused',
+  );
+  const [[, rows] = [null, []]] = await readPipeline(pipeline);
   ids.forEach((id, i) => {
-    const value = results[i]?.[1];
+    const value: unknown = Array.isArray(rows) ? rows[i] : undefined;
     if (!Array.isArray(value)) return;
     const [lastUsed, count, refused] = value as Array<string | null>;
     if (lastUsed === null && count === null && refused === null) return;
@@ -34,6 +42,47 @@ export async function readKeyUsage(redis: Redis, ids: readonly string[]): Promis
   });
   return usage;
 }
+
+/**
+ * The fields ARGV[2..] of each hash KEYS[i], each only if at most ARGV[1] characters long (else
+ * nil). A sidecar's Redis user may HSET these records, any value up to Redis's 512 MB: read whole,
+ * one would be sent to the gateway or operator that reads it, for every listing page or pass.
+ */
+const SHORT_FIELDS = `
+local rows = {}
+for i, key in ipairs(KEYS) do
+  local row = {}
+  for j = 2, #ARGV do
+    local value = false
+    if redis.call('HSTRLEN', key, ARGV[j]) <= tonumber(ARGV[1]) then
+      value = redis.call('HGET', key, ARGV[j])
+    end
+    row[j - 1] = value
+  end
+  rows[i] = row
+end
+return rows`;
+
+/**
+ * The ARGV[1] highest-ranked members of the sorted set KEYS[1] with their scores, leaving out any
+ * longer than ARGV[2] characters (a sidecar's user may ZINCRBY any member, as long as it likes).
+ */
+const SHORT_TOP = `
+local top = {}
+local ranked = redis.call('ZREVRANGE', KEYS[1], 0, tonumber(ARGV[1]) - 1, 'WITHSCORES')
+for i = 1, #ranked, 2 do
+  if #ranked[i] <= tonumber(ARGV[2]) then
+    top[#top + 1] = ranked[i]
+    top[#top + 1] = ranked[i + 1]
+  end
+end
+return top`;
+
+/** Longer than any endpoint the gateway counts (a method and a few path segments). */
+const MAX_ENDPOINT_CHARS = 1_024;
+
+/** A figure longer than any the gateway writes (an instant is 24 characters). */
+const MAX_FIGURE_CHARS = 32;
 
 /** An instant as the gateway writes it (Date.prototype.toISOString). */
 const INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
@@ -112,7 +161,7 @@ export async function readUsageSeries(
   ].filter((w) => w.fields.length > 0);
   const pipeline = redis.pipeline();
   for (const { key, fields } of wanted) pipeline.hmget(key, ...fields);
-  pipeline.zrevrange(redisKeys.keyUsageEndpoints(id), 0, top - 1, 'WITHSCORES');
+  pipeline.eval(SHORT_TOP, 1, redisKeys.keyUsageEndpoints(id), top, MAX_ENDPOINT_CHARS);
   const results = await readPipeline(pipeline);
   const hashes = new Map(
     wanted.map(({ key, fields }, i) => {

@@ -122,8 +122,8 @@ export function newApiKey(id: string, spec: ApiKeySpec): ApiKey {
   return { apiVersion: API_KEY_API_VERSION, kind: API_KEY_KIND, metadata: { name: apiKeyName(id) }, spec };
 }
 
-/** Looks an identity up by name (`owner`: the key's, for its counter account): where `toKeyGrant` finds a key's. */
-export type IdentityLookup = (name: string, owner: string) => FoundIdentity;
+/** Looks an identity up by name: where `toKeyGrant` finds a key's. */
+export type IdentityLookup = (name: string) => FoundIdentity;
 
 /**
  * The Redis key-index entry for a key: what it grants, never the hash or the key. A key of an
@@ -145,7 +145,7 @@ export function toKeyGrant(key: ApiKey, identities: IdentityLookup): KeyGrant {
     identity,
   } = key.spec;
   const grant: KeyGrant = { id: apiKeyId(key), owner, module, roles: [...roles] };
-  if (identity !== undefined) grant.identity = identityGrant(identity, identities(identity, owner), owner);
+  if (identity !== undefined) grant.identity = identityGrant(identity, identities(identity), owner);
   if (name !== undefined) grant.name = name;
   const expiresAt = stopsAt(key.spec);
   if (expiresAt !== undefined) grant.expiresAt = expiresAt;

@@ -37,18 +37,14 @@ export const identitySchema = generatedIdentity.extend({
 });
 
 /**
- * The account an identity's counters are kept under: a digest of its name and owner keyed by the
- * signing key (grant.ts, identityGrantSchema.account says why). The operator and the central
- * gateways, which hold that key, all make the same one. The owner is in it because names are
- * freed: another user's identity made later under a deleted one's name starts with nothing spent.
+ * The account an identity's counters are kept under: a digest of its name keyed by the signing
+ * key (grant.ts, identityGrantSchema.account says why). The operator and the central gateways,
+ * which hold that key, all make the same one. A name may be freed and taken again: the management
+ * API clears the counters of a new identity (create-identity.ts), so it never starts with what
+ * another identity of that name spent.
  */
-export function identityCounterAccount(
-  sealer: Pick<EntrySealer, 'deriveSecret'>,
-  owner: string,
-  name: string,
-): string {
-  // A name is a DNS label (no colon), so name and owner never run into each other.
-  return `@${sealer.deriveSecret(`identity-counters:${name}:${owner}`).toString('hex').slice(0, 24)}`;
+export function identityCounterAccount(sealer: Pick<EntrySealer, 'deriveSecret'>, name: string): string {
+  return `@${sealer.deriveSecret(`identity-counters:${name}`).toString('hex').slice(0, 24)}`;
 }
 
 /** An identity as a key's entry is made from it: its spec (undefined: there is none) and account. */

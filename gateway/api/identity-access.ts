@@ -60,7 +60,7 @@ export async function identityCredits(
   try {
     return await readCredits(
       deps.redis,
-      identityCounterAccount(deps.sealer, identity.spec.owner, identity.metadata.name),
+      identityCounterAccount(deps.sealer, identity.metadata.name),
       credits,
     );
   } catch (err) {

@@ -16,8 +16,8 @@ export async function keyGrantOf(
   const name = key.spec.identity;
   const identity =
     name === undefined ? undefined : known?.metadata.name === name ? known : await deps.identities.get(name);
-  return toKeyGrant(key, (n, owner) => ({
+  return toKeyGrant(key, (n) => ({
     spec: n === name ? identity?.spec : undefined,
-    account: identityCounterAccount(deps.sealer, owner, n),
+    account: identityCounterAccount(deps.sealer, n),
   }));
 }

@@ -140,6 +140,15 @@ const invalidCursor = (): TollgateError =>
 type Position = Pick<AuditEvent, 'at' | 'id'>;
 
 /** Newest first; same-millisecond events by id. */
+/** How far apart the clocks of the replicas that wrote segments may be. */
+const CLOCK_SKEW_MS = 60_000;
+
+/** When a segment was written, from its name (`<ms>-<replica>-<seq>.jsonl`); unknown: as if now. */
+function writtenAt(name: string): number {
+  const ms = Number(/\/(\d+)-[^/]*\.jsonl$/.exec(name)?.[1]);
+  return Number.isFinite(ms) ? ms : Date.now();
+}
+
 const newerFirst = (a: Position, b: Position): number =>
   a.at !== b.at ? (a.at < b.at ? 1 : -1) : a.id < b.id ? 1 : a.id > b.id ? -1 : 0;
 
@@ -342,27 +351,59 @@ export class AuditLog {
       throw this.unavailable(cause);
     }
     const [firstDay, lastDay] = [dayOf(since), dayOf(until)];
-    const wanted = names.filter((n) => {
-      const day = n.slice(prefix.length, prefix.length + 10);
-      return day >= firstDay && day <= lastDay;
-    });
-    const events: AuditEvent[] = [];
-    for (let i = 0; i < wanted.length; i += READ_CONCURRENCY) {
-      const read = await Promise.all(wanted.slice(i, i + READ_CONCURRENCY).map((n) => this.readSegment(n)));
-      events.push(...read.flat());
-    }
-    // An event stored twice (a drain of the backlog cut short after its write) is one event.
-    const selected = [...new Map(events.map((e) => [e.id, e])).values()]
-      .filter((e) => e.owner === owner)
-      .filter((e) => q.keyId === undefined || e.keyId === q.keyId)
-      .filter((e) => q.identity === undefined || e.identity === q.identity)
-      .filter((e) => q.action === undefined || e.action === q.action)
-      .filter((e) => {
-        const at = Date.parse(e.at);
-        return at >= since && at <= until;
+    // Newest segment first: a page is made from the newest events, so most queries read a few
+    // segments, not every one of 90 days (an owner's every action may have written one).
+    const wanted = names
+      .filter((n) => {
+        const day = n.slice(prefix.length, prefix.length + 10);
+        return day >= firstDay && day <= lastDay;
       })
-      .filter((e) => after === undefined || newerFirst(e, after) > 0)
-      .sort(newerFirst);
+      .map((name) => ({ name, written: writtenAt(name) }))
+      .sort((a, b) => b.written - a.written);
+    const matches = (e: AuditEvent): boolean => {
+      const at = Date.parse(e.at);
+      return (
+        e.owner === owner &&
+        (q.keyId === undefined || e.keyId === q.keyId) &&
+        (q.identity === undefined || e.identity === q.identity) &&
+        (q.action === undefined || e.action === q.action) &&
+        at >= since &&
+        at <= until &&
+        (after === undefined || newerFirst(e, after) > 0)
+      );
+    };
+    // The newest limit + 1 that match, newest first (the extra one says a next page exists). An
+    // event stored twice (a drain of the backlog cut short after its write) is one event.
+    const selected: AuditEvent[] = [];
+    const seen = new Set<string>();
+    const keep = (e: AuditEvent): void => {
+      if (seen.has(e.id)) return;
+      seen.add(e.id);
+      const last = selected.at(-1);
+      if (!matches(e) || (selected.length > q.limit && last !== undefined && newerFirst(e, last) >= 0))
+        return;
+      let lo = 0;
+      let hi = selected.length;
+      while (lo < hi) {
+        const mid = (lo + hi) >>> 1;
+        if (newerFirst(selected[mid]!, e) <= 0) lo = mid + 1;
+        else hi = mid;
+      }
+      selected.splice(lo, 0, e);
+      if (selected.length > q.limit + 1) selected.pop();
+    };
+    for (let i = 0; i < wanted.length; i += READ_CONCURRENCY) {
+      const batch = wanted.slice(i, i + READ_CONCURRENCY);
+      const read = await Promise.all(batch.map((s) => this.readSegment(s.name)));
+      for (const e of read.flat()) keep(e);
+      // A segment holds only events recorded before it was written: once the page's events are
+      // all newer than the next segment (clocks of replicas apart by up to a minute), none of the
+      // segments left can hold one that belongs on it.
+      const next = wanted[i + READ_CONCURRENCY];
+      const edge = selected[q.limit];
+      if (next !== undefined && edge !== undefined && Date.parse(edge.at) > next.written + CLOCK_SKEW_MS)
+        break;
+    }
     const items = selected.slice(0, q.limit);
     const last = items.at(-1);
     return selected.length > q.limit && last !== undefined

@@ -94,8 +94,7 @@ export function forward(
         }
         if (bodyError !== undefined) req.resume();
         res.setHeader('x-request-id', requestId);
-        const failure = err instanceof TollgateError ? err : upstreamFailure(err);
-        resolve(sendError(res, bodyError ?? failure).status);
+        resolve(sendError(res, bodyError ?? upstreamFailure(err)).status);
       },
     };
     let onDrain: (() => void) | undefined;
@@ -118,7 +117,7 @@ export interface ForwardLimits {
 
 const RETRY_PAUSE_MS = 100;
 
-function interimPastDeadline(): TollgateError {
+export function interimPastDeadline(): TollgateError {
   return new TollgateError(
     'upstream_timeout',
     'the upstream service sent only interim (1xx) answers and no final one in time',
@@ -163,8 +162,9 @@ const UNAVAILABLE = new Set([
   'UND_ERR_DESTROYED',
 ]);
 
-/** What an upstream failure means to the caller. */
+/** What an upstream failure means to the caller (one the gateway raised itself says so already). */
 export function upstreamFailure(err: Error): TollgateError {
+  if (err instanceof TollgateError) return err;
   const code = (err as { code?: unknown }).code;
   if (typeof code === 'string' && TIMEOUTS.has(code)) {
     return new TollgateError('upstream_timeout', 'the upstream service did not answer in time', {

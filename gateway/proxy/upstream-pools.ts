@@ -1,4 +1,5 @@
-import { Pool } from 'undici';
+import { Pool, type Dispatcher } from 'undici';
+import { interimPastDeadline } from './forward.js';
 
 const SWEEP_MS = 60_000;
 
@@ -36,6 +37,22 @@ export class UpstreamPools {
       this.pools.set(origin, pool);
     }
     return pool;
+  }
+
+  /**
+   * A request whose answer must begin within twice the upstream timeout: undici restarts its head
+   * timer on each interim (1xx) answer, so an upstream (a model's runtime runs its team's code)
+   * sending them could hold the call for as long as it likes. For requests whose body is sent at
+   * once (the gateway's own, and inference, read whole first); a proxied call checks its 1xx itself.
+   */
+  async request(origin: string, opts: Dispatcher.RequestOptions): Promise<Dispatcher.ResponseData> {
+    const deadline = new AbortController();
+    const timer = setTimeout(() => deadline.abort(interimPastDeadline()), 2 * this.opts.upstreamTimeoutMs);
+    try {
+      return await this.get(origin).request({ ...opts, signal: deadline.signal });
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /** Closes and forgets the pools that hold no connection and no request, and were not asked for lately. */

@@ -27,7 +27,9 @@ const TTL_MS = 30_000;
 const MAX_METADATA_BYTES = 1024 * 1024;
 /**
  * What all models' metadata may take in memory: the runtime, which runs its team's code, chooses
- * its metadata's size (up to MAX_METADATA_BYTES), and a team may run many models.
+ * its metadata's size (up to MAX_METADATA_BYTES), and a team may run many models. A model whose
+ * metadata would take more than a 64th of it is not kept: fetched for each of its own calls, it
+ * pushes no other team's model out.
  */
 const MAX_CACHED_BYTES = 64 * 1024 * 1024;
 /** An entry's memory: its text, and what parsing it made (measured at about three times it). */
@@ -58,7 +60,7 @@ export class MetadataCache {
     this.cache = new InvalidatedCache<ReadonlyMap<string, CachedMetadata>>(invalidation, {
       max: entries,
       ttlMs: TTL_MS,
-      weigh: { maxBytes: MAX_CACHED_BYTES, bytesOf },
+      weigh: { maxBytes: MAX_CACHED_BYTES, maxEntryBytes: MAX_CACHED_BYTES / 64, bytesOf },
     });
     // Messages on the routes channel carry the change tag of the route that changed.
     invalidation.on(redisChannels.routes, (tag) => {
@@ -108,7 +110,7 @@ export class MetadataCache {
       // Fetched on a model's first call, often the one that woke it from zero: a refused
       // connection is waited out as the call itself would be.
       const res = await sendAgainOnConnectionLoss(async () =>
-        this.upstreams.get(runtime.origin).request({ method: 'GET', path, headers: await headers() }),
+        this.upstreams.request(runtime.origin, { method: 'GET', path, headers: await headers() }),
       );
       status = res.statusCode;
       // Read no further than what the gateway would keep: the runtime runs the model's code.

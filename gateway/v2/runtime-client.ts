@@ -35,9 +35,7 @@ export class RuntimeClient {
       // No pauses: a refused connection means not ready, not after the waits an inference takes.
       const answer = await sendAgainOnConnectionLoss(
         async () =>
-          this.s.upstreams
-            .get(call.runtime.origin)
-            .request({ method: 'GET', path, headers: await headers() }),
+          this.s.upstreams.request(call.runtime.origin, { method: 'GET', path, headers: await headers() }),
         [],
       );
       await answer.body.dump();
@@ -68,9 +66,12 @@ export class RuntimeClient {
     try {
       // Inference changes nothing: a replica going away or a Service between endpoints is tried again.
       return await sendAgainOnConnectionLoss(async () =>
-        this.s.upstreams
-          .get(call.runtime.origin)
-          .request({ method: 'POST', path, headers: await headers(), body }),
+        this.s.upstreams.request(call.runtime.origin, {
+          method: 'POST',
+          path,
+          headers: await headers(),
+          body,
+        }),
       );
     } catch (err) {
       throw runtimeUnreachable(model, err as Error);

@@ -62,6 +62,8 @@ function bad(code: ErrorCode, message: string, field: string): TollgateError {
   return new TollgateError(code, message, { field });
 }
 
+const MAX_INPUT_NAME = 256;
+
 const isObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v);
 
@@ -312,6 +314,14 @@ export function validateInferRequest(
       );
     }
     const name = input.name;
+    // Quoted in every refusal about the input (and its field): a tensor's name, not a payload.
+    if (name.length > MAX_INPUT_NAME) {
+      throw bad(
+        'invalid_input',
+        `inputs[${position}].name is ${name.length} characters; an input's name is at most ${MAX_INPUT_NAME}`,
+        `inputs[${position}].name`,
+      );
+    }
     if (seen.has(name)) {
       throw bad('duplicate_input', `input '${name}' is sent twice; send each input once`, `inputs[${name}]`);
     }

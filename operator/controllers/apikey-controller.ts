@@ -164,16 +164,15 @@ export class ApiKeyReconciler implements Reconciler {
   }
 
   private grantOf(k: ApiKeyResource, identity: IdentityResource | undefined): KeyGrant {
-    return toKeyGrant(k, (name, owner) => ({ spec: identity?.spec, account: this.accountOf(owner, name) }));
+    return toKeyGrant(k, (name) => ({ spec: identity?.spec, account: this.accountOf(name) }));
   }
 
-  /** Identities' counter accounts, made once per owner and name (a keyed digest each). */
-  private accountOf(owner: string, name: string): string {
-    const at = `${name}:${owner}`;
-    let account = this.accounts.get(at);
+  /** Identities' counter accounts, made once per name (a keyed digest each). */
+  private accountOf(name: string): string {
+    let account = this.accounts.get(name);
     if (account === undefined) {
-      account = identityCounterAccount(this.sealer, owner, name);
-      if (this.accounts.size < 10_000) this.accounts.set(at, account);
+      account = identityCounterAccount(this.sealer, name);
+      if (this.accounts.size < 10_000) this.accounts.set(name, account);
     }
     return account;
   }

@@ -29,10 +29,19 @@ export function namespaceReportKey(signingKey: StoredKey, namespace: string): st
   return `${namespace}.${reportKey(signingKey, namespace).toString('base64url')}`;
 }
 
+const FAILED_RECHECK_MS = 10_000;
+const MAX_REMEMBERED_FAILURES = 10_000;
+
 /** Keeps the Secret current in each namespace that admits a guarded pod (checked again after a while). */
 export class SidecarCredentialKeeper {
   private readonly core: CoreV1Api;
   private readonly fresh = new Map<string, number>();
+  /**
+   * Namespaces whose Secret could not be written lately, and why: the webhook port answers any
+   * caller that reaches it (unless `sidecar.webhook.from` is set), so a made-up review naming a
+   * namespace costs the API server one write per while, not one per review.
+   */
+  private readonly failed = new Map<string, { until: number; err: Error }>();
 
   constructor(
     kc: KubeConfig,
@@ -45,6 +54,20 @@ export class SidecarCredentialKeeper {
 
   async ensure(namespace: string): Promise<void> {
     if ((this.fresh.get(namespace) ?? 0) > Date.now()) return;
+    const failed = this.failed.get(namespace);
+    if (failed !== undefined && failed.until > Date.now()) throw failed.err;
+    try {
+      await this.write(namespace);
+      this.failed.delete(namespace);
+    } catch (err) {
+      if (this.failed.size >= MAX_REMEMBERED_FAILURES) this.failed.clear();
+      this.failed.set(namespace, { until: Date.now() + FAILED_RECHECK_MS, err: err as Error });
+      throw err;
+    }
+    this.fresh.set(namespace, Date.now() + this.recheckMs);
+  }
+
+  private async write(namespace: string): Promise<void> {
     const data = Object.fromEntries(
       Object.entries(this.credentialsFor(namespace)).map(([k, v]) => [k, Buffer.from(v).toString('base64')]),
     );
@@ -61,9 +84,14 @@ export class SidecarCredentialKeeper {
       await this.core.createNamespacedSecret({ namespace, body });
     } catch (err) {
       if (!isApiStatus(err, 409)) throw err;
-      // One there already (ours, or one the team wrote over): made what the sidecar needs again.
+      // One there already: ours (or ours the team wrote over) is made what the sidecar needs
+      // again; another application's Secret of that name is never overwritten.
+      const there = await this.core.readNamespacedSecret({ namespace, name: SIDECAR_SECRET });
+      if (there.metadata?.labels?.['app.kubernetes.io/managed-by'] !== 'tollgate')
+        throw new Error(
+          `namespace "${namespace}" holds a Secret named ${SIDECAR_SECRET} that Tollgate did not make; rename or remove it`,
+        );
       await this.core.replaceNamespacedSecret({ namespace, name: SIDECAR_SECRET, body });
     }
-    this.fresh.set(namespace, Date.now() + this.recheckMs);
   }
 }

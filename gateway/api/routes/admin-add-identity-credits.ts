@@ -33,12 +33,7 @@ function adminAddIdentityCredits(deps: ManagementDeps): RequestHandler {
         { field: 'add' },
       );
     try {
-      await addCredits(
-        deps.redis,
-        identityCounterAccount(deps.sealer, identity.spec.owner, name),
-        credits,
-        add,
-      );
+      await addCredits(deps.redis, identityCounterAccount(deps.sealer, name), credits, add);
     } catch (err) {
       throw redisUnavailable(err);
     }

@@ -1,10 +1,13 @@
 import type { RequestHandler } from 'express';
 import { z } from 'zod';
 import { TollgateError } from '../../../common/errors.js';
+import { clearCredits } from '../../../common/apikey/credits.js';
+import { redisUnavailable } from '../../../common/redis/unavailable.js';
 import { creditsInputSchema, namedLimitsInputSchema } from '../../../common/resources/apikey.js';
 import {
   IDENTITY_API_VERSION,
   IDENTITY_KIND,
+  identityCounterAccount,
   identityNameSchema,
   type Identity,
 } from '../../../common/resources/identity.js';
@@ -79,6 +82,20 @@ function createIdentity(deps: ManagementDeps): RequestHandler {
         `you have ${theirs.length} identities, the most one user may have; delete one you no longer use first`,
       );
     const created = await deps.identities.create(identity);
+    try {
+      await clearCredits(deps.redis, identityCounterAccount(deps.sealer, body.name));
+    } catch (err) {
+      // Kept, it could start with what an earlier identity of its name spent: undone instead.
+      await deps.identities
+        .delete(created)
+        .catch((undo: unknown) =>
+          deps.log.error(
+            { err: undo, identity: body.name },
+            'could not undo an identity whose counters were not cleared',
+          ),
+        );
+      throw redisUnavailable(err);
+    }
     deps.audit.record({
       action: 'identity.created',
       identity: body.name,

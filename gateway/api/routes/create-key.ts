@@ -15,8 +15,8 @@ import {
 } from '../../../common/resources/apikey.js';
 import { isCidr } from '../../../common/net/cidr.js';
 import { MODEL_SCOPE_MAX, MODEL_SCOPE_PATTERN } from '../../../common/apikey/model-scope.js';
-import { callerOf, type Caller } from '../../auth/oidc.js';
-import { DEFAULT_MAX_KEYS_PER_OWNER } from '../../../common/apikey/store.js';
+import { callerOf } from '../../auth/oidc.js';
+import { checkRoom } from '../key-room.js';
 import type { ManagementDeps } from '../deps.js';
 import { keyGrantOf } from '../key-grant.js';
 import { validate } from '../validate.js';
@@ -216,22 +216,6 @@ function createKey(deps: ManagementDeps): RequestHandler {
       })
       .json({ ...view, key });
   };
-}
-
-/**
- * A user who is not an administrator makes at most `maxKeysPerOwner` live keys: each is a
- * resource every gateway replica and the operator keep in memory, and etcd stores, so one user's
- * script must not be able to fill them for everyone. Calls made at once may pass it by a few.
- */
-async function checkRoom(deps: ManagementDeps, caller: Caller): Promise<void> {
-  if (caller.admin) return;
-  const max = deps.maxKeysPerOwner ?? DEFAULT_MAX_KEYS_PER_OWNER;
-  const have = await deps.store.countOf(caller.subject);
-  if (have >= max)
-    throw new TollgateError(
-      'too_many_keys',
-      `you have ${have} keys, the most one user may have (${max}); delete keys you no longer use first (GET /api/v1/apikeys lists them)`,
-    );
 }
 
 async function checkRoles(deps: ManagementDeps, owner: string, body: CreateKeyBody): Promise<void> {

@@ -18,6 +18,7 @@ import { toApiKeyView, rolledKeySchema } from '../views.js';
 import { keyIdParam, keyNotFound, keyIdParamsSchema, keyLinks } from '../key-id.js';
 import { AUDIT_HEADER } from '../../audit/audit-log.js';
 import type { ManagementRoute } from '../route.js';
+import { checkRoom } from '../key-room.js';
 
 /** Without a choice, the old key works one more day (or the gateway's maximum, if shorter). */
 export const DEFAULT_ROLL_GRACE_SECONDS = 86_400;
@@ -46,11 +47,14 @@ export const rollKeyBodySchema = (maxGrace: number) =>
 function rollKey(deps: ManagementDeps): RequestHandler {
   return async (req, res) => {
     const id = keyIdParam(req.params);
-    const owner = callerOf(res).subject;
+    const caller = callerOf(res);
+    const owner = caller.subject;
     const body = readBody(req, deps.maxRollGraceSeconds);
     const old = await deps.store.get(owner, id);
     if (old === undefined) throw keyNotFound(id);
     refuseRolled(old);
+    // The old key stays (through its grace period, and as a record after it): a roll adds one.
+    await checkRoom(deps, caller);
     const [workflow] = old.spec.roles;
     if (old.spec.module === 'bda' && workflow && (await deps.workflows.ownedByAnother(workflow, owner))) {
       throw new TollgateError(

@@ -122,3 +122,54 @@ describe('a runtime whose answers never end', () => {
     expect([again.status, again.json.code]).toEqual([502, 'model_failed']);
   });
 });
+
+describe('a runtime that answers only "still working" (1xx)', () => {
+  let r: Redis;
+  let gw: TestGateway;
+  let runtime: Server;
+  const timers: NodeJS.Timeout[] = [];
+  const model = 'model-interim';
+
+  beforeAll(async () => {
+    runtime = createServer((req: IncomingMessage, res: ServerResponse) => {
+      req.resume();
+      if (req.url === `/v2/models/${model}`)
+        res
+          .writeHead(200, { 'content-type': 'application/json' })
+          .end(METADATA.replace('model-endless-error', model));
+      // Each 102 restarts undici's own head timer: only a deadline of the gateway's ends the call.
+      else timers.push(setInterval(() => res.writeProcessing(), 150));
+    });
+    await new Promise<void>((resolve) => runtime.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(runtime.address() as AddressInfo).port}`;
+    const info = await redis('hostile-runtime');
+    r = redisClient(info.url);
+    await new RouteWriter(r, await testSealer()).put(redisKeys.modelRoute(model), {
+      url,
+      source: `model/test/${model}`,
+    });
+    await markIndexBuilt(r);
+    gw = await startGateway({ redisUrl: info.url, upstreamTimeoutMs: 400 });
+  });
+
+  afterAll(async () => {
+    timers.forEach(clearInterval);
+    await gw?.stop();
+    runtime?.closeAllConnections();
+    await new Promise((resolve) => runtime?.close(resolve));
+    r?.disconnect();
+  });
+
+  it('holds an inference no longer than twice the upstream timeout', async () => {
+    const { key } = await createKey(r, 'platform', ['models:inference']);
+    const started = performance.now();
+    const answer = await send(gw.url, `/v2/models/${model}/infer`, {
+      method: 'POST',
+      headers: { ...apikey(key), 'content-type': 'application/json' },
+      body: JSON.stringify({ inputs: [{ name: 'x', datatype: 'FP64', shape: [1, 1], data: [1] }] }),
+    });
+    expect([answer.status, answer.json.code]).toEqual([504, 'upstream_timeout']);
+    expect(answer.json.error).toMatch(/interim \(1xx\)/);
+    expect(performance.now() - started).toBeLessThan(3_000);
+  });
+});

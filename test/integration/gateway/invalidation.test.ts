@@ -61,7 +61,7 @@ describe('cache invalidation subscribes to every channel, once started', () => {
     const invalidation = new CacheInvalidation(subscriber, pino({ level: 'silent' }), 60_000);
     const cache = new InvalidatedCache<{ bytes: number }>(invalidation, {
       max: 100,
-      weigh: { maxBytes: 10_000, bytesOf: (v) => v.bytes },
+      weigh: { maxBytes: 10_000, maxEntryBytes: 5_000, bytesOf: (v) => v.bytes },
     });
     invalidation.on(uniqueName('weighed'), () => undefined);
     invalidation.start();
@@ -70,6 +70,9 @@ describe('cache invalidation subscribes to every channel, once started', () => {
     // Three values of 4,000 bytes: the oldest goes to keep 10,000.
     for (const k of ['a', 'b', 'c']) expect(cache.set(k, { bytes: 4_000 }, cache.epoch)).toBe(true);
     expect(['a', 'b', 'c'].map((k) => cache.get(k) !== undefined)).toEqual([false, true, true]);
+    // One past the largest a value may be is not kept, and pushes nothing out.
+    cache.set('huge', { bytes: 6_000 }, cache.epoch);
+    expect(['huge', 'b', 'c'].map((k) => cache.get(k) !== undefined)).toEqual([false, true, true]);
     // Small ones count as a hundredth of the bytes each: never more than 100 of them.
     for (let i = 0; i < 150; i++) cache.set(`small-${i}`, { bytes: 10 }, cache.epoch);
     const held = Array.from({ length: 150 }, (_, i) => cache.get(`small-${i}`)).filter(Boolean).length;

@@ -120,6 +120,7 @@ describe('helm chart: lint and render', () => {
         'RoleBinding/t1-tollgate-operator-secrets',
         'Service/t1-tollgate-webhook',
         'NetworkPolicy/t1-tollgate-gateway',
+        'NetworkPolicy/t1-tollgate-models',
         'NetworkPolicy/t1-tollgate-operator',
         'NetworkPolicy/t1-tollgate-redis',
         'PodDisruptionBudget/t1-tollgate-gateway',
@@ -189,30 +190,36 @@ describe('helm chart: lint and render', () => {
     expect(find(objects, 'ConfigMap', 't1-tollgate-gateway').data?.['gateway.yaml']).toMatch(
       /^metricsPort: 9090$/m,
     );
-    expect(find(objects, 'NetworkPolicy', 't1-tollgate-gateway').spec).toEqual({
-      podSelector: {
-        matchLabels: {
-          'app.kubernetes.io/name': 'tollgate',
-          'app.kubernetes.io/instance': 't1',
-          'app.kubernetes.io/component': 'gateway',
-        },
+    const gatewayPods = {
+      matchLabels: {
+        'app.kubernetes.io/name': 'tollgate',
+        'app.kubernetes.io/instance': 't1',
+        'app.kubernetes.io/component': 'gateway',
       },
-      policyTypes: ['Ingress'],
-      ingress: [
-        {
-          ports: [
-            { port: 'http', protocol: 'TCP' },
-            { port: 'grpc', protocol: 'TCP' },
-          ],
-        },
-        {
-          // The release's namespace but its Models' pods (the platform API's run there).
-          from: [
-            { podSelector: { matchExpressions: [{ key: 'tollgate.dev/model', operator: 'DoesNotExist' }] } },
-          ],
-          ports: [{ port: 'metrics', protocol: 'TCP' }],
-        },
+    };
+    const traffic = {
+      ports: [
+        { port: 'http', protocol: 'TCP' },
+        { port: 'grpc', protocol: 'TCP' },
       ],
+    };
+    // The release's namespace but its Models' pods (the platform API's run there).
+    const metrics = {
+      from: [
+        { podSelector: { matchExpressions: [{ key: 'tollgate.dev/model', operator: 'DoesNotExist' }] } },
+      ],
+      ports: [{ port: 'metrics', protocol: 'TCP' }],
+    };
+    expect(find(objects, 'NetworkPolicy', 't1-tollgate-gateway').spec).toEqual({
+      podSelector: gatewayPods,
+      policyTypes: ['Ingress'],
+      ingress: [traffic, metrics],
+    });
+    // The platform API's Models, in the release's namespace: only the gateway's pods call them.
+    expect(find(objects, 'NetworkPolicy', 't1-tollgate-models').spec).toEqual({
+      podSelector: { matchExpressions: [{ key: 'tollgate.dev/model', operator: 'Exists' }] },
+      policyTypes: ['Ingress'],
+      ingress: [{ from: [{ podSelector: gatewayPods }], ...traffic }, metrics],
     });
     const service = find(objects, 'Service', 't1-tollgate-gateway') as unknown as {
       spec: { ports: Array<{ name: string; port: number; targetPort: string; appProtocol?: string }> };

@@ -7,6 +7,8 @@ import { NO_PROXIES } from '../../../gateway/http/client-address.js';
 import { Redis } from 'ioredis';
 import { freePort, minio, redis } from '../../harness/index.js';
 import type { IncomingMessage } from 'node:http';
+import { createHash } from 'node:crypto';
+import type { SegmentStore } from '../../../gateway/segments/segment-store.js';
 
 /**
  * The audit trail's own housekeeping on a real MinIO bucket that it shares with other data (as
@@ -131,5 +133,64 @@ describe('the audit trail in a shared bucket', () => {
     await log.flush();
     expect((await log.query(grant.owner, { limit: 50 })).items).toHaveLength(2);
     await log.stop();
+  });
+
+  it('a page reads the newest segments, not all an owner wrote in 90 days; the pages still give every event once, newest first', async () => {
+    const owner = `dave-${Date.now().toString(36)}@example.com`;
+    const digest = createHash('sha256').update(owner).digest('hex').slice(0, 32);
+    const store = await openSegmentStore(`s3://${bucket}/pages`, env);
+    // A long history, as each of an owner's actions writes a segment: 100 of them, 2 minutes apart.
+    const now = Date.now();
+    const ids: string[] = [];
+    for (let i = 0; i < 100; i++) {
+      const at = now - (100 - i) * 120_000;
+      const keyId = `k-${String(i).padStart(18, '0')}`;
+      ids.unshift(keyId);
+      const event = {
+        id: `e${i}`,
+        at: new Date(at).toISOString(),
+        action: 'key.created',
+        keyId,
+        owner,
+        actor: owner,
+      };
+      const day = new Date(at).toISOString().slice(0, 10);
+      await store.put(`${digest}/${day}/${at + 1_000}-abcdef12-${i}.jsonl`, `${JSON.stringify(event)}\n`);
+    }
+    let reads = 0;
+    const counted: SegmentStore = {
+      uri: store.uri,
+      put: (name, body) => store.put(name, body),
+      list: (prefix) => store.list(prefix),
+      get: (name) => {
+        reads++;
+        return store.get(name);
+      },
+      delete: (names) => store.delete(names),
+    };
+    const log = new AuditLog(counted, createLogger('audit', 'silent'), {
+      flushMs: 60_000,
+      retentionDays: 90,
+      proxies: NO_PROXIES,
+      refusalIntervalMs: 60_000,
+    });
+    try {
+      const first = await log.query(owner, { limit: 10 });
+      expect(first.items.map((e) => e.keyId)).toEqual(ids.slice(0, 10));
+      // Two rounds of 8 segments: the eleventh newest event is then newer than any segment left.
+      expect(reads).toBeLessThanOrEqual(16);
+      const all = [...first.items];
+      for (let cursor = first.nextCursor; cursor !== undefined;) {
+        const page = await log.query(owner, { limit: 25, cursor });
+        all.push(...page.items);
+        cursor = page.nextCursor;
+      }
+      expect(all.map((e) => e.keyId)).toEqual(ids);
+      // A filter that matches one old event reads back to it.
+      const old = await log.query(owner, { limit: 10, keyId: ids[95] });
+      expect(old.items.map((e) => e.keyId)).toEqual([ids[95]]);
+    } finally {
+      await log.stop();
+    }
   });
 });

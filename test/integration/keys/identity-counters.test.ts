@@ -13,8 +13,7 @@ import { redis } from '../../harness/index.js';
 
 let client: Redis;
 /** An identity's counter account, as the operator and the gateways make it. */
-const account = async (name: string): Promise<string> =>
-  identityCounterAccount(await testSealer(), 'alice', name);
+const account = async (name: string): Promise<string> => identityCounterAccount(await testSealer(), name);
 
 beforeAll(async () => {
   client = new Redis((await redis('identity-counters')).url);

@@ -564,3 +564,11 @@ describe('a caller’s values quoted in refusals', () => {
     expect(text.message.length).toBeLessThan(200);
   });
 });
+
+test('an input name longer than a tensor name is refused without quoting it', () => {
+  const e = rejection(
+    JSON.stringify({ inputs: [{ name: 'n'.repeat(100_000), datatype: 'FP32', shape: [1], data: [1] }] }),
+  );
+  expect([e.status, e.code, e.field]).toEqual([400, 'invalid_input', 'inputs[0].name']);
+  expect(e.message).toBe("inputs[0].name is 100000 characters; an input's name is at most 256");
+});

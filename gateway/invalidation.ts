@@ -153,7 +153,7 @@ export class InvalidatedCache<V extends object> {
 
   constructor(
     private readonly invalidation: CacheInvalidation,
-    opts: {
+    private readonly opts: {
       max: number;
       ttlMs?: number;
       onDrop?: (value: V) => void;
@@ -173,8 +173,6 @@ export class InvalidatedCache<V extends object> {
         : new LRUCache<string, V>({
             ...expiry,
             maxSize: weigh.maxBytes,
-            // A value past it is not kept at all, rather than pushing out many others.
-            ...(weigh.maxEntryBytes === undefined ? {} : { maxEntrySize: weigh.maxEntryBytes }),
             sizeCalculation: (v) =>
               Math.max(Math.ceil(weigh.maxBytes / opts.max), Math.ceil(weigh.bytesOf(v))),
           });
@@ -192,6 +190,9 @@ export class InvalidatedCache<V extends object> {
   /** Whether the value was cached (not when a change came, or the channel fell, since the lookup). */
   set(key: string, value: V, epochAtLookup: number): boolean {
     if (!this.invalidation.live || epochAtLookup !== this.epochNow) return false;
+    // A value past its largest is not kept at all, rather than pushing out many others.
+    const { weigh } = this.opts;
+    if (weigh?.maxEntryBytes !== undefined && weigh.bytesOf(value) > weigh.maxEntryBytes) return false;
     this.lru.set(key, value);
     return true;
   }

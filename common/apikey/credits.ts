@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { redisKeys } from '../redis/schema.js';
 import { execAll } from '../redis/transaction.js';
@@ -75,13 +76,43 @@ export async function addCredits(
 }
 
 /**
- * Forgets what the counters `id` spent in the periods current now: an identity made under a freed
- * name starts with nothing spent, whoever held the name before.
+ * Records `owner` as the holder of the identity counters `account` and, when another owner held
+ * them before (an identity of the same name, deleted since), forgets what they spent in the
+ * periods and windows current now (of `limits`, the named limits the new identity starts with).
+ * The same owner making its identity again keeps them: deleting and making it resets no quota.
  */
-export async function clearCredits(redis: Redis, id: string, nowMs = Date.now()): Promise<void> {
+export async function takeIdentityCounters(
+  redis: Redis,
+  account: string,
+  owner: string,
+  limits: ReadonlyArray<{ name: string; windowSeconds: number }> = [],
+  nowMs = Date.now(),
+): Promise<void> {
   const periods = [undefined, 'daily', 'monthly'] as const;
-  await redis.del(...periods.map((refill) => redisKeys.creditsSpent(id, creditPeriod(refill, nowMs).id)));
+  const nowS = Math.floor(nowMs / 1000);
+  const counters = [
+    ...periods.map((refill) => redisKeys.creditsSpent(account, creditPeriod(refill, nowMs).id)),
+    ...limits.map((l) =>
+      redisKeys.namedLimit(account, l.name, l.windowSeconds, nowS - (nowS % l.windowSeconds)),
+    ),
+  ];
+  const holder = createHash('sha256').update(owner).digest('hex');
+  await redis.eval(
+    TAKE_COUNTERS,
+    1 + counters.length,
+    redisKeys.countersHolder(account),
+    ...counters,
+    holder,
+  );
 }
+
+const TAKE_COUNTERS = `
+local before = redis.call('GET', KEYS[1])
+redis.call('SET', KEYS[1], ARGV[1])
+if before and before ~= ARGV[1] and #KEYS > 1 then
+  redis.call('DEL', unpack(KEYS, 2))
+end
+return 0`;
 
 /** A period's counter outlives its period by a day, so usage can still show the one just ended. */
 export const CREDITS_COUNTER_OUTLIVES_S = 86_400;

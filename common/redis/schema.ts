@@ -67,6 +67,11 @@ export const redisKeys = {
   /** Credits a key spent in a period (`all`, a UTC day `d2026-11-25` or month `m2026-11`). */
   creditsSpent: (id: string, period: string) => `${KEY_PREFIX}cr:${id}:${period}`,
   /**
+   * String: a digest of the owner of the identity whose counters `account` holds (set when the
+   * management API makes it; never a credit period's name, which starts with a letter and a digit).
+   */
+  countersHolder: (account: string) => `${KEY_PREFIX}cr:${account}:holder`,
+  /**
    * A named limit's window: more segments than `rateLimit`'s, so the two never meet, and its
    * length among them, so a limit given another window by an administrator starts a new counter.
    */

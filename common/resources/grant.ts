@@ -35,8 +35,9 @@ export const identityGrantSchema = z.object({
   /**
    * Where its counters are (`@` and a keyed digest of its name, rate-limit.ts): not guessable from
    * the name, so a team holding a sidecar's Redis password (which may increment counters) cannot
-   * fill another customer's windows; the same across the identity's re-creation, so deleting and
-   * making it again resets no quota.
+   * fill another customer's windows; the same across the identity's re-creation by its owner, so
+   * deleting and making it again resets no quota (another owner's identity of a freed name starts
+   * with nothing spent: credits.ts, takeIdentityCounters).
    */
   account: z.string().regex(/^@[0-9a-f]{24}$/),
   limits: z.array(namedLimitSchema).optional(),

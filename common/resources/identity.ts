@@ -40,8 +40,8 @@ export const identitySchema = generatedIdentity.extend({
  * The account an identity's counters are kept under: a digest of its name keyed by the signing
  * key (grant.ts, identityGrantSchema.account says why). The operator and the central gateways,
  * which hold that key, all make the same one. A name may be freed and taken again: the management
- * API clears the counters of a new identity (create-identity.ts), so it never starts with what
- * another identity of that name spent.
+ * API clears the counters when another owner makes an identity of that name (create-identity.ts),
+ * so it never starts with what another's spent.
  */
 export function identityCounterAccount(sealer: Pick<EntrySealer, 'deriveSecret'>, name: string): string {
   return `@${sealer.deriveSecret(`identity-counters:${name}`).toString('hex').slice(0, 24)}`;

@@ -60,8 +60,11 @@ export function forward(
       onHeaders(statusCode, rawHeaders, resume) {
         if (statusCode < 200) {
           // 1xx: Node answers Expect itself. undici restarts its head timer on each one, so an
-          // upstream sending them could hold the call for ever: past the deadline, one more ends it.
-          if (performance.now() - sentAt > upstreamTimeoutMs) abort?.(interimPastDeadline());
+          // upstream sending them could hold the call for ever: the first starts a deadline, and
+          // one past it ends the call.
+          const now = performance.now();
+          interimSince ??= now;
+          if (now - interimSince > upstreamTimeoutMs) abort?.(interimPastDeadline());
           return true;
         }
         status = statusCode;
@@ -99,10 +102,9 @@ export function forward(
     };
     let onDrain: (() => void) | undefined;
     let tried = false;
-    let sentAt = 0;
+    let interimSince: number | undefined;
     const dispatch = (): void => {
       if (res.destroyed) return resolve(0);
-      sentAt = performance.now();
       pool.dispatch({ path, method: req.method as Dispatcher.HttpMethod, headers, body }, handler);
     };
     dispatch();
@@ -111,7 +113,7 @@ export function forward(
 
 export interface ForwardLimits {
   bodyLimitBytes: number;
-  /** How long an upstream may take to start its answer (undici's own timers enforce the rest). */
+  /** How long an upstream may take to start its answer (undici's own timers; the 1xx deadline here). */
   upstreamTimeoutMs: number;
 }
 

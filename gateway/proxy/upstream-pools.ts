@@ -40,16 +40,19 @@ export class UpstreamPools {
   }
 
   /**
-   * A request whose answer must begin within twice the upstream timeout: undici restarts its head
-   * timer on each interim (1xx) answer, so an upstream (a model's runtime runs its team's code)
-   * sending them could hold the call for as long as it likes. For requests whose body is sent at
-   * once (the gateway's own, and inference, read whole first); a proxied call checks its 1xx itself.
+   * A request whose answer, once an interim (1xx) answer came, must begin within the upstream
+   * timeout: undici restarts its head timer on each, so an upstream (a model's runtime runs its
+   * team's code) sending them could hold the call for as long as it likes. A proxied call checks
+   * its 1xx itself (forward.ts).
    */
   async request(origin: string, opts: Dispatcher.RequestOptions): Promise<Dispatcher.ResponseData> {
     const deadline = new AbortController();
-    const timer = setTimeout(() => deadline.abort(interimPastDeadline()), 2 * this.opts.upstreamTimeoutMs);
+    let timer: NodeJS.Timeout | undefined;
+    const onInfo = (): void => {
+      timer ??= setTimeout(() => deadline.abort(interimPastDeadline()), this.opts.upstreamTimeoutMs);
+    };
     try {
-      return await this.get(origin).request({ ...opts, signal: deadline.signal });
+      return await this.get(origin).request({ ...opts, signal: deadline.signal, onInfo });
     } finally {
       clearTimeout(timer);
     }

@@ -28,10 +28,10 @@ const MAX_METADATA_BYTES = 1024 * 1024;
 /**
  * What all models' metadata may take in memory: the runtime, which runs its team's code, chooses
  * its metadata's size (up to MAX_METADATA_BYTES), and a team may run many models. A model whose
- * metadata would take more than a 64th of it is not kept: fetched for each of its own calls, it
- * pushes no other team's model out.
+ * metadata (all its versions') would take more than a 16th of it is not kept: fetched for each of
+ * its own calls, it pushes no other team's model out.
  */
-const MAX_CACHED_BYTES = 64 * 1024 * 1024;
+const MAX_CACHED_BYTES = 128 * 1024 * 1024;
 /** An entry's memory: its text, and what parsing it made (measured at about three times it). */
 const bytesOf = (known: ReadonlyMap<string, CachedMetadata>): number => {
   let bytes = 0;
@@ -60,7 +60,7 @@ export class MetadataCache {
     this.cache = new InvalidatedCache<ReadonlyMap<string, CachedMetadata>>(invalidation, {
       max: entries,
       ttlMs: TTL_MS,
-      weigh: { maxBytes: MAX_CACHED_BYTES, maxEntryBytes: MAX_CACHED_BYTES / 64, bytesOf },
+      weigh: { maxBytes: MAX_CACHED_BYTES, maxEntryBytes: MAX_CACHED_BYTES / 16, bytesOf },
     });
     // Messages on the routes channel carry the change tag of the route that changed.
     invalidation.on(redisChannels.routes, (tag) => {

@@ -30,6 +30,9 @@ export function namespaceReportKey(signingKey: StoredKey, namespace: string): st
 }
 
 const FAILED_RECHECK_MS = 10_000;
+
+/** The namespace holds a Secret of the sidecar's name that is not Tollgate's. */
+class ForeignSecret extends Error {}
 const MAX_REMEMBERED_FAILURES = 10_000;
 
 /** Keeps the Secret current in each namespace that admits a guarded pod (checked again after a while). */
@@ -60,8 +63,13 @@ export class SidecarCredentialKeeper {
       await this.write(namespace);
       this.failed.delete(namespace);
     } catch (err) {
-      if (this.failed.size >= MAX_REMEMBERED_FAILURES) this.failed.clear();
-      this.failed.set(namespace, { until: Date.now() + FAILED_RECHECK_MS, err: err as Error });
+      // Only what asking again at once would not change (no such namespace, not allowed, a Secret
+      // of another's): an API server that hiccuped is asked again by the next pod.
+      const lasting = isApiStatus(err, 404) || isApiStatus(err, 403) || err instanceof ForeignSecret;
+      if (lasting) {
+        if (this.failed.size >= MAX_REMEMBERED_FAILURES) this.failed.clear();
+        this.failed.set(namespace, { until: Date.now() + FAILED_RECHECK_MS, err: err as Error });
+      }
       throw err;
     }
     this.fresh.set(namespace, Date.now() + this.recheckMs);
@@ -88,7 +96,7 @@ export class SidecarCredentialKeeper {
       // again; another application's Secret of that name is never overwritten.
       const there = await this.core.readNamespacedSecret({ namespace, name: SIDECAR_SECRET });
       if (there.metadata?.labels?.['app.kubernetes.io/managed-by'] !== 'tollgate')
-        throw new Error(
+        throw new ForeignSecret(
           `namespace "${namespace}" holds a Secret named ${SIDECAR_SECRET} that Tollgate did not make; rename or remove it`,
         );
       await this.core.replaceNamespacedSecret({ namespace, name: SIDECAR_SECRET, body });

@@ -1,7 +1,7 @@
 import type { RequestHandler } from 'express';
 import { z } from 'zod';
 import { TollgateError } from '../../../common/errors.js';
-import { clearCredits } from '../../../common/apikey/credits.js';
+import { takeIdentityCounters } from '../../../common/apikey/credits.js';
 import { redisUnavailable } from '../../../common/redis/unavailable.js';
 import { creditsInputSchema, namedLimitsInputSchema } from '../../../common/resources/apikey.js';
 import {
@@ -83,9 +83,14 @@ function createIdentity(deps: ManagementDeps): RequestHandler {
       );
     const created = await deps.identities.create(identity);
     try {
-      await clearCredits(deps.redis, identityCounterAccount(deps.sealer, body.name));
+      await takeIdentityCounters(
+        deps.redis,
+        identityCounterAccount(deps.sealer, body.name),
+        caller.subject,
+        body.limits,
+      );
     } catch (err) {
-      // Kept, it could start with what an earlier identity of its name spent: undone instead.
+      // Kept, it could start with what another's identity of its name spent: undone instead.
       await deps.identities
         .delete(created)
         .catch((undo: unknown) =>

@@ -1050,6 +1050,10 @@ describe.each(stores)('management API over HTTP (keys on %s)', (label, openStore
       await client.incrby(redisKeys.creditsSpent(account, 'all'), 4);
       for (const k of await store.keysOfIdentity(alice, name)) await store.delete(alice, apiKeyId(k));
       expect((await call('DELETE', `/identities/${name}`)).status).toBe(204);
+      // Made again by alice, it keeps what it spent: deleting it resets no quota.
+      const again = await call('POST', '/identities', { body: { name, credits: { amount: 5 } } });
+      expect([again.status, again.body.credits]).toEqual([201, { amount: 5, spent: 4, remaining: 1 }]);
+      expect((await call('DELETE', `/identities/${name}`)).status).toBe(204);
       // What a delete racing a key's creation on another replica leaves: alice's key names the
       // identity, and it is gone. Then bob makes one by that name.
       const planted = await aliceKeyOf();

@@ -37,6 +37,8 @@ import { createHash } from 'node:crypto';
  *                                            is judged on (common/redis/version-figures.ts); 1 h TTL
  *   tg:rl:*        counter                   the gateway's RateLimiter
  *   tg:cr:*        counter                   the gateway's RateLimiter (credits spent per period)
+ *   tg:cr:<account>:holder  string           the management API: a digest of the owner of the
+ *                                            identity whose counters these are (credits.ts)
  *   tg:index:built marker                    the operator, after a full rebuild
  *   tg:index:building token                  the operator, while a rebuild runs (the marker is set
  *                                            only if its token survived)

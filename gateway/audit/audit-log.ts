@@ -139,7 +139,6 @@ const invalidCursor = (): TollgateError =>
 
 type Position = Pick<AuditEvent, 'at' | 'id'>;
 
-/** Newest first; same-millisecond events by id. */
 /** How far apart the clocks of the replicas that wrote segments may be. */
 const CLOCK_SKEW_MS = 60_000;
 
@@ -149,6 +148,7 @@ function writtenAt(name: string): number {
   return Number.isFinite(ms) ? ms : Date.now();
 }
 
+/** Newest first; same-millisecond events by id. */
 const newerFirst = (a: Position, b: Position): number =>
   a.at !== b.at ? (a.at < b.at ? 1 : -1) : a.id < b.id ? 1 : a.id > b.id ? -1 : 0;
 

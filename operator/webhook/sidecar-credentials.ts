@@ -30,10 +30,10 @@ export function namespaceReportKey(signingKey: StoredKey, namespace: string): st
 }
 
 const FAILED_RECHECK_MS = 10_000;
+const MAX_REMEMBERED_FAILURES = 10_000;
 
 /** The namespace holds a Secret of the sidecar's name that is not Tollgate's. */
 class ForeignSecret extends Error {}
-const MAX_REMEMBERED_FAILURES = 10_000;
 
 /** Keeps the Secret current in each namespace that admits a guarded pod (checked again after a while). */
 export class SidecarCredentialKeeper {

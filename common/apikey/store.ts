@@ -61,7 +61,7 @@ export interface ApiKeyPage {
 
 export const DEFAULT_PAGE_SIZE = 50;
 /** The most live keys one user who is not an administrator may make through the API, unless set. */
-export const DEFAULT_MAX_KEYS_PER_OWNER = 5_000;
+export const DEFAULT_MAX_KEYS_PER_OWNER = 20_000;
 export const MAX_PAGE_SIZE = 200;
 
 /** Someone else changed or deleted the key between our read and our write. */

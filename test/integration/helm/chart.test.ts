@@ -454,7 +454,7 @@ describe('helm chart: lint and render', () => {
       trustedProxies: 0,
       trustedProxyCidrs: [],
       maxRollGraceSeconds: 604800,
-      maxKeysPerOwner: 5000,
+      maxKeysPerOwner: 20000,
       auditRetentionDays: 90,
       webhookAllowedHosts: [],
       webhookAllowedCidrs: [],

@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import { redisUnavailable } from '../redis/unavailable.js';
+import { hmgetRecord } from '../redis/hmget-record.js';
 import { redisKeys } from '../redis/schema.js';
 
 /** A key's usage figures as the gateway records them in `tg:usage:<id>`. */
@@ -163,18 +164,7 @@ export async function readUsageSeries(
   for (const { key, fields } of wanted) pipeline.hmget(key, ...fields);
   pipeline.eval(SHORT_TOP, 1, redisKeys.keyUsageEndpoints(id), top, MAX_ENDPOINT_CHARS);
   const results = await readPipeline(pipeline);
-  const hashes = new Map(
-    wanted.map(({ key, fields }, i) => {
-      const values = results[i]?.[1];
-      const hash: Record<string, string> = {};
-      if (Array.isArray(values))
-        fields.forEach((f, j) => {
-          const v: unknown = values[j];
-          if (typeof v === 'string') hash[f] = v;
-        });
-      return [key, hash];
-    }),
-  );
+  const hashes = new Map(wanted.map(({ key, fields }, i) => [key, hmgetRecord(fields, results[i])]));
   const minuteHashes = new Map(days.map((d) => [d, hashes.get(redisKeys.keyUsageMinutes(id, d))]));
   const hourHashes = new Map(months.map((m) => [m, hashes.get(redisKeys.keyUsageHours(id, m))]));
   const point = (ms: number, fields: Record<string, string> | undefined, field: string): UsagePoint => ({

@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
 import { usageBuckets } from '../../common/apikey/usage.js';
 import type { Logger } from '../../common/logger.js';
+import { hmgetRecord } from '../../common/redis/hmget-record.js';
 import { redisKeys } from '../../common/redis/schema.js';
 import { PeriodicFlush } from '../periodic-flush.js';
 
@@ -160,20 +161,6 @@ export interface ModelUsage {
 
 const CALL_FIELDS = ['r', 'e', 'l'] as const;
 
-/** An HMGET's answer as the fields it found (none if it failed). */
-function hashOf(
-  fields: readonly string[],
-  result: [Error | null, unknown] | undefined,
-): Record<string, string> {
-  const hash: Record<string, string> = {};
-  const [err, values] = result ?? [null, []];
-  if (err !== null || !Array.isArray(values)) return hash;
-  fields.forEach((f, i) => {
-    const v: unknown = values[i];
-    if (typeof v === 'string') hash[f] = v;
-  });
-  return hash;
-}
 const SHADOW_FIELDS = ['sc', 'sa', 'sf', 'sl', 'sp'] as const;
 
 /** The last `minutes` minutes of each model's calls, oldest first, and its shadow's (one pipeline). */
@@ -211,8 +198,8 @@ export async function readModelUsage(
     days.forEach((day, di) => {
       const at = (mi * days.length + di) * 2;
       const [calls, shadows] = wanted.get(day) ?? [[], []];
-      byDay.set(day, hashOf(calls, results[at]));
-      shadowByDay.set(day, hashOf(shadows, results[at + 1]));
+      byDay.set(day, hmgetRecord(calls, results[at]));
+      shadowByDay.set(day, hmgetRecord(shadows, results[at + 1]));
     });
     const sums = { sc: 0, sa: 0, sf: 0, sl: 0, sp: 0 };
     // Counts only grow; one written out of range (by hand) is read as none.

@@ -29,6 +29,9 @@ const path = `/events/bda/${WORKFLOW}/echo/balance`;
 let t: Installed;
 let bda: { id: string; key: string };
 const figures: string[] = [];
+// Loads still running when a test fails before stopping its own: stopped in afterAll, or Jest
+// would never exit (their loops keep calling).
+const running = new Set<() => Promise<unknown>>();
 
 async function inPod(pod: string, container: string, ...command: string[]): Promise<string> {
   if (command[0] === 'redis-cli') {
@@ -71,9 +74,9 @@ function steadyCalls(key: string): {
   stop: () => Promise<Array<{ at: number; status: number; code: string }>>;
 } {
   const seen: Array<{ at: number; status: number; code: string }> = [];
-  let running = true;
+  let calling = true;
   const worker = async (): Promise<void> => {
-    while (running) {
+    while (calling) {
       const r = await callWith(key).catch((e: unknown) => ({
         status: 0,
         body: { code: e instanceof Error ? e.message : String(e) },
@@ -83,13 +86,14 @@ function steadyCalls(key: string): {
     }
   };
   const workers = Promise.all([worker(), worker(), worker(), worker()]);
-  return {
-    stop: async () => {
-      running = false;
-      await workers;
-      return seen;
-    },
+  const stop = async (): Promise<Array<{ at: number; status: number; code: string }>> => {
+    calling = false;
+    running.delete(stop);
+    await workers;
+    return seen;
   };
+  running.add(stop);
+  return { stop };
 }
 
 /** Each kind of refusal: how many, and from when to when after the kill. */
@@ -180,6 +184,7 @@ beforeAll(async () => {
 }, 900_000);
 
 afterAll(async () => {
+  await Promise.all([...running].map((stop) => stop()));
   await t?.cleanup(NS);
   process.stderr.write(`redis sentinel on the cluster:\n  ${figures.join('\n  ')}\n`);
 });

@@ -47,12 +47,15 @@ async function primaryPort(): Promise<number> {
   throw new Error('no Sentinel answers');
 }
 
+// Loads a failed test left running: stopped in afterAll, or Jest would never exit.
+const running = new Set<() => Promise<unknown>>();
+
 /** Calls the gateway every 20 ms until stopped; each answer with the time it came. */
 function steadyLoad(): { stop: () => Promise<Array<{ at: number; status: number; code?: string }>> } {
   const seen: Array<{ at: number; status: number; code?: string }> = [];
-  let running = true;
+  let calling = true;
   const loop = (async () => {
-    while (running) {
+    while (calling) {
       const res = await send(gw.url, path, { headers: apikey(key.key) }).catch(() => ({
         status: 0,
         json: { code: 'connection_failed' },
@@ -65,13 +68,14 @@ function steadyLoad(): { stop: () => Promise<Array<{ at: number; status: number;
       await sleep(20);
     }
   })();
-  return {
-    stop: async () => {
-      running = false;
-      await loop;
-      return seen;
-    },
+  const stop = async (): Promise<Array<{ at: number; status: number; code?: string }>> => {
+    calling = false;
+    running.delete(stop);
+    await loop;
+    return seen;
   };
+  running.add(stop);
+  return { stop };
 }
 
 beforeAll(async () => {
@@ -86,6 +90,7 @@ beforeAll(async () => {
 }, 90_000);
 
 afterAll(async () => {
+  await Promise.all([...running].map((stop) => stop()));
   await gw?.stop();
   await upstream?.close();
   writer?.disconnect();

@@ -654,7 +654,22 @@ describe('helm chart: lint and render', () => {
     expect(models.spec).toMatchObject({
       namespaceSelector: { any: true },
       selector: { matchExpressions: [{ key: 'tollgate.dev/model', operator: 'Exists' }] },
+      // Any team can label a pod as a model's: what it answers a scrape is bounded.
+      sampleLimit: 5000,
+      labelLimit: 30,
+      labelNameLengthLimit: 128,
+      labelValueLengthLimit: 512,
     });
+    const bounded = await render([
+      'metrics.podMonitors.enabled=true',
+      'metrics.podMonitors.models.sampleLimit=800',
+    ]);
+    expect(find(bounded.objects, 'PodMonitor', 't1-tollgate-models').spec).toMatchObject({
+      sampleLimit: 800,
+    });
+    await expect(
+      render(['metrics.podMonitors.enabled=true', 'metrics.podMonitors.models.sampleLimit=0']),
+    ).rejects.toThrow(/sampleLimit/);
     const dashboard = find(objects, 'ConfigMap', 't1-tollgate-dashboard');
     const json = JSON.parse(dashboard.data?.['tollgate.json'] ?? '{}') as {
       uid?: string;

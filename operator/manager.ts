@@ -44,6 +44,7 @@ import type { StoredKey } from '../common/crypto/key-file.js';
 import { EntrySealer, EntryVerifier } from '../common/redis/sealed-entry.js';
 import type { ModelGateway } from '../common/resources/model.js';
 import type { RouteHold } from './route-hold.js';
+import type { SidecarPlacement } from './webhook/sidecar-placement.js';
 
 export interface OperatorSources {
   models: ResourceSource<Model>;
@@ -88,6 +89,8 @@ export interface OperatorOptions {
   runtimeImage?: string;
   /** Where a Model's calls are checked when its spec does not say (default: central). */
   modelGateway?: ModelGateway;
+  /** Why a namespace's Models could get no sidecar (on a cluster; standalone, none is refused). */
+  sidecarPlacement?: SidecarPlacement;
   /**
    * The signing key (a Secret on a cluster, a key file standalone), shared with the central
    * gateways: every key index entry and route is sealed with it, and readers believe nothing else.

@@ -58,6 +58,7 @@ export function setupTerm({ sources, redis, sealer, verifier, routes, signingKey
       }),
       ...(opts.runtimeImage ? { runtimeImage: opts.runtimeImage } : {}),
       ...(opts.modelGateway ? { defaultGateway: opts.modelGateway } : {}),
+      ...(opts.sidecarPlacement ? { sidecarPlacement: opts.sidecarPlacement } : {}),
     }),
     new ApiKeyReconciler(
       sources.apiKeys,

@@ -12,6 +12,7 @@ import { grantKeySecret } from '../../operator/grant-key.js';
 import { openKeyFile } from '../../common/crypto/key-file.js';
 import type { SidecarCredentials } from '../../operator/webhook/sidecar-credentials.js';
 import { SidecarWebhook } from '../../operator/webhook/sidecar-webhook.js';
+import { sidecarPlacement } from '../../operator/webhook/sidecar-placement.js';
 import { MetricsServer } from '../../operator/metrics-server.js';
 
 interface OperatorFlags {
@@ -133,6 +134,7 @@ export function register(program: Command): void {
         process.exit(2);
       }
       const ownNamespace = flags.leaseNamespace;
+      const excludedNamespaces = flags.webhookExcludeNamespaces.split(',').filter((n) => n !== '');
       const signingKeyFile = flags.signingKeyFile;
       // Every index entry and route is sealed with it: no operator runs without one.
       const signingKey =
@@ -166,6 +168,9 @@ export function register(program: Command): void {
           ...(flags.namespace ? { namespace: flags.namespace } : {}),
           ...(flags.runtimeImage ? { runtimeImage: flags.runtimeImage } : {}),
           modelGateway: flags.modelGateway as ModelGateway,
+          sidecarPlacement: sidecarPlacement(
+            flags.webhookPort > 0 ? { ownNamespace, excluded: excludedNamespaces } : undefined,
+          ),
           signingKey,
           ...(flags.leaderElect
             ? {
@@ -200,7 +205,7 @@ export function register(program: Command): void {
                 : {}),
               credentials: sidecarCredentials(process.env) ?? {},
               signingKey: stored,
-              excludedNamespaces: flags.webhookExcludeNamespaces.split(',').filter((n) => n !== ''),
+              excludedNamespaces,
               certificates: {
                 namespace: ownNamespace,
                 secret: flags.webhookSecret,

@@ -39,11 +39,13 @@ import {
   type Watches,
 } from '../framework/controller.js';
 import type { WorkflowAdmission } from '../workflows/workflow-admission.js';
+import type { SidecarPlacement } from '../webhook/sidecar-placement.js';
 import {
   desiredStatus,
   invalidVersionsStatus,
   nameTakenStatus,
   sameStatus,
+  sidecarUnavailableStatus,
   type DrainingVersion,
   type Observation,
   type VersionResult,
@@ -130,6 +132,8 @@ export interface ModelControllerDeps {
   runtimeImage?: string;
   /** Where a Model's calls are checked when its spec does not say. */
   defaultGateway?: ModelGateway;
+  /** Why a namespace's pods would get no sidecar (none: the runtime guards them itself, standalone). */
+  sidecarPlacement?: SidecarPlacement;
   /** Replicas of Models with spec.scaling (without it, such Models run their minimum). */
   scaler?: ReplicaScaler;
   /** A version's figures at the gateways over a span, for spec.rollout's analysis. */
@@ -306,6 +310,13 @@ export class ModelReconciler implements Reconciler {
       await this.writeStatus(model, (m, now) => nameTakenStatus(m, holder, now));
       return { requeueAfterMs: NAME_RECHECK_MS };
     }
+    const unplaced =
+      this.gatewayOf(model) === 'sidecar' ? this.deps.sidecarPlacement?.(ref.namespace) : undefined;
+    if (unplaced !== undefined) {
+      // What runs stays as it was (a Model turned from central to sidecar here keeps serving).
+      await this.writeStatus(model, (m, now) => sidecarUnavailableStatus(m, unplaced, now));
+      return undefined;
+    }
     const rollout = await this.rolloutStep(model, key);
     // The rollout's step sets the canary's share (or promotes it) without touching the spec.
     const serving = effectiveSpec(model.spec, rollout?.status);
@@ -457,8 +468,12 @@ export class ModelReconciler implements Reconciler {
       settings,
       settingsGenerated: check.generated || override !== undefined || version.name !== undefined,
       image,
-      gateway: model.spec.gateway ?? this.deps.defaultGateway ?? 'central',
+      gateway: this.gatewayOf(model),
     };
+  }
+
+  private gatewayOf(model: Model): ModelGateway {
+    return model.spec.gateway ?? this.deps.defaultGateway ?? 'central';
   }
 
   private replicasFor(model: Model, version: ServedVersion): number {

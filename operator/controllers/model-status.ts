@@ -154,6 +154,17 @@ export function invalidVersionsStatus(model: Model, message: string, now: Date):
   return { ...model.status, phase: 'Failed', ...stamped(model, [cond, ready], now) };
 }
 
+/** A Model that asks for a sidecar where the webhook puts none: what runs stays as it was. */
+export function sidecarUnavailableStatus(model: Model, message: string, now: Date): ModelStatus {
+  const ready: Cond = {
+    type: 'Ready',
+    status: model.status?.phase === 'Ready' ? 'True' : 'False',
+    reason: 'SidecarUnavailable',
+    message,
+  };
+  return { ...model.status, phase: 'Failed', ...stamped(model, [ready], now) };
+}
+
 /**
  * A Model whose name an older Model in another namespace already serves: `/v2/models/<name>`,
  * its route and its grant audience name one model, so the later one is refused, not served.

@@ -702,6 +702,9 @@ describe('helm chart: lint and render', () => {
     await expect(render(['operator.replicas=2', 'operator.leaderElection=false'])).rejects.toThrow(
       /operator\.leaderElection: true/,
     );
+    await expect(render(['models.gateway=sidecar', 'sidecar.webhook.enabled=false'])).rejects.toThrow(
+      /models\.gateway: sidecar needs sidecar\.webhook\.enabled: true/,
+    );
   });
 
   it('renders the CRDs from the repository crds/ folder (one source)', async () => {

@@ -339,6 +339,12 @@ describe.each([
       'spec.replicas',
     ],
     [
+      'a sidecar, which no model of Tollgate’s own namespace gets',
+      { metadata: { name: 'model-a' }, spec: { storageUri: 's3://a/b', gateway: 'sidecar' } },
+      'invalid_field',
+      'spec.gateway',
+    ],
+    [
       'a resource quantity that is not one',
       {
         metadata: { name: 'model-a' },

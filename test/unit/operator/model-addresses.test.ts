@@ -6,7 +6,12 @@ import type { Route } from '../../../common/resources/grant.js';
 import type { Model } from '../../../common/resources/model.js';
 import type { Workflow } from '../../../common/resources/workflow.js';
 import { createLogger } from '../../../common/logger.js';
-import { MODEL_FINALIZER, ModelReconciler } from '../../../operator/controllers/model-controller.js';
+import {
+  MODEL_FINALIZER,
+  ModelReconciler,
+  type ModelControllerDeps,
+} from '../../../operator/controllers/model-controller.js';
+import { sidecarPlacement } from '../../../operator/webhook/sidecar-placement.js';
 import { Cluster, HeldModels } from './model-cluster.js';
 import { ProcessEnvCredentials } from '../../../operator/storage/credentials.js';
 import { WorkflowAdmission } from '../../../operator/workflows/workflow-admission.js';
@@ -60,7 +65,7 @@ describe('a Model’s addresses (a deleted Service keeps its cluster IP until no
   });
 
   /** An operator process: a fresh one knows nothing of what an earlier one wrote. */
-  async function build(): Promise<ModelReconciler> {
+  async function build(extra: Partial<ModelControllerDeps> = {}): Promise<ModelReconciler> {
     const remove = (key: string, source?: string): Promise<boolean> => {
       const had = routes.get(key);
       if (had === undefined || (source !== undefined && had.source !== source)) return Promise.resolve(false);
@@ -99,6 +104,7 @@ describe('a Model’s addresses (a deleted Service keeps its cluster IP until no
         load: () => (loadFails-- > 0 ? Promise.reject(new Error('redis down')) : Promise.resolve([...kept])),
       },
       figures: () => Promise.resolve({ calls: 0, failures: 0, p95LatencyMs: undefined }),
+      ...extra,
     });
     for (const owned of built.watches.owns ?? []) await owned.start(() => undefined);
     await models.start((ref, gone) => {
@@ -257,6 +263,48 @@ describe('a Model’s addresses (a deleted Service keeps its cluster IP until no
       expect.objectContaining({ type: 'Ready', reason: 'NameTaken' }),
     );
     expect(routes.size).toBe(0);
+  });
+
+  it('a Model asking for a sidecar where the webhook puts none: refused, saying what to set; what runs stays', async () => {
+    const readyCondition = () =>
+      models
+        .get({ namespace: 'team-a', name: 'model-scorer' })
+        ?.status?.conditions?.find((c) => c.type === 'Ready');
+    reconciler = await build({
+      sidecarPlacement: sidecarPlacement({ ownNamespace: 'tollgate', excluded: ['team-a'] }),
+    });
+    put({ gateway: 'sidecar' });
+    await reconcile();
+    expect(journal).toEqual([]);
+    expect(cluster.workloads({ namespace: 'team-a', name: 'model-scorer' })).toEqual([]);
+    expect(readyCondition()).toMatchObject({ status: 'False', reason: 'SidecarUnavailable' });
+    expect(readyCondition()?.message).toMatch(/"team-a" is in the chart's sidecar.webhook.excludeNamespaces/);
+    expect(readyCondition()?.message).toContain('set spec.gateway: central');
+
+    put({ gateway: 'central' }, { generation: 2 });
+    await reconcile();
+    expect(journal).toEqual([`put ${MODEL_ROUTE} http://10.96.0.10:8080`]);
+    // Turned to sidecar while it serves: still served as it was, and the status says why not more.
+    journal.length = 0;
+    put({ gateway: 'sidecar' }, { generation: 3 });
+    await reconcile();
+    expect(journal).toEqual([]);
+    expect(routes.has(MODEL_ROUTE)).toBe(true);
+    expect(readyCondition()?.reason).toBe('SidecarUnavailable');
+
+    // The chart's default (models.gateway) counts as asking; a guarded namespace is served.
+    reconciler = await build({
+      defaultGateway: 'sidecar',
+      sidecarPlacement: sidecarPlacement({ ownNamespace: 'tollgate', excluded: [] }),
+    });
+    put({}, { generation: 4 });
+    await reconcile();
+    expect(readyCondition()?.reason).not.toBe('SidecarUnavailable');
+    const unplaced = sidecarPlacement(undefined)('team-a');
+    expect(unplaced).toMatch(/the sidecar webhook is off/);
+    expect(sidecarPlacement({ ownNamespace: 'tollgate', excluded: [] })('tollgate')).toMatch(
+      /"tollgate" is Tollgate's own/,
+    );
   });
 
   it('the names kept unreadable (Redis down): no Model is reconciled until they are read', async () => {

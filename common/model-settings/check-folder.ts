@@ -62,6 +62,14 @@ export async function checkModelFolder(folder: ModelFolder, modelName?: string):
 const prefixed = (file: string, p: string) => (p === '' ? file : `${file}:${p}`);
 
 /** One line per problem, for condition messages, events and the CLI. */
+/** Problems listed in one message: the rest are counted (a status condition has a size limit). */
+const LISTED_PROBLEMS = 20;
+
 export function formatProblems(problems: readonly SettingsProblem[]): string {
-  return problems.map((p) => (p.path === '' ? p.message : `${p.path}: ${p.message}`)).join('; ');
+  const listed = problems
+    .slice(0, LISTED_PROBLEMS)
+    .map((p) => (p.path === '' ? p.message : `${p.path}: ${p.message}`))
+    .join('; ');
+  const more = problems.length - LISTED_PROBLEMS;
+  return more > 0 ? `${listed}; and ${more} more problem${more === 1 ? '' : 's'}` : listed;
 }

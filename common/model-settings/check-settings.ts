@@ -28,6 +28,9 @@ export type SettingsCheck =
 type Json = Record<string, unknown>;
 const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
 const list = (values: readonly string[]) => values.join(', ');
+// A folder's files, a frame's columns: there may be thousands, so a few are named, the rest counted.
+const someOf = (values: readonly string[]) =>
+  values.length <= 5 ? list(values) : `${list(values.slice(0, 5))} and ${values.length - 5} more`;
 // The file is the Model's author's: a value in it is quoted short, however large or deep.
 const show = (v: unknown) => previewValue(v);
 
@@ -148,7 +151,7 @@ function checkUri(uri: unknown, files: readonly string[] | undefined, add: Add) 
     const candidates = files.filter((f) => /\.(joblib|pkl|pickle)$/.test(f));
     const hint =
       candidates.length > 0
-        ? `; the folder has ${list(candidates.map((f) => `./${f}`))}`
+        ? `; the folder has ${someOf(candidates.map((f) => `./${f}`))}`
         : '; upload the model file to the same folder as the settings file';
     add('parameters.uri', `${show(uri)} is not in the model folder${hint}`);
   }
@@ -305,7 +308,7 @@ function checkContentTypeInputs(
       if (missing.length > 0)
         add(
           'inputs',
-          `no input for the column(s) ${list(missing.map(show))}; add one BYTES [-1] input per column`,
+          `no input for the column(s) ${someOf(missing.map(show))}; add one BYTES [-1] input per column`,
         );
     }
   } else {

@@ -67,8 +67,20 @@ export function forward(
           if (now - interimSince > upstreamTimeoutMs) abort?.(interimPastDeadline());
           return true;
         }
+        try {
+          res.writeHead(statusCode, clientResponseHeaderList(rawHeaders, requestId));
+        } catch (err) {
+          // A head Node will not write (a header it finds invalid): a bad answer, never a throw
+          // back into undici (above).
+          abort?.(
+            new TollgateError(
+              'upstream_connection_failed',
+              `the upstream service's answer could not be passed on: ${(err as Error).message}`,
+            ),
+          );
+          return false;
+        }
         status = statusCode;
-        res.writeHead(statusCode, clientResponseHeaderList(rawHeaders, requestId));
         onDrain = resume;
         return true;
       },
@@ -96,7 +108,10 @@ export function forward(
           return;
         }
         if (bodyError !== undefined) req.resume();
-        res.setHeader('x-request-id', requestId);
+        // Cut off after its head was passed on (a dropped connection, a pause past the body
+        // timeout): the client's answer can only be cut off too. Nothing here may throw: undici
+        // would re-emit it where no one listens, and the process would end for every caller.
+        if (!res.headersSent) res.setHeader('x-request-id', requestId);
         resolve(sendError(res, bodyError ?? upstreamFailure(err)).status);
       },
     };

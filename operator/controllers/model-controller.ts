@@ -41,6 +41,7 @@ import {
 import type { WorkflowAdmission } from '../workflows/workflow-admission.js';
 import type { SidecarPlacement } from '../webhook/sidecar-placement.js';
 import {
+  boundedMessages,
   desiredStatus,
   invalidVersionsStatus,
   nameTakenStatus,
@@ -723,7 +724,7 @@ export class ModelReconciler implements Reconciler {
     const before = model.status;
     // A Model that holds its name records since when: it keeps the name, made again, across restarts.
     const withName = (m: Model, now: Date): ModelStatus => {
-      const status = desired(m, now);
+      const status = boundedMessages(desired(m, now));
       const models = this.deps.models.list();
       const since = this.names.holder(models, m) === undefined ? this.names.since(models, m) : undefined;
       return since === undefined ? status : { ...status, nameHeldSince: since };

@@ -259,6 +259,31 @@ function stamped(
   };
 }
 
+/**
+ * Longest message written in a status: what a store, a pod or a settings file says is quoted in
+ * it, and a condition's message past the CRD's 32,768 characters would have the whole status write
+ * refused (the Model then showing its last status while nothing of it serves).
+ */
+export const STATUS_MESSAGE_MAX = 4_000;
+
+const CUT = '… (cut short)';
+const clip = (message: string): string =>
+  message.length <= STATUS_MESSAGE_MAX ? message : message.slice(0, STATUS_MESSAGE_MAX - CUT.length) + CUT;
+
+/** The status with every message it holds at most STATUS_MESSAGE_MAX characters long. */
+export function boundedMessages(status: ModelStatus): ModelStatus {
+  const bounded: ModelStatus = { ...status };
+  if (status.conditions)
+    bounded.conditions = status.conditions.map((c) => ({ ...c, message: clip(c.message) }));
+  if (status.versions)
+    bounded.versions = status.versions.map((v) =>
+      v.message === undefined ? v : { ...v, message: clip(v.message) },
+    );
+  if (status.rollout?.message !== undefined)
+    bounded.rollout = { ...status.rollout, message: clip(status.rollout.message) };
+  return bounded;
+}
+
 /** Field order and absent fields do not matter: the API server returns its own order. */
 export function sameStatus(a: ModelStatus | undefined, b: ModelStatus): boolean {
   return canonical(a ?? {}) === canonical(b);

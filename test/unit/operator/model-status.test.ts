@@ -2,8 +2,10 @@ import type { FolderCheck } from '../../../common/model-settings/check-folder.js
 import type { Model } from '../../../common/resources/model.js';
 import { servedVersions } from '../../../common/resources/model-versions.js';
 import {
+  boundedMessages,
   desiredStatus,
   nameTakenStatus,
+  STATUS_MESSAGE_MAX,
   sameStatus,
   type Observation,
 } from '../../../operator/controllers/model-status.js';
@@ -45,6 +47,31 @@ const t1 = new Date('2026-01-01T00:05:00Z');
 const ready = (s: Model['status']) => s?.conditions?.find((c) => c.type === 'Ready');
 
 describe('Model status', () => {
+  test('a settings file with thousands of problems, or a store saying megabytes: every message fits a status', () => {
+    const problems = Array.from({ length: 2_000 }, (_, i) => ({
+      path: `inputs[${i}].datatype`,
+      message: `"float32" is not a V2 datatype; use one of BOOL, UINT8, FP32, BYTES`,
+    }));
+    const bad = one(model(), { kind: 'settings', check: { ok: false, problems } }, t0);
+    const settings = bad.conditions?.find((c) => c.type === 'SettingsValid');
+    // Twenty named, the rest counted: the author still reads what to fix first.
+    expect(settings?.message).toMatch(/^inputs\[0\]\.datatype: "float32" is not a V2 datatype/);
+    expect(settings?.message).toMatch(/; and 1980 more problems$/);
+    expect(settings?.message.length).toBeLessThan(STATUS_MESSAGE_MAX);
+    const huge = 'x'.repeat(1_000_000);
+    const said = boundedMessages(
+      one(model(), { kind: 'storage-error', reason: 'StorageUnreachable', message: huge }, t0),
+    );
+    for (const c of said.conditions ?? []) expect(c.message.length).toBeLessThanOrEqual(STATUS_MESSAGE_MAX);
+    expect(said.conditions?.find((c) => c.type === 'SettingsValid')?.message).toMatch(/^x+… \(cut short\)$/);
+    const versions = boundedMessages({
+      versions: [{ name: 'v1', phase: 'Failed', message: huge }],
+      rollout: { version: 'v1', phase: 'RolledBack', message: huge },
+    });
+    expect(versions.versions?.[0]?.message?.length).toBe(STATUS_MESSAGE_MAX);
+    expect(versions.rollout?.message?.length).toBe(STATUS_MESSAGE_MAX);
+  });
+
   test('phases follow the runtime: Loading, Ready, Failed, Pending at zero replicas', () => {
     expect(one(model(), { kind: 'settings', check: ok, runtime: runtime(0) }, t0).phase).toBe('Loading');
     expect(one(model(), { kind: 'settings', check: ok, runtime: runtime(1) }, t0)).toMatchObject({

@@ -1,4 +1,5 @@
 import { modelSpecSchema, type ModelSpec } from './generated/models.js';
+import { isRuntimeEnvSetByTollgate, RUNTIME_ENV_SET_BY_TOLLGATE } from './model.js';
 
 /**
  * A Model's versions as the operator serves them and the gateway routes them. A Model with
@@ -138,6 +139,12 @@ export function versionProblems(model: string, spec: ModelSpec): Array<{ field: 
         message: `spec.rollout.steps must increase (${steps.join(', ')})`,
       });
   }
+  const reserved = (spec.env ?? []).filter((e) => isRuntimeEnvSetByTollgate(e.name)).map((e) => e.name);
+  if (reserved.length > 0)
+    problems.push({
+      field: 'spec.env',
+      message: `spec.env may not set ${reserved.join(', ')}: Tollgate sets ${RUNTIME_ENV_SET_BY_TOLLGATE.join(', ')} and every TOLLGATE_* variable itself; remove them`,
+    });
   const total = traffic.reduce((a, t) => a + t.percent, 0);
   if (total > 100) {
     problems.push({

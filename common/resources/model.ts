@@ -25,6 +25,22 @@ export const DEFAULT_MLFLOW_IMAGE = 'seldonio/mlserver:1.7.1-mlflow';
 /** MLServer's HTTP port, also the Service's. */
 export const MODEL_HTTP_PORT = 8080;
 
+/**
+ * The runtime's environment that Tollgate sets: where MLServer listens (behind a sidecar, on the
+ * pod's loopback only), where the pulled folder is, and its own markers. `spec.env` may not set
+ * them (the CRD's rule, and common/resources/model-versions.ts for stores without an API server).
+ */
+export const RUNTIME_ENV_SET_BY_TOLLGATE: readonly string[] = [
+  'MLSERVER_HOST',
+  'MLSERVER_HTTP_PORT',
+  'MLSERVER_GRPC_PORT',
+  'MLSERVER_METRICS_PORT',
+  'MLSERVER_MODELS_DIR',
+  'MLSERVER_LOAD_MODELS_AT_STARTUP',
+];
+export const isRuntimeEnvSetByTollgate = (name: string): boolean =>
+  name.startsWith('TOLLGATE_') || RUNTIME_ENV_SET_BY_TOLLGATE.includes(name);
+
 /** Where a Model's calls are checked (`spec.gateway`): by the central gateway only, or also in its pods. */
 export type ModelGateway = 'central' | 'sidecar';
 export const MODEL_GATEWAYS: readonly ModelGateway[] = ['central', 'sidecar'];

@@ -375,7 +375,11 @@ export class ModelReconciler implements Reconciler {
         message,
       );
     }
-    const wrong = results.some((r) => r.obs.kind !== 'settings' || !r.obs.check.ok);
+    // A refused workload is tried again too: a quota may have room by then.
+    const wrong = results.some(
+      (r) =>
+        r.obs.kind !== 'settings' || !r.obs.check.ok || r.obs.runtime?.failure?.reason === 'WorkloadRejected',
+    );
     const next = Math.min(wrong ? RECHECK_MS : Infinity, draining.nextMs, rollout?.recheckMs ?? Infinity);
     return next === Infinity ? undefined : { requeueAfterMs: next };
   }

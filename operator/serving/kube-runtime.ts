@@ -1,4 +1,5 @@
 import {
+  ApiException,
   AppsV1Api,
   CoreV1Api,
   KubernetesObjectApi,
@@ -9,7 +10,7 @@ import {
   type V1Pod,
   type V1Service,
 } from '@kubernetes/client-node';
-import { isApiStatus } from '../../common/kube/custom-objects.js';
+import { apiFailureDetail, isApiStatus } from '../../common/kube/custom-objects.js';
 import { clusterIpOrigin } from '../../common/kube/cluster-ip.js';
 import { MODEL_HTTP_PORT } from '../../common/resources/model.js';
 import { grantAudience } from '../../common/resources/grant.js';
@@ -182,6 +183,7 @@ export class KubeRuntimeDriver implements RuntimeDriver {
     const desired = modelDeployment(plan, this.opts);
     const hash = desired.metadata?.annotations?.[TEMPLATE_HASH_ANNOTATION];
     let live = cached;
+    let refused: RuntimeState['failure'];
     if (live === undefined || live.metadata?.annotations?.[TEMPLATE_HASH_ANNOTATION] !== hash) {
       try {
         live = await this.objects.patch(
@@ -195,11 +197,20 @@ export class KubeRuntimeDriver implements RuntimeDriver {
       } catch (err) {
         // Refused (a policy, a quota): nothing was made, so nothing would ever release the name.
         if (!claimedBefore && this.deployments.get(ref) === undefined) this.claims.delete(claimKey);
-        throw err;
+        refused = workloadRefusal(err, 'Deployment', ref);
+        // What the last accepted spec made runs on; with nothing made, nothing serves.
+        if (live === undefined)
+          return { replicas: 0, readyReplicas: 0, url: '', rollingOut: false, failure: refused };
       }
     }
     const state = stateOf(live, modelUrl(ref.name, ref.namespace));
-    state.routeUrl = await this.serviceOrigin(plan, ref);
+    try {
+      state.routeUrl = await this.serviceOrigin(plan, ref);
+    } catch (err) {
+      refused ??= workloadRefusal(err, 'Service', ref);
+      state.routeUrl = '';
+    }
+    if (refused !== undefined) state.failure = refused;
     if (state.readyReplicas === 0 && state.replicas > 0)
       state.starting = startingReplicas(
         this.pods.list(),
@@ -367,4 +378,18 @@ function stateOf(d: V1Deployment, url: string): RuntimeState {
   if (failed)
     state.failure = { reason: failed.reason ?? failed.type, message: failed.message ?? failed.type };
   return state;
+}
+
+/**
+ * A workload the API server refused for what the Model asks (a validation: requests above limits,
+ * an unknown resource name; an admission policy; a quota), as a failure its status shows: the
+ * reconcile would fail the same way on every retry, saying it only in the operator's log. Any other
+ * failure (the API server down, a conflict) is thrown, to be retried.
+ */
+function workloadRefusal(err: unknown, kind: string, ref: ResourceRef): { reason: string; message: string } {
+  if (!(err instanceof ApiException) || ![400, 403, 422].includes(err.code)) throw err;
+  return {
+    reason: 'WorkloadRejected',
+    message: `the Kubernetes API refused the model's ${kind} ${ref.name} (${apiFailureDetail(err)}): fix what it names in the Model's spec (spec.resources, spec.env), or ask the namespace's administrators about its quota or policies`,
+  };
 }

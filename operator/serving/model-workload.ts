@@ -5,7 +5,13 @@ import type {
   V1Service,
 } from '@kubernetes/client-node';
 import { createHash } from 'node:crypto';
-import { MODEL_API_VERSION, MODEL_HTTP_PORT, MODEL_KIND, type Model } from '../../common/resources/model.js';
+import {
+  isRuntimeEnvSetByTollgate,
+  MODEL_API_VERSION,
+  MODEL_HTTP_PORT,
+  MODEL_KIND,
+  type Model,
+} from '../../common/resources/model.js';
 import type { RuntimePlan } from './runtime-driver.js';
 import { ROUTE_FINALIZER } from '../route-hold.js';
 import { WORKFLOW_LABEL } from '../../common/resources/labels.js';
@@ -165,8 +171,9 @@ export function modelDeployment(plan: RuntimePlan, opts: WorkloadOptions): V1Dep
             { name: 'MLSERVER_METRICS_PORT', value: String(METRICS_PORT) },
             { name: 'MLSERVER_LOAD_MODELS_AT_STARTUP', value: 'true' },
             ...(sidecar ? [{ name: 'MLSERVER_HOST', value: '127.0.0.1' }] : []),
-            ...(model.spec.env ?? []),
-            // After the Model's own: the last of a name is the one the container gets.
+            // Never one of Tollgate's own (the CRD refuses them; a manifest no API server checked
+            // may not): server-side apply refuses a list with a name twice.
+            ...(model.spec.env ?? []).filter((e) => !isRuntimeEnvSetByTollgate(e.name)),
             { name: 'TOLLGATE_PULLED', value: PULLED_MARKER },
           ],
           ports: [

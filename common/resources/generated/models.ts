@@ -118,7 +118,7 @@ export const modelSpecSchema = z.object({
       secretName: z.string().max(253).regex(new RegExp('^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$')),
     })
     .optional(),
-  /** Extra environment variables for the MLServer container. */
+  /** Extra environment variables for the MLServer container (not TOLLGATE_* nor the MLServer settings Tollgate sets). */
   env: z
     .array(
       z.object({

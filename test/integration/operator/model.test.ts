@@ -84,6 +84,18 @@ describe('Model reconciler on a real API server', () => {
     expect(await attempt('model-a', { storageUri: 's3://b/m', replicas: -1 })).toMatch(
       /^422: .*spec.replicas/,
     );
+    // Where MLServer listens is Tollgate's (behind a sidecar, the pod's loopback only).
+    for (const name of ['MLSERVER_HOST', 'MLSERVER_HTTP_PORT', 'TOLLGATE_PULLED'])
+      expect(await attempt('model-a', { storageUri: 's3://b/m', env: [{ name, value: 'x' }] })).toMatch(
+        /^422: .*spec.env may not set MLSERVER_HOST, .* Tollgate sets them itself/,
+      );
+    expect(
+      await attempt('model-env', {
+        storageUri: 's3://b/m',
+        env: [{ name: 'MLSERVER_PARALLEL_WORKERS', value: '2' }],
+      }),
+    ).toBe('created');
+    await c.custom.deleteNamespacedCustomObject({ ...modelRef, namespace: ns, name: 'model-env' });
     const badKey = apiKeyBody();
     badKey.body.metadata.name = 'key-NOTHEX';
     await expect(
@@ -502,12 +514,51 @@ describe('Model reconciler on a real API server', () => {
       expect(kept.metadata?.uid).toBe(made.metadata?.uid);
       // A name whose Deployment the API server refused was never taken: the other Model gets it.
       const refused = { ...plan(pair, 'v2'), workload: 'model-race-v3', replicas: -1 };
-      await expect(driver.apply(refused)).rejects.toMatchObject({ code: 422 });
+      expect((await driver.apply(refused)).failure).toMatchObject({
+        reason: 'WorkloadRejected',
+        message: expect.stringContaining('spec.replicas'),
+      });
       const free = await driver.apply({ ...plan(single, undefined), workload: 'model-race-v3' });
       expect(free.failure).toBeUndefined();
     } finally {
       await driver.stop();
     }
+  });
+
+  test('a workload the API server refuses (requests above limits) is a condition saying why; fixed, it is made', async () => {
+    const name = 'model-limits';
+    const dir = await modelFolder({ 'model-settings.json': npSettings(name), 'model.joblib': 'x' });
+    await createModel(c, ns, name, {
+      storageUri: `file://${dir}`,
+      resources: { requests: { cpu: '2' }, limits: { cpu: '1' } },
+    });
+    const failed = await eventually(async () => {
+      const m = await getModel(c, ns, name);
+      return m?.status?.phase === 'Failed' && m;
+    }, 'phase Failed');
+    expect(cond(failed, 'Ready')).toMatchObject({ status: 'False', reason: 'WorkloadRejected' });
+    // The API server's own words, and where to look.
+    expect(cond(failed, 'Ready')?.message).toMatch(/must be less than or equal to cpu limit/);
+    expect(cond(failed, 'Ready')?.message).toContain("fix what it names in the Model's spec");
+    await eventually(async () => {
+      const e = await eventsFor(c, ns, name);
+      return e.some((x) => x.reason === 'WorkloadRejected' && x.type === 'Warning');
+    }, 'the Warning event');
+    await c.custom.patchNamespacedCustomObject({
+      ...modelRef,
+      namespace: ns,
+      name,
+      body: [{ op: 'replace', path: '/spec/resources/limits/cpu', value: '2' }],
+    });
+    const made = await eventually(
+      () => c.apps.readNamespacedDeployment({ namespace: ns, name }),
+      'the Deployment, once the spec is fixed',
+    );
+    expect(made.spec?.template.spec?.containers[0]?.resources?.limits?.['cpu']).toBe('2');
+    await eventually(
+      async () => cond(await getModel(c, ns, name), 'Ready')?.reason !== 'WorkloadRejected',
+      'the refusal cleared',
+    );
   });
 
   test('a missing folder is a condition, not a crash', async () => {

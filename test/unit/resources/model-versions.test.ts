@@ -39,6 +39,21 @@ describe('a Model’s versions', () => {
       },
     ]);
     expect(versionProblems('model-iris', {})[0]?.field).toBe('spec.storageUri');
+    // Tollgate's own settings of the runtime (where it listens, behind a sidecar on loopback only).
+    const env = [
+      { name: 'MLSERVER_PARALLEL_WORKERS', value: '2' },
+      { name: 'MLSERVER_HOST', value: '0.0.0.0' },
+      { name: 'TOLLGATE_PULLED', value: 'x' },
+    ];
+    expect(versionProblems('model-iris', { ...two, env })).toEqual([
+      {
+        field: 'spec.env',
+        message: expect.stringMatching(
+          /^spec\.env may not set MLSERVER_HOST, TOLLGATE_PULLED: Tollgate sets/,
+        ),
+      },
+    ]);
+    expect(versionProblems('model-iris', { ...two, env: env.slice(0, 1) })).toEqual([]);
     expect(versionProblems('model-iris', { ...two, defaultVersion: '3' })).toEqual([
       {
         field: 'spec.defaultVersion',

@@ -25,17 +25,43 @@ export interface JsonSchema {
 }
 
 const q = (s: string) => JSON.stringify(s);
+
+/**
+ * A CRD pattern (Go's RE2) as JavaScript reads it alike: Go's `.` matches any character but a line
+ * feed, JavaScript's also refuses CR, U+2028 and U+2029. Outside a character class, `.` becomes
+ * `[^\n]`; escapes and classes pass as they are.
+ */
+export function goPattern(pattern: string): string {
+  let out = '';
+  let inClass = false;
+  for (let i = 0; i < pattern.length; i++) {
+    const c = pattern[i]!;
+    if (c === '\\') {
+      out += c + (pattern[i + 1] ?? '');
+      i++;
+    } else if (inClass) {
+      if (c === ']') inClass = false;
+      out += c;
+    } else if (c === '[') {
+      inClass = true;
+      out += c;
+    } else out += c === '.' ? '[^\\n]' : c;
+  }
+  return out;
+}
 const bound = (name: string, v: number | undefined) => (v === undefined ? '' : `.${name}(${v})`);
 
 export function zodFor(schema: JsonSchema, indent = ''): string {
-  if (schema['x-kubernetes-int-or-string']) return 'z.union([z.int(), z.string()])';
+  // Any int64 the API server takes (a memory limit in bytes may pass 2^53, which z.int() refuses):
+  // what the API server stored must parse, or the operator would take the object for deleted.
+  if (schema['x-kubernetes-int-or-string']) return 'z.union([z.number(), z.string()])';
   switch (schema.type) {
     case 'string': {
       if (schema.enum) return `z.enum([${schema.enum.map((v) => q(String(v))).join(', ')}])`;
       if (schema.format === 'date-time') return 'z.iso.datetime({ offset: true })';
       let s = 'z.string()';
       s += bound('min', schema.minLength) + bound('max', schema.maxLength);
-      if (schema.pattern !== undefined) s += `.regex(new RegExp(${q(schema.pattern)}))`;
+      if (schema.pattern !== undefined) s += `.regex(new RegExp(${q(goPattern(schema.pattern))}))`;
       return s;
     }
     case 'integer':

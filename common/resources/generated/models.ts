@@ -8,7 +8,7 @@ export const MODEL_PLURAL = 'models';
 
 export const modelSpecSchema = z.object({
   /** The model folder: s3://<bucket>/<folder> (every object under exactly that folder) or file:///<path>. It holds the model file and model-settings.json, or an MLflow model (MLmodel). For a model with several versions, use versions instead. */
-  storageUri: z.string().max(1024).regex(new RegExp('^(s3|file)://.+')).optional(),
+  storageUri: z.string().max(1024).regex(new RegExp('^(s3|file)://[^\\x00-\\x1f\\x7f]+$')).optional(),
   /** Versions of the model, each served by its own replicas and callable at /v2/models/<name>/versions/<version>/... A version removed from this list stops taking calls, drains, then goes. */
   versions: z
     .array(
@@ -16,7 +16,7 @@ export const modelSpecSchema = z.object({
         /** The version, e.g. "1" or "v2-retrained". */
         name: z.string().max(20).regex(new RegExp('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')),
         /** This version's model folder (as spec.storageUri). */
-        storageUri: z.string().max(1024).regex(new RegExp('^(s3|file)://.+')),
+        storageUri: z.string().max(1024).regex(new RegExp('^(s3|file)://[^\\x00-\\x1f\\x7f]+$')),
       }),
     )
     .min(1)
@@ -95,8 +95,8 @@ export const modelSpecSchema = z.object({
   /** Compute resources of the MLServer container (as a container's resources). */
   resources: z
     .object({
-      requests: z.record(z.string(), z.union([z.int(), z.string()])).optional(),
-      limits: z.record(z.string(), z.union([z.int(), z.string()])).optional(),
+      requests: z.record(z.string(), z.union([z.number(), z.string()])).optional(),
+      limits: z.record(z.string(), z.union([z.number(), z.string()])).optional(),
     })
     .optional(),
   /** The serving runtime. Defaults to MLServer with the scikit-learn runtime. */

@@ -78,6 +78,7 @@ describe('Model reconciler on a real API server', () => {
       /^422: .*metadata.name must be model-/,
     );
     expect(await attempt('model-a', { storageUri: 'http://b/m' })).toMatch(/^422: .*spec.storageUri/);
+    expect(await attempt('model-a', { storageUri: 's3://b/\rm' })).toMatch(/^422: .*spec.storageUri/);
     expect(await attempt('model-a', { storageUri: 's3://b/m', replicas: 51 })).toMatch(
       /^422: .*spec.replicas/,
     );

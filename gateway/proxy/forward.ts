@@ -5,6 +5,7 @@ import { TollgateError } from '../../common/errors.js';
 import { bodyTooLarge, sendError } from '../http/errors.js';
 import { clientResponseHeaderList } from './headers.js';
 import { BEFORE_CONNECTION } from './send-again.js';
+import { interimPastDeadline, upstreamFailure } from './upstream-errors.js';
 
 /**
  * Streams one request to an upstream and its response back, both ways without buffering and
@@ -134,13 +135,6 @@ export interface ForwardLimits {
 
 const RETRY_PAUSE_MS = 100;
 
-export function interimPastDeadline(): TollgateError {
-  return new TollgateError(
-    'upstream_timeout',
-    'the upstream service sent only interim (1xx) answers and no final one in time',
-  );
-}
-
 function neverSent(err: Error, body: Readable | null, status: number): boolean {
   const code = (err as { code?: unknown }).code;
   return (
@@ -167,42 +161,4 @@ async function* limited(
     }
     yield chunk;
   }
-}
-
-const TIMEOUTS = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
-const UNAVAILABLE = new Set([
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'UND_ERR_CLOSED',
-  'UND_ERR_DESTROYED',
-]);
-
-/** What an upstream failure means to the caller (one the gateway raised itself says so already). */
-export function upstreamFailure(err: Error): TollgateError {
-  if (err instanceof TollgateError) return err;
-  const code = (err as { code?: unknown }).code;
-  if (typeof code === 'string' && TIMEOUTS.has(code)) {
-    return new TollgateError('upstream_timeout', 'the upstream service did not answer in time', {
-      cause: err,
-    });
-  }
-  if (typeof code === 'string' && UNAVAILABLE.has(code)) {
-    return new TollgateError(
-      'upstream_unavailable',
-      'the upstream service is not available right now; retry shortly',
-      {
-        cause: err,
-        headers: { 'retry-after': '1' },
-      },
-    );
-  }
-  return new TollgateError(
-    'upstream_connection_failed',
-    'the gateway could not talk to the upstream service',
-    {
-      cause: err,
-    },
-  );
 }

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
+import type { IncomingMessage } from 'node:http';
 import type { KeyGrant } from '../../common/resources/grant.js';
 import type { ProxyTrust } from '../http/client-address.js';
 import { countedUpstream } from '../auth/signed-grant.js';
@@ -132,17 +132,4 @@ export function clientResponseHeaderList(raw: Buffer[] | string[] | null, reques
   }
   out.push('x-request-id', requestId);
   return out;
-}
-
-/**
- * The same filtering for an already-parsed header object (undici's `request()` answers): the
- * upstream's x-request-id goes too, so the gateway's own (set on the response already) is the one
- * the client sees, as on the /events path.
- */
-export function clientResponseHeaders(headers: IncomingHttpHeaders): IncomingHttpHeaders {
-  const listed = connectionListed(headers.connection);
-  for (const name of Object.keys(headers)) {
-    if (HOP_BY_HOP.has(name) || name === 'x-request-id' || listed?.has(name) === true) delete headers[name];
-  }
-  return headers;
 }

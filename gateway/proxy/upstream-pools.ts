@@ -1,5 +1,5 @@
 import { Pool, type Dispatcher } from 'undici';
-import { interimPastDeadline } from './forward.js';
+import { answerPastDeadline, interimPastDeadline } from './upstream-errors.js';
 
 const SWEEP_MS = 60_000;
 
@@ -31,6 +31,8 @@ export class UpstreamPools {
         headersTimeout: this.opts.upstreamTimeoutMs,
         bodyTimeout: this.opts.upstreamTimeoutMs,
         keepAliveTimeout: 10_000,
+        // Not longer however long the upstream's Keep-Alive header asks (undici would take up to 10 min).
+        keepAliveMaxTimeout: 10_000,
         // One request per connection at a time: pipelining would tie a slow response to others.
         pipelining: 1,
       });
@@ -51,8 +53,17 @@ export class UpstreamPools {
     const onInfo = (): void => {
       timer ??= setTimeout(() => deadline.abort(interimPastDeadline()), this.opts.upstreamTimeoutMs);
     };
+    // The whole answer, body and all: undici's body timer is the longest pause between two chunks,
+    // so a runtime trickling a byte at a time would hold the call (a shadow copy's turn, a gRPC
+    // call's) for as long as it likes. Past it, an answer already passed on is cut off.
+    const whole = setTimeout(() => deadline.abort(answerPastDeadline()), 2 * this.opts.upstreamTimeoutMs);
     try {
-      return await this.get(origin).request({ ...opts, signal: deadline.signal, onInfo });
+      const answer = await this.get(origin).request({ ...opts, signal: deadline.signal, onInfo });
+      answer.body.once('close', () => clearTimeout(whole));
+      return answer;
+    } catch (err) {
+      clearTimeout(whole);
+      throw err;
     } finally {
       clearTimeout(timer);
     }

@@ -5,7 +5,7 @@ import type { Dispatcher } from 'undici';
 import { TollgateError } from '../../common/errors.js';
 import type { KeyGrant } from '../../common/resources/grant.js';
 import { countedUpstream } from '../auth/signed-grant.js';
-import { clientResponseHeaders } from '../proxy/headers.js';
+import { runtimeAnswerHeaders } from './answer-headers.js';
 import type { ResolvedRoute, RuntimeAddress } from '../routing/route-table.js';
 import type { ModelCall } from '../metrics.js';
 import { SHADOW_MAX_BYTES, ShadowTraffic, type ServedCall } from './shadow/shadow-traffic.js';
@@ -359,7 +359,7 @@ export class Inference {
     const limit = this.s.config.bodyLimitBytes;
     if (checked.binaryOutputs !== undefined)
       return sendBinaryOutputs(res, answer, checked.binaryOutputs, limit, captured);
-    res.writeHead(200, clientResponseHeaders(answer.headers));
+    res.writeHead(200, runtimeAnswerHeaders(answer.headers));
     if (captured === undefined) {
       await pipeline(answer.body, res);
       return 200;
@@ -452,7 +452,7 @@ async function sendBinaryOutputs(
     );
   if (captured !== undefined) captured.response = json;
   const encoded = encodeBinaryResponse(json, wanted);
-  const headers = clientResponseHeaders(answer.headers);
+  const headers = runtimeAnswerHeaders(answer.headers);
   delete headers['content-encoding'];
   if (encoded === undefined) {
     res.writeHead(200, { ...headers, 'content-length': String(json.length) });

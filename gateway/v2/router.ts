@@ -47,7 +47,7 @@ export function createV2Handler(
   };
   return async (req, res, path) => {
     const requestId = requestIdOf(req);
-    // Set once, here: every answer carries it, the runtime's own is dropped (clientResponseHeaders).
+    // Set once, here: every answer carries it, the runtime's own is dropped (answer-headers.ts).
     res.setHeader('x-request-id', requestId);
     const route = matchV2(path.segments);
     switch (route.endpoint) {

@@ -1,5 +1,5 @@
 import { TollgateError } from '../../common/errors.js';
-import { upstreamFailure } from '../proxy/forward.js';
+import { upstreamFailure } from '../proxy/upstream-errors.js';
 
 /**
  * MLServer's error answers, in the V2 error shape with a stable code. It speaks three dialects:

@@ -129,6 +129,7 @@ describe('a runtime that answers only "still working" (1xx)', () => {
   let runtime: Server;
   const timers: NodeJS.Timeout[] = [];
   const model = 'model-interim';
+  const trickling = 'model-trickling';
 
   beforeAll(async () => {
     runtime = createServer((req: IncomingMessage, res: ServerResponse) => {
@@ -137,17 +138,28 @@ describe('a runtime that answers only "still working" (1xx)', () => {
         res
           .writeHead(200, { 'content-type': 'application/json' })
           .end(METADATA.replace('model-endless-error', model));
-      // Each 102 restarts undici's own head timer: only a deadline of the gateway's ends the call.
-      else timers.push(setInterval(() => res.writeProcessing(), 150));
+      else if (req.url === `/v2/models/${model}/infer`)
+        // Each 102 restarts undici's own head timer: only a deadline of the gateway's ends the call.
+        timers.push(setInterval(() => res.writeProcessing(), 150));
+      else if (req.url === `/v2/models/${trickling}`)
+        res
+          .writeHead(200, { 'content-type': 'application/json' })
+          .end(METADATA.replace('model-endless-error', trickling));
+      else {
+        // A head at once, then a byte at a time, each well within undici's pause between chunks.
+        res.writeHead(200, { 'content-type': 'application/json' });
+        timers.push(setInterval(() => res.write(' '), 150));
+      }
     });
     await new Promise<void>((resolve) => runtime.listen(0, '127.0.0.1', resolve));
     const url = `http://127.0.0.1:${(runtime.address() as AddressInfo).port}`;
     const info = await redis('hostile-runtime');
     r = redisClient(info.url);
-    await new RouteWriter(r, await testSealer()).put(redisKeys.modelRoute(model), {
-      url,
-      source: `model/test/${model}`,
-    });
+    for (const m of [model, trickling])
+      await new RouteWriter(r, await testSealer()).put(redisKeys.modelRoute(m), {
+        url,
+        source: `model/test/${m}`,
+      });
     await markIndexBuilt(r);
     gw = await startGateway({ redisUrl: info.url, upstreamTimeoutMs: 400 });
   });
@@ -171,5 +183,28 @@ describe('a runtime that answers only "still working" (1xx)', () => {
     expect([answer.status, answer.json.code]).toEqual([504, 'upstream_timeout']);
     expect(answer.json.error).toMatch(/interim \(1xx\)/);
     expect(performance.now() - started).toBeLessThan(3_000);
+  });
+
+  it('holds an answer trickled a byte at a time no longer than twice the upstream timeout', async () => {
+    const { key } = await createKey(r, 'platform', ['models:inference']);
+    const started = performance.now();
+    // The head was passed on as it came (a 200 answer streams): the caller's answer is cut off.
+    const answer = send(gw.url, `/v2/models/${trickling}/infer`, {
+      method: 'POST',
+      headers: { ...apikey(key), 'content-type': 'application/json' },
+      body: JSON.stringify({ inputs: [{ name: 'x', datatype: 'FP64', shape: [1, 1], data: [1] }] }),
+    });
+    await expect(answer).rejects.toThrow(/aborted|socket hang up|terminated/);
+    const took = performance.now() - started;
+    expect(took).toBeGreaterThan(700);
+    expect(took).toBeLessThan(3_000);
+    // The gateway serves on: the next call is cut off the same way.
+    await expect(
+      send(gw.url, `/v2/models/${trickling}/infer`, {
+        method: 'POST',
+        headers: { ...apikey(key), 'content-type': 'application/json' },
+        body: JSON.stringify({ inputs: [{ name: 'x', datatype: 'FP64', shape: [1, 1], data: [1] }] }),
+      }),
+    ).rejects.toThrow();
   });
 });

@@ -5,7 +5,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { z } from 'zod';
 import type { Logger } from '../../common/logger.js';
 import type { OperatorMetrics } from '../metrics.js';
-import { planInjection, planUpdate, type InjectionConfig } from './inject.js';
+import { planInjection, planUpdate, type Injection, type InjectionConfig } from './inject.js';
 
 /**
  * The mutating admission webhook's HTTPS server (`POST /mutate-v1-pod`, the kubebuilder path).
@@ -106,7 +106,7 @@ export class WebhookServer {
         // How often those timeouts are looked at (Node's default, 30 s, would let a trickle live 40 s).
         connectionsCheckingInterval: 1_000,
       },
-      (req, res) => void this.handle(req, res),
+      (req, res) => void this.handle(req, res).catch((err: unknown) => this.failed(res, err)),
     );
     server.setTimeout(REQUEST_TIMEOUT_MS, (socket) => socket.destroy());
     // Counted from the TCP connection, before any handshake: idle sockets of one address cannot
@@ -161,6 +161,15 @@ export class WebhookServer {
     }
   }
 
+  /** Whatever a review threw: answered, never left to end the process (every replica serves it). */
+  private failed(res: ServerResponse, err: unknown): void {
+    this.metrics.admissions.inc({ result: 'error' });
+    this.log.error({ err }, 'a sidecar review failed');
+    if (res.headersSent) res.destroy();
+    else
+      res.writeHead(500, { 'content-type': 'text/plain' }).end('the review failed; see the operator log\n');
+  }
+
   private async review(req: IncomingMessage, res: ServerResponse, held: Held): Promise<void> {
     let review: z.infer<typeof reviewSchema>;
     try {
@@ -183,10 +192,20 @@ export class WebhookServer {
     const pod = review.request.object as V1Pod;
     const name = pod.metadata?.name ?? pod.metadata?.generateName ?? '';
     const podNamespace = namespace ?? pod.metadata?.namespace ?? 'default';
-    let plan =
-      operation === 'UPDATE'
-        ? planUpdate(review.request.oldObject as V1Pod | undefined, pod)
-        : planInjection(pod, this.config);
+    let plan: Injection;
+    try {
+      plan =
+        operation === 'UPDATE'
+          ? planUpdate(review.request.oldObject as V1Pod | undefined, pod)
+          : planInjection(pod, this.config);
+    } catch (err) {
+      // A review is read before the API server validates the pod (containers may still be null),
+      // and the port takes anyone's: a pod that cannot be read is refused, saying so.
+      plan = {
+        kind: 'refuse',
+        reason: `the pod could not be read (${(err as Error).message}); send a valid Pod`,
+      };
+    }
     if (plan.kind === 'inject' && plan.workflow !== undefined && operation !== 'UPDATE') {
       const refusal = this.workflowRefusal(plan.workflow, podNamespace);
       if (refusal !== undefined) plan = { kind: 'refuse', reason: refusal };

@@ -121,6 +121,25 @@ describe('the sidecar webhook reads the Workflow records', () => {
     expect(credentialsMadeIn).toContain('team-a');
   });
 
+  it('refuses a pod it cannot read (containers null, as a review carries one before validation), and serves on', async () => {
+    // The API server shows the webhook a pod before validating it; the port also takes anyone's.
+    for (const spec of [
+      {},
+      { containers: null },
+      { containers: [null] },
+      { containers: [{ name: 'a', ports: 7 }] },
+    ]) {
+      const body = review('team-a', workflow);
+      (body.request.object as { spec: unknown }).spec = spec;
+      const answer = await admit(body);
+      expect([JSON.stringify(spec), answer.allowed]).toEqual([JSON.stringify(spec), false]);
+      expect(answer.status?.message).toMatch(
+        /^tollgate sidecar: the pod could not be read \(.+\); send a valid Pod$/,
+      );
+    }
+    expect((await admit(review('team-a', workflow))).allowed).toBe(true);
+  });
+
   it('refuses a workflow that has no record in the same words, saying who makes one', async () => {
     const answer = await admit(review('team-a', `${workflow}-none`));
     expect(answer.allowed).toBe(false);

@@ -1,3 +1,4 @@
+import { z } from 'zod';
 import type { ModelSpec } from './generated/models.js';
 
 /**
@@ -36,16 +37,20 @@ export function scalingOf(spec: ModelSpec): ScalingPolicy | undefined {
   };
 }
 
-/** What one gateway measured of one version over its last report interval. */
-export interface LoadReport {
+/**
+ * What one gateway measured of one version over its last report interval, as read back from Redis:
+ * any team's sidecar may write the hash it is read from, so it is parsed, never cast.
+ */
+export const loadReportSchema = z.object({
   /** Mean calls in flight over the interval. */
-  concurrency: number;
+  concurrency: z.number().min(0),
   /** When the report was written (epoch ms). */
-  at: number;
+  at: z.number(),
   /** Who wrote it and its MAC (common/redis/load-reports.ts): the autoscaler believes no other. */
-  scope: string;
-  mac: string;
-}
+  scope: z.string(),
+  mac: z.string(),
+});
+export type LoadReport = z.infer<typeof loadReportSchema>;
 
 /** The hash field of one gateway's report on one version ("" for an unversioned Model). */
 export const loadField = (gateway: string, version: string): string => `${gateway}|${version}`;

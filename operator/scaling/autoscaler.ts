@@ -6,7 +6,7 @@ import type { Model, ModelGateway } from '../../common/resources/model.js';
 import {
   parseLoadField,
   scalingOf,
-  type LoadReport,
+  loadReportSchema,
   type WakeRequest,
 } from '../../common/resources/model-scaling.js';
 import { servedVersions, type ServedVersion } from '../../common/resources/model-versions.js';
@@ -203,13 +203,17 @@ export class Autoscaler implements OwnedSource {
     });
     for (const { redisKey, field, raw } of reports) {
       const where = parseLoadField(field);
-      let report: LoadReport;
+      let parsed: unknown;
       try {
-        report = JSON.parse(raw) as LoadReport;
+        parsed = JSON.parse(raw);
       } catch {
         continue;
       }
-      if (where === undefined || !(now - report.at < REPORT_FRESH_MS) || !(report.concurrency >= 0)) continue;
+      // A sidecar's user may write any field here (a `null`, a string): what is not a report is skipped.
+      const read = loadReportSchema.safeParse(parsed);
+      if (!read.success || where === undefined) continue;
+      const report = read.data;
+      if (!(now - report.at < REPORT_FRESH_MS)) continue;
       if (!this.opts.reports.believes(redisKey, field, report, model.metadata.namespace ?? 'default')) {
         this.opts.log.debug(
           { model: model.metadata.name, field },

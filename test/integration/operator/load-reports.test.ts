@@ -113,6 +113,24 @@ describe('load reports the autoscaler believes', () => {
     expect(replicas()).toBe(5);
   });
 
+  test('fields that are not reports (null, a string, a number, a bad shape) are skipped: the model’s own still counts', async () => {
+    const sidecarKey = redisKeys.sidecarModelLoad('fraud');
+    const own = { scope: 'default', key: reportKey(signingKey, 'default') };
+    const field = loadField('own-sidecar', '');
+    await client.del(sidecarKey, redisKey);
+    await client.hset(
+      sidecarKey,
+      ...['null', '"x"', '7', '[]', '{"at":"soon","concurrency":{}}'].flatMap((junk, i) => [
+        `junk-${i}|`,
+        junk,
+      ]),
+      field,
+      JSON.stringify(signReport(own, sidecarKey, field, { concurrency: 6, at: Date.now() })),
+    );
+    await new Promise((r) => setTimeout(r, 300));
+    expect(replicas()).toBe(6);
+  });
+
   test('a load hash grown past what reports make is not read, nor removed: the replicas stay until it is back within bounds', async () => {
     const sidecarKey = redisKeys.sidecarModelLoad('fraud');
     const own = { scope: 'default', key: reportKey(signingKey, 'default') };

@@ -1,6 +1,5 @@
 // Generated from crds/identities.yaml by tools/codegen/generate-types.ts. Do not edit: change the CRD
 // and run `npm run codegen`.
-/* eslint-disable no-control-regex */
 import { z } from 'zod';
 import { objectMetaSchema } from '../object-meta.js';
 

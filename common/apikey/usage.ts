@@ -47,15 +47,17 @@ export async function readKeyUsage(redis: Redis, ids: readonly string[]): Promis
 /**
  * The fields ARGV[2..] of each hash KEYS[i], each only if at most ARGV[1] characters long (else
  * nil). A sidecar's Redis user may HSET these records, any value up to Redis's 512 MB: read whole,
- * one would be sent to the gateway or operator that reads it, for every listing page or pass.
+ * one would be sent to the gateway or operator that reads it, for every listing page or pass. It
+ * may also make one another type (EXPIRE it, then ZINCRBY): read as empty, failing no other key's.
  */
 const SHORT_FIELDS = `
 local rows = {}
 for i, key in ipairs(KEYS) do
   local row = {}
+  local hash = redis.call('TYPE', key).ok == 'hash'
   for j = 2, #ARGV do
     local value = false
-    if redis.call('HSTRLEN', key, ARGV[j]) <= tonumber(ARGV[1]) then
+    if hash and redis.call('HSTRLEN', key, ARGV[j]) <= tonumber(ARGV[1]) then
       value = redis.call('HGET', key, ARGV[j])
     end
     row[j - 1] = value
@@ -70,6 +72,7 @@ return rows`;
  */
 const SHORT_TOP = `
 local top = {}
+if redis.call('TYPE', KEYS[1]).ok ~= 'zset' then return top end
 local ranked = redis.call('ZREVRANGE', KEYS[1], 0, tonumber(ARGV[1]) - 1, 'WITHSCORES')
 for i = 1, #ranked, 2 do
   if #ranked[i] <= tonumber(ARGV[2]) then
@@ -225,7 +228,11 @@ export async function readRecentHours(
   return out;
 }
 
-/** Runs a pipeline of reads: every reply, or 503 redis_unavailable if any failed. */
+/**
+ * Runs a pipeline of reads: every reply, or 503 redis_unavailable if any failed. A key of another
+ * type than the read expects (a sidecar's user may make any usage key a sorted set, or a hash) is
+ * read as empty: one team's key must not make every key's figures unreadable.
+ */
 async function readPipeline(
   pipeline: ReturnType<Redis['pipeline']>,
 ): Promise<Array<[Error | null, unknown]>> {
@@ -235,7 +242,11 @@ async function readPipeline(
   } catch (cause) {
     throw redisUnavailable(cause, USAGE_UNREADABLE);
   }
-  const failed = results?.find(([err]) => err !== null)?.[0];
-  if (results === null || failed) throw redisUnavailable(failed, USAGE_UNREADABLE);
-  return results;
+  if (results === null) throw redisUnavailable(undefined, USAGE_UNREADABLE);
+  const read = results.map(([err, value]): [Error | null, unknown] =>
+    err !== null && err.message.startsWith('WRONGTYPE') ? [null, null] : [err, value],
+  );
+  const failed = read.find(([err]) => err !== null)?.[0];
+  if (failed) throw redisUnavailable(failed, USAGE_UNREADABLE);
+  return read;
 }

@@ -3,7 +3,12 @@
 // pages, the operator's status pass) take only what a gateway writes, and fetch nothing larger.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
-import { readKeyUsage, readUsageSeries } from '../../../common/apikey/usage.js';
+import {
+  readKeyUsage,
+  readRecentHours,
+  readUsageSeries,
+  usageBuckets,
+} from '../../../common/apikey/usage.js';
 import { redisKeys } from '../../../common/redis/schema.js';
 import { redis } from '../../harness/index.js';
 
@@ -42,6 +47,27 @@ describe('reading usage a team may have written', () => {
     expect(usage.get(honest)).toEqual({ count: 5, refused: 0, lastUsed: '2026-11-27T10:00:00.000Z' });
     // A figure too long to be the gateway's is as if absent: the key shows its count alone.
     expect(usage.get(forged)).toEqual({ count: 3, refused: 0 });
+  });
+
+  it('a key’s records turned into other types (EXPIRE, then ZINCRBY or HINCRBY) read as empty, failing no other key', async () => {
+    const [honest, turned] = ['d4'.repeat(10), 'e5'.repeat(10)];
+    const now = Date.now();
+    const { month, hourOfMonth } = usageBuckets(now);
+    await client.hincrby(redisKeys.keyUsage(honest), 'count', 4);
+    await client.hincrby(redisKeys.keyUsageHours(honest, month), `${hourOfMonth}r`, 4);
+    // What a sidecar's user may do to its own key's records (its ACL: EXPIRE, ZINCRBY, HINCRBY).
+    await client.zincrby(redisKeys.keyUsage(turned), 1, 'x');
+    await client.zincrby(redisKeys.keyUsageHours(turned, month), 1, 'x');
+    await client.hincrby(redisKeys.keyUsageEndpoints(turned), 'GET /x', 1);
+    const usage = await readKeyUsage(client, [honest, turned]);
+    expect(usage.get(honest)).toEqual({ count: 4, refused: 0 });
+    expect(usage.has(turned)).toBe(false);
+    const hours = await readRecentHours(client, [honest, turned], 24, now);
+    expect(hours.get(honest)?.at(-1)).toBe(4);
+    expect(hours.get(turned)?.every((n) => n === 0)).toBe(true);
+    const series = await readUsageSeries(client, turned);
+    expect(series.topEndpoints).toEqual([]);
+    expect(series.perHour.every((p) => p.requests === 0)).toBe(true);
   });
 
   it('an endpoint name of megabytes among a key’s busiest is left out, and not fetched', async () => {

@@ -18,7 +18,7 @@ const commands: Record<string, () => Promise<{ register: (p: Command) => void }>
   sidecar: () => import('./commands/sidecar.js'),
   token: () => import('./commands/token.js'),
   route: () => import('./commands/route.js'),
-  'release-services': () => import('./commands/release-services.js'),
+  'release-finalizers': () => import('./commands/release-finalizers.js'),
   dev: () => import('./commands/dev.js'),
 };
 

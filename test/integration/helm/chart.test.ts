@@ -131,10 +131,10 @@ describe('helm chart: lint and render', () => {
         'ServiceAccount/t1-tollgate-gateway',
         'ServiceAccount/t1-tollgate-operator',
         // After an uninstall: the route finalizer taken off every Service (a post-delete hook).
-        'ClusterRole/t1-tollgate-release-services',
-        'ClusterRoleBinding/t1-tollgate-release-services',
-        'Job/t1-tollgate-release-services',
-        'ServiceAccount/t1-tollgate-release-services',
+        'ClusterRole/t1-tollgate-release-finalizers',
+        'ClusterRoleBinding/t1-tollgate-release-finalizers',
+        'Job/t1-tollgate-release-finalizers',
+        'ServiceAccount/t1-tollgate-release-finalizers',
         // No Service takes another address's traffic through externalIPs (CVE-2020-8554).
         'ValidatingAdmissionPolicy/t1-tollgate-external-ips',
         'ValidatingAdmissionPolicyBinding/t1-tollgate-external-ips',
@@ -143,12 +143,12 @@ describe('helm chart: lint and render', () => {
         'ValidatingAdmissionPolicyBinding/t1-tollgate-routed-services',
       ].sort(),
     );
-    for (const o of objects.filter((x) => x.metadata.name === 't1-tollgate-release-services'))
+    for (const o of objects.filter((x) => x.metadata.name === 't1-tollgate-release-finalizers'))
       expect([o.kind, o.metadata.annotations?.['helm.sh/hook']]).toEqual([o.kind, 'post-delete']);
-    const hookJob = find(objects, 'Job', 't1-tollgate-release-services') as unknown as {
+    const hookJob = find(objects, 'Job', 't1-tollgate-release-finalizers') as unknown as {
       spec: { template: { spec: { containers: Container[] } } };
     };
-    expect(hookJob.spec.template.spec.containers[0]?.args).toEqual(['release-services']);
+    expect(hookJob.spec.template.spec.containers[0]?.args).toEqual(['release-finalizers']);
     for (const o of objects.filter(
       (x) =>
         !x.kind.startsWith('Cluster') &&
@@ -844,7 +844,7 @@ describe('helm chart: accepted by a real kube-apiserver', () => {
     const chartRoles = objects.filter(
       (o) =>
         ['ClusterRole', 'ClusterRoleBinding'].includes(o.kind) &&
-        ['t1-tollgate-operator', 't1-tollgate-release-services'].includes(o.metadata.name),
+        ['t1-tollgate-operator', 't1-tollgate-release-finalizers'].includes(o.metadata.name),
     );
     expect(chartRoles).toHaveLength(4);
     const rbac = [
@@ -903,7 +903,7 @@ describe('helm chart: accepted by a real kube-apiserver', () => {
         'admitted',
       );
       expect(
-        await patch('by-hook', { metadata: { finalizers: null } }, account('t1-tollgate-release-services')),
+        await patch('by-hook', { metadata: { finalizers: null } }, account('t1-tollgate-release-finalizers')),
       ).toBe('admitted');
       await make('by-admin', 'tollgate.dev/route');
       const admin = ['--as', 'platform-admin'];
@@ -973,11 +973,15 @@ describe('helm chart: accepted by a real kube-apiserver', () => {
         ['gateway', 'patch', 'models.tollgate.dev/status', 'no'],
         ['gateway', 'get', 'secrets', 'no'],
         ['gateway', 'create', 'deployments.apps', 'no'],
-        // The uninstall hook: Services' finalizers, nothing else.
-        ['release-services', 'patch', 'services', 'yes'],
-        ['release-services', 'delete', 'services', 'no'],
-        ['release-services', 'get', 'secrets', 'no'],
-        ['release-services', 'patch', 'deployments.apps', 'no'],
+        // The uninstall hook: the finalizers of Services, Models and ApiKeys, nothing else.
+        ['release-finalizers', 'patch', 'services', 'yes'],
+        ['release-finalizers', 'delete', 'services', 'no'],
+        ['release-finalizers', 'get', 'secrets', 'no'],
+        ['release-finalizers', 'patch', 'deployments.apps', 'no'],
+        ['release-finalizers', 'patch', 'models.tollgate.dev', 'yes'],
+        ['release-finalizers', 'patch', 'apikeys.tollgate.dev', 'yes'],
+        ['release-finalizers', 'delete', 'models.tollgate.dev', 'no'],
+        ['release-finalizers', 'create', 'apikeys.tollgate.dev', 'no'],
       ];
       for (const [sa, verb, resource, expected, ns] of cases) {
         expect([sa, verb, resource, ns ?? '', await can(sa, verb, resource, ns)]).toEqual([

@@ -85,6 +85,7 @@ export const ERROR_STATUS = {
   identity_missing: 403,
   identity_not_owned: 403,
   module_mismatch: 403,
+  credentials_not_readable: 403,
   role_not_allowed: 403,
   workflow_not_allowed: 403,
   workflow_not_owned: 403,

@@ -91,6 +91,7 @@ const USER_STORAGE_ERRORS: Record<string, string> = {
   no_such_folder: 'NoSuchFolder',
   access_denied: 'AccessDenied',
   credentials_not_found: 'CredentialsNotFound',
+  credentials_not_readable: 'CredentialsNotReadable',
   credentials_required: 'CredentialsRequired',
   credentials_not_allowed: 'CredentialsNotAllowed',
   storage_not_allowed: 'StorageNotAllowed',

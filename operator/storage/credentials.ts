@@ -91,6 +91,14 @@ export class KubeSecretCredentials implements CredentialsResolver {
           `the credentials Secret "${secretName}" does not exist in namespace "${namespace}"; create it or fix spec.credentials.secretName`,
         );
       }
+      // The Model's author cannot fix it, but must be told: nothing else would say why it waits.
+      if (isApiStatus(e, 403)) {
+        throw new TollgateError(
+          'credentials_not_readable',
+          `the operator may not read Secrets in namespace "${namespace}" (the chart's rbac.readSecrets is false, or a policy forbids it), so it cannot read "${secretName}"; ask the cluster's administrators`,
+          { field: 'credentials.secretName' },
+        );
+      }
       throw e;
     }
     const env: Record<string, string> = Object.fromEntries(

@@ -616,6 +616,7 @@ describe('helm chart: lint and render', () => {
     const { objects } = await render([
       'operator.leaderElection=false',
       'operator.watchNamespace=data',
+      'rbac.aggregateModelRoles=false',
       'sidecar.webhook.enabled=false',
     ]);
     const op = deployment(objects, 't1-tollgate-operator').template.spec.containers[0] as Container;
@@ -701,6 +702,9 @@ describe('helm chart: lint and render', () => {
     );
     await expect(render(['operator.replicas=2', 'operator.leaderElection=false'])).rejects.toThrow(
       /operator\.leaderElection: true/,
+    );
+    await expect(render(['operator.watchNamespace=data'])).rejects.toThrow(
+      /operator\.watchNamespace watches one namespace.*set rbac\.aggregateModelRoles: false/,
     );
     await expect(render(['models.gateway=sidecar', 'sidecar.webhook.enabled=false'])).rejects.toThrow(
       /models\.gateway: sidecar needs sidecar\.webhook\.enabled: true/,

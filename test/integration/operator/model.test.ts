@@ -1,3 +1,4 @@
+import { KubeConfig } from '@kubernetes/client-node';
 import { Redis } from 'ioredis';
 import { redisChannels, redisKeys, routeChangeTag } from '../../../common/redis/schema.js';
 import type { Model } from '../../../common/resources/model.js';
@@ -756,6 +757,18 @@ describe('Model reconciler on a real API server', () => {
       for (const k of Object.keys(env)) if (!(k in saved)) delete process.env[k];
       Object.assign(process.env, saved);
     }
+  });
+
+  test('a Secret the operator may not read (rbac.readSecrets off): refused saying so, not retried in silence', async () => {
+    // The same API server, as an account no role grants anything.
+    const config = JSON.parse(c.kc.exportConfig()) as { users: Array<{ user: Record<string, unknown> }> };
+    for (const u of config.users) u.user['as'] = 'system:serviceaccount:nowhere:nobody';
+    const kc = new KubeConfig();
+    kc.loadFromString(JSON.stringify(config));
+    await expect(new KubeSecretCredentials(kc).envFor(ns, 'store', 's3://bucket/m')).rejects.toMatchObject({
+      code: 'credentials_not_readable',
+      message: expect.stringContaining("the chart's rbac.readSecrets is false"),
+    });
   });
 
   test('on a cluster a file:// folder is the operator’s own disk: refused, with what to use instead', async () => {

@@ -110,10 +110,11 @@ class EventsCall {
 
   /**
    * Runs from a promise's callback, where a throw would be a rejection no one handles (the process
-   * ends): whatever it throws is answered. The answer may have begun already (a 408 sent while the
-   * key was checked, the body held back), so no header is set after it has.
+   * ends): whatever it throws is answered.
    */
   private send(grant: KeyGrant, target: EventsTarget): void {
+    // Answered meanwhile (a 408: the body held back while the key was checked): nothing to send.
+    if (this.res.headersSent || this.res.writableEnded) return;
     try {
       this.sendChecked(grant, target);
     } catch (err) {
@@ -126,7 +127,7 @@ class EventsCall {
     // A grant the central gateway signed was counted (and rate-limited) there already.
     if (!countedUpstream(grant)) s.usage.record(grant.id, this.endpoint());
     if ('builtIn' in target) {
-      if (!res.headersSent) res.setHeader('x-request-id', requestId);
+      res.setHeader('x-request-id', requestId);
       Promise.resolve()
         .then(() =>
           target.builtIn(req, res, { grant, requestId, resource: target.resource, path: this.path }),
@@ -141,7 +142,7 @@ class EventsCall {
     let answered: Promise<number>;
     if ('inference' in target) {
       // A model published as a workflow service gets the V2 request checks before it is sent on.
-      if (!res.headersSent) res.setHeader('x-request-id', requestId);
+      res.setHeader('x-request-id', requestId);
       const { model, workflow, routed } = target.inference;
       answered = this.inference.workflow(req, res, {
         model,

@@ -94,7 +94,9 @@ async function takeOff(
   seen: Finalized,
 ): Promise<void> {
   let current: Finalized | undefined = seen;
-  for (let attempt = 0; attempt < 3 && current !== undefined; attempt++) {
+  for (let attempt = 0; attempt < 3; attempt++) {
+    // Gone, or its finalizer taken off meanwhile: nothing left to do.
+    if (current === undefined || !(current.metadata?.finalizers ?? []).includes(finalizer)) return;
     const finalizers = (current.metadata?.finalizers ?? []).filter((f) => f !== finalizer);
     const body = { metadata: { finalizers, resourceVersion: current.metadata?.resourceVersion } };
     try {
@@ -112,5 +114,5 @@ async function takeOff(
       })) as Finalized | undefined;
     }
   }
-  if (current !== undefined) throw new Error('changed on every try; run it again');
+  throw new Error('changed on every try; run it again');
 }

@@ -55,10 +55,19 @@ export class UpstreamPools {
     };
     // The whole answer, body and all: undici's body timer is the longest pause between two chunks,
     // so a runtime trickling a byte at a time would hold the call (a shadow copy's turn, a gRPC
-    // call's) for as long as it likes. Past it, an answer already passed on is cut off.
-    const whole = setTimeout(() => deadline.abort(answerPastDeadline()), 2 * this.opts.upstreamTimeoutMs);
+    // call's) for as long as it likes. Past it, an answer already passed on is cut off; but not
+    // while what the runtime sent waits for a slow client to take it (the runtime is not late then).
+    let whole: NodeJS.Timeout | undefined;
+    let body: Dispatcher.ResponseData['body'] | undefined;
+    const late = (): void => {
+      if (body !== undefined && body.readableLength > 0)
+        whole = setTimeout(late, this.opts.upstreamTimeoutMs).unref();
+      else deadline.abort(answerPastDeadline());
+    };
+    whole = setTimeout(late, 2 * this.opts.upstreamTimeoutMs).unref();
     try {
       const answer = await this.get(origin).request({ ...opts, signal: deadline.signal, onInfo });
+      body = answer.body;
       answer.body.once('close', () => clearTimeout(whole));
       return answer;
     } catch (err) {

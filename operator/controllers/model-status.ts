@@ -143,11 +143,18 @@ function evaluate(obs: Observation): Evaluated {
 }
 
 /** A Model whose spec.versions break the CRD's rules (a standalone manifest the API server never saw). */
+/**
+ * Whether what the last accepted spec deployed still serves, for a status that leaves it running:
+ * as the Ready condition last said (the phase is Failed once such a status is written).
+ */
+const stillServing = (model: Model): 'True' | 'False' =>
+  model.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True' ? 'True' : 'False';
+
 export function invalidVersionsStatus(model: Model, message: string, now: Date): ModelStatus {
   const cond: Cond = { type: 'SettingsValid', status: 'False', reason: 'VersionsInvalid', message };
   const ready: Cond = {
     type: 'Ready',
-    status: model.status?.phase === 'Ready' ? 'True' : 'False',
+    status: stillServing(model),
     reason: 'VersionsInvalid',
     message: 'still serving what the last valid spec deployed, until spec.versions is fixed',
   };
@@ -158,7 +165,7 @@ export function invalidVersionsStatus(model: Model, message: string, now: Date):
 export function sidecarUnavailableStatus(model: Model, message: string, now: Date): ModelStatus {
   const ready: Cond = {
     type: 'Ready',
-    status: model.status?.phase === 'Ready' ? 'True' : 'False',
+    status: stillServing(model),
     reason: 'SidecarUnavailable',
     message,
   };

@@ -207,8 +207,11 @@ export class KubeRuntimeDriver implements RuntimeDriver {
     try {
       state.routeUrl = await this.serviceOrigin(plan, ref);
     } catch (err) {
-      refused ??= workloadRefusal(err, 'Service', ref);
-      state.routeUrl = '';
+      const serviceRefused = workloadRefusal(err, 'Service', ref);
+      refused ??= serviceRefused;
+      // A Service already made (its new ports refused) still serves where it is.
+      state.routeUrl =
+        clusterIpOrigin((this.services.get(ref) as V1Service | undefined)?.spec, MODEL_HTTP_PORT) ?? '';
     }
     if (refused !== undefined) state.failure = refused;
     if (state.readyReplicas === 0 && state.replicas > 0)

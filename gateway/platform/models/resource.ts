@@ -257,14 +257,15 @@ function checkedSpec(name: string, spec: ModelSpec): ModelSpec {
   const [first] = versionProblems(name, spec);
   if (first !== undefined) throw new TollgateError('invalid_field', first.message, { field: first.field });
   // The platform's Models live in Tollgate's own namespace, where the webhook puts no sidecar (the
-  // operator would refuse it there too; said now, not in a status the caller may never read).
+  // operator would refuse it there too; said now, not in a status the caller may never read). Left
+  // out, it is written as central: the chart's default (models.gateway) may be sidecar.
   if (spec.gateway === 'sidecar')
     throw new TollgateError(
       'invalid_field',
       "spec.gateway: sidecar is for Models in a team's own namespace (kubectl apply); a model made here is called through the central gateway only: leave spec.gateway out or set it to central",
       { field: 'spec.gateway' },
     );
-  return spec;
+  return { ...spec, gateway: 'central' };
 }
 
 /**

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Redis } from 'ioredis';
+import { request } from 'undici';
 import { redisKeys } from '../../../common/redis/schema.js';
 import { RouteWriter } from '../../../common/routes/workflow-routes.js';
 import { redis } from '../../harness/index.js';
@@ -130,6 +131,8 @@ describe('a runtime that answers only "still working" (1xx)', () => {
   const timers: NodeJS.Timeout[] = [];
   const model = 'model-interim';
   const trickling = 'model-trickling';
+  const bulky = 'model-bulky';
+  const BULKY_BYTES = 4 * 1024 * 1024;
 
   beforeAll(async () => {
     runtime = createServer((req: IncomingMessage, res: ServerResponse) => {
@@ -141,10 +144,14 @@ describe('a runtime that answers only "still working" (1xx)', () => {
       else if (req.url === `/v2/models/${model}/infer`)
         // Each 102 restarts undici's own head timer: only a deadline of the gateway's ends the call.
         timers.push(setInterval(() => res.writeProcessing(), 150));
-      else if (req.url === `/v2/models/${trickling}`)
+      else if (req.url === `/v2/models/${bulky}/infer`) {
+        // 4 MB at once: the runtime is quick, the client below is not.
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(`{"outputs":[],"pad":"${'p'.repeat(BULKY_BYTES)}"}`);
+      } else if (req.url === `/v2/models/${trickling}` || req.url === `/v2/models/${bulky}`)
         res
           .writeHead(200, { 'content-type': 'application/json' })
-          .end(METADATA.replace('model-endless-error', trickling));
+          .end(METADATA.replace('model-endless-error', req.url.slice('/v2/models/'.length)));
       else {
         // A head at once, then a byte at a time, each well within undici's pause between chunks.
         res.writeHead(200, { 'content-type': 'application/json' });
@@ -155,7 +162,7 @@ describe('a runtime that answers only "still working" (1xx)', () => {
     const url = `http://127.0.0.1:${(runtime.address() as AddressInfo).port}`;
     const info = await redis('hostile-runtime');
     r = redisClient(info.url);
-    for (const m of [model, trickling])
+    for (const m of [model, trickling, bulky])
       await new RouteWriter(r, await testSealer()).put(redisKeys.modelRoute(m), {
         url,
         source: `model/test/${m}`,
@@ -206,5 +213,24 @@ describe('a runtime that answers only "still working" (1xx)', () => {
         body: JSON.stringify({ inputs: [{ name: 'x', datatype: 'FP64', shape: [1, 1], data: [1] }] }),
       }),
     ).rejects.toThrow();
+  });
+
+  it('a quick runtime’s large answer to a slow client is not cut off by that deadline', async () => {
+    const { key } = await createKey(r, 'platform', ['models:inference']);
+    const started = performance.now();
+    const answer = await request(`${gw.url}/v2/models/${bulky}/infer`, {
+      method: 'POST',
+      headers: { ...apikey(key), 'content-type': 'application/json' },
+      body: JSON.stringify({ inputs: [{ name: 'x', datatype: 'FP64', shape: [1, 1], data: [1] }] }),
+    });
+    expect(answer.statusCode).toBe(200);
+    let received = 0;
+    for await (const chunk of answer.body) {
+      received += (chunk as Buffer).length;
+      // About 1 MB a second: the whole answer takes far past twice the upstream timeout.
+      await new Promise((resolve) => setTimeout(resolve, (chunk as Buffer).length / 1000));
+    }
+    expect(received).toBe(BULKY_BYTES + '{"outputs":[],"pad":""}'.length);
+    expect(performance.now() - started).toBeGreaterThan(2_000);
   });
 });

@@ -203,7 +203,8 @@ describe.each([
         labels: { team: 'risk' },
         annotations: { 'tollgate.dev/owner': 'alice' },
       },
-      spec: { storageUri: 's3://models/iris' },
+      // Written out: the chart's default (models.gateway) may be sidecar, which this namespace never gets.
+      spec: { storageUri: 's3://models/iris', gateway: 'central' },
     });
     const metadata = res.json.metadata as Record<string, unknown>;
     expect(metadata.resourceVersion).toEqual(expect.any(String));

@@ -22,6 +22,10 @@ export type MetricsRouteKind = 'bda' | 'platform' | 'v2' | 'management' | 'none'
  * request path (prom-client hashes its label object on every increment) and are handed to the
  * registry when it is scraped; histogram children are cached per kind.
  */
+/** How often, at most, idle model series are looked for; and how long unused before they go. */
+const MODEL_SWEEP_MS = 10 * 60_000;
+const MODEL_IDLE_MS = 60 * 60_000;
+
 export class GatewayMetrics {
   readonly registry = new Registry();
   private readonly requests: Counter<'kind' | 'status' | 'module'>;
@@ -39,11 +43,17 @@ export class GatewayMetrics {
   private readonly modelChildren = new Map<
     string,
     {
+      model: string;
+      version: string;
       inFlight: { inc(): void; dec(): void };
       seconds: { observe(v: number): void };
       runtime: { observe(v: number): void };
+      /** Calls in flight now, and when the last one began (epoch ms): idle series are let go. */
+      active: number;
+      lastCall: number;
     }
   >();
+  private lastSweep = Date.now();
   private readonly requestCounts = new Map<string, number>();
   private readonly authCounts = new Map<string, number>();
   private readonly upstreamChildren = new Map<string, { observe(value: number): void }>();
@@ -145,18 +155,31 @@ export class GatewayMetrics {
    */
   modelCall(model: string, version = ''): ModelCall {
     const started = performance.now();
+    const now = Date.now();
+    if (now - this.lastSweep > MODEL_SWEEP_MS) {
+      this.lastSweep = now;
+      // Never a rejection left unhandled: that would end the process.
+      this.forgetIdleModels(now - MODEL_IDLE_MS).catch(() => undefined);
+    }
     const key = `${model} ${version}`;
     let children = this.modelChildren.get(key);
     if (children === undefined) {
       // Per version, the label lookups are made once (prom-client hashes label objects on each use).
       children = {
+        model,
+        version,
         inFlight: this.modelInFlight.labels(model, version),
         seconds: this.modelSeconds.labels(model, version),
         runtime: this.modelRuntimeSeconds.labels(model, version),
+        active: 0,
+        lastCall: now,
       };
       this.modelChildren.set(key, children);
     }
-    const { inFlight, seconds, runtime } = children;
+    const call = children;
+    const { inFlight, seconds, runtime } = call;
+    call.active++;
+    call.lastCall = now;
     inFlight.inc();
     let ended = false;
     return {
@@ -165,6 +188,7 @@ export class GatewayMetrics {
         const elapsed = (performance.now() - started) / 1000;
         if (ended) return elapsed;
         ended = true;
+        call.active--;
         inFlight.dec();
         seconds.observe(elapsed);
         this.modelRequests.inc({ model, version, status: String(status), code: code ?? '' });
@@ -172,6 +196,35 @@ export class GatewayMetrics {
         return elapsed;
       },
     };
+  }
+
+  /**
+   * Lets go of the series of every model version not called since `before` (epoch ms): model and
+   * version names are their teams' to choose, and each that served a call would otherwise stay in
+   * every replica's memory, and in every scrape, for as long as the process lives. A version
+   * called again starts its counters anew (as after a restart: rates are unchanged).
+   */
+  async forgetIdleModels(before: number): Promise<void> {
+    const idle = [...this.modelChildren].filter(([, c]) => c.active === 0 && c.lastCall < before);
+    if (idle.length === 0) return;
+    const gone = new Set(idle.map(([key]) => key));
+    for (const [key, { model, version }] of idle) {
+      this.modelChildren.delete(key);
+      for (const metric of [
+        this.modelInFlight,
+        this.modelSeconds,
+        this.modelRuntimeSeconds,
+        this.shadowSeconds,
+      ])
+        metric.remove(model, version);
+    }
+    // The counters with more labels than model and version: each of their series of those versions.
+    for (const counter of [this.modelRequests, this.modelRejected, this.shadowCalls, this.fallbacks] as Array<
+      Counter<string>
+    >) {
+      for (const { labels } of (await counter.get()).values)
+        if (gone.has(`${String(labels['model'])} ${String(labels['version'])}`)) counter.remove(labels);
+    }
   }
 
   /** One copy of a call sent to a shadow version, and its time when it answered. */

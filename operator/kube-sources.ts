@@ -93,6 +93,7 @@ export function kubeSources(
       (raw) => raw as WorkflowService,
       log,
       opts.namespace,
+      (before, after) => routedView(before) !== routedView(after),
     ),
     // Cluster-scoped: read across namespaces even by an operator that watches one.
     workflows: workflowRecords(kc, log),
@@ -120,4 +121,14 @@ export function workflowRecords(kc: KubeConfig, log: Logger): KubeCustomResource
     },
     log,
   );
+}
+
+/**
+ * What of a workflow Service its reconciler reads (its claim, its address, its finalizer, its
+ * deletion): an edit of anything else (an annotation of the team's, its status) reconciles nothing.
+ */
+function routedView(svc: WorkflowService): string {
+  const { labels, annotations, finalizers, deletionTimestamp } = svc.metadata;
+  const ours = Object.entries(annotations ?? {}).filter(([k]) => k.startsWith('tollgate.dev/'));
+  return JSON.stringify([labels, ours, finalizers, deletionTimestamp, svc.spec]);
 }

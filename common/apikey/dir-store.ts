@@ -50,6 +50,16 @@ export class DirApiKeyStore implements ApiKeyStore {
     );
   }
 
+  async expiringBetween(afterMs: number, untilMs: number): Promise<ApiKey[]> {
+    return (await this.keys.list()).filter(
+      (k) =>
+        k.spec.expiresAt !== undefined &&
+        k.spec.rolled === undefined &&
+        Date.parse(k.spec.expiresAt) > afterMs &&
+        Date.parse(k.spec.expiresAt) <= untilMs,
+    );
+  }
+
   async everyKeyOf(owner: string): Promise<ApiKey[]> {
     return (await this.keys.list()).filter((k) => k.spec.owner === owner);
   }

@@ -53,6 +53,8 @@ interface Listed {
   listing: KeyListing;
   live: boolean;
   json: string;
+  /** When it expires (epoch ms), if it does and was not rolled: the key.expiring webhook's. */
+  expiresAtMs?: number;
 }
 
 function toListed(raw: unknown): Listed | undefined {
@@ -69,11 +71,14 @@ function toListed(raw: unknown): Listed | undefined {
   // What a listed key's view reads (views.ts): its name, creation time, spec and status.
   const { name: resourceName, namespace, creationTimestamp, resourceVersion } = key.metadata;
   const metadata = { name: resourceName, namespace, creationTimestamp, resourceVersion };
-  return {
+  const listed: Listed = {
     listing: { created: creationTimestamp ?? '', id: apiKeyId(key), spec },
     live: live(key),
     json: JSON.stringify({ ...key, metadata }),
   };
+  if (key.spec.expiresAt !== undefined && key.spec.rolled === undefined)
+    listed.expiresAtMs = Date.parse(key.spec.expiresAt);
+  return listed;
 }
 
 const fromListed = (l: Listed): ApiKey => apiKeySchema.parse(JSON.parse(l.json));
@@ -171,6 +176,14 @@ export class KubeApiKeyStore implements ApiKeyStore {
     );
     const page = pageOf(chosen, (l) => l.listing, filters, true);
     return { ...page, items: page.items.map(fromListed) };
+  }
+
+  async expiringBetween(afterMs: number, untilMs: number): Promise<ApiKey[]> {
+    const due = filter(
+      await this.every(),
+      (l) => l.live && l.expiresAtMs !== undefined && l.expiresAtMs > afterMs && l.expiresAtMs <= untilMs,
+    );
+    return [...due].map(fromListed);
   }
 
   async everyKeyOf(owner: string): Promise<ApiKey[]> {

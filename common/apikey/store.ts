@@ -23,6 +23,11 @@ export interface ApiKeyStore {
    * or by a GitOps tool carries no owner label): for offboarding, which must miss none.
    */
   everyKeyOf(owner: string): Promise<ApiKey[]>;
+  /**
+   * Every live key not rolled that expires after `afterMs` and at or before `untilMs` (the
+   * key.expiring webhook): one pass that reads only such keys whole, however many there are.
+   */
+  expiringBetween(afterMs: number, untilMs: number): Promise<ApiKey[]>;
   /** How many live keys `owner` has, however they were made. */
   countOf(owner: string): Promise<number>;
   /** Administrators only: a key whoever owns it. */

@@ -18,15 +18,18 @@ import { recordsById, type WorkflowRecords } from './workflow-records.js';
 // Write only when the route changes, and announce it in the same script, so a reconcile that finds
 // nothing new costs one round trip and no gateway cache is invalidated for nothing. Sealed values
 // differ on every write (ECDSA signatures are randomised), so the payload is compared; a forced
-// write (a rebuild) replaces the entry anyway, repairing one whose seal was tampered with.
+// write (a rebuild) replaces the entry anyway, repairing one whose seal was tampered with, but
+// announces only a changed payload: a rebuild of an unchanged table (after any reconnect) would
+// otherwise send every route to every gateway and sidecar, and empty their caches.
 const PUT = `
 local cur = redis.call('GET', KEYS[1])
-if ARGV[4] ~= 'force' and cur then
-  local body = string.match(cur, '^tg1%.[^.]*%.[^.]*%.(.*)$')
-  if body == ARGV[3] then return 0 end
+local same = false
+if cur then
+  same = string.match(cur, '^tg1%.[^.]*%.[^.]*%.(.*)$') == ARGV[3]
 end
+if same and ARGV[4] ~= 'force' then return 0 end
 redis.call('SET', KEYS[1], ARGV[1])
-redis.call('PUBLISH', ARGV[2], ARGV[5])
+if not same then redis.call('PUBLISH', ARGV[2], ARGV[5]) end
 return 1`;
 
 // Delete only the route the given source wrote (any route when no source is given): two resources
@@ -47,6 +50,13 @@ return 1`;
 export class RouteWriter {
   /** Every route is rewritten (not compared) until this is cleared: set by a rebuild. */
   private forced = false;
+  /**
+   * Where each source's workflow routes were when first asked this term (one SCAN for every
+   * source), and those this writer put since: together every route a source may still have, for
+   * `removeAllOf`. A writer lives one leadership term, and only the leader writes routes.
+   */
+  private earlier: Promise<Map<string, Set<string>>> | undefined;
+  private readonly writtenBy = new Map<string, Set<string>>();
 
   constructor(
     private readonly redis: Redis,
@@ -57,6 +67,10 @@ export class RouteWriter {
   async put(key: string, route: Route): Promise<boolean> {
     // A route the gateways cannot parse would be "no such service" to them: refused here instead.
     const payload = JSON.stringify(routeSchema.parse(route));
+    if (route.source !== undefined && key.startsWith(BDA_ROUTE_PREFIX)) {
+      const keys = this.writtenBy.get(route.source) ?? new Set<string>();
+      this.writtenBy.set(route.source, keys.add(key));
+    }
     const sealed = await this.sealer.seal(key, payload);
     const mode = this.forced ? 'force' : 'compare';
     const tag = routeChangeTag(key);
@@ -86,21 +100,41 @@ export class RouteWriter {
   }
 
   /**
-   * Removes every workflow route `source` wrote, under whatever key but those of `keep`: a SCAN of
-   * them all, for the rare writer that no longer knows its keys (relabelled, or its workflow
-   * changed, while no operator ran). Resolves with the count removed.
+   * Removes every workflow route `source` wrote, under whatever key but those of `keep`: for the
+   * rare writer that no longer knows its keys (relabelled, or its workflow changed, while no
+   * operator ran). The route table is scanned once a term, whoever asks: a team making Services
+   * over and over must not make the operator walk the whole keyspace for each. Resolves with the
+   * count removed.
    */
   async removeAllOf(source: string, keep: ReadonlySet<string> = new Set()): Promise<number> {
-    const candidates: string[] = [];
+    if (this.earlier === undefined) {
+      const scanning = this.scanSources();
+      this.earlier = scanning;
+      scanning.catch(() => {
+        if (this.earlier === scanning) this.earlier = undefined;
+      });
+    }
+    const candidates = new Set([
+      ...((await this.earlier).get(source) ?? []),
+      ...(this.writtenBy.get(source) ?? []),
+    ]);
+    let removed = 0;
+    // REMOVE checks the source again, atomically: a key since rewritten by another is left.
+    for (const key of candidates) if (!keep.has(key) && (await this.remove(key, source))) removed++;
+    return removed;
+  }
+
+  private async scanSources(): Promise<Map<string, Set<string>>> {
+    const bySource = new Map<string, Set<string>>();
     await scanValues(this.redis, `${BDA_ROUTE_PREFIX}*`, (key, value) => {
-      // Read unverified to find candidates; REMOVE checks the source again, atomically.
+      // Read unverified to find candidates.
       const payload = sealedParts(value)?.payload;
       const route = payload === undefined ? undefined : parseStored(sourceOnly, payload);
-      if (route?.ok === true && route.value.source === source && !keep.has(key)) candidates.push(key);
+      if (route?.ok !== true) return;
+      const keys = bySource.get(route.value.source) ?? new Set<string>();
+      bySource.set(route.value.source, keys.add(key));
     });
-    let removed = 0;
-    for (const key of candidates) if (await this.remove(key, source)) removed++;
-    return removed;
+    return bySource;
   }
 }
 
@@ -114,8 +148,33 @@ export interface OwnedWorkflow {
 
 const BDA_ROUTE_PREFIX = `${KEY_PREFIX}route:bda:`;
 
+/**
+ * A read in flight answers every caller that asks meanwhile: a SCAN walks the whole keyspace
+ * whatever its pattern, and any signed-in user may ask (the modules listing, a key's creation) on
+ * as many connections as they like; so a replica runs one at a time, and each caller still gets
+ * what was there once it asked.
+ */
+function shared<T>(read: () => Promise<T>): () => Promise<T> {
+  let inFlight: Promise<T> | undefined;
+  return () => {
+    if (inFlight !== undefined) return inFlight;
+    const started = read();
+    inFlight = started;
+    const done = (): void => {
+      if (inFlight === started) inFlight = undefined;
+    };
+    started.then(done, done);
+    return started;
+  };
+}
+
 /** The workflow half of the route table, `tg:route:bda:<workflow>:<service>`, with its owners (read only). */
 export class WorkflowRoutes {
+  private readonly routes = shared(() => this.scan());
+  private readonly held = shared(async () =>
+    this.records === undefined ? new Map<string, Workflow>() : recordsById(await this.records.list()),
+  );
+
   constructor(
     private readonly redis: Redis,
     private readonly verifier: EntryVerifier,
@@ -129,11 +188,11 @@ export class WorkflowRoutes {
   /** The workflows of `owner`, with their routed services, sorted. */
   async ownedBy(owner: string): Promise<OwnedWorkflow[]> {
     const byWorkflow = new Map<string, { services: string[]; allOwned: boolean }>();
-    for (const { workflow, service, route } of await this.scan(`${BDA_ROUTE_PREFIX}*`)) {
-      const entry = byWorkflow.get(workflow) ?? { services: [], allOwned: true };
-      entry.services.push(service);
-      entry.allOwned &&= route?.owner === owner;
-      byWorkflow.set(workflow, entry);
+    for (const route of await this.routes()) {
+      const entry = byWorkflow.get(route.workflow) ?? { services: [], allOwned: true };
+      entry.services.push(route.service);
+      entry.allOwned &&= this.ownedByIt(route, owner);
+      byWorkflow.set(route.workflow, entry);
     }
     const held = await this.held();
     const owned = [
@@ -154,26 +213,35 @@ export class WorkflowRoutes {
   async ownedByAnother(workflow: string, owner: string): Promise<boolean> {
     const record = (await this.held()).get(workflow);
     if (record !== undefined) return record.spec.owner !== owner;
-    return (await this.routesOf(workflow)).some((r) => r.route?.owner !== owner);
+    return (await this.routes()).some((r) => r.workflow === workflow && !this.ownedByIt(r, owner));
   }
 
-  private async held(): Promise<Map<string, Workflow>> {
-    return this.records === undefined ? new Map() : recordsById(await this.records.list());
+  /**
+   * Whether the route is `owner`'s: it says so and its seal verifies. Only a route that names the
+   * caller is verified (once per scan): one naming anyone else, or nothing readable, is not the
+   * caller's whether or not it verifies.
+   */
+  private ownedByIt(route: ScannedRoute, owner: string): boolean {
+    if (route.claimedOwner !== owner) return false;
+    route.verified ??= this.verifier.open(route.key, route.value).ok;
+    return route.verified;
   }
 
-  private routesOf(workflow: string): Promise<ScannedRoute[]> {
-    return this.scan(`${BDA_ROUTE_PREFIX}${workflow}:*`);
-  }
-
-  private async scan(pattern: string): Promise<ScannedRoute[]> {
+  private async scan(): Promise<ScannedRoute[]> {
     const found: ScannedRoute[] = [];
     try {
-      await scanValues(this.redis, pattern, (key, value) => {
+      await scanValues(this.redis, `${BDA_ROUTE_PREFIX}*`, (key, value) => {
         const [workflow, service] = key.slice(BDA_ROUTE_PREFIX.length).split(':');
         if (workflow === undefined || service === undefined) return;
-        const opened = this.verifier.open(key, value);
-        const route = opened.ok ? parseStored(routeSchema, opened.payload) : undefined;
-        found.push({ workflow, service, route: route?.ok === true ? route.value : null });
+        const payload = sealedParts(value)?.payload;
+        const claimed = payload === undefined ? undefined : parseStored(routeSchema, payload);
+        found.push({
+          key,
+          value,
+          workflow,
+          service,
+          claimedOwner: claimed?.ok === true ? claimed.value.owner : undefined,
+        });
       });
     } catch (cause) {
       throw redisUnavailable(cause, ROUTES_UNREACHABLE);
@@ -183,15 +251,18 @@ export class WorkflowRoutes {
 }
 
 /**
- * A route entry as scanned; `route` is null when the entry cannot be read or does not verify (not
- * the operator's). Such an entry counts as
- * another owner's, so its workflow is offered to nobody and taken over by nobody, and it no longer
- * makes every listing fail (the gateway already treats it as an unknown service).
+ * A route entry as scanned: the owner it claims, believed only once its seal verifies (`verified`,
+ * found when first asked). One that cannot be read or does not verify (not the operator's) counts
+ * as another owner's, so its workflow is offered to nobody and taken over by nobody, and it no
+ * longer makes every listing fail (the gateway already treats it as an unknown service).
  */
 interface ScannedRoute {
+  key: string;
+  value: string;
   workflow: string;
   service: string;
-  route: Pick<Route, 'owner'> | null;
+  claimedOwner: string | undefined;
+  verified?: boolean;
 }
 
 const ROUTES_UNREACHABLE = 'the route table in Redis cannot be reached';

@@ -1,5 +1,4 @@
 import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
-import { growingLru } from '../../common/growing-lru.js';
 import { TollgateError } from '../../common/errors.js';
 import type { ManifestCollection } from '../../common/resources/manifest-dir.js';
 import {
@@ -35,16 +34,20 @@ export interface ModelDirectory {
 
 const KNOWN_TTL_MS = 2_000;
 
-function cached(directory: ModelDirectory): ModelDirectory {
-  const cache = growingLru<string, { info: ModelInfo | undefined }>(1_000, { ttl: KNOWN_TTL_MS });
+/**
+ * At most one listing per KNOWN_TTL_MS, and a model found in it: any caller may ask for any name
+ * (made up, a new one per call), and a lookup per name would be an API server call per call.
+ */
+function cached(directory: Pick<ModelDirectory, 'list'>): ModelDirectory {
   let listed: { at: number; models: Promise<Array<ModelInfo & { name: string }>> } | undefined;
-  return {
+  let byName: { of: Promise<Array<ModelInfo & { name: string }>>; map: Map<string, ModelInfo> } | undefined;
+  const self: ModelDirectory = {
     async find(name) {
-      const hit = cache.get(name);
-      if (hit !== undefined) return hit.info;
-      const info = await directory.find(name);
-      cache.set(name, { info });
-      return info;
+      const models = self.list();
+      const all = await models;
+      if (byName?.of !== models)
+        byName = { of: models, map: new Map(all.map(({ name: n, ...info }) => [n, info])) };
+      return byName.map.get(name);
     },
     list() {
       if (listed === undefined || Date.now() - listed.at > KNOWN_TTL_MS) {
@@ -58,6 +61,7 @@ function cached(directory: ModelDirectory): ModelDirectory {
       return listed.models;
     },
   };
+  return self;
 }
 
 const unavailable = (cause: unknown): TollgateError =>
@@ -81,10 +85,6 @@ async function orUnavailable<T>(read: Promise<T>): Promise<T> {
 /** Standalone mode: the Model manifests of the state directory. */
 export function manifestModels(models: ManifestCollection<Model>): ModelDirectory {
   return cached({
-    async find(name) {
-      const model = await orUnavailable(models.get(name));
-      return model === undefined ? undefined : infoOf(model.spec);
-    },
     async list() {
       const all = await orUnavailable(models.list());
       return all.map((m) => ({ name: m.metadata.name, ...infoOf(m.spec) }));
@@ -95,12 +95,17 @@ export function manifestModels(models: ManifestCollection<Model>): ModelDirector
 interface ModelItem {
   metadata?: { name?: string };
   spec?: ModelSpec;
+  status?: { conditions?: Array<{ type?: string; reason?: string }> };
 }
+
+/** A Model refused for its name (another namespace's holds it): never the one a name means. */
+const nameTaken = (item: ModelItem): boolean =>
+  (item.status?.conditions ?? []).some((c) => c.type === 'Ready' && c.reason === 'NameTaken');
 
 /** On a cluster: Model resources of any namespace (model names are global to the gateway's /v2). */
 export function kubeModels(kc: KubeConfig): ModelDirectory {
   const api = kc.makeApiClient(CustomObjectsApi);
-  const page = (opts: { fieldSelector?: string; limit: number; _continue?: string }) =>
+  const page = (opts: { limit: number; _continue?: string }) =>
     orUnavailable(
       api.listClusterCustomObject({
         group: MODEL_GROUP,
@@ -110,21 +115,19 @@ export function kubeModels(kc: KubeConfig): ModelDirectory {
       }) as Promise<{ items?: ModelItem[]; metadata?: { continue?: string } }>,
     );
   return cached({
-    async find(name) {
-      const item = (await page({ fieldSelector: `metadata.name=${name}`, limit: 1 })).items?.[0];
-      return item === undefined ? undefined : infoOf(item.spec);
-    },
     async list() {
-      const out: Array<ModelInfo & { name: string }> = [];
+      const out = new Map<string, ModelInfo & { name: string }>();
       let next: string | undefined;
       do {
         const got = await page({ limit: 500, ...(next ? { _continue: next } : {}) });
         for (const item of got.items ?? []) {
-          if (item.metadata?.name) out.push({ name: item.metadata.name, ...infoOf(item.spec) });
+          const name = item.metadata?.name;
+          // Two namespaces' Models of one name: the one refused for it does not speak for it.
+          if (name && (!out.has(name) || !nameTaken(item))) out.set(name, { name, ...infoOf(item.spec) });
         }
         next = got.metadata?.continue || undefined;
       } while (next !== undefined);
-      return out;
+      return [...out.values()];
     },
   });
 }

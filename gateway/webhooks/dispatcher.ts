@@ -177,13 +177,15 @@ export class WebhookDispatcher {
     try {
       const endpoints = (await this.listEndpoints()).filter((w) => w.spec.events.includes('key.expiring'));
       if (endpoints.length === 0) return;
-      // One pass over the keys (the store's watched copy on a cluster), whatever the endpoints.
-      const keys = await this.everyKey();
+      const horizonOf = (w: Webhook) => nowMs + (w.spec.expiringDays ?? DEFAULT_EXPIRING_DAYS) * 86_400_000;
+      // One pass over the keys (the store's watched copy on a cluster), reading whole only those
+      // that expire within the farthest horizon asked.
+      const keys = await this.s.keys.expiringBetween(nowMs, Math.max(...endpoints.map(horizonOf)));
       for (const w of endpoints) {
-        const horizon = nowMs + (w.spec.expiringDays ?? DEFAULT_EXPIRING_DAYS) * 86_400_000;
+        const horizon = horizonOf(w);
         for (const key of keys) {
-          const { expiresAt, rolled, owner } = key.spec;
-          if (expiresAt === undefined || rolled !== undefined) continue;
+          const { expiresAt, owner } = key.spec;
+          if (expiresAt === undefined) continue;
           if (w.spec.allOwners !== true && owner !== w.spec.owner) continue;
           const at = Date.parse(expiresAt);
           if (at <= nowMs || at > horizon) continue;
@@ -196,17 +198,6 @@ export class WebhookDispatcher {
     } catch (err) {
       this.s.log.warn({ err }, 'keys not checked for a coming expiry this time');
     }
-  }
-
-  private async everyKey(): Promise<ApiKey[]> {
-    const all: ApiKey[] = [];
-    let cursor: string | undefined;
-    do {
-      const page = await this.s.keys.listEvery({ limit: 200, ...(cursor === undefined ? {} : { cursor }) });
-      all.push(...page.items);
-      cursor = page.nextCursor;
-    } while (cursor !== undefined);
-    return all;
   }
 }
 

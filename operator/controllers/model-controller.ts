@@ -16,6 +16,7 @@ import {
 import type { RouteWriter } from '../../common/routes/workflow-routes.js';
 import type { EventRecorder } from '../events.js';
 import type { RuntimeDriver, RuntimePlan, RuntimeState } from '../serving/runtime-driver.js';
+import { NameWaiters } from './name-waiters.js';
 import { ModelNames } from './model-names.js';
 import { serviceSource } from './workflow-service-controller.js';
 import { SERVICE_LABEL } from '../../common/resources/labels.js';
@@ -71,8 +72,13 @@ import {
 export const MODEL_FINALIZER = 'tollgate.dev/model-routes';
 /** How often a Model whose folder is wrong looks again (the fix may be an upload, not an edit). */
 const RECHECK_MS = 30_000;
-/** How often a Model refused for its name looks again whether the holder is gone. */
-const NAME_RECHECK_MS = 5_000;
+/**
+ * How often a Model refused for its name looks again whether the holder is gone, besides being
+ * woken when it goes (name-waiters.ts): a safety net, not the way it learns.
+ */
+const NAME_RECHECK_MS = 60_000;
+/** A Model waiting for a name kept for a deleted holder's namespace looks again this long after its end. */
+const KEPT_NAME_GRACE_MS = 100;
 /**
  * How long a version removed from the spec keeps running once out of the routes: every gateway
  * drops the route within a pub/sub message (or a 1 s missing-route cache), and the calls it was
@@ -186,6 +192,10 @@ export class ModelReconciler implements Reconciler {
   private readonly tombstones = new Map<string, string | undefined>();
   /** Which namespace holds each model name. */
   private readonly names = new ModelNames(MODEL_FINALIZER);
+  /** Wakes Models waiting for a name when it may have come free. */
+  private readonly waiters: NameWaiters;
+  /** Models refused for their name whose leftovers this process has torn down (once is enough). */
+  private readonly nameRefused = new Set<string>();
   /**
    * Each Model's last rollout judgement and when it was made. This operator is the only writer of
    * status.rollout, so its own last word is newer than a cached status that may not have seen the
@@ -197,11 +207,13 @@ export class ModelReconciler implements Reconciler {
   readonly watches: Watches<Model>;
 
   constructor(private readonly deps: ModelControllerDeps) {
+    this.waiters = new NameWaiters(deps.models);
     this.watches = {
       for: deps.models,
       onDeleted: (ref, gone) => this.noteDeleted(ref, gone),
       owns: [
         this.turns,
+        this.waiters,
         deps.runtime,
         ...(deps.scaler === undefined ? [] : [deps.scaler]),
         deps.workflows.watch((id) =>
@@ -259,6 +271,7 @@ export class ModelReconciler implements Reconciler {
       await this.tearDown(ref, this.tombstones.get(key));
       this.tombstones.delete(key);
       this.forget(key);
+      this.waiters.wake(ref.name, ref);
       return undefined;
     }
     if (model.metadata.deletionTimestamp) {
@@ -283,6 +296,8 @@ export class ModelReconciler implements Reconciler {
         isConflict,
       );
       this.forget(key);
+      // Those waiting learn now that the name is kept, and take it when its time is up.
+      this.waiters.wake(ref.name, ref, kept === undefined ? undefined : kept.until + KEPT_NAME_GRACE_MS);
       return undefined;
     }
     if (!(model.metadata.finalizers ?? []).includes(MODEL_FINALIZER)) {
@@ -294,6 +309,9 @@ export class ModelReconciler implements Reconciler {
       );
       if (!updated) return undefined;
       model = updated;
+      // A new Model of a name others wait for (one made again where the name is kept): they are
+      // told whom it is kept for now.
+      this.waiters.wake(ref.name, ref);
     }
 
     const problems = versionProblems(ref.name, model.spec);
@@ -307,11 +325,18 @@ export class ModelReconciler implements Reconciler {
     const holder = this.names.holder(models.list(), model);
     if (holder !== undefined) {
       // Nothing of this Model runs or is routed (the holder's route is another source's: kept).
-      await this.tearDown(ref, model.spec.workflow);
-      this.routed.delete(key);
+      // Once per process: nothing makes any of it again while the Model is refused.
+      if (!this.nameRefused.has(key)) {
+        await this.tearDown(ref, model.spec.workflow);
+        this.routed.delete(key);
+        this.nameRefused.add(key);
+      }
       await this.writeStatus(model, (m, now) => nameTakenStatus(m, holder, now));
-      return { requeueAfterMs: NAME_RECHECK_MS };
+      const keptFor =
+        holder.keptUntil === undefined ? NAME_RECHECK_MS : holder.keptUntil.getTime() - Date.now();
+      return { requeueAfterMs: Math.min(NAME_RECHECK_MS, Math.max(0, keptFor) + KEPT_NAME_GRACE_MS) };
     }
+    this.nameRefused.delete(key);
     const unplaced =
       this.gatewayOf(model) === 'sidecar' ? this.deps.sidecarPlacement?.(ref.namespace) : undefined;
     if (unplaced !== undefined) {
@@ -765,6 +790,7 @@ export class ModelReconciler implements Reconciler {
 
   private forget(key: string): void {
     this.turns.forget(parseRefKey(key).namespace, key);
+    this.nameRefused.delete(key);
     this.routed.delete(key);
     this.swept.delete(key);
     this.rolloutJudged.delete(key);

@@ -190,6 +190,10 @@ export function bounded(raw: unknown, resource: 'services' | 'deployments'): unk
 
 /** Built-in resources matching a label selector (workflow Services; the Deployments and Services of models). */
 export class KubeLabelledSource<T extends Resource> extends InformerCache<T> implements WatchedSource<T> {
+  /**
+   * @param changed whether an update matters to its reconciler (controller-runtime's predicate):
+   *   the objects are their teams', who may edit them as often as they like.
+   */
   constructor(
     kc: KubeConfig,
     resource: 'services' | 'deployments' | 'pods',
@@ -197,6 +201,7 @@ export class KubeLabelledSource<T extends Resource> extends InformerCache<T> imp
     parse: Parse<T>,
     log: Logger,
     namespace?: string,
+    private readonly changed?: (before: T, after: T) => boolean,
   ) {
     const base = resource === 'deployments' ? '/apis/apps/v1' : '/api/v1';
     const path = namespace ? `${base}/namespaces/${namespace}/${resource}` : `${base}/${resource}`;
@@ -228,5 +233,15 @@ export class KubeLabelledSource<T extends Resource> extends InformerCache<T> imp
       log,
       labelSelector,
     );
+  }
+
+  override start(
+    onChange: (ref: ResourceRef, deleted: T | undefined) => void,
+    opts: Parameters<InformerCache<T>['start']>[1] = {},
+  ): Promise<void> {
+    return super.start(onChange, {
+      ...(this.changed === undefined ? {} : { changed: this.changed }),
+      ...opts,
+    });
   }
 }

@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { KubeConfig } from '@kubernetes/client-node';
+import { CustomObjectsApi, KubeConfig, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import { jest } from '@jest/globals';
 import { kubeModels } from '../../../gateway/v2/model-directory.js';
-import { cluster, createModel, namespace } from '../operator/support.js';
+import { cluster, createModel, modelRef, namespace } from '../operator/support.js';
 
 /**
  * On a cluster, the gateway tells "not ready" (503) from "no such model" (404), and finds a model's
@@ -22,6 +23,58 @@ describe('kubeModels: Models on the real API server', () => {
     expect(listed.sort((a, b) => (a.name < b.name ? -1 : 1))).toEqual([
       { name: `model-plain-${suffix}`, workflow: undefined },
       { name: `model-wf-${suffix}`, workflow: 'wf-7' },
+    ]);
+  });
+
+  test('names made up per call cost one listing per two seconds, not an API server call each', async () => {
+    const c = await cluster();
+    const lists = jest.spyOn(CustomObjectsApi.prototype, 'listClusterCustomObject');
+    try {
+      const directory = kubeModels(c.kc);
+      const answers = await Promise.all(
+        Array.from({ length: 200 }, () => directory.find(`model-${randomBytes(6).toString('hex')}`)),
+      );
+      expect(answers.every((a) => a === undefined)).toBe(true);
+      for (let i = 0; i < 50; i++) await directory.find(`model-${randomBytes(6).toString('hex')}`);
+      expect(lists).toHaveBeenCalledTimes(1);
+    } finally {
+      lists.mockRestore();
+    }
+  });
+
+  test('a name two namespaces claim is answered by the Model that holds it, not the one refused for it', async () => {
+    const c = await cluster();
+    const [holder, squat] = [await namespace(c, 'v2-holder'), await namespace(c, 'v2-squat')];
+    const name = `model-held-${randomBytes(3).toString('hex')}`;
+    await createModel(c, squat, name, { storageUri: 's3://b/s', workflow: 'wf-squat' });
+    await createModel(c, holder, name, { storageUri: 's3://b/h', workflow: 'wf-holder' });
+    // As the operator writes it for the later one (here the squat, whichever was listed first).
+    await c.custom.patchNamespacedCustomObjectStatus(
+      {
+        ...modelRef,
+        namespace: squat,
+        name,
+        body: {
+          status: {
+            phase: 'Failed',
+            conditions: [
+              {
+                type: 'Ready',
+                status: 'False',
+                reason: 'NameTaken',
+                message: 'taken',
+                lastTransitionTime: '2026-01-01T00:00:00Z',
+              },
+            ],
+          },
+        },
+      },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    );
+    const directory = kubeModels(c.kc);
+    expect(await directory.find(name)).toEqual({ workflow: 'wf-holder' });
+    expect((await directory.list()).filter((m) => m.name === name)).toEqual([
+      { name, workflow: 'wf-holder' },
     ]);
   });
 

@@ -1,3 +1,4 @@
+import { jest } from '@jest/globals';
 import { Redis } from 'ioredis';
 import { KeyIndexWriter } from '../../../common/apikey/index-writer.js';
 import { generateKey, hashKey } from '../../../common/apikey/format.js';
@@ -172,6 +173,63 @@ describe('workflow routes', () => {
     expect(await client.exists(current, others)).toBe(1);
   });
 
+  it('a rebuild rewrites every route (repairing seals) but announces only those that changed', async () => {
+    const replica = await listen(url, redisChannels.routes);
+    try {
+      const writer = new RouteWriter(client, await testSealer());
+      const [same, moved] = [wf('same'), wf('moved')].map((w) => redisKeys.bdaRoute(w, 'scorer')) as [
+        string,
+        string,
+      ];
+      const route = { url: 'http://10.96.0.8:8080', owner: 'alice', source: 'service/a/scorer' };
+      for (const key of [same, moved]) await writer.put(key, route);
+      await until(() => replica.messages.length >= 2);
+      replica.messages.length = 0;
+      const before = await client.get(same);
+      writer.rewriteAll(true);
+      expect(await writer.put(same, route)).toBe(true);
+      expect(await writer.put(moved, { ...route, url: 'http://10.96.0.9:8080' })).toBe(true);
+      writer.rewriteAll(false);
+      // Written again (a new seal), yet told to no one; the moved one is.
+      expect(await client.get(same)).not.toBe(before);
+      await until(() => replica.messages.includes(routeChangeTag(moved)));
+      await new Promise((r) => setTimeout(r, 100));
+      expect(replica.messages).toEqual([routeChangeTag(moved)]);
+    } finally {
+      replica.close();
+    }
+  });
+
+  it('finds what earlier writers left with one scan a term, however many sources ask', async () => {
+    const source = (n: number) => `service/team-${n}/left-${Math.random().toString(36).slice(2, 8)}`;
+    const earlier = new RouteWriter(client, await testSealer());
+    const sources = [source(1), source(2), source(3)];
+    for (const [i, s] of sources.entries())
+      await earlier.put(redisKeys.bdaRoute(wf(`left${i}`), 'svc'), {
+        url: 'http://10.96.0.10:80',
+        owner: 'alice',
+        source: s,
+      });
+    const writer = new RouteWriter(client, await testSealer());
+    // One this writer puts after its scan is found too.
+    const later = redisKeys.bdaRoute(wf('later'), 'svc');
+    const scans = jest.spyOn(client, 'scan');
+    try {
+      expect(await writer.removeAllOf(sources[0]!)).toBe(1);
+      await writer.put(later, { url: 'http://10.96.0.11:80', owner: 'alice', source: sources[1]! });
+      expect(await writer.removeAllOf(sources[1]!)).toBe(2);
+      expect(await writer.removeAllOf(sources[2]!)).toBe(1);
+      expect(await writer.removeAllOf(`service/none/${Math.random()}`)).toBe(0);
+      const scanned = scans.mock.calls.length;
+      // The whole keyspace walked once (a SCAN a page), not once per source.
+      expect(scanned).toBeGreaterThan(0);
+      await writer.removeAllOf(sources[0]!);
+      expect(scans.mock.calls.length).toBe(scanned);
+    } finally {
+      scans.mockRestore();
+    }
+  });
+
   it('lists the workflows a user owns, and never one shared with another owner', async () => {
     const owner = `owner-${Math.random().toString(36).slice(2, 8)}`;
     const mine = wf('mine');
@@ -187,6 +245,46 @@ describe('workflow routes', () => {
     // A workflow with one service of another owner is nobody's to choose.
     await putWorkflowRoute(client, { workflow: theirs, service: 'b', url: 'http://127.0.0.1:9005', owner });
     expect(await routes.ownedBy(owner)).toEqual([{ workflow: mine, services: ['a', 'b'] }]);
+  });
+
+  it('believes a route naming the caller only if its seal verifies, and checks no other route’s seal', async () => {
+    const own = await connected((await redis('owned-routes')).url);
+    try {
+      const verifier = await testVerifier();
+      const table = new WorkflowRoutes(own, verifier);
+      for (let i = 0; i < 20; i++)
+        await putWorkflowRoute(own, {
+          workflow: `theirs-${i}`,
+          service: 'a',
+          url: 'http://127.0.0.1:9010',
+          owner: 'bob',
+        });
+      await putWorkflowRoute(own, {
+        workflow: 'mine',
+        service: 'a',
+        url: 'http://127.0.0.1:9011',
+        owner: 'alice',
+      });
+      await putWorkflowRoute(own, {
+        workflow: 'forged',
+        service: 'a',
+        url: 'http://127.0.0.1:9012',
+        owner: 'bob',
+      });
+      // bob's route rewritten to name alice, its seal left as it was: it no longer verifies.
+      const key = redisKeys.bdaRoute('forged', 'a');
+      const sealed = (await own.get(key))!;
+      await own.set(key, sealed.replace('"owner":"bob"', '"owner":"alice"'));
+      const opened = jest.spyOn(verifier, 'open');
+      try {
+        expect(await table.ownedBy('alice')).toEqual([{ workflow: 'mine', services: ['a'] }]);
+        expect(opened).toHaveBeenCalledTimes(2);
+      } finally {
+        opened.mockRestore();
+      }
+    } finally {
+      own.disconnect();
+    }
   });
 
   it('counts an unreadable route entry as another owner’s instead of failing every listing', async () => {

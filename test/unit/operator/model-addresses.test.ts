@@ -1,3 +1,4 @@
+import { jest } from '@jest/globals';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -30,6 +31,8 @@ describe('a Model’s addresses (a deleted Service keeps its cluster IP until no
   let kept: KeptName[];
   /** How many of the next reads of the kept names fail (Redis down). */
   let loadFails: number;
+  /** Models the reconciler's own sources asked to be reconciled. */
+  let woken: string[];
 
   beforeAll(() => {
     folder = mkdtempSync(path.join(tmpdir(), 'tollgate-model-'));
@@ -54,6 +57,7 @@ describe('a Model’s addresses (a deleted Service keeps its cluster IP until no
     cluster = new Cluster(journal);
     kept = [];
     loadFails = 0;
+    woken = [];
     for (const workflow of ['fraud', 'loans'])
       workflows.put({
         apiVersion: 'tollgate.dev/v1alpha1',
@@ -106,7 +110,8 @@ describe('a Model’s addresses (a deleted Service keeps its cluster IP until no
       figures: () => Promise.resolve({ calls: 0, failures: 0, p95LatencyMs: undefined }),
       ...extra,
     });
-    for (const owned of built.watches.owns ?? []) await owned.start(() => undefined);
+    for (const owned of built.watches.owns ?? [])
+      await owned.start((ref) => woken.push(`${ref.namespace}/${ref.name}`));
     await models.start((ref, gone) => {
       if (gone) built.noteDeleted(ref, gone);
     });
@@ -263,6 +268,47 @@ describe('a Model’s addresses (a deleted Service keeps its cluster IP until no
       expect.objectContaining({ type: 'Ready', reason: 'NameTaken' }),
     );
     expect(routes.size).toBe(0);
+  });
+
+  it('a Model waiting for a name is torn down once, looks again only now and then, and is woken when the holder goes', async () => {
+    put();
+    await reconcile();
+    models.put({
+      apiVersion: 'tollgate.dev/v1alpha1',
+      kind: 'Model',
+      metadata: {
+        name: 'model-scorer',
+        namespace: 'team-m',
+        uid: 'u2',
+        generation: 1,
+        creationTimestamp: '2026-02-01T00:00:00Z',
+      },
+      spec: { storageUri: pathToFileURL(folder).href },
+    } as Model);
+    models.put({
+      ...models.list()[0]!,
+      metadata: { ...models.list()[0]!.metadata, creationTimestamp: '2026-01-01T00:00:00Z' },
+    });
+    const tearDown = jest.spyOn(reconciler as unknown as { tearDown: () => Promise<void> }, 'tearDown');
+    journal.length = 0;
+    const first = await reconciler.reconcile('team-m/model-scorer');
+    // Again and again: torn down the first time only, and no look sooner than a minute.
+    const again = await reconciler.reconcile('team-m/model-scorer');
+    expect(tearDown).toHaveBeenCalledTimes(1);
+    tearDown.mockRestore();
+    expect(journal).toEqual([]);
+    expect([first?.requeueAfterMs, again?.requeueAfterMs]).toEqual([60_000, 60_000]);
+    // The holder deleted: the waiter is woken at once (its name kept 5 minutes for team-a), and
+    // told until when, looking again then.
+    woken.length = 0;
+    put({}, { ...deleted(), creationTimestamp: '2026-01-01T00:00:00Z' });
+    await reconcile();
+    expect(woken).toEqual(['team-m/model-scorer']);
+    const waiting = await reconciler.reconcile('team-m/model-scorer');
+    expect(waiting?.requeueAfterMs).toBe(60_000);
+    expect(models.get({ namespace: 'team-m', name: 'model-scorer' })?.status?.conditions).toContainEqual(
+      expect.objectContaining({ reason: 'NameTaken', message: expect.stringContaining('is kept until') }),
+    );
   });
 
   it('a Model asking for a sidecar where the webhook puts none: refused, saying what to set; what runs stays', async () => {

@@ -68,6 +68,13 @@ const MAX_CALLS_PER_OWNER = MAX_CALLS / 4;
  */
 const UNREAD_LIMITS_PER_OWNER = 4;
 const UNREAD_LIMITS = 16;
+/**
+ * Messages received and not yet answered, in body limits, the same way: a call's message is held
+ * from its arrival (inflated: a gzip frame of kilobytes may be a body limit) until it is answered,
+ * and a caller may open calls, send their messages and never close them.
+ */
+const RECEIVED_LIMITS_PER_OWNER = 4;
+const RECEIVED_LIMITS = 16;
 /** A message may decode into at most this multiple of the body limit. */
 const DECODE_BOUND = 4;
 const PLAIN_INTERNAL = { code: Status.INTERNAL, details: 'internal_error', metadata: new Metadata() };
@@ -143,6 +150,8 @@ export class GrpcGateway {
   private readonly held = new OwnerTally();
   /** Bytes of each owner's answers sent and not yet read (see UNREAD_LIMITS_PER_OWNER). */
   private readonly unread = new OwnerTally();
+  /** Bytes of each owner's messages received and not yet answered (see RECEIVED_LIMITS_PER_OWNER). */
+  private readonly received = new OwnerTally();
   private injector: ConnectionInjector | undefined;
   /** The methods anyone may call (REST's health and server metadata are open), by path. */
   private readonly open: Record<string, (ex: Exchange) => Promise<object>> = {
@@ -229,6 +238,8 @@ export class GrpcGateway {
     let waiting: NodeJS.Timeout | undefined;
     /** The bytes of this call's answer until it is read (the call ends once it is). */
     let answering = 0;
+    /** The bytes of this call's message, held until it is answered (or the call ends). */
+    let receiving = 0;
     const end = (): void => {
       ended = true;
       clearTimeout(waiting);
@@ -236,9 +247,11 @@ export class GrpcGateway {
         this.calls--;
         this.held.remove(holder);
         if (answering > 0) this.unread.remove(holder, answering);
+        if (receiving > 0) this.received.remove(holder, receiving);
       }
       holder = undefined;
       answering = 0;
+      receiving = 0;
     };
     const refuse = (err: RestError | CallStatus): void => {
       end();
@@ -247,6 +260,9 @@ export class GrpcGateway {
     const cancelled: CallStatus = { code: Status.CANCELLED, details: 'cancelled', metadata: new Metadata() };
     return new ServerInterceptingCall(call, {
       sendMessage: (message, next) => {
+        // The call's message is answered: what holds memory now is the answer, counted below.
+        if (holder !== undefined && receiving > 0) this.received.remove(holder, receiving);
+        receiving = 0;
         const bytes = answerBytes(message);
         if (holder !== undefined && bytes > 0) {
           const limit = this.opts.bodyLimitBytes;
@@ -350,6 +366,36 @@ export class GrpcGateway {
                 (err: unknown) => refuse(this.logged(err)),
               )
               .catch(this.unanswered);
+          },
+          onReceiveMessage: (message: unknown, next: (message: unknown) => void) => {
+            const bytes = Buffer.isBuffer(message) ? message.length : 0;
+            if (holder !== undefined && bytes > 0) {
+              const limit = this.opts.bodyLimitBytes;
+              // Not passed on: the message is dropped here, and the call ends with this status.
+              if (this.received.of(holder) + bytes > RECEIVED_LIMITS_PER_OWNER * limit)
+                return refuse(
+                  restErrorOf(
+                    new TollgateError(
+                      'rate_limited',
+                      `your keys' gRPC calls hold ${RECEIVED_LIMITS_PER_OWNER * limit} bytes of messages not yet answered on this replica, all one caller may; wait for answers, and close each call's stream once its message is sent`,
+                      { headers: { 'retry-after': '1' } },
+                    ),
+                  ),
+                );
+              if (this.received.total + bytes > RECEIVED_LIMITS * limit)
+                return refuse(
+                  restErrorOf(
+                    new TollgateError(
+                      'gateway_busy',
+                      `this replica holds ${RECEIVED_LIMITS * limit} bytes of gRPC messages not yet answered; retry shortly`,
+                      { headers: { 'retry-after': '1' } },
+                    ),
+                  ),
+                );
+              receiving += bytes;
+              this.received.add(holder, bytes);
+            }
+            next(message);
           },
           onReceiveHalfClose: (next) => {
             clearTimeout(waiting);

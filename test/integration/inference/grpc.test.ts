@@ -368,6 +368,34 @@ describe('V2 inference over gRPC (standalone)', () => {
       }
     });
 
+    test('one owner’s calls hold at most four body limits of messages not yet answered: the fifth is refused, not held', async () => {
+      // Messages of 9 MiB sent and never closed (a gzip frame of kilobytes inflates to as much):
+      // each would be held for the body time, and a few hundred would fill the replica.
+      const big = Buffer.alloc(9 * 1024 * 1024, 0x20);
+      const connections = Array.from(
+        { length: 5 },
+        () => new InferenceClient(`127.0.0.1:${grpcPort}`, { ownConnection: true }),
+      );
+      try {
+        const held = await Promise.all(
+          connections.map((c) => c.stalled('ModelInfer', big, { authorization: `Apikey ${key}` })),
+        );
+        const refused = held.filter((h) => h.error?.code === 8);
+        expect(refused.map(refusal)).toEqual([[8, 'rate_limited', 'rate_limited']]);
+        expect(refused[0]?.error?.details).toMatch(/bytes of messages not yet answered on this replica/);
+        // The four held are cut at the body time, and the room comes back.
+        expect(held.filter((h) => h.error?.code === 4)).toHaveLength(4);
+        const again = await call('ModelInfer', {
+          model_name: 'model-iris',
+          inputs: [features()],
+          raw_input_contents: [raw],
+        });
+        expect(predictions(again.value)).toEqual(expected);
+      } finally {
+        for (const c of connections) c.close();
+      }
+    });
+
     test('the 256 include calls to a model of the owner’s own that never answers: it leaves room for everyone else', async () => {
       // vera's version 2 stops answering (its runtime frozen, as a model whose own code sleeps).
       const frozen = await runtimePids(state, 'model-iris-2');

@@ -135,6 +135,8 @@ const invalid = (why: string): TollgateError =>
 export type ClaimGrant = (jti: string, ttlMs: number) => Promise<boolean>;
 
 const REPLAY_TTL_MS = (TTL_SECONDS + 5) * 1000;
+/** Clocks of the signing gateway and a verifying sidecar may differ by this much. */
+const CLOCK_TOLERANCE_S = 2;
 
 export function claimInRedis(redis: Redis): ClaimGrant {
   return async (jti, ttlMs) => {
@@ -171,19 +173,27 @@ export class GrantVerifier {
 
   async verify(token: string, call: GrantedCall): Promise<KeyGrant> {
     let claims: z.infer<typeof claimsSchema>;
+    let expiresAtMs: number;
     try {
       const { payload } = await jwtVerify(token, this.keys, {
         issuer: ISSUER,
         audience: this.audience,
         algorithms: [ALG],
         typ: 'tollgate-grant+jwt',
-        clockTolerance: 2,
+        clockTolerance: CLOCK_TOLERANCE_S,
+        // Never longer-lived than the signer makes them, whatever its expiry says.
+        maxTokenAge: `${TTL_SECONDS}s`,
       });
       claims = claimsSchema.parse(payload);
+      expiresAtMs = ((payload.exp ?? 0) + CLOCK_TOLERANCE_S) * 1000;
     } catch (err) {
       if (err instanceof TollgateError) throw err;
       const code = (err as { code?: string }).code;
       if (code === 'ERR_JWT_EXPIRED') throw invalid('it has expired; a grant is good for a few seconds');
+      if (code === 'ERR_JWT_CLAIM_VALIDATION_FAILED' && (err as { claim?: string }).claim === 'iat')
+        throw invalid(
+          "it was issued in the future or too long ago (this clock and the signing gateway's differ)",
+        );
       if (code === 'ERR_JWT_CLAIM_VALIDATION_FAILED') throw invalid('it was made for another service');
       throw invalid('its signature or its shape is wrong');
     }
@@ -191,7 +201,8 @@ export class GrantVerifier {
       throw invalid('it was made for another call (a grant is good for one method and path)');
     if (this.seen.has(claims.jti)) throw invalid('it was used already; a grant passes once');
     this.seen.set(claims.jti, true);
-    if (!(await this.claim(claims.jti, REPLAY_TTL_MS)))
+    // Claimed for as long as this replica would take the grant: the signer's clock may be ahead.
+    if (!(await this.claim(claims.jti, Math.max(REPLAY_TTL_MS, expiresAtMs - Date.now() + 1_000))))
       throw invalid('it was used already; a grant passes once');
     const grant: KeyGrant = {
       id: claims.kid,

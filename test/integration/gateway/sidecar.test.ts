@@ -318,7 +318,7 @@ describe('central gateway and sidecar together: a signed grant instead of a seco
 
   /** A grant as the central gateway signs it, with the same key, for tests of what is refused. */
   async function craft(
-    claims: { aud?: string; exp?: number; jti?: string; htm?: string; htt?: string },
+    claims: { aud?: string; exp?: number; iat?: number; jti?: string; htm?: string; htt?: string },
     file = keyFile,
   ): Promise<string> {
     const stored = JSON.parse(await readFile(file, 'utf8')) as JWK & { kid: string };
@@ -329,7 +329,7 @@ describe('central gateway and sidecar together: a signed grant instead of a seco
       .setIssuer('urn:tollgate:gateway')
       .setAudience(claims.aud ?? `urn:tollgate:service:default/${workflow}/scorer`)
       .setJti(claims.jti ?? randomUUID())
-      .setIssuedAt(now - 30)
+      .setIssuedAt(claims.iat ?? now)
       .setExpirationTime(claims.exp ?? now + 10)
       .sign(await importJWK(stored, 'ES256'));
   }
@@ -493,6 +493,11 @@ describe('central gateway and sidecar together: a signed grant instead of a seco
       /another service/,
     );
     await expectRefused(await craft({ exp: Math.floor(Date.now() / 1000) - 60 }), /expired/);
+    // Issued by a gateway whose clock is ahead, or made to live longer than grants do (expired by
+    // its age): a replay could outlive the claim that refuses it.
+    const now = Math.floor(Date.now() / 1000);
+    await expectRefused(await craft({ iat: now + 6, exp: now + 16 }), /issued in the future or too long ago/);
+    await expectRefused(await craft({ iat: now - 30, exp: now + 30 }), /expired/);
     // A grant is for one call: another method or path is refused.
     await expectRefused(await craft({ htm: 'POST' }), /another call/);
     await expectRefused(await craft({ htt: '/admin' }), /another call/);

@@ -201,6 +201,9 @@ export class KubeRuntimeDriver implements RuntimeDriver {
         // What the last accepted spec made runs on; with nothing made, nothing serves.
         if (live === undefined)
           return { replicas: 0, readyReplicas: 0, url: '', rollingOut: false, failure: refused };
+        // Still scaled as asked (the autoscaler's, a wake from zero): the replicas alone are the
+        // operator's to set, whatever of the template was refused.
+        if (live.spec?.replicas !== plan.replicas) live = await this.scale(live, plan.replicas);
       }
     }
     const state = stateOf(live, modelUrl(ref.name, ref.namespace));
@@ -228,6 +231,23 @@ export class KubeRuntimeDriver implements RuntimeDriver {
         plan.model.metadata.name,
       );
     return state;
+  }
+
+  private async scale(live: V1Deployment, replicas: number): Promise<V1Deployment> {
+    const { name = '', namespace = '' } = live.metadata ?? {};
+    return this.objects.patch(
+      {
+        apiVersion: 'apps/v1',
+        kind: 'Deployment',
+        metadata: { name, namespace },
+        spec: { replicas },
+      } as V1Deployment,
+      undefined,
+      undefined,
+      FIELD_MANAGER,
+      undefined,
+      PatchStrategy.MergePatch,
+    );
   }
 
   /**

@@ -561,6 +561,27 @@ describe('Model reconciler on a real API server', () => {
       async () => cond(await getModel(c, ns, name), 'Ready')?.reason !== 'WorkloadRejected',
       'the refusal cleared',
     );
+    // Refused again while it runs, with more replicas asked: the running template stays, and the
+    // replicas (the autoscaler's to set, a wake from zero) follow all the same.
+    const template = JSON.stringify(made.spec?.template);
+    await c.custom.patchNamespacedCustomObject({
+      ...modelRef,
+      namespace: ns,
+      name,
+      body: [
+        { op: 'replace', path: '/spec/resources/requests/cpu', value: '3' },
+        { op: 'add', path: '/spec/replicas', value: 2 },
+      ],
+    });
+    const scaled = await eventually(async () => {
+      const d = await c.apps.readNamespacedDeployment({ namespace: ns, name });
+      return d.spec?.replicas === 2 && d;
+    }, 'the Deployment scaled to 2, its template refused');
+    expect(JSON.stringify(scaled.spec?.template)).toBe(template);
+    await eventually(
+      async () => cond(await getModel(c, ns, name), 'Ready')?.reason === 'WorkloadRejected',
+      'refused again',
+    );
   });
 
   test('a missing folder is a condition, not a crash', async () => {

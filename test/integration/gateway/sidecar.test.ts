@@ -66,8 +66,6 @@ describe('the gateway as a sidecar', () => {
       service: 'scorer',
     });
     base = `http://127.0.0.1:${(await sidecar.traffic.listen(0, '127.0.0.1')).port}`;
-    // Its route, as the operator writes it for the labelled Service: it names the workflow's owner.
-    await putWorkflowRoute(rc, { workflow, service: 'scorer', url: base, owner: 'alice', sidecar: true });
     ops = sidecar.operations.listen(0, '127.0.0.1');
     await new Promise((r) => ops.once('listening', r));
     opsBase = `http://127.0.0.1:${(ops.address() as AddressInfo).port}`;
@@ -97,28 +95,6 @@ describe('the gateway as a sidecar', () => {
     // The caller's own X-Tollgate-* headers never reach the workload.
     expect(seen?.headers['x-tollgate-roles']).toBe(workflow);
     expect(r.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
-  });
-
-  it('takes no key for a service without a route: nothing then says who owns its workflow now', async () => {
-    // Services of its own: shutting it down closes them.
-    const unrouted = createSidecar(await sidecarServices((await redis(TAG)).url), {
-      kind: 'workflow',
-      namespace: 'default',
-      upstream: new URL(`${upstream.url}/base`),
-      workflow,
-      service: 'headless',
-    });
-    const at = `http://127.0.0.1:${(await unrouted.traffic.listen(0, '127.0.0.1')).port}`;
-    try {
-      const { key } = await createKey(rc, 'bda', [workflow]);
-      const before = upstream.seen.length;
-      const r = await send(at, '/score/1', { headers: apikey(key) });
-      expect([r.status, r.json.code]).toEqual([403, 'workflow_not_allowed']);
-      expect(r.json.error).toMatch(/service "headless" of workflow ".+" has no route/);
-      expect(upstream.seen.length).toBe(before);
-    } finally {
-      await unrouted.traffic.shutdown();
-    }
   });
 
   it('refuses everything else with the central gateway’s codes, before the workload sees it', async () => {
@@ -686,7 +662,6 @@ describe('tollgate sidecar (the command)', () => {
         },
       );
       const base = `http://127.0.0.1:${port}`;
-      await putWorkflowRoute(rc, { workflow, service: 'svc', url: base, owner: 'alice', sidecar: true });
       expect((await send(base, '/hello', { headers: apikey(key) })).status).toBe(200);
       expect(upstream.seen.at(-1)?.url).toBe('/hello');
       expect((await send(base, '/hello')).status).toBe(401);

@@ -84,6 +84,7 @@ export class RouteWriter {
 
   /** Removes the route at `key` if `source` wrote it (any route without `source`); true if one was removed. */
   async remove(key: string, source?: string): Promise<boolean> {
+    if (source !== undefined) this.writtenBy.get(source)?.delete(key);
     const tag = routeChangeTag(key);
     return (await this.redis.eval(REMOVE, 1, key, source ?? '', redisChannels.routes, tag)) === 1;
   }
@@ -121,6 +122,11 @@ export class RouteWriter {
     let removed = 0;
     // REMOVE checks the source again, atomically: a key since rewritten by another is left.
     for (const key of candidates) if (!keep.has(key) && (await this.remove(key, source))) removed++;
+    // What is left of the source is what it keeps: nothing more of it stays in memory for the term.
+    (await this.earlier)?.delete(source);
+    const kept = [...candidates].filter((k) => keep.has(k));
+    if (kept.length > 0) this.writtenBy.set(source, new Set(kept));
+    else this.writtenBy.delete(source);
     return removed;
   }
 
@@ -149,22 +155,35 @@ export interface OwnedWorkflow {
 const BDA_ROUTE_PREFIX = `${KEY_PREFIX}route:bda:`;
 
 /**
- * A read in flight answers every caller that asks meanwhile: a SCAN walks the whole keyspace
- * whatever its pattern, and any signed-in user may ask (the modules listing, a key's creation) on
- * as many connections as they like; so a replica runs one at a time, and each caller still gets
- * what was there once it asked.
+ * One read at a time per replica: a SCAN walks the whole keyspace whatever its pattern, and any
+ * signed-in user may ask (the modules listing, a key's creation) on as many connections as they
+ * like. A caller who asks while a read runs waits for the next one, which starts once that one
+ * settles and answers everyone who asked meanwhile: each still gets what was there once it asked.
  */
 function shared<T>(read: () => Promise<T>): () => Promise<T> {
-  let inFlight: Promise<T> | undefined;
-  return () => {
-    if (inFlight !== undefined) return inFlight;
+  let running: Promise<T> | undefined;
+  let queued: Promise<T> | undefined;
+  const start = (): Promise<T> => {
     const started = read();
-    inFlight = started;
+    running = started;
     const done = (): void => {
-      if (inFlight === started) inFlight = undefined;
+      if (running === started) running = undefined;
     };
     started.then(done, done);
     return started;
+  };
+  return () => {
+    if (running === undefined) return start();
+    queued ??= running
+      .then(
+        () => undefined,
+        () => undefined,
+      )
+      .then(() => {
+        queued = undefined;
+        return start();
+      });
+    return queued;
   };
 }
 

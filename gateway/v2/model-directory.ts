@@ -50,13 +50,21 @@ function cached(directory: Pick<ModelDirectory, 'list'>): ModelDirectory {
       return byName.map.get(name);
     },
     list() {
+      // One listing at a time, its answer kept KNOWN_TTL_MS from when it came: on a slow API server
+      // a listing that takes longer is never joined by another.
       if (listed === undefined || Date.now() - listed.at > KNOWN_TTL_MS) {
         const models = directory.list();
-        listed = { at: Date.now(), models };
-        // A failed listing is not kept: the next call asks again.
-        models.catch(() => {
-          if (listed?.models === models) listed = undefined;
-        });
+        const entry = { at: Infinity, models };
+        listed = entry;
+        models.then(
+          () => {
+            entry.at = Date.now();
+          },
+          // A failed listing is not kept: the next call asks again.
+          () => {
+            if (listed === entry) listed = undefined;
+          },
+        );
       }
       return listed.models;
     },
@@ -93,7 +101,7 @@ export function manifestModels(models: ManifestCollection<Model>): ModelDirector
 }
 
 interface ModelItem {
-  metadata?: { name?: string };
+  metadata?: { name?: string; creationTimestamp?: string };
   spec?: ModelSpec;
   status?: { conditions?: Array<{ type?: string; reason?: string }> };
 }
@@ -101,6 +109,12 @@ interface ModelItem {
 /** A Model refused for its name (another namespace's holds it): never the one a name means. */
 const nameTaken = (item: ModelItem): boolean =>
   (item.status?.conditions ?? []).some((c) => c.type === 'Ready' && c.reason === 'NameTaken');
+
+/** Whether `a` rather than `b` is the Model its name means. */
+function precedes(a: ModelItem, b: ModelItem): boolean {
+  if (nameTaken(a) !== nameTaken(b)) return nameTaken(b);
+  return (a.metadata?.creationTimestamp ?? '') < (b.metadata?.creationTimestamp ?? '');
+}
 
 /** On a cluster: Model resources of any namespace (model names are global to the gateway's /v2). */
 export function kubeModels(kc: KubeConfig): ModelDirectory {
@@ -116,18 +130,21 @@ export function kubeModels(kc: KubeConfig): ModelDirectory {
     );
   return cached({
     async list() {
-      const out = new Map<string, ModelInfo & { name: string }>();
+      const chosen = new Map<string, ModelItem>();
       let next: string | undefined;
       do {
         const got = await page({ limit: 500, ...(next ? { _continue: next } : {}) });
         for (const item of got.items ?? []) {
           const name = item.metadata?.name;
-          // Two namespaces' Models of one name: the one refused for it does not speak for it.
-          if (name && (!out.has(name) || !nameTaken(item))) out.set(name, { name, ...infoOf(item.spec) });
+          if (!name) continue;
+          const held = chosen.get(name);
+          // Two namespaces' Models of one name speak for it as the operator decides: never the one
+          // refused for it, else the oldest (one just made has no status yet).
+          if (held === undefined || precedes(item, held)) chosen.set(name, item);
         }
         next = got.metadata?.continue || undefined;
       } while (next !== undefined);
-      return [...out.values()];
+      return [...chosen].map(([name, item]) => ({ name, ...infoOf(item.spec) }));
     },
   });
 }

@@ -61,20 +61,38 @@ const MAX_CALLS = 1_024;
  * client's calls, whose messages come just after their metadata, is not refused for arriving at once.
  */
 const MAX_CALLS_PER_OWNER = MAX_CALLS / 4;
+/** Bytes one owner's calls, and all calls, may hold of a replica, in body limits; what each refusal says. */
+interface Budget {
+  perOwner: number;
+  perReplica: number;
+  owner: (bytes: number) => string;
+  replica: (bytes: number) => string;
+}
+
 /**
- * Answers sent and not yet read by their callers, in body limits: one owner's, and everyone's. An
- * answer is made whole before it is sent (up to twice the body limit), and HTTP/2 holds what a
- * caller does not read, for as long as its connection lives; the call cap counts calls, not bytes.
+ * Answers sent and not yet read by their callers: an answer is made whole before it is sent (up
+ * to twice the body limit), and HTTP/2 holds what a caller does not read, for as long as its
+ * connection lives; the call cap counts calls, not bytes.
  */
-const UNREAD_LIMITS_PER_OWNER = 4;
-const UNREAD_LIMITS = 16;
+const UNREAD: Budget = {
+  perOwner: 4,
+  perReplica: 16,
+  owner: (bytes) =>
+    `answers to your keys' gRPC calls that were sent and not read hold ${bytes} bytes of this replica's memory, all one caller may; read your answers as they come`,
+  replica: (bytes) => `this replica holds ${bytes} bytes of gRPC answers not yet read; retry shortly`,
+};
 /**
- * Messages received and not yet answered, in body limits, the same way: a call's message is held
- * from its arrival (inflated: a gzip frame of kilobytes may be a body limit) until it is answered,
- * and a caller may open calls, send their messages and never close them.
+ * Messages received and not yet answered: a call's message is held from its arrival (inflated: a
+ * gzip frame of kilobytes may be a body limit) until it is answered, and a caller may open calls,
+ * send their messages and never close them.
  */
-const RECEIVED_LIMITS_PER_OWNER = 4;
-const RECEIVED_LIMITS = 16;
+const RECEIVED: Budget = {
+  perOwner: 4,
+  perReplica: 16,
+  owner: (bytes) =>
+    `your keys' gRPC calls hold ${bytes} bytes of messages not yet answered on this replica, all one caller may; wait for answers, and close each call's stream once its message is sent`,
+  replica: (bytes) => `this replica holds ${bytes} bytes of gRPC messages not yet answered; retry shortly`,
+};
 /** A message may decode into at most this multiple of the body limit. */
 const DECODE_BOUND = 4;
 const PLAIN_INTERNAL = { code: Status.INTERNAL, details: 'internal_error', metadata: new Metadata() };
@@ -148,9 +166,9 @@ export class GrpcGateway {
   private calls = 0;
   /** Calls of each owner's keys held (see MAX_CALLS_PER_OWNER). */
   private readonly held = new OwnerTally();
-  /** Bytes of each owner's answers sent and not yet read (see UNREAD_LIMITS_PER_OWNER). */
+  /** Bytes of each owner's answers sent and not yet read (see UNREAD). */
   private readonly unread = new OwnerTally();
-  /** Bytes of each owner's messages received and not yet answered (see RECEIVED_LIMITS_PER_OWNER). */
+  /** Bytes of each owner's messages received and not yet answered (see RECEIVED). */
   private readonly received = new OwnerTally();
   private injector: ConnectionInjector | undefined;
   /** The methods anyone may call (REST's health and server metadata are open), by path. */
@@ -265,28 +283,9 @@ export class GrpcGateway {
         receiving = 0;
         const bytes = answerBytes(message);
         if (holder !== undefined && bytes > 0) {
-          const limit = this.opts.bodyLimitBytes;
           // Not sent: the answer is dropped here, and the call ends with this status instead.
-          if (this.unread.of(holder) + bytes > UNREAD_LIMITS_PER_OWNER * limit)
-            return refuse(
-              restErrorOf(
-                new TollgateError(
-                  'rate_limited',
-                  `answers to your keys' gRPC calls that were sent and not read hold ${UNREAD_LIMITS_PER_OWNER * limit} bytes of this replica's memory, all one caller may; read your answers as they come`,
-                  { headers: { 'retry-after': '1' } },
-                ),
-              ),
-            );
-          if (this.unread.total + bytes > UNREAD_LIMITS * limit)
-            return refuse(
-              restErrorOf(
-                new TollgateError(
-                  'gateway_busy',
-                  `this replica holds ${UNREAD_LIMITS * limit} bytes of gRPC answers not yet read; retry shortly`,
-                  { headers: { 'retry-after': '1' } },
-                ),
-              ),
-            );
+          const over = this.pastBudget(this.unread, holder, bytes, UNREAD);
+          if (over !== undefined) return refuse(over);
           answering = bytes;
           this.unread.add(holder, bytes);
         }
@@ -370,28 +369,9 @@ export class GrpcGateway {
           onReceiveMessage: (message: unknown, next: (message: unknown) => void) => {
             const bytes = Buffer.isBuffer(message) ? message.length : 0;
             if (holder !== undefined && bytes > 0) {
-              const limit = this.opts.bodyLimitBytes;
               // Not passed on: the message is dropped here, and the call ends with this status.
-              if (this.received.of(holder) + bytes > RECEIVED_LIMITS_PER_OWNER * limit)
-                return refuse(
-                  restErrorOf(
-                    new TollgateError(
-                      'rate_limited',
-                      `your keys' gRPC calls hold ${RECEIVED_LIMITS_PER_OWNER * limit} bytes of messages not yet answered on this replica, all one caller may; wait for answers, and close each call's stream once its message is sent`,
-                      { headers: { 'retry-after': '1' } },
-                    ),
-                  ),
-                );
-              if (this.received.total + bytes > RECEIVED_LIMITS * limit)
-                return refuse(
-                  restErrorOf(
-                    new TollgateError(
-                      'gateway_busy',
-                      `this replica holds ${RECEIVED_LIMITS * limit} bytes of gRPC messages not yet answered; retry shortly`,
-                      { headers: { 'retry-after': '1' } },
-                    ),
-                  ),
-                );
+              const over = this.pastBudget(this.received, holder, bytes, RECEIVED);
+              if (over !== undefined) return refuse(over);
               receiving += bytes;
               this.received.add(holder, bytes);
             }
@@ -405,6 +385,24 @@ export class GrpcGateway {
         }),
     });
   };
+
+  /** Why `bytes` more held for `owner` would pass `budget`, or undefined when they fit. */
+  private pastBudget(tally: OwnerTally, owner: string, bytes: number, budget: Budget): RestError | undefined {
+    const limit = this.opts.bodyLimitBytes;
+    if (tally.of(owner) + bytes > budget.perOwner * limit)
+      return restErrorOf(
+        new TollgateError('rate_limited', budget.owner(budget.perOwner * limit), {
+          headers: { 'retry-after': '1' },
+        }),
+      );
+    if (tally.total + bytes > budget.perReplica * limit)
+      return restErrorOf(
+        new TollgateError('gateway_busy', budget.replica(budget.perReplica * limit), {
+          headers: { 'retry-after': '1' },
+        }),
+      );
+    return undefined;
+  }
 
   /** Whatever grpc-js throws while a call is answered is logged, never left to end the process. */
   private readonly unanswered = (err: unknown): void => {

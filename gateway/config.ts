@@ -117,6 +117,13 @@ export const gatewayConfigSchema = z
       .int()
       .positive()
       .default(10 * 1024 * 1024),
+    /**
+     * Bytes the calls of this process may hold at once (gateway/http/held-memory.ts): V2 bodies
+     * being checked, gRPC messages and unread answers. Unset: 16 body limits. It must leave room in
+     * the process's memory limit for them (decoding may take a few times their size); a sidecar's
+     * is set by the webhook to fit the sidecar's limit.
+     */
+    heldBytesLimit: z.coerce.number().int().positive().optional(),
     /** Largest request head (request line + headers), in bytes; beyond it the answer is 431. */
     headerLimitBytes: z.coerce
       .number()
@@ -344,6 +351,10 @@ export const gatewayConfigSchema = z
       .default({}),
     adminGroups: listOf(z.string().min(1).max(255)).default([]),
   })
+  .refine((c) => c.heldBytesLimit === undefined || c.heldBytesLimit >= c.bodyLimitBytes, {
+    path: ['heldBytesLimit'],
+    error: 'heldBytesLimit must hold at least one body of bodyLimitBytes: raise it, or lower bodyLimitBytes',
+  })
   .refine((c) => c.trustedProxies === 0 || c.trustedProxyCidrs.length > 0, {
     path: ['trustedProxyCidrs'],
     error:
@@ -361,6 +372,7 @@ const ENV: ReadonlyArray<readonly [string, keyof GatewayConfigInput]> = [
   ['TOLLGATE_METRICS_PORT', 'metricsPort'],
   ['TOLLGATE_REDIS_URL', 'redisUrl'],
   ['TOLLGATE_BODY_LIMIT_BYTES', 'bodyLimitBytes'],
+  ['TOLLGATE_HELD_BYTES_LIMIT', 'heldBytesLimit'],
   ['TOLLGATE_HEADER_LIMIT_BYTES', 'headerLimitBytes'],
   ['TOLLGATE_REQUEST_HEADERS_TIMEOUT_MS', 'requestHeadersTimeoutMs'],
   ['TOLLGATE_REQUEST_BODY_TIMEOUT_MS', 'requestBodyTimeoutMs'],

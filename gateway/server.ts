@@ -137,6 +137,7 @@ export function createHttpServer(
           grpc = new GrpcGateway(dispatch, {
             keys: s.keys,
             bodyLimitBytes: s.config.bodyLimitBytes,
+            memory: s.heldMemory,
             requestBodyTimeoutMs: s.config.requestBodyTimeoutMs,
             log: s.log,
           });

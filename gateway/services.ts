@@ -31,6 +31,7 @@ import { RouteTable } from './routing/route-table.js';
 import { loadEntryTrust, type EntryTrust } from './auth/entry-trust.js';
 import { CidrAllowlist } from '../common/net/cidr.js';
 import type { ProxyTrust } from './http/client-address.js';
+import { HeldMemory } from './http/held-memory.js';
 
 /**
  * Everything the gateway's handlers use, built once at start and injected: nothing on the
@@ -71,6 +72,8 @@ export interface GatewayServices {
   trust: EntryTrust;
   /** Models' V2 metadata, shared by /v2 and the workflow route to the same models. */
   metadata: MetadataCache;
+  /** What calls hold in memory (V2 bodies, gRPC messages and unread answers), per owner and in all. */
+  heldMemory: HeldMemory;
   /**
    * Where models that set spec.logging log their calls; undefined where this gateway keeps none
    * (no payloadLogUri, or a sidecar: it holds no storage credentials, and calls from outside the
@@ -270,6 +273,7 @@ export async function createGatewayServices(
     upstreams,
     proxies,
     metadata,
+    heldMemory: new HeldMemory(config.heldBytesLimit ?? 16 * config.bodyLimitBytes, config.bodyLimitBytes),
     payloadLog,
     versionFigures,
     grantSigner,

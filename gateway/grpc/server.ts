@@ -27,7 +27,8 @@ import { DecodeCost } from './decode-cost.js';
 import { inferenceService, protocolTypes, type ModelInferRequest, type ModelRef } from './protocol.js';
 import { restErrorOf, serviceError, type CallStatus, type RestError } from './status.js';
 import { inferRequestBody, inferResponse, metadataResponse } from './tensors.js';
-import { OwnerTally } from './owner-tally.js';
+import { OwnerTally } from '../http/owner-tally.js';
+import type { HeldKind, HeldMemory } from '../http/held-memory.js';
 
 /** The HTTP side a gRPC call is answered by: the gateway's (or a model sidecar's) request dispatch. */
 export type Dispatch = (req: IncomingMessage, res: ServerResponse, path: NormalisedPath) => void;
@@ -36,6 +37,8 @@ export interface GrpcOptions {
   /** The key check (a gRPC call carries no grant: its key is checked in full). */
   keys: Pick<KeyChecker, 'check'>;
   bodyLimitBytes: number;
+  /** The replica's budget for what calls hold, shared with REST's V2 bodies. */
+  memory: HeldMemory;
   /** How long a call's message may take to arrive, whole (REST's body bound). */
   requestBodyTimeoutMs: number;
   log: Logger;
@@ -61,37 +64,20 @@ const MAX_CALLS = 1_024;
  * client's calls, whose messages come just after their metadata, is not refused for arriving at once.
  */
 const MAX_CALLS_PER_OWNER = MAX_CALLS / 4;
-/** Bytes one owner's calls, and all calls, may hold of a replica, in body limits; what each refusal says. */
-interface Budget {
-  perOwner: number;
-  perReplica: number;
-  owner: (bytes: number) => string;
-  replica: (bytes: number) => string;
-}
-
 /**
- * Answers sent and not yet read by their callers: an answer is made whole before it is sent (up
- * to twice the body limit), and HTTP/2 holds what a caller does not read, for as long as its
- * connection lives; the call cap counts calls, not bytes.
+ * Answers sent and not yet read by their callers, held in the replica's shared budget
+ * (gateway/http/held-memory.ts): an answer is made whole before it is sent (up to twice the body
+ * limit), and HTTP/2 holds what a caller does not read, for as long as its connection lives; the
+ * call cap counts calls, not bytes.
  */
-const UNREAD: Budget = {
-  perOwner: 4,
-  perReplica: 16,
-  owner: (bytes) =>
-    `answers to your keys' gRPC calls that were sent and not read hold ${bytes} bytes of this replica's memory, all one caller may; read your answers as they come`,
-  replica: (bytes) => `this replica holds ${bytes} bytes of gRPC answers not yet read; retry shortly`,
-};
+const UNREAD: HeldKind = { advice: 'read your answers as they come' };
 /**
  * Messages received and not yet answered: a call's message is held from its arrival (inflated: a
  * gzip frame of kilobytes may be a body limit) until it is answered, and a caller may open calls,
  * send their messages and never close them.
  */
-const RECEIVED: Budget = {
-  perOwner: 4,
-  perReplica: 16,
-  owner: (bytes) =>
-    `your keys' gRPC calls hold ${bytes} bytes of messages not yet answered on this replica, all one caller may; wait for answers, and close each call's stream once its message is sent`,
-  replica: (bytes) => `this replica holds ${bytes} bytes of gRPC messages not yet answered; retry shortly`,
+const RECEIVED: HeldKind = {
+  advice: "wait for answers, and close each call's stream once its message is sent",
 };
 /** A message may decode into at most this multiple of the body limit. */
 const DECODE_BOUND = 4;
@@ -166,10 +152,6 @@ export class GrpcGateway {
   private calls = 0;
   /** Calls of each owner's keys held (see MAX_CALLS_PER_OWNER). */
   private readonly held = new OwnerTally();
-  /** Bytes of each owner's answers sent and not yet read (see UNREAD). */
-  private readonly unread = new OwnerTally();
-  /** Bytes of each owner's messages received and not yet answered (see RECEIVED). */
-  private readonly received = new OwnerTally();
   private injector: ConnectionInjector | undefined;
   /** The methods anyone may call (REST's health and server metadata are open), by path. */
   private readonly open: Record<string, (ex: Exchange) => Promise<object>> = {
@@ -264,8 +246,7 @@ export class GrpcGateway {
       if (holder !== undefined) {
         this.calls--;
         this.held.remove(holder);
-        if (answering > 0) this.unread.remove(holder, answering);
-        if (receiving > 0) this.received.remove(holder, receiving);
+        this.opts.memory.release(holder, answering + receiving);
       }
       holder = undefined;
       answering = 0;
@@ -279,15 +260,14 @@ export class GrpcGateway {
     return new ServerInterceptingCall(call, {
       sendMessage: (message, next) => {
         // The call's message is answered: what holds memory now is the answer, counted below.
-        if (holder !== undefined && receiving > 0) this.received.remove(holder, receiving);
+        if (holder !== undefined) this.opts.memory.release(holder, receiving);
         receiving = 0;
         const bytes = answerBytes(message);
         if (holder !== undefined && bytes > 0) {
           // Not sent: the answer is dropped here, and the call ends with this status instead.
-          const over = this.pastBudget(this.unread, holder, bytes, UNREAD);
-          if (over !== undefined) return refuse(over);
+          const over = this.opts.memory.claim(holder, bytes, UNREAD);
+          if (over !== undefined) return refuse(restErrorOf(over));
           answering = bytes;
-          this.unread.add(holder, bytes);
         }
         next(message);
       },
@@ -370,10 +350,9 @@ export class GrpcGateway {
             const bytes = Buffer.isBuffer(message) ? message.length : 0;
             if (holder !== undefined && bytes > 0) {
               // Not passed on: the message is dropped here, and the call ends with this status.
-              const over = this.pastBudget(this.received, holder, bytes, RECEIVED);
-              if (over !== undefined) return refuse(over);
+              const over = this.opts.memory.claim(holder, bytes, RECEIVED);
+              if (over !== undefined) return refuse(restErrorOf(over));
               receiving += bytes;
-              this.received.add(holder, bytes);
             }
             next(message);
           },
@@ -385,24 +364,6 @@ export class GrpcGateway {
         }),
     });
   };
-
-  /** Why `bytes` more held for `owner` would pass `budget`, or undefined when they fit. */
-  private pastBudget(tally: OwnerTally, owner: string, bytes: number, budget: Budget): RestError | undefined {
-    const limit = this.opts.bodyLimitBytes;
-    if (tally.of(owner) + bytes > budget.perOwner * limit)
-      return restErrorOf(
-        new TollgateError('rate_limited', budget.owner(budget.perOwner * limit), {
-          headers: { 'retry-after': '1' },
-        }),
-      );
-    if (tally.total + bytes > budget.perReplica * limit)
-      return restErrorOf(
-        new TollgateError('gateway_busy', budget.replica(budget.perReplica * limit), {
-          headers: { 'retry-after': '1' },
-        }),
-      );
-    return undefined;
-  }
 
   /** Whatever grpc-js throws while a call is answered is logged, never left to end the process. */
   private readonly unanswered = (err: unknown): void => {
@@ -541,8 +502,7 @@ export class GrpcGateway {
     return answer.json;
   }
 
-  /** The key check alone, on the call's metadata as REST would see its headers: 200, or its error. */
-  /** The key's check as REST makes it, and the owner of a key that passed. */
+  /** The key's check as REST makes it, on the call's metadata as headers, and the owner of a key that passed. */
   private async keyChecked(
     metadata: Metadata,
     address: string,
@@ -574,9 +534,11 @@ export class GrpcGateway {
     body?: { payload: Buffer; headers: Record<string, string> },
   ): Promise<RestAnswer> {
     if (ex.cancelled()) throw new Cancelled();
-    return this.inject(ex, method, path, body, (req, res) =>
-      this.dispatch(req, res, normalisePath(req.url ?? '/')),
-    );
+    return this.inject(ex, method, path, body, (req, res) => {
+      // Its body is this call's message, already held in the budget since it arrived.
+      if (body !== undefined) this.opts.memory.carry(req);
+      this.dispatch(req, res, normalisePath(req.url ?? '/'));
+    });
   }
 
   private async inject(

@@ -35,7 +35,7 @@ export function toTollgateError(err: unknown): TollgateError {
       );
     }
     if (type === 'request.aborted') {
-      return new TollgateError('bad_request', 'the client closed the connection before the body was sent');
+      return clientGone();
     }
   }
   // Anything else the body parser refuses as the client's fault (a length that does not match, a
@@ -66,6 +66,10 @@ export const bodyTooLarge = (limit: number): TollgateError =>
     // The rest of an oversized upload is not worth reading: close the connection after answering.
     headers: { connection: 'close' },
   });
+
+/** A body cut short by its client: the client's doing, not the gateway's failure (nor the model's). */
+export const clientGone = (cause?: unknown): TollgateError =>
+  new TollgateError('bad_request', 'the client closed the connection before the body was sent', { cause });
 
 /** Headers of the answer for an error, the defaults included. */
 export function errorHeaders(err: TollgateError): Record<string, string> {

@@ -15,6 +15,8 @@ import { BINARY_EXPANSION, decodeBinaryRequest, encodeBinaryResponse } from './b
 import { decoded } from './answer-decoding.js';
 import { checkContentType, readLimited } from './http.js';
 import { readBody } from './read-body.js';
+import { clientGone } from '../http/errors.js';
+import type { HeldKind } from '../http/held-memory.js';
 import { RuntimeClient } from './runtime-client.js';
 import { runtimeError } from './runtime-errors.js';
 import { validateInferRequest, type BinaryOutputs } from './validate-infer.js';
@@ -23,6 +25,10 @@ import type { ModelMetadata } from './metadata.js';
 
 /** Largest error body read from a runtime (a traceback can be long; only its last line is used). */
 const MAX_ERROR_BODY = 256 * 1024;
+/** A V2 body, held from its first byte until its call ends. */
+const HELD_BODY: HeldKind = {
+  advice: 'wait for some of your calls to be answered before sending more large bodies',
+};
 
 /**
  * What a call keeps of itself as it goes, when its model logs it (gateway/v2/payload-log) or a
@@ -153,7 +159,7 @@ export class Inference {
       attempt = this.begin(call, fallback);
     };
     try {
-      const body = await this.read(req, captured);
+      const body = await this.read(req, res, call.grant.owner, captured);
       let metadata: ModelMetadata;
       try {
         metadata = await this.metadataOf(call, attempt);
@@ -273,14 +279,38 @@ export class Inference {
     }
   }
 
-  /** Reads the request (bounded); the binary tensor extension (tritonclient's default) is a JSON header and raw bytes. */
+  /**
+   * Reads the request (bounded, and held in the replica's budget until the call ends); the binary
+   * tensor extension (tritonclient's default) is a JSON header and raw bytes.
+   */
   private async read(
     req: IncomingMessage,
+    res: ServerResponse,
+    owner: string,
     captured: Captured | undefined,
   ): Promise<{ raw: Buffer; binaryHeader: string | undefined }> {
     const binaryHeader = headerValue(req.headers['inference-header-content-length']);
     checkContentType(req, binaryHeader !== undefined);
-    const raw = await readBody(req, this.s.config.bodyLimitBytes);
+    const memory = this.s.heldMemory;
+    let held = 0;
+    // Released when the answer is done or the client gone; nothing is taken once it is (a chunk
+    // read after that would never be given back).
+    let open = !res.closed;
+    const take = memory.carries(req)
+      ? undefined
+      : (bytes: number) => {
+          if (!open) return clientGone();
+          const refused = memory.claim(owner, bytes, HELD_BODY);
+          if (refused === undefined) held += bytes;
+          return refused;
+        };
+    if (take !== undefined && open)
+      res.once('close', () => {
+        open = false;
+        memory.release(owner, held);
+        held = 0;
+      });
+    const raw = await readBody(req, this.s.config.bodyLimitBytes, take);
     if (captured !== undefined) captured.request = raw;
     return { raw, binaryHeader };
   }

@@ -1,12 +1,18 @@
 import type { IncomingMessage } from 'node:http';
 import { isTollgateError, TollgateError } from '../../common/errors.js';
-import { bodyTooLarge } from '../http/errors.js';
+import { bodyTooLarge, clientGone } from '../http/errors.js';
 
 /**
  * Reads a request body that must be checked before it is sent on (V2 inference), refusing it as
  * soon as it passes the gateway's body limit: at once from Content-Length, else while reading.
+ * `take`, when given, is asked for each chunk's bytes before it is kept, and its refusal ends the
+ * read (the connection closes after the answer: the rest of the body is not read).
  */
-export async function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+export async function readBody(
+  req: IncomingMessage,
+  limit: number,
+  take?: (bytes: number) => TollgateError | undefined,
+): Promise<Buffer> {
   const declared = req.headers['content-length'];
   if (declared !== undefined && Number(declared) > limit) throw bodyTooLarge(limit);
   const chunks: Buffer[] = [];
@@ -15,14 +21,17 @@ export async function readBody(req: IncomingMessage, limit: number): Promise<Buf
     for await (const chunk of req as AsyncIterable<Buffer>) {
       size += chunk.length;
       if (size > limit) throw bodyTooLarge(limit);
+      const refused = take?.(chunk.length);
+      if (refused !== undefined)
+        throw new TollgateError(refused.code, refused.message, {
+          headers: { ...refused.headers, connection: 'close' },
+        });
       chunks.push(chunk);
     }
   } catch (err) {
     // A client gone mid-body is its own doing, not the gateway's failure (nor the model's).
     if (isTollgateError(err)) throw err;
-    throw new TollgateError('bad_request', 'the client closed the connection before the body was sent', {
-      cause: err,
-    });
+    throw clientGone(err);
   }
   return chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size);
 }

@@ -4,7 +4,7 @@ import { VERSION_LABEL } from '../../common/resources/model-versions.js';
 import { PORT_ANNOTATION, SERVICE_LABEL, WORKFLOW_LABEL } from '../../common/resources/labels.js';
 import { WORKFLOW_ID_PATTERN } from '../../common/resources/workflow-service.js';
 import { APP_PROBES_ENV, appHealthPath, type AppProbe } from '../../common/sidecar-probes.js';
-import { SIDECAR_NODE_OPTIONS } from '../../common/sidecar-runtime.js';
+import { SIDECAR_HELD_BYTES, SIDECAR_NODE_OPTIONS } from '../../common/sidecar-runtime.js';
 import { INJECT_LABEL, MODEL_LABEL, SIDECAR_OPERATIONS_PORT } from '../serving/model-workload.js';
 
 export { INJECT_LABEL };
@@ -287,6 +287,7 @@ export function planInjection(pod: V1Pod, cfg: InjectionConfig): Injection {
       // A sidecar leaves with its pod: no load balancer drain of its own to wait for.
       { name: 'TOLLGATE_SHUTDOWN_DRAIN_MS', value: '0' },
       { name: 'NODE_OPTIONS', value: SIDECAR_NODE_OPTIONS },
+      { name: 'TOLLGATE_HELD_BYTES_LIMIT', value: String(SIDECAR_HELD_BYTES) },
     ],
     ports: [{ name: 'tollgate-ops', containerPort: SIDECAR_OPERATIONS_PORT, protocol: 'TCP' }],
     startupProbe: { httpGet: { path: '/healthz', ...ops }, periodSeconds: 1, failureThreshold: 60 },

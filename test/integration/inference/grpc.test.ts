@@ -1,6 +1,7 @@
 import { cp, mkdtemp, mkdir, readdir, readlink, rm, writeFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { connect, type ClientHttp2Stream, type IncomingHttpHeaders } from 'node:http2';
+import { connect as netConnect, type Socket } from 'node:net';
 import { once } from 'node:events';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -382,7 +383,9 @@ describe('V2 inference over gRPC (standalone)', () => {
         );
         const refused = held.filter((h) => h.error?.code === 8);
         expect(refused.map(refusal)).toEqual([[8, 'rate_limited', 'rate_limited']]);
-        expect(refused[0]?.error?.details).toMatch(/bytes of messages not yet answered on this replica/);
+        expect(refused[0]?.error?.details).toMatch(
+          /your keys' calls hold 37748736 bytes of this replica's memory .* close each call's stream once its message is sent$/,
+        );
         // The four held are cut at the body time, and the room comes back.
         expect(held.filter((h) => h.error?.code === 4)).toHaveLength(4);
         const again = await call('ModelInfer', {
@@ -394,6 +397,54 @@ describe('V2 inference over gRPC (standalone)', () => {
       } finally {
         for (const c of connections) c.close();
       }
+    });
+
+    test('REST bodies and gRPC messages share one budget: an owner holding four body limits of REST bodies is refused on both, another owner is not', async () => {
+      // Bodies of 9 MiB (under the 10 MiB limit) sent and never finished: each would be held for
+      // the body time, and without a budget a few dozen would fill the replica.
+      const nine = 9 * 1024 * 1024;
+      const held = Array.from({ length: 4 }, () => stalledRest(dev!.base, key, nine + 1, nine));
+      try {
+        await Promise.all(held.map((h) => h.sent));
+        await sleep(300);
+        // The fifth body is refused as it passes her share: 429, the connection closed, nothing
+        // held. It sends one byte past the share, so the gateway has read all of it when it closes.
+        const fifth = stalledRest(dev!.base, key, nine + 1, 4 * 1024 * 1024 + 1);
+        const answer = await fifth.answer;
+        expect(answer.head).toMatch(/^HTTP\/1\.1 429 /);
+        expect(answer.head).toMatch(/\r\nconnection: close\r\n/i);
+        expect(answer.head).toMatch(/\r\nretry-after: 1\r\n/i);
+        const body = JSON.parse(answer.body) as { code: string; error: string };
+        expect(body.code).toBe('rate_limited');
+        expect(body.error).toMatch(
+          /^your keys' calls hold 4\d{7} bytes of this replica's memory .* past the 41943040 one owner may hold; wait for some of your calls to be answered/,
+        );
+        // Her gRPC message is refused from the same budget; walt's is answered.
+        const grpcRefused = await call('ModelInfer', {
+          model_name: 'model-iris',
+          inputs: [features({ shape: [500_000, 4] })],
+          raw_input_contents: [Buffer.alloc(8_000_000)],
+        });
+        expect(refusal(grpcRefused)).toEqual([8, 'rate_limited', 'rate_limited']);
+        const walt = await dev!.key(['models:inference'], 'platform', {}, 'walt');
+        const other = await call(
+          'ModelInfer',
+          { model_name: 'model-iris', inputs: [features()], raw_input_contents: [raw] },
+          { authorization: `Apikey ${walt}` },
+        );
+        expect(predictions(other.value)).toEqual(expected);
+        // The held bodies are cut at the body time (408), and what they held is given back.
+        for (const h of held) expect((await h.answer).head).toMatch(/^HTTP\/1\.1 408 /);
+      } finally {
+        for (const h of held) h.socket.destroy();
+      }
+      const again = await fetch(`${dev?.base}/v2/models/model-iris/infer`, {
+        method: 'POST',
+        headers: { authorization: `Apikey ${key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ inputs: [{ ...features(), data: rows }] }),
+      });
+      expect(again.status).toBe(200);
+      await again.arrayBuffer();
     });
 
     test('the 256 include calls to a model of the owner’s own that never answers: it leaves room for everyone else', async () => {
@@ -475,7 +526,7 @@ describe('V2 inference over gRPC (standalone)', () => {
       // messages sent at once over one connection would not all arrive within the body time.
       const streams: ClientHttp2Stream[] = [];
       try {
-        for (let i = 0; i < 10; i++) {
+        for (let i = 0; i < 9; i++) {
           const stream = session.request({
             ':method': 'POST',
             ':path': '/inference.GRPCInferenceService/ModelInfer',
@@ -491,12 +542,12 @@ describe('V2 inference over gRPC (standalone)', () => {
           // Sent, not refused: the answer is on its way and waits for a window that never opens.
           expect([headers[':status'], headers['grpc-status']]).toEqual([200, undefined]);
         }
-        // Her 10 unread answers (40 MB) fit in her 4 x 10 MiB; one more 4 MB answer would not: it
-        // is refused instead of sent, even to a client of hers that reads.
+        // Her 9 unread answers (36 MB) fit in her 4 x 10 MiB; one more call's 8 MB message would
+        // not, beside them: it is refused, not held, even from a client of hers that reads.
         const refused = await call('ModelInfer', big);
         expect(refusal(refused)).toEqual([8, 'rate_limited', 'rate_limited']);
         expect(refused.error?.details).toMatch(
-          /answers to your keys' gRPC calls that were sent and not read hold 41943040 bytes/,
+          /your keys' calls hold 36000000 bytes of this replica's memory .* and this would take 8000\d+ more, past the 41943040 one owner may hold/,
         );
         // A small answer still fits; walt's large one is answered beside hers.
         const small = await call('ModelInfer', {
@@ -566,4 +617,34 @@ async function runtimePids(state: string, workload: string): Promise<number[]> {
     if (cwd.startsWith(state) && path.basename(cwd) === workload) pids.push(Number(entry));
   }
   return pids;
+}
+
+/** A V2 REST call that declares `declared` bytes, sends `sent` of them and waits: its answer, whenever it comes. */
+function stalledRest(
+  base: string,
+  key: string,
+  declared: number,
+  sent: number,
+): { socket: Socket; sent: Promise<void>; answer: Promise<{ head: string; body: string }> } {
+  const url = new URL(base);
+  const socket = netConnect(Number(url.port), url.hostname);
+  socket.on('error', () => undefined);
+  const chunks: Buffer[] = [];
+  socket.on('data', (c: Buffer) => chunks.push(c));
+  const answer = new Promise<{ head: string; body: string }>((resolve) =>
+    socket.once('close', () => {
+      const text = Buffer.concat(chunks).toString('utf8');
+      const end = text.indexOf('\r\n\r\n');
+      resolve({ head: text.slice(0, end + 2), body: text.slice(end + 4) });
+    }),
+  );
+  const head =
+    `POST /v2/models/model-iris/infer HTTP/1.1\r\nhost: ${url.host}\r\nauthorization: Apikey ${key}\r\n` +
+    `content-type: application/json\r\ncontent-length: ${declared}\r\n\r\n`;
+  const body = Buffer.alloc(sent, 0x20);
+  const written = new Promise<void>((resolve) => {
+    socket.write(head);
+    socket.write(body, () => resolve());
+  });
+  return { socket, sent: written, answer };
 }

@@ -95,6 +95,7 @@ describe('loadGatewayConfig', () => {
     [{ ...OIDC, TOLLGATE_OIDC_SCOPES: 'openid  email' }, 'oidc.scopes'],
     [{ ...OIDC, TOLLGATE_OIDC_REDIRECT_PATH: 'panel/' }, 'oidc.redirectPath'],
     [{ ...OIDC, TOLLGATE_OIDC_CLOCK_TOLERANCE_SECONDS: '-1' }, 'oidc.clockToleranceSeconds'],
+    [{ TOLLGATE_HELD_BYTES_LIMIT: String(1024 * 1024) }, 'heldBytesLimit'],
   ])('refuses %p naming the field', (env, field) => {
     try {
       loadGatewayConfig({ env });

@@ -110,6 +110,9 @@ describe('the sidecar injection plan', () => {
     expect(env['TOLLGATE_POD_NAMESPACE']).toEqual({ fieldRef: { fieldPath: 'metadata.namespace' } });
     // One per guarded pod: it runs with the heap settings the sidecar bench measures.
     expect(env['NODE_OPTIONS']).toBe('--max-semi-space-size=1');
+    // What its calls may hold fits beside its own memory under the container's limit.
+    expect(Number(env['TOLLGATE_HELD_BYTES_LIMIT'])).toBe(48 * 1024 * 1024);
+    expect(sidecar.resources?.limits?.['memory']).toBe('256Mi');
     expect(sidecar.readinessProbe?.httpGet).toMatchObject({ path: '/readyz', port: SIDECAR_OPERATIONS_PORT });
     expect(sidecar.securityContext).toMatchObject({ runAsNonRoot: true, readOnlyRootFilesystem: true });
     expect(plan.patch).toContainEqual({

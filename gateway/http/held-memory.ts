@@ -1,0 +1,71 @@
+import type { IncomingMessage } from 'node:http';
+import { TollgateError } from '../../common/errors.js';
+import { OwnerTally } from './owner-tally.js';
+
+/** What a claim holds, for the advice its refusal gives. */
+export interface HeldKind {
+  /** What the caller should do instead, as the end of the owner's refusal. */
+  advice: string;
+}
+
+/**
+ * Bytes that calls hold in this process at once and that the caller decides: V2 request bodies,
+ * read whole to be checked; gRPC messages received and not yet answered; gRPC answers sent and not
+ * yet read. Each is bounded per call by the body limit, and none by how many calls a caller opens,
+ * so without one budget over all of them a caller with any key could fill the replica's memory
+ * (and every team's calls with it). One budget, not one per path: a replica's memory limit has
+ * to leave room for all of them together. One owner's keys may hold a quarter of it (at least one
+ * body limit), so a single caller is refused long before the replica is full.
+ */
+export class HeldMemory {
+  private readonly tally = new OwnerTally();
+  /** Requests whose body a gRPC call already holds (its message, dispatched in process). */
+  private readonly carried = new WeakSet<IncomingMessage>();
+  readonly perOwner: number;
+
+  constructor(
+    readonly limitBytes: number,
+    bodyLimitBytes: number,
+  ) {
+    this.perOwner = Math.min(limitBytes, Math.max(Math.floor(limitBytes / 4), bodyLimitBytes));
+  }
+
+  /** Takes `bytes` for `owner`; the refusal that says why when they do not fit (nothing taken). */
+  claim(owner: string, bytes: number, kind: HeldKind): TollgateError | undefined {
+    const mine = this.tally.of(owner);
+    if (mine + bytes > this.perOwner) {
+      return new TollgateError(
+        'rate_limited',
+        `your keys' calls hold ${mine} bytes of this replica's memory (request bodies and gRPC messages not yet answered, gRPC answers not yet read) and this would take ${bytes} more, past the ${this.perOwner} one owner may hold; ${kind.advice}`,
+        { headers: { 'retry-after': '1' } },
+      );
+    }
+    if (this.tally.total + bytes > this.limitBytes) {
+      return new TollgateError(
+        'gateway_busy',
+        `this replica's calls hold ${this.tally.total} bytes of its memory, near the ${this.limitBytes} it keeps for them; retry shortly`,
+        { headers: { 'retry-after': '1' } },
+      );
+    }
+    this.tally.add(owner, bytes);
+    return undefined;
+  }
+
+  release(owner: string, bytes: number): void {
+    if (bytes > 0) this.tally.remove(owner, bytes);
+  }
+
+  /** Held now, by `owner` or by all. */
+  held(owner?: string): number {
+    return owner === undefined ? this.tally.total : this.tally.of(owner);
+  }
+
+  /** Marks a request whose body is counted already, by the gRPC call it stands for. */
+  carry(req: IncomingMessage): void {
+    this.carried.add(req);
+  }
+
+  carries(req: IncomingMessage): boolean {
+    return this.carried.has(req);
+  }
+}

@@ -1,0 +1,51 @@
+import { describe, expect, it } from '@jest/globals';
+import { HeldMemory } from '../../../gateway/http/held-memory.js';
+import type { IncomingMessage } from 'node:http';
+
+const MiB = 1024 * 1024;
+const kind = { advice: 'send fewer at once' };
+
+describe('HeldMemory', () => {
+  it('lets one owner hold a quarter of the budget, and refuses the rest with what it holds and what to do', () => {
+    const memory = new HeldMemory(160 * MiB, 10 * MiB);
+    expect(memory.perOwner).toBe(40 * MiB);
+    for (let i = 0; i < 4; i++) expect(memory.claim('ann', 10 * MiB, kind)).toBeUndefined();
+    const refused = memory.claim('ann', 1, kind);
+    expect(refused?.code).toBe('rate_limited');
+    expect(refused?.status).toBe(429);
+    expect(refused?.headers['retry-after']).toBe('1');
+    expect(refused?.message).toMatch(
+      /hold 41943040 bytes .* past the 41943040 one owner may hold; send fewer at once$/,
+    );
+    // Nothing was taken by the refusal; another owner is not refused for ann's calls.
+    expect(memory.held('ann')).toBe(40 * MiB);
+    expect(memory.claim('bob', 10 * MiB, kind)).toBeUndefined();
+    memory.release('ann', 10 * MiB);
+    expect(memory.claim('ann', 10 * MiB, kind)).toBeUndefined();
+  });
+
+  it('refuses every owner once the replica holds its budget, and takes calls again as they end', () => {
+    const memory = new HeldMemory(48 * MiB, 10 * MiB);
+    // A sidecar's: a quarter would be less than one body, so an owner may hold one body limit.
+    expect(memory.perOwner).toBe(12 * MiB);
+    for (const owner of ['a', 'b', 'c', 'd']) expect(memory.claim(owner, 12 * MiB, kind)).toBeUndefined();
+    const busy = memory.claim('e', 1, kind);
+    expect([busy?.status, busy?.code]).toEqual([503, 'gateway_busy']);
+    expect(busy?.message).toMatch(
+      /hold 50331648 bytes of its memory, near the 50331648 it keeps for them; retry shortly/,
+    );
+    expect(memory.held()).toBe(48 * MiB);
+    memory.release('c', 12 * MiB);
+    expect(memory.claim('e', 12 * MiB, kind)).toBeUndefined();
+    for (const owner of ['a', 'b', 'd', 'e']) memory.release(owner, 12 * MiB);
+    expect(memory.held()).toBe(0);
+  });
+
+  it('knows the requests a gRPC call already holds, and no others', () => {
+    const memory = new HeldMemory(160 * MiB, 10 * MiB);
+    const carried = {} as IncomingMessage;
+    memory.carry(carried);
+    expect(memory.carries(carried)).toBe(true);
+    expect(memory.carries({} as IncomingMessage)).toBe(false);
+  });
+});

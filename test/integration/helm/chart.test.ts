@@ -430,6 +430,14 @@ describe('helm chart: lint and render', () => {
     await expect(render(['sidecar.webhook.failurePolicy=Sometimes'])).rejects.toThrow(/failurePolicy/);
   });
 
+  it('passes the budget for what calls hold only when one is set', async () => {
+    const { objects } = await render(['gateway.heldBytesLimit=268435456']);
+    const config = find(objects, 'ConfigMap', 't1-tollgate-gateway').data?.['gateway.yaml'] ?? '';
+    expect((parseAllDocuments(config)[0]?.toJS() as Record<string, unknown>)['heldBytesLimit']).toBe(
+      268435456,
+    );
+  });
+
   it('writes the gateway config file from OIDC, upstream and role values', async () => {
     const { objects } = await render([
       'oidc.issuer=https://idp.example.test/realms/data',
@@ -708,6 +716,9 @@ describe('helm chart: lint and render', () => {
     );
     await expect(render(['models.gateway=sidecar', 'sidecar.webhook.enabled=false'])).rejects.toThrow(
       /models\.gateway: sidecar needs sidecar\.webhook\.enabled: true/,
+    );
+    await expect(render(['gateway.heldBytesLimit=1048576'])).rejects.toThrow(
+      /gateway\.heldBytesLimit must hold at least one body of gateway\.bodyLimitBytes/,
     );
   });
 

@@ -100,6 +100,16 @@ export const gatewayConfigSchema = z
     /** Where the Open Inference Protocol's gRPC form is answered (gateway/grpc/); none when unset. */
     grpcPort: z.coerce.number().int().min(0).max(65535).optional(),
     /**
+     * Connections the traffic port keeps open at once; more are closed as they come. Anyone who
+     * reaches the port may open them, so without a bound they alone could fill the memory.
+     */
+    maxConnections: z.coerce.number().int().min(16).default(16_384),
+    /**
+     * The same for the gRPC port, where each connection is an HTTP/2 session (~25 KiB before any
+     * call), and one client address may hold at most a quarter of them.
+     */
+    grpcMaxConnections: z.coerce.number().int().min(16).default(2_048),
+    /**
      * Where `/metrics` is served (with `/healthz` and `/readyz`), apart from the traffic port, which
      * then answers `/metrics` with 404: model names and call volumes are not for whoever can send
      * a call. Unset (a gateway on loopback), the traffic port serves it.
@@ -369,6 +379,8 @@ const ENV: ReadonlyArray<readonly [string, keyof GatewayConfigInput]> = [
   ['TOLLGATE_HOST', 'host'],
   ['TOLLGATE_PORT', 'port'],
   ['TOLLGATE_GRPC_PORT', 'grpcPort'],
+  ['TOLLGATE_MAX_CONNECTIONS', 'maxConnections'],
+  ['TOLLGATE_GRPC_MAX_CONNECTIONS', 'grpcMaxConnections'],
   ['TOLLGATE_METRICS_PORT', 'metricsPort'],
   ['TOLLGATE_REDIS_URL', 'redisUrl'],
   ['TOLLGATE_BODY_LIMIT_BYTES', 'bodyLimitBytes'],

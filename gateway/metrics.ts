@@ -32,6 +32,7 @@ export class GatewayMetrics {
   private readonly authFailures: Counter<'code'>;
   private readonly upstreamSeconds: Histogram<'kind'>;
   private readonly requestTimeouts: Counter<'phase'>;
+  private readonly connectionsRefused: Counter<'port'>;
   private readonly modelRequests: Counter<'model' | 'version' | 'status' | 'code'>;
   private readonly modelRejected: Counter<'model' | 'version' | 'code'>;
   private readonly modelSeconds: Histogram<'model' | 'version'>;
@@ -87,6 +88,12 @@ export class GatewayMetrics {
       name: 'tollgate_gateway_request_timeouts_total',
       help: 'Connections cut because the request head or body did not arrive in time (slow clients)',
       labelNames: ['phase'],
+      registers: [this.registry],
+    });
+    this.connectionsRefused = new Counter({
+      name: 'tollgate_gateway_connections_refused_total',
+      help: 'Connections closed as they came: the port held all it keeps (maxConnections, grpcMaxConnections), or their address held its share',
+      labelNames: ['port'],
       registers: [this.registry],
     });
     this.modelRequests = new Counter({
@@ -258,6 +265,10 @@ export class GatewayMetrics {
   /** A request whose head or body did not arrive within its bound (rare: prom-client directly). */
   requestTimeout(phase: 'headers' | 'body'): void {
     this.requestTimeouts.inc({ phase });
+  }
+  /** A connection closed as it came (see gateway/http/connection-gate.ts). */
+  connectionRefused(port: 'http' | 'grpc'): void {
+    this.connectionsRefused.inc({ port });
   }
   request(kind: MetricsRouteKind, status: number, module: string): void {
     const id = `${kind}|${status}|${module}`;

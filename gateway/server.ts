@@ -11,6 +11,7 @@ import { rawErrorResponse, sendError } from './http/errors.js';
 import { normalisePath, type NormalisedPath } from './routing/normalise.js';
 import type { GatewayServices } from './services.js';
 import type { GrpcGateway } from './grpc/server.js';
+import { ConnectionGate } from './http/connection-gate.js';
 
 /**
  * A gateway's HTTP server (gateway/central-server.ts dispatches the central gateway's paths on it,
@@ -73,6 +74,9 @@ export function createHttpServer(
     },
   );
 
+  server.maxConnections = s.config.maxConnections;
+  server.on('drop', () => s.metrics.connectionRefused('http'));
+
   // An expectation other than 100-continue: Node would answer an empty 417.
   server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
     res.setHeader('connection', 'close');
@@ -131,8 +135,14 @@ export function createHttpServer(
       // sidecar listens for gRPC in every pod, and those libraries are a sizeable part of a
       // process's memory (README, "The data plane's cost").
       let loading: Promise<GrpcGateway> | undefined;
+      const gate = new ConnectionGate(s.config.grpcMaxConnections);
       const accept = async (socket: Socket): Promise<void> => {
         socket.on('error', () => socket.destroy());
+        if (!gate.admit(socket)) {
+          s.metrics.connectionRefused('grpc');
+          socket.destroy();
+          return;
+        }
         loading ??= import('./grpc/server.js').then(({ GrpcGateway }) => {
           grpc = new GrpcGateway(dispatch, {
             keys: s.keys,

@@ -182,7 +182,9 @@ export class GrpcGateway {
       // A connection carries a bounded number of calls, and none lives for ever: clients
       // reconnect, and so move to other replicas as a load balancer would move REST clients.
       'grpc.max_concurrent_streams': 128,
-      'grpc.max_connection_idle_ms': 5 * 60_000,
+      // As REST's keep-alive: a connection without a call in flight (or that never began one)
+      // holds its session this long at most; the listener bounds how many there are.
+      'grpc.max_connection_idle_ms': 65_000,
       'grpc.max_connection_age_ms': 30 * 60_000,
       // Room for a call held through a cold start and a slow runtime.
       'grpc.max_connection_age_grace_ms': 5 * 60_000,

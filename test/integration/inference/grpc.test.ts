@@ -51,7 +51,12 @@ describe('V2 inference over gRPC (standalone)', () => {
     grpcPort = await freePort();
     dev = await startDev(state, r.url, {
       built: true,
-      env: { TOLLGATE_GRPC_PORT: String(grpcPort), TOLLGATE_REQUEST_BODY_TIMEOUT_MS: '2000' },
+      env: {
+        TOLLGATE_GRPC_PORT: String(grpcPort),
+        TOLLGATE_REQUEST_BODY_TIMEOUT_MS: '2000',
+        // 32 per client address.
+        TOLLGATE_GRPC_MAX_CONNECTIONS: '128',
+      },
     });
     key = await dev.key(['models:inference']);
     const rows = {
@@ -396,6 +401,47 @@ describe('V2 inference over gRPC (standalone)', () => {
         expect(predictions(again.value)).toEqual(expected);
       } finally {
         for (const c of connections) c.close();
+      }
+    });
+
+    test('one client address holds at most a quarter of the port’s connections, with or without a call; closed ones give their place back', async () => {
+      // Another loopback address than the test's clients: what it holds is its own share.
+      const open = (i: number) => {
+        const socket = netConnect({ port: grpcPort, host: '127.0.0.1', localAddress: '127.0.0.2' });
+        socket.on('error', () => undefined);
+        // Half send HTTP/2's preface and settings, and then nothing; no call begins on either.
+        if (i % 2 === 0)
+          socket.write(
+            Buffer.concat([
+              Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n'),
+              Buffer.from([0, 0, 0, 4, 0, 0, 0, 0, 0]),
+            ]),
+          );
+        let closed = false;
+        socket.once('close', () => (closed = true));
+        return { socket, closed: () => closed };
+      };
+      const held = Array.from({ length: 40 }, (_, i) => open(i));
+      try {
+        await sleep(500);
+        // 32 kept, 8 closed as they came.
+        expect(held.filter((h) => h.closed())).toHaveLength(8);
+        // The test's own address is not held back by them.
+        expect((await call('ServerLive', {})).value).toEqual({ live: true });
+        // Its share is full: one more from it is closed too.
+        const more = open(1);
+        await sleep(300);
+        expect(more.closed()).toBe(true);
+      } finally {
+        for (const h of held) h.socket.destroy();
+      }
+      await sleep(300);
+      const again = open(1);
+      try {
+        await sleep(300);
+        expect(again.closed()).toBe(false);
+      } finally {
+        again.socket.destroy();
       }
     });
 

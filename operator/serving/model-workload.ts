@@ -5,6 +5,7 @@ import type {
   V1Service,
 } from '@kubernetes/client-node';
 import { createHash } from 'node:crypto';
+import { verbatim } from '../../common/kube/verbatim.js';
 import {
   isRuntimeEnvSetByTollgate,
   MODEL_API_VERSION,
@@ -142,8 +143,9 @@ export function modelDeployment(plan: RuntimePlan, opts: WorkloadOptions): V1Dep
     'prometheus.io/path': '/metrics',
   };
   const credentials = model.spec.credentials?.secretName;
-  const pullArgs = ['pull', plan.storageUri, folder];
-  if (plan.settingsGenerated) pullArgs.push('--settings', JSON.stringify(plan.settings));
+  // Tenant text beside the credentials' environment: never expanded (common/kube/verbatim.ts).
+  const pullArgs = ['pull', verbatim(plan.storageUri), folder];
+  if (plan.settingsGenerated) pullArgs.push('--settings', verbatim(JSON.stringify(plan.settings)));
   const template: V1PodTemplateSpec = {
     metadata: { labels: podLabels },
     spec: {

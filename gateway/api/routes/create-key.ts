@@ -56,6 +56,8 @@ export const createKeyBodySchema = z
         offset: true,
         error: 'expiresAt must be an ISO 8601 date-time with a time zone, e.g. 2030-01-31T23:59:59Z',
       })
+      // Kept in UTC: 9999-12-31T23:59-12:00 is in year 10000 there, which no store takes.
+      .refine((v) => new Date(v).getUTCFullYear() <= 9999, 'expiresAt must fall before the year 10000 in UTC')
       .optional(),
     rateLimit: rateLimitSchema.optional(),
     limits: namedLimitsInputSchema.optional(),

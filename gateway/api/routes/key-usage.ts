@@ -26,8 +26,10 @@ function keyUsage(deps: ManagementDeps): RequestHandler {
       key.spec.credits === undefined
         ? undefined
         : await readCredits(deps.redis, key.spec.countsAs ?? id, key.spec.credits);
-    const identity =
-      key.spec.identity === undefined ? undefined : await deps.identities.get(key.spec.identity);
+    // Names are cluster-wide: a key left naming a deleted identity must not show the credits of
+    // another owner's identity made later under that name.
+    const named = key.spec.identity === undefined ? undefined : await deps.identities.get(key.spec.identity);
+    const identity = named?.spec.owner === key.spec.owner ? named : undefined;
     const identityCreditsNow = identity === undefined ? undefined : await identityCredits(deps, identity);
     res.json({
       id,

@@ -643,6 +643,15 @@ describe('identities', () => {
       });
       expect(gone).toMatchObject({ code: 'identity_missing' });
     }
+    // Names are cluster-wide: bob may take the freed name. The keys left naming it are still
+    // refused, and their usage never shows bob's identity's credits.
+    const bobs = await api('POST', '/identities', { token: bob, body: { name, credits: { amount: 500 } } });
+    expect(bobs.status).toBe(201);
+    const afterTaken = await api('GET', `/apikeys/${k2.id}/usage`);
+    expect(afterTaken.status).toBe(200);
+    expect(afterTaken.body['identityCredits']).toBeUndefined();
+    expect(afterTaken.body['credits']).toMatchObject({ amount: 1000 });
+    expect(await use(replica.url, k2.key)).toMatchObject({ status: 403, code: 'identity_missing' });
   });
 });
 

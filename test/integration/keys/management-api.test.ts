@@ -534,6 +534,12 @@ describe.each(stores)('management API over HTTP (keys on %s)', (label, openStore
         'expiresAt',
       ],
       [
+        'an expiry past the year 9999 once in UTC',
+        { module: 'platform', roles: ['viewer'], expiresAt: '9999-12-31T23:59:59-12:00' },
+        'invalid_field',
+        'expiresAt',
+      ],
+      [
         'an expiry in the past',
         { module: 'platform', roles: ['viewer'], expiresAt: '2020-01-01T00:00:00Z' },
         'expiry_in_past',

@@ -46,6 +46,13 @@ export function kubeSources(
     sameMachine?: boolean;
     /** The operator's own namespace, where Models name only Secrets labelled for them. */
     ownNamespace?: string;
+    /**
+     * Where ApiKeys and Identities are believed: the release's namespace, where the management
+     * API writes them. A key is an index entry with whatever roles and owner it says, so one
+     * written elsewhere (by a team given Tollgate's kinds in its own namespace) must mint nothing.
+     * Unset, the Models' namespace (a test's operator, which has no release).
+     */
+    keysNamespace?: string;
   },
 ): OperatorSources {
   // A custom resource's informer source; objects that do not match the kind's schema are left out.
@@ -54,6 +61,7 @@ export function kubeSources(
     schema: { safeParse(raw: unknown): { success: boolean; data?: unknown; error?: unknown } },
     kind: string,
     keep: (parsed: T) => T = (parsed) => parsed,
+    namespace: string | undefined = opts.namespace,
   ): KubeCustomResourceSource<T> =>
     new KubeCustomResourceSource<T>(
       kc,
@@ -66,8 +74,9 @@ export function kubeSources(
         return undefined;
       },
       log,
-      opts.namespace,
+      namespace,
     );
+  const keysNamespace = opts.keysNamespace ?? opts.namespace;
   const routeHold = new KubeRouteHold(kc, opts.namespace);
   return {
     models: customSource<Model>(
@@ -80,11 +89,14 @@ export function kubeSources(
       apiKeySchema,
       'ApiKey',
       compactApiKey,
+      keysNamespace,
     ),
     identities: customSource<IdentityResource>(
       { group: IDENTITY_GROUP, version: IDENTITY_VERSION, plural: IDENTITY_PLURAL },
       identitySchema,
       'Identity',
+      undefined,
+      keysNamespace,
     ),
     services: new KubeLabelledSource<WorkflowService>(
       kc,

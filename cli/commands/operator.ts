@@ -159,6 +159,7 @@ export function register(program: Command): void {
           kubeSources(kc, log, {
             pullerImage: flags.pullerImage,
             ownNamespace,
+            keysNamespace: ownNamespace,
             ...(flags.namespace ? { namespace: flags.namespace } : {}),
           }),
         {

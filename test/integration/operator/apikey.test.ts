@@ -368,3 +368,34 @@ describe('ApiKey index, workflow routes, restarts and Redis loss', () => {
     }
   }, 120_000);
 });
+
+describe('ApiKeys and Identities outside the release’s namespace', () => {
+  test('mint nothing: a key written where teams work, with any roles, is never indexed; one in the release’s is', async () => {
+    const c = await cluster();
+    const team = await namespace(c, 'op-keys-team');
+    const release = await namespace(c, 'op-keys-release');
+    const url = (await redis(`${TAG}-scoped`)).url;
+    const client = new Redis(url, { maxRetriesPerRequest: 1 });
+    // The operator serves the team's Models; keys are believed only in the release's namespace.
+    const operator = startOperator(c, team, url, {}, c.kc, release);
+    try {
+      await operator.start();
+      await operator.synced();
+      const forged = apiKeyBody('platform', 'mallory');
+      forged.body.spec.roles = ['admin'];
+      await c.custom.createNamespacedCustomObject({ ...keyRef, namespace: team, body: forged.body });
+      const real = apiKeyBody('platform', 'alice');
+      await c.custom.createNamespacedCustomObject({ ...keyRef, namespace: release, body: real.body });
+      await eventually(
+        async () => (await readSealed(client, redisKeys.apiKey(real.hash))) !== undefined,
+        'the release’s key indexed',
+      );
+      // Written before the release's key, and a whole reconcile later still absent.
+      expect(await client.exists(redisKeys.apiKey(forged.hash))).toBe(0);
+    } finally {
+      await operator.stop();
+      client.disconnect();
+      c.kc.close();
+    }
+  }, 60_000);
+});

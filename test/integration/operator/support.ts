@@ -119,10 +119,18 @@ export function startOperator(
   extra: Partial<OperatorOptions> = {},
   /** Who the controllers' caches list and watch as (the leader election keeps `c.kc`). */
   sourcesKc: KubeConfig = c.kc,
+  /** Where ApiKeys and Identities are believed (the release's namespace); unset, `ns`. */
+  keysNamespace?: string,
 ): OperatorManager {
   const log = createLogger('operator-test', process.env.TEST_LOG_LEVEL ?? 'silent');
   return new OperatorManager(
-    () => kubeSources(sourcesKc, log, { pullerImage: PULLER_IMAGE, namespace: ns, sameMachine: true }),
+    () =>
+      kubeSources(sourcesKc, log, {
+        pullerImage: PULLER_IMAGE,
+        namespace: ns,
+        sameMachine: true,
+        ...(keysNamespace === undefined ? {} : { keysNamespace }),
+      }),
     {
       redisUrl,
       log,

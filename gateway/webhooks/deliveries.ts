@@ -28,6 +28,8 @@ export interface Claimed {
   attempts: number;
 }
 
+/** A pending message due within this is not replayed: it is about to be sent, or being sent. */
+const SOON_MS = 60_000;
 /** Messages kept per endpoint: older ones go, with their hash and queue entry. */
 const LOG_SIZE = 200;
 
@@ -140,6 +142,11 @@ export class DeliveryQueue {
     await execAll(tx);
   }
 
+  /** Puts a claimed message back, due at `dueAtMs`, its attempts as they were (if it is still queued). */
+  async postpone(id: string, dueAtMs: number): Promise<void> {
+    await this.redis.zadd(redisKeys.webhookDue, 'XX', dueAtMs, id);
+  }
+
   /** An endpoint's recent messages, newest first. */
   async list(webhook: string, limit: number): Promise<Delivery[]> {
     const ids = await this.redis.zrevrange(redisKeys.webhookLog(webhook), 0, limit - 1);
@@ -152,10 +159,16 @@ export class DeliveryQueue {
     });
   }
 
-  /** Queues a message of `webhook` again, due now, with its attempts counted afresh. */
-  async replay(webhook: string, id: string, nowMs = Date.now()): Promise<Delivery | undefined> {
+  /**
+   * Queues a message of `webhook` again, due now, with its attempts counted afresh; `pending`
+   * when it is already due within SOON_MS (or being sent): a replay then adds nothing but another
+   * send, and replays on a loop would make the gateway a sender of signed POSTs at will.
+   */
+  async replay(webhook: string, id: string, nowMs = Date.now()): Promise<Delivery | 'pending' | undefined> {
     const key = redisKeys.webhookMessage(id);
-    if ((await this.redis.hget(key, 'webhook')) !== webhook) return undefined;
+    const [owner, status, next] = await this.redis.hmget(key, 'webhook', 'status', 'nextAttemptAt');
+    if (owner !== webhook) return undefined;
+    if (status === 'pending' && !(Date.parse(next ?? '') > nowMs + SOON_MS)) return 'pending';
     const due = new Date(nowMs).toISOString();
     await execAll(
       this.redis

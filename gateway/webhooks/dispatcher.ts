@@ -5,7 +5,7 @@ import { redisKeys } from '../../common/redis/schema.js';
 import type { EntrySealer } from '../../common/redis/sealed-entry.js';
 import { apiKeyId, type ApiKey } from '../../common/resources/apikey.js';
 import { DEFAULT_EXPIRING_DAYS, type Webhook } from '../../common/resources/webhook.js';
-import type { DeliveryQueue } from './deliveries.js';
+import type { Claimed, DeliveryQueue } from './deliveries.js';
 import type { WebhookEvent } from './events.js';
 import type { WebhookInbox } from './inbox.js';
 import type { WebhookSender } from './sender.js';
@@ -34,6 +34,20 @@ const ENDPOINTS_TTL_MS = 2_000;
 /** Messages claimed per poll, and how long a claimed one waits before another replica may try it. */
 const BATCH = 20;
 const LEASE_MS = 60_000;
+/**
+ * Sends a replica has in flight, over all endpoints and to one: a slow endpoint (any user may
+ * register one that never answers, and replay its messages at will) holds two of them, never the
+ * queue; the others' messages go past it.
+ */
+const MAX_SENDING = 64;
+const MAX_SENDING_PER_ENDPOINT = 2;
+/**
+ * Claimed messages of an endpoint sending its share wait here for its next free send (a burst to
+ * a healthy endpoint goes out at once, two at a time); past this many, or once half their lease
+ * has gone, they are put back in the queue, due BUSY_RETRY_MS later.
+ */
+const MAX_WAITING_PER_ENDPOINT = 50;
+const BUSY_RETRY_MS = 10_000;
 
 /**
  * Sends key events to the endpoints that asked for them. Each event becomes one message per
@@ -48,6 +62,10 @@ export class WebhookDispatcher {
   private scanTimer: NodeJS.Timeout | undefined;
   private polling = false;
   private stopped = false;
+  /** Sends in flight, and how many to each endpoint. */
+  private readonly sending = new Set<Promise<void>>();
+  private readonly sendingTo = new Map<string, number>();
+  private readonly waiting = new Map<string, Array<{ m: Claimed; claimedAt: number }>>();
 
   constructor(
     private readonly s: {
@@ -74,6 +92,7 @@ export class WebhookDispatcher {
     this.stopped = true;
     clearInterval(this.pollTimer);
     clearInterval(this.scanTimer);
+    await Promise.allSettled([...this.sending]);
     await this.s.sender.close();
   }
 
@@ -112,7 +131,10 @@ export class WebhookDispatcher {
     return this.endpoints.list;
   }
 
-  /** Sends what is due: one attempt per claimed message, its outcome recorded. */
+  /**
+   * Starts what is due: one attempt per claimed message, its outcome recorded as it ends (each
+   * end polls again). An endpoint sending its share has its messages put back a little.
+   */
   async poll(): Promise<void> {
     if (this.polling || this.stopped) return;
     this.polling = true;
@@ -125,47 +147,86 @@ export class WebhookDispatcher {
       )
         for (const e of events) await this.enqueue(e, Date.now(), undefined, false);
       for (;;) {
-        const claimed = await this.s.queue.claim(Date.now(), LEASE_MS, BATCH);
+        const room = MAX_SENDING - this.sending.size;
+        if (room <= 0) return;
+        const claimed = await this.s.queue.claim(Date.now(), LEASE_MS, Math.min(BATCH, room));
         if (claimed.length === 0) return;
         const endpoints = new Map((await this.listEndpoints()).map((w) => [w.metadata.name, w]));
-        await Promise.all(
-          claimed.map(async (m) => {
-            const endpoint = endpoints.get(m.webhook);
-            const attempts = m.attempts + 1;
-            if (endpoint === undefined) {
-              await this.s.queue.record(
-                m.id,
-                { ok: false, error: 'the endpoint was deleted' },
-                attempts,
-                undefined,
-              );
-              return;
-            }
-            const nowS = Math.floor(Date.now() / 1000);
-            const secret = webhookSecret(this.s.sealer, endpoint);
-            const outcome = await this.s.sender.send(
-              endpoint.spec.url,
-              signedHeaders(secret, m.id, nowS, m.body),
-              m.body,
-            );
-            const delay = this.opts.retrySeconds[attempts - 1];
-            const retryAt = outcome.ok || delay === undefined ? undefined : Date.now() + delay * 1000;
-            await this.s.queue.record(m.id, outcome, attempts, retryAt);
-            if (!outcome.ok)
-              this.s.log.info(
-                { webhook: m.webhook, message: m.id, attempts, error: outcome.error, retryAt },
-                retryAt === undefined
-                  ? 'webhook delivery failed for good'
-                  : 'webhook delivery failed; will retry',
-              );
-          }),
-        );
+        for (const m of claimed) {
+          const queued = this.waiting.get(m.webhook) ?? [];
+          if ((this.sendingTo.get(m.webhook) ?? 0) < MAX_SENDING_PER_ENDPOINT)
+            this.begin(m, endpoints.get(m.webhook));
+          else if (queued.length < MAX_WAITING_PER_ENDPOINT) {
+            queued.push({ m, claimedAt: Date.now() });
+            this.waiting.set(m.webhook, queued);
+          } else await this.s.queue.postpone(m.id, Date.now() + BUSY_RETRY_MS);
+        }
       }
     } catch (err) {
       this.s.log.warn({ err }, 'webhook deliveries not sent this time (Redis?)');
     } finally {
       this.polling = false;
     }
+  }
+
+  /** One attempt at one message, counted while it runs; never throws. */
+  private begin(m: Claimed, endpoint: Webhook | undefined): void {
+    const to = m.webhook;
+    this.sendingTo.set(to, (this.sendingTo.get(to) ?? 0) + 1);
+    const sent = this.attempt(m, endpoint)
+      .catch((err: unknown) =>
+        this.s.log.warn({ err, message: m.id }, 'webhook delivery not recorded (Redis?)'),
+      )
+      .finally(() => {
+        this.sending.delete(sent);
+        const left = (this.sendingTo.get(to) ?? 1) - 1;
+        if (left > 0) this.sendingTo.set(to, left);
+        else this.sendingTo.delete(to);
+        void this.next(to).then(() => this.poll());
+      });
+    this.sending.add(sent);
+  }
+
+  /** The next message waiting for `to`, sent if its claim is still fresh, else put back due now. */
+  private async next(to: string): Promise<void> {
+    const queued = this.waiting.get(to);
+    const head = queued?.shift();
+    if (queued?.length === 0) this.waiting.delete(to);
+    if (head === undefined || this.stopped) return;
+    try {
+      if (Date.now() - head.claimedAt < LEASE_MS / 2) {
+        const endpoints = await this.listEndpoints();
+        this.begin(
+          head.m,
+          endpoints.find((w) => w.metadata.name === to),
+        );
+      } else await this.s.queue.postpone(head.m.id, Date.now());
+    } catch (err) {
+      this.s.log.warn({ err }, 'webhook deliveries not sent this time (Redis?)');
+    }
+  }
+
+  private async attempt(m: Claimed, endpoint: Webhook | undefined): Promise<void> {
+    const attempts = m.attempts + 1;
+    if (endpoint === undefined) {
+      await this.s.queue.record(m.id, { ok: false, error: 'the endpoint was deleted' }, attempts, undefined);
+      return;
+    }
+    const nowS = Math.floor(Date.now() / 1000);
+    const secret = webhookSecret(this.s.sealer, endpoint);
+    const outcome = await this.s.sender.send(
+      endpoint.spec.url,
+      signedHeaders(secret, m.id, nowS, m.body),
+      m.body,
+    );
+    const delay = this.opts.retrySeconds[attempts - 1];
+    const retryAt = outcome.ok || delay === undefined ? undefined : Date.now() + delay * 1000;
+    await this.s.queue.record(m.id, outcome, attempts, retryAt);
+    if (!outcome.ok)
+      this.s.log.info(
+        { webhook: m.webhook, message: m.id, attempts, error: outcome.error, retryAt },
+        retryAt === undefined ? 'webhook delivery failed for good' : 'webhook delivery failed; will retry',
+      );
   }
 
   /**

@@ -36,6 +36,11 @@ function replayWebhookDelivery(deps: ManagementDeps): RequestHandler {
         'delivery_not_found',
         `webhook ${id} has no delivery ${delivery} (deliveries are kept a few days); GET /api/v1/webhooks/${id}/deliveries lists them`,
       );
+    if (replayed === 'pending')
+      throw new TollgateError(
+        'delivery_pending',
+        `delivery ${delivery} is already queued and sent within a minute; replay it once its attempt is recorded (GET /api/v1/webhooks/${id}/deliveries)`,
+      );
     void deps.webhooks.dispatcher.poll();
     res.status(202).json(replayed);
   };
@@ -48,6 +53,6 @@ export const replayWebhookDeliveryRoute: ManagementRoute = {
   summary: 'Send a delivery again now, with its attempts counted afresh',
   pathParams: replayParamsSchema,
   ok: { status: 202, description: 'Queued again', schema: deliverySchema },
-  errors: [400, 401, 404, 503],
+  errors: [400, 401, 404, 409, 503],
   handler: replayWebhookDelivery,
 };

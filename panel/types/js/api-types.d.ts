@@ -3033,6 +3033,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description A conflict (`code` says which): the resource changed meanwhile, exists already or is in use, or a per-user bound is reached */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description A store the gateway needs is unavailable; retry */
             503: {
                 headers: {

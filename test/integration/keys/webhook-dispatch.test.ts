@@ -1,0 +1,112 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { createServer, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Redis } from 'ioredis';
+import type { ApiKeyStore } from '../../../common/apikey/store.js';
+import { createLogger } from '../../../common/logger.js';
+import type { Webhook } from '../../../common/resources/webhook.js';
+import { DeliveryQueue } from '../../../gateway/webhooks/deliveries.js';
+import { WebhookDispatcher } from '../../../gateway/webhooks/dispatcher.js';
+import { WebhookInbox } from '../../../gateway/webhooks/inbox.js';
+import { WebhookSender } from '../../../gateway/webhooks/sender.js';
+import type { WebhookStore } from '../../../gateway/webhooks/store.js';
+import { redis } from '../../harness/index.js';
+import { testSealer } from '../signing.js';
+
+/**
+ * One user's endpoints hold none of the others' deliveries: any user may register endpoints that
+ * accept and never answer, and fill their queues (their own key events, replays).
+ */
+describe('webhook deliveries past a slow endpoint', () => {
+  let client: Redis;
+  let slow: Server;
+  let fast: Server;
+  const held: Socket[] = [];
+  const heldAnswers: ServerResponse[] = [];
+  let slowSeen = 0;
+  const fastSeen: number[] = [];
+
+  const listen = (server: Server) =>
+    new Promise<number>((resolve) =>
+      server.listen(0, '127.0.0.1', () => resolve((server.address() as AddressInfo).port)),
+    );
+
+  beforeAll(async () => {
+    client = new Redis((await redis('webhook-dispatch')).url, { maxRetriesPerRequest: 1 });
+    slow = createServer((req, res) => {
+      slowSeen++;
+      req.resume();
+      heldAnswers.push(res);
+    });
+    slow.on('connection', (s: Socket) => held.push(s));
+    fast = createServer((req, res) => {
+      fastSeen.push(Date.now());
+      req.resume();
+      res.end('ok');
+    });
+  });
+  afterAll(async () => {
+    for (const s of held) s.destroy();
+    await new Promise((r) => slow.close(r));
+    await new Promise((r) => fast.close(r));
+    client.disconnect();
+  });
+
+  it('a slow endpoint takes two sends of a replica at a time; the others’ messages go past its queue', async () => {
+    const [slowPort, fastPort] = [await listen(slow), await listen(fast)];
+    const endpoint = (name: string, port: number, owner: string): Webhook => ({
+      apiVersion: 'tollgate.dev/v1alpha1',
+      kind: 'Webhook',
+      metadata: { name },
+      spec: { owner, url: `http://127.0.0.1:${port}/hooks`, events: ['key.revoked'], secretVersion: 1 },
+    });
+    const endpoints = [
+      endpoint('webhook-slow', slowPort, 'mallory'),
+      endpoint('webhook-fast', fastPort, 'alice'),
+    ];
+    const store = { list: async () => endpoints } as unknown as WebhookStore;
+    const queue = new DeliveryQueue(client, 3_600);
+    const dispatcher = new WebhookDispatcher(
+      {
+        store,
+        queue,
+        sender: new WebhookSender({ allowedCidrs: ['127.0.0.0/8'], allowHttp: true, timeoutMs: 30_000 }),
+        inbox: new WebhookInbox(client, () => undefined),
+        sealer: await testSealer(),
+        redis: client,
+        keys: {} as ApiKeyStore,
+        log: createLogger('webhooks', 'silent'),
+      },
+      {
+        retrySeconds: [60],
+        pollMs: 60_000,
+        expiringScanMs: 3_600_000,
+      },
+    );
+    try {
+      // Mallory's 60 messages come due first; alice's one after them.
+      const now = Date.now() - 10_000;
+      for (let i = 0; i < 60; i++) await queue.enqueue('webhook-slow', 'key.revoked', '{}', now + i);
+      const alices = await queue.enqueue('webhook-fast', 'key.revoked', '{}', now + 100);
+      const started = Date.now();
+      await dispatcher.poll();
+      await sleep(1_000);
+      // Hers was sent within the second, while his two hang for their 30 s.
+      expect(fastSeen).toHaveLength(1);
+      expect((fastSeen[0] ?? Infinity) - started).toBeLessThan(1_000);
+      expect((await queue.list('webhook-fast', 5)).find((d) => d.id === alices)?.status).toBe('delivered');
+      expect(slowSeen).toBe(2);
+      // His others are put back, not attempted: no attempt counted, none failed.
+      const his = await queue.list('webhook-slow', 100);
+      expect(his.filter((d) => d.attempts > 0)).toHaveLength(0);
+      expect(his.filter((d) => d.status !== 'pending')).toHaveLength(0);
+      // A message already due is not replayed again (a replay loop would be a POST cannon).
+      const pending = his.at(-1);
+      expect(await queue.replay('webhook-slow', pending?.id ?? '')).toBe('pending');
+    } finally {
+      for (const r of heldAnswers) r.destroy();
+      await dispatcher.stop();
+    }
+  }, 60_000);
+});

@@ -197,6 +197,12 @@ export const gatewayConfigSchema = z
      * is a resource every gateway replica and the operator hold in memory.
      */
     maxKeysPerOwner: z.coerce.number().int().min(1).max(1_000_000).default(DEFAULT_MAX_KEYS_PER_OWNER),
+    /**
+     * Management API calls one user may make of a replica each second, after a burst of five
+     * seconds' worth (gateway/api/user-pace.ts): some routes list every team's objects from the
+     * Kubernetes API server.
+     */
+    managementCallsPerSecond: z.coerce.number().int().min(1).max(100_000).default(20),
     /** The longest grace period a rolled key may keep working for (`POST /apikeys/{id}/roll`). */
     maxRollGraceSeconds: z.coerce
       .number()
@@ -400,6 +406,7 @@ const ENV: ReadonlyArray<readonly [string, keyof GatewayConfigInput]> = [
   ['TOLLGATE_TRUSTED_PROXIES', 'trustedProxies'],
   ['TOLLGATE_TRUSTED_PROXY_CIDRS', 'trustedProxyCidrs'],
   ['TOLLGATE_MAX_ROLL_GRACE_SECONDS', 'maxRollGraceSeconds'],
+  ['TOLLGATE_MANAGEMENT_CALLS_PER_SECOND', 'managementCallsPerSecond'],
   ['TOLLGATE_MAX_KEYS_PER_OWNER', 'maxKeysPerOwner'],
   ['TOLLGATE_AUDIT_URI', 'auditUri'],
   ['TOLLGATE_AUDIT_RETENTION_DAYS', 'auditRetentionDays'],

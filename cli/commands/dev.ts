@@ -138,6 +138,7 @@ export function register(program: Command): void {
               audit,
               maxRollGraceSeconds: config.maxRollGraceSeconds,
               maxKeysPerOwner: config.maxKeysPerOwner,
+              managementCallsPerSecond: config.managementCallsPerSecond,
               keys: { stateDir },
               // A configured provider replaces the local issuer (and the panel offers "Sign in").
               identity: config.oidc === undefined ? { local: { stateDir, selfUrl } } : { oidc: config.oidc },

@@ -150,6 +150,7 @@ async function clusterManagement(
     audit,
     maxRollGraceSeconds: config.maxRollGraceSeconds,
     maxKeysPerOwner: config.maxKeysPerOwner,
+    managementCallsPerSecond: config.managementCallsPerSecond,
     keys: { kubeConfig, namespace: config.namespace },
     identity: { oidc: config.oidc },
     admin: { groupsClaim: config.groupsClaim, adminGroups: config.adminGroups },

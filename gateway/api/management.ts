@@ -49,6 +49,8 @@ export interface ManagementOptions {
   maxRollGraceSeconds: number;
   /** The most live keys a user who is not an administrator may make (config.ts says why). */
   maxKeysPerOwner?: number;
+  /** Management calls one user may make of this replica a second (gateway/api/user-pace.ts). */
+  managementCallsPerSecond?: number;
   keys: { kubeConfig: KubeConfig; namespace: string } | { stateDir: string };
   /** A real provider, or the local issuer of `stateDir`, verified through the gateway at `selfUrl`. */
   identity: { oidc: OidcConfig } | { local: { stateDir: string; selfUrl: string } };
@@ -120,6 +122,7 @@ export async function createManagement(opts: ManagementOptions): Promise<Managem
     audit: opts.audit,
     maxRollGraceSeconds: opts.maxRollGraceSeconds,
     ...(opts.maxKeysPerOwner === undefined ? {} : { maxKeysPerOwner: opts.maxKeysPerOwner }),
+    ...(opts.managementCallsPerSecond === undefined ? {} : { callsPerSecond: opts.managementCallsPerSecond }),
     leakReports: {
       keys:
         opts.leakReports?.keysUrl === undefined

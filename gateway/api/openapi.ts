@@ -40,7 +40,7 @@ const ERROR_TEXT: Record<number, string> = {
   409: 'A conflict (`code` says which): the resource changed meanwhile, exists already or is in use, or a per-user bound is reached',
   413: 'The body is larger than the gateway accepts',
   415: 'The body is not JSON',
-  429: 'The key’s rate limit is spent (see Retry-After)',
+  429: 'A rate limit is spent: the key’s, or on the management API the user’s pace (see Retry-After)',
   502: 'The upstream failed',
   503: 'A store the gateway needs is unavailable; retry',
   504: 'The upstream did not answer in time',
@@ -152,6 +152,8 @@ function managementOperations(settings: ContractSettings): OperationDoc[] {
     path: MANAGEMENT_BASE + path,
     // A scanner's report is admitted by the signature over its body, not by a token.
     security: auth === 'scanner-signature' ? 'none' : 'bearer',
+    // Every user's calls are paced (user-pace.ts).
+    errors: auth === 'scanner-signature' ? doc.errors : [...new Set([...doc.errors, 429])].sort(),
     ...(body === undefined ? {} : { body: typeof body === 'function' ? body(settings) : body }),
   }));
 }

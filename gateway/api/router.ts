@@ -7,6 +7,7 @@ import type { ManagementDeps } from './deps.js';
 import { openApiDocument } from './openapi.js';
 import type { ManagementRoute } from './route.js';
 import { managementRoutes } from './routes/index.js';
+import { userPace } from './user-pace.js';
 
 export type { ManagementDeps } from './deps.js';
 
@@ -75,6 +76,7 @@ export function createManagementRouter(deps: ManagementDeps): Router {
     managementRoutes.filter((r) => r.auth === 'scanner-signature'),
   );
   router.use(authenticateUser(deps.verifyToken));
+  router.use(userPace(deps.callsPerSecond));
   mount(
     router,
     deps,

@@ -99,6 +99,18 @@ function createWebhook(deps: ManagementDeps): RequestHandler {
       },
     };
     const created = await deps.webhooks.store.create(webhook);
+    // As a key (create-key.ts): an offboarding that began while this call ran either lists the
+    // endpoint after this point and removes it, or is seen here, and the endpoint is undone.
+    try {
+      await deps.offboarded.check(caller);
+    } catch (e) {
+      await deps.webhooks.store
+        .delete(created)
+        .catch((undo: unknown) =>
+          deps.log.error({ err: undo, webhook: id }, 'could not undo a webhook made during an offboarding'),
+        );
+      throw e;
+    }
     deps.webhooks.dispatcher.forgetEndpoints();
     deps.audit.record({
       action: 'webhook.created',

@@ -70,6 +70,8 @@ beforeAll(async () => {
       maxRollGraceSeconds: config.maxRollGraceSeconds,
       keys: { stateDir },
       identity: { local: { stateDir, selfUrl: base } },
+      // The fuzzer calls as fast as it can: paced, most of its calls would only be 429s.
+      managementCallsPerSecond: 100_000,
       // The fuzzer is an administrator, so the admin routes are exercised too.
       admin: { groupsClaim: 'groups', adminGroups: ['tollgate-admins'] },
       // The endpoints it registers may name only this host, which nothing listens on: no webhook

@@ -1337,6 +1337,49 @@ describe.each(stores)('management API over HTTP (keys on %s)', (label, openStore
       );
     });
 
+    it('paces each user: a loop of calls is refused past a burst, with when to retry; other users are not', async () => {
+      const looper = await idp.issuer.mint(`looper-${suffix}@example.com`);
+      const answers = await Promise.all(
+        Array.from({ length: 130 }, () => call('GET', '/me', { token: looper })),
+      );
+      const refused = answers.filter((a) => a.status === 429);
+      // 100 at once, and the few a second adds while they are answered.
+      expect(refused.length).toBeGreaterThan(10);
+      expect(answers.filter((a) => a.status === 200).length).toBeGreaterThanOrEqual(100);
+      expectError(refused[0]!, 429, 'rate_limited');
+      expect(refused[0]!.body.error).toMatch(
+        /more than 100 management calls at once, past 20 a second; wait \d+ s/,
+      );
+      expect(refused[0]!.headers.get('retry-after')).toMatch(/^\d+$/);
+      expect((await call('GET', '/me', { token: aliceToken })).status).toBe(200);
+      await new Promise((r) => setTimeout(r, 1_100));
+      expect((await call('GET', '/me', { token: looper })).status).toBe(200);
+    });
+
+    it('undoes a webhook made while its owner is offboarded: it never outlives the offboarding', async () => {
+      const leaver = `late-${suffix}@example.com`;
+      const leaverToken = await idp.issuer.mint(leaver);
+      const webhooks = deps.webhooks.store;
+      const create = webhooks.create.bind(webhooks);
+      // The offboarding lands while the endpoint is written, after its owner's token was checked.
+      webhooks.create = async (w) => {
+        await deps.offboarded.mark(leaver);
+        return create(w);
+      };
+      try {
+        const made = await call('POST', '/webhooks', {
+          token: leaverToken,
+          body: { url: 'https://hooks.example.com/late', events: ['key.revoked'] },
+        });
+        expectError(made, 401, 'token_revoked');
+      } finally {
+        webhooks.create = create;
+      }
+      expect((await deps.webhooks.store.list()).map((w) => w.spec.url)).not.toContain(
+        'https://hooks.example.com/late',
+      );
+    });
+
     it('offboards a user: every key of theirs revoked in one action, nobody else’s', async () => {
       const leaver = `leaver-${suffix}@example.com`;
       const leaverToken = await idp.issuer.mint(leaver);

@@ -286,6 +286,12 @@ export const gatewayConfigSchema = z
         audience: z.string().min(1),
         jwksUrl: httpUrl.optional(),
         clientId: z.string().min(1).max(255).optional(),
+        /**
+         * The clients whose tokens are taken (`azp`, or `client_id`/`cid`), when the audience is
+         * one other applications' tokens also carry (Okta's `api://default`): a token a user's
+         * sign-in gave another application is then refused here. Empty: any, as the audience says.
+         */
+        authorizedParties: listOf(z.string().min(1).max(255)).default([]),
         scopes: z
           .string()
           .regex(
@@ -440,6 +446,7 @@ const OIDC_ENV = [
   ['TOLLGATE_OIDC_AUDIENCE', 'audience'],
   ['TOLLGATE_OIDC_JWKS_URL', 'jwksUrl'],
   ['TOLLGATE_OIDC_CLIENT_ID', 'clientId'],
+  ['TOLLGATE_OIDC_AUTHORIZED_PARTIES', 'authorizedParties'],
   ['TOLLGATE_OIDC_SCOPES', 'scopes'],
   ['TOLLGATE_OIDC_REDIRECT_PATH', 'redirectPath'],
   ['TOLLGATE_OIDC_CLOCK_TOLERANCE_SECONDS', 'clockToleranceSeconds'],

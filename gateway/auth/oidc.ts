@@ -15,6 +15,8 @@ export interface OidcConfig {
   jwksUrl?: string | undefined;
   /** Leeway for exp and nbf; 30 s when absent. */
   clockToleranceSeconds?: number;
+  /** The clients whose tokens are taken (azp, client_id or cid); empty or absent: any. */
+  authorizedParties?: readonly string[];
 }
 
 /** Who is an administrator: members of any of `adminGroups`, read from the `groupsClaim` claim. */
@@ -74,6 +76,19 @@ export function createTokenVerifier(config: OidcConfig, policy: AdminPolicy): To
       }));
     } catch (e) {
       throw tokenError(e);
+    }
+    const parties = config.authorizedParties ?? [];
+    if (parties.length > 0) {
+      const party = [payload['azp'], payload['client_id'], payload['cid']].find((c) => typeof c === 'string');
+      if (typeof party !== 'string' || !parties.includes(party)) {
+        throw new TollgateError(
+          'invalid_token',
+          party === undefined
+            ? 'the token names no client it was issued to (azp, client_id or cid), and this gateway takes tokens of its own clients only'
+            : 'the token was issued to another application; sign in through the panel or a client this gateway takes (oidc.authorizedParties)',
+          { headers: challenge('invalid_token') },
+        );
+      }
     }
     const subject = payload.sub;
     // The subject becomes the owner recorded on every key the user creates. jose checks only that

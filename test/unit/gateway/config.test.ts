@@ -12,6 +12,7 @@ describe('loadGatewayConfig', () => {
       env: {
         ...OIDC,
         TOLLGATE_OIDC_CLIENT_ID: 'tollgate-panel',
+        TOLLGATE_OIDC_AUTHORIZED_PARTIES: 'tollgate-panel,tollgate-cli',
         TOLLGATE_ADMIN_GROUPS: ' platform-admins, security ,',
       },
     });
@@ -19,6 +20,7 @@ describe('loadGatewayConfig', () => {
       issuer: 'https://idp.example/realms/data',
       audience: 'tollgate',
       clientId: 'tollgate-panel',
+      authorizedParties: ['tollgate-panel', 'tollgate-cli'],
       scopes: 'openid profile email groups',
       clockToleranceSeconds: 30,
     });

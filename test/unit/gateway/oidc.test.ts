@@ -40,3 +40,47 @@ describe('createTokenVerifier without a jwksUrl', () => {
     }
   });
 });
+
+describe('createTokenVerifier with authorizedParties', () => {
+  it('takes tokens issued to its own clients only, whichever claim the provider names them in', async () => {
+    const { generateKeyPair, exportJWK, SignJWT } = await import('jose');
+    const { publicKey, privateKey } = await generateKeyPair('ES256');
+    const jwk = { ...(await exportJWK(publicKey)), kid: 'k1', alg: 'ES256', use: 'sig' };
+    const jwks = createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ keys: [jwk] }));
+    });
+    const port = await freePort();
+    await new Promise<void>((r) => jwks.listen(port, '127.0.0.1', r));
+    const sign = (claims: Record<string, unknown>) =>
+      new SignJWT(claims)
+        .setProtectedHeader({ alg: 'ES256', kid: 'k1' })
+        .setSubject('alice')
+        .setIssuer('urn:test')
+        .setAudience('api://default')
+        .setIssuedAt()
+        .setExpirationTime('5m')
+        .sign(privateKey);
+    const config = {
+      issuer: 'urn:test',
+      audience: 'api://default',
+      jwksUrl: `http://127.0.0.1:${port}/keys`,
+    };
+    const strict = createTokenVerifier({ ...config, authorizedParties: ['panel', 'cli'] }, policy);
+    const open = createTokenVerifier(config, policy);
+    try {
+      await expect(strict(await sign({ azp: 'panel' }))).resolves.toMatchObject({ subject: 'alice' });
+      await expect(strict(await sign({ cid: 'cli' }))).resolves.toMatchObject({ subject: 'alice' });
+      await expect(strict(await sign({ client_id: 'cli' }))).resolves.toMatchObject({ subject: 'alice' });
+      // Another application's token, for the same audience: refused here, saying why.
+      const other = strict(await sign({ azp: 'team-dashboard' }));
+      await expect(codeOf(other)).resolves.toBe('invalid_token');
+      await expect(other).rejects.toThrow(/issued to another application/);
+      await expect(codeOf(strict(await sign({})))).resolves.toBe('invalid_token');
+      // Without the setting, the audience alone decides (as before).
+      await expect(open(await sign({ azp: 'team-dashboard' }))).resolves.toMatchObject({ subject: 'alice' });
+    } finally {
+      await new Promise((r) => jwks.close(r));
+    }
+  });
+});

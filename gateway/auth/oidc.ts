@@ -42,6 +42,8 @@ export interface Caller {
 export type TokenVerifier = (token: string) => Promise<Caller>;
 
 const CLOCK_TOLERANCE_SECONDS = 30;
+/** How long a failed discovery answers for itself before the provider is asked again. */
+const DISCOVERY_RETRY_MS = 1_000;
 const MAX_SUBJECT_LENGTH = 255;
 const BEARER = /^Bearer +([A-Za-z0-9\-_.~+/]+=*) *$/i;
 
@@ -60,8 +62,9 @@ export function createTokenVerifier(config: OidcConfig, policy: AdminPolicy): To
       if (url === undefined) throw new Error(`the discovery document of ${config.issuer} names no jwks_uri`);
       return createRemoteJWKSet(new URL(url));
     })();
-    // A provider that was down at the first call is asked again at the next one.
-    jwks.catch(() => (jwks = undefined));
+    // A provider that was down is asked again by the first call a moment later: not by every call
+    // meanwhile, which any bearer string (valid or not) would make a request to it, each waiting.
+    jwks.catch(() => setTimeout(() => (jwks = undefined), DISCOVERY_RETRY_MS).unref());
     return jwks;
   };
   const admins = new Set(policy.adminGroups);

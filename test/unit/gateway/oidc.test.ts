@@ -33,6 +33,9 @@ describe('createTokenVerifier without a jwksUrl', () => {
     });
     await new Promise<void>((r) => provider.listen(port, '127.0.0.1', r));
     try {
+      // The failure answers for itself a moment: a flood of tokens is not a flood of requests.
+      await expect(codeOf(verify(TOKEN))).resolves.toBe('identity_provider_unavailable');
+      await new Promise((r) => setTimeout(r, 1_100));
       // Discovered now: the token is judged on its signature (no key of the provider signed it).
       await expect(codeOf(verify(TOKEN))).resolves.toBe('invalid_token');
     } finally {

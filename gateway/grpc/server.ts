@@ -536,11 +536,10 @@ export class GrpcGateway {
     body?: { payload: Buffer; headers: Record<string, string> },
   ): Promise<RestAnswer> {
     if (ex.cancelled()) throw new Cancelled();
-    return this.inject(ex, method, path, body, (req, res) => {
-      // Its body is this call's message, already held in the budget since it arrived.
-      if (body !== undefined) this.opts.memory.carry(req);
-      this.dispatch(req, res, normalisePath(req.url ?? '/'));
-    });
+    // The REST body made of the message is held in the budget beside it (both are in memory).
+    return this.inject(ex, method, path, body, (req, res) =>
+      this.dispatch(req, res, normalisePath(req.url ?? '/')),
+    );
   }
 
   private async inject(

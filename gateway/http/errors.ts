@@ -67,6 +67,10 @@ export const bodyTooLarge = (limit: number): TollgateError =>
     headers: { connection: 'close' },
   });
 
+/** The same refusal, answered on a connection then closed: the rest of the body is not read. */
+export const withClose = (err: TollgateError): TollgateError =>
+  new TollgateError(err.code, err.message, { headers: { ...err.headers, connection: 'close' } });
+
 /** A body cut short by its client: the client's doing, not the gateway's failure (nor the model's). */
 export const clientGone = (cause?: unknown): TollgateError =>
   new TollgateError('bad_request', 'the client closed the connection before the body was sent', { cause });

@@ -1,4 +1,3 @@
-import type { IncomingMessage } from 'node:http';
 import { TollgateError } from '../../common/errors.js';
 import { OwnerTally } from './owner-tally.js';
 
@@ -19,8 +18,6 @@ export interface HeldKind {
  */
 export class HeldMemory {
   private readonly tally = new OwnerTally();
-  /** Requests whose body a gRPC call already holds (its message, dispatched in process). */
-  private readonly carried = new WeakSet<IncomingMessage>();
   readonly perOwner: number;
 
   constructor(
@@ -60,12 +57,48 @@ export class HeldMemory {
     return owner === undefined ? this.tally.total : this.tally.of(owner);
   }
 
-  /** Marks a request whose body is counted already, by the gRPC call it stands for. */
-  carry(req: IncomingMessage): void {
-    this.carried.add(req);
+  /** What one call holds, taken as it comes and given back at once when the call is done. */
+  hold(owner: string, kind: HeldKind): Hold {
+    return new Hold(this, owner, kind);
+  }
+}
+
+/**
+ * One call's share: `reserve` takes what the call says it will hold (a declared Content-Length),
+ * `take` what it holds beyond that as its bytes come; `release` gives it all back, once.
+ */
+export class Hold {
+  private taken = 0;
+  private seen = 0;
+  private released = false;
+
+  constructor(
+    private readonly memory: HeldMemory,
+    private readonly owner: string,
+    private readonly kind: HeldKind,
+  ) {}
+
+  reserve(bytes: number): TollgateError | undefined {
+    return this.claim(bytes - this.taken);
   }
 
-  carries(req: IncomingMessage): boolean {
-    return this.carried.has(req);
+  take(bytes: number): TollgateError | undefined {
+    this.seen += bytes;
+    return this.claim(this.seen - this.taken);
+  }
+
+  release(): void {
+    if (this.released) return;
+    this.released = true;
+    this.memory.release(this.owner, this.taken);
+    this.taken = 0;
+  }
+
+  private claim(more: number): TollgateError | undefined {
+    // Nothing is counted once the call is done: what it read after that is its own to drop.
+    if (more <= 0 || this.released) return undefined;
+    const refused = this.memory.claim(this.owner, more, this.kind);
+    if (refused === undefined) this.taken += more;
+    return refused;
   }
 }

@@ -15,8 +15,8 @@ import { BINARY_EXPANSION, decodeBinaryRequest, encodeBinaryResponse } from './b
 import { decoded } from './answer-decoding.js';
 import { checkContentType, readLimited } from './http.js';
 import { readBody } from './read-body.js';
-import { clientGone } from '../http/errors.js';
-import type { HeldKind } from '../http/held-memory.js';
+import { withClose } from '../http/errors.js';
+import type { HeldKind, Hold } from '../http/held-memory.js';
 import { RuntimeClient } from './runtime-client.js';
 import { runtimeError } from './runtime-errors.js';
 import { validateInferRequest, type BinaryOutputs } from './validate-infer.js';
@@ -29,6 +29,8 @@ const MAX_ERROR_BODY = 256 * 1024;
 const HELD_BODY: HeldKind = {
   advice: 'wait for some of your calls to be answered before sending more large bodies',
 };
+/** An answer re-encoded with binary outputs, held until its client has read it. */
+const UNREAD_ANSWER: HeldKind = { advice: 'read your answers as they come' };
 
 /**
  * What a call keeps of itself as it goes, when its model logs it (gateway/v2/payload-log) or a
@@ -151,6 +153,8 @@ export class Inference {
     // the same request. The canary's try counts against it only once the default has answered (a
     // request both refuse says nothing of the canary), and is measured on its own metrics.
     let canary: { attempt: Attempt; code: string } | undefined;
+    // Its body stays in memory until the call ends, whether or not its client is still there.
+    const held = s.heldMemory.hold(call.grant.owner, HELD_BODY);
     const fallBack = (err: unknown): void => {
       const fallback = attempt.runtime.fallback;
       if (canary !== undefined || fallback === undefined || !(err instanceof TollgateError)) throw err;
@@ -159,7 +163,7 @@ export class Inference {
       attempt = this.begin(call, fallback);
     };
     try {
-      const body = await this.read(req, res, call.grant.owner, captured);
+      const body = await this.read(req, held, captured);
       let metadata: ModelMetadata;
       try {
         metadata = await this.metadataOf(call, attempt);
@@ -190,7 +194,7 @@ export class Inference {
         this.figure(call.model, canary.attempt, true);
         s.metrics.fallback(call.model, canary.attempt.runtime.version ?? '', canary.code);
       }
-      const status = await this.deliver(res, answer, checked, captured);
+      const status = await this.deliver(res, answer, checked, captured, call.grant.owner);
       this.ended(call, attempt, status);
       this.figure(call.model, attempt, false);
       outcome = { status };
@@ -221,6 +225,7 @@ export class Inference {
       };
       throw err;
     } finally {
+      held.release();
       if (!copied) shadow?.release();
       s.modelUsage.record(call.model, outcome?.status ?? 500, performance.now() - startedAt);
       // After the answer, outside it: nothing the log does can change the call.
@@ -280,37 +285,25 @@ export class Inference {
   }
 
   /**
-   * Reads the request (bounded, and held in the replica's budget until the call ends); the binary
-   * tensor extension (tritonclient's default) is a JSON header and raw bytes.
+   * Reads the request (bounded, and held in the replica's budget: what it declares at once, the
+   * rest as it comes); the binary tensor extension (tritonclient's default) is a JSON header and
+   * raw bytes.
    */
   private async read(
     req: IncomingMessage,
-    res: ServerResponse,
-    owner: string,
+    held: Hold,
     captured: Captured | undefined,
   ): Promise<{ raw: Buffer; binaryHeader: string | undefined }> {
     const binaryHeader = headerValue(req.headers['inference-header-content-length']);
     checkContentType(req, binaryHeader !== undefined);
-    const memory = this.s.heldMemory;
-    let held = 0;
-    // Released when the answer is done or the client gone; nothing is taken once it is (a chunk
-    // read after that would never be given back).
-    let open = !res.closed;
-    const take = memory.carries(req)
-      ? undefined
-      : (bytes: number) => {
-          if (!open) return clientGone();
-          const refused = memory.claim(owner, bytes, HELD_BODY);
-          if (refused === undefined) held += bytes;
-          return refused;
-        };
-    if (take !== undefined && open)
-      res.once('close', () => {
-        open = false;
-        memory.release(owner, held);
-        held = 0;
-      });
-    const raw = await readBody(req, this.s.config.bodyLimitBytes, take);
+    const limit = this.s.config.bodyLimitBytes;
+    const declared = Number(req.headers['content-length']);
+    // Refused before a byte of the body is read, when its length says it will not fit.
+    if (Number.isSafeInteger(declared) && declared > 0 && declared <= limit) {
+      const refused = held.reserve(declared);
+      if (refused !== undefined) throw withClose(refused);
+    }
+    const raw = await readBody(req, limit, (bytes) => held.take(bytes));
     if (captured !== undefined) captured.request = raw;
     return { raw, binaryHeader };
   }
@@ -385,10 +378,18 @@ export class Inference {
     answer: Dispatcher.ResponseData,
     checked: Checked,
     captured: Captured | undefined,
+    owner: string,
   ): Promise<number> {
     const limit = this.s.config.bodyLimitBytes;
-    if (checked.binaryOutputs !== undefined)
-      return sendBinaryOutputs(res, answer, checked.binaryOutputs, limit, captured);
+    if (checked.binaryOutputs !== undefined) {
+      // Made whole here and sent to a client that may not read it: held until it has left the
+      // process (written to the socket) or the connection is gone.
+      const unread = this.s.heldMemory.hold(owner, UNREAD_ANSWER);
+      const done = () => unread.release();
+      res.once('finish', done);
+      res.once('close', done);
+      return sendBinaryOutputs(res, answer, checked.binaryOutputs, limit, captured, unread);
+    }
     res.writeHead(200, runtimeAnswerHeaders(answer.headers));
     if (captured === undefined) {
       await pipeline(answer.body, res);
@@ -464,6 +465,7 @@ async function sendBinaryOutputs(
   wanted: BinaryOutputs,
   limit: number,
   captured: Captured | undefined,
+  unread: Hold,
 ): Promise<number> {
   // Re-encoding needs the whole answer: one past the limit is refused, never sent cut short.
   const tooLarge = new TollgateError(
@@ -482,6 +484,8 @@ async function sendBinaryOutputs(
     );
   if (captured !== undefined) captured.response = json;
   const encoded = encodeBinaryResponse(json, wanted);
+  const refused = unread.take(json.length + (encoded?.body.length ?? 0));
+  if (refused !== undefined) throw refused;
   const headers = runtimeAnswerHeaders(answer.headers);
   delete headers['content-encoding'];
   if (encoded === undefined) {

@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
-import { isTollgateError, TollgateError } from '../../common/errors.js';
-import { bodyTooLarge, clientGone } from '../http/errors.js';
+import { isTollgateError, type TollgateError } from '../../common/errors.js';
+import { bodyTooLarge, clientGone, withClose } from '../http/errors.js';
 
 /**
  * Reads a request body that must be checked before it is sent on (V2 inference), refusing it as
@@ -22,10 +22,7 @@ export async function readBody(
       size += chunk.length;
       if (size > limit) throw bodyTooLarge(limit);
       const refused = take?.(chunk.length);
-      if (refused !== undefined)
-        throw new TollgateError(refused.code, refused.message, {
-          headers: { ...refused.headers, connection: 'close' },
-        });
+      if (refused !== undefined) throw withClose(refused);
       chunks.push(chunk);
     }
   } catch (err) {

@@ -1,6 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
 import { HeldMemory } from '../../../gateway/http/held-memory.js';
-import type { IncomingMessage } from 'node:http';
 
 const MiB = 1024 * 1024;
 const kind = { advice: 'send fewer at once' };
@@ -41,11 +40,24 @@ describe('HeldMemory', () => {
     expect(memory.held()).toBe(0);
   });
 
-  it('knows the requests a gRPC call already holds, and no others', () => {
+  it('holds what a call declares at once and only what passes it as its bytes come; gives it all back once', () => {
     const memory = new HeldMemory(160 * MiB, 10 * MiB);
-    const carried = {} as IncomingMessage;
-    memory.carry(carried);
-    expect(memory.carries(carried)).toBe(true);
-    expect(memory.carries({} as IncomingMessage)).toBe(false);
+    const call = memory.hold('ann', kind);
+    expect(call.reserve(6 * MiB)).toBeUndefined();
+    // The declared bytes arrive: nothing more is taken until they pass what was declared.
+    for (let i = 0; i < 6; i++) expect(call.take(MiB)).toBeUndefined();
+    expect(memory.held('ann')).toBe(6 * MiB);
+    expect(call.take(MiB)).toBeUndefined();
+    expect(memory.held('ann')).toBe(7 * MiB);
+    // A refusal takes nothing, and says what the owner holds.
+    const big = memory.hold('ann', kind);
+    expect(big.reserve(34 * MiB)?.code).toBe('rate_limited');
+    expect(memory.held('ann')).toBe(7 * MiB);
+    call.release();
+    call.release();
+    expect(memory.held('ann')).toBe(0);
+    // Nothing is counted for a call once it is done.
+    expect(call.take(MiB)).toBeUndefined();
+    expect(memory.held()).toBe(0);
   });
 });

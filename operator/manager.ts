@@ -69,6 +69,11 @@ export interface OperatorOptions {
   metrics?: OperatorMetrics;
   /** Only resources of this namespace (also what the stale-index sweep may delete). */
   namespace?: string;
+  /**
+   * Where ApiKeys are believed (the sources watch them there): the stale-index sweep keeps only
+   * their entries. Unset: `namespace`.
+   */
+  keysNamespace?: string;
   /** With a KubeConfig, controllers run only while this replica holds the Lease. */
   leaderElection?: { kc: KubeConfig; options: LeaderElectionOptions };
   /** How often the autoscaler reads the gateways' load reports (default 1 s). */

@@ -37,6 +37,7 @@ export function setupTerm({ sources, redis, sealer, verifier, routes, signingKey
   runnables: Runnable[];
 } {
   const { log } = opts;
+  const keysNamespace = opts.keysNamespace ?? opts.namespace;
   const workflows = new WorkflowAdmission(sources.workflows);
   const usage = new UsageStatusSync(sources.apiKeys, redis, log);
   const reconcilers = [
@@ -65,7 +66,7 @@ export function setupTerm({ sources, redis, sealer, verifier, routes, signingKey
       sources.identities,
       new KeyIndexWriter(redis, sealer),
       sealer,
-      opts.namespace === undefined ? undefined : { redis, verifier, namespace: opts.namespace },
+      keysNamespace === undefined ? undefined : { redis, verifier, namespace: keysNamespace },
     ),
     new WorkflowServiceReconciler({
       services: sources.services,

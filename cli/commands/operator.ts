@@ -167,6 +167,7 @@ export function register(program: Command): void {
           log,
           metrics,
           ...(flags.namespace ? { namespace: flags.namespace } : {}),
+          keysNamespace: ownNamespace,
           ...(flags.runtimeImage ? { runtimeImage: flags.runtimeImage } : {}),
           modelGateway: flags.modelGateway as ModelGateway,
           sidecarPlacement: sidecarPlacement(

@@ -135,6 +135,7 @@ export function startOperator(
       redisUrl,
       log,
       namespace: ns,
+      ...(keysNamespace === undefined ? {} : { keysNamespace }),
       indexCheckMs: 200,
       signingKey: () => openKeyFile(TEST_SIGNING_KEY_FILE),
       ...extra,

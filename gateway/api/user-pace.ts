@@ -27,7 +27,7 @@ export function userPace(perSecond = DEFAULT_CALLS_PER_SECOND): RequestHandler {
       const wait = Math.ceil((1 - bucket.tokens) / perSecond);
       throw new TollgateError(
         'rate_limited',
-        `you made more than ${burst} management calls at once, past ${perSecond} a second; wait ${wait} s and call less often`,
+        `you made more than a burst of ${burst} management calls, past ${perSecond} a second; wait ${wait} s and call less often`,
         { headers: { 'retry-after': String(wait) } },
       );
     }

@@ -15,8 +15,10 @@ export interface OidcConfig {
   jwksUrl?: string | undefined;
   /** Leeway for exp and nbf; 30 s when absent. */
   clockToleranceSeconds?: number;
-  /** The clients whose tokens are taken (azp, client_id or cid); empty or absent: any. */
+  /** The clients whose tokens are taken (azp, client_id or cid), besides `clientId`; empty or absent: any. */
   authorizedParties?: readonly string[];
+  /** The panel's client, whose tokens are taken whenever `authorizedParties` is set. */
+  clientId?: string | undefined;
 }
 
 /** Who is an administrator: members of any of `adminGroups`, read from the `groupsClaim` claim. */
@@ -80,10 +82,11 @@ export function createTokenVerifier(config: OidcConfig, policy: AdminPolicy): To
     } catch (e) {
       throw tokenError(e);
     }
+    // The panel's own client is always one of them: listing others must not lock the panel out.
     const parties = config.authorizedParties ?? [];
     if (parties.length > 0) {
       const party = [payload['azp'], payload['client_id'], payload['cid']].find((c) => typeof c === 'string');
-      if (typeof party !== 'string' || !parties.includes(party)) {
+      if (typeof party !== 'string' || !(parties.includes(party) || party === config.clientId)) {
         throw new TollgateError(
           'invalid_token',
           party === undefined

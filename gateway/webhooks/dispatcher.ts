@@ -60,6 +60,7 @@ export class WebhookDispatcher {
   private endpoints: { at: number; list: Promise<Webhook[]> } | undefined;
   private pollTimer: NodeJS.Timeout | undefined;
   private scanTimer: NodeJS.Timeout | undefined;
+  private staleTimer: NodeJS.Timeout | undefined;
   private polling = false;
   private stopped = false;
   /** Sends in flight, and how many to each endpoint. */
@@ -84,6 +85,8 @@ export class WebhookDispatcher {
   start(): void {
     this.pollTimer = setInterval(() => void this.poll(), this.opts.pollMs);
     this.pollTimer.unref();
+    this.staleTimer = setInterval(() => void this.putBackStale(), LEASE_MS / 4);
+    this.staleTimer.unref();
     this.scanTimer = setInterval(() => void this.scanExpiring(), this.opts.expiringScanMs);
     this.scanTimer.unref();
   }
@@ -92,6 +95,7 @@ export class WebhookDispatcher {
     this.stopped = true;
     clearInterval(this.pollTimer);
     clearInterval(this.scanTimer);
+    clearInterval(this.staleTimer);
     await Promise.allSettled([...this.sending]);
     await this.s.sender.close();
   }
@@ -187,22 +191,47 @@ export class WebhookDispatcher {
     this.sending.add(sent);
   }
 
-  /** The next message waiting for `to`, sent if its claim is still fresh, else put back due now. */
+  /**
+   * The next message waiting for `to` whose claim is still fresh (held at most half its lease);
+   * older ones go back to the queue due now, while their lease is still this replica's.
+   */
   private async next(to: string): Promise<void> {
-    const queued = this.waiting.get(to);
-    const head = queued?.shift();
-    if (queued?.length === 0) this.waiting.delete(to);
-    if (head === undefined || this.stopped) return;
+    const queued = this.waiting.get(to) ?? [];
     try {
-      if (Date.now() - head.claimedAt < LEASE_MS / 2) {
+      for (let head = queued.shift(); head !== undefined && !this.stopped; head = queued.shift()) {
+        if (Date.now() - head.claimedAt >= LEASE_MS / 2) {
+          await this.s.queue.postpone(head.m.id, Date.now());
+          continue;
+        }
         const endpoints = await this.listEndpoints();
         this.begin(
           head.m,
           endpoints.find((w) => w.metadata.name === to),
         );
-      } else await this.s.queue.postpone(head.m.id, Date.now());
+        break;
+      }
     } catch (err) {
       this.s.log.warn({ err }, 'webhook deliveries not sent this time (Redis?)');
+    } finally {
+      if (queued.length === 0 && this.waiting.get(to) === queued) this.waiting.delete(to);
+    }
+  }
+
+  /** Every waiting message held half its lease goes back to the queue, due now (within its lease). */
+  private async putBackStale(): Promise<void> {
+    const now = Date.now();
+    try {
+      for (const [to, queued] of this.waiting) {
+        // Taken out of the same list next() reads, so no message is both put back and sent.
+        const stale: Claimed[] = [];
+        for (let i = queued.length - 1; i >= 0; i--)
+          if (now - (queued[i]?.claimedAt ?? now) >= LEASE_MS / 2)
+            stale.push(...queued.splice(i, 1).map((w) => w.m));
+        if (queued.length === 0) this.waiting.delete(to);
+        for (const m of stale) await this.s.queue.postpone(m.id, now);
+      }
+    } catch (err) {
+      this.s.log.warn({ err }, 'webhook deliveries not put back this time (Redis?)');
     }
   }
 

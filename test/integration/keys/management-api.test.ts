@@ -1348,7 +1348,7 @@ describe.each(stores)('management API over HTTP (keys on %s)', (label, openStore
       expect(answers.filter((a) => a.status === 200).length).toBeGreaterThanOrEqual(100);
       expectError(refused[0]!, 429, 'rate_limited');
       expect(refused[0]!.body.error).toMatch(
-        /more than 100 management calls at once, past 20 a second; wait \d+ s/,
+        /more than a burst of 100 management calls, past 20 a second; wait \d+ s/,
       );
       expect(refused[0]!.headers.get('retry-after')).toMatch(/^\d+$/);
       expect((await call('GET', '/me', { token: aliceToken })).status).toBe(200);

@@ -80,6 +80,13 @@ describe('createTokenVerifier with authorizedParties', () => {
       await expect(codeOf(other)).resolves.toBe('invalid_token');
       await expect(other).rejects.toThrow(/issued to another application/);
       await expect(codeOf(strict(await sign({})))).resolves.toBe('invalid_token');
+      // The panel's own client is taken whenever the list is set, listed or not.
+      const withPanel = createTokenVerifier(
+        { ...config, clientId: 'panel', authorizedParties: ['cli'] },
+        policy,
+      );
+      await expect(withPanel(await sign({ azp: 'panel' }))).resolves.toMatchObject({ subject: 'alice' });
+      await expect(codeOf(withPanel(await sign({ azp: 'team-dashboard' })))).resolves.toBe('invalid_token');
       // Without the setting, the audience alone decides (as before).
       await expect(open(await sign({ azp: 'team-dashboard' }))).resolves.toMatchObject({ subject: 'alice' });
     } finally {

@@ -198,11 +198,11 @@ export const gatewayConfigSchema = z
      */
     maxKeysPerOwner: z.coerce.number().int().min(1).max(1_000_000).default(DEFAULT_MAX_KEYS_PER_OWNER),
     /**
-     * Management API calls one user may make of a replica each second, after a burst of five
+     * Management API calls one user may make of a replica each second, after a burst of ten
      * seconds' worth (gateway/api/user-pace.ts): some routes list every team's objects from the
      * Kubernetes API server.
      */
-    managementCallsPerSecond: z.coerce.number().int().min(1).max(100_000).default(20),
+    managementCallsPerSecond: z.coerce.number().int().min(1).max(100_000).default(50),
     /** The longest grace period a rolled key may keep working for (`POST /apikeys/{id}/roll`). */
     maxRollGraceSeconds: z.coerce
       .number()

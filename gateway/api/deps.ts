@@ -54,7 +54,7 @@ export interface ManagementDeps {
   maxRollGraceSeconds: number;
   /** The most live keys a user who is not an administrator may make (default DEFAULT_MAX_KEYS_PER_OWNER). */
   maxKeysPerOwner?: number;
-  /** Management calls one user may make of this replica a second (default 20; user-pace.ts). */
+  /** Management calls one user may make of this replica a second (default 50; user-pace.ts). */
   callsPerSecond?: number;
   log: Logger;
 }

@@ -4,9 +4,9 @@ import { TollgateError } from '../../common/errors.js';
 import { callerOf } from '../auth/oidc.js';
 
 /** Calls one user may make of a replica's management API a second, unless configured. */
-const DEFAULT_CALLS_PER_SECOND = 20;
-/** The burst: this many seconds' worth. */
-const BURST_SECONDS = 5;
+const DEFAULT_CALLS_PER_SECOND = 50;
+/** The burst: this many seconds' worth (a script making a few hundred keys at once passes). */
+const BURST_SECONDS = 10;
 
 /**
  * Paces each user's management calls on this replica (a token bucket per user). Several routes

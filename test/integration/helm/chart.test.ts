@@ -463,7 +463,7 @@ describe('helm chart: lint and render', () => {
       trustedProxyCidrs: [],
       maxRollGraceSeconds: 604800,
       maxKeysPerOwner: 20000,
-      managementCallsPerSecond: 20,
+      managementCallsPerSecond: 50,
       auditRetentionDays: 90,
       webhookAllowedHosts: [],
       webhookAllowedCidrs: [],

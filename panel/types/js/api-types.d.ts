@@ -1197,6 +1197,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description A rate limit is spent: the key’s, or on the management API the user’s pace (see Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description A store the gateway needs is unavailable; retry */
             503: {
                 headers: {
@@ -1255,6 +1264,15 @@ export interface operations {
             };
             /** @description Not found (another user’s key is not found either) */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A rate limit is spent: the key’s, or on the management API the user’s pace (see Retry-After) */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1346,6 +1364,15 @@ export interface operations {
             };
             /** @description The body is not JSON */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A rate limit is spent: the key’s, or on the management API the user’s pace (see Retry-After) */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1469,6 +1496,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description A rate limit is spent: the key’s, or on the management API the user’s pace (see Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description A store the gateway needs is unavailable; retry */
             503: {
                 headers: {
@@ -1553,6 +1589,15 @@ export interface operations {
             };
             /** @description The body is not JSON */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A rate limit is spent: the key’s, or on the management API the user’s pace (see Retry-After) */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1671,6 +1716,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description A rate limit is spent: the key’s, or on the management API the user’s pace (see Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description A store the gateway needs is unavailable; retry */
             503: {
                 headers: {
@@ -1751,6 +1805,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description A rate limit is spent: the key’s, or on the management API the user’s pace (see Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description A store the gateway needs is unavailable; retry */
             503: {
                 headers: {
@@ -1796,6 +1859,15 @@ export interface operations {
             };
             /** @description Missing, malformed, unknown or expired credentials */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A rate limit is spent: the key’s, or on the management API the user’s pace (see Retry-After) */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1915,6 +1987,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description A rate limit is spent: the key’s, or on the management API the user’s pace (see Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description A store the gateway needs is unavailable; retry */
             503: {
                 headers: {
@@ -1973,6 +2054,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description A rate limit is spent: the key’s, or on the management API the user’s pace (see Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description A store the gateway needs is unavailable; retry */
             503: {
                 headers: {
@@ -2022,6 +2112,15 @@ export interface operations {
             };
             /** @description Not found (another user’s key is not found either) */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A rate limit is spent: the key’s, or on the management API the user’s pace (see Retry-After) */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2120,6 +2219,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description A rate limit is spent: the key’s, or on the management API the user’s pace (see Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description A store the gateway needs is unavailable; retry */
             503: {
                 headers: {
@@ -2171,6 +2279,15 @@ export interface operations {
             };
             /** @description Not found (another user’s key is not found either) */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A rate limit is spent: the key’s, or on the management API the user’s pace (see Retry-After) */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2233,6 +2350,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description A rate limit is spent: the key’s, or on the management API the user’s pace (see Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description A store the gateway needs is unavailable; retry */
             503: {
                 headers: {
@@ -2264,6 +2390,15 @@ export interface operations {
             };
             /** @description Missing, malformed, unknown or expired credentials */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A rate limit is spent: the key’s, or on the management API the user’s pace (see Retry-After) */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2362,6 +2497,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description A rate limit is spent: the key’s, or on the management API the user’s pace (see Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description A store the gateway needs is unavailable; retry */
             503: {
                 headers: {
@@ -2413,6 +2557,15 @@ export interface operations {
             };
             /** @description Not found (another user’s key is not found either) */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A rate limit is spent: the key’s, or on the management API the user’s pace (see Retry-After) */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2478,6 +2631,15 @@ export interface operations {
             };
             /** @description A conflict (`code` says which): the resource changed meanwhile, exists already or is in use, or a per-user bound is reached */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A rate limit is spent: the key’s, or on the management API the user’s pace (see Retry-After) */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2610,6 +2772,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description A rate limit is spent: the key’s, or on the management API the user’s pace (see Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     listModels: {
@@ -2632,6 +2803,15 @@ export interface operations {
             };
             /** @description Missing, malformed, unknown or expired credentials */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A rate limit is spent: the key’s, or on the management API the user’s pace (see Retry-After) */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2670,6 +2850,15 @@ export interface operations {
             };
             /** @description Missing, malformed, unknown or expired credentials */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A rate limit is spent: the key’s, or on the management API the user’s pace (see Retry-After) */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2725,6 +2914,15 @@ export interface operations {
             };
             /** @description Missing, malformed, unknown or expired credentials */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A rate limit is spent: the key’s, or on the management API the user’s pace (see Retry-After) */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2830,6 +3028,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description A rate limit is spent: the key’s, or on the management API the user’s pace (see Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description A store the gateway needs is unavailable; retry */
             503: {
                 headers: {
@@ -2888,6 +3095,15 @@ export interface operations {
             };
             /** @description A conflict (`code` says which): the resource changed meanwhile, exists already or is in use, or a per-user bound is reached */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A rate limit is spent: the key’s, or on the management API the user’s pace (see Retry-After) */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2974,6 +3190,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description A rate limit is spent: the key’s, or on the management API the user’s pace (see Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description A store the gateway needs is unavailable; retry */
             503: {
                 headers: {
@@ -3035,6 +3260,15 @@ export interface operations {
             };
             /** @description A conflict (`code` says which): the resource changed meanwhile, exists already or is in use, or a per-user bound is reached */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A rate limit is spent: the key’s, or on the management API the user’s pace (see Retry-After) */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3109,6 +3343,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description A rate limit is spent: the key’s, or on the management API the user’s pace (see Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description A store the gateway needs is unavailable; retry */
             503: {
                 headers: {
@@ -3176,7 +3419,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The key’s rate limit is spent (see Retry-After) */
+            /** @description A rate limit is spent: the key’s, or on the management API the user’s pace (see Retry-After) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3323,7 +3566,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The key’s rate limit is spent (see Retry-After) */
+            /** @description A rate limit is spent: the key’s, or on the management API the user’s pace (see Retry-After) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3453,7 +3696,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The key’s rate limit is spent (see Retry-After) */
+            /** @description A rate limit is spent: the key’s, or on the management API the user’s pace (see Retry-After) */
             429: {
                 headers: {
                     [name: string]: unknown;

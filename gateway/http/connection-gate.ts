@@ -1,4 +1,5 @@
 import type { Socket } from 'node:net';
+import { OwnerTally } from './owner-tally.js';
 
 /**
  * Which connections a listener keeps: at most `max` open at once, and at most a quarter of them
@@ -7,8 +8,7 @@ import type { Socket } from 'node:net';
  * alone could fill a replica's memory, and without the share, one client could take every slot.
  */
 export class ConnectionGate {
-  private open = 0;
-  private readonly byAddress = new Map<string, number>();
+  private readonly open = new OwnerTally();
   readonly perAddress: number;
 
   constructor(readonly max: number) {
@@ -18,20 +18,9 @@ export class ConnectionGate {
   /** Whether `socket` may stay; one that may is counted until it closes. */
   admit(socket: Socket): boolean {
     const address = socket.remoteAddress ?? '';
-    const mine = this.byAddress.get(address) ?? 0;
-    if (this.open >= this.max || mine >= this.perAddress) return false;
-    this.open++;
-    this.byAddress.set(address, mine + 1);
-    socket.once('close', () => {
-      this.open--;
-      const left = (this.byAddress.get(address) ?? 1) - 1;
-      if (left > 0) this.byAddress.set(address, left);
-      else this.byAddress.delete(address);
-    });
+    if (this.open.total >= this.max || this.open.of(address) >= this.perAddress) return false;
+    this.open.add(address);
+    socket.once('close', () => this.open.remove(address));
     return true;
-  }
-
-  get size(): number {
-    return this.open;
   }
 }

@@ -30,6 +30,17 @@ export interface Claimed {
 
 /** A pending message due within this is not replayed: it is about to be sent, or being sent. */
 const SOON_MS = 60_000;
+// A replay: -1 when the message is not this endpoint's, 0 when it is queued within SOON_MS (or
+// leased: a claim moves it a lease ahead), 1 once it is queued again, due now.
+const REPLAY = `
+if redis.call('HGET', KEYS[1], 'webhook') ~= ARGV[1] then return -1 end
+local due = redis.call('ZSCORE', KEYS[2], ARGV[2])
+if due and tonumber(due) <= tonumber(ARGV[3]) + tonumber(ARGV[4]) then return 0 end
+redis.call('HSET', KEYS[1], 'status', 'pending', 'attempts', 0, 'nextAttemptAt', ARGV[5])
+redis.call('EXPIRE', KEYS[1], ARGV[6])
+redis.call('ZADD', KEYS[2], ARGV[3], ARGV[2])
+return 1`;
+
 /** Messages kept per endpoint: older ones go, with their hash and queue entry. */
 const LOG_SIZE = 200;
 
@@ -161,22 +172,26 @@ export class DeliveryQueue {
 
   /**
    * Queues a message of `webhook` again, due now, with its attempts counted afresh; `pending`
-   * when it is already due within SOON_MS (or being sent): a replay then adds nothing but another
-   * send, and replays on a loop would make the gateway a sender of signed POSTs at will.
+   * when it is already due within SOON_MS, or being sent (its lease): a replay then adds nothing
+   * but another send, and replays on a loop would make the gateway a sender of signed POSTs at
+   * will. Checked and queued in one script, so two replays at once queue it once.
    */
   async replay(webhook: string, id: string, nowMs = Date.now()): Promise<Delivery | 'pending' | undefined> {
     const key = redisKeys.webhookMessage(id);
-    const [owner, status, next] = await this.redis.hmget(key, 'webhook', 'status', 'nextAttemptAt');
-    if (owner !== webhook) return undefined;
-    if (status === 'pending' && !(Date.parse(next ?? '') > nowMs + SOON_MS)) return 'pending';
-    const due = new Date(nowMs).toISOString();
-    await execAll(
-      this.redis
-        .multi()
-        .hset(key, { status: 'pending', attempts: 0, nextAttemptAt: due })
-        .expire(key, this.retentionSeconds)
-        .zadd(redisKeys.webhookDue, nowMs, id),
-    );
+    const done = (await this.redis.eval(
+      REPLAY,
+      2,
+      key,
+      redisKeys.webhookDue,
+      webhook,
+      id,
+      String(nowMs),
+      String(SOON_MS),
+      new Date(nowMs).toISOString(),
+      String(this.retentionSeconds),
+    )) as number;
+    if (done === -1) return undefined;
+    if (done === 0) return 'pending';
     return toDelivery(id, await this.redis.hgetall(key));
   }
 }

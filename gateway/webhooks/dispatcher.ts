@@ -6,6 +6,7 @@ import type { EntrySealer } from '../../common/redis/sealed-entry.js';
 import { apiKeyId, type ApiKey } from '../../common/resources/apikey.js';
 import { DEFAULT_EXPIRING_DAYS, type Webhook } from '../../common/resources/webhook.js';
 import type { Claimed, DeliveryQueue } from './deliveries.js';
+import { OwnerTally } from '../http/owner-tally.js';
 import type { WebhookEvent } from './events.js';
 import type { WebhookInbox } from './inbox.js';
 import type { WebhookSender } from './sender.js';
@@ -65,7 +66,7 @@ export class WebhookDispatcher {
   private stopped = false;
   /** Sends in flight, and how many to each endpoint. */
   private readonly sending = new Set<Promise<void>>();
-  private readonly sendingTo = new Map<string, number>();
+  private readonly sendingTo = new OwnerTally();
   private readonly waiting = new Map<string, Array<{ m: Claimed; claimedAt: number }>>();
 
   constructor(
@@ -158,7 +159,7 @@ export class WebhookDispatcher {
         const endpoints = new Map((await this.listEndpoints()).map((w) => [w.metadata.name, w]));
         for (const m of claimed) {
           const queued = this.waiting.get(m.webhook) ?? [];
-          if ((this.sendingTo.get(m.webhook) ?? 0) < MAX_SENDING_PER_ENDPOINT)
+          if (this.sendingTo.of(m.webhook) < MAX_SENDING_PER_ENDPOINT)
             this.begin(m, endpoints.get(m.webhook));
           else if (queued.length < MAX_WAITING_PER_ENDPOINT) {
             queued.push({ m, claimedAt: Date.now() });
@@ -176,16 +177,14 @@ export class WebhookDispatcher {
   /** One attempt at one message, counted while it runs; never throws. */
   private begin(m: Claimed, endpoint: Webhook | undefined): void {
     const to = m.webhook;
-    this.sendingTo.set(to, (this.sendingTo.get(to) ?? 0) + 1);
+    this.sendingTo.add(to);
     const sent = this.attempt(m, endpoint)
       .catch((err: unknown) =>
         this.s.log.warn({ err, message: m.id }, 'webhook delivery not recorded (Redis?)'),
       )
       .finally(() => {
         this.sending.delete(sent);
-        const left = (this.sendingTo.get(to) ?? 1) - 1;
-        if (left > 0) this.sendingTo.set(to, left);
-        else this.sendingTo.delete(to);
+        this.sendingTo.remove(to);
         void this.next(to).then(() => this.poll());
       });
     this.sending.add(sent);

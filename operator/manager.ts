@@ -67,7 +67,7 @@ export interface OperatorOptions {
   redisUrl: string;
   log: Logger;
   metrics?: OperatorMetrics;
-  /** Only resources of this namespace (also what the stale-index sweep may delete). */
+  /** Only Models and workflow Services of this namespace (and its keys, unless `keysNamespace`). */
   namespace?: string;
   /**
    * Where ApiKeys are believed (the sources watch them there): the stale-index sweep keeps only

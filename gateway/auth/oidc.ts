@@ -59,15 +59,21 @@ export function createTokenVerifier(config: OidcConfig, policy: AdminPolicy): To
   // a key rotation at the provider is picked up without a restart.
   let jwks: Promise<ReturnType<typeof createRemoteJWKSet>> | undefined;
   const keySet = (): Promise<ReturnType<typeof createRemoteJWKSet>> => {
-    jwks ??= (async () => {
+    if (jwks !== undefined) return jwks;
+    const made = (async () => {
       const url = config.jwksUrl ?? (await discoverProvider(config.issuer)).jwks_uri;
       if (url === undefined) throw new Error(`the discovery document of ${config.issuer} names no jwks_uri`);
       return createRemoteJWKSet(new URL(url));
     })();
     // A provider that was down is asked again by the first call a moment later: not by every call
     // meanwhile, which any bearer string (valid or not) would make a request to it, each waiting.
-    jwks.catch(() => setTimeout(() => (jwks = undefined), DISCOVERY_RETRY_MS).unref());
-    return jwks;
+    made.catch(() =>
+      setTimeout(() => {
+        if (jwks === made) jwks = undefined;
+      }, DISCOVERY_RETRY_MS).unref(),
+    );
+    jwks = made;
+    return made;
   };
   const admins = new Set(policy.adminGroups);
   return async (token) => {

@@ -7,14 +7,18 @@ export interface HeldKind {
   advice: string;
 }
 
+/** What one call may hold at most, in body limits: its body, its answer, the answer re-encoded. */
+const ONE_CALL = 3;
+
 /**
  * Bytes that calls hold in this process at once and that the caller decides: V2 request bodies,
- * read whole to be checked; gRPC messages received and not yet answered; gRPC answers sent and not
- * yet read. Each is bounded per call by the body limit, and none by how many calls a caller opens,
- * so without one budget over all of them a caller with any key could fill the replica's memory
- * (and every team's calls with it). One budget, not one per path: a replica's memory limit has
- * to leave room for all of them together. One owner's keys may hold a quarter of it (at least one
- * body limit), so a single caller is refused long before the replica is full.
+ * read whole to be checked; answers re-encoded with binary outputs; gRPC messages received and
+ * not yet answered; gRPC answers sent and not yet read. Each is bounded per call by the body
+ * limit, and none by how many calls a caller opens, so without one budget over all of them a
+ * caller with any key could fill the replica's memory (and every team's calls with it). One
+ * budget, not one per path: a replica's memory limit has to leave room for all of them together.
+ * One owner's keys may hold a quarter of it (at least what one call may), so a single caller is
+ * refused long before the replica is full.
  */
 export class HeldMemory {
   private readonly tally = new OwnerTally();
@@ -24,7 +28,7 @@ export class HeldMemory {
     readonly limitBytes: number,
     bodyLimitBytes: number,
   ) {
-    this.perOwner = Math.min(limitBytes, Math.max(Math.floor(limitBytes / 4), bodyLimitBytes));
+    this.perOwner = Math.min(limitBytes, Math.max(Math.floor(limitBytes / 4), ONE_CALL * bodyLimitBytes));
   }
 
   /** Takes `bytes` for `owner`; the refusal that says why when they do not fit (nothing taken). */

@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { Transform } from 'node:stream';
+import { finished, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Dispatcher } from 'undici';
 import { TollgateError } from '../../common/errors.js';
@@ -29,7 +29,7 @@ const MAX_ERROR_BODY = 256 * 1024;
 const HELD_BODY: HeldKind = {
   advice: 'wait for some of your calls to be answered before sending more large bodies',
 };
-/** An answer re-encoded with binary outputs, held until its client has read it. */
+/** An answer re-encoded with binary outputs, held until it has left the process. */
 const UNREAD_ANSWER: HeldKind = { advice: 'read your answers as they come' };
 
 /**
@@ -383,11 +383,10 @@ export class Inference {
     const limit = this.s.config.bodyLimitBytes;
     if (checked.binaryOutputs !== undefined) {
       // Made whole here and sent to a client that may not read it: held until it has left the
-      // process (written to the socket) or the connection is gone.
+      // process (written to the socket) or the connection is gone. finished() also calls back for
+      // a response whose client left before this point, which no 'close' listener would hear.
       const unread = this.s.heldMemory.hold(owner, UNREAD_ANSWER);
-      const done = () => unread.release();
-      res.once('finish', done);
-      res.once('close', done);
+      finished(res, () => unread.release());
       return sendBinaryOutputs(res, answer, checked.binaryOutputs, limit, captured, unread);
     }
     res.writeHead(200, runtimeAnswerHeaders(answer.headers));

@@ -44,8 +44,8 @@ const MAX_SENDING = 64;
 const MAX_SENDING_PER_ENDPOINT = 2;
 /**
  * Claimed messages of an endpoint sending its share wait here for its next free send (a burst to
- * a healthy endpoint goes out at once, two at a time); past this many, or once half their lease
- * has gone, they are put back in the queue, due BUSY_RETRY_MS later.
+ * a healthy endpoint goes out at once, two at a time). Past this many they go back to the queue
+ * due BUSY_RETRY_MS later; once half their lease has gone, due now.
  */
 const MAX_WAITING_PER_ENDPOINT = 50;
 const BUSY_RETRY_MS = 10_000;
@@ -154,15 +154,15 @@ export class WebhookDispatcher {
       for (;;) {
         const room = MAX_SENDING - this.sending.size;
         if (room <= 0) return;
-        const claimed = await this.s.queue.claim(Date.now(), LEASE_MS, Math.min(BATCH, room));
+        // Before the claim: a lease is never thought younger than it is.
+        const claimedAt = Date.now();
+        const claimed = await this.s.queue.claim(claimedAt, LEASE_MS, Math.min(BATCH, room));
         if (claimed.length === 0) return;
-        const endpoints = new Map((await this.listEndpoints()).map((w) => [w.metadata.name, w]));
         for (const m of claimed) {
           const queued = this.waiting.get(m.webhook) ?? [];
-          if (this.sendingTo.of(m.webhook) < MAX_SENDING_PER_ENDPOINT)
-            this.begin(m, endpoints.get(m.webhook));
+          if (this.sendingTo.of(m.webhook) < MAX_SENDING_PER_ENDPOINT) this.begin(m);
           else if (queued.length < MAX_WAITING_PER_ENDPOINT) {
-            queued.push({ m, claimedAt: Date.now() });
+            queued.push({ m, claimedAt });
             this.waiting.set(m.webhook, queued);
           } else await this.s.queue.postpone(m.id, Date.now() + BUSY_RETRY_MS);
         }
@@ -174,11 +174,14 @@ export class WebhookDispatcher {
     }
   }
 
-  /** One attempt at one message, counted while it runs; never throws. */
-  private begin(m: Claimed, endpoint: Webhook | undefined): void {
+  /**
+   * One attempt at one message, its endpoint's slot taken at once (before any await: no other
+   * start sees the slot free meanwhile); never throws.
+   */
+  private begin(m: Claimed): void {
     const to = m.webhook;
     this.sendingTo.add(to);
-    const sent = this.attempt(m, endpoint)
+    const sent = this.attempt(m)
       .catch((err: unknown) =>
         this.s.log.warn({ err, message: m.id }, 'webhook delivery not recorded (Redis?)'),
       )
@@ -191,28 +194,24 @@ export class WebhookDispatcher {
   }
 
   /**
-   * The next message waiting for `to` whose claim is still fresh (held at most half its lease);
-   * older ones go back to the queue due now, while their lease is still this replica's.
+   * Starts the next message waiting for `to` whose claim is still fresh (held at most half its
+   * lease), in the same turn (no other start slips in); older ones go back to the queue due now,
+   * while their lease is still this replica's.
    */
   private async next(to: string): Promise<void> {
     const queued = this.waiting.get(to) ?? [];
+    const stale: Claimed[] = [];
+    let head = queued.shift();
+    while (head !== undefined && Date.now() - head.claimedAt >= LEASE_MS / 2) {
+      stale.push(head.m);
+      head = queued.shift();
+    }
+    if (head !== undefined && !this.stopped) this.begin(head.m);
+    if (queued.length === 0 && this.waiting.get(to) === queued) this.waiting.delete(to);
     try {
-      for (let head = queued.shift(); head !== undefined && !this.stopped; head = queued.shift()) {
-        if (Date.now() - head.claimedAt >= LEASE_MS / 2) {
-          await this.s.queue.postpone(head.m.id, Date.now());
-          continue;
-        }
-        const endpoints = await this.listEndpoints();
-        this.begin(
-          head.m,
-          endpoints.find((w) => w.metadata.name === to),
-        );
-        break;
-      }
+      for (const m of stale) await this.s.queue.postpone(m.id, Date.now());
     } catch (err) {
-      this.s.log.warn({ err }, 'webhook deliveries not sent this time (Redis?)');
-    } finally {
-      if (queued.length === 0 && this.waiting.get(to) === queued) this.waiting.delete(to);
+      this.s.log.warn({ err }, 'webhook deliveries not put back this time (Redis?)');
     }
   }
 
@@ -234,8 +233,9 @@ export class WebhookDispatcher {
     }
   }
 
-  private async attempt(m: Claimed, endpoint: Webhook | undefined): Promise<void> {
+  private async attempt(m: Claimed): Promise<void> {
     const attempts = m.attempts + 1;
+    const endpoint = (await this.listEndpoints()).find((w) => w.metadata.name === m.webhook);
     if (endpoint === undefined) {
       await this.s.queue.record(m.id, { ok: false, error: 'the endpoint was deleted' }, attempts, undefined);
       return;

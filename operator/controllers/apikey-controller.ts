@@ -119,8 +119,9 @@ export class ApiKeyReconciler implements Reconciler {
     /** Makes identities' counter accounts (common/resources/identity.ts), as the gateways do. */
     private readonly sealer: Pick<EntrySealer, 'deriveSecret'>,
     /**
-     * Where stale entries are swept from (operator/rebuild.ts): only with a namespace, the one whose
-     * keys this operator owns; an operator of every namespace leaves the index's strays alone.
+     * Where stale entries are swept from (operator/rebuild.ts): only with the namespace whose keys
+     * this operator believes (the release's); an operator without one (a test's, standalone)
+     * leaves the index's strays alone.
      */
     private readonly stale?: { redis: Redis; verifier: EntryVerifier; namespace: string },
   ) {

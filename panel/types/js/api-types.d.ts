@@ -1469,7 +1469,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A conflict (`code` says which): the resource changed meanwhile, exists already or is in use, or a per-user bound is reached */
+            /** @description A conflict (`code` says which): the resource changed meanwhile, exists already or is in use, a per-user bound is reached, or a delivery is already queued */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -1689,7 +1689,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A conflict (`code` says which): the resource changed meanwhile, exists already or is in use, or a per-user bound is reached */
+            /** @description A conflict (`code` says which): the resource changed meanwhile, exists already or is in use, a per-user bound is reached, or a delivery is already queued */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -1960,7 +1960,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A conflict (`code` says which): the resource changed meanwhile, exists already or is in use, or a per-user bound is reached */
+            /** @description A conflict (`code` says which): the resource changed meanwhile, exists already or is in use, a per-user bound is reached, or a delivery is already queued */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2192,7 +2192,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A conflict (`code` says which): the resource changed meanwhile, exists already or is in use, or a per-user bound is reached */
+            /** @description A conflict (`code` says which): the resource changed meanwhile, exists already or is in use, a per-user bound is reached, or a delivery is already queued */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2470,7 +2470,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A conflict (`code` says which): the resource changed meanwhile, exists already or is in use, or a per-user bound is reached */
+            /** @description A conflict (`code` says which): the resource changed meanwhile, exists already or is in use, a per-user bound is reached, or a delivery is already queued */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2629,7 +2629,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A conflict (`code` says which): the resource changed meanwhile, exists already or is in use, or a per-user bound is reached */
+            /** @description A conflict (`code` says which): the resource changed meanwhile, exists already or is in use, a per-user bound is reached, or a delivery is already queued */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3001,7 +3001,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A conflict (`code` says which): the resource changed meanwhile, exists already or is in use, or a per-user bound is reached */
+            /** @description A conflict (`code` says which): the resource changed meanwhile, exists already or is in use, a per-user bound is reached, or a delivery is already queued */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3093,7 +3093,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A conflict (`code` says which): the resource changed meanwhile, exists already or is in use, or a per-user bound is reached */
+            /** @description A conflict (`code` says which): the resource changed meanwhile, exists already or is in use, a per-user bound is reached, or a delivery is already queued */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3258,7 +3258,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A conflict (`code` says which): the resource changed meanwhile, exists already or is in use, or a per-user bound is reached */
+            /** @description A conflict (`code` says which): the resource changed meanwhile, exists already or is in use, a per-user bound is reached, or a delivery is already queued */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3334,7 +3334,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A conflict (`code` says which): the resource changed meanwhile, exists already or is in use, or a per-user bound is reached */
+            /** @description A conflict (`code` says which): the resource changed meanwhile, exists already or is in use, a per-user bound is reached, or a delivery is already queued */
             409: {
                 headers: {
                     [name: string]: unknown;

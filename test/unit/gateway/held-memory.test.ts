@@ -25,8 +25,6 @@ describe('HeldMemory', () => {
 
   it('refuses every owner once the replica holds its budget, and takes calls again as they end', () => {
     const memory = new HeldMemory(48 * MiB, 10 * MiB);
-    // A sidecar's: a quarter would be less than one body, so an owner may hold one body limit.
-    expect(memory.perOwner).toBe(12 * MiB);
     for (const owner of ['a', 'b', 'c', 'd']) expect(memory.claim(owner, 12 * MiB, kind)).toBeUndefined();
     const busy = memory.claim('e', 1, kind);
     expect([busy?.status, busy?.code]).toEqual([503, 'gateway_busy']);
@@ -38,6 +36,13 @@ describe('HeldMemory', () => {
     expect(memory.claim('e', 12 * MiB, kind)).toBeUndefined();
     for (const owner of ['a', 'b', 'd', 'e']) memory.release(owner, 12 * MiB);
     expect(memory.held()).toBe(0);
+  });
+
+  it('lets an owner hold at least what one call may (its body, answer and re-encoded answer), within the budget', () => {
+    // A sidecar's: a quarter (12 MiB) would refuse one large call on its own.
+    expect(new HeldMemory(48 * MiB, 10 * MiB).perOwner).toBe(30 * MiB);
+    expect(new HeldMemory(16 * MiB, 10 * MiB).perOwner).toBe(16 * MiB);
+    expect(new HeldMemory(160 * MiB, 10 * MiB).perOwner).toBe(40 * MiB);
   });
 
   it('holds what a call declares at once and only what passes it as its bytes come; gives it all back once', () => {

@@ -15,7 +15,6 @@ import { BINARY_EXPANSION, decodeBinaryRequest, encodeBinaryResponse } from './b
 import { decoded } from './answer-decoding.js';
 import { checkContentType, readLimited } from './http.js';
 import { readBody } from './read-body.js';
-import { withClose } from '../http/errors.js';
 import type { HeldKind, Hold } from '../http/held-memory.js';
 import { RuntimeClient } from './runtime-client.js';
 import { runtimeError } from './runtime-errors.js';
@@ -298,10 +297,12 @@ export class Inference {
     checkContentType(req, binaryHeader !== undefined);
     const limit = this.s.config.bodyLimitBytes;
     const declared = Number(req.headers['content-length']);
-    // Refused before a byte of the body is read, when its length says it will not fit.
+    // Refused before a byte of the body is kept, when its length says it will not fit. The
+    // connection stays: Node reads the rest of the body and drops it (no more than the limit), so
+    // the client, still sending, reads the 429 instead of a reset, and may retry on it.
     if (Number.isSafeInteger(declared) && declared > 0 && declared <= limit) {
       const refused = held.reserve(declared);
-      if (refused !== undefined) throw withClose(refused);
+      if (refused !== undefined) throw refused;
     }
     const raw = await readBody(req, limit, (bytes) => held.take(bytes));
     if (captured !== undefined) captured.request = raw;

@@ -91,10 +91,11 @@ describe('binary tensors are checked before they are decoded, and translated wit
         return `${res.status} ${((await res.json()) as { code?: string }).code ?? ''}`;
       }),
     );
-    expect(answers).toEqual([
-      ...Array(4).fill('400 datatype_mismatch'),
-      ...Array(2).fill('400 shape_data_mismatch'),
-    ]);
+    // Each is refused on what it holds; past the owner's share of the replica's memory (four
+    // body limits, held calls included) one may be refused for that instead, before it is read.
+    const expected = [...Array(4).fill('400 datatype_mismatch'), ...Array(2).fill('400 shape_data_mismatch')];
+    answers.forEach((a, i) => expect([expected[i], '429 rate_limited']).toContain(a));
+    expect(answers.filter((a) => a.startsWith('400')).length).toBeGreaterThanOrEqual(4);
     // Four valid 2 MB FP32 bodies (131,072 rows each): translated once and answered.
     const valid = floatsBody(131_072);
     const statuses = await Promise.all(

@@ -10,7 +10,14 @@ import { countedUpstream, withSignedGrant } from './auth/signed-grant.js';
 import { forward } from './proxy/forward.js';
 import type { EventsTarget } from './routing/events-router.js';
 import type { NormalisedPath } from './routing/normalise.js';
-import { refuseMethodOverride } from './routing/method-override.js';
+import {
+  fieldedBody,
+  refuseMethodOverride,
+  refuseOverrideInBody,
+  type FieldedBody,
+} from './routing/method-override.js';
+import { carriesBody, readBody } from './http/read-body.js';
+import type { HeldKind } from './http/held-memory.js';
 import { noteRefusal } from './auth/refusals.js';
 import type { GatewayServices } from './services.js';
 import { Inference } from './v2/inference.js';
@@ -48,6 +55,8 @@ class EventsCall {
   private readonly kind: MetricsRouteKind;
   private module = 'none';
   private grant: KeyGrant | undefined;
+  /** A platform call's body that could name another method: read and checked before it is sent. */
+  private fielded: FieldedBody | undefined;
 
   constructor(
     private readonly s: GatewayServices,
@@ -85,7 +94,11 @@ class EventsCall {
     this.grant = grant;
     let target: EventsTarget | Promise<EventsTarget>;
     try {
-      if (this.kind === 'platform') refuseMethodOverride(this.req.headers, this.path.query);
+      if (this.kind === 'platform') {
+        refuseMethodOverride(this.req.headers, this.path.query);
+        if (carriesBody(this.req))
+          this.fielded = fieldedBody(this.req.method ?? 'GET', contentTypes(this.req));
+      }
       target = this.resolve(this.req.method ?? 'GET', this.path, grant);
     } catch (err) {
       this.fail(err);
@@ -167,8 +180,20 @@ class EventsCall {
   private forward(target: Extract<EventsTarget, { proxy: unknown }>, grant: KeyGrant): Promise<number> {
     const { s, req, res, requestId } = this;
     const headers = upstreamRequestHeaders(req, grant, requestId, s.proxies);
-    const send = (h: string[]) =>
-      forward(req, res, s.upstreams.get(target.proxy.origin), target.proxy.path, h, requestId, s.config);
+    const pool = s.upstreams.get(target.proxy.origin);
+    const { fielded } = this;
+    if (fielded !== undefined) {
+      // Frameworks that honour a `_method` field read it from the body: the whole body is read,
+      // within the caller's share of held memory, checked, and then sent.
+      const held = s.heldMemory.hold(grant.owner, HELD_FIELDED_BODY);
+      return readBody(req, s.config.bodyLimitBytes, (bytes) => held.take(bytes))
+        .then((body) => {
+          refuseOverrideInBody(fielded, body);
+          return forward(req, res, pool, target.proxy.path, headers, requestId, s.config, body);
+        })
+        .finally(() => held.release());
+    }
+    const send = (h: string[]) => forward(req, res, pool, target.proxy.path, h, requestId, s.config);
     // Only a service behind a sidecar pays for a signature (it then need not ask Redis again).
     if (target.grantAudience === undefined) return send(headers);
     return withSignedGrant(s.grantSigner, headers, grant, target.grantAudience, {
@@ -195,4 +220,18 @@ class EventsCall {
     if (this.grant !== undefined) noteRefusal(s.refused, this.grant, err, this.req);
     s.metrics.request(this.kind, err.status, this.module);
   }
+}
+
+const HELD_FIELDED_BODY: HeldKind = {
+  advice: 'send fewer platform calls with form or JSON bodies at once, or smaller ones',
+};
+
+/** Every Content-Type the request carries, as sent. */
+function contentTypes(req: IncomingMessage): string[] {
+  const raw = req.rawHeaders;
+  const found: string[] = [];
+  for (let i = 0; i < raw.length; i += 2) {
+    if (raw[i]?.toLowerCase() === 'content-type') found.push(raw[i + 1] ?? '');
+  }
+  return found;
 }

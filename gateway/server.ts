@@ -12,6 +12,7 @@ import { normalisePath, type NormalisedPath } from './routing/normalise.js';
 import type { GatewayServices } from './services.js';
 import type { GrpcGateway } from './grpc/server.js';
 import { ConnectionGate } from './http/connection-gate.js';
+import { carriesBody } from './http/read-body.js';
 
 /**
  * A gateway's HTTP server (gateway/central-server.ts dispatches the central gateway's paths on it,
@@ -218,9 +219,7 @@ const headTimeout = (ms: number): TollgateError =>
  * fed by that body is aborted with it.
  */
 function boundBody(req: IncomingMessage, res: ServerResponse, s: GatewayServices): void {
-  const length = req.headers['content-length'];
-  const hasBody = (length !== undefined && length !== '0') || req.headers['transfer-encoding'] !== undefined;
-  if (!hasBody || req.complete) return;
+  if (!carriesBody(req) || req.complete) return;
   const ms = s.config.requestBodyTimeoutMs;
   const timer = setTimeout(() => {
     if (req.complete) return;

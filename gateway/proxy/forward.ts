@@ -21,13 +21,17 @@ export function forward(
   headers: string[],
   requestId: string,
   limits: ForwardLimits,
+  /** The body, when it was read whole to be checked first; else it streams from `req`. */
+  read?: Buffer,
 ): Promise<number> {
   const { bodyLimitBytes, upstreamTimeoutMs } = limits;
   return new Promise((resolve) => {
-    let body: Readable | null = null;
+    let body: Readable | Buffer | null = null;
     let bodyError: TollgateError | undefined;
     const declared = req.headers['content-length'];
-    if (declared !== undefined) {
+    if (read !== undefined) {
+      if (read.length > 0) body = read;
+    } else if (declared !== undefined) {
       // Node has already refused a malformed Content-Length, and will not read past it.
       if (Number(declared) > bodyLimitBytes) {
         res.setHeader('x-request-id', requestId);
@@ -97,8 +101,9 @@ export function forward(
       },
       onError(err) {
         if (!tried && neverSent(err, body, status)) {
-          // No connection was made and not a byte of the body read: safe for any method to try
-          // once more, after a moment (a name or a route that hiccuped while the cluster moved).
+          // No connection was made and not a byte of the body read (or all of it is in hand): safe
+          // for any method to try once more, after a moment (a name or a route that hiccuped while
+          // the cluster moved).
           tried = true;
           setTimeout(dispatch, RETRY_PAUSE_MS);
           return;
@@ -135,13 +140,13 @@ export interface ForwardLimits {
 
 const RETRY_PAUSE_MS = 100;
 
-function neverSent(err: Error, body: Readable | null, status: number): boolean {
+function neverSent(err: Error, body: Readable | Buffer | null, status: number): boolean {
   const code = (err as { code?: unknown }).code;
   return (
     status === 0 &&
     typeof code === 'string' &&
     BEFORE_CONNECTION.has(code) &&
-    (body === null || !body.readableDidRead)
+    (body === null || Buffer.isBuffer(body) || !body.readableDidRead)
   );
 }
 

@@ -14,7 +14,7 @@ import { workflowRuntime } from './activation.js';
 import { BINARY_EXPANSION, decodeBinaryRequest, encodeBinaryResponse } from './binary-tensors.js';
 import { decoded } from './answer-decoding.js';
 import { checkContentType, readLimited } from './http.js';
-import { readBody } from './read-body.js';
+import { readBody } from '../http/read-body.js';
 import type { HeldKind, Hold } from '../http/held-memory.js';
 import { RuntimeClient } from './runtime-client.js';
 import { runtimeError } from './runtime-errors.js';

@@ -1,7 +1,7 @@
 import { TollgateError } from '../../../common/errors.js';
 import type { V2Endpoint } from '../endpoint.js';
 import { checkContentType, expectMethod, sendJson } from '../http.js';
-import { readBody } from '../read-body.js';
+import { readBody } from '../../http/read-body.js';
 
 /** `{}` or `{"ready": true}`: whether to list only ready models. */
 function readyOnly(raw: string): boolean {

@@ -57,6 +57,18 @@ describe('gateway security', () => {
     upstream.seen.length = 0;
   });
 
+  /** Writes raw bytes and returns everything the gateway answers until it closes the connection. */
+  function rawExchange(bytes: string): Promise<string> {
+    const { hostname, port } = new URL(gw.url);
+    return new Promise((resolve, reject) => {
+      const socket = connect(Number(port), hostname, () => socket.write(bytes));
+      let answer = '';
+      socket.on('data', (c: Buffer) => (answer += c.toString()));
+      socket.on('close', () => resolve(answer));
+      socket.on('error', reject);
+    });
+  }
+
   function expectRefused(answer: Answer, status: number, code: string): void {
     expect({ status: answer.status, code: answer.json.code }).toEqual({ status, code });
     expect(typeof answer.json.error).toBe('string');
@@ -237,6 +249,92 @@ describe('gateway security', () => {
       },
     );
 
+    const multipart = (name: string): string =>
+      `--b\r\nContent-Disposition: form-data; name="title"\r\n\r\nx\r\n` +
+      `--b\r\nContent-Disposition: form-data; name="${name}"\r\n\r\nDELETE\r\n--b--\r\n`;
+    it.each([
+      ['a form', 'application/x-www-form-urlencoded', 'title=x&_method=DELETE'],
+      ['a form PHP reads as _method', 'application/x-www-form-urlencoded', 'title=x&.method=DELETE'],
+      ['a body without a Content-Type (Rack reads it as a form)', undefined, 'title=x&_method=DELETE'],
+      ['a multipart form', 'multipart/form-data; boundary=b', multipart('_method')],
+      ['JSON', 'application/json; charset=utf-8', '{"title":"x","_method":"DELETE"}'],
+    ])(
+      'an editor key POSTing %s with a _method field → 400 method_override, never passed on',
+      async (_, type, body) => {
+        const { key } = await createKey(r, 'platform', ['datasets:editor']);
+        for (const chunked of [false, true]) {
+          const answer = await send(gw.url, '/events/platform/api/v1/datasets/7', {
+            method: 'POST',
+            headers: { ...apikey(key), ...(type === undefined ? {} : { 'content-type': type }) },
+            body: chunked
+              ? (async function* () {
+                  yield Buffer.from(body);
+                })()
+              : body,
+          });
+          expectRefused(answer, 400, 'method_override');
+          expect(answer.json.field).toBe('_method');
+          expect(answer.json.error).toMatch(/the body's ".method" field asks the resource/);
+        }
+      },
+    );
+
+    it('a form, a multipart form and JSON without one reach the resource whole, by length or in chunks', async () => {
+      const { key } = await createKey(r, 'platform', ['datasets:editor']);
+      const bodies: Array<[string, string]> = [
+        ['application/x-www-form-urlencoded', 'title=x&method=card'],
+        ['multipart/form-data; boundary=b', multipart('payment_method')],
+        ['application/json', '{"method":"card","note":"_method"}'],
+      ];
+      for (const [type, body] of bodies) {
+        for (const chunked of [false, true]) {
+          upstream.seen.length = 0;
+          const answer = await send(gw.url, '/events/platform/api/v1/datasets', {
+            method: 'POST',
+            headers: { ...apikey(key), 'content-type': type },
+            body: chunked
+              ? (async function* () {
+                  yield Buffer.from(body.slice(0, 5));
+                  yield Buffer.from(body.slice(5));
+                })()
+              : body,
+          });
+          expect(answer.status).toBe(200);
+          expect(upstream.seen.map((s) => [s.method, s.headers['content-type'], s.body.toString()])).toEqual([
+            ['POST', type, body],
+          ]);
+          expect(Number(upstream.seen[0]?.headers['content-length'])).toBe(Buffer.byteLength(body));
+        }
+      }
+    });
+
+    it('a form body past the body limit → 413, never passed on', async () => {
+      const { key } = await createKey(r, 'platform', ['datasets:editor']);
+      const answer = await send(gw.url, '/events/platform/api/v1/datasets', {
+        method: 'POST',
+        headers: { ...apikey(key), 'content-type': 'application/x-www-form-urlencoded' },
+        body: (async function* () {
+          yield Buffer.from(`title=${'x'.repeat(1000)}`);
+          yield Buffer.from(`&more=${'y'.repeat(1000)}`);
+        })(),
+      });
+      expectRefused(answer, 413, 'body_too_large');
+    });
+
+    it('two Content-Types on a platform POST → 400 bad_request, never passed on', async () => {
+      const { key } = await createKey(r, 'platform', ['datasets:editor']);
+      const body = '_method=DELETE';
+      const text = await rawExchange(
+        `POST /events/platform/api/v1/datasets/7 HTTP/1.1\r\nHost: gw\r\nAuthorization: Apikey ${key}\r\n` +
+          `Content-Type: application/octet-stream\r\nContent-Type: application/x-www-form-urlencoded\r\n` +
+          `Content-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`,
+      );
+      expect(text).toMatch(/^HTTP\/1\.1 400 /);
+      expect(text).toMatch(/"code":"bad_request"/);
+      expect(text).toMatch(/more than one Content-Type/);
+      expect(upstream.seen).toEqual([]);
+    });
+
     it('a workflow call keeps its method-override header: a workflow key is for every method', async () => {
       const answer = await send(gw.url, `/events/bda/${wfA}/svc/hello?_method=PUT`, {
         method: 'POST',
@@ -306,18 +404,6 @@ describe('gateway security', () => {
   });
 
   describe('request framing', () => {
-    /** Writes raw bytes and returns everything the gateway answers until it closes the connection. */
-    function rawExchange(bytes: string): Promise<string> {
-      const { hostname, port } = new URL(gw.url);
-      return new Promise((resolve, reject) => {
-        const socket = connect(Number(port), hostname, () => socket.write(bytes));
-        let answer = '';
-        socket.on('data', (c: Buffer) => (answer += c.toString()));
-        socket.on('close', () => resolve(answer));
-        socket.on('error', reject);
-      });
-    }
-
     it('refuses Content-Length with Transfer-Encoding (request smuggling) with 400 and sends nothing on', async () => {
       const answer = await rawExchange(
         `POST /events/bda/${wfA}/svc/x HTTP/1.1\r\nHost: t\r\nAuthorization: Apikey ${bdaA}\r\n` +

@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { PassThrough } from 'node:stream';
 import { refusal } from '../../harness/refusal.js';
-import { readBody } from '../../../gateway/v2/read-body.js';
+import { readBody } from '../../../gateway/http/read-body.js';
 
 /** A request body as a stream: what readBody reads, whoever sends it. */
 const body = (headers: Record<string, string> = {}): PassThrough & { headers: Record<string, string> } =>

@@ -1,9 +1,16 @@
 import type { IncomingMessage } from 'node:http';
 import { isTollgateError, type TollgateError } from '../../common/errors.js';
-import { bodyTooLarge, clientGone, withClose } from '../http/errors.js';
+import { bodyTooLarge, clientGone, withClose } from './errors.js';
+
+/** Whether a request says a body follows (Node has already refused a malformed Content-Length). */
+export function carriesBody(req: IncomingMessage): boolean {
+  const length = req.headers['content-length'];
+  return (length !== undefined && length !== '0') || req.headers['transfer-encoding'] !== undefined;
+}
 
 /**
- * Reads a request body that must be checked before it is sent on (V2 inference), refusing it as
+ * Reads a request body that must be checked before it is sent on (V2 inference, a platform
+ * resource's form), refusing it as
  * soon as it passes the gateway's body limit: at once from Content-Length, else while reading.
  * `take`, when given, is asked for each chunk's bytes before it is kept, and its refusal ends the
  * read (the connection closes after the answer: the rest of the body is not read).

@@ -1,0 +1,115 @@
+import { TollgateError } from '../../../common/errors.js';
+import {
+  fieldedBody,
+  refuseMethodOverride,
+  refuseOverrideInBody,
+  type FieldedBody,
+} from '../../../gateway/routing/method-override.js';
+
+const refused = (run: () => void): TollgateError | undefined => {
+  try {
+    run();
+    return undefined;
+  } catch (err) {
+    if (err instanceof TollgateError) return err;
+    throw err;
+  }
+};
+
+describe('which bodies can carry a method override', () => {
+  it.each([
+    ['POST', [], 'form'],
+    ['POST', ['application/x-www-form-urlencoded; charset=utf-8'], 'form'],
+    ['POST', ['  Application/X-WWW-Form-Urlencoded'], 'form'],
+    ['POST', ['multipart/form-data; boundary=x'], 'multipart'],
+    ['POST', ['multipart/mixed; boundary=x'], 'multipart'],
+    ['POST', ['application/json'], 'json'],
+    ['POST', ['application/merge-patch+json'], 'json'],
+    ['POST', ['application/octet-stream'], undefined],
+    ['POST', ['text/csv'], undefined],
+    // Only a POST stands for another method in the frameworks that read the field.
+    ['PUT', ['application/x-www-form-urlencoded'], undefined],
+    ['GET', [], undefined],
+  ] as const)('%s with %j → %s', (method, types, form) => {
+    expect(fieldedBody(method, types)).toBe(form);
+  });
+
+  it('two Content-Types (Node reads the first, an upstream may read the other) → 400', () => {
+    const err = refused(() =>
+      fieldedBody('POST', ['application/octet-stream', 'application/x-www-form-urlencoded']),
+    );
+    expect(err?.code).toBe('bad_request');
+    expect(err?.field).toBe('content-type');
+    expect(err?.message).toMatch(/more than one Content-Type/);
+  });
+});
+
+describe('a body that asks for another method is refused', () => {
+  const multipart = (name: string, extra = ''): string =>
+    `--b\r\nContent-Disposition: form-data; name="title"\r\n\r\nhello\r\n--b\r\n` +
+    `Content-Disposition: form-data; ${name}${extra}\r\n\r\nDELETE\r\n--b--\r\n`;
+
+  it.each([
+    ['form', '_method=DELETE'],
+    ['form', 'a=1&_METHOD=delete'],
+    ['form', '%5Fmethod=DELETE'],
+    ['form', '_%6Dethod=DELETE'],
+    // PHP makes a leading ".", " " or "[" an "_", and drops leading spaces.
+    ['form', '.method=DELETE'],
+    ['form', '+_method=DELETE'],
+    ['form', '%5Bmethod=DELETE'],
+    ['form', '_method[]=DELETE'],
+    ['multipart', multipart('name="_method"')],
+    ['multipart', multipart('name=_method')],
+    ['multipart', multipart('name="_\\method"')],
+    ['multipart', multipart(`name*=utf-8''%5Fmethod`)],
+    ['multipart', multipart('name="%5Fmethod"')],
+    // Bare LF line endings: a lax parser still finds the part.
+    ['multipart', multipart('name="_method"').replaceAll('\r\n', '\n')],
+    ['json', '{"title":"x","_method":"DELETE"}'],
+    ['json', '{"\\u005fmethod":"DELETE"}'],
+    // Not JSON here; a laxer parser (a trailing comma) would read the field.
+    ['json', '{"_method":"DELETE",}'],
+  ] as Array<[FieldedBody, string]>)('%s: %j → 400 method_override', (form, body) => {
+    const err = refused(() => refuseOverrideInBody(form, Buffer.from(body)));
+    expect(err?.code).toBe('method_override');
+    expect(err?.status).toBe(400);
+    expect(err?.field).toBe('_method');
+    expect(err?.message).toMatch(/send the call with the method you mean/);
+  });
+
+  it.each([
+    ['form', 'method=card&title=_method'],
+    ['form', 'a_method=1&methods=2'],
+    ['multipart', multipart('name="payment_method"')],
+    [
+      'multipart',
+      '--b\r\nContent-Disposition: form-data; name="file"; filename="_method"\r\n\r\nx\r\n--b--\r\n',
+    ],
+    ['json', '{"method":"card","note":"_method"}'],
+    ['json', '[{"_method":"DELETE"}]'],
+    ['json', '"_method"'],
+    ['json', '{"nested":{"_method":"DELETE"}}'],
+  ] as Array<[FieldedBody, string]>)('%s: %j passes', (form, body) => {
+    expect(refused(() => refuseOverrideInBody(form, Buffer.from(body)))).toBeUndefined();
+  });
+});
+
+describe('headers and query', () => {
+  it.each(['?_method=PUT', '?.method=PUT', '?%5Fmethod=PUT', '?x=1&_method%5B%5D=PUT'])(
+    '%s → 400 method_override',
+    (query) => {
+      expect(refused(() => refuseMethodOverride({}, query))?.code).toBe('method_override');
+    },
+  );
+
+  it('a "method" parameter is not an override', () => {
+    expect(refused(() => refuseMethodOverride({}, '?method=card&sort=_method'))).toBeUndefined();
+  });
+
+  it('an override header is named in the refusal', () => {
+    expect(refused(() => refuseMethodOverride({ 'x-http-method': 'DELETE' }, ''))?.field).toBe(
+      'x-http-method',
+    );
+  });
+});

@@ -46,9 +46,21 @@ const REPORTER = 'leak-report';
  * recorded), recorded in the trail with where it was found, and the answer labels every token
  * true or false positive, by its hash.
  */
-/** Before the body is read: reports switched off, or no signature to check, refuse at once. */
+/**
+ * Reports this replica reads at once. A report is held whole (up to 1 MiB) before its signature
+ * can be checked, and anyone can send one with signature headers that check nothing: without a
+ * bound, unsigned bodies would fill the replica's memory. A scanning service sends few reports and
+ * retries a refused one.
+ */
+export const REPORTS_READ_AT_ONCE = 4;
+
+/**
+ * Before the body is read: reports switched off, no signature to check, or as many reports as
+ * this replica reads at once already in hand, refuse at once.
+ */
 function beforeReport(deps: ManagementDeps): RequestHandler {
-  return (req, _res, next) => {
+  let reading = 0;
+  return (req, res, next) => {
     if (deps.leakReports.keys === undefined) throw off();
     if (!req.get('github-public-key-identifier') || !req.get('github-public-key-signature')) {
       throw new TollgateError(
@@ -56,6 +68,16 @@ function beforeReport(deps: ManagementDeps): RequestHandler {
         'the report is not signed by the scanning service: send Github-Public-Key-Identifier and Github-Public-Key-Signature',
       );
     }
+    if (reading >= REPORTS_READ_AT_ONCE) {
+      throw new TollgateError(
+        'gateway_busy',
+        `this replica is already handling ${REPORTS_READ_AT_ONCE} leak reports, the most it reads at once; retry shortly`,
+        { headers: { 'retry-after': '1', connection: 'close' } },
+      );
+    }
+    reading++;
+    // 'close' comes last, answered or not; its slot is given back once.
+    res.once('close', () => reading--);
     next();
   };
 }

@@ -1,10 +1,11 @@
 import { unusedAudit } from '../../harness/audit.js';
+import { waitUntil } from '../../harness/wait.js';
 import { webhookDeps } from './webhook-deps.js';
 import { dirWebhookStore, kubeWebhookStore } from '../../../gateway/webhooks/store.js';
 import { putWorkflowRoute } from '../workflow-route.js';
 import { readdir, readFile } from 'node:fs/promises';
 import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { connect, type AddressInfo, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { OffboardedUsers } from '../../../gateway/auth/offboarded-users.js';
 import { ManifestWorkflowRecords } from '../../../common/routes/workflow-records.js';
@@ -35,6 +36,7 @@ import { keyChangeTag, redisChannels, redisKeys } from '../../../common/redis/sc
 import { ManifestDir } from '../../../common/resources/manifest-dir.js';
 import { WorkflowRoutes } from '../../../common/routes/workflow-routes.js';
 import { createManagementRouter } from '../../../gateway/api/router.js';
+import { REPORTS_READ_AT_ONCE } from '../../../gateway/api/routes/report-leaked-keys.js';
 import { DirModelStore } from '../../../gateway/platform/models/dir-store.js';
 import { LOCAL_AUDIENCE, LOCAL_ISSUER, LocalIssuer } from '../../../gateway/auth/local-issuer.js';
 import { createTokenVerifier } from '../../../gateway/auth/oidc.js';
@@ -927,6 +929,40 @@ describe.each(stores)('management API over HTTP (keys on %s)', (label, openStore
       ]);
       const tooBig = await report(big);
       expect([tooBig.status, JSON.parse(tooBig.text).code]).toEqual([413, 'body_too_large']);
+    });
+
+    it('reads a few reports at once: past them 503 gateway_busy, before a byte of the body is kept', async () => {
+      // Signature headers that check nothing, and bodies that never finish: what anyone can send.
+      const { port } = new URL(base);
+      const stalled: Socket[] = [];
+      try {
+        for (let i = 0; i < REPORTS_READ_AT_ONCE; i++) {
+          const socket = connect(Number(port), '127.0.0.1');
+          socket.on('error', () => undefined);
+          socket.write(
+            'POST /api/v1/leaked-keys HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n' +
+              'Github-Public-Key-Identifier: x\r\nGithub-Public-Key-Signature: eA==\r\n' +
+              'Content-Length: 1000000\r\n\r\n[',
+          );
+          stalled.push(socket);
+        }
+        const probe = () => report([{ token: 'tgp_x', type: 't', url: '', source: 'content' }]);
+        await waitUntil('the stalled reports are being read', async () => (await probe()).status === 503, {
+          timeoutMs: 10_000,
+        });
+        const busy = await probe();
+        expect([busy.status, JSON.parse(busy.text).code]).toEqual([503, 'gateway_busy']);
+        expect(JSON.parse(busy.text).error).toMatch(/already handling 4 leak reports/);
+      } finally {
+        for (const socket of stalled) socket.destroy();
+      }
+      // Their places are given back when their clients go.
+      await waitUntil(
+        'reports read again',
+        async () =>
+          (await report([{ token: 'tgp_x', type: 't', url: '', source: 'content' }])).status === 200,
+        { timeoutMs: 10_000 },
+      );
     });
 
     it('refuses a signed body that is no report, saying what to send', async () => {

@@ -110,14 +110,17 @@ export class RouteTable {
     return this.get(redisKeys.bdaRoute(workflow, service));
   }
 
-  /** A model runtime's route (present only while it has ready replicas), or null. */
-  model(name: string): Promise<ResolvedRoute | null> | ResolvedRoute | null {
-    return this.get(redisKeys.modelRoute(name));
+  /**
+   * A model runtime's route (present only while it has ready replicas), or null. `recheck`: one
+   * remembered as missing is read again.
+   */
+  model(name: string, recheck = false): Promise<ResolvedRoute | null> | ResolvedRoute | null {
+    return this.get(redisKeys.modelRoute(name), recheck);
   }
 
-  private get(redisKey: string): Promise<ResolvedRoute | null> | ResolvedRoute | null {
+  private get(redisKey: string, recheck = false): Promise<ResolvedRoute | null> | ResolvedRoute | null {
     if (this.redis.status === 'ready') {
-      const hit = this.found.get(redisKey) ?? this.missing.get(redisKey);
+      const hit = this.found.get(redisKey) ?? (recheck ? undefined : this.missing.get(redisKey));
       if (hit !== undefined) return hit.resolved;
     }
     return this.lookup(redisKey);

@@ -31,7 +31,7 @@ export interface V2Placement {
 
 export const centralPlacement = (s: GatewayServices): V2Placement => ({
   authenticate: (req) => s.keys.check(req),
-  modelRoute: (name) => s.routes.model(name),
+  modelRoute: (name, recheck) => s.routes.model(name, recheck),
 });
 
 /** What the access checks use of the gateway's services (a unit test passes fakes). */
@@ -176,13 +176,15 @@ export class ModelAccess {
         `this key may call only ${(grant.models ?? []).join(', ')}; model '${model}' is not among them (GET /v2/models lists what it may call)`,
       );
     }
-    const route = await this.placement.modelRoute(model);
-    let workflow = route?.route.workflow;
+    let route = await this.placement.modelRoute(model);
     let info: ModelInfo | undefined;
     if (route === null) {
       info = await this.models.find(model);
-      workflow = info?.workflow;
+      // Remembered as missing, it may have been written since (its change notice still on its
+      // way): a model that exists is asked for once more before its call is refused as not ready.
+      if (info !== undefined) route = await this.placement.modelRoute(model, true);
     }
+    const workflow = route === null ? info?.workflow : route.route.workflow;
     // One answer to a bda key for any model outside its workflow, there or not: the key learns
     // neither which models exist nor which workflow another one serves.
     if (grant.module === 'bda' && (workflow === undefined || grant.roles[0] !== workflow)) {

@@ -6,7 +6,14 @@ import type { Activator } from './activator.js';
 import { splitTraffic, withFallback, type Chosen } from './versions.js';
 
 /** Where a model's route is read: the route table, or a sidecar's one runtime. */
-export type ModelRouteLookup = (name: string) => Promise<ResolvedRoute | null> | ResolvedRoute | null;
+/**
+ * A model's route. `recheck`: a route remembered as missing is asked for again (a call is about
+ * to be refused for the want of one).
+ */
+export type ModelRouteLookup = (
+  name: string,
+  recheck?: boolean,
+) => Promise<ResolvedRoute | null> | ResolvedRoute | null;
 
 /** How long a held call waits for a replica: the Model's, which its route carries. */
 const activationTimeoutMs = (route: ResolvedRoute | null): number =>

@@ -18,6 +18,8 @@ function setup(
      * (the operator's part has not reached the route yet).
      */
     readyProbes?: string[];
+    /** Routes written since the table remembered them as missing: found only when asked again. */
+    writtenSince?: Record<string, Route>;
   } = {},
 ) {
   const routes = new Map<string, ResolvedRoute>(
@@ -31,6 +33,8 @@ function setup(
     probed: [] as string[],
     /** The models the directory was asked for. */
     found: [] as string[],
+    /** The routes asked for again past a remembered miss. */
+    rechecked: [] as string[],
     limited: false,
   };
   let grant: KeyGrant = { id: 'k1', owner: 'alice', module: 'platform', roles: ['models:inference'] };
@@ -72,7 +76,15 @@ function setup(
       },
       list: async () => Object.entries(models).map(([name, info]) => ({ name, ...info })),
     },
-    { authenticate: () => grant, modelRoute: (name) => routes.get(name) ?? null },
+    {
+      authenticate: () => grant,
+      modelRoute: (name, recheck) => {
+        const written = opts.writtenSince?.[name];
+        if (recheck !== true || written === undefined) return routes.get(name) ?? null;
+        seen.rechecked.push(name);
+        return resolveRoute(written);
+      },
+    },
   );
   return {
     access,
@@ -176,6 +188,27 @@ describe('ModelAccess', () => {
     const version = await refusal(t.access.authorised(req(), 'model-known', { version: '9', split: false }));
     expect(version.slice(0, 2)).toEqual([404, 'model_version_not_found']);
     expect(version[2]).toMatch(/its versions are 1, 2/);
+  });
+
+  it('asks again for a route remembered as missing before refusing a model that exists as not ready', async () => {
+    const t = setup({
+      models: { 'model-new': { workflow: 'wf-a' }, 'model-known': { workflow: undefined } },
+      writtenSince: { 'model-new': route({ workflow: 'wf-a', owner: 'alice' }), 'model-nope': route() },
+    });
+    const { runtime } = await t.access.authorised(req(), 'model-new', { version: undefined, split: true });
+    expect(runtime.origin).toBe('http://runtime.models.svc:8080');
+    expect(t.seen.rechecked).toEqual(['model-new']);
+    // The route found so is checked as any: another workflow's key is refused by it.
+    t.as({ module: 'bda', roles: ['wf-b'] });
+    expect(
+      (await refusal(t.access.authorised(req(), 'model-new', { version: undefined, split: true })))[1],
+    ).toBe('model_access_denied');
+    // A model the directory does not know is not asked for again: still no such model.
+    t.as({ module: 'platform', roles: ['models:inference'] });
+    expect(
+      (await refusal(t.access.authorised(req(), 'model-nope', { version: undefined, split: true })))[1],
+    ).toBe('model_not_found');
+    expect(t.seen.rechecked).toEqual(['model-new', 'model-new']);
   });
 
   it('runs the rate limit before waking a model at zero, and wakes it for a call within the limit', async () => {

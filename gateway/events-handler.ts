@@ -10,12 +10,7 @@ import { countedUpstream, withSignedGrant } from './auth/signed-grant.js';
 import { forward } from './proxy/forward.js';
 import type { EventsTarget } from './routing/events-router.js';
 import type { NormalisedPath } from './routing/normalise.js';
-import {
-  fieldedBody,
-  refuseMethodOverride,
-  refuseOverrideInBody,
-  type FieldedBody,
-} from './routing/method-override.js';
+import { fieldedBody, refuseMethodOverride, refuseOverrideInBody } from './routing/method-override.js';
 import { carriesBody, readBody } from './http/read-body.js';
 import type { HeldKind } from './http/held-memory.js';
 import { noteRefusal } from './auth/refusals.js';
@@ -55,8 +50,6 @@ class EventsCall {
   private readonly kind: MetricsRouteKind;
   private module = 'none';
   private grant: KeyGrant | undefined;
-  /** A platform call's body that could name another method: read and checked before it is sent. */
-  private fielded: FieldedBody | undefined;
 
   constructor(
     private readonly s: GatewayServices,
@@ -94,11 +87,7 @@ class EventsCall {
     this.grant = grant;
     let target: EventsTarget | Promise<EventsTarget>;
     try {
-      if (this.kind === 'platform') {
-        refuseMethodOverride(this.req.headers, this.path.query);
-        if (carriesBody(this.req))
-          this.fielded = fieldedBody(this.req.method ?? 'GET', contentTypes(this.req));
-      }
+      if (this.kind === 'platform') refuseMethodOverride(this.req.headers, this.path.query);
       target = this.resolve(this.req.method ?? 'GET', this.path, grant);
     } catch (err) {
       this.fail(err);
@@ -181,8 +170,16 @@ class EventsCall {
     const { s, req, res, requestId } = this;
     const headers = upstreamRequestHeaders(req, grant, requestId, s.proxies);
     const pool = s.upstreams.get(target.proxy.origin);
-    const { fielded } = this;
-    if (fielded !== undefined) {
+    // Judged by the headers the upstream gets: a `Connection` header may have dropped some.
+    const fielded =
+      this.kind === 'platform' && carriesBody(req)
+        ? fieldedBody(
+            req.method ?? 'GET',
+            valuesOf(headers, 'content-type'),
+            valuesOf(headers, 'content-encoding')[0],
+          )
+        : [];
+    if (fielded.length > 0) {
       // Frameworks that honour a `_method` field read it from the body: the whole body is read,
       // within the caller's share of held memory, checked, and then sent.
       const held = s.heldMemory.hold(grant.owner, HELD_FIELDED_BODY);
@@ -226,12 +223,11 @@ const HELD_FIELDED_BODY: HeldKind = {
   advice: 'send fewer platform calls with form or JSON bodies at once, or smaller ones',
 };
 
-/** Every Content-Type the request carries, as sent. */
-function contentTypes(req: IncomingMessage): string[] {
-  const raw = req.rawHeaders;
+/** Every value of a header in a flat [name, value, ...] list. */
+function valuesOf(headers: readonly string[], name: string): string[] {
   const found: string[] = [];
-  for (let i = 0; i < raw.length; i += 2) {
-    if (raw[i]?.toLowerCase() === 'content-type') found.push(raw[i + 1] ?? '');
+  for (let i = 0; i < headers.length; i += 2) {
+    if (headers[i]?.toLowerCase() === name) found.push(headers[i + 1] ?? '');
   }
   return found;
 }

@@ -7,10 +7,14 @@ import { TollgateError } from '../../common/errors.js';
  */
 const OVERRIDE_HEADERS = ['x-http-method-override', 'x-http-method', 'x-method-override'] as const;
 /**
- * `_method`, in any case, and the names PHP turns into it: it drops leading spaces and makes a
- * leading ".", " " or "[" an "_", and `_method[...]` is the same field as an array.
+ * Whether a field name is `_method` to some framework: PHP cuts a name at NUL, drops leading
+ * spaces and makes a leading ".", " " or "[" an "_"; Rack strips the brackets around a name, and
+ * qs reads `[_method]` as `_method`; `_method[...]` is the same field as an array. Broad on
+ * purpose: a legitimate platform field is not named so.
  */
-const OVERRIDE_NAME = /^\s*[_.\s[]method(?:\[|$)/i;
+export function namesOverride(name: string): boolean {
+  return /^[\s[\]]*[_.[][\]]*method(?![a-z0-9_])/i.test(name.split('\0', 1)[0] ?? '');
+}
 
 const refusal = (what: string, field: string): TollgateError =>
   new TollgateError(
@@ -27,7 +31,7 @@ const refusal = (what: string, field: string): TollgateError =>
 export function refuseMethodOverride(headers: IncomingHttpHeaders, query: string): void {
   const header = OVERRIDE_HEADERS.find((name) => headers[name] !== undefined);
   if (header !== undefined) throw refusal(`the ${header} header`, header);
-  const parameter = [...new URLSearchParams(query).keys()].find((k) => OVERRIDE_NAME.test(k));
+  const parameter = [...new URLSearchParams(query).keys()].find(namesOverride);
   if (parameter !== undefined) throw refusal(`the ${JSON.stringify(parameter)} parameter`, '_method');
 }
 
@@ -35,59 +39,80 @@ export function refuseMethodOverride(headers: IncomingHttpHeaders, query: string
 export type FieldedBody = 'form' | 'multipart' | 'json';
 
 /**
- * Whether a request's body could carry a `_method` field some framework honours, and in which
- * form: only a POST's (Rack, Symfony, Laravel and Express's method-override act on POST alone), as
- * a form (Rack also takes a POST without a Content-Type as one), multipart, or JSON (Express's
- * method-override reading `req.body._method`). `contentTypes`: every Content-Type the request
- * carries (Node keeps the first; an upstream may read another).
+ * How a POST's body could carry a `_method` field some framework honours (Rack, Symfony, Laravel
+ * and Express's method-override act on POST alone), read as loosely as the loosest of them reads
+ * a Content-Type: a form when there is none (Rack) or it mentions one (Rack and PHP cut the type
+ * at ",", ";" or a space), multipart likewise, JSON when it mentions json anywhere (Laravel).
+ * `contentTypes`: every Content-Type the upstream will get (Node keeps the first; an upstream may
+ * read another, so two are refused). A body that is compressed, or in a charset other than
+ * UTF-8's subsets, is refused: a framework would decode it, the check could not read it.
  */
-export function fieldedBody(method: string, contentTypes: readonly string[]): FieldedBody | undefined {
-  if (method !== 'POST') return undefined;
+export function fieldedBody(
+  method: string,
+  contentTypes: readonly string[],
+  contentEncoding: string | undefined,
+): FieldedBody[] {
+  if (method !== 'POST') return [];
   if (contentTypes.length > 1) {
     throw new TollgateError('bad_request', 'the request has more than one Content-Type header; send one', {
       field: 'content-type',
     });
   }
-  const media = (contentTypes[0] ?? '').split(';', 1)[0]?.trim().toLowerCase() ?? '';
-  if (media === '' || media === 'application/x-www-form-urlencoded') return 'form';
-  if (media.startsWith('multipart/')) return 'multipart';
-  if (media === 'application/json' || media.endsWith('+json')) return 'json';
-  return undefined;
+  const type = (contentTypes[0] ?? '').toLowerCase();
+  const forms: FieldedBody[] = [];
+  if (type.trim() === '' || type.includes('urlencoded') || type.includes('form')) forms.push('form');
+  if (type.includes('multipart') || type.includes('form-data')) forms.push('multipart');
+  if (type.includes('json')) forms.push('json');
+  if (forms.length === 0) return forms;
+  if (contentEncoding !== undefined && contentEncoding.trim().toLowerCase() !== 'identity') {
+    throw new TollgateError(
+      'unsupported_media_type',
+      `a platform POST with a form or JSON body is read by the gateway before it is sent on, and it cannot read it as ${JSON.stringify(contentEncoding.slice(0, 40))}; send it uncompressed`,
+      { field: 'content-encoding' },
+    );
+  }
+  const charset = /charset\s*=\s*"?([^";,\s]*)/.exec(type)?.[1];
+  if (charset !== undefined && !READABLE_CHARSETS.has(charset)) {
+    throw new TollgateError(
+      'unsupported_media_type',
+      `a platform POST with a form or JSON body is read by the gateway before it is sent on, and it cannot read charset ${JSON.stringify(charset.slice(0, 40))}; send it as UTF-8`,
+      { field: 'content-type' },
+    );
+  }
+  return forms;
 }
 
-/** Refuses a body (read whole, in the form `fieldedBody` gave) with a field that overrides the method. */
-export function refuseOverrideInBody(form: FieldedBody, body: Buffer): void {
-  const found =
-    form === 'form' ? formField(body) : form === 'multipart' ? multipartField(body) : jsonField(body);
-  if (found !== undefined) throw refusal(`the body's ${JSON.stringify(found)} field`, '_method');
+/** Charsets in which `_method` is the bytes the checks look for. */
+const READABLE_CHARSETS = new Set(['utf-8', 'utf8', 'us-ascii', 'ascii', 'iso-8859-1', 'latin1']);
+
+/** Refuses a body (read whole) with a field that overrides the method, in any of `forms`. */
+export function refuseOverrideInBody(forms: readonly FieldedBody[], body: Buffer): void {
+  for (const form of forms) {
+    const found =
+      form === 'form' ? formField(body) : form === 'multipart' ? multipartField(body) : jsonField(body);
+    if (found !== undefined) throw refusal(`the body's ${JSON.stringify(found)} field`, '_method');
+  }
 }
 
 function formField(body: Buffer): string | undefined {
-  return [...new URLSearchParams(body.toString('utf8')).keys()].find((k) => OVERRIDE_NAME.test(k));
+  return [...new URLSearchParams(body.toString('utf8')).keys()].find(namesOverride);
 }
 
-const DISPOSITION = /^[ \t]*content-disposition[ \t]*:(.*)$/i;
-const NAME_PARAMETER = /(?:^|;)\s*name(\*?)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^;]*))/gi;
-
 /**
- * Every part's name, from every Content-Disposition line of the body, wherever it stands: a
- * parser laxer than a strict one (another line ending, a boundary off by a byte) still finds the
- * part, so this looks at more than any of them would. A file's content that happens to hold such
- * a line is refused too; it would be a strange file.
+ * A part's name wherever the body says `name=` (not `filename=`): in any header of any part, on a
+ * folded line, quoted with either quote or not, escaped, percent-encoded or RFC 5987-encoded. A
+ * parser laxer than a strict one (another line ending, a boundary off by a byte, the header block
+ * searched as a whole as Rack does) still finds the part, so this looks at more than any of them
+ * would. A file whose content happens to say so is refused too; it would be a strange file.
  */
+const NAME_PARAMETER = /(?<![a-z0-9_-])name(\*?)\s*=\s*["']?([^\r\n]{0,200})/gi;
+
 function multipartField(body: Buffer): string | undefined {
-  for (const line of body.toString('latin1').split(/\r\n|\r|\n/)) {
-    const disposition = DISPOSITION.exec(line);
-    if (disposition === null) continue;
-    for (const m of (disposition[1] ?? '').matchAll(NAME_PARAMETER)) {
-      const quoted = m[2]?.replace(/\\(.)/g, '$1');
-      const raw = (quoted ?? m[3] ?? '').trim();
-      // RFC 5987's `name*=utf-8''%5Fmethod`, and names some parsers percent-decode.
-      const extended = m[1] === '*' ? raw.replace(/^[^']*'[^']*'/, '') : raw;
-      const names = [raw, extended, percentDecoded(extended)];
-      const name = names.find((n) => n !== undefined && OVERRIDE_NAME.test(n));
-      if (name !== undefined) return name;
-    }
+  for (const m of body.toString('latin1').matchAll(NAME_PARAMETER)) {
+    const raw = (m[2] ?? '').replace(/\\(.)/g, '$1');
+    const extended = m[1] === '*' ? raw.replace(/^[^']*'[^']*'/, '') : raw;
+    const name = [raw, extended, percentDecoded(extended)].find((n) => n !== undefined && namesOverride(n));
+    if (name !== undefined) return name.replace(/["';\s].*$/, '');
   }
   return undefined;
 }
@@ -111,5 +136,5 @@ function jsonField(body: Buffer): string | undefined {
     return /(?:_|\\u005f)method/i.exec(text)?.[0];
   }
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return undefined;
-  return Object.keys(parsed).find((k) => OVERRIDE_NAME.test(k));
+  return Object.keys(parsed).find(namesOverride);
 }

@@ -1,4 +1,5 @@
 import { connect } from 'node:net';
+import { gzipSync } from 'node:zlib';
 import { generateKey } from '../../../common/apikey/format.js';
 import { redis } from '../../harness/index.js';
 import { waitUntil } from '../../harness/wait.js';
@@ -258,6 +259,7 @@ describe('gateway security', () => {
       ['a body without a Content-Type (Rack reads it as a form)', undefined, 'title=x&_method=DELETE'],
       ['a multipart form', 'multipart/form-data; boundary=b', multipart('_method')],
       ['JSON', 'application/json; charset=utf-8', '{"title":"x","_method":"DELETE"}'],
+      ['JSON as Laravel reads it (its type mentions json)', 'text/plain; x=/json', '{"_method":"DELETE"}'],
     ])(
       'an editor key POSTing %s with a _method field → 400 method_override, never passed on',
       async (_, type, body) => {
@@ -321,7 +323,7 @@ describe('gateway security', () => {
       expectRefused(answer, 413, 'body_too_large');
     });
 
-    it('two Content-Types on a platform POST → 400 bad_request, never passed on', async () => {
+    it('two Content-Types, one the Connection header drops, or a compressed form → refused, never passed on', async () => {
       const { key } = await createKey(r, 'platform', ['datasets:editor']);
       const body = '_method=DELETE';
       const text = await rawExchange(
@@ -332,6 +334,29 @@ describe('gateway security', () => {
       expect(text).toMatch(/^HTTP\/1\.1 400 /);
       expect(text).toMatch(/"code":"bad_request"/);
       expect(text).toMatch(/more than one Content-Type/);
+      // A Content-Type the Connection header drops: the upstream gets none, and reads a form.
+      const dropped = await rawExchange(
+        `POST /events/platform/api/v1/datasets/7 HTTP/1.1\r\nHost: gw\r\nAuthorization: Apikey ${key}\r\n` +
+          `Content-Type: text/plain\r\nConnection: close, content-type\r\n` +
+          `Content-Length: ${body.length}\r\n\r\n${body}`,
+      );
+      expect(dropped).toMatch(/^HTTP\/1\.1 400 /);
+      expect(dropped).toMatch(/"code":"method_override"/);
+      // A compressed form the gateway cannot read: refused, not passed on unread.
+      const zipped = await send(gw.url, '/events/platform/api/v1/datasets/7', {
+        method: 'POST',
+        headers: {
+          ...apikey(key),
+          'content-type': 'application/x-www-form-urlencoded',
+          'content-encoding': 'gzip',
+        },
+        body: gzipSync(body),
+      });
+      expect([zipped.status, zipped.json.code, zipped.json.field]).toEqual([
+        415,
+        'unsupported_media_type',
+        'content-encoding',
+      ]);
       expect(upstream.seen).toEqual([]);
     });
 

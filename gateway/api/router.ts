@@ -12,8 +12,6 @@ import { userPace } from './user-pace.js';
 export type { ManagementDeps } from './deps.js';
 
 const BODY_LIMIT = '16kb';
-/** A leak report lists up to 1,000 tokens with where each was found. */
-const SIGNED_BODY_LIMIT = '1mb';
 
 const methodNotAllowed =
   (allow: string): RequestHandler =>
@@ -34,10 +32,10 @@ function mount(router: Router, deps: ManagementDeps, list: readonly ManagementRo
     const mounted = router.route(expressPath(path));
     for (const r of routes) {
       const handlers: RequestHandler[] = [r.handler(deps)];
-      // A signed body is verified over its bytes, as sent.
-      if (r.auth === 'scanner-signature')
-        handlers.unshift(express.raw({ type: () => true, limit: SIGNED_BODY_LIMIT }));
-      else if (r.body !== undefined) handlers.unshift(express.json({ limit: BODY_LIMIT, strict: true }));
+      // A signed body is verified over its bytes, as sent: its route reads them itself, within a
+      // budget, since anyone may send one before a signature says who sent it.
+      if (r.auth !== 'scanner-signature' && r.body !== undefined)
+        handlers.unshift(express.json({ limit: BODY_LIMIT, strict: true }));
       if (r.beforeBody !== undefined) handlers.unshift(r.beforeBody(deps));
       mounted[r.method](...handlers);
     }

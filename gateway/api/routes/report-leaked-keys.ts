@@ -7,6 +7,9 @@ import type { ManagementDeps } from '../deps.js';
 import { revokeKey } from '../revoke.js';
 import type { ManagementRoute } from '../route.js';
 import { validate } from '../validate.js';
+import { readBody } from '../../http/read-body.js';
+import { OwnerTally } from '../../http/owner-tally.js';
+import type { LeakReporterKeys } from '../../auth/leak-reporter-keys.js';
 
 /** One match as a scanning service sends it (GitHub's secret scanning partner program). */
 const matchSchema = z
@@ -46,21 +49,9 @@ const REPORTER = 'leak-report';
  * recorded), recorded in the trail with where it was found, and the answer labels every token
  * true or false positive, by its hash.
  */
-/**
- * Reports this replica reads at once. A report is held whole (up to 1 MiB) before its signature
- * can be checked, and anyone can send one with signature headers that check nothing: without a
- * bound, unsigned bodies would fill the replica's memory. A scanning service sends few reports and
- * retries a refused one.
- */
-export const REPORTS_READ_AT_ONCE = 4;
-
-/**
- * Before the body is read: reports switched off, no signature to check, or as many reports as
- * this replica reads at once already in hand, refuse at once.
- */
+/** Before the body is read: reports switched off, or no signature to check, refuse at once. */
 function beforeReport(deps: ManagementDeps): RequestHandler {
-  let reading = 0;
-  return (req, res, next) => {
+  return (req, _res, next) => {
     if (deps.leakReports.keys === undefined) throw off();
     if (!req.get('github-public-key-identifier') || !req.get('github-public-key-signature')) {
       throw new TollgateError(
@@ -68,53 +59,104 @@ function beforeReport(deps: ManagementDeps): RequestHandler {
         'the report is not signed by the scanning service: send Github-Public-Key-Identifier and Github-Public-Key-Signature',
       );
     }
-    if (reading >= REPORTS_READ_AT_ONCE) {
-      throw new TollgateError(
-        'gateway_busy',
-        `this replica is already handling ${REPORTS_READ_AT_ONCE} leak reports, the most it reads at once; retry shortly`,
-        { headers: { 'retry-after': '1', connection: 'close' } },
-      );
-    }
-    reading++;
-    // 'close' comes last, answered or not; its slot is given back once.
-    res.once('close', () => reading--);
     next();
   };
 }
 
+/** A leak report lists up to 1,000 tokens with where each was found. */
+export const REPORT_LIMIT_BYTES = 1024 * 1024;
+
+/**
+ * What reports being read may hold in all, and those from one address. A report is held whole
+ * before its signature can be checked, and anyone may send one with signature headers that check
+ * nothing: counted by the bytes that came, so that bodies which never finish hold no more than
+ * they sent, and one sender cannot take it all. A scanning service sends few reports and retries
+ * a refused one.
+ */
+export const REPORT_BUDGET = { totalBytes: 8 * REPORT_LIMIT_BYTES, perAddressBytes: 2 * REPORT_LIMIT_BYTES };
+
+class ReportBudget {
+  private readonly tally = new OwnerTally();
+
+  take(address: string, bytes: number): TollgateError | undefined {
+    if (this.tally.of(address) + bytes > REPORT_BUDGET.perAddressBytes) {
+      return new TollgateError(
+        'rate_limited',
+        `the leak reports this replica is reading from your address hold ${this.tally.of(address)} bytes, near the ${REPORT_BUDGET.perAddressBytes} one address may; send them one after another`,
+        { headers: { 'retry-after': '1' } },
+      );
+    }
+    if (this.tally.total + bytes > REPORT_BUDGET.totalBytes) {
+      return new TollgateError(
+        'gateway_busy',
+        `the leak reports this replica is reading hold ${this.tally.total} bytes, near the ${REPORT_BUDGET.totalBytes} it keeps for them; retry shortly`,
+        { headers: { 'retry-after': '1' } },
+      );
+    }
+    this.tally.add(address, bytes);
+    return undefined;
+  }
+
+  release(address: string, bytes: number): void {
+    if (bytes > 0) this.tally.remove(address, bytes);
+  }
+}
+
 function reportLeakedKeys(deps: ManagementDeps): RequestHandler {
+  const budget = new ReportBudget();
   return async (req, res) => {
     const keys = deps.leakReports.keys;
     if (keys === undefined) throw off();
-    const body = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
-    await keys.verify(body, req.get('github-public-key-identifier'), req.get('github-public-key-signature'));
-    let parsed: unknown;
+    const address = req.socket.remoteAddress ?? 'unknown';
+    let taken = 0;
     try {
-      parsed = JSON.parse(body.toString('utf8'));
-    } catch {
-      throw new TollgateError(
-        'invalid_json',
-        'the report is not JSON; send a JSON array of {token, type, url, source}',
-        {
-          field: 'body',
-        },
-      );
-    }
-    const report = validate(leakReportSchema, parsed, 'body');
-    const verdicts = [];
-    for (const match of report) {
-      const real = await handleMatch(deps, req, match);
-      verdicts.push({
-        token_hash: hashKey(match.token),
-        token_type: match.type ?? '',
-        label: real ? 'true_positive' : 'false_positive',
+      const body = await readBody(req, REPORT_LIMIT_BYTES, (bytes) => {
+        const refused = budget.take(address, bytes);
+        if (refused === undefined) taken += bytes;
+        return refused;
       });
+      // Held until answered: checking a signature may wait for the service's keys.
+      const verdicts = await verdictsOn(deps, req, keys, body);
+      res
+        .status(200)
+        .set(AUDIT_HEADER, await deps.audit.settle())
+        .json(verdicts);
+    } finally {
+      budget.release(address, taken);
     }
-    res
-      .status(200)
-      .set(AUDIT_HEADER, await deps.audit.settle())
-      .json(verdicts);
   };
+}
+
+async function verdictsOn(
+  deps: ManagementDeps,
+  req: Request,
+  keys: LeakReporterKeys,
+  body: Buffer,
+): Promise<z.output<typeof leakVerdictsSchema>> {
+  await keys.verify(body, req.get('github-public-key-identifier'), req.get('github-public-key-signature'));
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body.toString('utf8'));
+  } catch {
+    throw new TollgateError(
+      'invalid_json',
+      'the report is not JSON; send a JSON array of {token, type, url, source}',
+      {
+        field: 'body',
+      },
+    );
+  }
+  const report = validate(leakReportSchema, parsed, 'body');
+  const verdicts: z.output<typeof leakVerdictsSchema> = [];
+  for (const match of report) {
+    const real = await handleMatch(deps, req, match);
+    verdicts.push({
+      token_hash: hashKey(match.token),
+      token_type: match.type ?? '',
+      label: real ? 'true_positive' : 'false_positive',
+    });
+  }
+  return verdicts;
 }
 
 /** Whether the token is a live key; if so, revoked (or recorded) as the setting says. */
@@ -177,6 +219,6 @@ export const reportLeakedKeysRoute: ManagementRoute = {
     description: 'Each token labelled true or false positive, by its hash',
     schema: leakVerdictsSchema,
   },
-  errors: [400, 401, 404, 413, 503],
+  errors: [400, 401, 404, 413, 429, 503],
   handler: reportLeakedKeys,
 };

@@ -2734,6 +2734,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description A rate limit is spent: the key’s, or on the management API the user’s pace (see Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description A store the gateway needs is unavailable; retry */
             503: {
                 headers: {

@@ -36,7 +36,7 @@ import { keyChangeTag, redisChannels, redisKeys } from '../../../common/redis/sc
 import { ManifestDir } from '../../../common/resources/manifest-dir.js';
 import { WorkflowRoutes } from '../../../common/routes/workflow-routes.js';
 import { createManagementRouter } from '../../../gateway/api/router.js';
-import { REPORTS_READ_AT_ONCE } from '../../../gateway/api/routes/report-leaked-keys.js';
+import { REPORT_BUDGET } from '../../../gateway/api/routes/report-leaked-keys.js';
 import { DirModelStore } from '../../../gateway/platform/models/dir-store.js';
 import { LOCAL_AUDIENCE, LOCAL_ISSUER, LocalIssuer } from '../../../gateway/auth/local-issuer.js';
 import { createTokenVerifier } from '../../../gateway/auth/oidc.js';
@@ -931,38 +931,54 @@ describe.each(stores)('management API over HTTP (keys on %s)', (label, openStore
       expect([tooBig.status, JSON.parse(tooBig.text).code]).toEqual([413, 'body_too_large']);
     });
 
-    it('reads a few reports at once: past them 503 gateway_busy, before a byte of the body is kept', async () => {
+    it('holds what reports being read sent, within a budget per address: bodies that never finish do not lock it', async () => {
       // Signature headers that check nothing, and bodies that never finish: what anyone can send.
       const { port } = new URL(base);
       const stalled: Socket[] = [];
+      const stall = (sent: number): void => {
+        const socket = connect(Number(port), '127.0.0.1');
+        socket.on('error', () => undefined);
+        socket.write(
+          'POST /api/v1/leaked-keys HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n' +
+            'Github-Public-Key-Identifier: x\r\nGithub-Public-Key-Signature: eA==\r\n' +
+            `Content-Length: 1048000\r\n\r\n[${' '.repeat(sent - 1)}`,
+        );
+        stalled.push(socket);
+      };
+      const probe = () => report([{ token: 'tgp_x', type: 't', url: '', source: 'content' }]);
+      // ~220 KB: past what this address has left once two bodies of 1 MB are held.
+      const big = Array.from({ length: 900 }, () => ({
+        token: 'tgp_x',
+        type: 't',
+        url: 'x'.repeat(200),
+        source: 'c',
+      }));
       try {
-        for (let i = 0; i < REPORTS_READ_AT_ONCE; i++) {
-          const socket = connect(Number(port), '127.0.0.1');
-          socket.on('error', () => undefined);
-          socket.write(
-            'POST /api/v1/leaked-keys HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n' +
-              'Github-Public-Key-Identifier: x\r\nGithub-Public-Key-Signature: eA==\r\n' +
-              'Content-Length: 1000000\r\n\r\n[',
-          );
-          stalled.push(socket);
-        }
-        const probe = () => report([{ token: 'tgp_x', type: 't', url: '', source: 'content' }]);
-        await waitUntil('the stalled reports are being read', async () => (await probe()).status === 503, {
+        // Twenty that sent a byte hold twenty bytes: a report still goes through.
+        for (let i = 0; i < 20; i++) stall(1);
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        expect((await probe()).status).toBe(200);
+        // Two that sent most of a report hold this address's share: its next report waits.
+        stall(1_000_000);
+        stall(1_000_000);
+
+        await waitUntil('the stalled reports are held', async () => (await report(big)).status === 429, {
           timeoutMs: 10_000,
         });
-        const busy = await probe();
-        expect([busy.status, JSON.parse(busy.text).code]).toEqual([503, 'gateway_busy']);
-        expect(JSON.parse(busy.text).error).toMatch(/already handling 4 leak reports/);
+        const refused = await report(big);
+        expect([refused.status, JSON.parse(refused.text).code]).toEqual([429, 'rate_limited']);
+        expect(JSON.parse(refused.text).error).toMatch(
+          new RegExp(
+            `from your address hold \\d+ bytes, near the ${REPORT_BUDGET.perAddressBytes} one address may`,
+          ),
+        );
       } finally {
         for (const socket of stalled) socket.destroy();
       }
-      // Their places are given back when their clients go.
-      await waitUntil(
-        'reports read again',
-        async () =>
-          (await report([{ token: 'tgp_x', type: 't', url: '', source: 'content' }])).status === 200,
-        { timeoutMs: 10_000 },
-      );
+      // What they held is given back when their clients go.
+      await waitUntil('reports read again', async () => (await report(big)).status === 200, {
+        timeoutMs: 10_000,
+      });
     });
 
     it('refuses a signed body that is no report, saying what to send', async () => {

@@ -176,7 +176,7 @@ class EventsCall {
         ? fieldedBody(
             req.method ?? 'GET',
             valuesOf(headers, 'content-type'),
-            valuesOf(headers, 'content-encoding')[0],
+            valuesOf(headers, 'content-encoding'),
           )
         : [];
     if (fielded.length > 0) {

@@ -96,6 +96,8 @@ export interface SharedServices {
   roles: RoleCatalogue;
   audit: AuditLog;
   trust: EntryTrust;
+  /** Which proxies in front are believed about the client. */
+  proxies: ProxyTrust;
 }
 
 export interface ServiceExtras {
@@ -195,7 +197,7 @@ export async function createGatewayServices(
     refused,
   );
   const routes = new RouteTable(redis, trust.verifier, invalidation, log, config.cacheEntries);
-  const shared: SharedServices = { roles, audit, trust };
+  const shared: SharedServices = { roles, audit, trust, proxies };
   const creditCosts = new CreditCosts(config.creditCosts);
   const events = new EventsRouter(
     routes,

@@ -132,7 +132,7 @@ export function register(program: Command): void {
  */
 async function clusterManagement(
   config: GatewayConfig,
-  { roles, audit, trust }: SharedServices,
+  { roles, audit, trust, proxies }: SharedServices,
   kubeConfig: KubeConfig,
   log: Logger,
   redis: Redis,
@@ -157,6 +157,7 @@ async function clusterManagement(
     leakReports: { keysUrl: config.leakReportKeysUrl, action: config.leakReportAction },
     webhooks: webhookSettingsOf(config),
     trust,
+    proxies,
   });
 }
 

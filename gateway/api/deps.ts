@@ -16,6 +16,7 @@ import type { DeliveryQueue } from '../webhooks/deliveries.js';
 import type { WebhookDispatcher } from '../webhooks/dispatcher.js';
 import type { WebhookSender } from '../webhooks/sender.js';
 import type { WebhookStore } from '../webhooks/store.js';
+import type { ProxyTrust } from '../http/client-address.js';
 
 /** What the management API is built from; the gateway builds each once and injects it. */
 export interface ManagementDeps {
@@ -56,5 +57,7 @@ export interface ManagementDeps {
   maxKeysPerOwner?: number;
   /** Management calls one user may make of this replica a second (default 50; user-pace.ts). */
   callsPerSecond?: number;
+  /** Which proxies in front are believed about the client (default: none). */
+  proxies?: ProxyTrust;
   log: Logger;
 }

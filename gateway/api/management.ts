@@ -32,6 +32,7 @@ import { DirModelStore } from '../platform/models/dir-store.js';
 import { KubeModelStore } from '../platform/models/kube-store.js';
 import type { ModelStore } from '../platform/models/store.js';
 import { createManagementRouter } from './router.js';
+import type { ProxyTrust } from '../http/client-address.js';
 
 /**
  * Builds the management API for one of the two deployments: on a cluster, keys are ApiKey
@@ -62,6 +63,8 @@ export interface ManagementOptions {
   leakReports?: { keysUrl: string | undefined; action: 'revoke' | 'report' };
   /** Webhooks on key events: which inward networks and schemes they may use, and their schedule. */
   webhooks?: WebhookSettings;
+  /** Which proxies in front are believed about the client (unset: none). */
+  proxies?: ProxyTrust;
 }
 
 export interface Management {
@@ -133,6 +136,7 @@ export async function createManagement(opts: ManagementOptions): Promise<Managem
     findGrant: (hash) => readKeyGrant(opts.redis, opts.trust.verifier, hash),
     sealer,
     webhooks: { store: webhookStore, queue, sender, dispatcher },
+    ...(opts.proxies === undefined ? {} : { proxies: opts.proxies }),
     log: opts.log,
   });
   const close = async () => {

@@ -1,4 +1,5 @@
 import type { IncomingMessage } from 'node:http';
+import { isIPv4, isIPv6 } from 'node:net';
 import { CidrAllowlist } from '../../common/net/cidr.js';
 
 /**
@@ -32,4 +33,25 @@ export function clientAddress(req: IncomingMessage, trust: ProxyTrust): string |
     address = previous;
   }
   return address || undefined;
+}
+
+/**
+ * What one sender holds an address as, for a share per sender: an IPv4 address, or an IPv6
+ * address's /64 (one host is commonly given a whole /64, and could take each of its addresses).
+ */
+export function senderOf(address: string): string {
+  const bare = address.split('%', 1)[0] ?? address;
+  if (!isIPv6(bare)) return bare;
+  if (/^::ffff:/i.test(bare) && isIPv4(bare.slice(7))) return bare.slice(7);
+  const [head = '', tail] = bare.split('::');
+  const left = head === '' ? [] : head.split(':');
+  const right = tail === undefined || tail === '' ? [] : tail.split(':');
+  const groups =
+    tail === undefined
+      ? left
+      : [...left, ...Array<string>(8 - left.length - right.length).fill('0'), ...right];
+  return `${groups
+    .slice(0, 4)
+    .map((g) => Number.parseInt(g, 16).toString(16))
+    .join(':')}::/64`;
 }

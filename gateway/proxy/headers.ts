@@ -75,7 +75,15 @@ export function upstreamRequestHeaders(
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i] as string;
     const lower = name.toLowerCase();
-    if (REQUEST_DROPPED.has(lower) || lower.startsWith(GATEWAY_PREFIX) || listed?.has(lower) === true) {
+    if (
+      REQUEST_DROPPED.has(lower) ||
+      lower.startsWith(GATEWAY_PREFIX) ||
+      listed?.has(lower) === true ||
+      // Servers that turn header names into CGI variables (Puma, Unicorn, WEBrick, Gunicorn) read
+      // `X_Tollgate_Roles` as `X-Tollgate-Roles` and `X_HTTP_Method_Override` as the override
+      // header: as nginx does, no name with an underscore is passed on.
+      lower.includes('_')
+    ) {
       continue;
     }
     out.push(name, raw[i + 1] as string);

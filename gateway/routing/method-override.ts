@@ -43,14 +43,14 @@ export type FieldedBody = 'form' | 'multipart' | 'json';
  * and Express's method-override act on POST alone), read as loosely as the loosest of them reads
  * a Content-Type: a form when there is none (Rack) or it mentions one (Rack and PHP cut the type
  * at ",", ";" or a space), multipart likewise, JSON when it mentions json anywhere (Laravel).
- * `contentTypes`: every Content-Type the upstream will get (Node keeps the first; an upstream may
- * read another, so two are refused). A body that is compressed, or in a charset other than
+ * `contentTypes` and `contentEncodings`: every one the upstream will get (Node keeps the first
+ * Content-Type; an upstream may read another, so two are refused). A body that is compressed, or in a charset other than
  * UTF-8's subsets, is refused: a framework would decode it, the check could not read it.
  */
 export function fieldedBody(
   method: string,
   contentTypes: readonly string[],
-  contentEncoding: string | undefined,
+  contentEncodings: readonly string[],
 ): FieldedBody[] {
   if (method !== 'POST') return [];
   if (contentTypes.length > 1) {
@@ -64,15 +64,23 @@ export function fieldedBody(
   if (type.includes('multipart') || type.includes('form-data')) forms.push('multipart');
   if (type.includes('json')) forms.push('json');
   if (forms.length === 0) return forms;
-  if (contentEncoding !== undefined && contentEncoding.trim().toLowerCase() !== 'identity') {
+  const encoding = contentEncodings
+    .join(',')
+    .split(',')
+    .map((t) => t.trim().toLowerCase())
+    .find((t) => t !== '' && t !== 'identity');
+  if (encoding !== undefined) {
     throw new TollgateError(
       'unsupported_media_type',
-      `a platform POST with a form or JSON body is read by the gateway before it is sent on, and it cannot read it as ${JSON.stringify(contentEncoding.slice(0, 40))}; send it uncompressed`,
+      `a platform POST with a form or JSON body is read by the gateway before it is sent on, and it cannot read it as ${JSON.stringify(encoding.slice(0, 40))}; send it uncompressed`,
       { field: 'content-encoding' },
     );
   }
-  const charset = /charset\s*=\s*"?([^";,\s]*)/.exec(type)?.[1];
-  if (charset !== undefined && !READABLE_CHARSETS.has(charset)) {
+  // Every charset the type names: parsers differ on which one they take.
+  const charset = [...type.matchAll(/charset\s*=\s*"?([^";,\s]*)/g)]
+    .map((m) => m[1] ?? '')
+    .find((c) => !READABLE_CHARSETS.has(c));
+  if (charset !== undefined) {
     throw new TollgateError(
       'unsupported_media_type',
       `a platform POST with a form or JSON body is read by the gateway before it is sent on, and it cannot read charset ${JSON.stringify(charset.slice(0, 40))}; send it as UTF-8`,
@@ -106,9 +114,16 @@ function formField(body: Buffer): string | undefined {
  * would. A file whose content happens to say so is refused too; it would be a strange file.
  */
 const NAME_PARAMETER = /(?<![a-z0-9_-])name(\*?)\s*=\s*["']?([^\r\n]{0,200})/gi;
+/** Rack names a part without `name=` by its Content-ID. */
+const CONTENT_ID = /content-id\s*:\s*<?([^\r\n>]{0,200})/gi;
 
 function multipartField(body: Buffer): string | undefined {
-  for (const m of body.toString('latin1').matchAll(NAME_PARAMETER)) {
+  const text = body.toString('latin1');
+  for (const m of text.matchAll(CONTENT_ID)) {
+    const id = (m[1] ?? '').trim();
+    if (namesOverride(id)) return id;
+  }
+  for (const m of text.matchAll(NAME_PARAMETER)) {
     const raw = (m[2] ?? '').replace(/\\(.)/g, '$1');
     const extended = m[1] === '*' ? raw.replace(/^[^']*'[^']*'/, '') : raw;
     const name = [raw, extended, percentDecoded(extended)].find((n) => n !== undefined && namesOverride(n));
@@ -126,14 +141,19 @@ function percentDecoded(text: string): string | undefined {
 }
 
 function jsonField(body: Buffer): string | undefined {
-  const text = body.toString('utf8');
   let parsed: unknown;
   try {
-    parsed = JSON.parse(text);
+    // A NUL is no part of UTF-8 JSON text, and is how UTF-16 and UTF-32 look read as UTF-8.
+    if (body.includes(0)) throw new Error('NUL');
+    parsed = JSON.parse(body.toString('utf8'));
   } catch {
-    // Not JSON to this parser: a laxer one (comments, trailing commas) might still read a field,
-    // so any mention of one is refused.
-    return /(?:_|\\u005f)method/i.exec(text)?.[0];
+    // Not JSON to this parser, and a laxer one (comments, trailing commas, another charset sniffed)
+    // might still read a field in it that this one cannot see.
+    throw new TollgateError(
+      'invalid_json',
+      'a platform POST whose Content-Type says JSON is read by the gateway before it is sent on, and this body is not UTF-8 JSON; send valid JSON',
+      { field: 'body' },
+    );
   }
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return undefined;
   return Object.keys(parsed).find(namesOverride);

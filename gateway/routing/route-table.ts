@@ -80,6 +80,8 @@ export class RouteTable {
   /** Each cached route's Redis key by its change tag, one map per cache: an entry leaves with it. */
   private readonly foundKeys = new Map<string, string>();
   private readonly missingKeys = new Map<string, string>();
+  /** Rechecks of routes remembered as missing, under way. */
+  private readonly rechecks = new Map<string, Promise<ResolvedRoute | null>>();
 
   constructor(
     private readonly redis: Redis,
@@ -123,7 +125,14 @@ export class RouteTable {
       const hit = this.found.get(redisKey) ?? (recheck ? undefined : this.missing.get(redisKey));
       if (hit !== undefined) return hit.resolved;
     }
-    return this.lookup(redisKey);
+    if (!recheck) return this.lookup(redisKey);
+    // Calls refused at once for the same route share one read.
+    let reading = this.rechecks.get(redisKey);
+    if (reading === undefined) {
+      reading = this.lookup(redisKey).finally(() => this.rechecks.delete(redisKey));
+      this.rechecks.set(redisKey, reading);
+    }
+    return reading;
   }
 
   private async lookup(redisKey: string): Promise<ResolvedRoute | null> {

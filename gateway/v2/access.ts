@@ -182,7 +182,10 @@ export class ModelAccess {
       info = await this.models.find(model);
       // Remembered as missing, it may have been written since (its change notice still on its
       // way): a model that exists is asked for once more before its call is refused as not ready.
-      if (info !== undefined) route = await this.placement.modelRoute(model, true);
+      // Not for a bda key of another workflow: it is refused below, and learns nothing here.
+      const mine =
+        grant.module !== 'bda' || (info?.workflow !== undefined && info.workflow === grant.roles[0]);
+      if (info !== undefined && mine) route = await this.placement.modelRoute(model, true);
     }
     const workflow = route === null ? info?.workflow : route.route.workflow;
     // One answer to a bda key for any model outside its workflow, there or not: the key learns

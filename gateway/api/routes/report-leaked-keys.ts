@@ -9,6 +9,7 @@ import type { ManagementRoute } from '../route.js';
 import { validate } from '../validate.js';
 import { readBody } from '../../http/read-body.js';
 import { OwnerTally } from '../../http/owner-tally.js';
+import { clientAddress, NO_PROXIES, senderOf } from '../../http/client-address.js';
 import type { LeakReporterKeys } from '../../auth/leak-reporter-keys.js';
 
 /** One match as a scanning service sends it (GitHub's secret scanning partner program). */
@@ -82,7 +83,7 @@ class ReportBudget {
     if (this.tally.of(address) + bytes > REPORT_BUDGET.perAddressBytes) {
       return new TollgateError(
         'rate_limited',
-        `the leak reports this replica is reading from your address hold ${this.tally.of(address)} bytes, near the ${REPORT_BUDGET.perAddressBytes} one address may; send them one after another`,
+        `the leak reports this replica is reading from your address (${address}) hold ${this.tally.of(address)} bytes, near the ${REPORT_BUDGET.perAddressBytes} one address may; send them one after another`,
         { headers: { 'retry-after': '1' } },
       );
     }
@@ -107,7 +108,7 @@ function reportLeakedKeys(deps: ManagementDeps): RequestHandler {
   return async (req, res) => {
     const keys = deps.leakReports.keys;
     if (keys === undefined) throw off();
-    const address = req.socket.remoteAddress ?? 'unknown';
+    const address = senderOf(clientAddress(req, deps.proxies ?? NO_PROXIES) ?? 'unknown');
     let taken = 0;
     try {
       const body = await readBody(req, REPORT_LIMIT_BYTES, (bytes) => {

@@ -33,6 +33,10 @@ describe('a route remembered as missing', () => {
 
   it('is read again when asked to recheck, and only then', async () => {
     const routes = gw.services.routes;
+    // Calls refused at once share one read.
+    const first = routes.model('model-other', true);
+    expect(routes.model('model-other', true)).toBe(first);
+    expect(await first).toBeNull();
     const key = redisKeys.modelRoute('model-late');
     expect(await routes.model('model-late')).toBeNull();
     // Written, sealed, and not announced: the notice has not come yet.

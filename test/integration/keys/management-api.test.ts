@@ -969,7 +969,7 @@ describe.each(stores)('management API over HTTP (keys on %s)', (label, openStore
         expect([refused.status, JSON.parse(refused.text).code]).toEqual([429, 'rate_limited']);
         expect(JSON.parse(refused.text).error).toMatch(
           new RegExp(
-            `from your address hold \\d+ bytes, near the ${REPORT_BUDGET.perAddressBytes} one address may`,
+            `from your address \\(127\\.0\\.0\\.1\\) hold \\d+ bytes, near the ${REPORT_BUDGET.perAddressBytes} one address may`,
           ),
         );
       } finally {

@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { CidrAllowlist } from '../../../common/net/cidr.js';
 import { loadGatewayConfig } from '../../../gateway/config.js';
-import { clientAddress, NO_PROXIES } from '../../../gateway/http/client-address.js';
+import { senderOf, clientAddress, NO_PROXIES } from '../../../gateway/http/client-address.js';
 
 const request = (peer: string, forwarded?: string): IncomingMessage =>
   ({
@@ -63,5 +63,21 @@ describe('a network allowlist', () => {
     expect(new CidrAllowlist(['0.0.0.0/0']).allows('2001:db8::1')).toBe(false);
     expect(new CidrAllowlist(['2001:db8::/32']).allows('2001:db9::1')).toBe(false);
     expect(new CidrAllowlist(['10.0.0.0/8']).allows(undefined)).toBe(false);
+  });
+});
+
+describe('senderOf', () => {
+  it.each([
+    ['10.1.2.3', '10.1.2.3'],
+    ['::ffff:10.1.2.3', '10.1.2.3'],
+    ['2001:db8:1:2:3:4:5:6', '2001:db8:1:2::/64'],
+    ['2001:db8:1:2::9', '2001:db8:1:2::/64'],
+    ['2001:0db8:0001:0002:ffff::1', '2001:db8:1:2::/64'],
+    ['2001:db8::1', '2001:db8:0:0::/64'],
+    ['fe80::1%eth0', 'fe80:0:0:0::/64'],
+    ['::1', '0:0:0:0::/64'],
+    ['unknown', 'unknown'],
+  ])('%s is held as %s', (address, sender) => {
+    expect(senderOf(address)).toBe(sender);
   });
 });

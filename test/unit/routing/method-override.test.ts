@@ -38,12 +38,12 @@ describe('which bodies can carry a method override', () => {
     ['PUT', ['application/x-www-form-urlencoded'], []],
     ['GET', [], []],
   ] as const)('%s with %j → %j', (method, types, forms) => {
-    expect(fieldedBody(method, types, undefined)).toEqual(forms);
+    expect(fieldedBody(method, types, [])).toEqual(forms);
   });
 
   it('two Content-Types (Node reads the first, an upstream may read the other) → 400', () => {
     const err = refused(() =>
-      fieldedBody('POST', ['application/octet-stream', 'application/x-www-form-urlencoded'], undefined),
+      fieldedBody('POST', ['application/octet-stream', 'application/x-www-form-urlencoded'], []),
     );
     expect(err?.code).toBe('bad_request');
     expect(err?.field).toBe('content-type');
@@ -51,15 +51,15 @@ describe('which bodies can carry a method override', () => {
   });
 
   it.each([
-    [['application/json'], 'gzip', 'content-encoding', /cannot read it as "gzip"; send it uncompressed/],
-    [['application/x-www-form-urlencoded'], 'br', 'content-encoding', /send it uncompressed/],
-    [
-      ['application/json; charset=utf-16le'],
-      undefined,
-      'content-type',
-      /charset "utf-16le"; send it as UTF-8/,
-    ],
-    [['application/x-www-form-urlencoded; charset="UTF-32"'], undefined, 'content-type', /charset "utf-32"/],
+    [['application/json'], ['gzip'], 'content-encoding', /cannot read it as "gzip"; send it uncompressed/],
+    [['application/x-www-form-urlencoded'], ['br'], 'content-encoding', /send it uncompressed/],
+    // Every line and every token: an upstream may act on any of them.
+    [['application/json'], ['identity', 'gzip'], 'content-encoding', /as "gzip"/],
+    [['application/json'], ['identity, deflate'], 'content-encoding', /as "deflate"/],
+    [['application/json; charset=utf-16le'], [], 'content-type', /charset "utf-16le"; send it as UTF-8/],
+    [['application/x-www-form-urlencoded; charset="UTF-32"'], [], 'content-type', /charset "utf-32"/],
+    // Parsers differ on which charset they take: each is read.
+    [['application/json; xcharset=utf-8; charset=utf-16le'], [], 'content-type', /charset "utf-16le"/],
   ] as const)('a body it cannot read (%j, %s) → 415', (types, encoding, field, message) => {
     const err = refused(() => fieldedBody('POST', types, encoding));
     expect([err?.status, err?.code, err?.field]).toEqual([415, 'unsupported_media_type', field]);
@@ -67,8 +67,8 @@ describe('which bodies can carry a method override', () => {
   });
 
   it('a body no check reads may be compressed, and one in UTF-8 or identity passes', () => {
-    expect(fieldedBody('POST', ['application/octet-stream'], 'gzip')).toEqual([]);
-    expect(fieldedBody('POST', ['application/json; charset=UTF-8'], 'identity')).toEqual(['json']);
+    expect(fieldedBody('POST', ['application/octet-stream'], ['gzip'])).toEqual([]);
+    expect(fieldedBody('POST', ['application/json; charset=UTF-8'], ['identity'])).toEqual(['json']);
   });
 });
 
@@ -98,6 +98,9 @@ describe('a body that asks for another method is refused', () => {
     ['multipart', multipart(`name*=utf-8''%5Fmethod`)],
     ['multipart', multipart('name="%5Fmethod"')],
     ['multipart', multipart("name='_method'")],
+    // Rack names a part without name= by its Content-ID.
+    ['multipart', '--b\r\nContent-ID: <_method>\r\n\r\nDELETE\r\n--b--\r\n'],
+    ['multipart', '--b\r\ncontent-id: _method\r\n\r\nDELETE\r\n--b--\r\n'],
     ['multipart', multipart('name=_method x')],
     // Rack searches a part's header block as a whole: any header, a folded line.
     ['multipart', '--b\r\nX-A: Content-Disposition: form-data; name="_method"\r\n\r\nDELETE\r\n--b--\r\n'],
@@ -106,8 +109,6 @@ describe('a body that asks for another method is refused', () => {
     ['multipart', multipart('name="_method"').replaceAll('\r\n', '\n')],
     ['json', '{"title":"x","_method":"DELETE"}'],
     ['json', '{"\\u005fmethod":"DELETE"}'],
-    // Not JSON here; a laxer parser (a trailing comma) would read the field.
-    ['json', '{"_method":"DELETE",}'],
   ] as Array<[FieldedBody, string]>)('%s: %j → 400 method_override', (form, body) => {
     const err = refused(() => refuseOverrideInBody([form], Buffer.from(body)));
     expect(err?.code).toBe('method_override');
@@ -131,6 +132,16 @@ describe('a body that asks for another method is refused', () => {
   ] as Array<[FieldedBody, string]>)('%s: %j passes', (form, body) => {
     expect(refused(() => refuseOverrideInBody([form], Buffer.from(body)))).toBeUndefined();
   });
+});
+
+it.each([
+  ['a trailing comma (a laxer parser reads the field)', '{"_\\u006dethod":"DELETE",}'],
+  ['UTF-16 (a parser that sniffs the charset reads it)', Buffer.from('{"_method":"DELETE"}', 'utf16le')],
+  ['not JSON at all', 'title=x'],
+])('a JSON body that does not parse as UTF-8 JSON (%s) → 400 invalid_json', (_, body) => {
+  const err = refused(() => refuseOverrideInBody(['json'], Buffer.from(body)));
+  expect([err?.status, err?.code, err?.field]).toEqual([400, 'invalid_json', 'body']);
+  expect(err?.message).toMatch(/send valid JSON/);
 });
 
 describe('headers and query', () => {

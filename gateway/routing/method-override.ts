@@ -44,8 +44,9 @@ export type FieldedBody = 'form' | 'multipart' | 'json';
  * a Content-Type: a form when there is none (Rack) or it mentions one (Rack and PHP cut the type
  * at ",", ";" or a space), multipart likewise, JSON when it mentions json anywhere (Laravel).
  * `contentTypes` and `contentEncodings`: every one the upstream will get (Node keeps the first
- * Content-Type; an upstream may read another, so two are refused). A body that is compressed, or in a charset other than
- * UTF-8's subsets, is refused: a framework would decode it, the check could not read it.
+ * Content-Type; an upstream may read another, so two are refused). A body that is compressed, or
+ * in a charset other than UTF-8's subsets, is refused: a framework would decode it, the check
+ * could not read it.
  */
 export function fieldedBody(
   method: string,
@@ -141,11 +142,13 @@ function percentDecoded(text: string): string | undefined {
 }
 
 function jsonField(body: Buffer): string | undefined {
+  if (body.length === 0) return undefined;
   let parsed: unknown;
   try {
     // A NUL is no part of UTF-8 JSON text, and is how UTF-16 and UTF-32 look read as UTF-8.
     if (body.includes(0)) throw new Error('NUL');
-    parsed = JSON.parse(body.toString('utf8'));
+    // A UTF-8 byte order mark, which body parsers skip.
+    parsed = JSON.parse(body.toString('utf8').replace(/^\uFEFF/, ''));
   } catch {
     // Not JSON to this parser, and a laxer one (comments, trailing commas, another charset sniffed)
     // might still read a field in it that this one cannot see.

@@ -109,6 +109,7 @@ describe('a body that asks for another method is refused', () => {
     ['multipart', multipart('name="_method"').replaceAll('\r\n', '\n')],
     ['json', '{"title":"x","_method":"DELETE"}'],
     ['json', '{"\\u005fmethod":"DELETE"}'],
+    ['json', '\uFEFF{"_method":"DELETE"}'],
   ] as Array<[FieldedBody, string]>)('%s: %j → 400 method_override', (form, body) => {
     const err = refused(() => refuseOverrideInBody([form], Buffer.from(body)));
     expect(err?.code).toBe('method_override');
@@ -129,6 +130,8 @@ describe('a body that asks for another method is refused', () => {
     ['json', '[{"_method":"DELETE"}]'],
     ['json', '"_method"'],
     ['json', '{"nested":{"_method":"DELETE"}}'],
+    ['json', ''],
+    ['json', '\uFEFF{"title":"x"}'],
   ] as Array<[FieldedBody, string]>)('%s: %j passes', (form, body) => {
     expect(refused(() => refuseOverrideInBody([form], Buffer.from(body)))).toBeUndefined();
   });

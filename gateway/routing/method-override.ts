@@ -12,7 +12,7 @@ const OVERRIDE_HEADERS = ['x-http-method-override', 'x-http-method', 'x-method-o
  * qs reads `[_method]` as `_method`; `_method[...]` is the same field as an array. Broad on
  * purpose: a legitimate platform field is not named so.
  */
-export function namesOverride(name: string): boolean {
+function namesOverride(name: string): boolean {
   return /^[\s[\]]*[_.[][\]]*method(?![a-z0-9_])/i.test(name.split('\0', 1)[0] ?? '');
 }
 
@@ -42,7 +42,8 @@ export type FieldedBody = 'form' | 'multipart' | 'json';
  * How a POST's body could carry a `_method` field some framework honours (Rack, Symfony, Laravel
  * and Express's method-override act on POST alone), read as loosely as the loosest of them reads
  * a Content-Type: a form when there is none (Rack) or it mentions one (Rack and PHP cut the type
- * at ",", ";" or a space), multipart likewise, JSON when it mentions json anywhere (Laravel).
+ * at ",", ";" or a space), multipart likewise, JSON when it says `/json` or `+json` anywhere
+ * (Laravel; body-parser's `application/json` and `+json`).
  * `contentTypes` and `contentEncodings`: every one the upstream will get (Node keeps the first
  * Content-Type; an upstream may read another, so two are refused). A body that is compressed, or
  * in a charset other than UTF-8's subsets, is refused: a framework would decode it, the check
@@ -63,7 +64,7 @@ export function fieldedBody(
   const forms: FieldedBody[] = [];
   if (type.trim() === '' || type.includes('urlencoded') || type.includes('form')) forms.push('form');
   if (type.includes('multipart') || type.includes('form-data')) forms.push('multipart');
-  if (type.includes('json')) forms.push('json');
+  if (/[/+]json/.test(type)) forms.push('json');
   if (forms.length === 0) return forms;
   const encoding = contentEncodings
     .join(',')

@@ -5,9 +5,8 @@ import type { ResolvedRoute, RuntimeAddress, StartingReplica } from '../routing/
 import type { Activator } from './activator.js';
 import { splitTraffic, withFallback, type Chosen } from './versions.js';
 
-/** Where a model's route is read: the route table, or a sidecar's one runtime. */
 /**
- * A model's route. `recheck`: a route remembered as missing is asked for again (a call is about
+ * Where a model's route is read: the route table, or a sidecar's one runtime. `recheck`: a route remembered as missing is asked for again (a call is about
  * to be refused for the want of one).
  */
 export type ModelRouteLookup = (

@@ -65,7 +65,7 @@ function beforeReport(deps: ManagementDeps): RequestHandler {
 }
 
 /** A leak report lists up to 1,000 tokens with where each was found. */
-export const REPORT_LIMIT_BYTES = 1024 * 1024;
+const REPORT_LIMIT_BYTES = 1024 * 1024;
 
 /**
  * What reports being read may hold in all, and those from one address. A report is held whole

@@ -34,6 +34,8 @@ describe('which bodies can carry a method override', () => {
     ['POST', ['text/plain; x=/json'], ['json']],
     ['POST', ['application/octet-stream'], []],
     ['POST', ['text/csv'], []],
+    // Not JSON to body-parser nor Laravel: a stream of JSON lines.
+    ['POST', ['application/x-ndjson'], []],
     // Only a POST stands for another method in the frameworks that read the field.
     ['PUT', ['application/x-www-form-urlencoded'], []],
     ['GET', [], []],

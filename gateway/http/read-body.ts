@@ -9,9 +9,9 @@ export function carriesBody(req: IncomingMessage): boolean {
 }
 
 /**
- * Reads a request body that must be checked before it is sent on (V2 inference, a platform
- * resource's form), refusing it as
- * soon as it passes the gateway's body limit: at once from Content-Length, else while reading.
+ * Reads a request body that must be checked before it is sent on (V2 inference, a platform POST's
+ * fields), refusing it as soon as it passes the gateway's body limit: at once from
+ * Content-Length, else while reading.
  * `take`, when given, is asked for each chunk's bytes before it is kept, and its refusal ends the
  * read (the connection closes after the answer: the rest of the body is not read).
  */

@@ -1,7 +1,6 @@
 import { KubeConfig } from '@kubernetes/client-node';
 import { Pool } from 'undici';
 import { execFileSync } from 'node:child_process';
-import { statSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -14,6 +13,7 @@ import { startRedis } from '../test/harness/components/redis.js';
 import { ProcessRegistry } from '../test/harness/processes.js';
 import { freePort } from '../common/net/free-port.js';
 import { fleet, quantile } from './fleet.js';
+import { keysInGit } from './keys-in-git.js';
 import { CLI, memoryMiB, ROOT, start, stop } from './support.js';
 
 /**
@@ -21,8 +21,12 @@ import { CLI, memoryMiB, ROOT, start, stop } from './support.js';
  * harness API server, then the operator as a real process (`tollgate operator
  * --no-leader-elect`, its own Redis): how fast the keys are created, how long a cold start takes
  * to the index marker (set only over a complete index), the operator's memory, and Redis flushed
- * → every entry back. No reference to compare with: these are the figures the table of tested limits
- * in docs/reference.md quotes.
+ * → every entry back. Twice, side by side: keys made as the management API makes them (under the
+ * operator's finalizer already) and as `kubectl apply` makes them (no finalizer, kubectl's
+ * last-applied copy in an annotation), where the bench also waits for every finalizer. Then a folder
+ * of BENCH_GIT_KEYS manifests (default 10,000) applied with the real kubectl, timed until its last
+ * key answers at a gateway (keys-in-git.ts). No reference to compare with: these are the figures the
+ * table of tested limits in docs/reference.md quotes.
  */
 /** The operator's log line for each index it built (operator/manager.ts). */
 interface IndexBuilt {
@@ -46,10 +50,13 @@ async function heapUsedMiB(port: number): Promise<number> {
 interface Operator {
   builds: IndexBuilt[];
   synced: number[];
+  /** Resolves with the operator's figures once every finalizer it had to add is in. */
+  finalizers: Promise<{ added: number; ms: number }>;
   /** Seconds until the index marker is set (at once if it is). */
   marked(limitMs: number): Promise<number>;
-  /** Peak RSS so far, then RSS and V8 heap in use after 10 s of quiet (MiB). */
-  memory(): Promise<{ peak: number; settled: number; heapUsed: number }>;
+  /** Peak RSS so far, RSS 2 s later, then RSS and V8 heap in use after 10 s (MiB). */
+  memory(): Promise<{ peak: number; soon: number; settled: number; heapUsed: number }>;
+  pid: number;
   stop(): Promise<void>;
 }
 
@@ -58,6 +65,12 @@ const CLIENTS = 48;
 const GATEWAYS = Number(process.env.BENCH_GATEWAYS ?? 20);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 100);
 
+type Kind = 'api' | 'kubectl';
+const KINDS: Record<Kind, { namespace: string; label: string }> = {
+  api: { namespace: 'scale', label: 'made by the management API (finalizer set)' },
+  kubectl: { namespace: 'scale-kubectl', label: 'applied as kubectl applies them (no finalizer)' },
+};
+
 export async function run(): Promise<void> {
   const work = await mkdtemp(path.join(tmpdir(), 'tollgate-bench-scale-'));
   const reg = new ProcessRegistry(work);
@@ -65,19 +78,19 @@ export async function run(): Promise<void> {
   const client = await (async () => {
     const kube = await startKube(reg, path.join(work, 'kube'));
     const redis = await startRedis(reg, 'scale');
-    execFileSync(kube.kubectl, ['--kubeconfig', kube.kubeconfig, 'apply', '-f', path.join(ROOT, 'crds')], {
-      stdio: 'ignore',
-    });
-    execFileSync(kube.kubectl, ['--kubeconfig', kube.kubeconfig, 'create', 'namespace', 'scale'], {
-      stdio: 'ignore',
-    });
+    const kubectl = (...args: string[]) =>
+      execFileSync(kube.kubectl, ['--kubeconfig', kube.kubeconfig, ...args], { stdio: 'ignore' });
+    kubectl('apply', '-f', path.join(ROOT, 'crds'));
+    for (const { namespace } of Object.values(KINDS)) kubectl('create', 'namespace', namespace);
     return { kube, redis: new Redis(redis.url), url: redis.url };
   })();
   /** `tollgate operator` as a real process on the harness API server and the bench's Redis. */
-  const startOperator = async (): Promise<Operator> => {
+  const startOperator = async (namespace: string): Promise<Operator> => {
     const metricsPort = await freePort();
     const builds: IndexBuilt[] = [];
     const synced: number[] = [];
+    let finalized: (f: { added: number; ms: number }) => void = () => undefined;
+    const finalizers = new Promise<{ added: number; ms: number }>((r) => (finalized = r));
     const child = start(
       'operator',
       process.execPath,
@@ -86,7 +99,7 @@ export async function run(): Promise<void> {
         'operator',
         '--no-leader-elect',
         '--namespace',
-        'scale',
+        namespace,
         '--kubeconfig',
         client.kube.kubeconfig,
         '--redis-url',
@@ -102,12 +115,16 @@ export async function run(): Promise<void> {
       (line) => {
         if (line.includes('"index built"')) builds.push(JSON.parse(line) as IndexBuilt);
         if (line.includes('"caches synced"')) synced.push((JSON.parse(line) as { ms: number }).ms);
+        if (line.includes('"key finalizers added"'))
+          finalized(JSON.parse(line) as { added: number; ms: number });
       },
     );
     const pid = child.pid ?? 0;
     const handle: Operator = {
       builds,
       synced,
+      finalizers,
+      pid,
       marked: async (limitMs) => {
         const from = performance.now();
         while ((await client.redis.exists(redisKeys.indexMarker)) !== 1) {
@@ -118,8 +135,10 @@ export async function run(): Promise<void> {
       },
       memory: async () => {
         const peak = memoryMiB(pid).peak;
-        await new Promise((r) => setTimeout(r, 10_000));
-        return { peak, settled: memoryMiB(pid).rss, heapUsed: await heapUsedMiB(metricsPort) };
+        await new Promise((r) => setTimeout(r, 2_000));
+        const soon = memoryMiB(pid).rss;
+        await new Promise((r) => setTimeout(r, 8_000));
+        return { peak, soon, settled: memoryMiB(pid).rss, heapUsed: await heapUsedMiB(metricsPort) };
       },
       stop: () => stop(child),
     };
@@ -138,75 +157,119 @@ export async function run(): Promise<void> {
       connections: CLIENTS,
       connect: { ca: pem(cluster?.caData), cert: pem(user?.certData), key: pem(user?.keyData) },
     });
-    const apiKeysPath = '/apis/tollgate.dev/v1alpha1/namespaces/scale/apikeys';
 
     // The same operator with no key yet: what the process itself takes, so the figure per key is
     // what the keys add.
-    const bare = await startOperator();
+    const bare = await startOperator(KINDS.api.namespace);
     await bare.marked(60_000);
     const empty = await bare.memory();
     await bare.stop();
     await client.redis.flushall();
-
-    const created = performance.now();
-    let next = 0;
-    await Promise.all(
-      Array.from({ length: CLIENTS }, async () => {
-        while (next < KEYS) {
-          next++;
-          const key = generateKey('bda');
-          const made = newApiKey(newKeyId(), {
-            hash: hashKey(key),
-            start: keyStart(key),
-            module: 'bda',
-            roles: ['wf'],
-            owner: `user-${next % 100}`,
-          });
-          // As the management API creates them: under the operator's finalizer already.
-          const body = { ...made, metadata: { ...made.metadata, finalizers: [API_KEY_FINALIZER] } };
-          const res = await api.request({
-            method: 'POST',
-            path: apiKeysPath,
-            headers: { 'content-type': 'application/json' },
-            body: JSON.stringify(body),
-          });
-          const text = await res.body.text();
-          if (res.statusCode !== 201) throw new Error(`creating a key: ${res.statusCode} ${text}`);
-        }
-      }),
+    console.log(`scale: ${KEYS} ApiKeys of each kind on the harness API server`);
+    console.log(
+      `  operator with no key: RSS ${empty.settled.toFixed(0)} MiB, V8 heap in use ${empty.heapUsed.toFixed(0)} MiB`,
     );
-    await api.close();
-    const createSeconds = (performance.now() - created) / 1000;
 
-    const operator = await startOperator();
-    const firstBuild = await operator.marked(600_000);
-    const entries = async () => (await client.redis.dbsize()) - 1;
-    const afterBuild = await entries();
-    const { peak: peakAfterBuild, settled, heapUsed } = await operator.memory();
+    const createKeys = async (kind: Kind): Promise<number> => {
+      const apiKeysPath = `/apis/tollgate.dev/v1alpha1/namespaces/${KINDS[kind].namespace}/apikeys`;
+      const created = performance.now();
+      let next = 0;
+      await Promise.all(
+        Array.from({ length: CLIENTS }, async () => {
+          while (next < KEYS) {
+            next++;
+            const key = generateKey('bda');
+            const made = newApiKey(newKeyId(), {
+              hash: hashKey(key),
+              start: keyStart(key),
+              module: 'bda',
+              roles: ['wf'],
+              owner: `user-${next % 100}`,
+            });
+            const manifest = { ...made, metadata: { ...made.metadata, namespace: KINDS[kind].namespace } };
+            const body =
+              kind === 'api'
+                ? // As the management API creates them: under the operator's finalizer already.
+                  { ...made, metadata: { ...made.metadata, finalizers: [API_KEY_FINALIZER] } }
+                : // As `kubectl apply` creates them: no finalizer, and its copy of what it applied.
+                  {
+                    ...made,
+                    metadata: {
+                      ...made.metadata,
+                      annotations: {
+                        'kubectl.kubernetes.io/last-applied-configuration': `${JSON.stringify(manifest)}\n`,
+                      },
+                    },
+                  };
+            const res = await api.request({
+              method: 'POST',
+              path: apiKeysPath,
+              headers: { 'content-type': 'application/json' },
+              body: JSON.stringify(body),
+            });
+            const text = await res.body.text();
+            if (res.statusCode !== 201) throw new Error(`creating a key: ${res.statusCode} ${text}`);
+          }
+        }),
+      );
+      return KEYS / ((performance.now() - created) / 1000);
+    };
 
+    /** One kind: its keys created, a cold start, memory, Redis flushed; the operator left running. */
+    const measure = async (kind: Kind): Promise<Operator> => {
+      const rate = await createKeys(kind);
+      await client.redis.flushall();
+      const operator = await startOperator(KINDS[kind].namespace);
+      const firstBuild = await operator.marked(600_000);
+      const entries = async () => (await client.redis.dbsize()) - 1;
+      const afterBuild = await entries();
+      const { peak, soon, settled, heapUsed } = await operator.memory();
+      console.log(`  keys ${KINDS[kind].label}: created at ${rate.toFixed(0)} keys/s (${CLIENTS} clients)`);
+      console.log(
+        `    operator start -> marker (every entry written): ${firstBuild.toFixed(1)} s, ${afterBuild} of ${KEYS} entries${phases(operator.builds[0])}; caches synced in ${((operator.synced[0] ?? NaN) / 1000).toFixed(1)} s`,
+      );
+      console.log(
+        `    operator RSS: peak ${peak.toFixed(0)} MiB, 2 s after the marker ${soon.toFixed(0)} MiB, settled ${settled.toFixed(0)} MiB (${(((settled - empty.settled) * 1024) / KEYS).toFixed(2)} KiB per key); V8 heap in use ${heapUsed.toFixed(0)} MiB (${(((heapUsed - empty.heapUsed) * 1024) / KEYS).toFixed(2)} KiB per key)`,
+      );
+      if (kind === 'kubectl') {
+        const { added, ms } = await Promise.race([
+          operator.finalizers,
+          new Promise<never>((_, reject) =>
+            setTimeout(() => reject(new Error('the finalizers were not all in within 30 min')), 1_800_000),
+          ),
+        ]);
+        console.log(
+          `    every finalizer in: ${(ms / 1000).toFixed(1)} s after the first was handed over (${added} added, ${(added / (ms / 1000)).toFixed(0)}/s, in the background); operator RSS peak ${memoryMiB(operator.pid).peak.toFixed(0)} MiB, now ${memoryMiB(operator.pid).rss.toFixed(0)} MiB`,
+        );
+      }
+      await client.redis.flushall();
+      const rebuild = await operator.marked(600_000);
+      const afterFlush = await entries();
+      console.log(
+        `    Redis flushed -> marker again: ${rebuild.toFixed(1)} s, ${afterFlush} of ${KEYS} entries${phases(operator.builds.at(-1))}`,
+      );
+      return operator;
+    };
+
+    await (await measure('kubectl')).stop();
     await client.redis.flushall();
-    const rebuild = await operator.marked(600_000);
-    const afterFlush = await entries();
+    const git = await keysInGit({
+      kubectl: client.kube.kubectl,
+      kubeconfig: client.kube.kubeconfig,
+      redisUrl: client.url,
+      startOperator,
+      keys: Number(process.env.BENCH_GIT_KEYS ?? 10_000),
+    });
+    console.log(
+      `  a folder of ${git.keys} ApiKey manifests, \`kubectl apply -f\` (the real kubectl): applied in ${git.applySeconds.toFixed(1)} s; its last key answered 200 at a gateway ${git.lastAnsweredSeconds.toFixed(1)} s after the apply began; ${git.answered} of ${git.keys} keys answer 200`,
+    );
+    await client.redis.flushall();
+    await measure('api');
 
-    const etcdMiB = statSync(path.join(work, 'kube', 'etcd-data', 'member', 'snap', 'db')).size / 2 ** 20;
-    console.log(`scale: ${KEYS} ApiKeys on the harness API server`);
-    console.log(
-      `  created through the API: ${(KEYS / createSeconds).toFixed(0)} keys/s (${CLIENTS} clients)`,
-    );
-    console.log(
-      `  operator start -> marker (every entry written): ${firstBuild.toFixed(1)} s, ${afterBuild} entries${phases(operator.builds[0])}; caches synced in ${((operator.synced[0] ?? NaN) / 1000).toFixed(1)} s`,
-    );
-    console.log(
-      `  operator RSS: peak ${peakAfterBuild.toFixed(0)} MiB, settled ${settled.toFixed(0)} MiB, with no key ${empty.settled.toFixed(0)} MiB: ${(((settled - empty.settled) * 1024) / KEYS).toFixed(2)} KiB per key; V8 heap in use ${heapUsed.toFixed(0)} MiB (with no key ${empty.heapUsed.toFixed(0)}: ${(((heapUsed - empty.heapUsed) * 1024) / KEYS).toFixed(2)} KiB per key)`,
-    );
-    console.log(
-      `  Redis flushed -> marker again: ${rebuild.toFixed(1)} s, ${afterFlush} entries${phases(operator.builds.at(-1))}`,
-    );
-    console.log(`  etcd's database: ${etcdMiB.toFixed(0)} MiB`);
     const figures = await fleet({
       kubeconfig: client.kube.kubeconfig,
       redisUrl: client.url,
-      namespace: 'scale',
+      namespace: KINDS.api.namespace,
       owner: 'user-7',
       gateways: GATEWAYS,
       rounds: ROUNDS,

@@ -2,11 +2,10 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { KeyGrant } from '../common/resources/grant.js';
 import type { Authenticate } from './auth/authenticate.js';
-import { isLimited } from './auth/rate-limit.js';
 import { sendError } from './http/errors.js';
 import type { MetricsRouteKind } from './metrics.js';
 import { requestIdOf, upstreamRequestHeaders } from './proxy/headers.js';
-import { countedUpstream, withSignedGrant } from './auth/signed-grant.js';
+import { withSignedGrant } from './auth/signed-grant.js';
 import { forward } from './proxy/forward.js';
 import type { EventsTarget } from './routing/events-router.js';
 import type { NormalisedPath } from './routing/normalise.js';
@@ -18,7 +17,7 @@ import type { GatewayServices } from './services.js';
 import { Inference } from './v2/inference.js';
 
 /**
- * The hot path for `/events/...`: key check, routing decision, rate limit, proxy. No Express and
+ * The hot path for `/events/...`: key check, routing and admission, limits and usage, proxy. No Express and
  * no per-request construction of clients. The key and route lookups answer synchronously when
  * their caches hold the entry, so a cached call runs straight through to the upstream request
  * without waiting on a promise; only a Redis round trip or the upstream itself is awaited.
@@ -101,10 +100,18 @@ class EventsCall {
     else this.routed(grant, target);
   }
 
+  /** Limits, credits and usage, as the admission core counts them; then the call is sent. */
   private routed(grant: KeyGrant, target: EventsTarget): void {
-    if (!isLimited(grant)) this.send(grant, target);
+    let spent: Promise<void> | undefined;
+    try {
+      spent = this.s.admission.spend(grant, target.cost ?? 1, this.endpoint());
+    } catch (err) {
+      this.fail(err);
+      return;
+    }
+    if (spent === undefined) this.send(grant, target);
     else
-      this.s.rateLimiter.take(grant, target.cost).then(
+      spent.then(
         () => this.send(grant, target),
         (err: unknown) => this.fail(err),
       );
@@ -126,8 +133,6 @@ class EventsCall {
 
   private sendChecked(grant: KeyGrant, target: EventsTarget): void {
     const { s, req, res, requestId } = this;
-    // A grant the central gateway signed was counted (and rate-limited) there already.
-    if (!countedUpstream(grant)) s.usage.record(grant.id, this.endpoint());
     if ('builtIn' in target) {
       res.setHeader('x-request-id', requestId);
       Promise.resolve()

@@ -2,6 +2,7 @@ import { connectRedis } from '../common/redis/connect.js';
 import type { Redis } from 'ioredis';
 import { type RedisOptions } from 'ioredis';
 import { RoleCatalogue } from '../common/apikey/roles.js';
+import { Admission } from './admission/admission.js';
 import type { Logger } from '../common/logger.js';
 import type { Management } from './api/management.js';
 import { AuditLog } from './audit/audit-log.js';
@@ -51,8 +52,8 @@ export interface GatewayServices {
   /** Refusals of calls whose key exists: audited and counted (gateway/auth/refusals.ts). */
   refused: RefusalSink;
   rateLimiter: RateLimiter;
-  /** What a call spends of a key's credits, by platform resource or model. */
-  creditCosts: CreditCosts;
+  /** Who may call what, at what price: the one decision every entry asks (admission/admission.ts). */
+  admission: Admission;
   usage: UsageRecorder;
   /** Each model's calls, errors and latency per minute, for the panel's Models page. */
   modelUsage: ModelUsageRecorder;
@@ -199,13 +200,6 @@ export async function createGatewayServices(
   const routes = new RouteTable(redis, trust.verifier, invalidation, log, config.cacheEntries);
   const shared: SharedServices = { roles, audit, trust, proxies };
   const creditCosts = new CreditCosts(config.creditCosts);
-  const events = new EventsRouter(
-    routes,
-    roles,
-    config.upstreams,
-    extras.platformResources?.(shared) ?? new Map(),
-    creditCosts,
-  );
   const upstreams = new UpstreamPools({
     connections: config.upstreamConnections,
     connectTimeoutMs: config.connectTimeoutMs,
@@ -241,6 +235,14 @@ export async function createGatewayServices(
       ? {}
       : { notices: (n: LimitNotice) => inbox.push(noticeEvent(n), noticeOnce(n)) }),
   });
+  // The one admission decision every entry asks (admission/admission.ts), built once.
+  const admission = new Admission({ roles, rateLimiter, creditCosts, usage });
+  const events = new EventsRouter(
+    routes,
+    admission,
+    config.upstreams,
+    extras.platformResources?.(shared) ?? new Map(),
+  );
   invalidation.start();
   usage.start();
   modelUsage.start();
@@ -263,7 +265,7 @@ export async function createGatewayServices(
     keys,
     audit,
     refused,
-    creditCosts,
+    admission,
     rateLimiter,
     usage,
     modelUsage,

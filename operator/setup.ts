@@ -6,6 +6,7 @@ import { readVersionFigures } from '../common/redis/version-figures.js';
 import type { EntrySealer, EntryVerifier } from '../common/redis/sealed-entry.js';
 import type { RouteWriter } from '../common/routes/workflow-routes.js';
 import { ApiKeyReconciler } from './controllers/apikey-controller.js';
+import { KeyFinalizers } from './controllers/key-finalizers.js';
 import { ModelReconciler } from './controllers/model-controller.js';
 import { RedisKeptNames } from './controllers/kept-names.js';
 import { WorkflowServiceReconciler } from './controllers/workflow-service-controller.js';
@@ -40,6 +41,7 @@ export function setupTerm({ sources, redis, sealer, verifier, routes, signingKey
   const keysNamespace = opts.keysNamespace ?? opts.namespace;
   const workflows = new WorkflowAdmission(sources.workflows);
   const usage = new UsageStatusSync(sources.apiKeys, redis, log);
+  const keyFinalizers = new KeyFinalizers(sources.apiKeys, log);
   const reconcilers = [
     new ModelReconciler({
       ...sources,
@@ -66,6 +68,7 @@ export function setupTerm({ sources, redis, sealer, verifier, routes, signingKey
       sources.identities,
       new KeyIndexWriter(redis, sealer),
       sealer,
+      keyFinalizers,
       keysNamespace === undefined ? undefined : { redis, verifier, namespace: keysNamespace },
     ),
     new WorkflowServiceReconciler({
@@ -81,6 +84,7 @@ export function setupTerm({ sources, redis, sealer, verifier, routes, signingKey
   return {
     reconcilers,
     runnables: [
+      keyFinalizers,
       {
         name: 'usage-status',
         needsLeader: true,

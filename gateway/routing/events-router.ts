@@ -1,11 +1,9 @@
-import { CreditCosts } from '../auth/credit-costs.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { RoleCatalogue } from '../../common/apikey/roles.js';
 import { TollgateError, type ErrorCode } from '../../common/errors.js';
+import { enforce, type Admission } from '../admission/admission.js';
 import { WORKFLOW_ID_PATTERN } from '../../common/resources/workflow-service.js';
 import type { KeyGrant, Module } from '../../common/resources/grant.js';
 import type { NormalisedPath } from './normalise.js';
-import { refuseOtherOwner } from '../auth/workflow-owner.js';
 import { matchV2, type V2Route } from '../v2/paths.js';
 import { methodNotAllowed } from '../v2/http.js';
 import { resolveRoute, type ResolvedRoute, type RouteTable, type RuntimeAddress } from './route-table.js';
@@ -16,8 +14,9 @@ import { resolveRoute, type ResolvedRoute, type RouteTable, type RuntimeAddress 
  *   /events/bda/<bda-id>/<service-id>/<path>      key module bda, role == bda-id, any method
  *   /events/platform/api/v1/<resource>[/...]      key module platform, GET/PUT/POST as roles allow
  *
- * Checks run from the caller's side inward (module, then identifiers, then role or method, and
- * only then the route table), so a key learns nothing about workflows it has no access to.
+ * The path is parsed into a typed target, which the admission core (admission/admission.ts)
+ * judges against the key before the route table is asked, and against the route after, so a key
+ * learns nothing about workflows it has no access to.
  */
 export type RouteKind = Module;
 
@@ -47,21 +46,17 @@ export type EventsTarget = (
   cost?: number;
 };
 
-const PLATFORM_METHODS = new Set(['GET', 'PUT', 'POST']);
-
 const notFound = (code: ErrorCode, message: string): TollgateError => new TollgateError(code, message);
-const forbidden = (code: ErrorCode, message: string): TollgateError => new TollgateError(code, message);
 
 export class EventsRouter {
   private readonly upstreams: ReadonlyMap<string, ResolvedRoute>;
 
   constructor(
     private readonly routes: RouteTable,
-    private readonly roles: RoleCatalogue,
+    /** Who may call what, and at what price. */
+    private readonly admission: Admission,
     upstreams: Readonly<Record<string, string>>,
     private readonly builtIn: ReadonlyMap<string, PlatformResourceHandler>,
-    /** What a call spends of a key's credits, by resource or model (the gateway's creditCosts). */
-    private readonly costs: CreditCosts = new CreditCosts({}),
   ) {
     this.upstreams = new Map(Object.entries(upstreams).map(([name, url]) => [name, resolveRoute({ url })]));
   }
@@ -84,12 +79,6 @@ export class EventsRouter {
     if (workflow === undefined || service === undefined) {
       throw notFound('unknown_endpoint', 'workflow calls need /events/bda/<bda-id>/<service-id>/<path>');
     }
-    if (grant.module !== 'bda') {
-      throw forbidden(
-        'module_mismatch',
-        `this key is for module "${grant.module}"; workflow calls need a bda key`,
-      );
-    }
     if (!WORKFLOW_ID_PATTERN.test(workflow) || !WORKFLOW_ID_PATTERN.test(service)) {
       throw new TollgateError(
         'invalid_identifier',
@@ -99,24 +88,23 @@ export class EventsRouter {
         },
       );
     }
-    if (grant.roles[0] !== workflow || grant.roles.length !== 1) {
-      throw forbidden(
-        'workflow_not_allowed',
-        `this key is not for workflow "${workflow}"; use a key created for it`,
-      );
-    }
+    const target = { kind: 'workflow', workflow } as const;
+    enforce(this.admission.scope(grant, target));
     const found = this.routes.bda(workflow, service);
     const toTarget = (route: ResolvedRoute | null): EventsTarget => {
       if (route === null) {
         throw notFound('unknown_service', `workflow "${workflow}" exposes no service "${service}"`);
       }
-      refuseOtherOwner(route.route.owner, grant, workflow);
+      enforce(this.admission.claim(grant, target, route.route));
       const audience =
         route.route.grantAudience === undefined ? {} : { grantAudience: route.route.grantAudience };
       // A model published as the workflow's service: its inference costs the model's price; its
       // metadata and readiness cost what any call does.
       const isModel = route.route.source?.startsWith('model/') === true;
-      const cost = isModel && method === 'POST' ? { cost: this.costs.of(service) } : {};
+      const cost =
+        isModel && method === 'POST'
+          ? { cost: this.admission.price({ kind: 'model', model: service }, true) }
+          : {};
       // Only a route the operator wrote for a Model (its source says so, and it is sealed): a
       // Service a team labels with a model's name as its service id is proxied as its own.
       if (isModel && modelEndpoint(method, path, service) === 'infer')
@@ -144,33 +132,16 @@ export class EventsRouter {
     if (resource === undefined) {
       throw notFound('unknown_endpoint', 'platform calls need /events/platform/api/v1/<resource>');
     }
-    if (grant.module !== 'platform') {
-      throw forbidden(
-        'module_mismatch',
-        `this key is for module "${grant.module}"; platform calls need a platform key`,
-      );
-    }
     const builtIn = this.builtIn.get(resource);
     const upstream = this.upstreams.get(resource);
-    if (builtIn === undefined && upstream === undefined) {
-      throw notFound('unknown_resource', `the platform has no resource "${resource}"`);
-    }
-    if (!PLATFORM_METHODS.has(method)) {
-      throw new TollgateError(
-        'method_not_allowed',
-        `platform resources accept GET, PUT and POST, not ${method}`,
-        {
-          headers: { allow: 'GET, PUT, POST' },
-        },
-      );
-    }
-    if (!this.roles.allows(grant.roles, method as 'GET' | 'PUT' | 'POST', resource)) {
-      throw forbidden(
-        'role_not_allowed',
-        `this key's roles (${grant.roles.join(', ')}) do not allow ${method} on ${resource}`,
-      );
-    }
-    const cost = { cost: this.costs.of(resource) };
+    const target = {
+      kind: 'platform',
+      resource,
+      method,
+      served: builtIn !== undefined || upstream !== undefined,
+    } as const;
+    enforce(this.admission.scope(grant, target));
+    const cost = { cost: this.admission.price(target, true) };
     if (builtIn !== undefined) return { kind: 'platform', builtIn, resource, ...cost };
     const route = upstream as ResolvedRoute;
     // The upstream serves the platform's own REST paths: it receives /api/v1/<resource>[/...].

@@ -9,10 +9,12 @@ import { moduleOf } from '../http/call-module.js';
 import { sendError } from '../http/errors.js';
 import { upstreamPath } from '../routing/events-router.js';
 import { resolveRoute, type RouteTable } from '../routing/route-table.js';
-import { refuseOtherOwner } from '../auth/workflow-owner.js';
+import { enforce, type Admission } from '../admission/admission.js';
 import { createHttpServer, type GatewayServer } from '../server.js';
 import type { GatewayServices } from '../services.js';
 import { createV2Handler } from '../v2/router.js';
+import type { V2Placement } from '../v2/access.js';
+import type { ModelDirectory } from '../v2/model-directory.js';
 import type { AppProbes } from '../../common/sidecar-probes.js';
 import { appHealthHandler } from './app-probes.js';
 
@@ -48,26 +50,17 @@ export const sidecarAudience = (t: SidecarTarget): string =>
 export function workflowResolver(
   target: Extract<SidecarTarget, { kind: 'workflow' }>,
   routes: Pick<RouteTable, 'bda'>,
+  admission: Pick<Admission, 'scope' | 'claim'>,
 ): ResolveTarget {
   const origin = target.upstream.origin;
   const basePath = target.upstream.pathname.replace(/\/+$/, '');
+  const asked = { kind: 'workflow', workflow: target.workflow } as const;
   return async (_method, path, grant) => {
-    if (grant.module !== 'bda') {
-      throw new TollgateError(
-        'module_mismatch',
-        `this key is for module "${grant.module}"; this service of workflow "${target.workflow}" takes bda keys of that workflow`,
-      );
-    }
-    if (grant.roles.length !== 1 || grant.roles[0] !== target.workflow) {
-      throw new TollgateError(
-        'workflow_not_allowed',
-        `this key is not for workflow "${target.workflow}"; use a key created for it`,
-      );
-    }
+    enforce(admission.scope(grant, asked));
     // The workload's route (where the central gateway sends its calls) names the workflow's
     // owner today: a key its former owner made is refused here too, not only at the gateway.
     const route = await routes.bda(target.workflow, target.service);
-    refuseOtherOwner(route?.route.owner, grant, target.workflow);
+    enforce(admission.claim(grant, asked, route?.route ?? {}));
     return { kind: 'bda', proxy: { origin, path: upstreamPath(basePath, path, 0) } };
   };
 }
@@ -104,40 +97,54 @@ export function createSidecar(s: GatewayServices, target: SidecarTarget, opts: S
   const operations = createOperationsServer(s, appHealthHandler(opts.probes ?? {}));
   if (target.kind === 'workflow') {
     return {
-      traffic: createHttpServer(s, createEventsHandler(s, workflowResolver(target, s.routes), authenticate)),
+      traffic: createHttpServer(
+        s,
+        createEventsHandler(s, workflowResolver(target, s.routes, s.admission), authenticate),
+      ),
       operations,
     };
   }
-  // A model's bda callers: as for a workflow service, the keys of the workflow's owner today (the
-  // model's route names it), not those its former owner made. The pod's workflow label is its
-  // author's: only the route the operator wrote says the model is that workflow's (its record
-  // admits the model's namespace).
-  const modelWorkflow = target.workflow;
-  const checked: Authenticate =
-    modelWorkflow === undefined
-      ? authenticate
-      : async (req) => {
-          const grant = await authenticate(req);
-          // Only a key of this model's workflow: any other is refused by the V2 access check,
-          // with its own code.
-          if (grant.module === 'bda' && grant.roles[0] === modelWorkflow) {
-            const route = (await s.routes.model(target.model))?.route;
-            // The route of this namespace's Model of the name: a pod elsewhere wearing its labels
-            // takes nobody's keys.
-            if (
-              route?.workflow !== modelWorkflow ||
-              route.source !== modelRouteSource(target.namespace, target.model)
-            ) {
-              throw new TollgateError(
-                'workflow_not_allowed',
-                `model '${target.model}' of namespace ${target.namespace} is not published for workflow "${modelWorkflow}" (no route of it names the workflow: its Workflow record must admit the namespace); use a platform key with role models:inference`,
-              );
-            }
-            refuseOtherOwner(route.owner, grant, modelWorkflow);
-          }
-          return grant;
-        };
-  return { traffic: createHttpServer(s, modelDispatch(s, target, checked)), operations };
+  return { traffic: createHttpServer(s, modelDispatch(s, target, authenticate)), operations };
+}
+
+/**
+ * What a model's sidecar knows of its one model: its directory (the model, its version) and its
+ * placement (its runtime is the pod's MLServer). Who the model is published for (its workflow,
+ * and that workflow's owner today) is what the operator's route of this namespace's Model of the
+ * name says, never the pod's labels (its author's): a route of another namespace's Model, or
+ * none, publishes it for no workflow, and bda keys are refused as at the central gateway, by the
+ * same admission core.
+ */
+export function modelSidecarPlacement(
+  routes: Pick<RouteTable, 'model'>,
+  target: Extract<SidecarTarget, { kind: 'model' }>,
+  authenticate: Authenticate,
+): { directory: ModelDirectory; placement: V2Placement } {
+  const url = target.upstream.toString();
+  const versions =
+    target.version === undefined ? {} : { versions: [{ name: target.version, url, percent: 100 }] };
+  const claimed = async (): Promise<{ workflow?: string; owner?: string }> => {
+    const route = (await routes.model(target.model))?.route;
+    if (route?.workflow === undefined || route.source !== modelRouteSource(target.namespace, target.model))
+      return {};
+    return { workflow: route.workflow, ...(route.owner === undefined ? {} : { owner: route.owner }) };
+  };
+  const info = async () => ({
+    workflow: (await claimed()).workflow,
+    ...(target.version === undefined ? {} : { versions: [target.version] }),
+  });
+  return {
+    directory: {
+      find: async (name) => (name === target.model ? info() : undefined),
+      list: async () => [{ name: target.model, ...(await info()) }],
+    },
+    placement: {
+      authenticate,
+      // A version's runtime serves that one version, by its name and as the model's unversioned paths.
+      modelRoute: async (name) =>
+        name === target.model ? resolveRoute({ url, ...(await claimed()), ...versions }) : null,
+    },
+  };
 }
 
 /** A model's sidecar: the V2 endpoints of its one model, whose runtime is the pod's MLServer. */
@@ -146,25 +153,8 @@ function modelDispatch(
   target: Extract<SidecarTarget, { kind: 'model' }>,
   authenticate: Authenticate,
 ): Parameters<typeof createHttpServer>[1] {
-  const url = target.upstream.toString();
-  // A version's runtime serves that one version, by its name and as the model's unversioned paths.
-  const runtime = resolveRoute({
-    url,
-    ...(target.workflow === undefined ? {} : { workflow: target.workflow }),
-    ...(target.version === undefined ? {} : { versions: [{ name: target.version, url, percent: 100 }] }),
-  });
-  const info = {
-    workflow: target.workflow,
-    ...(target.version === undefined ? {} : { versions: [target.version] }),
-  };
-  const v2 = createV2Handler(
-    s,
-    {
-      find: async (name) => (name === target.model ? info : undefined),
-      list: async () => [{ name: target.model, ...info }],
-    },
-    { authenticate, modelRoute: (name) => (name === target.model ? runtime : null) },
-  );
+  const { directory, placement } = modelSidecarPlacement(s.routes, target, authenticate);
+  const v2 = createV2Handler(s, directory, placement);
   return (req, res, path) => {
     res.once('finish', () => s.metrics.request('v2', res.statusCode, moduleOf(req)));
     if (path.segments[0] !== 'v2') {

@@ -1,16 +1,10 @@
-import type { CreditCosts } from '../auth/credit-costs.js';
 import type { IncomingMessage } from 'node:http';
 import { TollgateError } from '../../common/errors.js';
 import type { KeyGrant } from '../../common/resources/grant.js';
 import { isModelName } from '../../common/resources/model-name.js';
-import { scopeAllows } from '../../common/apikey/model-scope.js';
-import type { RoleCatalogue } from '../../common/apikey/roles.js';
-import { isLimited, type RateLimiter } from '../auth/rate-limit.js';
+import { enforce, type Admission, type Target } from '../admission/admission.js';
 import { noteRefusal, type RefusalSink } from '../auth/refusals.js';
-import type { UsageRecorder } from '../auth/usage.js';
 import type { Activator } from './activator.js';
-import { countedUpstream } from '../auth/signed-grant.js';
-import { refuseOtherOwner } from '../auth/workflow-owner.js';
 import type { Authenticate } from '../auth/authenticate.js';
 import { noteModule } from '../http/call-module.js';
 import type { RuntimeAddress } from '../routing/route-table.js';
@@ -36,11 +30,8 @@ export const centralPlacement = (s: GatewayServices): V2Placement => ({
 
 /** What the access checks use of the gateway's services (a unit test passes fakes). */
 export interface AccessServices {
-  roles: Pick<RoleCatalogue, 'allows'>;
-  rateLimiter: Pick<RateLimiter, 'take'>;
-  /** What an inference call spends of a key's credits, by model. */
-  creditCosts: Pick<CreditCosts, 'of'>;
-  usage: Pick<UsageRecorder, 'record'>;
+  /** Who may call which model, at what price (admission/admission.ts). */
+  admission: Pick<Admission, 'scope' | 'claim' | 'lists' | 'price' | 'spend'>;
   refused: RefusalSink;
   activator: Pick<Activator, 'hold' | 'firstReady'>;
 }
@@ -57,12 +48,10 @@ export interface CallableModel {
   versions?: ModelVersionState[];
 }
 
-const forbidden = (message: string): TollgateError => new TollgateError('model_access_denied', message);
-
 /**
- * Who may call which model, and where the call goes: the key, its role or workflow, its rate
- * limit, the model and version, and (for a model scaled to zero) the wait for a replica. Every
- * check that can refuse a call runs before the wait: a key over its limit must not wake a model.
+ * Where a V2 call goes, once the admission core (admission/admission.ts) has let its key make it:
+ * the model and version, and (for a model scaled to zero) the wait for a replica. Every check that
+ * can refuse a call runs before the wait: a key over its limit must not wake a model.
  */
 export class ModelAccess {
   constructor(
@@ -86,15 +75,12 @@ export class ModelAccess {
   async callableModels(req: IncomingMessage, endpoint: string): Promise<CallableModel[]> {
     const grant = await this.authenticate(req);
     await this.refusalsNoted(grant, req, async () => {
-      this.checkInferenceRole(grant);
-      await this.admit(grant, req, endpoint);
+      const target: Target = { kind: 'models' };
+      enforce(this.s.admission.scope(grant, target));
+      await this.s.admission.spend(grant, 1, `${req.method ?? 'GET'} ${endpoint}`);
     });
     const mine = (await this.models.list())
-      .filter((m) =>
-        grant.module === 'platform'
-          ? scopeAllows(grant.models, m.name)
-          : m.workflow !== undefined && m.workflow === grant.roles[0],
-      )
+      .filter((m) => this.s.admission.lists(grant, m))
       .sort((a, b) => (a.name < b.name ? -1 : 1));
     return Promise.all(
       mine.map(async (m) => {
@@ -130,18 +116,13 @@ export class ModelAccess {
       );
     }
     return this.refusalsNoted(grant, req, async () => {
-      const found = await this.runtimeFor(model, grant, want);
+      const target: Target = { kind: 'model', model };
+      const found = await this.runtimeFor(target, grant, want);
       // Inference (the calls a traffic split applies to) spends the model's price.
-      await this.admit(grant, req, `/v2/models/${model}`, want.split ? this.s.creditCosts.of(model) : 1);
+      const cost = this.s.admission.price(target, want.split);
+      await this.s.admission.spend(grant, cost, `${req.method ?? 'GET'} /v2/models/${model}`);
       return { grant, runtime: await this.warm(model, want, found) };
     });
-  }
-
-  /** A grant the central gateway signed was rate-limited and counted there already. */
-  private async admit(grant: KeyGrant, req: IncomingMessage, endpoint: string, cost = 1): Promise<void> {
-    if (countedUpstream(grant)) return;
-    if (isLimited(grant)) await this.s.rateLimiter.take(grant, cost);
-    this.s.usage.record(grant.id, `${req.method ?? 'GET'} ${endpoint}`);
   }
 
   /** A refusal (403, 429) of a key that exists is a key event: audited and counted. */
@@ -154,28 +135,14 @@ export class ModelAccess {
     }
   }
 
-  /** A platform key must allow inference; a bda key may call its workflow's models only. */
-  private checkInferenceRole(grant: KeyGrant): void {
-    if (grant.module === 'platform' && !this.s.roles.allows(grant.roles, 'INFER', 'models')) {
-      throw forbidden(
-        `this key's roles (${grant.roles.join(', ')}) do not allow model inference; use a platform key with role models:inference or editor`,
-      );
-    }
-  }
-
   private async runtimeFor(
-    model: string,
+    target: Extract<Target, { kind: 'model' }>,
     grant: KeyGrant,
     want: VersionWanted,
   ): Promise<{ chosen: Chosen; audience: string | undefined }> {
-    this.checkInferenceRole(grant);
+    const { model } = target;
     // Before the model is looked up: a key learns nothing of the models outside its scope.
-    if (!scopeAllows(grant.models, model)) {
-      throw new TollgateError(
-        'model_not_in_key_scope',
-        `this key may call only ${(grant.models ?? []).join(', ')}; model '${model}' is not among them (GET /v2/models lists what it may call)`,
-      );
-    }
+    enforce(this.s.admission.scope(grant, target));
     let route = await this.placement.modelRoute(model);
     let info: ModelInfo | undefined;
     if (route === null) {
@@ -183,20 +150,20 @@ export class ModelAccess {
       // Remembered as missing, it may have been written since (its change notice still on its
       // way): a model that exists is asked for once more before its call is refused as not ready.
       // Not for a bda key of another workflow: it is refused below, and learns nothing here.
-      const mine =
-        grant.module !== 'bda' || (info?.workflow !== undefined && info.workflow === grant.roles[0]);
+      const mine = this.s.admission.claim(grant, target, { workflow: info?.workflow }) === undefined;
       if (info !== undefined && mine) route = await this.placement.modelRoute(model, true);
     }
-    const workflow = route === null ? info?.workflow : route.route.workflow;
-    // One answer to a bda key for any model outside its workflow, there or not: the key learns
-    // neither which models exist nor which workflow another one serves.
-    if (grant.module === 'bda' && (workflow === undefined || grant.roles[0] !== workflow)) {
-      // The directory is asked as it is for a model that is not there: the refusal takes as long,
-      // and fails as that one would while the directory cannot be read.
-      if (route !== null) await this.models.find(model);
-      throw forbidden(
-        `this key is for workflow '${grant.roles[0] ?? ''}', and no model '${model}' of that workflow is served: a bda key calls the models whose spec.workflow names its workflow (GET /v2/models lists them); a platform key with role models:inference calls the others`,
-      );
+    // The route's claim (its workflow, its owner today), or the resource's while it has no route.
+    const refusal = this.s.admission.claim(
+      grant,
+      target,
+      route === null ? { workflow: info?.workflow } : route.route,
+    );
+    if (refusal !== undefined) {
+      // A bda key outside the model's workflow: the directory is asked as it is for a model that is
+      // not there, so the refusal takes as long, and fails as that one would while it cannot be read.
+      if (refusal.code === 'model_access_denied' && route !== null) await this.models.find(model);
+      throw refusal;
     }
     if (route === null && info === undefined) {
       throw new TollgateError(
@@ -204,8 +171,6 @@ export class ModelAccess {
         `no model named '${model}'; list them with GET /events/platform/api/v1/models`,
       );
     }
-    if (grant.module === 'bda' && workflow !== undefined)
-      refuseOtherOwner(route?.route.owner, grant, workflow);
     if (route === null) {
       if (want.version !== undefined) checkVersionExists(model, want.version, info);
       throw notReady(`model '${model}'`);

@@ -12,6 +12,7 @@ import {
 } from '../../common/resources/apikey.js';
 import type { KeyGrant } from '../../common/resources/grant.js';
 import { identityCounterAccount, type Identity } from '../../common/resources/identity.js';
+import type { KeyFinalizers } from './key-finalizers.js';
 import {
   ConflictError,
   parseRefKey,
@@ -101,7 +102,10 @@ const MISSING = '-';
 /**
  * ApiKey → its Redis index entry (`tg:key:<hash>` → KeyGrant, announced on the keys channel).
  * Deletion goes through a finalizer so the entry is removed, and every gateway told, before the
- * resource disappears; a key deleted while the operator was down is still cleaned up.
+ * resource disappears; a key deleted while the operator was down is still cleaned up. A key that
+ * arrives without the finalizer (`kubectl apply`) is indexed at once like any other, and the
+ * finalizer follows in the background (key-finalizers.ts); deleted before it lands, its entry goes
+ * on the informer's delete event (or the start-up sweep).
  */
 export class ApiKeyReconciler implements Reconciler {
   readonly name = 'apikey';
@@ -118,6 +122,8 @@ export class ApiKeyReconciler implements Reconciler {
     private readonly index: KeyIndexWriter,
     /** Makes identities' counter accounts (common/resources/identity.ts), as the gateways do. */
     private readonly sealer: Pick<EntrySealer, 'deriveSecret'>,
+    /** Puts the finalizer on keys that arrived without it, a few at a time, after their entry. */
+    private readonly finalizers: Pick<KeyFinalizers<ApiKeyResource>, 'add'>,
     /**
      * Where stale entries are swept from (operator/rebuild.ts): only with the namespace whose keys
      * this operator believes (the release's); an operator without one (a test's, standalone)
@@ -197,8 +203,9 @@ export class ApiKeyReconciler implements Reconciler {
 
   /**
    * Redis may have lost the index: every live key's entry is written again, in bulk (pipelined
-   * batches, sealed values reused), and the reconciles that follow find them written. Keys being
-   * deleted or not yet under the finalizer are left to their reconcile. Resolves with the count.
+   * batches, sealed values reused), and the reconciles that follow find them written, whether or not
+   * the finalizer is on them yet. Keys being deleted are left to their reconcile. Resolves with the
+   * count.
    */
   async writeAll(): Promise<number> {
     for (const e of this.entries.values()) e.written = false;
@@ -220,8 +227,7 @@ export class ApiKeyReconciler implements Reconciler {
     seal?: string;
   }> {
     for (const k of this.keys.list()) {
-      if (k.metadata.deletionTimestamp || !(k.metadata.finalizers ?? []).includes(API_KEY_FINALIZER))
-        continue;
+      if (k.metadata.deletionTimestamp) continue;
       const ref = refKey({ namespace: k.metadata.namespace ?? '', name: k.metadata.name });
       const kept = this.entries.get(ref);
       const { identity, version } = this.identityNow(k);
@@ -244,7 +250,7 @@ export class ApiKeyReconciler implements Reconciler {
 
   async reconcile(key: string): Promise<ReconcileResult> {
     const ref = parseRefKey(key);
-    let obj = this.keys.get(ref);
+    const obj = this.keys.get(ref);
     if (!obj) {
       const gone = this.tombstones.get(key);
       if (gone) await this.index.delete(gone);
@@ -254,9 +260,11 @@ export class ApiKeyReconciler implements Reconciler {
     }
     const finalizers = obj.metadata.finalizers ?? [];
     if (obj.metadata.deletionTimestamp) {
-      if (!finalizers.includes(API_KEY_FINALIZER)) return undefined;
+      // Its entry goes now, even when only another's finalizer holds the key (it was indexed
+      // before ours landed, perhaps by an operator since restarted: no memory of it is needed).
       await this.index.delete({ hash: obj.spec.hash, id: apiKeyId(obj) });
       this.entries.delete(key);
+      if (!finalizers.includes(API_KEY_FINALIZER)) return undefined;
       await withConflictRetry(
         obj,
         () => this.keys.read(ref),
@@ -269,21 +277,17 @@ export class ApiKeyReconciler implements Reconciler {
       );
       return undefined;
     }
-    if (!finalizers.includes(API_KEY_FINALIZER)) {
-      const updated = await withConflictRetry(
-        obj,
-        () => this.keys.read(ref),
-        (k) => this.keys.updateFinalizers(k, [...(k.metadata.finalizers ?? []), API_KEY_FINALIZER]),
-        isConflict,
-      );
-      if (!updated) return undefined;
-      obj = updated;
-    }
+    await this.writeEntry(key, obj);
+    // The entry first: the key works now, and its finalizer follows in the background.
+    if (!finalizers.includes(API_KEY_FINALIZER)) this.finalizers.add(key);
+    return undefined;
+  }
+
+  private async writeEntry(key: string, obj: ApiKeyResource): Promise<void> {
     const entry = this.entries.get(key);
     const { identity, version } = this.identityNow(obj);
-    if (this.isFor(entry, obj, version) && entry.written) return undefined;
+    if (this.isFor(entry, obj, version) && entry.written) return;
     const seal = await this.index.put(obj.spec.hash, this.grantOf(obj, identity));
     this.entries.set(key, this.writtenFor(obj, seal, version));
-    return undefined;
   }
 }

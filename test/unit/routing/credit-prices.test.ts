@@ -1,5 +1,6 @@
 import { RoleCatalogue } from '../../../common/apikey/roles.js';
 import type { KeyGrant, Route } from '../../../common/resources/grant.js';
+import { Admission } from '../../../gateway/admission/admission.js';
 import { CreditCosts } from '../../../gateway/auth/credit-costs.js';
 import { EventsRouter, type EventsTarget } from '../../../gateway/routing/events-router.js';
 import { normalisePath } from '../../../gateway/routing/normalise.js';
@@ -30,10 +31,14 @@ describe('what a call costs', () => {
         owner: 'alice',
       },
     }),
-    new RoleCatalogue({ resources: ['datasets', 'reports'] }),
+    new Admission({
+      roles: new RoleCatalogue({ resources: ['datasets', 'reports'] }),
+      creditCosts: new CreditCosts({ reports: 3, 'model-fraud': 20 }),
+      rateLimiter: { take: async () => undefined },
+      usage: { record: () => undefined },
+    }),
     { datasets: 'http://10.0.0.3:8080', reports: 'http://10.0.0.4:8080' },
     new Map(),
-    new CreditCosts({ reports: 3, 'model-fraud': 20 }),
   );
   const cost = (method: string, url: string, grant: KeyGrant): number | undefined =>
     (router.resolve(method, normalisePath(url), grant) as EventsTarget).cost;

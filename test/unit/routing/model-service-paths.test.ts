@@ -1,6 +1,8 @@
 import { RoleCatalogue } from '../../../common/apikey/roles.js';
 import type { KeyGrant, Route } from '../../../common/resources/grant.js';
 import type { TollgateError } from '../../../common/errors.js';
+import { Admission } from '../../../gateway/admission/admission.js';
+import { CreditCosts } from '../../../gateway/auth/credit-costs.js';
 import { EventsRouter, type EventsTarget } from '../../../gateway/routing/events-router.js';
 import { normalisePath } from '../../../gateway/routing/normalise.js';
 import { resolveRoute, type RouteTable } from '../../../gateway/routing/route-table.js';
@@ -24,7 +26,12 @@ const router = new EventsRouter(
   {
     bda: (_w: string, service: string) => (routes[service] ? resolveRoute(routes[service]) : null),
   } as unknown as RouteTable,
-  new RoleCatalogue({ resources: [] }),
+  new Admission({
+    roles: new RoleCatalogue({ resources: [] }),
+    creditCosts: new CreditCosts({}),
+    rateLimiter: { take: async () => undefined },
+    usage: { record: () => undefined },
+  }),
   {},
   new Map(),
 );

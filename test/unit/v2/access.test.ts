@@ -4,6 +4,7 @@ import { TollgateError } from '../../../common/errors.js';
 import type { KeyGrant, Route } from '../../../common/resources/grant.js';
 import { moduleOf } from '../../../gateway/http/call-module.js';
 import { resolveRoute, type ResolvedRoute } from '../../../gateway/routing/route-table.js';
+import { Admission } from '../../../gateway/admission/admission.js';
 import { CreditCosts } from '../../../gateway/auth/credit-costs.js';
 import { ModelAccess, type AccessServices } from '../../../gateway/v2/access.js';
 import type { ModelInfo } from '../../../gateway/v2/model-directory.js';
@@ -39,14 +40,16 @@ function setup(
   };
   let grant: KeyGrant = { id: 'k1', owner: 'alice', module: 'platform', roles: ['models:inference'] };
   const services: AccessServices = {
-    roles: new RoleCatalogue(),
-    creditCosts: new CreditCosts({}),
-    rateLimiter: {
-      take: async () => {
-        if (seen.limited) throw new TollgateError('rate_limited', 'over the limit');
+    admission: new Admission({
+      roles: new RoleCatalogue(),
+      creditCosts: new CreditCosts({}),
+      rateLimiter: {
+        take: async () => {
+          if (seen.limited) throw new TollgateError('rate_limited', 'over the limit');
+        },
       },
-    },
-    usage: { record: (id, endpoint) => void seen.usage.push(`${id} ${endpoint}`) },
+      usage: { record: (id, endpoint) => void seen.usage.push(`${id} ${endpoint}`) },
+    }),
     refused: (g, code) => void seen.refused.push(`${g.id} ${code}`),
     activator: {
       // The operator's part, played at once: the held model's route turns warm.

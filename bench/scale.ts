@@ -100,6 +100,9 @@ export async function run(): Promise<void> {
         '--no-leader-elect',
         '--namespace',
         namespace,
+        // ApiKeys are believed in the operator's own namespace only (its release's).
+        '--lease-namespace',
+        namespace,
         '--kubeconfig',
         client.kube.kubeconfig,
         '--redis-url',

@@ -17,6 +17,7 @@ const commands: Record<string, () => Promise<{ register: (p: Command) => void }>
   gateway: () => import('./commands/gateway.js'),
   sidecar: () => import('./commands/sidecar.js'),
   token: () => import('./commands/token.js'),
+  key: () => import('./commands/key.js'),
   route: () => import('./commands/route.js'),
   'release-finalizers': () => import('./commands/release-finalizers.js'),
   dev: () => import('./commands/dev.js'),

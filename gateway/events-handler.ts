@@ -14,7 +14,7 @@ import { carriesBody, readBody } from './http/read-body.js';
 import type { HeldKind } from './http/held-memory.js';
 import { noteRefusal } from './auth/refusals.js';
 import type { GatewayServices } from './services.js';
-import { Inference } from './v2/inference.js';
+import type { Inference } from './v2/inference.js';
 
 /**
  * The hot path for `/events/...`: key check, routing and admission, limits and usage, proxy. No Express and
@@ -39,7 +39,7 @@ export function createEventsHandler(
   resolve: ResolveTarget = (method, path, grant) => s.events.resolve(method, path, grant),
   authenticate: Authenticate = (req) => s.keys.check(req),
 ): CallHandler {
-  const inference = new Inference(s);
+  const inference = s.inference;
   return (req, res, path) => new EventsCall(s, resolve, authenticate, inference, req, res, path).start();
 }
 

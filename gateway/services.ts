@@ -3,6 +3,7 @@ import type { Redis } from 'ioredis';
 import { type RedisOptions } from 'ioredis';
 import { RoleCatalogue } from '../common/apikey/roles.js';
 import { Admission } from './admission/admission.js';
+import { Inference } from './v2/inference.js';
 import type { Logger } from '../common/logger.js';
 import type { Management } from './api/management.js';
 import { AuditLog } from './audit/audit-log.js';
@@ -55,6 +56,8 @@ export interface GatewayServices {
   /** Who may call what, at what price: the one decision every entry asks (admission/admission.ts). */
   admission: Admission;
   usage: UsageRecorder;
+  /** V2 inference, for every entry that serves it (one per process). */
+  readonly inference: Inference;
   /** Each model's calls, errors and latency per minute, for the panel's Models page. */
   modelUsage: ModelUsageRecorder;
   /** Calls in flight per model version, reported for the operator's autoscaler. */
@@ -255,7 +258,11 @@ export async function createGatewayServices(
   // moment so a normal start does not begin with a burst of refusals.
   await waitReady(redis, 3_000);
 
-  return {
+  // One inference service per process, for /v2, /events and gRPC alike: its shadow-copy budget
+  // (shadow-traffic.ts) is the replica's, not each entry's. Made on first use: it is built on these
+  // services.
+  let inference: Inference | undefined;
+  const services: GatewayServices = {
     config,
     log,
     redis,
@@ -283,6 +290,9 @@ export async function createGatewayServices(
     grantSigner,
     trust,
     draining: false,
+    get inference() {
+      return (inference ??= new Inference(services));
+    },
     async close() {
       await management?.close();
       await usage.stop();
@@ -300,6 +310,7 @@ export async function createGatewayServices(
       subscriber.disconnect();
     },
   };
+  return services;
 }
 
 function waitReady(redis: Redis, timeoutMs: number): Promise<void> {

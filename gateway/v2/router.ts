@@ -12,7 +12,6 @@ import { listModels } from './endpoints/models.js';
 import { repositoryIndex } from './endpoints/repository-index.js';
 import { serverMetadata } from './endpoints/server-metadata.js';
 import { matchV2 } from './paths.js';
-import { Inference } from './inference.js';
 import type { ModelDirectory } from './model-directory.js';
 import { RuntimeClient } from './runtime-client.js';
 
@@ -42,7 +41,7 @@ export function createV2Handler(
   const ctx: V2Context = {
     s,
     access: new ModelAccess(s, models, placement),
-    inference: new Inference(s, runtimes),
+    inference: s.inference,
     runtimes,
   };
   return async (req, res, path) => {

@@ -1,8 +1,11 @@
+import { execFile } from 'node:child_process';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { promisify } from 'node:util';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
-import { stringify } from 'yaml';
+import { parse, stringify } from 'yaml';
+import { hashKey } from '../../../common/apikey/format.js';
 import { keyChangeTag, redisChannels, redisKeys } from '../../../common/redis/schema.js';
 import { API_KEY_FINALIZER } from '../../../common/resources/apikey.js';
 import type { OperatorManager } from '../../../operator/manager.js';
@@ -16,8 +19,11 @@ import {
   keyRef,
   listen,
   namespace,
+  ROOT,
   startOperator,
 } from './support.js';
+
+const run = promisify(execFile);
 
 /**
  * ApiKeys as a platform that keeps its keys in Git applies them (`kubectl apply`, Argo CD, Flux):
@@ -176,6 +182,64 @@ describe('ApiKeys applied with kubectl (no finalizer)', () => {
     await c.kubectl('apply', '-f', dir);
     expect(await finalizersOf(keys[0]!.id)).toEqual([API_KEY_FINALIZER]);
     expect(await grantOf(keys[0]!.hash)).toMatchObject({ id: keys[0]!.id });
+  });
+
+  test('`tollgate key manifest`: the manifest holds the hash only, and the key it printed is the one indexed', async () => {
+    const made = await run(process.execPath, [
+      path.join(ROOT, 'bin/tollgate.js'),
+      'key',
+      'manifest',
+      '--module',
+      'platform',
+      '--role',
+      'viewer',
+      '--role',
+      'datasets:editor',
+      '--owner',
+      'alice',
+      '--name',
+      'from git',
+      '--namespace',
+      ns,
+    ]);
+    const key = made.stderr.trim();
+    expect(key).toMatch(/^tgp_[0-9A-Za-z]{36}$/);
+    expect(made.stdout).not.toContain(key);
+    const manifest = parse(made.stdout) as { metadata: { name: string }; spec: Record<string, unknown> };
+    expect(manifest.spec).toEqual({
+      hash: hashKey(key),
+      start: key.slice(0, 8),
+      module: 'platform',
+      roles: ['viewer', 'datasets:editor'],
+      owner: 'alice',
+      name: 'from git',
+    });
+    const file = path.join(folder, 'from-cli.yaml');
+    await writeFile(file, made.stdout);
+    await c.kubectl('apply', '-f', file);
+    expect(await eventually(() => grantOf(hashKey(key)), 'the key indexed')).toMatchObject({
+      owner: 'alice',
+      module: 'platform',
+      roles: ['viewer', 'datasets:editor'],
+      name: 'from git',
+    });
+
+    // A bda key names one workflow: said plainly, with nothing made.
+    const refused = await run(process.execPath, [
+      path.join(ROOT, 'bin/tollgate.js'),
+      'key',
+      'manifest',
+      '--module',
+      'bda',
+      '--role',
+      'wf-a',
+      '--role',
+      'wf-b',
+      '--owner',
+      'alice',
+    ]).catch((e: { code: number; stdout: string; stderr: string }) => e);
+    expect(refused).toMatchObject({ code: 2, stdout: '' });
+    expect(refused.stderr).toMatch(/exactly one --role/);
   });
 
   test('deleted before its finalizer lands: the entry goes on the delete event, and every gateway is told', async () => {

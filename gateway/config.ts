@@ -387,7 +387,7 @@ export type GatewayConfig = z.infer<typeof gatewayConfigSchema>;
 export type GatewayConfigInput = z.input<typeof gatewayConfigSchema>;
 
 /** Environment variable → config field. Upstreams come as `name=url,name=url`. */
-const ENV: ReadonlyArray<readonly [string, keyof GatewayConfigInput]> = [
+export const GATEWAY_ENV: ReadonlyArray<readonly [string, keyof GatewayConfigInput]> = [
   ['TOLLGATE_HOST', 'host'],
   ['TOLLGATE_PORT', 'port'],
   ['TOLLGATE_GRPC_PORT', 'grpcPort'],
@@ -441,7 +441,7 @@ const ENV: ReadonlyArray<readonly [string, keyof GatewayConfigInput]> = [
   ['TOLLGATE_NAMESPACE', 'namespace'],
 ];
 
-const OIDC_ENV = [
+export const OIDC_ENV = [
   ['TOLLGATE_OIDC_ISSUER', 'issuer'],
   ['TOLLGATE_OIDC_AUDIENCE', 'audience'],
   ['TOLLGATE_OIDC_JWKS_URL', 'jwksUrl'],
@@ -478,7 +478,7 @@ const SERVICE_LINK = /^(tcp|udp|sctp):\/\//;
 
 function fromEnv(env: NodeJS.ProcessEnv): Partial<GatewayConfigInput> {
   const out: Record<string, unknown> = {};
-  for (const [name, field] of ENV) {
+  for (const [name, field] of GATEWAY_ENV) {
     const value = env[name];
     if (name.endsWith('_PORT') && value !== undefined && SERVICE_LINK.test(value)) continue;
     if (value !== undefined && value !== '') out[field] = value;

@@ -1,7 +1,8 @@
 import { connectRedis, redisUrlSchema } from '../../common/redis/connect.js';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import type { Command } from 'commander';
+import { Option, type Command } from 'commander';
+import { deprecatedEnv } from '../deprecated-env.js';
 import { z } from 'zod';
 import { isTollgateError } from '../../common/errors.js';
 import { createLogger } from '../../common/logger.js';
@@ -45,27 +46,27 @@ export function register(program: Command): void {
     .description(
       'Run gateway + operator on this machine: manifests in a directory, MLServer processes as runtimes',
     )
-    .option(
-      '--state-dir <dir>',
-      'manifests, keys and model folders (TOLLGATE_STATE_DIR)',
-      process.env.TOLLGATE_STATE_DIR ?? '.tollgate',
+    .addOption(
+      new Option('--state-dir <dir>', 'manifests, keys and model folders')
+        .env('TOLLGATE_STATE_DIR')
+        .default('.tollgate'),
     )
-    .option('--host <host>', 'address to listen on', process.env.TOLLGATE_HOST ?? '127.0.0.1')
-    .option('-p, --port <port>', 'gateway port', process.env.TOLLGATE_PORT ?? '8080')
-    .option(
-      '--grpc-port <port>',
-      'port of V2 inference over gRPC (TOLLGATE_GRPC_PORT; none by default)',
-      process.env.TOLLGATE_GRPC_PORT,
+    .addOption(new Option('--host <host>', 'address to listen on').env('TOLLGATE_HOST').default('127.0.0.1'))
+    .addOption(new Option('-p, --port <port>', 'gateway port').env('TOLLGATE_PORT').default('8080'))
+    .addOption(
+      new Option('--grpc-port <port>', 'port of V2 inference over gRPC (none by default)').env(
+        'TOLLGATE_GRPC_PORT',
+      ),
     )
-    .option(
-      '--redis-url <url>',
-      'Redis (REDIS_URL)',
-      process.env.REDIS_URL ?? process.env.TOLLGATE_REDIS_URL ?? 'redis://127.0.0.1:6379',
+    .addOption(
+      new Option('--redis-url <url>', 'Redis')
+        .env('TOLLGATE_REDIS_URL')
+        .default(deprecatedEnv('REDIS_URL', 'TOLLGATE_REDIS_URL') ?? 'redis://127.0.0.1:6379'),
     )
-    .option(
-      '--mlserver <path>',
-      'the mlserver executable (TOLLGATE_MLSERVER)',
-      process.env.TOLLGATE_MLSERVER ?? '.venv/bin/mlserver',
+    .addOption(
+      new Option('--mlserver <path>', 'the mlserver executable')
+        .env('TOLLGATE_MLSERVER')
+        .default('.venv/bin/mlserver'),
     )
     .action(async (raw: unknown) => {
       const log = createLogger('tollgate-dev');

@@ -1,4 +1,5 @@
-import type { Command } from 'commander';
+import { Option, type Command } from 'commander';
+import { deprecatedEnv } from '../deprecated-env.js';
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { setFlagsFromString } from 'node:v8';
@@ -55,25 +56,37 @@ export function register(program: Command): void {
   program
     .command('operator')
     .description('run the operator against the Kubernetes API server (in-cluster or a kubeconfig)')
-    .option(
-      '--redis-url <url>',
-      'Redis holding the key index and the route table',
-      process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
+    .addOption(
+      new Option('--redis-url <url>', 'Redis holding the key index and the route table')
+        .env('TOLLGATE_REDIS_URL')
+        .default(deprecatedEnv('REDIS_URL', 'TOLLGATE_REDIS_URL') ?? 'redis://127.0.0.1:6379'),
     )
-    .option('--namespace <ns>', 'watch only this namespace (default: all)', process.env.WATCH_NAMESPACE)
+    .addOption(
+      new Option('--namespace <ns>', 'watch only this namespace (default: all)')
+        .env('TOLLGATE_WATCH_NAMESPACE')
+        .default(deprecatedEnv('WATCH_NAMESPACE', 'TOLLGATE_WATCH_NAMESPACE')),
+    )
     .option('--kubeconfig <path>', 'kubeconfig (default: in-cluster, then $KUBECONFIG, then ~/.kube/config)')
-    .option(
-      '--puller-image <image>',
-      'the Tollgate image that runs `tollgate pull` in model pods',
-      process.env.TOLLGATE_IMAGE ?? 'tollgate:0.1.0',
+    .addOption(
+      new Option('--puller-image <image>', 'the Tollgate image that runs `tollgate pull` in model pods')
+        .env('TOLLGATE_IMAGE')
+        .default('tollgate:0.1.0'),
     )
-    .option(
-      '--runtime-image <image>',
-      'the MLServer image of Models that name none (default: seldonio/mlserver:1.7.1-sklearn, -mlflow for MLflow folders)',
-      process.env.TOLLGATE_RUNTIME_IMAGE,
+    .addOption(
+      new Option(
+        '--runtime-image <image>',
+        'the MLServer image of Models that name none (default: seldonio/mlserver:1.7.1-sklearn, -mlflow for MLflow folders)',
+      ).env('TOLLGATE_RUNTIME_IMAGE'),
     )
     .option('--no-leader-elect', 'run without the leader Lease (a single replica only)')
-    .option('--lease-namespace <ns>', 'namespace of the leader Lease', process.env.POD_NAMESPACE ?? 'default')
+    .addOption(
+      new Option(
+        '--lease-namespace <ns>',
+        'the operator’s own namespace: its leader Lease, its Secrets, and where ApiKeys are believed',
+      )
+        .env('TOLLGATE_NAMESPACE')
+        .default(process.env.POD_NAMESPACE ?? 'default'),
+    )
     .option('--lease-name <name>', 'name of the leader Lease', 'tollgate-operator')
     .option('--metrics-port <port>', 'serves /metrics, /healthz and /readyz', (v) => Number(v), 9090)
     .option(

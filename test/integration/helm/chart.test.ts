@@ -266,7 +266,7 @@ describe('helm chart: lint and render', () => {
       // $$( leaves the variable to the sidecar (its password, from its own namespace).
       '--sidecar-redis-url=redis://tollgate-sidecar:$$(TOLLGATE_REDIS_PASSWORD)@t1-tollgate-redis.tollgate-chart-test.svc:6379',
     ]);
-    expect(envOf(op, 'REDIS_URL')?.value).toBe(
+    expect(envOf(op, 'TOLLGATE_REDIS_URL')?.value).toBe(
       'redis://tollgate-operator:$(TOLLGATE_REDIS_PASSWORD)@t1-tollgate-redis.tollgate-chart-test.svc:6379',
     );
     expect(envOf(op, 'TOLLGATE_REDIS_PASSWORD')?.valueFrom?.secretKeyRef).toEqual({
@@ -601,7 +601,7 @@ describe('helm chart: lint and render', () => {
     const gw = deployment(objects, 't1-tollgate-gateway').template.spec.containers[0] as Container;
     const op = deployment(objects, 't1-tollgate-operator').template.spec.containers[0] as Container;
     expect(envOf(gw, 'TOLLGATE_REDIS_URL')?.value).toBe(url('gateway'));
-    expect(envOf(op, 'REDIS_URL')?.value).toBe(url('operator'));
+    expect(envOf(op, 'TOLLGATE_REDIS_URL')?.value).toBe(url('operator'));
     expect(op.args).toContain(`--sidecar-redis-url=${url('sidecar', '$$')}`);
     expect(envOf(op, 'TOLLGATE_SIDECAR_REDIS_SENTINEL_PASSWORD')?.valueFrom?.secretKeyRef).toEqual({
       name: 't1-tollgate-redis-auth',

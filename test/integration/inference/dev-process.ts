@@ -61,7 +61,7 @@ export async function startDev(
   const env = {
     ...process.env,
     TOLLGATE_STATE_DIR: state,
-    REDIS_URL: redisUrl,
+    TOLLGATE_REDIS_URL: redisUrl,
     LOG_LEVEL: 'info',
     ...opts.env,
   };

@@ -93,7 +93,7 @@ describe('tollgate dev: standalone mode', () => {
       ...s3Env(m),
       TOLLGATE_STATE_DIR: state,
       TOLLGATE_PAYLOAD_LOG_INTERVAL_MS: '200',
-      REDIS_URL: r.url,
+      TOLLGATE_REDIS_URL: r.url,
       LOG_LEVEL: 'info',
     };
     dev = spawn(process.execPath, [TSX, CLI, 'dev', '--port', String(port), '--mlserver', venv().mlserver], {

@@ -551,7 +551,7 @@ describe('helm chart: lint and render', () => {
     });
     for (const [name, variable] of [
       ['t1-tollgate-gateway', 'TOLLGATE_REDIS_URL'],
-      ['t1-tollgate-operator', 'REDIS_URL'],
+      ['t1-tollgate-operator', 'TOLLGATE_REDIS_URL'],
     ] as const) {
       const c = deployment(objects, name).template.spec.containers[0] as Container;
       expect(envOf(c, variable)?.valueFrom?.secretKeyRef).toEqual({

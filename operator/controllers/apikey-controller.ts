@@ -91,6 +91,12 @@ const isConflict = (e: unknown) => e instanceof ConflictError;
  */
 interface Written {
   uid: string | undefined;
+  /**
+   * The hash the entry is under (the cached key's own string): a key deleted and made again under
+   * its name with another hash, in one reconcile (or seen as an update across a relist), has its
+   * old entry removed by it.
+   */
+  hash: string;
   generation: number | undefined;
   /** The resourceVersion of the key's identity the entry was made from (`-` for none). */
   identity: string | undefined;
@@ -185,7 +191,14 @@ export class ApiKeyReconciler implements Reconciler {
   }
 
   private writtenFor(k: ApiKeyResource, seal: string, identity: string | undefined): Written {
-    return { uid: k.metadata.uid, generation: k.metadata.generation, identity, seal, written: true };
+    return {
+      uid: k.metadata.uid,
+      hash: k.spec.hash,
+      generation: k.metadata.generation,
+      identity,
+      seal,
+      written: true,
+    };
   }
 
   private isFor(w: Written | undefined, k: ApiKeyResource, identity: string | undefined): w is Written {
@@ -284,7 +297,17 @@ export class ApiKeyReconciler implements Reconciler {
   }
 
   private async writeEntry(key: string, obj: ApiKeyResource): Promise<void> {
-    const entry = this.entries.get(key);
+    let entry = this.entries.get(key);
+    // Another key under this name since (deleted and made again, without a finalizer to hold the
+    // first): the entry of the one before goes, and every gateway is told.
+    const gone = this.tombstones.get(key);
+    for (const hash of new Set([entry?.hash, gone?.hash]))
+      if (hash !== undefined && hash !== obj.spec.hash) {
+        await this.index.delete({ hash, id: apiKeyId(obj) });
+        this.entries.delete(key);
+        entry = undefined;
+      }
+    this.tombstones.delete(key);
     const { identity, version } = this.identityNow(obj);
     if (this.isFor(entry, obj, version) && entry.written) return;
     const seal = await this.index.put(obj.spec.hash, this.grantOf(obj, identity));

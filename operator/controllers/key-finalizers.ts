@@ -12,8 +12,16 @@ import { withConflictRetry } from '../framework/controller.js';
 
 /** Finalizer patches in flight at once: the API server's write rate is shared with everyone. */
 const IN_FLIGHT = 16;
-/** A patch the API server refused (not a conflict, not gone) is tried again after this long. */
+/**
+ * A patch the API server refused (not a conflict, not gone) is tried again after 5 s, doubling for
+ * each refusal of the same key up to 5 minutes: a policy that refuses every key costs the API
+ * server little, and the log one line per interval.
+ */
 const RETRY_MS = 5_000;
+const RETRY_MAX_MS = 300_000;
+const WARN_EVERY_MS = 30_000;
+/** How long stopping waits for the patches in flight (each bounded by the client's own timeout). */
+const STOP_WAIT_MS = 10_000;
 
 /**
  * Puts the operator's finalizer on ApiKeys that arrived without it (`kubectl apply`, Argo CD, Flux),
@@ -31,6 +39,10 @@ export class KeyFinalizers<T extends Resource> implements Runnable {
   readonly needsLeader = true;
   private readonly pending = new Set<string>();
   private readonly retries = new Set<NodeJS.Timeout>();
+  /** Refusals so far of each key still refused, for its backoff. */
+  private readonly refusals = new Map<string, number>();
+  private refusedSinceWarning = 0;
+  private warnedAt = -Infinity;
   private running = 0;
   private active = false;
   private added = 0;
@@ -52,7 +64,9 @@ export class KeyFinalizers<T extends Resource> implements Runnable {
     for (const t of this.retries) clearTimeout(t);
     this.retries.clear();
     this.pending.clear();
-    while (this.running > 0) await new Promise((r) => setTimeout(r, 10));
+    this.refusals.clear();
+    const deadline = performance.now() + STOP_WAIT_MS;
+    while (this.running > 0 && performance.now() < deadline) await new Promise((r) => setTimeout(r, 10));
   }
 
   /** Keys still waiting for their finalizer (tests, the bench's log line). */
@@ -104,17 +118,26 @@ export class KeyFinalizers<T extends Resource> implements Runnable {
         (e) => e instanceof ConflictError,
       );
       if (done !== undefined) this.added++;
+      this.refusals.delete(key);
     } catch (err) {
       if (err instanceof GoneError) return;
       // Refused (an admission policy, the API server busy): tried again later, never in a loop.
-      this.log.warn(
-        { err, key, retryInMs: RETRY_MS },
-        'could not put the finalizer on an ApiKey; will retry',
-      );
+      const refused = (this.refusals.get(key) ?? 0) + 1;
+      this.refusals.set(key, refused);
+      const retryInMs = Math.min(RETRY_MS * 2 ** (refused - 1), RETRY_MAX_MS);
+      this.refusedSinceWarning++;
+      if (performance.now() - this.warnedAt >= WARN_EVERY_MS) {
+        this.log.warn(
+          { err, key, refused: this.refusedSinceWarning, retryInMs },
+          'could not put the finalizer on ApiKeys; will retry (their entries are written: the keys work)',
+        );
+        this.warnedAt = performance.now();
+        this.refusedSinceWarning = 0;
+      }
       const timer = setTimeout(() => {
         this.retries.delete(timer);
         if (this.active) this.add(key);
-      }, RETRY_MS);
+      }, retryInMs);
       this.retries.add(timer);
     }
   }

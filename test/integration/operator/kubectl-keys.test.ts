@@ -267,6 +267,23 @@ describe('ApiKeys applied with kubectl (no finalizer)', () => {
     announced.close();
   });
 
+  test('replaced under its name with another hash (kubectl replace --force) before its finalizer lands: the old key stops working', async () => {
+    const first = apiKeyBody('bda');
+    const file = path.join(folder, `replaced-${first.id}.yaml`);
+    await writeFile(file, stringify(manifest(first, { [HOLD_LABEL]: 'true' })));
+    await c.kubectl('apply', '-f', file);
+    await eventually(() => grantOf(first.hash), 'the first key indexed');
+    // The same name, another key: the CRD refuses a new hash, so GitOps tools delete and re-create.
+    const second = apiKeyBody('bda');
+    const again = manifest(second, { [HOLD_LABEL]: 'true' });
+    await writeFile(file, stringify({ ...again, metadata: { ...again.metadata, name: `key-${first.id}` } }));
+    await c.kubectl('replace', '--force', '-f', file);
+    expect(await eventually(() => grantOf(second.hash), 'the second key indexed')).toMatchObject({
+      id: first.id,
+    });
+    await eventually(async () => (await grantOf(first.hash)) === undefined, 'the first key’s entry removed');
+  });
+
   test('deleted while the operator was down: the start-up sweep removes its entry', async () => {
     const k = apiKeyBody('bda');
     const kept = apiKeyBody('bda');

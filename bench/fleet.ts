@@ -36,6 +36,29 @@ export interface FleetFigures {
 const WORKFLOW = 'scale-wf';
 const ADMINS = 'bench-admins';
 
+/**
+ * `tollgate gateway` as a real process on loopback, on the bench's API server and Redis, with the
+ * test signing key (a central gateway's); `extra` adds settings.
+ */
+export function startGateway(
+  name: string,
+  o: { kubeconfig: string; redisUrl: string; namespace: string },
+  port: number,
+  extra: NodeJS.ProcessEnv = {},
+): ReturnType<typeof start> {
+  return start(name, process.execPath, [CLI, 'gateway'], {
+    NODE_OPTIONS: '',
+    LOG_LEVEL: 'warn',
+    KUBECONFIG: o.kubeconfig,
+    TOLLGATE_HOST: '127.0.0.1',
+    TOLLGATE_PORT: String(port),
+    TOLLGATE_REDIS_URL: o.redisUrl,
+    TOLLGATE_NAMESPACE: o.namespace,
+    TOLLGATE_GRANT_SIGNING_KEY_FILE: TEST_SIGNING_KEY_FILE,
+    ...extra,
+  });
+}
+
 export async function fleet(o: {
   kubeconfig: string;
   redisUrl: string;
@@ -86,15 +109,7 @@ export async function fleet(o: {
     const ports = await Promise.all(Array.from({ length: o.gateways }, () => freePort()));
     for (const [i, port] of ports.entries())
       procs.push(
-        start(`gateway ${i}`, process.execPath, [CLI, 'gateway'], {
-          NODE_OPTIONS: '',
-          LOG_LEVEL: 'warn',
-          KUBECONFIG: o.kubeconfig,
-          TOLLGATE_HOST: '127.0.0.1',
-          TOLLGATE_PORT: String(port),
-          TOLLGATE_REDIS_URL: o.redisUrl,
-          TOLLGATE_NAMESPACE: o.namespace,
-          TOLLGATE_GRANT_SIGNING_KEY_FILE: TEST_SIGNING_KEY_FILE,
+        startGateway(`gateway ${i}`, o, port, {
           // The first serves the management API (and keeps the watched copy of every key); the
           // others only the data plane, as replicas behind a Service would all do both.
           ...(i === 0

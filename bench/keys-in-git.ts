@@ -10,8 +10,9 @@ import { freePort } from '../common/net/free-port.js';
 import { redisKeys } from '../common/redis/schema.js';
 import { newApiKey, newKeyId } from '../common/resources/apikey.js';
 import { RouteWriter } from '../common/routes/workflow-routes.js';
-import { TEST_SIGNING_KEY_FILE, testSealer } from '../test/integration/signing.js';
-import { CLI, start, stop, UPSTREAM, waitFor } from './support.js';
+import { testSealer } from '../test/integration/signing.js';
+import { startGateway } from './fleet.js';
+import { start, stop, UPSTREAM, waitFor } from './support.js';
 
 const NAMESPACE = 'scale-git';
 const WORKFLOW = 'git-wf';
@@ -50,18 +51,7 @@ export async function keysInGit(o: {
       workflow: WORKFLOW,
     });
     const port = await freePort();
-    procs.push(
-      start('gateway', process.execPath, [CLI, 'gateway'], {
-        NODE_OPTIONS: '',
-        LOG_LEVEL: 'warn',
-        KUBECONFIG: o.kubeconfig,
-        TOLLGATE_HOST: '127.0.0.1',
-        TOLLGATE_PORT: String(port),
-        TOLLGATE_REDIS_URL: o.redisUrl,
-        TOLLGATE_NAMESPACE: NAMESPACE,
-        TOLLGATE_GRANT_SIGNING_KEY_FILE: TEST_SIGNING_KEY_FILE,
-      }),
-    );
+    procs.push(startGateway('gateway', { ...o, namespace: NAMESPACE }, port));
     const base = `http://127.0.0.1:${port}`;
     await waitFor(`${base}/healthz`, {}, 200, 60_000);
 

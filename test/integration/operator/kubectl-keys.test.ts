@@ -24,6 +24,8 @@ import {
 } from './support.js';
 
 const run = promisify(execFile);
+/** The CLI as a user runs it. */
+const tollgate = (...args: string[]) => run(process.execPath, [path.join(ROOT, 'bin/tollgate.js'), ...args]);
 
 /**
  * ApiKeys as a platform that keeps its keys in Git applies them (`kubectl apply`, Argo CD, Flux):
@@ -185,8 +187,7 @@ describe('ApiKeys applied with kubectl (no finalizer)', () => {
   });
 
   test('`tollgate key manifest`: the manifest holds the hash only, and the key it printed is the one indexed', async () => {
-    const made = await run(process.execPath, [
-      path.join(ROOT, 'bin/tollgate.js'),
+    const made = await tollgate(
       'key',
       'manifest',
       '--module',
@@ -201,7 +202,7 @@ describe('ApiKeys applied with kubectl (no finalizer)', () => {
       'from git',
       '--namespace',
       ns,
-    ]);
+    );
     const key = made.stderr.trim();
     expect(key).toMatch(/^tgp_[0-9A-Za-z]{36}$/);
     expect(made.stdout).not.toContain(key);
@@ -225,8 +226,7 @@ describe('ApiKeys applied with kubectl (no finalizer)', () => {
     });
 
     // A bda key names one workflow: said plainly, with nothing made.
-    const refused = await run(process.execPath, [
-      path.join(ROOT, 'bin/tollgate.js'),
+    const refused = await tollgate(
       'key',
       'manifest',
       '--module',
@@ -237,7 +237,7 @@ describe('ApiKeys applied with kubectl (no finalizer)', () => {
       'wf-b',
       '--owner',
       'alice',
-    ]).catch((e: { code: number; stdout: string; stderr: string }) => e);
+    ).catch((e: { code: number; stdout: string; stderr: string }) => e);
     expect(refused).toMatchObject({ code: 2, stdout: '' });
     expect(refused.stderr).toMatch(/exactly one --role/);
   });

@@ -132,6 +132,7 @@ export const ERROR_STATUS = {
   expectation_failed: 417,
   // 429
   rate_limited: 429,
+  too_many_calls: 429,
   credits_exhausted: 429,
   // 431
   headers_too_large: 431,

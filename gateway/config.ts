@@ -100,10 +100,35 @@ export const gatewayConfigSchema = z
     /** Where the Open Inference Protocol's gRPC form is answered (gateway/grpc/); none when unset. */
     grpcPort: z.coerce.number().int().min(0).max(65535).optional(),
     /**
-     * Connections the traffic port keeps open at once; more are closed as they come. Anyone who
-     * reaches the port may open them, so without a bound they alone could fill the memory.
+     * Connections the traffic port keeps open at once. Anyone who reaches the port may open them,
+     * so without a bound they alone could fill the memory. One client address (an IPv6 /64 as one)
+     * holds at most a quarter; when the port is full, a newcomer takes the place of an idle
+     * connection of whoever holds the most (gateway/http/connection-gate.ts).
      */
     maxConnections: z.coerce.number().int().min(16).default(16_384),
+    /**
+     * Connections one client address keeps open between calls: past it, each answer closes its
+     * connection, so idle keep-alive slots cannot pile up behind one address. Trusted proxies
+     * (trustedProxies) are not bounded: they carry everyone's calls.
+     */
+    keepAlivePerAddress: z.coerce.number().int().min(1).default(256),
+    /**
+     * Calls one client address has in flight on a replica at once (REST; behind trusted proxies the
+     * address they forward). Past it: 429 too_many_calls with Retry-After.
+     */
+    callsPerAddress: z.coerce.number().int().min(1).default(1_024),
+    /**
+     * Calls the keys of one owner have in flight on a replica at once, REST and gRPC together, from
+     * the key check to the answer (a call held while its model wakes, or to an upstream that never
+     * answers, counts all along). Past it: 429 too_many_calls with Retry-After; other owners' calls
+     * go on.
+     */
+    callsPerOwner: z.coerce.number().int().min(1).default(256),
+    /**
+     * The longest a call is held while its model wakes from zero, whatever the Model's own
+     * spec.scaling.activationTimeoutSeconds says (a tenant sets that, up to 600 s).
+     */
+    maxActivationWaitSeconds: z.coerce.number().int().min(1).max(600).default(120),
     /**
      * The same for the gRPC port, where each connection is an HTTP/2 session (~25 KiB before any
      * call), and one client address may hold at most a quarter of them.
@@ -393,6 +418,10 @@ export const GATEWAY_ENV: ReadonlyArray<readonly [string, keyof GatewayConfigInp
   ['TOLLGATE_GRPC_PORT', 'grpcPort'],
   ['TOLLGATE_MAX_CONNECTIONS', 'maxConnections'],
   ['TOLLGATE_GRPC_MAX_CONNECTIONS', 'grpcMaxConnections'],
+  ['TOLLGATE_KEEP_ALIVE_PER_ADDRESS', 'keepAlivePerAddress'],
+  ['TOLLGATE_CALLS_PER_ADDRESS', 'callsPerAddress'],
+  ['TOLLGATE_CALLS_PER_OWNER', 'callsPerOwner'],
+  ['TOLLGATE_MAX_ACTIVATION_WAIT_SECONDS', 'maxActivationWaitSeconds'],
   ['TOLLGATE_METRICS_PORT', 'metricsPort'],
   ['TOLLGATE_REDIS_URL', 'redisUrl'],
   ['TOLLGATE_BODY_LIMIT_BYTES', 'bodyLimitBytes'],

@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { enterCall } from './http/call-slot.js';
 import { performance } from 'node:perf_hooks';
 import type { KeyGrant } from '../common/resources/grant.js';
 import type { Authenticate } from './auth/authenticate.js';
@@ -104,6 +105,9 @@ class EventsCall {
   private routed(grant: KeyGrant, target: EventsTarget): void {
     let spent: Promise<void> | undefined;
     try {
+      // Its owner's slot is held from here to the answer: an upstream that never answers holds
+      // that owner's share, not the replica.
+      enterCall(this.s.admission, grant, this.req, this.res);
       spent = this.s.admission.spend(grant, target.cost ?? 1, this.endpoint());
     } catch (err) {
       this.fail(err);

@@ -32,7 +32,8 @@ export class GatewayMetrics {
   private readonly authFailures: Counter<'code'>;
   private readonly upstreamSeconds: Histogram<'kind'>;
   private readonly requestTimeouts: Counter<'phase'>;
-  private readonly connectionsRefused: Counter<'port'>;
+  private readonly connectionsRefused: Counter<'port' | 'reason'>;
+  private readonly sharesRefused: Counter<'share' | 'owner'>;
   private readonly modelRequests: Counter<'model' | 'version' | 'status' | 'code'>;
   private readonly modelRejected: Counter<'model' | 'version' | 'code'>;
   private readonly modelSeconds: Histogram<'model' | 'version'>;
@@ -92,8 +93,14 @@ export class GatewayMetrics {
     });
     this.connectionsRefused = new Counter({
       name: 'tollgate_gateway_connections_refused_total',
-      help: 'Connections closed as they came: the port held all it keeps (maxConnections, grpcMaxConnections), or their address held its share',
-      labelNames: ['port'],
+      help: 'Connections closed as they came, by reason: the port held all it keeps (full: maxConnections, grpcMaxConnections), or their address held its share (share)',
+      labelNames: ['port', 'reason'],
+      registers: [this.registry],
+    });
+    this.sharesRefused = new Counter({
+      name: 'tollgate_gateway_share_refusals_total',
+      help: 'Calls refused because their client address or key owner held its share of the replica (429 too_many_calls), by share and owner ("" for an address)',
+      labelNames: ['share', 'owner'],
       registers: [this.registry],
     });
     this.modelRequests = new Counter({
@@ -267,8 +274,12 @@ export class GatewayMetrics {
     this.requestTimeouts.inc({ phase });
   }
   /** A connection closed as it came (see gateway/http/connection-gate.ts). */
-  connectionRefused(port: 'http' | 'grpc'): void {
-    this.connectionsRefused.inc({ port });
+  connectionRefused(port: 'http' | 'grpc', reason: 'full' | 'share'): void {
+    this.connectionsRefused.inc({ port, reason });
+  }
+  /** A call refused past its address's or owner's share (gateway/admission/call-shares.ts). */
+  shareRefused(share: string, owner: string): void {
+    this.sharesRefused.inc({ share, owner });
   }
   request(kind: MetricsRouteKind, status: number, module: string): void {
     const id = `${kind}|${status}|${module}`;

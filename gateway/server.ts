@@ -13,6 +13,7 @@ import type { GatewayServices } from './services.js';
 import type { GrpcGateway } from './grpc/server.js';
 import { ConnectionGate } from './http/connection-gate.js';
 import { carriesBody } from './http/read-body.js';
+import { clientAddress, senderOf } from './http/client-address.js';
 
 /**
  * A gateway's HTTP server (gateway/central-server.ts dispatches the central gateway's paths on it,
@@ -55,8 +56,11 @@ export function createHttpServer(
       requireHostHeader: false,
     },
     (req, res) => {
-      // Draining: this answer is the connection's last, so its client reconnects elsewhere.
-      if (draining) res.setHeader('connection', 'close');
+      gate.busy(req.socket);
+      res.once('close', () => gate.done(req.socket));
+      // Draining: this answer is the connection's last, so its client reconnects elsewhere. Past
+      // its address's keep-alive share, too: idle connections cannot pile up behind one address.
+      if (draining || !gate.keepAlive(req.socket)) res.setHeader('connection', 'close');
       if (req.headers.host === undefined && req.httpVersion === '1.1') {
         res.setHeader('connection', 'close');
         s.metrics.request('none', sendError(res, missingHost(), s.log).status, 'none');
@@ -71,12 +75,31 @@ export function createHttpServer(
         s.metrics.request('none', sendError(res, err, s.log).status, 'none');
         return;
       }
+      let release: () => void;
+      try {
+        release = s.calls.enterAddress(senderOf(clientAddress(req, s.proxies) ?? ''));
+      } catch (err) {
+        s.metrics.request('none', sendError(res, err, s.log).status, 'none');
+        req.resume();
+        return;
+      }
+      res.once('close', release);
       dispatch(req, res, path);
     },
   );
 
-  server.maxConnections = s.config.maxConnections;
-  server.on('drop', () => s.metrics.connectionRefused('http'));
+  // The gate keeps the bound (Node's own maxConnections would refuse before a newcomer could take
+  // an idle connection's place).
+  const gate = new ConnectionGate({
+    max: s.config.maxConnections,
+    keepAlivePerSender: s.config.keepAlivePerAddress,
+    tracksCalls: true,
+    unshared: (address) => s.proxies.hops > 0 && s.proxies.proxies.allows(address),
+    refused: (why) => s.metrics.connectionRefused('http', why),
+  });
+  server.on('connection', (socket: Socket) => {
+    if (!gate.admit(socket)) socket.destroy();
+  });
 
   // An expectation other than 100-continue: Node would answer an empty 417.
   server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
@@ -136,17 +159,20 @@ export function createHttpServer(
       // sidecar listens for gRPC in every pod, and those libraries are a sizeable part of a
       // process's memory (README, "The data plane's cost").
       let loading: Promise<GrpcGateway> | undefined;
-      const gate = new ConnectionGate(s.config.grpcMaxConnections);
+      const gate = new ConnectionGate({
+        max: s.config.grpcMaxConnections,
+        refused: (why) => s.metrics.connectionRefused('grpc', why),
+      });
       const accept = async (socket: Socket): Promise<void> => {
         socket.on('error', () => socket.destroy());
         if (!gate.admit(socket)) {
-          s.metrics.connectionRefused('grpc');
           socket.destroy();
           return;
         }
         loading ??= import('./grpc/server.js').then(({ GrpcGateway }) => {
           grpc = new GrpcGateway(dispatch, {
             keys: s.keys,
+            admission: s.admission,
             bodyLimitBytes: s.config.bodyLimitBytes,
             memory: s.heldMemory,
             requestBodyTimeoutMs: s.config.requestBodyTimeoutMs,

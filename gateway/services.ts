@@ -3,6 +3,7 @@ import type { Redis } from 'ioredis';
 import { type RedisOptions } from 'ioredis';
 import { RoleCatalogue } from '../common/apikey/roles.js';
 import { Admission } from './admission/admission.js';
+import { CallShares } from './admission/call-shares.js';
 import { Inference } from './v2/inference.js';
 import type { Logger } from '../common/logger.js';
 import type { Management } from './api/management.js';
@@ -55,6 +56,8 @@ export interface GatewayServices {
   rateLimiter: RateLimiter;
   /** Who may call what, at what price: the one decision every entry asks (admission/admission.ts). */
   admission: Admission;
+  /** The calls in flight each client address and key owner holds on this replica. */
+  calls: CallShares;
   usage: UsageRecorder;
   /** V2 inference, for every entry that serves it (one per process). */
   readonly inference: Inference;
@@ -186,7 +189,7 @@ export async function createGatewayServices(
   const usage = new UsageRecorder(redis, log, config.usageFlushMs, config.usageSeries);
   const modelUsage = new ModelUsageRecorder(redis, log, config.usageFlushMs);
   const load = new LoadReporter(redis, log, trust.reports);
-  const activator = new Activator(redis, log);
+  const activator = new Activator(redis, log, config.maxActivationWaitSeconds * 1000);
   const refused: RefusalSink = (grant, code, req) => {
     audit.refused(grant, code, req);
     usage.refused(grant.id);
@@ -239,7 +242,11 @@ export async function createGatewayServices(
       : { notices: (n: LimitNotice) => inbox.push(noticeEvent(n), noticeOnce(n)) }),
   });
   // The one admission decision every entry asks (admission/admission.ts), built once.
-  const admission = new Admission({ roles, rateLimiter, creditCosts, usage });
+  const calls = new CallShares(
+    { perAddress: config.callsPerAddress, perOwner: config.callsPerOwner },
+    (share, owner) => metrics.shareRefused(share, owner),
+  );
+  const admission = new Admission({ roles, rateLimiter, creditCosts, usage, calls });
   const events = new EventsRouter(
     routes,
     admission,
@@ -273,6 +280,7 @@ export async function createGatewayServices(
     audit,
     refused,
     admission,
+    calls,
     rateLimiter,
     usage,
     modelUsage,

@@ -6,6 +6,7 @@ import type { CreditCosts } from '../auth/credit-costs.js';
 import { isLimited, type RateLimiter } from '../auth/rate-limit.js';
 import { countedUpstream } from '../auth/signed-grant.js';
 import type { UsageRecorder } from '../auth/usage.js';
+import type { CallShares, Release } from './call-shares.js';
 
 /**
  * The admission decision: whether a key may make a call, and what the call spends. Every entry
@@ -53,7 +54,11 @@ export interface AdmissionServices {
   /** What a call spends of a key's credits, by platform resource or model. */
   creditCosts: Pick<CreditCosts, 'of'>;
   usage: Pick<UsageRecorder, 'record'>;
+  /** The calls in flight each owner holds on this replica (call-shares.ts). */
+  calls: Pick<CallShares, 'enterOwner'>;
 }
+
+const NOTHING_HELD: Release = () => undefined;
 
 export class Admission {
   constructor(private readonly s: AdmissionServices) {}
@@ -148,6 +153,16 @@ export class Admission {
   price(target: Target, priced: boolean): number {
     if (!priced || target.kind === 'workflow' || target.kind === 'models') return 1;
     return this.s.creditCosts.of(target.kind === 'platform' ? target.resource : target.model);
+  }
+
+  /**
+   * One of the owner's calls in flight on this replica, held until the call ends (`release`), REST
+   * and gRPC alike; throws 429 too_many_calls past the owner's share, before anything is spent. A
+   * grant the central gateway signed holds its slot there.
+   */
+  enter(grant: KeyGrant): Release {
+    if (countedUpstream(grant)) return NOTHING_HELD;
+    return this.s.calls.enterOwner(grant.owner);
   }
 
   /**

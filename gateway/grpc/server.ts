@@ -21,13 +21,16 @@ import type { Logger } from '../../common/logger.js';
 import { isModelName } from '../../common/resources/model-name.js';
 import { isVersionName } from '../../common/resources/model-versions.js';
 import type { KeyChecker } from '../auth/key-check.js';
+import type { Admission } from '../admission/admission.js';
+import type { Release } from '../admission/call-shares.js';
+import { slotHeldBy } from '../http/call-slot.js';
+import type { KeyGrant } from '../../common/resources/grant.js';
 import { logFailure, sendError, toTollgateError } from '../http/errors.js';
 import { normalisePath, type NormalisedPath } from '../routing/normalise.js';
 import { DecodeCost } from './decode-cost.js';
 import { inferenceService, protocolTypes, type ModelInferRequest, type ModelRef } from './protocol.js';
 import { restErrorOf, serviceError, type CallStatus, type RestError } from './status.js';
 import { inferRequestBody, inferResponse, metadataResponse } from './tensors.js';
-import { OwnerTally } from '../http/owner-tally.js';
 import type { HeldKind, HeldMemory } from '../http/held-memory.js';
 
 /** The HTTP side a gRPC call is answered by: the gateway's (or a model sidecar's) request dispatch. */
@@ -36,6 +39,8 @@ export type Dispatch = (req: IncomingMessage, res: ServerResponse, path: Normali
 export interface GrpcOptions {
   /** The key check (a gRPC call carries no grant: its key is checked in full). */
   keys: Pick<KeyChecker, 'check'>;
+  /** The owner's share of calls in flight, REST and gRPC together (admission.enter). */
+  admission: Pick<Admission, 'enter'>;
   bodyLimitBytes: number;
   /** The replica's budget for what calls hold, shared with REST's V2 bodies. */
   memory: HeldMemory;
@@ -54,16 +59,13 @@ const PASSED = [
   'user-agent',
 ];
 
-/** Calls whose key passed that a process holds at once, over every connection; more are refused. */
-const MAX_CALLS = 1_024;
 /**
- * Of those, what one owner's keys may hold at once, from their metadata to their answer: without it
- * one key could take every slot of the replica and turn every other caller away, with messages it
- * never sends (each held for the body time) or with calls to a model of its own that never answers
- * (its pickled code may sleep; each held for the upstream time). A quarter: a burst of one
- * client's calls, whose messages come just after their metadata, is not refused for arriving at once.
+ * Calls whose key passed that a process holds at once, over every connection; more are refused.
+ * One owner's keys hold at most their share of the replica's calls (callsPerOwner, REST's and
+ * gRPC's together), from their metadata to their answer: messages never sent (each held for the
+ * body time) or calls to a model of their own that never answers leave room for everyone else.
  */
-const MAX_CALLS_PER_OWNER = MAX_CALLS / 4;
+const MAX_CALLS = 1_024;
 /**
  * Answers sent and not yet read by their callers, held in the replica's shared budget
  * (gateway/http/held-memory.ts): an answer is made whole before it is sent (up to twice the body
@@ -150,8 +152,6 @@ export class GrpcGateway {
   private readonly inferCost = new DecodeCost(protocolTypes().lookupType('inference.ModelInferRequest'));
   private readonly decodeInfer: (message: Buffer) => unknown;
   private calls = 0;
-  /** Calls of each owner's keys held (see MAX_CALLS_PER_OWNER). */
-  private readonly held = new OwnerTally();
   private injector: ConnectionInjector | undefined;
   /** The methods anyone may call (REST's health and server metadata are open), by path. */
   private readonly open: Record<string, (ex: Exchange) => Promise<object>> = {
@@ -236,6 +236,7 @@ export class GrpcGateway {
     let ended = false;
     /** The owner whose slot this call holds until it ends. */
     let holder: string | undefined;
+    let release: Release | undefined;
     /** Cuts the call when its message is not whole within the body time. */
     let waiting: NodeJS.Timeout | undefined;
     /** The bytes of this call's answer until it is read (the call ends once it is). */
@@ -247,10 +248,11 @@ export class GrpcGateway {
       clearTimeout(waiting);
       if (holder !== undefined) {
         this.calls--;
-        this.held.remove(holder);
+        release?.();
         this.opts.memory.release(holder, answering + receiving);
       }
       holder = undefined;
+      release = undefined;
       answering = 0;
       receiving = 0;
     };
@@ -301,20 +303,9 @@ export class GrpcGateway {
             }
             this.keyChecked(metadata, address)
               .then(
-                ({ answer, owner }) => {
+                ({ answer, grant }) => {
                   if (ended) return;
-                  if (answer.status !== 200 || owner === undefined) return refuse(refusal(answer).rest);
-                  if (this.held.of(owner) >= MAX_CALLS_PER_OWNER) {
-                    return refuse(
-                      restErrorOf(
-                        new TollgateError(
-                          'rate_limited',
-                          `your keys hold ${MAX_CALLS_PER_OWNER} gRPC calls on this replica at once, a quarter of what it holds; wait for some to be answered, and send each call's message when you open it`,
-                          { headers: { 'retry-after': '1' } },
-                        ),
-                      ),
-                    );
-                  }
+                  if (answer.status !== 200 || grant === undefined) return refuse(refusal(answer).rest);
                   if (this.calls >= MAX_CALLS) {
                     return refuse(
                       restErrorOf(
@@ -326,9 +317,13 @@ export class GrpcGateway {
                       ),
                     );
                   }
+                  try {
+                    release = this.opts.admission.enter(grant);
+                  } catch (err) {
+                    return refuse(restErrorOf(toTollgateError(err)));
+                  }
                   this.calls++;
-                  holder = owner;
-                  this.held.add(owner);
+                  holder = grant.owner;
                   const ms = this.opts.requestBodyTimeoutMs;
                   waiting = setTimeout(
                     () =>
@@ -504,25 +499,25 @@ export class GrpcGateway {
     return answer.json;
   }
 
-  /** The key's check as REST makes it, on the call's metadata as headers, and the owner of a key that passed. */
+  /** The key's check as REST makes it, on the call's metadata as headers, and the grant of a key that passed. */
   private async keyChecked(
     metadata: Metadata,
     address: string,
-  ): Promise<{ answer: RestAnswer; owner: string | undefined }> {
+  ): Promise<{ answer: RestAnswer; grant: KeyGrant | undefined }> {
     const ex = { request: undefined, metadata, address, cancelled: () => false };
-    let owner: string | undefined;
+    let passed: KeyGrant | undefined;
     const answer = await this.inject(ex, 'GET', '/', undefined, (req, res) => {
       Promise.resolve()
         .then(() => this.opts.keys.check(req))
         .then(
           (grant) => {
-            owner = grant.owner;
+            passed = grant;
             res.end();
           },
           (err: unknown) => sendError(res, err, this.opts.log),
         );
     });
-    return { answer, owner };
+    return { answer, grant: passed };
   }
 
   /**
@@ -537,9 +532,11 @@ export class GrpcGateway {
   ): Promise<RestAnswer> {
     if (ex.cancelled()) throw new Cancelled();
     // The REST body made of the message is held in the budget beside it (both are in memory).
-    return this.inject(ex, method, path, body, (req, res) =>
-      this.dispatch(req, res, normalisePath(req.url ?? '/')),
-    );
+    return this.inject(ex, method, path, body, (req, res) => {
+      // The call holds its owner's slot from its metadata on (admission above).
+      slotHeldBy(req);
+      this.dispatch(req, res, normalisePath(req.url ?? '/'));
+    });
   }
 
   private async inject(

@@ -1,4 +1,4 @@
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { TollgateError } from '../../common/errors.js';
 import type { KeyGrant } from '../../common/resources/grant.js';
 import { isModelName } from '../../common/resources/model-name.js';
@@ -7,6 +7,7 @@ import { noteRefusal, type RefusalSink } from '../auth/refusals.js';
 import type { Activator } from './activator.js';
 import type { Authenticate } from '../auth/authenticate.js';
 import { noteModule } from '../http/call-module.js';
+import { enterCall } from '../http/call-slot.js';
 import type { RuntimeAddress } from '../routing/route-table.js';
 import type { GatewayServices } from '../services.js';
 import { warmed, type ModelRouteLookup } from './activation.js';
@@ -31,7 +32,7 @@ export const centralPlacement = (s: GatewayServices): V2Placement => ({
 /** What the access checks use of the gateway's services (a unit test passes fakes). */
 export interface AccessServices {
   /** Who may call which model, at what price (admission/admission.ts). */
-  admission: Pick<Admission, 'scope' | 'claim' | 'lists' | 'price' | 'spend'>;
+  admission: Pick<Admission, 'scope' | 'claim' | 'lists' | 'price' | 'spend' | 'enter'>;
   refused: RefusalSink;
   activator: Pick<Activator, 'hold' | 'firstReady'>;
 }
@@ -72,11 +73,16 @@ export class ModelAccess {
   }
 
   /** The models this caller may call, by name, with whether each has a ready replica now. */
-  async callableModels(req: IncomingMessage, endpoint: string): Promise<CallableModel[]> {
+  async callableModels(
+    req: IncomingMessage,
+    res: ServerResponse,
+    endpoint: string,
+  ): Promise<CallableModel[]> {
     const grant = await this.authenticate(req);
     await this.refusalsNoted(grant, req, async () => {
       const target: Target = { kind: 'models' };
       enforce(this.s.admission.scope(grant, target));
+      enterCall(this.s.admission, grant, req, res);
       await this.s.admission.spend(grant, 1, `${req.method ?? 'GET'} ${endpoint}`);
     });
     const mine = (await this.models.list())
@@ -105,6 +111,7 @@ export class ModelAccess {
    */
   async authorised(
     req: IncomingMessage,
+    res: ServerResponse,
     model: string,
     want: VersionWanted,
   ): Promise<{ grant: KeyGrant; runtime: RuntimeAddress }> {
@@ -120,6 +127,8 @@ export class ModelAccess {
       const found = await this.runtimeFor(target, grant, want);
       // Inference (the calls a traffic split applies to) spends the model's price.
       const cost = this.s.admission.price(target, want.split);
+      // Its owner's slot is held from here to the answer, the wait for a cold model included.
+      enterCall(this.s.admission, grant, req, res);
       await this.s.admission.spend(grant, cost, `${req.method ?? 'GET'} /v2/models/${model}`);
       return { grant, runtime: await this.warm(model, want, found) };
     });

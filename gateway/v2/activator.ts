@@ -54,6 +54,8 @@ export class Activator {
   constructor(
     private readonly redis: Redis,
     private readonly log: Logger,
+    /** The platform's bound on a held call's wait (maxActivationWaitSeconds), whatever the Model asks. */
+    private readonly maxWaitMs = Infinity,
   ) {}
 
   /**
@@ -72,7 +74,7 @@ export class Activator {
     this.recent.delete(key);
     let pending = this.waiting.get(key);
     if (pending === undefined) {
-      pending = this.wait({ model, version }, timeoutMs, warm)
+      pending = this.wait({ model, version }, Math.min(timeoutMs, this.maxWaitMs), warm)
         .then((found) => {
           if (found.early !== undefined) {
             this.recent.set(key, { warm: found, at: Date.now() });

@@ -9,6 +9,6 @@ export const modelInfer: V2Endpoint<ModelTarget> = async (
   { model, version, requestId, query },
 ) => {
   expectMethod(req, 'POST');
-  const { grant, runtime } = await ctx.access.authorised(req, model, { version, split: true });
+  const { grant, runtime } = await ctx.access.authorised(req, res, model, { version, split: true });
   await ctx.inference.infer(req, res, { model, runtime, grant, requestId, query });
 };

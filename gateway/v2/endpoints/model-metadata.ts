@@ -21,7 +21,7 @@ async function withVersions(
 /** GET /v2/models/<m>[/versions/<v>]: the metadata, served from the gateway's cache. */
 export const modelMetadata: V2Endpoint<ModelTarget> = async (ctx, req, res, { model, version }) => {
   expectMethod(req, 'GET');
-  const { grant, runtime } = await ctx.access.authorised(req, model, { version, split: false });
+  const { grant, runtime } = await ctx.access.authorised(req, res, model, { version, split: false });
   const { raw } = await ctx.s.metadata.get(model, runtime, grant);
   const body = await withVersions(ctx, model, version, raw);
   res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(body.length) });

@@ -4,7 +4,7 @@ import { expectMethod, sendJson } from '../http.js';
 /** GET /v2/models: the models this key may call, `{ models: [{ name, ready, versions, workflow? }] }`. */
 export const listModels: V2Endpoint = async ({ access }, req, res) => {
   expectMethod(req, 'GET');
-  const listed = await access.callableModels(req, '/v2/models');
+  const listed = await access.callableModels(req, res, '/v2/models');
   sendJson(res, 200, {
     models: listed.map((m) => ({
       name: m.name,

@@ -34,7 +34,7 @@ export const repositoryIndex: V2Endpoint = async ({ access }, req, res) => {
   expectMethod(req, 'POST');
   checkContentType(req);
   const only = readyOnly((await readBody(req, 4096)).toString('utf8').trim());
-  const listed = await access.callableModels(req, '/v2/models');
+  const listed = await access.callableModels(req, res, '/v2/models');
   // One entry per version, as MLServer lists a model's versions.
   const entries = listed.flatMap((m) =>
     (m.versions ?? [{ name: '', ready: m.ready }]).map((v) => ({

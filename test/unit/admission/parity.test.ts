@@ -1,8 +1,9 @@
-import type { IncomingMessage } from 'node:http';
+import { ServerResponse, type IncomingMessage } from 'node:http';
 import { RoleCatalogue } from '../../../common/apikey/roles.js';
 import { TollgateError } from '../../../common/errors.js';
 import type { KeyGrant, Route } from '../../../common/resources/grant.js';
 import { Admission } from '../../../gateway/admission/admission.js';
+import { CallShares } from '../../../gateway/admission/call-shares.js';
 import { CreditCosts } from '../../../gateway/auth/credit-costs.js';
 import { EventsRouter } from '../../../gateway/routing/events-router.js';
 import { normalisePath } from '../../../gateway/routing/normalise.js';
@@ -44,6 +45,9 @@ const table = {
 } as unknown as RouteTable;
 
 /** The limiter refuses keys that have a limit named `exhausted`. */
+// 'crowded' already has its share of calls in flight on this replica (held for the whole run).
+const calls = new CallShares({ perAddress: 1_000, perOwner: 1_000 });
+for (let i = 0; i < 1_000; i++) calls.enterOwner('crowded');
 const admission = new Admission({
   roles: new RoleCatalogue({ resources: ['datasets'] }),
   creditCosts: new CreditCosts({}),
@@ -54,6 +58,7 @@ const admission = new Admission({
     },
   },
   usage: { record: () => undefined },
+  calls,
 });
 
 type Outcome = 'admitted' | [number, string];
@@ -69,6 +74,8 @@ async function outcome(decide: () => unknown): Promise<Outcome> {
 }
 
 const req = (): IncomingMessage => ({ method: 'POST', headers: {} }) as IncomingMessage;
+/** A response that stays open: the call's slot is held for the test's length. */
+const res = (): ServerResponse => new ServerResponse(req());
 
 const workflowEntries: Record<string, (grant: KeyGrant) => unknown> = {
   'REST /events/bda': (grant) =>
@@ -110,7 +117,7 @@ const modelEntries: Record<string, (grant: KeyGrant) => unknown> = {
         list: async () => [{ name: MODEL, workflow: WORKFLOW }],
       },
       { authenticate: () => grant, modelRoute: (name) => table.model(name) },
-    ).authorised(req(), MODEL, { version: undefined, split: true }),
+    ).authorised(req(), res(), MODEL, { version: undefined, split: true }),
   'a model’s sidecar': (grant) => {
     const { directory, placement } = modelSidecarPlacement(
       table,
@@ -123,7 +130,7 @@ const modelEntries: Record<string, (grant: KeyGrant) => unknown> = {
       },
       () => grant,
     );
-    return access(directory, placement).authorised(req(), MODEL, { version: undefined, split: true });
+    return access(directory, placement).authorised(req(), res(), MODEL, { version: undefined, split: true });
   },
 };
 
@@ -168,6 +175,11 @@ const modelRows: Array<[string, KeyGrant, Outcome]> = [
     [429, 'rate_limited'],
   ],
   ['a bda key past its limit', key({ ...exhausted }), [429, 'rate_limited']],
+  [
+    'a key whose owner has their share of calls in flight',
+    key({ module: 'platform', roles: ['models:inference'], owner: 'crowded' }),
+    [429, 'too_many_calls'],
+  ],
 ];
 
 describe('one admission decision at every entry', () => {
@@ -203,7 +215,7 @@ describe('one admission decision at every entry', () => {
     );
     expect(
       await outcome(() =>
-        access(directory, placement).authorised(req(), MODEL, { version: undefined, split: true }),
+        access(directory, placement).authorised(req(), res(), MODEL, { version: undefined, split: true }),
       ),
     ).toEqual([403, 'model_access_denied']);
   });

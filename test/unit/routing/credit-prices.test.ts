@@ -1,6 +1,7 @@
 import { RoleCatalogue } from '../../../common/apikey/roles.js';
 import type { KeyGrant, Route } from '../../../common/resources/grant.js';
 import { Admission } from '../../../gateway/admission/admission.js';
+import { CallShares } from '../../../gateway/admission/call-shares.js';
 import { CreditCosts } from '../../../gateway/auth/credit-costs.js';
 import { EventsRouter, type EventsTarget } from '../../../gateway/routing/events-router.js';
 import { normalisePath } from '../../../gateway/routing/normalise.js';
@@ -36,6 +37,7 @@ describe('what a call costs', () => {
       creditCosts: new CreditCosts({ reports: 3, 'model-fraud': 20 }),
       rateLimiter: { take: async () => undefined },
       usage: { record: () => undefined },
+      calls: new CallShares({ perAddress: 1_000, perOwner: 1_000 }),
     }),
     { datasets: 'http://10.0.0.3:8080', reports: 'http://10.0.0.4:8080' },
     new Map(),

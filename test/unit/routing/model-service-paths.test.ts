@@ -2,6 +2,7 @@ import { RoleCatalogue } from '../../../common/apikey/roles.js';
 import type { KeyGrant, Route } from '../../../common/resources/grant.js';
 import type { TollgateError } from '../../../common/errors.js';
 import { Admission } from '../../../gateway/admission/admission.js';
+import { CallShares } from '../../../gateway/admission/call-shares.js';
 import { CreditCosts } from '../../../gateway/auth/credit-costs.js';
 import { EventsRouter, type EventsTarget } from '../../../gateway/routing/events-router.js';
 import { normalisePath } from '../../../gateway/routing/normalise.js';
@@ -31,6 +32,7 @@ const router = new EventsRouter(
     creditCosts: new CreditCosts({}),
     rateLimiter: { take: async () => undefined },
     usage: { record: () => undefined },
+    calls: new CallShares({ perAddress: 1_000, perOwner: 1_000 }),
   }),
   {},
   new Map(),

@@ -1,0 +1,28 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Admission } from '../admission/admission.js';
+import type { KeyGrant } from '../../common/resources/grant.js';
+
+/** Requests whose call's slot another entry holds already (a gRPC call answered through REST). */
+const heldElsewhere = new WeakSet<IncomingMessage>();
+
+/** The gRPC entry holds its call's slot from its metadata to its end: the REST form takes none. */
+export function slotHeldBy(req: IncomingMessage): void {
+  heldElsewhere.add(req);
+}
+
+/**
+ * Takes one of the key owner's calls in flight for this REST call (admission.enter), given back
+ * when the response closes, however it ends; throws the refusal past the owner's share.
+ */
+export function enterCall(
+  admission: Pick<Admission, 'enter'>,
+  grant: KeyGrant,
+  req: IncomingMessage,
+  res: ServerResponse,
+): void {
+  if (heldElsewhere.has(req)) return;
+  const release = admission.enter(grant);
+  // Its caller went while the key was checked: nothing is held for it.
+  if (res.closed) release();
+  else res.once('close', release);
+}

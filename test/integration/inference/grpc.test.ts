@@ -350,8 +350,10 @@ describe('V2 inference over gRPC (standalone)', () => {
           },
           1_500,
         );
-        expect(refusal(turned)).toEqual([8, 'rate_limited', 'rate_limited']);
-        expect(turned.error?.details).toMatch(/your keys hold 256 gRPC calls on this replica at once/);
+        expect(refusal(turned)).toEqual([8, 'too_many_calls', 'too_many_calls']);
+        expect(turned.error?.details).toMatch(
+          /your keys have 256 calls in flight on this replica \(REST and gRPC together\)/,
+        );
         // walt's call is answered beside them.
         const walt = await dev!.key(['models:inference'], 'platform', {}, 'walt');
         const other = await call(
@@ -530,8 +532,10 @@ describe('V2 inference over gRPC (standalone)', () => {
           },
           30_000,
         );
-        expect(refusal(turned)).toEqual([8, 'rate_limited', 'rate_limited']);
-        expect(turned.error?.details).toMatch(/your keys hold 256 gRPC calls on this replica at once/);
+        expect(refusal(turned)).toEqual([8, 'too_many_calls', 'too_many_calls']);
+        expect(turned.error?.details).toMatch(
+          /your keys have 256 calls in flight on this replica \(REST and gRPC together\)/,
+        );
         // walt's call is answered beside them.
         const walt = await dev!.key(['models:inference'], 'platform', {}, 'walt');
         const other = await probe.call(

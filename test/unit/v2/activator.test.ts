@@ -58,3 +58,16 @@ describe('Activator.firstReady', () => {
     expect(await activator.firstReady([])).toBeUndefined();
   });
 });
+
+describe('Activator.hold', () => {
+  it("waits no longer than the platform's bound (maxActivationWaitSeconds), whatever the Model asks", async () => {
+    const published: string[] = [];
+    const redis = { publish: async (_channel: string, message: string) => void published.push(message) };
+    const activator = new Activator(redis as unknown as Redis, createLogger('test', 'silent'), 1_000);
+    // The Model asks for ten minutes; nothing ever wakes.
+    const held = activator.hold('model-sleepy', '', 600_000, async () => undefined);
+    await expect(held).rejects.toMatchObject({ code: 'model_scaling_up', status: 503 });
+    await expect(held).rejects.toThrow(/none was ready within 1 s/);
+    expect(JSON.parse(published[0] ?? '{}')).toEqual({ model: 'model-sleepy', version: '' });
+  });
+});

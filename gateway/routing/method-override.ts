@@ -119,19 +119,58 @@ const NAME_PARAMETER = /(?<![a-z0-9_-])name(\*?)\s*=\s*["']?([^\r\n]{0,200})/gi;
 /** Rack names a part without `name=` by its Content-ID. */
 const CONTENT_ID = /content-id\s*:\s*<?([^\r\n>]{0,200})/gi;
 
+/** RFC 2231 continuations (`name*0="_me"; name*1*=thod`): one name in pieces, joined in order. */
+const NAME_PIECE = /(?<![a-z0-9_-])name\*(\d{1,3})(\*?)\s*=\s*(?:"([^"\r\n]{0,200})"|([^;\s]{0,200}))/gi;
+
 function multipartField(body: Buffer): string | undefined {
   const text = body.toString('latin1');
   for (const m of text.matchAll(CONTENT_ID)) {
     const id = (m[1] ?? '').trim();
-    if (namesOverride(id)) return id;
+    if ([id, encodedWords(id)].some(namesOverride)) return id;
   }
   for (const m of text.matchAll(NAME_PARAMETER)) {
     const raw = (m[2] ?? '').replace(/\\(.)/g, '$1');
     const extended = m[1] === '*' ? raw.replace(/^[^']*'[^']*'/, '') : raw;
-    const name = [raw, extended, percentDecoded(extended)].find((n) => n !== undefined && namesOverride(n));
+    const name = nameForms(raw, extended).find(namesOverride);
     if (name !== undefined) return name.replace(/["';\s].*$/, '');
   }
+  let joined = '';
+  for (const m of text.matchAll(NAME_PIECE)) {
+    const piece = m[1] === '0' ? '' : joined;
+    const value = m[3] ?? m[4] ?? '';
+    joined = piece + (m[2] === '*' && m[1] === '0' ? value.replace(/^[^']*'[^']*'/, '') : value);
+    const name = nameForms(joined, joined).find(namesOverride);
+    if (name !== undefined) return name;
+  }
   return undefined;
+}
+
+/**
+ * Every way a framework could read a part's name: as sent, its RFC 5987 value, percent-decoded,
+ * and with RFC 2047 encoded-words decoded (Commons FileUpload, and so Tomcat and Spring, read
+ * `=?UTF-8?B?X21ldGhvZA==?=` as `_method`), of either.
+ */
+function nameForms(raw: string, extended: string): string[] {
+  const forms = [raw, extended, percentDecoded(extended)].filter((n): n is string => n !== undefined);
+  return [...forms, ...forms.map(encodedWords)];
+}
+
+/**
+ * RFC 2047 encoded-words decoded (`=?charset?B?base64?=`, `=?charset?Q?quoted?=`), the space
+ * between two of them dropped as the RFC says. Read as UTF-8 whatever charset is named: the name
+ * checked for is ASCII, the same bytes in each charset a parser would honour.
+ */
+function encodedWords(text: string): string {
+  if (!text.includes('=?')) return text;
+  return text
+    .replace(/(\?=)\s+(?==\?)/g, '$1')
+    .replace(/=\?[^?\s]{1,40}\?([bq])\?([^?\s]{0,400})\?=/gi, (_word, kind: string, data: string) =>
+      kind.toLowerCase() === 'b'
+        ? Buffer.from(data, 'base64').toString('utf8')
+        : data
+            .replace(/_/g, ' ')
+            .replace(/=([0-9a-f]{2})/gi, (_m, hex: string) => String.fromCharCode(Number.parseInt(hex, 16))),
+    );
 }
 
 function percentDecoded(text: string): string | undefined {

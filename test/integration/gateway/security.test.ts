@@ -258,6 +258,11 @@ describe('gateway security', () => {
       ['a form PHP reads as _method', 'application/x-www-form-urlencoded', 'title=x&.method=DELETE'],
       ['a body without a Content-Type (Rack reads it as a form)', undefined, 'title=x&_method=DELETE'],
       ['a multipart form', 'multipart/form-data; boundary=b', multipart('_method')],
+      [
+        'a multipart part named with an RFC 2047 encoded-word (Tomcat decodes it)',
+        'multipart/form-data; boundary=b',
+        multipart('=?UTF-8?B?X21ldGhvZA==?='),
+      ],
       ['JSON', 'application/json; charset=utf-8', '{"title":"x","_method":"DELETE"}'],
       ['JSON as Laravel reads it (its type mentions json)', 'text/plain; x=/json', '{"_method":"DELETE"}'],
     ])(

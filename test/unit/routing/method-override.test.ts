@@ -109,6 +109,15 @@ describe('a body that asks for another method is refused', () => {
     ['multipart', '--b\r\nContent-Disposition: form-data;\r\n name="_method"\r\n\r\nDELETE\r\n--b--\r\n'],
     // Bare LF line endings: a lax parser still finds the part.
     ['multipart', multipart('name="_method"').replaceAll('\r\n', '\n')],
+    // RFC 2047 encoded-words, which Commons FileUpload (Tomcat, Spring) decodes.
+    ['multipart', multipart('name="=?UTF-8?B?X21ldGhvZA==?="')],
+    ['multipart', multipart('name="=?utf-8?q?=5Fmethod?="')],
+    ['multipart', multipart('name="=?UTF-8?B?X21l?= =?UTF-8?B?dGhvZA==?="')],
+    ['multipart', multipart('name="=?ISO-8859-1?Q?_method?="').replace('?Q?_', '?Q?=5F')],
+    ['multipart', '--b\r\nContent-ID: <=?UTF-8?B?X21ldGhvZA==?=>\r\n\r\nDELETE\r\n--b--\r\n'],
+    // RFC 2231 continuations: one name in pieces.
+    ['multipart', multipart('name*0="_me"; name*1="thod"')],
+    ['multipart', multipart(`name*0*=utf-8''%5Fme; name*1*=thod`)],
     ['json', '{"title":"x","_method":"DELETE"}'],
     ['json', '{"\\u005fmethod":"DELETE"}'],
     ['json', '\uFEFF{"_method":"DELETE"}'],
@@ -124,6 +133,8 @@ describe('a body that asks for another method is refused', () => {
     ['form', 'method=card&title=_method'],
     ['form', 'a_method=1&methods=2'],
     ['multipart', multipart('name="payment_method"')],
+    ['multipart', multipart('name="=?UTF-8?B?cGF5bWVudF9tZXRob2Q=?="')],
+    ['multipart', multipart('name*0="pay"; name*1="ment_method"')],
     [
       'multipart',
       '--b\r\nContent-Disposition: form-data; name="file"; filename="_method"\r\n\r\nx\r\n--b--\r\n',

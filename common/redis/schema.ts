@@ -87,6 +87,8 @@ export const redisKeys = {
   webhookMessage: (id: string) => `${KEY_PREFIX}wh:msg:${id}`,
   /** Sorted set: an endpoint's recent message ids by creation time (the newest 200 kept). */
   webhookLog: (webhook: string) => `${KEY_PREFIX}wh:log:${webhook}`,
+  /** Hash: user → JSON {admin, at}: their administrator standing when last seen (gateway/webhooks/admin-rights.ts). */
+  webhookAdmins: `${KEY_PREFIX}wh:admins`,
   /** String, NX with a TTL: a once-only event already sent (a key's expiry announced to an endpoint). */
   webhookOnce: (what: string) => `${KEY_PREFIX}wh:once:${what}`,
   /** String: JSON Route for a workflow service. */

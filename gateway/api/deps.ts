@@ -1,3 +1,4 @@
+import type { AdminRights } from '../webhooks/admin-rights.js';
 import type { Redis } from 'ioredis';
 import type { KeyIndexWriter } from '../../common/apikey/index-writer.js';
 import type { RoleCatalogue } from '../../common/apikey/roles.js';
@@ -50,6 +51,8 @@ export interface ManagementDeps {
     queue: DeliveryQueue;
     sender: WebhookSender;
     dispatcher: WebhookDispatcher;
+    /** Each caller's administrator standing, noted for allOwners endpoints (webhooks/admin-rights.ts). */
+    admins: Pick<AdminRights, 'note'>;
   };
   /** The longest grace period a roll may give the old key. */
   maxRollGraceSeconds: number;

@@ -18,6 +18,7 @@ import { DEFAULT_WEBHOOK_SETTINGS } from '../config.js';
 import { fromAudit } from '../webhooks/events.js';
 import { WebhookInbox } from '../webhooks/inbox.js';
 import { WebhookSender } from '../webhooks/sender.js';
+import { AdminRights } from '../webhooks/admin-rights.js';
 import { dirWebhookStore, kubeWebhookStore, type WebhookStore } from '../webhooks/store.js';
 
 /** How long a webhook receiver has to answer one delivery. */
@@ -90,8 +91,10 @@ export async function createManagement(opts: ManagementOptions): Promise<Managem
   // Kept a day past the last retry, and at least three days: long enough to see and replay.
   const retentionSeconds = Math.max(3 * 86_400, schedule.retrySeconds.reduce((a, b) => a + b, 0) + 86_400);
   const queue = new DeliveryQueue(opts.redis, Math.ceil(retentionSeconds));
+  const admins = new AdminRights(opts.redis, opts.log.child({ component: 'webhooks' }));
   const dispatcher = new WebhookDispatcher(
     {
+      admins,
       store: webhookStore,
       queue,
       sender,
@@ -135,7 +138,7 @@ export async function createManagement(opts: ManagementOptions): Promise<Managem
     },
     findGrant: (hash) => readKeyGrant(opts.redis, opts.trust.verifier, hash),
     sealer,
-    webhooks: { store: webhookStore, queue, sender, dispatcher },
+    webhooks: { store: webhookStore, queue, sender, dispatcher, admins },
     ...(opts.proxies === undefined ? {} : { proxies: opts.proxies }),
     log: opts.log,
   });

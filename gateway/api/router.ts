@@ -1,7 +1,7 @@
 import express, { type RequestHandler, type Router } from 'express';
 import { TollgateError } from '../../common/errors.js';
 import { TOLLGATE_VERSION } from '../../common/version.js';
-import { authenticateUser } from '../auth/oidc.js';
+import { authenticateUser, callerOf } from '../auth/oidc.js';
 import { expressErrorHandler } from '../http/errors.js';
 import type { ManagementDeps } from './deps.js';
 import { openApiDocument } from './openapi.js';
@@ -74,6 +74,13 @@ export function createManagementRouter(deps: ManagementDeps): Router {
     managementRoutes.filter((r) => r.auth === 'scanner-signature'),
   );
   router.use(authenticateUser(deps.verifyToken));
+  // Each caller's standing as their token shows it: an allOwners webhook hears everyone only while
+  // its creator's right holds.
+  router.use((_req, res, next) => {
+    const caller = callerOf(res);
+    deps.webhooks.admins.note(caller.subject, caller.admin);
+    next();
+  });
   router.use(userPace(deps.callsPerSecond));
   mount(
     router,

@@ -12,6 +12,7 @@ import type { WebhookInbox } from './inbox.js';
 import type { WebhookSender } from './sender.js';
 import { signedHeaders, webhookSecret } from './signature.js';
 import type { WebhookStore } from './store.js';
+import type { AdminRights } from './admin-rights.js';
 
 export interface DispatcherOptions {
   /** Seconds before each retry of a failed delivery; its length is the number of retries. */
@@ -78,6 +79,8 @@ export class WebhookDispatcher {
       sealer: EntrySealer;
       redis: Redis;
       keys: ApiKeyStore;
+      /** Whose administrator right holds now: an allOwners endpoint hears everyone only while its creator's does. */
+      admins: Pick<AdminRights, 'holding'>;
       log: Logger;
     },
     private readonly opts: DispatcherOptions,
@@ -114,7 +117,7 @@ export class WebhookDispatcher {
   }
 
   private async enqueue(event: WebhookEvent, nowMs: number, only?: Webhook, sendNow = true): Promise<void> {
-    const targets = only === undefined ? (await this.listEndpoints()).filter((w) => wants(w, event)) : [only];
+    const targets = only === undefined ? await this.targetsOf(event) : [only];
     if (targets.length === 0) return;
     const body = JSON.stringify({
       type: event.type,
@@ -124,6 +127,25 @@ export class WebhookDispatcher {
     for (const w of targets) await this.s.queue.enqueue(w.metadata.name, event.type, body, nowMs);
     // Sent now rather than at the next tick: most deliveries succeed at once.
     if (sendNow) void this.poll();
+  }
+
+  /** The endpoints that hear an event: of its type, and its owner's or an allOwners one whose creator's right holds. */
+  private async targetsOf(event: WebhookEvent): Promise<Webhook[]> {
+    const asked = (await this.listEndpoints()).filter((w) => w.spec.events.includes(event.type));
+    const everyone = await this.hearingEveryone(asked.filter((w) => w.spec.owner !== event.owner));
+    return asked.filter((w) => w.spec.owner === event.owner || everyone.has(w.metadata.name));
+  }
+
+  /**
+   * Of `endpoints`, the names of the allOwners ones whose creator is an administrator still
+   * (admin-rights.ts): one registered by an administrator who has since lost the right hears
+   * only its creator's events.
+   */
+  private async hearingEveryone(endpoints: readonly Webhook[]): Promise<Set<string>> {
+    const all = endpoints.filter((w) => w.spec.allOwners === true);
+    if (all.length === 0) return new Set();
+    const holding = await this.s.admins.holding([...new Set(all.map((w) => w.spec.owner))]);
+    return new Set(all.filter((w) => holding.has(w.spec.owner)).map((w) => w.metadata.name));
   }
 
   private listEndpoints(): Promise<Webhook[]> {
@@ -270,12 +292,13 @@ export class WebhookDispatcher {
       // One pass over the keys (the store's watched copy on a cluster), reading whole only those
       // that expire within the farthest horizon asked.
       const keys = await this.s.keys.expiringBetween(nowMs, Math.max(...endpoints.map(horizonOf)));
+      const everyone = await this.hearingEveryone(endpoints);
       for (const w of endpoints) {
         const horizon = horizonOf(w);
         for (const key of keys) {
           const { expiresAt, owner } = key.spec;
           if (expiresAt === undefined) continue;
-          if (w.spec.allOwners !== true && owner !== w.spec.owner) continue;
+          if (owner !== w.spec.owner && !everyone.has(w.metadata.name)) continue;
           const at = Date.parse(expiresAt);
           if (at <= nowMs || at > horizon) continue;
           const once = redisKeys.webhookOnce(`expiring:${w.metadata.name}:${apiKeyId(key)}:${at}`);
@@ -289,10 +312,6 @@ export class WebhookDispatcher {
     }
   }
 }
-
-/** Whether an endpoint receives an event: a type it asked for, of its owner (or of everyone's). */
-const wants = (w: Webhook, e: WebhookEvent): boolean =>
-  w.spec.events.includes(e.type) && (w.spec.allOwners === true || w.spec.owner === e.owner);
 
 function expiringEvent(key: ApiKey, nowMs: number): WebhookEvent {
   const { owner, name, start, identity, expiresAt } = key.spec;

@@ -864,6 +864,63 @@ describe('webhooks', () => {
       await receiver.stop();
     }
   });
+
+  it("an administrator's allOwners endpoint hears every user's events only while its creator is still an administrator", async () => {
+    const receiver = await new WebhookReceiver().start();
+    const root = 'root-allowners@example.com';
+    try {
+      const asAdmin = await token(root, 'platform-ops');
+      const made = await api('POST', '/webhooks', {
+        token: asAdmin,
+        body: { url: receiver.url, events: ['key.revoked'], allOwners: true },
+      });
+      expect(made.status).toBe(201);
+      receiver.secret = made.body['secret'] as string;
+      const hook = made.body['id'] as string;
+      // alice's key revoked: heard, the creator being an administrator.
+      const first = await newKey();
+      expect((await api('DELETE', `/apikeys/${first.id}`)).status).toBe(204);
+      await eventually("alice's revocation is heard", async () =>
+        keyEvents(receiver, 'key.revoked', first.id).length === 1 ? true : undefined,
+      );
+      // The creator signs in again without the group: their right has gone.
+      const asUser = await token(root);
+      expect((await api('GET', '/webhooks', { token: asUser })).status).toBe(200);
+      const second = await newKey();
+      expect((await api('DELETE', `/apikeys/${second.id}`)).status).toBe(204);
+      // Their own key's events still come.
+      const own = await api('POST', '/apikeys', {
+        token: asUser,
+        body: { module: 'platform', roles: ['viewer'] },
+      });
+      expect(own.status).toBe(201);
+      expect((await api('DELETE', `/apikeys/${own.body['id'] as string}`, { token: asUser })).status).toBe(
+        204,
+      );
+      await eventually('their own revocation is heard', async () =>
+        keyEvents(receiver, 'key.revoked', own.body['id'] as string).length === 1 ? true : undefined,
+      );
+      // alice's, revoked before theirs, never was.
+      expect(keyEvents(receiver, 'key.revoked', second.id)).toHaveLength(0);
+      const log = (await api('GET', `/webhooks/${hook}/deliveries`, { token: asUser })).body[
+        'items'
+      ] as Array<{
+        type: string;
+      }>;
+      expect(log).toHaveLength(2);
+      // An administrator again: every user's events again.
+      const again = await token(root, 'platform-ops');
+      expect((await api('GET', '/webhooks', { token: again })).status).toBe(200);
+      const third = await newKey();
+      expect((await api('DELETE', `/apikeys/${third.id}`)).status).toBe(204);
+      await eventually("alice's next revocation is heard", async () =>
+        keyEvents(receiver, 'key.revoked', third.id).length === 1 ? true : undefined,
+      );
+      expect((await api('DELETE', `/webhooks/${hook}`, { token: again })).status).toBe(204);
+    } finally {
+      await receiver.stop();
+    }
+  });
 });
 
 interface AuditItem {

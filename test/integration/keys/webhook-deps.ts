@@ -5,6 +5,7 @@ import type { ManagementDeps } from '../../../gateway/api/deps.js';
 import { DEFAULT_WEBHOOK_SETTINGS } from '../../../gateway/config.js';
 import { DeliveryQueue } from '../../../gateway/webhooks/deliveries.js';
 import { WebhookDispatcher } from '../../../gateway/webhooks/dispatcher.js';
+import { AdminRights } from '../../../gateway/webhooks/admin-rights.js';
 import { WebhookInbox } from '../../../gateway/webhooks/inbox.js';
 import { WebhookSender } from '../../../gateway/webhooks/sender.js';
 import type { WebhookStore } from '../../../gateway/webhooks/store.js';
@@ -19,8 +20,10 @@ export async function webhookDeps(
   const queue = new DeliveryQueue(redis, 3 * 86_400);
   const sender = new WebhookSender({ allowedCidrs: [], timeoutMs: 1_000 });
   const sealer = await testSealer();
+  const admins = new AdminRights(redis, createLogger('webhooks', 'silent'));
   const dispatcher = new WebhookDispatcher(
     {
+      admins,
       store,
       queue,
       sender,
@@ -32,5 +35,5 @@ export async function webhookDeps(
     },
     DEFAULT_WEBHOOK_SETTINGS,
   );
-  return { store, queue, sender, dispatcher };
+  return { store, queue, sender, dispatcher, admins };
 }

@@ -1,3 +1,4 @@
+import { AdminRights } from '../../../gateway/webhooks/admin-rights.js';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
@@ -76,6 +77,7 @@ describe('webhook deliveries past a slow endpoint', () => {
         sealer: await testSealer(),
         redis: client,
         keys: {} as ApiKeyStore,
+        admins: new AdminRights(client, createLogger('webhooks', 'silent')),
         log: createLogger('webhooks', 'silent'),
       },
       {

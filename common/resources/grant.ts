@@ -195,5 +195,13 @@ export function parseStored<S extends z.ZodType>(
     : { ok: false, issue: parsed.error.issues[0]?.message ?? 'invalid' };
 }
 
+/**
+ * The team a route's calls belong to, for the shares of what a replica holds for them (payload
+ * log, shadow copies): the namespace of the resource the operator made it from; "" for a route
+ * of no namespace (standalone manifests). The operator writes the source, never a tenant.
+ */
+export const teamOfSource = (source: string | undefined): string =>
+  /^(?:model|service)\/([^/]+)\//.exec(source ?? '')?.[1] ?? '';
+
 /** The `source` of the routes the operator writes for a Model. */
 export const modelRouteSource = (namespace: string, name: string): string => `model/${namespace}/${name}`;

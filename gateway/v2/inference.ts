@@ -3,7 +3,7 @@ import { finished, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Dispatcher } from 'undici';
 import { TollgateError } from '../../common/errors.js';
-import type { KeyGrant } from '../../common/resources/grant.js';
+import { teamOfSource, type KeyGrant } from '../../common/resources/grant.js';
 import { countedUpstream } from '../auth/signed-grant.js';
 import { runtimeAnswerHeaders } from './answer-headers.js';
 import type { ResolvedRoute, RuntimeAddress } from '../routing/route-table.js';
@@ -19,7 +19,7 @@ import type { HeldKind, Hold } from '../http/held-memory.js';
 import { RuntimeClient } from './runtime-client.js';
 import { runtimeError } from './runtime-errors.js';
 import { validateInferRequest, type BinaryOutputs } from './validate-infer.js';
-import { loggedBody } from './payload-log/record.js';
+import { loggedAnswer, loggedBody } from './payload-log/record.js';
 import type { ModelMetadata } from './metadata.js';
 
 /** Largest error body read from a runtime (a traceback can be long; only its last line is used). */
@@ -45,6 +45,8 @@ interface Captured {
   response?: string | Buffer | number;
   /** The answer's Content-Encoding, as the runtime sent it on. */
   responseEncoding?: string;
+  /** The model's team (its namespace): the payload log and the shadow copies have a share per team. */
+  team: string;
 }
 
 /**
@@ -138,11 +140,12 @@ export class Inference {
     const route = await this.routeOf(call.model);
     const logging = route?.route.logging;
     const logged = logging !== undefined && Math.random() < logging.sampleRate;
-    const shadow = this.shadows.drawn(call.model, route?.shadow);
+    const team = teamOfSource(route?.route.source);
+    const shadow = this.shadows.drawn(call.model, team, route?.shadow);
     let copied = false;
     const captured: Captured | undefined =
       logged || shadow !== undefined
-        ? { redact: logged ? new Set(logging?.redact) : undefined, shadowed: shadow !== undefined }
+        ? { redact: logged ? new Set(logging?.redact) : undefined, shadowed: shadow !== undefined, team }
         : undefined;
     const startedAt = performance.now();
     let attempt = this.begin(call, call.runtime);
@@ -422,6 +425,7 @@ export class Inference {
       answer: typeof captured?.response === 'string' ? Buffer.from(captured.response) : captured?.response,
       encoding: captured?.responseEncoding,
       logRedact: captured?.redact,
+      team: captured?.team ?? '',
     };
   }
 
@@ -435,21 +439,30 @@ export class Inference {
   ): void {
     const log = this.s.payloadLog;
     const redact = captured.redact;
-    if (log === undefined || redact === undefined || !log.hasRoom(call.model)) return;
+    if (log === undefined || redact === undefined || !log.hasRoom(call.model, captured.team)) return;
     const max = this.s.config.payloadLogMaxBodyBytes;
     try {
-      log.offer({
-        time: new Date().toISOString(),
-        model: call.model,
-        version: version ?? null,
-        requestId: call.requestId,
-        keyId: call.grant.id,
-        status: outcome.status,
-        code: outcome.refusal?.code ?? null,
-        latencyMs: Math.round((performance.now() - startedAt) * 1000) / 1000,
-        request: loggedBody(captured.request, max, redact),
-        response: outcome.refusal ?? loggedBody(captured.response, max, redact, captured.responseEncoding),
-      });
+      log.offer(
+        {
+          time: new Date().toISOString(),
+          model: call.model,
+          version: version ?? null,
+          requestId: call.requestId,
+          keyId: call.grant.id,
+          status: outcome.status,
+          code: outcome.refusal?.code ?? null,
+          latencyMs: Math.round((performance.now() - startedAt) * 1000) / 1000,
+          request: loggedBody(captured.request, max, redact),
+          response: loggedAnswer(
+            { ...outcome, code: outcome.refusal?.code ?? null },
+            captured.response,
+            max,
+            redact,
+            captured.responseEncoding,
+          ),
+        },
+        captured.team,
+      );
     } catch {
       log.lost(call.model);
     }

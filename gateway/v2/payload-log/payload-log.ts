@@ -9,8 +9,9 @@ export interface PayloadLogOptions {
   /** How often buffered records are written: one object per model and hour per interval. */
   intervalMs: number;
   /**
-   * Records held between writes, in bytes: past it new records are dropped (and counted). One
-   * model may fill at most a quarter of it, so one team's logging cannot crowd out the others'.
+   * Records held between writes, in bytes: past it new records are dropped (and counted). One team
+   * (the Models' namespace) may fill at most a quarter of it, however many logging models it has,
+   * so one team's logging cannot crowd out the others'.
    */
   bufferBytes: number;
   /** This replica's name in object names (the pod's, on a cluster). */
@@ -29,7 +30,7 @@ type Outcome = 'written' | 'dropped_buffer_full' | 'dropped_write_failed' | 'dro
 export class PayloadLog {
   private buffered = new Map<string, string[]>();
   private bytes = 0;
-  private byModel = new Map<string, number>();
+  private byTeam = new Map<string, number>();
   private seq = 0;
   private readonly replica: string;
   private readonly records: Counter<'model' | 'outcome'>;
@@ -44,7 +45,7 @@ export class PayloadLog {
     this.replica = (opts.replica ?? hostname()).replace(/[^A-Za-z0-9.-]/g, '-').slice(0, 63) || 'gateway';
     this.records = new Counter({
       name: 'tollgate_payload_log_records_total',
-      help: 'Sampled inference calls of models that log their payloads: written, or dropped (buffer or the model’s share of it full, write failed, not serialisable)',
+      help: 'Sampled inference calls of models that log their payloads: written, or dropped (buffer or the team’s share of it full, write failed, not serialisable)',
       labelNames: ['model', 'outcome'],
       registers: [registry],
     });
@@ -64,14 +65,14 @@ export class PayloadLog {
    * Whether a record of this model would be kept now: checked before the record is built, so a
    * full buffer costs a call nothing. A refusal is counted.
    */
-  hasRoom(model: string): boolean {
-    if (this.bytes < this.opts.bufferBytes && (this.byModel.get(model) ?? 0) < this.modelShare()) return true;
+  hasRoom(model: string, team: string): boolean {
+    if (this.bytes < this.opts.bufferBytes && (this.byTeam.get(team) ?? 0) < this.teamShare()) return true;
     this.count(model, 'dropped_buffer_full');
     return false;
   }
 
-  /** Buffers one record; never throws, never waits. */
-  offer(record: PayloadRecord): void {
+  /** Buffers one record of `team`'s; never throws, never waits. */
+  offer(record: PayloadRecord, team: string): void {
     let line: string;
     try {
       line = JSON.stringify(record);
@@ -82,8 +83,8 @@ export class PayloadLog {
       return;
     }
     const size = Buffer.byteLength(line) + 1;
-    const held = this.byModel.get(record.model) ?? 0;
-    if (this.bytes + size > this.opts.bufferBytes || held + size > this.modelShare()) {
+    const held = this.byTeam.get(team) ?? 0;
+    if (this.bytes + size > this.opts.bufferBytes || held + size > this.teamShare()) {
       this.count(record.model, 'dropped_buffer_full');
       return;
     }
@@ -92,7 +93,7 @@ export class PayloadLog {
     if (lines === undefined) this.buffered.set(partition, [line]);
     else lines.push(line);
     this.bytes += size;
-    this.byModel.set(record.model, held + size);
+    this.byTeam.set(team, held + size);
   }
 
   /** A record that could not be made: counted, as every loss is. */
@@ -100,7 +101,7 @@ export class PayloadLog {
     this.count(model, 'dropped_unwritable');
   }
 
-  private modelShare(): number {
+  private teamShare(): number {
     return Math.floor(this.opts.bufferBytes / 4);
   }
 
@@ -115,7 +116,7 @@ export class PayloadLog {
     const batch = this.buffered;
     this.buffered = new Map();
     this.bytes = 0;
-    this.byModel = new Map();
+    this.byTeam = new Map();
     const stamp = new Date()
       .toISOString()
       .replace(/[-:]/g, '')

@@ -81,3 +81,23 @@ export function loggedBody(
     return names.size === 0 ? { text } : { unparsed: true, bytes: raw.length };
   }
 }
+
+/**
+ * The answer as the log keeps it: the runtime's, or the refusal as the caller got it. A refusal or
+ * a runtime's error may quote the values it refused (the request checks preview the value at
+ * fault; MLServer's errors quote up to 500 characters of it), and a field's name does not say where
+ * in a message its value sits: for a model that redacts fields, a failed call keeps its code and
+ * nothing of its message.
+ */
+export function loggedAnswer(
+  outcome: { status: number | undefined; code: string | null; refusal?: { code: string; error: string } },
+  body: string | Buffer | number | undefined,
+  maxBytes: number,
+  names: ReadonlySet<string>,
+  encoding?: string,
+): unknown {
+  if (outcome.status !== 200 && names.size > 0) {
+    return { code: outcome.refusal?.code ?? outcome.code, error: REDACTED };
+  }
+  return outcome.refusal ?? loggedBody(body, maxBytes, names, encoding);
+}

@@ -6,14 +6,18 @@ import type { ResolvedVersion, RuntimeAddress } from '../../routing/route-table.
 import type { GatewayServices } from '../../services.js';
 import { readLimited } from '../http.js';
 import { decoded } from '../answer-decoding.js';
-import { loggedBody } from '../payload-log/record.js';
+import { loggedAnswer, loggedBody } from '../payload-log/record.js';
 import type { RuntimeClient } from '../runtime-client.js';
 import { answersAgree } from './agreement.js';
+import { OwnerTally } from '../../http/owner-tally.js';
 
 /** Copies in flight at once per gateway replica; past it a copy is dropped (and counted), never queued. */
 const MAX_IN_FLIGHT = 32;
-/** The same per model: one team's slow shadow cannot take every other team's copies. */
-const MAX_IN_FLIGHT_PER_MODEL = 8;
+/**
+ * The same per team (the Models' namespace), a quarter: one team's slow shadows, however many
+ * models it has, cannot take every other team's copies.
+ */
+const MAX_IN_FLIGHT_PER_TEAM = MAX_IN_FLIGHT / 4;
 /** Calls larger than this (request or answer) are not copied: a shadow is for judging, not for bulk. */
 export const SHADOW_MAX_BYTES = 1024 * 1024;
 
@@ -33,6 +37,8 @@ export interface ServedCall {
   encoding: string | undefined;
   /** Set when this call was sampled for the payload log: the shadow's answer is logged beside it. */
   logRedact: ReadonlySet<string> | undefined;
+  /** The model's team (its namespace): its share of the payload log. */
+  team: string;
 }
 
 /** A copy's place among those in flight, held from the draw until the copy is done (or not made). */
@@ -52,7 +58,7 @@ const WAKE_EVERY_MS = 2_000;
  */
 export class ShadowTraffic {
   private inFlight = 0;
-  private readonly byModel = new Map<string, number>();
+  private readonly byTeam = new OwnerTally();
   private readonly wokenAt = new Map<string, number>();
 
   constructor(
@@ -65,15 +71,15 @@ export class ShadowTraffic {
    * the copies in flight taken at once (so the answers kept to compare are bounded too). A shadow
    * scaled to zero is asked to wake, and this copy is dropped.
    */
-  drawn(model: string, shadow: ResolvedVersion | undefined): ShadowTicket | undefined {
+  drawn(model: string, team: string, shadow: ResolvedVersion | undefined): ShadowTicket | undefined {
     if (shadow === undefined || Math.random() * 100 >= shadow.percent) return undefined;
     if (shadow.cold === true) this.wake(model, shadow.name);
-    if (shadow.cold === true || this.full(model)) {
+    if (shadow.cold === true || this.full(team)) {
       this.s.metrics.shadowCall(model, shadow.name, 'dropped');
       return undefined;
     }
     this.inFlight++;
-    this.byModel.set(model, (this.byModel.get(model) ?? 0) + 1);
+    this.byTeam.add(team);
     let released = false;
     return {
       shadow,
@@ -81,15 +87,13 @@ export class ShadowTraffic {
         if (released) return;
         released = true;
         this.inFlight--;
-        const left = (this.byModel.get(model) ?? 1) - 1;
-        if (left === 0) this.byModel.delete(model);
-        else this.byModel.set(model, left);
+        this.byTeam.remove(team);
       },
     };
   }
 
-  private full(model: string): boolean {
-    return this.inFlight >= MAX_IN_FLIGHT || (this.byModel.get(model) ?? 0) >= MAX_IN_FLIGHT_PER_MODEL;
+  private full(team: string): boolean {
+    return this.inFlight >= MAX_IN_FLIGHT || this.byTeam.of(team) >= MAX_IN_FLIGHT_PER_TEAM;
   }
 
   private wake(model: string, version: string): void {
@@ -166,22 +170,26 @@ export class ShadowTraffic {
     s.metrics.shadowCall(call.model, version, outcome, outcome === 'failed' ? undefined : ms / 1000);
     s.modelUsage.recordShadow(call.model, outcome, ms, call.servingMs);
     const log = s.payloadLog;
-    if (call.logRedact === undefined || log === undefined || !log.hasRoom(call.model)) return;
+    if (call.logRedact === undefined || log === undefined || !log.hasRoom(call.model, call.team)) return;
     const max = s.config.payloadLogMaxBodyBytes;
+    const failure = status === 200 ? null : (code ?? `runtime_${status ?? 0}`);
     try {
-      log.offer({
-        time: new Date().toISOString(),
-        model: call.model,
-        version,
-        requestId: call.requestId,
-        keyId: call.grant.id,
-        status,
-        code: status === 200 ? null : (code ?? `runtime_${status}`),
-        latencyMs: Math.round(ms * 1000) / 1000,
-        request: loggedBody(call.body, max, call.logRedact),
-        response: loggedBody(text, max, call.logRedact),
-        shadowOf: { version: call.servingVersion ?? null, agreed: outcome === 'agreed' },
-      });
+      log.offer(
+        {
+          time: new Date().toISOString(),
+          model: call.model,
+          version,
+          requestId: call.requestId,
+          keyId: call.grant.id,
+          status,
+          code: failure,
+          latencyMs: Math.round(ms * 1000) / 1000,
+          request: loggedBody(call.body, max, call.logRedact),
+          response: loggedAnswer({ status, code: failure }, text, max, call.logRedact),
+          shadowOf: { version: call.servingVersion ?? null, agreed: outcome === 'agreed' },
+        },
+        call.team,
+      );
     } catch {
       log.lost(call.model);
     }

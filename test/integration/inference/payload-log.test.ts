@@ -50,10 +50,10 @@ describe('payload logs', () => {
         registry,
         createLogger('payload-log', 'silent'),
       );
-      log.offer(record('model-a', '2026-11-26T07:59:59.000Z', 1));
-      log.offer(record('model-a', '2026-11-26T08:00:01.000Z', 2));
-      log.offer(record('model-a', '2026-11-26T08:30:00.000Z', 3));
-      log.offer(record('model-b', '2026-11-26T08:30:00.000Z', 4));
+      log.offer(record('model-a', '2026-11-26T07:59:59.000Z', 1), 'team-a');
+      log.offer(record('model-a', '2026-11-26T08:00:01.000Z', 2), 'team-a');
+      log.offer(record('model-a', '2026-11-26T08:30:00.000Z', 3), 'team-a');
+      log.offer(record('model-b', '2026-11-26T08:30:00.000Z', 4), 'team-b');
       await log.stop();
       const keys = ((await s3.send(new ListObjectsV2Command({ Bucket: bucket }))).Contents ?? [])
         .map((o) => o.Key ?? '')
@@ -88,32 +88,35 @@ describe('payload logs', () => {
       const line = Buffer.byteLength(JSON.stringify(record('model-a', '2026-11-26T08:00:00.000Z', 1))) + 1;
       const log = new PayloadLog(
         await openSegmentStore(pathToFileURL(blocked).href, {}),
-        // Room for 12 records, of which one model may hold a quarter: 3.
+        // Room for 12 records, of which one team may hold a quarter: 3.
         { intervalMs: 3_600_000, bufferBytes: line * 12 },
         registry,
         createLogger('payload-log', 'silent'),
       );
-      for (let i = 0; i < 5; i++) log.offer(record('model-a', '2026-11-26T08:00:00.000Z', 1));
-      expect(log.hasRoom('model-a')).toBe(false);
+      // team-a logs with two models: together they hold the team's share, not a share each.
+      for (let i = 0; i < 3; i++) log.offer(record('model-a', '2026-11-26T08:00:00.000Z', 1), 'team-a');
+      for (let i = 0; i < 2; i++) log.offer(record('model-a2', '2026-11-26T08:00:00.000Z', 1), 'team-a');
+      expect(log.hasRoom('model-a3', 'team-a')).toBe(false);
       // Another team's model still has its share.
-      expect(log.hasRoom('model-b')).toBe(true);
-      for (let i = 0; i < 2; i++) log.offer(record('model-b', '2026-11-26T08:00:00.000Z', 1));
+      expect(log.hasRoom('model-b', 'team-b')).toBe(true);
+      for (let i = 0; i < 2; i++) log.offer(record('model-b', '2026-11-26T08:00:00.000Z', 1), 'team-b');
       // Not serialisable (as no record from the gateway is, its values bounded): lost and counted.
       const cyclic: Record<string, unknown> = {};
       cyclic['self'] = cyclic;
       expect(() =>
-        log.offer({ ...record('model-b', '2026-11-26T08:00:00.000Z', 1), request: cyclic }),
+        log.offer({ ...record('model-b', '2026-11-26T08:00:00.000Z', 1), request: cyclic }, 'team-b'),
       ).not.toThrow();
       await log.flush();
       expect(await counts(registry)).toEqual({
-        'model-a:dropped_buffer_full': 3,
+        'model-a2:dropped_buffer_full': 2,
+        'model-a3:dropped_buffer_full': 1,
         'model-a:dropped_write_failed': 3,
         'model-b:dropped_write_failed': 2,
         'model-b:dropped_unwritable': 1,
       });
       // The buffer is free again after a write, whatever became of it.
-      expect(log.hasRoom('model-a')).toBe(true);
-      log.offer(record('model-a', '2026-11-26T08:00:00.000Z', 1));
+      expect(log.hasRoom('model-a', 'team-a')).toBe(true);
+      log.offer(record('model-a', '2026-11-26T08:00:00.000Z', 1), 'team-a');
       await log.stop();
       expect((await counts(registry))['model-a:dropped_write_failed']).toBe(4);
     } finally {

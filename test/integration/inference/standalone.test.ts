@@ -201,10 +201,8 @@ describe('tollgate dev: standalone mode', () => {
       status: 400,
       code: 'shape_data_mismatch',
       request: { inputs: [{ name: 'features', shape: [2, 4], data: [1, 2, 3] }] },
-      response: {
-        code: 'shape_data_mismatch',
-        error: "input 'features': shape [2,4] needs 8 values, data has 3",
-      },
+      // A refusal may quote the values it refused: a model that redacts keeps only its code.
+      response: { code: 'shape_data_mismatch', error: '[redacted]' },
     });
     // sampleRate 0: model-reviews was called, and nothing of it is logged (the iris records were
     // written in the same interval).

@@ -1,6 +1,12 @@
 import { describe, expect, it } from '@jest/globals';
 import { brotliCompressSync, gzipSync } from 'node:zlib';
-import { loggedBody, REDACTED, redact, TOO_DEEP } from '../../../gateway/v2/payload-log/record.js';
+import {
+  loggedAnswer,
+  loggedBody,
+  REDACTED,
+  redact,
+  TOO_DEEP,
+} from '../../../gateway/v2/payload-log/record.js';
 import { partitionOf } from '../../../gateway/v2/payload-log/payload-log.js';
 
 describe('payload log records', () => {
@@ -36,6 +42,29 @@ describe('payload log records', () => {
     let hidden: unknown = { ssn: '123-45-6789' };
     for (let i = 0; i < 40; i++) hidden = { next: hidden };
     expect(JSON.stringify(redact(hidden, new Set(['ssn'])))).not.toContain('123-45-6789');
+  });
+
+  it('keeps of a failed call only its code when the model redacts: refusals and runtime errors quote values', () => {
+    const names = new Set(['ssn']);
+    const refusal = { code: 'datatype_mismatch', error: "input 'ssn': '123-45-6789' is not a number" };
+    expect(loggedAnswer({ status: 400, code: refusal.code, refusal }, undefined, 4096, names)).toEqual({
+      code: 'datatype_mismatch',
+      error: REDACTED,
+    });
+    // MLServer's own error body, which quotes what it could not read.
+    const runtime = JSON.stringify({ error: 'could not convert string to float: 123-45-6789' });
+    const kept = loggedAnswer({ status: 400, code: 'inference_error' }, runtime, 4096, names);
+    expect(JSON.stringify(kept)).not.toContain('123-45-6789');
+    expect(kept).toEqual({ code: 'inference_error', error: REDACTED });
+    // Nothing to redact: the message is kept, for the data team to read.
+    expect(loggedAnswer({ status: 400, code: refusal.code, refusal }, undefined, 4096, new Set())).toEqual(
+      refusal,
+    );
+    // A success is the runtime's answer, redacted as it always is.
+    const answer = JSON.stringify({ outputs: [{ name: 'ssn', data: ['x'] }] });
+    expect(loggedAnswer({ status: 200, code: null }, answer, 4096, names)).toEqual({
+      outputs: [{ name: 'ssn', data: REDACTED }],
+    });
   });
 
   it('keeps a body as JSON, as text when it is not JSON, and only its size past the limit', () => {

@@ -44,6 +44,14 @@ const LEASE_MS = 60_000;
 const MAX_SENDING = 64;
 const MAX_SENDING_PER_ENDPOINT = 2;
 /**
+ * And to one owner's endpoints, an eighth: a user may register ten endpoints, so without it a few
+ * users whose endpoints never answer would hold every send of the replica. The last quarter of the
+ * sends is kept for owners holding fewer than two: whoever fills the rest, a user with one
+ * endpoint still gets its messages out.
+ */
+const MAX_SENDING_PER_OWNER = MAX_SENDING / 8;
+const RESERVED_FOR_LIGHT = MAX_SENDING / 4;
+/**
  * Claimed messages of an endpoint sending its share wait here for its next free send (a burst to
  * a healthy endpoint goes out at once, two at a time). Past this many they go back to the queue
  * due BUSY_RETRY_MS later; once half their lease has gone, due now.
@@ -68,7 +76,9 @@ export class WebhookDispatcher {
   /** Sends in flight, and how many to each endpoint. */
   private readonly sending = new Set<Promise<void>>();
   private readonly sendingTo = new OwnerTally();
-  private readonly waiting = new Map<string, Array<{ m: Claimed; claimedAt: number }>>();
+  /** Sends in flight to each owner's endpoints. */
+  private readonly sendingFor = new OwnerTally();
+  private readonly waiting = new Map<string, Array<{ m: Claimed; claimedAt: number; owner: string }>>();
 
   constructor(
     private readonly s: {
@@ -180,11 +190,17 @@ export class WebhookDispatcher {
         const claimedAt = Date.now();
         const claimed = await this.s.queue.claim(claimedAt, LEASE_MS, Math.min(BATCH, room));
         if (claimed.length === 0) return;
+        const owners = new Map((await this.listEndpoints()).map((w) => [w.metadata.name, w.spec.owner]));
         for (const m of claimed) {
+          // An endpoint deleted meanwhile: its message fails at its attempt, in the shared share.
+          const owner = owners.get(m.webhook) ?? '';
           const queued = this.waiting.get(m.webhook) ?? [];
-          if (this.sendingTo.of(m.webhook) < MAX_SENDING_PER_ENDPOINT) this.begin(m);
+          if (!this.hasShare(owner)) {
+            // The owner's endpoints hold their share: the others' messages go past them.
+            await this.s.queue.postpone(m.id, Date.now() + BUSY_RETRY_MS);
+          } else if (this.sendingTo.of(m.webhook) < MAX_SENDING_PER_ENDPOINT) this.begin(m, owner);
           else if (queued.length < MAX_WAITING_PER_ENDPOINT) {
-            queued.push({ m, claimedAt });
+            queued.push({ m, claimedAt, owner });
             this.waiting.set(m.webhook, queued);
           } else await this.s.queue.postpone(m.id, Date.now() + BUSY_RETRY_MS);
         }
@@ -196,13 +212,21 @@ export class WebhookDispatcher {
     }
   }
 
+  /** Whether the owner's endpoints may take one more send (MAX_SENDING_PER_OWNER, RESERVED_FOR_LIGHT). */
+  private hasShare(owner: string): boolean {
+    const held = this.sendingFor.of(owner);
+    if (held >= MAX_SENDING_PER_OWNER) return false;
+    return this.sending.size < MAX_SENDING - RESERVED_FOR_LIGHT || held < 2;
+  }
+
   /**
    * One attempt at one message, its endpoint's slot taken at once (before any await: no other
    * start sees the slot free meanwhile); never throws.
    */
-  private begin(m: Claimed): void {
+  private begin(m: Claimed, owner: string): void {
     const to = m.webhook;
     this.sendingTo.add(to);
+    this.sendingFor.add(owner);
     const sent = this.attempt(m)
       .catch((err: unknown) =>
         this.s.log.warn({ err, message: m.id }, 'webhook delivery not recorded (Redis?)'),
@@ -210,6 +234,7 @@ export class WebhookDispatcher {
       .finally(() => {
         this.sending.delete(sent);
         this.sendingTo.remove(to);
+        this.sendingFor.remove(owner);
         void this.next(to).then(() => this.poll());
       });
     this.sending.add(sent);
@@ -228,7 +253,7 @@ export class WebhookDispatcher {
       stale.push(head.m);
       head = queued.shift();
     }
-    if (head !== undefined && !this.stopped) this.begin(head.m);
+    if (head !== undefined && !this.stopped) this.begin(head.m, head.owner);
     if (queued.length === 0 && this.waiting.get(to) === queued) this.waiting.delete(to);
     try {
       for (const m of stale) await this.s.queue.postpone(m.id, Date.now());

@@ -111,4 +111,63 @@ describe('webhook deliveries past a slow endpoint', () => {
       await dispatcher.stop();
     }
   }, 60_000);
+
+  it("one owner's ten endpoints that never answer take an eighth of the replica's sends; others' deliveries go past them", async () => {
+    // Both listen since the test before.
+    const slowPort = (slow.address() as AddressInfo).port;
+    const fastPort = (fast.address() as AddressInfo).port;
+    const endpoint = (name: string, port: number, owner: string): Webhook => ({
+      apiVersion: 'tollgate.dev/v1alpha1',
+      kind: 'Webhook',
+      metadata: { name },
+      spec: { owner, url: `http://127.0.0.1:${port}/hooks`, events: ['key.revoked'], secretVersion: 1 },
+    });
+    // Four users with ten endpoints each that never answer, and alice's that does.
+    const stalling = ['mallory', 'oscar', 'trudy', 'eve'].flatMap((owner) =>
+      Array.from({ length: 10 }, (_, i) => endpoint(`webhook-${owner}-${i}`, slowPort, owner)),
+    );
+    const endpoints = [...stalling, endpoint('webhook-alice', fastPort, 'alice')];
+    const store = { list: async () => endpoints } as unknown as WebhookStore;
+    const queue = new DeliveryQueue(client, 3_600);
+    const dispatcher = new WebhookDispatcher(
+      {
+        store,
+        queue,
+        sender: new WebhookSender({ allowedCidrs: ['127.0.0.0/8'], allowHttp: true, timeoutMs: 30_000 }),
+        inbox: new WebhookInbox(client, () => undefined),
+        sealer: await testSealer(),
+        redis: client,
+        keys: {} as ApiKeyStore,
+        admins: new AdminRights(client, createLogger('webhooks', 'silent')),
+        log: createLogger('webhooks', 'silent'),
+      },
+      { retrySeconds: [60], pollMs: 60_000, expiringScanMs: 3_600_000 },
+    );
+    const seenBefore = slowSeen;
+    const fastBefore = fastSeen.length;
+    try {
+      // Three messages for each stalling endpoint come due first; alice's after them.
+      const now = Date.now() - 10_000;
+      let at = 0;
+      for (const w of stalling)
+        for (let i = 0; i < 3; i++) await queue.enqueue(w.metadata.name, 'key.revoked', '{}', now + at++);
+      const alices = await queue.enqueue('webhook-alice', 'key.revoked', '{}', now + at + 100);
+      await dispatcher.poll();
+      await sleep(1_000);
+      // Each stalling owner holds at most 8 sends (an eighth of the replica's): two per endpoint,
+      // 80 in all, would have left alice none.
+      expect(slowSeen - seenBefore).toBe(4 * 8);
+      expect(fastSeen.length - fastBefore).toBe(1);
+      expect((await queue.list('webhook-alice', 5)).find((d) => d.id === alices)?.status).toBe('delivered');
+      // Of one owner's endpoints, 8 sends are made; the rest wait in the queue.
+      const mallorys = await Promise.all(
+        stalling.filter((w) => w.spec.owner === 'mallory').map((w) => queue.list(w.metadata.name, 10)),
+      );
+      expect(mallorys.flat().filter((d) => d.status === 'pending')).toHaveLength(30);
+      expect(mallorys.flat().filter((d) => d.attempts > 0)).toHaveLength(0);
+    } finally {
+      for (const r of heldAnswers) r.destroy();
+      await dispatcher.stop();
+    }
+  }, 60_000);
 });

@@ -71,35 +71,78 @@ const REPORT_LIMIT_BYTES = 1024 * 1024;
  * What reports being read may hold in all, and those from one address. A report is held whole
  * before its signature can be checked, and anyone may send one with signature headers that check
  * nothing: counted by the bytes that came, so that bodies which never finish hold no more than
- * they sent, and one sender cannot take it all. A scanning service sends few reports and retries
- * a refused one.
+ * they sent, and one sender cannot take it all. When the whole is taken, a sender holding less
+ * than the largest holder would takes the place of that holder's largest read, which is cut: a few
+ * addresses trickling bodies that never finish cannot keep the scanning service's real reports
+ * out. A scanning service sends few reports, at once, and retries a refused one.
  */
 export const REPORT_BUDGET = { totalBytes: 8 * REPORT_LIMIT_BYTES, perAddressBytes: 2 * REPORT_LIMIT_BYTES };
 
+/** One report being read: what it holds, and how to cut it for a sender holding less. */
+interface Reading {
+  address: string;
+  bytes: number;
+  cut: () => void;
+  closed: boolean;
+}
+
 class ReportBudget {
   private readonly tally = new OwnerTally();
+  private readonly readings = new Set<Reading>();
 
-  take(address: string, bytes: number): TollgateError | undefined {
-    if (this.tally.of(address) + bytes > REPORT_BUDGET.perAddressBytes) {
+  open(address: string, cut: () => void): Reading {
+    const reading: Reading = { address, bytes: 0, cut, closed: false };
+    this.readings.add(reading);
+    return reading;
+  }
+
+  take(reading: Reading, bytes: number): TollgateError | undefined {
+    const { address } = reading;
+    const mine = this.tally.of(address) + bytes;
+    if (mine > REPORT_BUDGET.perAddressBytes) {
       return new TollgateError(
         'rate_limited',
         `the leak reports this replica is reading from your address (${address}) hold ${this.tally.of(address)} bytes, near the ${REPORT_BUDGET.perAddressBytes} one address may; send them one after another`,
         { headers: { 'retry-after': '1' } },
       );
     }
-    if (this.tally.total + bytes > REPORT_BUDGET.totalBytes) {
-      return new TollgateError(
-        'gateway_busy',
-        `the leak reports this replica is reading hold ${this.tally.total} bytes, near the ${REPORT_BUDGET.totalBytes} it keeps for them; retry shortly`,
-        { headers: { 'retry-after': '1' } },
-      );
+    while (this.tally.total + bytes > REPORT_BUDGET.totalBytes) {
+      if (!this.makeRoom(address, mine)) {
+        return new TollgateError(
+          'gateway_busy',
+          `the leak reports this replica is reading hold ${this.tally.total} bytes, near the ${REPORT_BUDGET.totalBytes} it keeps for them; retry shortly`,
+          { headers: { 'retry-after': '1' } },
+        );
+      }
     }
     this.tally.add(address, bytes);
+    reading.bytes += bytes;
     return undefined;
   }
 
-  release(address: string, bytes: number): void {
-    if (bytes > 0) this.tally.remove(address, bytes);
+  close(reading: Reading): void {
+    if (reading.closed) return;
+    reading.closed = true;
+    this.readings.delete(reading);
+    if (reading.bytes > 0) this.tally.remove(reading.address, reading.bytes);
+  }
+
+  /** Cuts the largest read of the sender holding the most, if they hold more than `wouldHold`. */
+  private makeRoom(newcomer: string, wouldHold: number): boolean {
+    let victim: Reading | undefined;
+    let most = wouldHold;
+    for (const r of this.readings) {
+      const held = this.tally.of(r.address);
+      if (r.address === newcomer || r.bytes === 0 || held < most) continue;
+      if (held > most || victim === undefined || r.bytes > victim.bytes) {
+        victim = r;
+        most = held;
+      }
+    }
+    if (victim === undefined || most <= wouldHold) return false;
+    this.close(victim);
+    victim.cut();
+    return true;
   }
 }
 
@@ -109,13 +152,9 @@ function reportLeakedKeys(deps: ManagementDeps): RequestHandler {
     const keys = deps.leakReports.keys;
     if (keys === undefined) throw off();
     const address = senderOf(clientAddress(req, deps.proxies ?? NO_PROXIES) ?? 'unknown');
-    let taken = 0;
+    const reading = budget.open(address, () => req.destroy());
     try {
-      const body = await readBody(req, REPORT_LIMIT_BYTES, (bytes) => {
-        const refused = budget.take(address, bytes);
-        if (refused === undefined) taken += bytes;
-        return refused;
-      });
+      const body = await readBody(req, REPORT_LIMIT_BYTES, (bytes) => budget.take(reading, bytes));
       // Held until answered: checking a signature may wait for the service's keys.
       const verdicts = await verdictsOn(deps, req, keys, body);
       res
@@ -123,7 +162,7 @@ function reportLeakedKeys(deps: ManagementDeps): RequestHandler {
         .set(AUDIT_HEADER, await deps.audit.settle())
         .json(verdicts);
     } finally {
-      budget.release(address, taken);
+      budget.close(reading);
     }
   };
 }

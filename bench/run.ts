@@ -11,6 +11,7 @@ const benchmarks: Record<string, () => Promise<{ run: () => Promise<void> }>> = 
   cluster: () => import('./cluster.js'),
   'cold-starts': async () => ({ run: (await import('./cluster.js')).runColdStarts }),
   scale: () => import('./scale.js'),
+  fairness: () => import('./fairness.js'),
 };
 
 const wanted = process.argv.slice(2);

@@ -24,6 +24,7 @@ import { KeyChecker } from './auth/key-check.js';
 import type { RefusalSink } from './auth/refusals.js';
 import { GrantSigner } from './auth/signed-grant.js';
 import { RateLimiter } from './auth/rate-limit.js';
+import { RedisClock } from './auth/redis-clock.js';
 import { UsageRecorder } from './auth/usage.js';
 import type { GatewayConfig } from './config.js';
 import { CacheInvalidation } from './invalidation.js';
@@ -232,7 +233,9 @@ export async function createGatewayServices(
   const inbox = new WebhookInbox(redis, (err) => log.warn({ err }, 'webhook event not queued'));
   // Only a central gateway (it holds the signing key) counts credits: a sidecar's Redis user may
   // not write them, so a team that reads its password cannot give any key more.
+  const clock = new RedisClock(redis, log);
   const rateLimiter = new RateLimiter(redis, {
+    clock,
     countsCredits: config.grantSigningKeyFile !== undefined,
     leases: config.grantSigningKeyFile !== undefined,
     // A central gateway tells the webhooks of breaches and low credits through Redis (a sidecar's
@@ -264,6 +267,8 @@ export async function createGatewayServices(
   // Start answering even if Redis is away (every checked call then gets 503), but give it a
   // moment so a normal start does not begin with a burst of refusals.
   await waitReady(redis, 3_000);
+  // The limits' windows by Redis's clock from the first call on (when Redis is up now).
+  await clock.start();
 
   // One inference service per process, for /v2, /events and gRPC alike: its shadow-copy budget
   // (shadow-traffic.ts) is the replica's, not each entry's. Made on first use: it is built on these
@@ -312,6 +317,7 @@ export async function createGatewayServices(
       await upstreams.close();
       await activator.close();
       await rateLimiter.close();
+      clock.stop();
       invalidation.stop();
       await Promise.allSettled([redis.quit(), subscriber.quit()]);
       redis.disconnect();

@@ -98,11 +98,17 @@ export class RateLimiter {
        */
       leases: boolean;
       notices?: (n: LimitNotice) => void;
+      /** The clock windows and periods follow: Redis's (redis-clock.ts), the same on every replica. */
+      clock?: { now(): number };
     } = { countsCredits: true, leases: true },
   ) {}
 
+  private now(): number {
+    return this.opts.clock?.now() ?? Date.now();
+  }
+
   /** Resolves when the call fits the key's budgets; rejects with 429 (and Retry-After) or 503. */
-  async take(grant: KeyGrant, cost = 1, nowMs = Date.now()): Promise<void> {
+  async take(grant: KeyGrant, cost = 1, nowMs = this.now()): Promise<void> {
     // A price below 1 would admit calls for nothing, or make credits: never from a setting.
     if (!Number.isInteger(cost) || cost < 1)
       throw new RangeError(`a call costs a whole number >= 1, not ${cost}`);
@@ -329,7 +335,7 @@ export class RateLimiter {
   private sweepSoon(): void {
     if (this.sweeper !== undefined) return;
     this.sweeper = setInterval(() => {
-      const now = Date.now();
+      const now = this.now();
       for (const [key, endsAtMs] of this.told) if (endsAtMs <= now) this.told.delete(key);
       void this.giveBack(this.leases.sweep(now), now);
     }, IDLE_MS / 2);
@@ -341,7 +347,7 @@ export class RateLimiter {
     this.closed = true;
     if (this.sweeper !== undefined) clearInterval(this.sweeper);
     this.sweeper = undefined;
-    const now = Date.now();
+    const now = this.now();
     await this.giveBack(this.leases.sweep(now, true), now);
   }
 }

@@ -164,6 +164,18 @@ export class CounterLeases {
     return unused;
   }
 
+  /**
+   * Drops every lease without giving its units back, and says what count each counter stood at for
+   * this replica. After a reconnect the primary may be another one (a Sentinel failover), which may
+   * never have had the increments the leases were taken with: a DECRBY there would take the count
+   * below what was admitted. The rate limiter raises each counter back to at least what it saw.
+   */
+  forget(): Array<Pick<Lease, 'key' | 'endsAtMs' | 'outlivesMs' | 'seen'>> {
+    const held = [...this.leases.values()].map((l) => ({ ...pick(l), seen: l.seen - l.units }));
+    this.leases.clear();
+    return held;
+  }
+
   /** The lease on a counter, if it is still good for this call's limit and time. */
   private usable(c: Counted, nowMs: number): Lease | undefined {
     const lease = this.leases.get(c.key);

@@ -101,10 +101,43 @@ export class RateLimiter {
       /** The clock windows and periods follow: Redis's (redis-clock.ts), the same on every replica. */
       clock?: { now(): number };
     } = { countsCredits: true, leases: true },
-  ) {}
+  ) {
+    if (!opts.leases) return;
+    let connected = redis.status === 'ready';
+    redis.on('ready', () => {
+      if (connected) void this.reconnected();
+      connected = true;
+    });
+  }
 
   private now(): number {
     return this.opts.clock?.now() ?? Date.now();
+  }
+
+  /**
+   * Called on every connection to Redis after the first: the primary may have changed (a
+   * failover), and the increments leases were taken with may not have reached it. The leases are
+   * dropped without a give-back, and each counter is raised back to at least what this replica
+   * saw it at (a GET, then an INCRBY of the difference: never a DECRBY), so the calls the leases
+   * admitted stay counted and none is admitted past a limit for their loss. A reconnect to the
+   * same primary finds each counter where it was, and raises none.
+   */
+  async reconnected(): Promise<void> {
+    const held = this.leases.forget();
+    const now = this.now();
+    for (const c of held) {
+      if (!returnable({ ...c, units: 0 }, now)) continue;
+      try {
+        const value = Number((await this.redis.get(c.key)) ?? 0);
+        if (value >= c.seen) continue;
+        const tx = this.redis.multi().incrby(c.key, c.seen - value);
+        if (c.endsAtMs !== undefined) tx.expire(c.key, expirySeconds(c, now), 'NX');
+        await tx.exec();
+      } catch {
+        // Redis went again: the next reconnect tries what is left (nothing: the leases are gone),
+        // and the counter stands where the new primary has it.
+      }
+    }
   }
 
   /** Resolves when the call fits the key's budgets; rejects with 429 (and Retry-After) or 503. */

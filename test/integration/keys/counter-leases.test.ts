@@ -10,6 +10,7 @@ import { redisKeys } from '../../../common/redis/schema.js';
 import { RateLimiter } from '../../../gateway/auth/rate-limit.js';
 import { IDLE_MS } from '../../../gateway/auth/counter-leases.js';
 import { redis, restartRedis, stopRedis } from '../../harness/index.js';
+import { waitUntil } from '../../harness/wait.js';
 
 let client: Redis;
 
@@ -36,10 +37,11 @@ const windowCount = async (
   name: string,
   windowSeconds: number,
   atMs: number,
+  on: Redis = client,
 ): Promise<number> => {
   const nowS = Math.floor(atMs / 1000);
   const start = nowS - (nowS % windowSeconds);
-  return Number(await client.get(redisKeys.namedLimit(id, name, windowSeconds, start)));
+  return Number(await on.get(redisKeys.namedLimit(id, name, windowSeconds, start)));
 };
 
 const hot = (id: string, amount: number, requests = 1_000_000): KeyGrant => ({
@@ -247,6 +249,45 @@ describe('counter leases', () => {
       await limiter.close();
     } finally {
       await restartRedis(tag);
+      own.disconnect();
+    }
+  });
+
+  it('are dropped, never given back, when Redis comes back empty (a failover that lost them), and the counters are raised to what was admitted', async () => {
+    const tag = 'counter-leases-failover';
+    const { url } = await redis(tag);
+    const own = new Redis(url, {
+      maxRetriesPerRequest: 0,
+      enableOfflineQueue: false,
+      retryStrategy: () => 50,
+    });
+    own.on('error', () => undefined);
+    try {
+      await new Promise((resolve) => own.once('ready', resolve));
+      const limiter = new RateLimiter(own);
+      const id = `failover${suffix()}`;
+      const startMs = Date.now();
+      const grant = hot(id, 1_000_000, 2_000);
+      expect((await burst(limiter, grant, 1000, startMs)).admitted).toBe(1000);
+      // The new primary has none of the increments (a restart of a Redis that keeps nothing).
+      await restartRedis(tag);
+      const fresh = new Redis(url);
+      try {
+        await waitUntil(
+          'the counter is raised back to what was admitted',
+          async () => (await windowCount(id, 'per-hour', 3600, startMs, fresh)) >= 1000,
+          { timeoutMs: 10_000 },
+        );
+        // Never given back below it, and the limit holds across the failover: 1,000 more at most.
+        const after = await burst(limiter, grant, 2000, startMs + 600);
+        expect(after.admitted).toBeLessThanOrEqual(1000);
+        expect(after.refusal?.code).toBe('rate_limited');
+        await limiter.close();
+        expect(await windowCount(id, 'per-hour', 3600, startMs, fresh)).toBeGreaterThanOrEqual(1000);
+      } finally {
+        fresh.disconnect();
+      }
+    } finally {
       own.disconnect();
     }
   });

@@ -203,5 +203,13 @@ export function parseStored<S extends z.ZodType>(
 export const teamOfSource = (source: string | undefined): string =>
   /^(?:model|service)\/([^/]+)\//.exec(source ?? '')?.[1] ?? '';
 
+/**
+ * What a Model's own records (its calls per minute, its shadow's, its versions' figures) are kept
+ * under: its namespace and name, so a name another team takes after it was given up starts clean
+ * rather than with the last holder's figures. "" namespace: a route of no namespace, by name.
+ */
+export const modelAccount = (namespace: string, name: string): string =>
+  namespace === '' ? name : `${namespace}/${name}`;
+
 /** The `source` of the routes the operator writes for a Model. */
 export const modelRouteSource = (namespace: string, name: string): string => `model/${namespace}/${name}`;

@@ -3,7 +3,7 @@ import { finished, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Dispatcher } from 'undici';
 import { TollgateError } from '../../common/errors.js';
-import { teamOfSource, type KeyGrant } from '../../common/resources/grant.js';
+import { modelAccount, teamOfSource, type KeyGrant } from '../../common/resources/grant.js';
 import { countedUpstream } from '../auth/signed-grant.js';
 import { runtimeAnswerHeaders } from './answer-headers.js';
 import type { ResolvedRoute, RuntimeAddress } from '../routing/route-table.js';
@@ -141,6 +141,7 @@ export class Inference {
     const logging = route?.route.logging;
     const logged = logging !== undefined && Math.random() < logging.sampleRate;
     const team = teamOfSource(route?.route.source);
+    const account = modelAccount(team, call.model);
     const shadow = this.shadows.drawn(call.model, team, route?.shadow);
     let copied = false;
     const captured: Captured | undefined =
@@ -193,12 +194,12 @@ export class Inference {
         answer = await this.send(req, call, attempt, checked);
       }
       if (canary !== undefined) {
-        this.figure(call.model, canary.attempt, true);
+        this.figure(account, canary.attempt, true);
         s.metrics.fallback(call.model, canary.attempt.runtime.version ?? '', canary.code);
       }
       const status = await this.deliver(res, answer, checked, captured, call.grant.owner);
       this.ended(call, attempt, status);
-      this.figure(call.model, attempt, false);
+      this.figure(account, attempt, false);
       outcome = { status };
       if (shadow !== undefined && shadow.shadow.name !== attempt.runtime.version) {
         copied = true;
@@ -220,7 +221,7 @@ export class Inference {
       // The runtime's own part only: a runtime that broke (5xx) fails; one that refused the
       // request (4xx), or answered a client that then went away, did not.
       if (attempt.runtimeMs !== undefined)
-        this.figure(call.model, attempt, attempt.runtimeFailed === true && status >= 500);
+        this.figure(account, attempt, attempt.runtimeFailed === true && status >= 500);
       outcome = {
         status,
         refusal: { code, error: known?.message ?? 'the gateway failed to answer this call' },
@@ -229,7 +230,7 @@ export class Inference {
     } finally {
       held.release();
       if (!copied) shadow?.release();
-      s.modelUsage.record(call.model, outcome?.status ?? 500, performance.now() - startedAt);
+      s.modelUsage.record(account, outcome?.status ?? 500, performance.now() - startedAt);
       // After the answer, outside it: nothing the log does can change the call.
       if (captured?.redact !== undefined && outcome !== undefined)
         this.logCall(call, attempt.runtime.version, captured, outcome, startedAt);

@@ -2,7 +2,7 @@ import { isTollgateError } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
 import { checkModelFolder, type FolderCheck } from '../../common/model-settings/check-folder.js';
 import { redisKeys } from '../../common/redis/schema.js';
-import { modelRouteSource, type Route } from '../../common/resources/grant.js';
+import { modelAccount, modelRouteSource, type Route } from '../../common/resources/grant.js';
 import { OWNER_KEY } from '../../common/resources/labels.js';
 import {
   DEFAULT_MLFLOW_IMAGE,
@@ -437,7 +437,13 @@ export class ModelReconciler implements Reconciler {
       spec,
       previous,
       canaryReady,
-      (version, from, to) => this.deps.figures(model.metadata.name, version, from, to),
+      (version, from, to) =>
+        this.deps.figures(
+          modelAccount(model.metadata.namespace ?? 'default', model.metadata.name),
+          version,
+          from,
+          to,
+        ),
       now,
     );
     if (step === undefined) this.rolloutJudged.delete(key);

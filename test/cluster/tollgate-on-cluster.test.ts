@@ -186,12 +186,17 @@ describe('a model from object storage', () => {
       'a payload log record',
       async () => {
         const listed = await logs?.send(
-          new ListObjectsV2Command({ Bucket: LOGS_BUCKET, Prefix: `payloads/model=${MODEL}/` }),
+          new ListObjectsV2Command({
+            Bucket: LOGS_BUCKET,
+            Prefix: `payloads/namespace=${MODELS_NS}/model=${MODEL}/`,
+          }),
         );
         const name = listed?.Contents?.[0]?.Key;
         if (name === undefined) return undefined;
         expect(name).toMatch(
-          new RegExp(`^payloads/model=${MODEL}/date=\\d{4}-\\d{2}-\\d{2}/hour=\\d{2}/[\\w.-]+\\.jsonl$`),
+          new RegExp(
+            `^payloads/namespace=${MODELS_NS}/model=${MODEL}/date=\\d{4}-\\d{2}-\\d{2}/hour=\\d{2}/[\\w.-]+\\.jsonl$`,
+          ),
         );
         const text = await (
           await logs?.send(new GetObjectCommand({ Bucket: LOGS_BUCKET, Key: name }))

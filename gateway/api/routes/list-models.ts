@@ -1,5 +1,6 @@
 import type { RequestHandler } from 'express';
 import type { Model } from '../../../common/resources/model.js';
+import { modelAccount } from '../../../common/resources/grant.js';
 import { defaultVersionOf, servedVersions } from '../../../common/resources/model-versions.js';
 import { readModelUsage, type ModelUsage } from '../../v2/model-usage.js';
 import type { ManagementDeps } from '../deps.js';
@@ -15,11 +16,11 @@ import type { ManagementRoute } from '../route.js';
 function listModels(deps: ManagementDeps): RequestHandler {
   return async (_req, res) => {
     const models = (await deps.models.list()).sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : 1));
-    const usage = await readModelUsage(
-      deps.redis,
-      models.map((m) => m.metadata.name),
-    );
-    res.json({ items: models.map((m) => toModelView(m, usage.get(m.metadata.name))) });
+    // Each Model's own records, by its namespace and name: a name held before by another team
+    // shows none of that team's calls.
+    const accountOf = (m: Model) => modelAccount(m.metadata.namespace ?? 'default', m.metadata.name);
+    const usage = await readModelUsage(deps.redis, models.map(accountOf));
+    res.json({ items: models.map((m) => toModelView(m, usage.get(accountOf(m)))) });
   };
 }
 

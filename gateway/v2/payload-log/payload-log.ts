@@ -22,7 +22,7 @@ type Outcome = 'written' | 'dropped_buffer_full' | 'dropped_write_failed' | 'dro
 
 /**
  * The models' payload logs: sampled calls buffered in memory and written as time-partitioned JSON
- * Lines, `model=<m>/date=<yyyy-mm-dd>/hour=<hh>/<replica>-<time>-<n>.jsonl`, the Hive layout
+ * Lines, `namespace=<ns>/model=<m>/date=<yyyy-mm-dd>/hour=<hh>/<replica>-<time>-<n>.jsonl`, the Hive layout
  * DuckDB, Spark or Athena query as a table. Logging never slows or fails a call: `offer` only
  * appends to a bounded buffer, writes happen off the request path, and what the buffer or the
  * store cannot take is dropped and counted (`tollgate_payload_log_records_total{outcome}`).
@@ -88,7 +88,7 @@ export class PayloadLog {
       this.count(record.model, 'dropped_buffer_full');
       return;
     }
-    const partition = partitionOf(record.model, record.time);
+    const partition = partitionOf(team, record.model, record.time);
     const lines = this.buffered.get(partition);
     if (lines === undefined) this.buffered.set(partition, [line]);
     else lines.push(line);
@@ -144,10 +144,15 @@ export class PayloadLog {
   }
 }
 
-/** `model=<m>/date=<yyyy-mm-dd>/hour=<hh>` of a record's UTC time. */
-export function partitionOf(model: string, time: string): string {
-  return `model=${model}/date=${time.slice(0, 10)}/hour=${time.slice(11, 13)}`;
+/**
+ * `namespace=<ns>/model=<m>/date=<yyyy-mm-dd>/hour=<hh>` of a record's UTC time: under the Model's
+ * namespace, so a team that later takes a name another gave up writes under its own prefix, never
+ * beside the last holder's records (and a bucket policy can give each team its prefix). A route of
+ * no namespace: `model=<m>/...`.
+ */
+export function partitionOf(team: string, model: string, time: string): string {
+  const prefix = team === '' ? '' : `namespace=${team}/`;
+  return `${prefix}model=${model}/date=${time.slice(0, 10)}/hour=${time.slice(11, 13)}`;
 }
 
-const modelOfPartition = (partition: string): string =>
-  partition.slice('model='.length, partition.indexOf('/'));
+const modelOfPartition = (partition: string): string => /(?:^|\/)model=([^/]*)\//.exec(partition)?.[1] ?? '';

@@ -9,6 +9,7 @@ import { decoded } from '../answer-decoding.js';
 import { loggedAnswer, loggedBody } from '../payload-log/record.js';
 import type { RuntimeClient } from '../runtime-client.js';
 import { answersAgree } from './agreement.js';
+import { modelAccount } from '../../../common/resources/grant.js';
 import { OwnerTally } from '../../http/owner-tally.js';
 
 /** Copies in flight at once per gateway replica; past it a copy is dropped (and counted), never queued. */
@@ -168,7 +169,7 @@ export class ShadowTraffic {
           ? 'agreed'
           : 'disagreed';
     s.metrics.shadowCall(call.model, version, outcome, outcome === 'failed' ? undefined : ms / 1000);
-    s.modelUsage.recordShadow(call.model, outcome, ms, call.servingMs);
+    s.modelUsage.recordShadow(modelAccount(call.team, call.model), outcome, ms, call.servingMs);
     const log = s.payloadLog;
     if (call.logRedact === undefined || log === undefined || !log.hasRoom(call.model, call.team)) return;
     const max = s.config.payloadLogMaxBodyBytes;

@@ -133,8 +133,11 @@ describe('the Redis users of the chart, on a real redis-server', () => {
     await sidecarClient.zincrby(redisKeys.keyUsageEndpoints(id), 1, 'GET /x');
     await sidecarClient.zremrangebyrank(redisKeys.keyUsageEndpoints(id), 0, -101);
     await sidecarClient.expire(redisKeys.keyUsageEndpoints(id), 60);
-    await sidecarClient.hincrby(redisKeys.modelUsageMinutes('m', '2026-01-01'), '1r', 1);
-    await sidecarClient.expire(redisKeys.modelUsageMinutes('m', '2026-01-01'), 60);
+    await sidecarClient.hincrby(redisKeys.modelUsageMinutes('ns/m', '2026-01-01'), '1r', 1);
+    await sidecarClient.expire(redisKeys.modelUsageMinutes('ns/m', '2026-01-01'), 60);
+    // Redis's clock, which the limits' windows follow (gateway/auth/redis-clock.ts).
+    const [seconds] = await sidecarClient.time();
+    expect(Math.abs(Number(seconds) - Date.now() / 1000)).toBeLessThan(60);
     await sidecarClient.hset(redisKeys.sidecarModelLoad('m'), 'gw|', '{}');
     await sidecarClient.pexpire(redisKeys.sidecarModelLoad('m'), 30_000);
     await admin.del(
@@ -142,7 +145,7 @@ describe('the Redis users of the chart, on a real redis-server', () => {
       window,
       redisKeys.keyUsage(id),
       redisKeys.keyUsageEndpoints(id),
-      redisKeys.modelUsageMinutes('m', '2026-01-01'),
+      redisKeys.modelUsageMinutes('ns/m', '2026-01-01'),
       redisKeys.sidecarModelLoad('m'),
     );
   });

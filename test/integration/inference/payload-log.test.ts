@@ -59,9 +59,9 @@ describe('payload logs', () => {
         .map((o) => o.Key ?? '')
         .sort();
       expect(keys.map((k) => k.replace(/\/gw-0-\d{8}T\d{6}Z-\d+\.jsonl$/, '/…'))).toEqual([
-        'logs/model=model-a/date=2026-11-26/hour=07/…',
-        'logs/model=model-a/date=2026-11-26/hour=08/…',
-        'logs/model=model-b/date=2026-11-26/hour=08/…',
+        'logs/namespace=team-a/model=model-a/date=2026-11-26/hour=07/…',
+        'logs/namespace=team-a/model=model-a/date=2026-11-26/hour=08/…',
+        'logs/namespace=team-b/model=model-b/date=2026-11-26/hour=08/…',
       ]);
       const body = await (
         await s3.send(new GetObjectCommand({ Bucket: bucket, Key: keys[1] }))

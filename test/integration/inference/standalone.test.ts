@@ -153,12 +153,14 @@ describe('tollgate dev: standalone mode', () => {
     const logs = path.join(state, 'payload-logs');
     const records = async (model: string): Promise<Array<Record<string, unknown>>> => {
       const files = (await readdir(logs, { recursive: true }).catch(() => [] as string[])).filter(
-        (f) => f.startsWith(`model=${model}/`) && f.endsWith('.jsonl'),
+        (f) => f.startsWith(`namespace=default/model=${model}/`) && f.endsWith('.jsonl'),
       );
       const lines: Array<Record<string, unknown>> = [];
       for (const f of files) {
         expect(f).toMatch(
-          new RegExp(`^model=${model}/date=\\d{4}-\\d{2}-\\d{2}/hour=\\d{2}/[\\w.-]+\\.jsonl$`),
+          new RegExp(
+            `^namespace=default/model=${model}/date=\\d{4}-\\d{2}-\\d{2}/hour=\\d{2}/[\\w.-]+\\.jsonl$`,
+          ),
         );
         for (const line of (await readFile(path.join(logs, f), 'utf8')).trim().split('\n'))
           lines.push(JSON.parse(line) as Record<string, unknown>);

@@ -133,11 +133,14 @@ beforeAll(async () => {
     },
   });
   // The shadow's copies as the gateways count them (every replica's, in Redis).
+  // Kept under the Model's namespace and name: what another team's Model of that name counted
+  // before (it gave the name up, 'default' took it) is not this Model's.
   const shadowFigures = new ModelUsageRecorder(rc, log, 60_000);
-  for (let i = 0; i < 8; i++) shadowFigures.recordShadow('model-rolling', 'agreed', 12, 10);
-  shadowFigures.recordShadow('model-rolling', 'disagreed', 16, 10);
-  shadowFigures.recordShadow('model-rolling', 'disagreed', 16, 10);
-  shadowFigures.recordShadow('model-rolling', 'failed', 30, 10);
+  for (let i = 0; i < 8; i++) shadowFigures.recordShadow('default/model-rolling', 'agreed', 12, 10);
+  shadowFigures.recordShadow('default/model-rolling', 'disagreed', 16, 10);
+  shadowFigures.recordShadow('default/model-rolling', 'disagreed', 16, 10);
+  shadowFigures.recordShadow('default/model-rolling', 'failed', 30, 10);
+  for (let i = 0; i < 5; i++) shadowFigures.recordShadow('earlier-team/model-rolling', 'failed', 30, 10);
   await shadowFigures.stop();
 
   const port = await freePort();

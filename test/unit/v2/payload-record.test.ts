@@ -102,8 +102,13 @@ describe('payload log records', () => {
     });
   });
 
-  it('partitions by model, UTC date and hour, the Hive way', () => {
-    expect(partitionOf('model-iris', '2026-11-26T07:05:09.123Z')).toBe(
+  it('partitions by namespace, model, UTC date and hour, the Hive way', () => {
+    expect(partitionOf('team-a', 'model-iris', '2026-11-26T07:05:09.123Z')).toBe(
+      'namespace=team-a/model=model-iris/date=2026-11-26/hour=07',
+    );
+    // Another team that takes the name later writes under its own prefix.
+    expect(partitionOf('team-b', 'model-iris', '2026-11-26T07:05:09.123Z')).toMatch(/^namespace=team-b\//);
+    expect(partitionOf('', 'model-iris', '2026-11-26T07:05:09.123Z')).toBe(
       'model=model-iris/date=2026-11-26/hour=07',
     );
   });

@@ -25,14 +25,15 @@ import { createHash } from 'node:crypto';
  *                                            <minute>r (requests) and <minute>x (refusals); 26 h TTL
  *   tg:usage:<id>:h:<month>  hash            the same per hour of a UTC month, <dd>-<hh>r/x; 62 d TTL
  *   tg:usage:<id>:ep zset                    requests per endpoint, the top 100 kept
- *   tg:model-usage:<model>:m:<day> hash      the gateway's ModelUsageRecorder: per minute of a UTC
+ *   tg:model-usage:<ns>/<model>:m:<day> hash the gateway's ModelUsageRecorder (a Model's namespace and
+ *                                            name: modelAccount): per minute of a UTC
  *                                            day, <minute>r (calls), <minute>e (errors), <minute>l
  *                                            (summed latency, ms); 26 h TTL; the panel's Models page
- *   tg:shadow-usage:<model>:m:<day> hash     central gateways' ShadowTraffic: per minute, <minute>sc
+ *   tg:shadow-usage:<ns>/<model>:m:<day> hash     central gateways' ShadowTraffic: per minute, <minute>sc
  *                                            (copies), sa (agreed), sf (failed), sl and sp (summed
  *                                            shadow and serving times, ms); 26 h TTL. Apart from
  *                                            model-usage, which a sidecar's user may increment
- *   tg:vfig:<model>:<bucket> hash            central gateways' VersionFigureRecorder: each version's
+ *   tg:vfig:<ns>/<model>:<bucket> hash            central gateways' VersionFigureRecorder: each version's
  *                                            calls, failures and latency per 10 s, what spec.rollout
  *                                            is judged on (common/redis/version-figures.ts); 1 h TTL
  *   tg:rl:*        counter                   the gateway's RateLimiter

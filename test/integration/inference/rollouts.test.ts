@@ -222,7 +222,8 @@ describe('rollouts (standalone)', () => {
     const rc = redisClient(redisUrl);
     try {
       const fields = await until('the figures flushed', async () => {
-        const keys = await rc.keys('tg:vfig:model-iris:*');
+        // Kept under the Model's namespace and name.
+        const keys = await rc.keys('tg:vfig:default/model-iris:*');
         const all = (await Promise.all(keys.map((k) => rc.hkeys(k)))).flat();
         return all.includes('1|c') ? all : undefined;
       });

@@ -13,6 +13,7 @@ import type { GatewayServices } from './services.js';
 import type { GrpcGateway } from './grpc/server.js';
 import { ConnectionGate } from './http/connection-gate.js';
 import { carriesBody } from './http/read-body.js';
+import { onCallEnd } from './http/call-end.js';
 import { clientAddress, senderOf } from './http/client-address.js';
 
 /**
@@ -56,8 +57,9 @@ export function createHttpServer(
       requireHostHeader: false,
     },
     (req, res) => {
-      gate.busy(req.socket);
-      res.once('close', () => gate.done(req.socket));
+      const socket = req.socket;
+      gate.busy(socket);
+      onCallEnd(req, res, () => gate.done(socket));
       // Draining: this answer is the connection's last, so its client reconnects elsewhere. Past
       // its address's keep-alive share, too: idle connections cannot pile up behind one address.
       if (draining || !gate.keepAlive(req.socket)) res.setHeader('connection', 'close');
@@ -83,7 +85,7 @@ export function createHttpServer(
         req.resume();
         return;
       }
-      res.once('close', release);
+      onCallEnd(req, res, release);
       dispatch(req, res, path);
     },
   );

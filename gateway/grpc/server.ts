@@ -1,4 +1,5 @@
-import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { Http2Server } from 'node:http2';
 import { isIP } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { randomUUID } from 'node:crypto';
@@ -99,6 +100,12 @@ class Refused extends Error {
   }
 }
 
+/** Told as each REST request a gRPC call stands for begins and ends. */
+interface RunningRest {
+  began(): void;
+  ended(): void;
+}
+
 /** The caller went away (cancelled, or past its deadline): nothing more is done for it. */
 class Cancelled extends Error {}
 
@@ -152,6 +159,8 @@ export class GrpcGateway {
   private readonly inferCost = new DecodeCost(protocolTypes().lookupType('inference.ModelInferRequest'));
   private readonly decodeInfer: (message: Buffer) => unknown;
   private calls = 0;
+  /** Each admitted call's REST requests, by its metadata (the handler is given the same object). */
+  private readonly running = new WeakMap<Metadata, RunningRest>();
   private injector: ConnectionInjector | undefined;
   /** The methods anyone may call (REST's health and server metadata are open), by path. */
   private readonly open: Record<string, (ex: Exchange) => Promise<object>> = {
@@ -207,8 +216,40 @@ export class GrpcGateway {
    * port can be bound before this module is loaded. Calls `accept` once per connection.
    */
   accept(socket: Duplex): void {
-    this.injector ??= this.server.createConnectionInjector(ServerCredentials.createInsecure());
+    if (this.injector === undefined) {
+      this.injector = this.server.createConnectionInjector(ServerCredentials.createInsecure());
+      this.keepRepeatedKeys();
+    }
     this.injector.injectConnection(socket);
+  }
+
+  /**
+   * Node's HTTP/2 layer keeps the first of two `authorization` fields of a call (a header it holds
+   * to one value) and drops the other, so a call carrying two keys would pass on the first; REST
+   * refuses two Authorization headers. Before grpc-js reads a call's headers, every value its raw
+   * headers carry is put back, and the call is refused as REST refuses it (inject, below). The
+   * HTTP/2 server is the injector's, which grpc-js keeps in its `http2Servers` (not a public API:
+   * should it go, the refusal is lost and the first key is checked, as before).
+   */
+  private keepRepeatedKeys(): void {
+    const servers = (this.server as unknown as { http2Servers?: Map<Http2Server, unknown> }).http2Servers;
+    const injected = servers === undefined ? undefined : [...servers.keys()].at(-1);
+    if (injected === undefined) {
+      this.opts.log.warn(
+        'the gRPC server keeps no HTTP/2 server to watch: a call with two keys is checked on its first',
+      );
+      return;
+    }
+    injected.prependListener(
+      'stream',
+      (_stream: unknown, headers: IncomingHttpHeaders, _flags: number, raw: string[] | undefined) => {
+        if (!Array.isArray(raw)) return;
+        const keys: string[] = [];
+        for (let i = 0; i + 1 < raw.length; i += 2)
+          if (raw[i]?.toLowerCase() === 'authorization') keys.push(raw[i + 1] ?? '');
+        if (keys.length > 1) (headers as Record<string, string | string[] | undefined>).authorization = keys;
+      },
+    );
   }
 
   /** Lets calls in flight finish, up to `timeoutMs`, then cuts what is left. */
@@ -243,9 +284,10 @@ export class GrpcGateway {
     let answering = 0;
     /** The bytes of this call's message, held until it is answered (or the call ends). */
     let receiving = 0;
-    const end = (): void => {
-      ended = true;
-      clearTimeout(waiting);
+    /** The REST requests this call has running (rest(), below): what it holds waits for them. */
+    let running = 0;
+    const free = (): void => {
+      if (!ended || running > 0) return;
       if (holder !== undefined) {
         this.calls--;
         release?.();
@@ -255,6 +297,21 @@ export class GrpcGateway {
       release = undefined;
       answering = 0;
       receiving = 0;
+    };
+    // A call cancelled while its REST request runs (to a model that sleeps, say) still holds its
+    // owner's slot, the replica's call and its memory until that request ends: cancelling cannot
+    // free a slot for another call while the first goes on upstream.
+    const tracked: RunningRest = {
+      began: () => void running++,
+      ended: () => {
+        running--;
+        free();
+      },
+    };
+    const end = (): void => {
+      ended = true;
+      clearTimeout(waiting);
+      free();
     };
     const refuse = (err: RestError | CallStatus): void => {
       end();
@@ -324,6 +381,7 @@ export class GrpcGateway {
                   }
                   this.calls++;
                   holder = grant.owner;
+                  this.running.set(metadata, tracked);
                   const ms = this.opts.requestBodyTimeoutMs;
                   waiting = setTimeout(
                     () =>
@@ -531,12 +589,14 @@ export class GrpcGateway {
     body?: { payload: Buffer; headers: Record<string, string> },
   ): Promise<RestAnswer> {
     if (ex.cancelled()) throw new Cancelled();
+    const running = this.running.get(ex.metadata);
+    running?.began();
     // The REST body made of the message is held in the budget beside it (both are in memory).
     return this.inject(ex, method, path, body, (req, res) => {
       // The call holds its owner's slot from its metadata on (admission above).
       slotHeldBy(req);
       this.dispatch(req, res, normalisePath(req.url ?? '/'));
-    });
+    }).finally(() => running?.ended());
   }
 
   private async inject(

@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Admission } from '../admission/admission.js';
 import type { KeyGrant } from '../../common/resources/grant.js';
+import { onCallEnd } from './call-end.js';
 
 /** Requests whose call's slot another entry holds already (a gRPC call answered through REST). */
 const heldElsewhere = new WeakSet<IncomingMessage>();
@@ -12,7 +13,7 @@ export function slotHeldBy(req: IncomingMessage): void {
 
 /**
  * Takes one of the key owner's calls in flight for this REST call (admission.enter), given back
- * when the response closes, however it ends; throws the refusal past the owner's share.
+ * when the call ends, however it ends (call-end.ts); throws the refusal past the owner's share.
  */
 export function enterCall(
   admission: Pick<Admission, 'enter'>,
@@ -21,8 +22,5 @@ export function enterCall(
   res: ServerResponse,
 ): void {
   if (heldElsewhere.has(req)) return;
-  const release = admission.enter(grant);
-  // Its caller went while the key was checked: nothing is held for it.
-  if (res.closed) release();
-  else res.once('close', release);
+  onCallEnd(req, res, admission.enter(grant));
 }

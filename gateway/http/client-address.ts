@@ -36,13 +36,17 @@ export function clientAddress(req: IncomingMessage, trust: ProxyTrust): string |
 }
 
 /**
- * What one sender holds an address as, for a share per sender: an IPv4 address, or an IPv6
+ * What one sender holds an address as, for a share per sender: an IPv4 address, or a public IPv6
  * address's /64 (one host is commonly given a whole /64, and could take each of its addresses).
+ * Unique-local (fc00::/7: a cluster's pod networks, where a node's pods share a /64), link-local
+ * and NAT64 (64:ff9b::/96: every IPv4 client behind the translator) addresses are each their own
+ * sender, so one pod does not take the share of every other pod on its node.
  */
 export function senderOf(address: string): string {
   const bare = address.split('%', 1)[0] ?? address;
   if (!isIPv6(bare)) return bare;
   if (/^::ffff:/i.test(bare) && isIPv4(bare.slice(7))) return bare.slice(7);
+  if (/^(f[cd]|fe[89ab])[0-9a-f]{0,2}:/i.test(bare) || /^64:ff9b::/i.test(bare)) return bare.toLowerCase();
   const [head = '', tail] = bare.split('::');
   const left = head === '' ? [] : head.split(':');
   const right = tail === undefined || tail === '' ? [] : tail.split(':');

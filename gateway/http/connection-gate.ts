@@ -66,7 +66,12 @@ export class ConnectionGate {
       this.opts.refused?.('share');
       return false;
     }
-    if (this.total >= this.opts.max && !(this.opts.tracksCalls === true && this.makeRoom(sender, mine))) {
+    // A trusted proxy comes as a newcomer with nothing: it may take an idle place of whoever holds
+    // the most, as any newcomer may (its own count is everyone's connections).
+    if (
+      this.total >= this.opts.max &&
+      !(this.opts.tracksCalls === true && this.makeRoom(sender, unshared ? 0 : mine))
+    ) {
       this.opts.refused?.('full');
       return false;
     }
@@ -92,30 +97,26 @@ export class ConnectionGate {
     this.senders.get(held.sender)?.idle.delete(socket);
   }
 
-  /**
-   * A call on the connection ended. Past its sender's keep-alive share of idle connections, the
-   * connection is closed now rather than kept.
-   */
+  /** A call on the connection ended. */
   done(socket: Socket): void {
     const held = this.held.get(socket);
     if (held === undefined || !held.counted) return;
     held.calls = Math.max(0, held.calls - 1);
-    if (held.calls > 0 || socket.destroyed) return;
-    const sender = this.senders.get(held.sender);
-    if (sender === undefined) return;
-    if (this.keepAlive(socket)) sender.idle.add(socket);
-    else socket.end();
+    if (held.calls === 0 && !socket.destroyed) this.senders.get(held.sender)?.idle.add(socket);
   }
 
   /**
-   * Whether the connection may stay open once its calls end: its sender keeps fewer idle
-   * connections than its keep-alive share (trusted proxies have no bound).
+   * Whether the connection may stay open after the answer of a call beginning now: its sender holds
+   * no more connections than its keep-alive share (trusted proxies have no bound). Decided as the
+   * call begins, so the answer says it (`Connection: close`) and no client has a connection closed
+   * under its next request; past the share, each answer closes its connection until the sender
+   * holds its share or fewer.
    */
   keepAlive(socket: Socket): boolean {
     const bound = this.opts.keepAlivePerSender;
     const held = this.held.get(socket);
     if (bound === undefined || held === undefined || held.sender.startsWith('proxy ')) return true;
-    return (this.senders.get(held.sender)?.idle.size ?? 0) < bound;
+    return (this.senders.get(held.sender)?.open ?? 0) <= bound;
   }
 
   /**

@@ -134,11 +134,16 @@ function multipartField(body: Buffer): string | undefined {
     const name = nameForms(raw, extended).find(namesOverride);
     if (name !== undefined) return name.replace(/["';\s].*$/, '');
   }
-  let joined = '';
-  for (const m of text.matchAll(NAME_PIECE)) {
-    const piece = m[1] === '0' ? '' : joined;
-    const value = m[3] ?? m[4] ?? '';
-    joined = piece + (m[2] === '*' && m[1] === '0' ? value.replace(/^[^']*'[^']*'/, '') : value);
+  // Each part's pieces, in their numbered order (Python's email.utils sorts them; a parser may
+  // read `name*00` as the first).
+  for (const part of text.split(/\r?\n--/)) {
+    const pieces = [...part.matchAll(NAME_PIECE)]
+      .map((m) => ({ index: Number(m[1]), extended: m[2] === '*', value: m[3] ?? m[4] ?? '' }))
+      .sort((a, b) => a.index - b.index);
+    if (pieces.length === 0) continue;
+    const joined = pieces
+      .map((p, i) => (i === 0 && p.extended ? p.value.replace(/^[^']*'[^']*'/, '') : p.value))
+      .join('');
     const name = nameForms(joined, joined).find(namesOverride);
     if (name !== undefined) return name;
   }
@@ -164,12 +169,29 @@ function encodedWords(text: string): string {
   if (!text.includes('=?')) return text;
   return text
     .replace(/(\?=)\s+(?==\?)/g, '$1')
-    .replace(/=\?[^?\s]{1,40}\?([bq])\?([^?\s]{0,400})\?=/gi, (_word, kind: string, data: string) =>
-      kind.toLowerCase() === 'b'
-        ? Buffer.from(data, 'base64').toString('utf8')
-        : data
-            .replace(/_/g, ' ')
-            .replace(/=([0-9a-f]{2})/gi, (_m, hex: string) => String.fromCharCode(Number.parseInt(hex, 16))),
+    .replace(
+      /=\?([^?\s]{1,40})\?([bq])\?([^?\s]{0,400})\?=/gi,
+      (_word, charset: string, kind: string, data: string) => {
+        // A parser decodes in the charset the word names (UTF-16 makes `_method` of other bytes):
+        // one the check cannot read as the parser would is refused.
+        const named = charset.toLowerCase().split('*', 1)[0] ?? '';
+        if (!READABLE_CHARSETS.has(named)) {
+          throw new TollgateError(
+            'unsupported_media_type',
+            `a multipart part is named in charset ${JSON.stringify(charset.slice(0, 40))}, which the gateway cannot read as the resource would; name parts in UTF-8`,
+            { field: 'content-disposition' },
+          );
+        }
+        return kind.toLowerCase() === 'b'
+          ? Buffer.from(data, 'base64').toString(
+              named.startsWith('utf') || named.endsWith('ascii') ? 'utf8' : 'latin1',
+            )
+          : data
+              .replace(/_/g, ' ')
+              .replace(/=([0-9a-f]{2})/gi, (_m, hex: string) =>
+                String.fromCharCode(Number.parseInt(hex, 16)),
+              );
+      },
     );
 }
 

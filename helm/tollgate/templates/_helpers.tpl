@@ -146,8 +146,8 @@ Each may do what its component needs and no more (docs/install.md, "Redis users"
 - replication: what a replica needs of its primary; sentinel: what a Sentinel needs of the nodes.
 */}}
 {{- define "tollgate.redisAclRules" -}}
-operator: "~tg:* resetchannels &tg:events:* -@all +@read +@write +@keyspace +@string +@hash +@sortedset +@set +@list +@scripting +@pubsub +@transaction +@connection -@dangerous +info +scan"
-gateway: "~tg:* resetchannels &tg:events:* -@all +@read +@write +@keyspace +@string +@hash +@sortedset +@set +@list +@scripting +@pubsub +@transaction +@connection -@dangerous +info +scan"
+operator: "~tg:* resetchannels &tg:events:* -@all +@read +@write +@keyspace +@string +@hash +@sortedset +@set +@list +@scripting +@pubsub +@transaction +@connection -@dangerous +info +scan +time"
+gateway: "~tg:* resetchannels &tg:events:* -@all +@read +@write +@keyspace +@string +@hash +@sortedset +@set +@list +@scripting +@pubsub +@transaction +@connection -@dangerous +info +scan +time"
 sidecar: "%R~tg:key:* %R~tg:route:* %R~tg:index:built resetchannels &tg:events:key-changes &tg:events:route-changes -@all +ping +info +time +client|setname +select +quit +get +mget +multi +exec +discard +subscribe +unsubscribe (~tg:grant:used:* +set) (~tg:rl:* +incr +expire) (~tg:usage:* +hincrby +expire +zincrby +zremrangebyrank) (~tg:usage:[0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f] +hset) (~tg:model-usage:* +hincrby +expire) (~tg:sidecar-load:* +hset +pexpire) (%W~tg:audit:sidecar +rpush)"
 replication: "-@all +psync +replconf +ping"
 sentinel: "resetchannels &__sentinel__:hello -@all +multi +slaveof +replicaof +ping +exec +subscribe +config|rewrite +role +publish +info +client|setname +client|kill +script|kill"

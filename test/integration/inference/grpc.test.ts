@@ -10,6 +10,9 @@ import { protocolTypes } from '../../../gateway/grpc/protocol.js';
 import { InferenceClient, refusal, tritonGrpc } from '../../harness/grpc-clients.js';
 import { tritonGrpcRefusals } from '../../harness/grpc-expectations.js';
 import { freePort, redis } from '../../harness/index.js';
+import { venvPaths } from '../../harness/venv.js';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { startDev, until, type Dev } from './dev-process.js';
 import { trainExamples } from './stack.js';
 
@@ -404,6 +407,29 @@ describe('V2 inference over gRPC (standalone)', () => {
       } finally {
         for (const c of connections) c.close();
       }
+    });
+
+    test('a call carrying two keys is refused, as REST refuses two Authorization headers (grpcio sends both; Node keeps the first)', async () => {
+      const script = [
+        'import grpc, sys',
+        'call = grpc.insecure_channel(sys.argv[1]).unary_unary("/inference.GRPCInferenceService/ModelReady")',
+        'keys = sys.argv[2:]',
+        'try:',
+        '    call(b"", metadata=[("authorization", "Apikey " + k) for k in keys], timeout=20)',
+        '    print("OK")',
+        'except grpc.RpcError as e:',
+        '    print(e.code().name, e.details())',
+      ].join('\n');
+      const walt = await dev!.key(['models:inference'], 'platform', {}, 'walt');
+      const run = async (...keys: string[]): Promise<string> =>
+        (
+          await promisify(execFile)(venvPaths().python, ['-c', script, `127.0.0.1:${grpcPort}`, ...keys])
+        ).stdout.trim();
+      // One key: it passes, and the empty request is refused for what it lacks.
+      expect(await run(key)).toBe('INVALID_ARGUMENT invalid_field');
+      // Two, of two owners: neither is taken.
+      expect(await run(walt, key)).toBe('UNAUTHENTICATED malformed_authorization');
+      expect(await run(key, key)).toBe('UNAUTHENTICATED malformed_authorization');
     });
 
     test('one client address holds at most a quarter of the port’s connections, with or without a call; closed ones give their place back', async () => {

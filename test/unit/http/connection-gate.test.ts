@@ -86,27 +86,24 @@ describe('the connection gate', () => {
     }
   });
 
-  test('a sender keeps at most its keep-alive share of idle connections: past it, a connection whose call ends is closed', async () => {
+  test('a sender past its keep-alive share is told, as each call begins, that its connection closes after it', async () => {
     const l = await listener({ max: 64, keepAlivePerSender: 2, tracksCalls: true });
     try {
-      for (let i = 0; i < 4; i++) await l.open('127.0.0.2');
-      const sockets = [...l.accepted];
-      for (const s of sockets) l.gate.busy(s);
-      // All four busy: each may stay open when its call ends, until two are idle.
-      expect(sockets.map((s) => l.gate.keepAlive(s))).toEqual([true, true, true, true]);
-      for (const s of sockets) l.gate.done(s);
+      for (let i = 0; i < 2; i++) await l.open('127.0.0.2');
+      // Within its share: kept alive.
+      expect(l.accepted.map((s) => l.gate.keepAlive(s))).toEqual([true, true]);
+      const third = await l.open('127.0.0.2');
+      expect(third.admitted).toBe(true);
+      // Past it: each call beginning now closes its connection after its answer.
+      expect(l.accepted.map((s) => l.gate.keepAlive(s))).toEqual([false, false, false]);
+      // Another address is not held to this one's share.
+      await l.open('127.0.0.3');
+      expect(l.gate.keepAlive(l.accepted.at(-1)!)).toBe(true);
+      // Once one of .2's has gone, the others are kept again.
+      const [first, ...rest] = l.accepted;
+      first!.destroy();
       await new Promise((resolve) => setTimeout(resolve, 20));
-      expect(sockets.map((s) => s.writableEnded)).toEqual([false, false, true, true]);
-      // With two idle, a call beginning now is told its connection closes after it.
-      const [kept] = sockets;
-      l.gate.busy(kept!);
-      expect(l.gate.keepAlive(kept!)).toBe(true);
-      const more = await l.open('127.0.0.2');
-      expect(more.admitted).toBe(true);
-      const fresh = l.accepted.at(-1)!;
-      l.gate.busy(fresh);
-      // Idle now: the other kept one. One more idle is allowed (fewer than two), so this stays.
-      expect(l.gate.keepAlive(fresh)).toBe(true);
+      expect(rest.slice(0, 2).map((s) => l.gate.keepAlive(s))).toEqual([true, true]);
     } finally {
       await l.close();
     }

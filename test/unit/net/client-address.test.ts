@@ -74,7 +74,12 @@ describe('senderOf', () => {
     ['2001:db8:1:2::9', '2001:db8:1:2::/64'],
     ['2001:0db8:0001:0002:ffff::1', '2001:db8:1:2::/64'],
     ['2001:db8::1', '2001:db8:0:0::/64'],
-    ['fe80::1%eth0', 'fe80:0:0:0::/64'],
+    // Link-local, unique-local (a cluster's pod network: a node's pods share a /64) and NAT64
+    // (every IPv4 client behind it) addresses are each their own.
+    ['fe80::1%eth0', 'fe80::1'],
+    ['fd00:10:244:1::5', 'fd00:10:244:1::5'],
+    ['FC00::7', 'fc00::7'],
+    ['64:ff9b::a01:203', '64:ff9b::a01:203'],
     ['::1', '0:0:0:0::/64'],
     ['unknown', 'unknown'],
   ])('%s is held as %s', (address, sender) => {

@@ -118,6 +118,9 @@ describe('a body that asks for another method is refused', () => {
     // RFC 2231 continuations: one name in pieces.
     ['multipart', multipart('name*0="_me"; name*1="thod"')],
     ['multipart', multipart(`name*0*=utf-8''%5Fme; name*1*=thod`)],
+    // In their numbered order, however they come, and however the first is numbered.
+    ['multipart', multipart('name*1="thod"; name*0="_me"')],
+    ['multipart', multipart(`name*00*=UTF-8''%5Fme; name*01=thod`)],
     ['json', '{"title":"x","_method":"DELETE"}'],
     ['json', '{"\\u005fmethod":"DELETE"}'],
     ['json', '\uFEFF{"_method":"DELETE"}'],
@@ -127,6 +130,17 @@ describe('a body that asks for another method is refused', () => {
     expect(err?.status).toBe(400);
     expect(err?.field).toBe('_method');
     expect(err?.message).toMatch(/send the call with the method you mean/);
+  });
+
+  it('a part named in a charset the check cannot read as the resource would is refused (UTF-16 spells _method in other bytes)', () => {
+    const body = multipart('name="=?UTF-16BE?B?AF8AbQBlAHQAaABvAGQ=?="');
+    const err = refused(() => refuseOverrideInBody(['multipart'], Buffer.from(body)));
+    expect([err?.status, err?.code, err?.field]).toEqual([
+      415,
+      'unsupported_media_type',
+      'content-disposition',
+    ]);
+    expect(err?.message).toMatch(/charset "UTF-16BE".*name parts in UTF-8/);
   });
 
   it.each([

@@ -1,0 +1,24 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+
+/**
+ * Runs `fn` once when a call ends, however it ends: its response closes, or its connection does
+ * first. A pipelined request still waiting its turn when its connection goes is dropped by Node
+ * without its response ever closing, so the response's `close` alone would keep what the call
+ * holds (its share of calls) for ever.
+ */
+export function onCallEnd(req: IncomingMessage, res: ServerResponse, fn: () => void): void {
+  let done = false;
+  const end = (): void => {
+    if (done) return;
+    done = true;
+    req.socket.off('close', end);
+    fn();
+  };
+  // Its caller went already: nothing is held for it.
+  if (res.closed || req.socket.destroyed) {
+    end();
+    return;
+  }
+  res.once('close', end);
+  req.socket.once('close', end);
+}

@@ -7,18 +7,20 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
  * holds (its share of calls) for ever.
  */
 export function onCallEnd(req: IncomingMessage, res: ServerResponse, fn: () => void): void {
+  // Node detaches the socket from a request once its answer is sent: the one it came on is kept.
+  const socket = req.socket as IncomingMessage['socket'] | null;
   let done = false;
   const end = (): void => {
     if (done) return;
     done = true;
-    req.socket.off('close', end);
+    socket?.off('close', end);
     fn();
   };
   // Its caller went already: nothing is held for it.
-  if (res.closed || req.socket.destroyed) {
+  if (res.closed || socket === null || socket.destroyed) {
     end();
     return;
   }
   res.once('close', end);
-  req.socket.once('close', end);
+  socket.once('close', end);
 }

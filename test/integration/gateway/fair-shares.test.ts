@@ -195,6 +195,36 @@ describe('calls in flight', () => {
     expect((await call('alice', '127.0.0.9')).status).toBe(200);
   });
 
+  it('pipelined calls dropped with their connection give back what they held: their owner and address have their whole share again', async () => {
+    const seenBefore = upstream.seen.length;
+    // One held call, and three more pipelined behind it on the same connection.
+    const head = (tail: string) =>
+      `GET /events/bda/${workflows.carol}/svc/${tail} HTTP/1.1\r\nHost: gw\r\nAuthorization: Apikey ${keys.carol ?? ''}\r\n\r\n`;
+    const piped = raw('127.0.0.12', head('hang') + head('ping') + head('ping') + head('ping'));
+    await waitUntil(
+      'the held call and the three behind it reach the upstream',
+      async () => hanging.length >= 1 && upstream.seen.length >= seenBefore + 4,
+      { timeoutMs: 10_000 },
+    );
+    // The connection goes with three answers queued behind the held one.
+    piped.socket.destroy();
+    await waitUntil(
+      'the held call is cut',
+      async () => hanging.every((r) => r.destroyed || r.writableEnded) || hanging.length === 0,
+      { timeoutMs: 10_000 },
+    );
+    hanging.splice(0);
+    // carol's four slots are hers again: four held calls, from that address, then the fifth refused.
+    const held = Array.from({ length: 4 }, () => call('carol', '127.0.0.12', 'hang'));
+    await waitUntil('her four calls reach the upstream', async () => hanging.length >= 4, {
+      timeoutMs: 10_000,
+    });
+    const fifth = await call('carol', '127.0.0.13');
+    expect([fifth.status, fifth.json.code]).toEqual([429, 'too_many_calls']);
+    for (const res of hanging.splice(0)) res.end('late');
+    expect((await Promise.all(held)).map((a) => a.status)).toEqual([200, 200, 200, 200]);
+  });
+
   it('one address holds at most its share of calls in flight, whoever owns them; another address is answered', async () => {
     const before = await refusedMetric('share="calls_per_address",owner=""');
     // alice's and bob's four each, from one address: the address's share (8).

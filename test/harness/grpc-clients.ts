@@ -78,10 +78,12 @@ export class InferenceClient {
     ) as typeof this.client;
   }
 
+  /** `deadlineMs`: the call's deadline from now (past it the client gives up, and the server is told). */
   call(
     method: string,
     request: Record<string, unknown>,
     headers: Record<string, string>,
+    { deadlineMs }: { deadlineMs?: number } = {},
   ): Promise<GrpcResult> {
     return new Promise((resolve) => {
       const metadata = new Metadata();
@@ -89,7 +91,8 @@ export class InferenceClient {
       let header: Metadata | undefined;
       const done = (error: ServiceError | null, value: Record<string, unknown>): void =>
         resolve({ ...(error ? { error } : { value }), ...(header ? { header } : {}) });
-      const pending = this.client[method]?.(request, metadata, done) as {
+      const options = deadlineMs === undefined ? {} : { deadline: Date.now() + deadlineMs };
+      const pending = this.client[method]?.(request, metadata, options, done) as {
         on(e: 'metadata', f: (m: Metadata) => void): void;
       };
       pending.on('metadata', (m) => (header = m));

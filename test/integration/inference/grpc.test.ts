@@ -525,6 +525,66 @@ describe('V2 inference over gRPC (standalone)', () => {
       await again.arrayBuffer();
     });
 
+    test('a call given up while its model does not answer keeps its slot until the model has: giving up does not make room for more', async () => {
+      const frozen = await runtimePids(state, 'model-iris-2');
+      expect(frozen.length).toBeGreaterThan(0);
+      const connections = Array.from(
+        { length: 3 },
+        () => new InferenceClient(`127.0.0.1:${grpcPort}`, { ownConnection: true }),
+      );
+      const auth = { authorization: `Apikey ${key}` };
+      const toVersion2 = {
+        model_name: 'model-iris',
+        model_version: '2',
+        inputs: [features()],
+        raw_input_contents: [raw],
+      };
+      for (const pid of frozen) process.kill(pid, 'SIGSTOP');
+      try {
+        // 256 calls, each given up after 3 s while version 2 does not answer.
+        const given = await Promise.all(
+          Array.from({ length: 256 }, (_, i) =>
+            (connections[i % 3] as InferenceClient).call('ModelInfer', toVersion2, auth, {
+              deadlineMs: 3_000,
+            }),
+          ),
+        );
+        expect(new Set(given.map((g) => g.error?.code))).toEqual(new Set([4]));
+        // Their requests to the model still run: her next call is refused, not let in beside them.
+        const next = await call('ModelInfer', { ...toVersion2, model_version: '1' });
+        expect(refusal(next)).toEqual([8, 'too_many_calls', 'too_many_calls']);
+      } finally {
+        for (const pid of frozen) process.kill(pid, 'SIGCONT');
+      }
+      try {
+        // The model answers what was asked of it: every slot comes back, 256 calls at once pass.
+        const again = await until(
+          'her 256 slots are hers again',
+          async () => {
+            const burst = await Promise.all(
+              Array.from({ length: 256 }, (_, i) =>
+                (connections[i % 3] as InferenceClient).call(
+                  'ModelInfer',
+                  {
+                    model_name: 'model-iris',
+                    model_version: '1',
+                    inputs: [features()],
+                    raw_input_contents: [raw],
+                  },
+                  auth,
+                ),
+              ),
+            );
+            return burst.every((r) => r.value !== undefined) ? burst : undefined;
+          },
+          60_000,
+        );
+        expect(predictions(again[0]?.value)).toEqual(expected);
+      } finally {
+        for (const c of connections) c.close();
+      }
+    });
+
     test('the 256 include calls to a model of the owner’s own that never answers: it leaves room for everyone else', async () => {
       // vera's version 2 stops answering (its runtime frozen, as a model whose own code sleeps).
       const frozen = await runtimePids(state, 'model-iris-2');

@@ -19,6 +19,8 @@ const MAX_IN_FLIGHT = 32;
  * models it has, cannot take every other team's copies.
  */
 const MAX_IN_FLIGHT_PER_TEAM = MAX_IN_FLIGHT / 4;
+/** The last quarter is kept for teams holding fewer than two: whoever holds the rest, a team's first copies go. */
+const RESERVED_FOR_LIGHT = MAX_IN_FLIGHT / 4;
 /** Calls larger than this (request or answer) are not copied: a shadow is for judging, not for bulk. */
 export const SHADOW_MAX_BYTES = 1024 * 1024;
 
@@ -94,7 +96,9 @@ export class ShadowTraffic {
   }
 
   private full(team: string): boolean {
-    return this.inFlight >= MAX_IN_FLIGHT || this.byTeam.of(team) >= MAX_IN_FLIGHT_PER_TEAM;
+    const held = this.byTeam.of(team);
+    if (this.inFlight >= MAX_IN_FLIGHT || held >= MAX_IN_FLIGHT_PER_TEAM) return true;
+    return this.inFlight >= MAX_IN_FLIGHT - RESERVED_FOR_LIGHT && held >= 2;
   }
 
   private wake(model: string, version: string): void {

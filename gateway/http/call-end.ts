@@ -7,8 +7,9 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
  * holds (its share of calls) for ever.
  */
 export function onCallEnd(req: IncomingMessage, res: ServerResponse, fn: () => void): void {
-  // Node detaches the socket from a request once its answer is sent: the one it came on is kept.
-  const socket = req.socket as IncomingMessage['socket'] | null;
+  // Node detaches the socket from a request once its answer is sent: the one it came on is kept
+  // (none: an in-process request, whose response's close is all there is).
+  const socket = req.socket as IncomingMessage['socket'] | null | undefined;
   let done = false;
   const end = (): void => {
     if (done) return;
@@ -17,10 +18,10 @@ export function onCallEnd(req: IncomingMessage, res: ServerResponse, fn: () => v
     fn();
   };
   // Its caller went already: nothing is held for it.
-  if (res.closed || socket === null || socket.destroyed) {
+  if (res.closed || socket?.destroyed === true) {
     end();
     return;
   }
   res.once('close', end);
-  socket.once('close', end);
+  socket?.once('close', end);
 }

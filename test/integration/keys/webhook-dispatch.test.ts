@@ -33,6 +33,34 @@ describe('webhook deliveries past a slow endpoint', () => {
       server.listen(0, '127.0.0.1', () => resolve((server.address() as AddressInfo).port)),
     );
 
+  /** An endpoint of `owner`'s on loopback, for key.revoked. */
+  const endpoint = (name: string, port: number, owner: string): Webhook => ({
+    apiVersion: 'tollgate.dev/v1alpha1',
+    kind: 'Webhook',
+    metadata: { name },
+    spec: { owner, url: `http://127.0.0.1:${port}/hooks`, events: ['key.revoked'], secretVersion: 1 },
+  });
+
+  /** A dispatcher over `endpoints` (loopback allowed), polled by hand: nothing runs on a timer. */
+  const dispatcherOf = async (endpoints: Webhook[]) => {
+    const queue = new DeliveryQueue(client, 3_600);
+    const dispatcher = new WebhookDispatcher(
+      {
+        store: { list: async () => endpoints } as unknown as WebhookStore,
+        queue,
+        sender: new WebhookSender({ allowedCidrs: ['127.0.0.0/8'], allowHttp: true, timeoutMs: 30_000 }),
+        inbox: new WebhookInbox(client, () => undefined),
+        sealer: await testSealer(),
+        redis: client,
+        keys: {} as ApiKeyStore,
+        admins: new AdminRights(client, createLogger('webhooks', 'silent')),
+        log: createLogger('webhooks', 'silent'),
+      },
+      { retrySeconds: [60], pollMs: 60_000, expiringScanMs: 3_600_000 },
+    );
+    return { queue, dispatcher };
+  };
+
   beforeAll(async () => {
     client = new Redis((await redis('webhook-dispatch')).url, { maxRetriesPerRequest: 1 });
     slow = createServer((req, res) => {
@@ -56,36 +84,11 @@ describe('webhook deliveries past a slow endpoint', () => {
 
   it('a slow endpoint takes two sends of a replica at a time; the others’ messages go past its queue', async () => {
     const [slowPort, fastPort] = [await listen(slow), await listen(fast)];
-    const endpoint = (name: string, port: number, owner: string): Webhook => ({
-      apiVersion: 'tollgate.dev/v1alpha1',
-      kind: 'Webhook',
-      metadata: { name },
-      spec: { owner, url: `http://127.0.0.1:${port}/hooks`, events: ['key.revoked'], secretVersion: 1 },
-    });
     const endpoints = [
       endpoint('webhook-slow', slowPort, 'mallory'),
       endpoint('webhook-fast', fastPort, 'alice'),
     ];
-    const store = { list: async () => endpoints } as unknown as WebhookStore;
-    const queue = new DeliveryQueue(client, 3_600);
-    const dispatcher = new WebhookDispatcher(
-      {
-        store,
-        queue,
-        sender: new WebhookSender({ allowedCidrs: ['127.0.0.0/8'], allowHttp: true, timeoutMs: 30_000 }),
-        inbox: new WebhookInbox(client, () => undefined),
-        sealer: await testSealer(),
-        redis: client,
-        keys: {} as ApiKeyStore,
-        admins: new AdminRights(client, createLogger('webhooks', 'silent')),
-        log: createLogger('webhooks', 'silent'),
-      },
-      {
-        retrySeconds: [60],
-        pollMs: 60_000,
-        expiringScanMs: 3_600_000,
-      },
-    );
+    const { queue, dispatcher } = await dispatcherOf(endpoints);
     try {
       // Mallory's 60 messages come due first; alice's one after them.
       const now = Date.now() - 10_000;
@@ -116,33 +119,12 @@ describe('webhook deliveries past a slow endpoint', () => {
     // Both listen since the test before.
     const slowPort = (slow.address() as AddressInfo).port;
     const fastPort = (fast.address() as AddressInfo).port;
-    const endpoint = (name: string, port: number, owner: string): Webhook => ({
-      apiVersion: 'tollgate.dev/v1alpha1',
-      kind: 'Webhook',
-      metadata: { name },
-      spec: { owner, url: `http://127.0.0.1:${port}/hooks`, events: ['key.revoked'], secretVersion: 1 },
-    });
     // Four users with ten endpoints each that never answer, and alice's that does.
     const stalling = ['mallory', 'oscar', 'trudy', 'eve'].flatMap((owner) =>
       Array.from({ length: 10 }, (_, i) => endpoint(`webhook-${owner}-${i}`, slowPort, owner)),
     );
     const endpoints = [...stalling, endpoint('webhook-alice', fastPort, 'alice')];
-    const store = { list: async () => endpoints } as unknown as WebhookStore;
-    const queue = new DeliveryQueue(client, 3_600);
-    const dispatcher = new WebhookDispatcher(
-      {
-        store,
-        queue,
-        sender: new WebhookSender({ allowedCidrs: ['127.0.0.0/8'], allowHttp: true, timeoutMs: 30_000 }),
-        inbox: new WebhookInbox(client, () => undefined),
-        sealer: await testSealer(),
-        redis: client,
-        keys: {} as ApiKeyStore,
-        admins: new AdminRights(client, createLogger('webhooks', 'silent')),
-        log: createLogger('webhooks', 'silent'),
-      },
-      { retrySeconds: [60], pollMs: 60_000, expiringScanMs: 3_600_000 },
-    );
+    const { queue, dispatcher } = await dispatcherOf(endpoints);
     const seenBefore = slowSeen;
     const fastBefore = fastSeen.length;
     try {

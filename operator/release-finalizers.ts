@@ -7,7 +7,7 @@ import {
   API_KEY_VERSION,
 } from '../common/resources/apikey.js';
 import { MODEL_GROUP, MODEL_PLURAL, MODEL_VERSION } from '../common/resources/model.js';
-import { MODEL_FINALIZER } from './controllers/model-controller.js';
+import { MODEL_FINALIZER } from './controllers/model/reconciler.js';
 import { KubeRouteHold } from './route-hold.js';
 
 /** What a release took off, and what it could not (with why). */

@@ -7,8 +7,8 @@ import type { EntrySealer, EntryVerifier } from '../common/redis/sealed-entry.js
 import type { RouteWriter } from '../common/routes/workflow-routes.js';
 import { ApiKeyReconciler } from './controllers/apikey-controller.js';
 import { KeyFinalizers } from './controllers/key-finalizers.js';
-import { ModelReconciler } from './controllers/model-controller.js';
-import { RedisKeptNames } from './controllers/kept-names.js';
+import { ModelReconciler } from './controllers/model/reconciler.js';
+import { RedisKeptNames } from './controllers/model/kept-names.js';
 import { WorkflowServiceReconciler } from './controllers/workflow-service-controller.js';
 import type { Reconciler } from './framework/controller.js';
 import type { Runnable } from './framework/runnable.js';

@@ -98,7 +98,7 @@ export const redisKeys = {
   modelRoute: (model: string) => `${KEY_PREFIX}route:model:${model}`,
   /**
    * String, sealed, with a TTL: a deleted Model's name kept for its namespace a while
-   * (operator/controllers/model-names.ts), so the keeping survives an operator restart.
+   * (operator/controllers/model/names.ts), so the keeping survives an operator restart.
    */
   keptModelName: (model: string) => `${KEY_PREFIX}name-kept:${model}`,
   /**

@@ -1,5 +1,5 @@
 import { Redis } from 'ioredis';
-import { RedisKeptNames } from '../../../operator/controllers/kept-names.js';
+import { RedisKeptNames } from '../../../operator/controllers/model/kept-names.js';
 import { redisKeys } from '../../../common/redis/schema.js';
 import { redis } from '../../harness/index.js';
 import { testSealer, testVerifier } from '../signing.js';

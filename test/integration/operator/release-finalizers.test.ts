@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { V1Service } from '@kubernetes/client-node';
 import { API_KEY_FINALIZER } from '../../../common/resources/apikey.js';
-import { MODEL_FINALIZER } from '../../../operator/controllers/model-controller.js';
+import { MODEL_FINALIZER } from '../../../operator/controllers/model/reconciler.js';
 import { releaseFinalizers } from '../../../operator/release-finalizers.js';
 import { ROUTE_FINALIZER } from '../../../operator/route-hold.js';
 import { apiKeyBody, cluster, keyRef, modelRef, namespace, type Cluster } from './support.js';

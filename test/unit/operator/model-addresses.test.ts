@@ -11,13 +11,13 @@ import {
   MODEL_FINALIZER,
   ModelReconciler,
   type ModelControllerDeps,
-} from '../../../operator/controllers/model-controller.js';
+} from '../../../operator/controllers/model/reconciler.js';
 import { sidecarPlacement } from '../../../operator/webhook/sidecar-placement.js';
 import { Cluster, HeldModels } from './model-cluster.js';
 import { ProcessEnvCredentials } from '../../../operator/storage/credentials.js';
 import { WorkflowAdmission } from '../../../operator/workflows/workflow-admission.js';
 import { Held } from './held-source.js';
-import type { KeptName } from '../../../operator/controllers/model-names.js';
+import type { KeptName } from '../../../operator/controllers/model/names.js';
 
 describe('a Model’s addresses (a deleted Service keeps its cluster IP until no route names it)', () => {
   let folder: string;
@@ -121,7 +121,9 @@ describe('a Model’s addresses (a deleted Service keeps its cluster IP until no
   /** A new process in which another namespace's Model is routed at `url`. */
   async function withOtherModelRoutedAt(url: string): Promise<ModelReconciler> {
     const built = await build();
-    (built as unknown as { routed: Map<string, unknown> }).routed.set('team-b/other', {
+    // The routes part's memory of what this process routed, as another Model's pass would leave it.
+    const parts = built as unknown as { routes: { routed: Map<string, unknown> } };
+    parts.routes.routed.set('team-b/other', {
       workflow: undefined,
       keys: [],
       urls: [url],

@@ -1,5 +1,5 @@
 import type { Model } from '../../../common/resources/model.js';
-import { ModelNames, NAME_KEPT_MS } from '../../../operator/controllers/model-names.js';
+import { ModelNames, NAME_KEPT_MS } from '../../../operator/controllers/model/names.js';
 
 const model = (namespace: string, created: string, deleting = false): Model =>
   ({

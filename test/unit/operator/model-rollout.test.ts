@@ -7,7 +7,7 @@ import {
   rolloutCondition,
   rolloutRevision,
   type RolloutStatus,
-} from '../../../operator/controllers/model-rollout.js';
+} from '../../../operator/controllers/model/rollout.js';
 
 const spec = (rollout: Partial<NonNullable<ModelSpec['rollout']>> = {}): ModelSpec => ({
   versions: [

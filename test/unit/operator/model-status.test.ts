@@ -2,13 +2,15 @@ import type { FolderCheck } from '../../../common/model-settings/check-folder.js
 import type { Model } from '../../../common/resources/model.js';
 import { servedVersions } from '../../../common/resources/model-versions.js';
 import {
-  boundedMessages,
   desiredStatus,
   nameTakenStatus,
-  STATUS_MESSAGE_MAX,
-  sameStatus,
   type Observation,
-} from '../../../operator/controllers/model-status.js';
+} from '../../../operator/controllers/model/status.js';
+import {
+  boundedMessages,
+  sameStatus,
+  STATUS_MESSAGE_MAX,
+} from '../../../operator/controllers/model/status-writer.js';
 
 const model = (status?: Model['status']): Model => ({
   apiVersion: 'tollgate.dev/v1alpha1',

@@ -3,7 +3,7 @@ import type { Model } from '../../../common/resources/model.js';
 import type { Workflow } from '../../../common/resources/workflow.js';
 import { TollgateError } from '../../../common/errors.js';
 import { createLogger } from '../../../common/logger.js';
-import { ModelReconciler } from '../../../operator/controllers/model-controller.js';
+import { ModelReconciler } from '../../../operator/controllers/model/reconciler.js';
 import type { CredentialsResolver } from '../../../operator/storage/credentials.js';
 import { WorkflowAdmission } from '../../../operator/workflows/workflow-admission.js';
 import { Held } from './held-source.js';

@@ -1,5 +1,5 @@
 import type { Model } from '../../../common/resources/model.js';
-import { NameWaiters } from '../../../operator/controllers/name-waiters.js';
+import { NameWaiters } from '../../../operator/controllers/model/name-waiters.js';
 import type { ResourceSource } from '../../../operator/framework/resource-source.js';
 
 const model = (namespace: string, name: string) =>

@@ -1,10 +1,10 @@
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
-import { redisKeys } from '../../common/redis/schema.js';
-import { scanValues } from '../../common/redis/scan-values.js';
-import type { EntrySealer, EntryVerifier } from '../../common/redis/sealed-entry.js';
-import { parseStored } from '../../common/resources/grant.js';
-import type { KeptName } from './model-names.js';
+import { redisKeys } from '../../../common/redis/schema.js';
+import { scanValues } from '../../../common/redis/scan-values.js';
+import type { EntrySealer, EntryVerifier } from '../../../common/redis/sealed-entry.js';
+import { parseStored } from '../../../common/resources/grant.js';
+import type { KeptName } from './names.js';
 
 /** Where the names kept for deleted Models' namespaces outlive the operator process that kept them. */
 export interface KeptNameStore {

@@ -1,5 +1,5 @@
-import { creationOrder } from '../../common/resources/claim-order.js';
-import type { Model } from '../../common/resources/model.js';
+import { creationOrder } from '../../../common/resources/claim-order.js';
+import type { Model } from '../../../common/resources/model.js';
 
 /**
  * How long a deleted Model's namespace keeps its name: long enough for a Model deleted and made

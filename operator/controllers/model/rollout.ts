@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
-import type { VersionFigures } from '../../common/redis/version-figures.js';
-import type { ModelSpec, ModelStatus } from '../../common/resources/model.js';
-import { defaultVersionOf } from '../../common/resources/model-versions.js';
+import type { VersionFigures } from '../../../common/redis/version-figures.js';
+import type { ModelSpec, ModelStatus } from '../../../common/resources/model.js';
+import { defaultVersionOf } from '../../../common/resources/model-versions.js';
 
 /**
  * Automatic canary analysis (spec.rollout), as Flagger and Argo Rollouts do it but judged on the

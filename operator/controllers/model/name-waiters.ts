@@ -1,6 +1,6 @@
-import type { Model } from '../../common/resources/model.js';
-import type { OwnedSource } from '../framework/controller.js';
-import type { ResourceRef, ResourceSource } from '../framework/resource-source.js';
+import type { Model } from '../../../common/resources/model.js';
+import type { OwnedSource } from '../../framework/controller.js';
+import type { ResourceRef, ResourceSource } from '../../framework/resource-source.js';
 
 /**
  * Wakes the Models waiting for a name (refused NameTaken) when it may have come free: their holder

@@ -1,10 +1,10 @@
-import type { FolderCheck } from '../../common/model-settings/check-folder.js';
-import { formatProblems } from '../../common/model-settings/check-folder.js';
-import type { NameHolder } from './model-names.js';
-import type { Model, ModelCondition, ModelPhase, ModelStatus } from '../../common/resources/model.js';
-import type { ServedVersion } from '../../common/resources/model-versions.js';
-import type { RuntimeState } from '../serving/runtime-driver.js';
-import { rolloutCondition, type RolloutStatus } from './model-rollout.js';
+import type { FolderCheck } from '../../../common/model-settings/check-folder.js';
+import { formatProblems } from '../../../common/model-settings/check-folder.js';
+import type { NameHolder } from './names.js';
+import type { Model, ModelCondition, ModelPhase, ModelStatus } from '../../../common/resources/model.js';
+import type { ServedVersion } from '../../../common/resources/model-versions.js';
+import type { RuntimeState } from '../../serving/runtime-driver.js';
+import { rolloutCondition, type RolloutStatus } from './rollout.js';
 
 /** What the reconciler learned this time round; the status is a pure function of it. */
 export type Observation =
@@ -264,46 +264,4 @@ function stamped(
       return { ...c, observedGeneration: generation, lastTransitionTime: since };
     }),
   };
-}
-
-/**
- * Longest message written in a status: what a store, a pod or a settings file says is quoted in
- * it, and a condition's message past the CRD's 32,768 characters would have the whole status write
- * refused (the Model then showing its last status while nothing of it serves).
- */
-export const STATUS_MESSAGE_MAX = 4_000;
-
-const CUT = '… (cut short)';
-const clip = (message: string): string =>
-  message.length <= STATUS_MESSAGE_MAX ? message : message.slice(0, STATUS_MESSAGE_MAX - CUT.length) + CUT;
-
-/** The status with every message it holds at most STATUS_MESSAGE_MAX characters long. */
-export function boundedMessages(status: ModelStatus): ModelStatus {
-  const bounded: ModelStatus = { ...status };
-  if (status.conditions)
-    bounded.conditions = status.conditions.map((c) => ({ ...c, message: clip(c.message) }));
-  if (status.versions)
-    bounded.versions = status.versions.map((v) =>
-      v.message === undefined ? v : { ...v, message: clip(v.message) },
-    );
-  if (status.rollout?.message !== undefined)
-    bounded.rollout = { ...status.rollout, message: clip(status.rollout.message) };
-  return bounded;
-}
-
-/** Field order and absent fields do not matter: the API server returns its own order. */
-export function sameStatus(a: ModelStatus | undefined, b: ModelStatus): boolean {
-  return canonical(a ?? {}) === canonical(b);
-}
-
-function canonical(v: unknown): string {
-  return JSON.stringify(v, (_k, val: unknown) =>
-    val && typeof val === 'object' && !Array.isArray(val)
-      ? Object.fromEntries(
-          Object.entries(val as Record<string, unknown>)
-            .filter(([, x]) => x !== undefined)
-            .sort(([x], [y]) => x.localeCompare(y)),
-        )
-      : val,
-  );
 }

@@ -63,11 +63,14 @@ export class NameOwnership {
     return Math.min(NAME_RECHECK_MS, Math.max(0, keptFor) + KEPT_NAME_GRACE_MS);
   }
 
-  /** True the first time a Model is refused for its name in this process (then until it is admitted). */
-  firstRefusal(key: string): boolean {
-    if (this.tornDown.has(key)) return false;
+  /** Whether the leftovers of a Model refused for its name are still to be torn down in this process. */
+  leftovers(key: string): boolean {
+    return !this.tornDown.has(key);
+  }
+
+  /** Its leftovers are gone: nothing makes any of them again while it is refused. */
+  clearedLeftovers(key: string): void {
     this.tornDown.add(key);
-    return true;
   }
 
   admitted(key: string): void {

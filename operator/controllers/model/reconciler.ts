@@ -192,9 +192,10 @@ export class ModelReconciler implements Reconciler {
     if (holder !== undefined) {
       // Nothing of this Model runs or is routed (the holder's route is another source's: kept).
       // Once per process: nothing makes any of it again while the Model is refused.
-      if (this.owners.firstRefusal(key)) {
+      if (this.owners.leftovers(key)) {
         await this.tearDown(ref, model.spec.workflow);
         this.routes.dropped(key);
+        this.owners.clearedLeftovers(key);
       }
       await this.status.write(model, (m, now) => nameTakenStatus(m, holder, now));
       return { requeueAfterMs: this.owners.recheckMs(holder) };

@@ -14,7 +14,7 @@ import type { KeyGrant } from '../../common/resources/grant.js';
 import { identityCounterAccount, type Identity } from '../../common/resources/identity.js';
 import type { KeyFinalizers } from './key-finalizers.js';
 import {
-  ConflictError,
+  isConflict,
   parseRefKey,
   refKey,
   type Resource,
@@ -80,8 +80,6 @@ function sharedList(values: readonly string[]): string[] {
   if (repeatedLists.size < 10_000) repeatedLists.set(id, list);
   return list as string[];
 }
-
-const isConflict = (e: unknown) => e instanceof ConflictError;
 
 /**
  * A key's entry as last sealed: for the object (uid, the same string the cached key holds) at the

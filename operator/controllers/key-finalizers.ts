@@ -2,7 +2,7 @@ import type { Logger } from '../../common/logger.js';
 import { API_KEY_FINALIZER } from '../../common/resources/apikey.js';
 import type { Runnable } from '../framework/runnable.js';
 import {
-  ConflictError,
+  isConflict,
   GoneError,
   parseRefKey,
   type Resource,
@@ -115,7 +115,7 @@ export class KeyFinalizers<T extends Resource> implements Runnable {
           k.metadata.deletionTimestamp || hasFinalizer(k)
             ? Promise.resolve(k)
             : this.keys.updateFinalizers(k, [...(k.metadata.finalizers ?? []), API_KEY_FINALIZER]),
-        (e) => e instanceof ConflictError,
+        isConflict,
       );
       if (done !== undefined) this.added++;
       this.refusals.delete(key);

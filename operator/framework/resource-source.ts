@@ -53,6 +53,9 @@ export class ConflictError extends Error {
   }
 }
 
+/** What withConflictRetry reads afresh on: another writer's change since the object was read. */
+export const isConflict = (e: unknown): boolean => e instanceof ConflictError;
+
 export class GoneError extends Error {
   constructor(what: string) {
     super(`${what} no longer exists`);

@@ -73,10 +73,6 @@ export class NameOwnership {
     this.tornDown.add(key);
   }
 
-  admitted(key: string): void {
-    this.tornDown.delete(key);
-  }
-
   /**
    * A Model with the finalizer being deleted: its name is kept for its namespace, where the next
    * operator finds it, before the Model (and this pass) can be gone.
@@ -92,6 +88,7 @@ export class NameOwnership {
     this.waiters.wake(ref.name, ref, keptUntil === undefined ? undefined : keptUntil + KEPT_NAME_GRACE_MS);
   }
 
+  /** The Model holds its name again, or is gone: a later refusal tears its leftovers down again. */
   forget(key: string): void {
     this.tornDown.delete(key);
   }

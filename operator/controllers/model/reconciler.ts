@@ -7,7 +7,7 @@ import {
   type Watches,
 } from '../../framework/controller.js';
 import {
-  ConflictError,
+  isConflict,
   parseRefKey,
   refKey,
   sourceKey,
@@ -47,8 +47,6 @@ export interface ModelControllerDeps extends WorkloadOptions, Omit<RouteOptions,
   /** A version's figures at the gateways over a span, for spec.rollout's analysis. */
   figures: FiguresOf;
 }
-
-const isConflict = (e: unknown) => e instanceof ConflictError;
 
 /**
  * Model → checked settings → runtime (Deployment + Service) → routes → status. Level-triggered:
@@ -200,7 +198,7 @@ export class ModelReconciler implements Reconciler {
       await this.status.write(model, (m, now) => nameTakenStatus(m, holder, now));
       return { requeueAfterMs: this.owners.recheckMs(holder) };
     }
-    this.owners.admitted(key);
+    this.owners.forget(key);
     const unplaced =
       this.workloads.gatewayOf(model) === 'sidecar' ? this.deps.sidecarPlacement?.(ref.namespace) : undefined;
     if (unplaced !== undefined) {

@@ -6,7 +6,7 @@ import {
 } from '../../../common/resources/model.js';
 import type { EventRecorder } from '../../events.js';
 import { withConflictRetry } from '../../framework/controller.js';
-import { ConflictError, type ResourceSource } from '../../framework/resource-source.js';
+import { isConflict, type ResourceSource } from '../../framework/resource-source.js';
 import type { ModelNames } from './names.js';
 
 /**
@@ -36,7 +36,7 @@ export class StatusWriter {
       model,
       () => this.models.read(ref),
       (m) => this.models.updateStatus({ ...m, status: withName(m, new Date()) }),
-      (e) => e instanceof ConflictError,
+      isConflict,
     );
     if (!written || before?.phase === status.phase) return;
     const ready = status.conditions?.find((c) => c.type === 'Ready');

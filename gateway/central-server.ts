@@ -6,7 +6,8 @@ import { sendError } from './http/errors.js';
 import { createOperationsServer } from './http/operations.js';
 import { createHttpServer, listenOn, type GatewayServer } from './server.js';
 import type { GatewayServices } from './services.js';
-import type { V2Handler } from './v2/router.js';
+import type { V2Context } from './v2/endpoint.js';
+import { createV2Handler } from './v2/router.js';
 
 export interface CentralGateway extends GatewayServer {
   /** Where `/metrics` is served when the config gives it a port of its own (bound by `listen`). */
@@ -18,7 +19,7 @@ export interface CentralGateway extends GatewayServer {
  * `/events/...` and `/v2/...` are handled by raw handlers (no Express routing on the hot path);
  * everything else goes to the Express app. With `metricsPort`, `/metrics` is served there alone.
  */
-export function createGatewayServer(s: GatewayServices, v2: V2Handler): CentralGateway {
+export function createGatewayServer(s: GatewayServices, v2: V2Context): CentralGateway {
   const traffic = createTraffic(s, v2);
   const metricsPort = s.config.metricsPort;
   if (metricsPort === undefined) return { ...traffic, metricsAddress: () => undefined };
@@ -40,19 +41,24 @@ export function createGatewayServer(s: GatewayServices, v2: V2Handler): CentralG
   };
 }
 
-function createTraffic(s: GatewayServices, v2: V2Handler): GatewayServer {
+function createTraffic(s: GatewayServices, core: V2Context): GatewayServer {
   const events = createEventsHandler(s);
   const app = createApp(s);
-  return createHttpServer(s, (req, res, path) => {
-    const first = path.segments[0];
-    if (first === 'events') {
-      events(req, res, path);
-    } else if (first === 'v2') {
-      res.once('finish', () => s.metrics.request('v2', res.statusCode, moduleOf(req)));
-      Promise.resolve(v2(req, res, path)).catch((err: unknown) => sendError(res, err, s.log));
-    } else {
-      res.once('finish', () => s.metrics.request('management', res.statusCode, 'none'));
-      app(req, res);
-    }
-  });
+  const v2 = createV2Handler(core);
+  return createHttpServer(
+    s,
+    (req, res, path) => {
+      const first = path.segments[0];
+      if (first === 'events') {
+        events(req, res, path);
+      } else if (first === 'v2') {
+        res.once('finish', () => s.metrics.request('v2', res.statusCode, moduleOf(req)));
+        Promise.resolve(v2(req, res, path)).catch((err: unknown) => sendError(res, err, s.log));
+      } else {
+        res.once('finish', () => s.metrics.request('management', res.statusCode, 'none'));
+        app(req, res);
+      }
+    },
+    core,
+  );
 }

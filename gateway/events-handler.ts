@@ -16,6 +16,8 @@ import type { HeldKind } from './http/held-memory.js';
 import { noteRefusal } from './auth/refusals.js';
 import type { GatewayServices } from './services.js';
 import type { Inference } from './v2/inference.js';
+import { restAnswer } from './v2/answer-sink.js';
+import { restBody } from './v2/infer-body.js';
 
 /**
  * The hot path for `/events/...`: key check, routing and admission, limits and usage, proxy. No Express and
@@ -155,14 +157,11 @@ class EventsCall {
       // A model published as a workflow service gets the V2 request checks before it is sent on.
       res.setHeader('x-request-id', requestId);
       const { model, workflow, routed } = target.inference;
-      answered = this.inference.workflow(req, res, {
-        model,
-        workflow,
-        routed,
-        grant,
-        requestId,
-        query: this.path.query,
-      });
+      answered = this.inference.workflow(
+        { head: req, model, workflow, routed, grant, requestId, query: this.path.query },
+        restBody(req),
+        restAnswer(res, s.heldMemory, grant.owner),
+      );
     } else {
       answered = this.forward(target, grant);
     }

@@ -11,6 +11,7 @@ import { rawErrorResponse, sendError } from './http/errors.js';
 import { normalisePath, type NormalisedPath } from './routing/normalise.js';
 import type { GatewayServices } from './services.js';
 import type { GrpcGateway } from './grpc/server.js';
+import type { V2Context } from './v2/endpoint.js';
 import { ConnectionGate } from './http/connection-gate.js';
 import { carriesBody } from './http/read-body.js';
 import { onCallEnd } from './http/call-end.js';
@@ -26,7 +27,7 @@ export interface GatewayServer {
   listen(port: number, host: string): Promise<AddressInfo>;
   /**
    * Also answers the Open Inference Protocol's gRPC service on `port` (gateway/grpc/), through the
-   * same dispatch; resolves with the bound port.
+   * placement's V2 core; resolves with the bound port. Refused where the placement serves no V2.
    */
   listenGrpc(port: number, host: string): Promise<number>;
   /** Stops accepting, lets in-flight requests finish (up to the configured time), then closes services. */
@@ -37,11 +38,13 @@ export interface GatewayServer {
  * The HTTP shell both placements share (the central gateway in central-server.ts, the sidecar in
  * gateway/sidecar/): limits, the path normalised once and refused when it could cross from one
  * workflow, service or resource to another, errors before a request exists, the drain and the
- * graceful shutdown. `dispatch` gets every request whose path is sound.
+ * graceful shutdown. `dispatch` gets every request whose path is sound; `v2`, the placement's V2
+ * core, answers gRPC.
  */
 export function createHttpServer(
   s: GatewayServices,
   dispatch: (req: IncomingMessage, res: ServerResponse, path: NormalisedPath) => void,
+  v2?: V2Context,
 ): GatewayServer {
   const server = createServer(
     {
@@ -157,6 +160,9 @@ export function createHttpServer(
   return {
     server,
     listenGrpc(port, host) {
+      if (v2 === undefined)
+        return Promise.reject(new Error('this placement serves no V2 inference, so no gRPC'));
+      const core = v2;
       // The port is bound now and gRPC's libraries are loaded with its first connection: a model's
       // sidecar listens for gRPC in every pod, and those libraries are a sizeable part of a
       // process's memory (README, "The data plane's cost").
@@ -172,14 +178,7 @@ export function createHttpServer(
           return;
         }
         loading ??= import('./grpc/server.js').then(({ GrpcGateway }) => {
-          grpc = new GrpcGateway(dispatch, {
-            keys: s.keys,
-            admission: s.admission,
-            bodyLimitBytes: s.config.bodyLimitBytes,
-            memory: s.heldMemory,
-            requestBodyTimeoutMs: s.config.requestBodyTimeoutMs,
-            log: s.log,
-          });
+          grpc = new GrpcGateway(core);
           return grpc;
         });
         try {

@@ -15,7 +15,7 @@ import { loadGatewayConfig, webhookSettingsOf, type GatewayConfigInput } from '.
 import { createGatewayServer } from '../../gateway/central-server.js';
 import { modelsPlatformResource } from '../../gateway/platform/models/index.js';
 import { createGatewayServices } from '../../gateway/services.js';
-import { createV2Handler } from '../../gateway/v2/router.js';
+import { createV2Core } from '../../gateway/v2/core.js';
 import { manifestModels } from '../../gateway/v2/model-directory.js';
 import { OperatorManager } from '../../operator/manager.js';
 import { standaloneSources } from '../../operator/standalone-sources.js';
@@ -164,7 +164,7 @@ export function register(program: Command): void {
               ],
             ]),
         });
-        const gateway = createGatewayServer(services, createV2Handler(services, manifestModels(models)));
+        const gateway = createGatewayServer(services, createV2Core(services, manifestModels(models)));
         const address = await gateway.listen(config.port, config.host);
         const grpcPort =
           config.grpcPort === undefined ? undefined : await gateway.listenGrpc(config.grpcPort, config.host);

@@ -19,7 +19,7 @@ import { createManagement } from '../../gateway/api/management.js';
 import type { GatewayConfig } from '../../gateway/config.js';
 import { modelsPlatformResource } from '../../gateway/platform/models/index.js';
 import { createGatewayServices, type SharedServices } from '../../gateway/services.js';
-import { createV2Handler } from '../../gateway/v2/router.js';
+import { createV2Core } from '../../gateway/v2/core.js';
 import { kubeModels } from '../../gateway/v2/model-directory.js';
 import type { Logger } from '../../common/logger.js';
 
@@ -103,7 +103,7 @@ export function register(program: Command): void {
               ],
             ]),
         });
-        const gateway = createGatewayServer(services, createV2Handler(services, kubeModels(kubeConfig)));
+        const gateway = createGatewayServer(services, createV2Core(services, kubeModels(kubeConfig)));
         const address = await gateway.listen(config.port, config.host);
         const grpcPort =
           config.grpcPort === undefined ? undefined : await gateway.listenGrpc(config.grpcPort, config.host);

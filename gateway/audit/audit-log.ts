@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import type { IncomingMessage } from 'node:http';
+import type { CallHead } from '../http/call-head.js';
 import type { Redis } from 'ioredis';
 import { growingLru } from '../../common/growing-lru.js';
 import { z } from 'zod';
@@ -66,7 +66,7 @@ export interface AuditRecord {
   key?: { name?: string | undefined; start?: string | undefined };
   owner: string;
   actor: string;
-  req?: IncomingMessage;
+  req?: CallHead;
   detail?: Record<string, string | number>;
 }
 
@@ -265,7 +265,7 @@ export class AuditLog {
   refused(
     grant: { id: string; owner: string; name?: string | undefined },
     code: string,
-    req: IncomingMessage,
+    req: CallHead,
     nowMs = Date.now(),
   ): void {
     const last = this.refusals.get(grant.id);
@@ -289,7 +289,7 @@ export class AuditLog {
   private recordRefusal(
     grant: { id: string; owner: string; name?: string | undefined },
     code: string,
-    how: { unrecorded: number; via?: 'sidecar'; req?: IncomingMessage },
+    how: { unrecorded: number; via?: 'sidecar'; req?: CallHead },
     nowMs: number,
   ): void {
     const detail: Record<string, string | number> = { code };

@@ -1,4 +1,4 @@
-import type { IncomingMessage } from 'node:http';
+import type { CallHead } from '../http/call-head.js';
 import { parseKey } from '../../common/apikey/format.js';
 import { TollgateError, type ErrorCode } from '../../common/errors.js';
 import type { Module } from '../../common/resources/grant.js';
@@ -26,7 +26,7 @@ export interface PresentedKey {
  * The request's one Authorization header. Node keeps the first of several, and a proxy in front
  * may keep another: two are refused, so no two hops ever read different keys from one request.
  */
-export function authorizationOf(req: IncomingMessage): string | undefined {
+export function authorizationOf(req: CallHead): string | undefined {
   const raw = req.rawHeaders;
   let seen = 0;
   for (let i = 0; i < raw.length; i += 2) {

@@ -1,4 +1,4 @@
-import type { IncomingMessage } from 'node:http';
+import type { CallHead } from '../http/call-head.js';
 import type { Redis } from 'ioredis';
 import { hashKey } from '../../common/apikey/format.js';
 import { TollgateError } from '../../common/errors.js';
@@ -57,7 +57,7 @@ export class KeyChecker {
    * Resolves the grant of the request's key, or rejects with a 401 (credentials), a 403 (a client
    * address outside the key's allowlist) or a 503 (Redis) TollgateError.
    */
-  check(req: IncomingMessage): Promise<KeyGrant> | KeyGrant {
+  check(req: CallHead): Promise<KeyGrant> | KeyGrant {
     const { key } = parseAuthorizationHeader(authorizationOf(req));
     const hash = hashKey(key);
     // A cached grant is only trusted while the command connection is up too: when Redis is down,
@@ -119,14 +119,14 @@ export class KeyChecker {
     };
   }
 
-  private admitted(entry: CachedGrant, req: IncomingMessage): KeyGrant {
+  private admitted(entry: CachedGrant, req: CallHead): KeyGrant {
     const refusal = this.refusal(entry, req);
     if (refusal === undefined) return entry.grant;
     this.onRefused(entry.grant, refusal.code, req);
     throw refusal;
   }
 
-  private refusal(entry: CachedGrant, req: IncomingMessage): TollgateError | undefined {
+  private refusal(entry: CachedGrant, req: CallHead): TollgateError | undefined {
     const { grant } = entry;
     if (Date.now() >= entry.expiresAtMs) {
       if (grant.rolledTo !== undefined) {

@@ -11,12 +11,11 @@ import type {
 } from './protocol.js';
 
 /**
- * The gRPC messages of the Open Inference Protocol as the V2 REST calls the gateway already
- * checks and sends on, in the binary tensor extension's layout both ways: a ModelInferRequest
- * becomes a request whose every input is raw (what tritonclient.grpc sends anyway), asking for
- * every output raw, so the same validator, versions, fallback and metrics apply to both and the
- * answer is read within REST's bounds; its raw outputs become the ModelInferResponse's
- * raw_output_contents, as Triton and MLServer answer.
+ * The gRPC messages of the Open Inference Protocol as the V2 core takes and gives them: a
+ * ModelInferRequest becomes a request in the binary tensor extension's layout whose every input is
+ * raw (what tritonclient.grpc sends anyway), so the same validator checks both protocols and
+ * translates the tensors once; the runtime's JSON answer, read once, becomes the
+ * ModelInferResponse with every output in raw_output_contents, as Triton and MLServer answer.
  */
 
 const DATATYPES: ReadonlySet<string> = new Set(V2_DATATYPES);
@@ -69,6 +68,7 @@ function grpcParameters(json: unknown): InferParameters {
   const out: InferParameters = {};
   if (typeof json !== 'object' || json === null || Array.isArray(json)) return out;
   for (const [name, v] of Object.entries(json as Record<string, unknown>)) {
+    if (FRAMING_PARAMETERS.has(name)) continue;
     if (typeof v === 'boolean') out[name] = { parameter_choice: 'bool_param', bool_param: v };
     else if (typeof v === 'string') out[name] = { parameter_choice: 'string_param', string_param: v };
     else if (typeof v === 'number' && Number.isSafeInteger(v))
@@ -141,8 +141,7 @@ export function inferRequestBody(request: ModelInferRequest): { body: Buffer; he
       parameters: { ...parametersJson(input.parameters), binary_data_size: bytes.length },
     };
   });
-  // Every output raw: REST encodes them within its bounds, and they are already what gRPC carries.
-  const parameters = { ...parametersJson(request.parameters), binary_data_output: true };
+  const parameters = parametersJson(request.parameters);
   const header = Buffer.from(
     JSON.stringify({
       ...(request.id === '' ? {} : { id: request.id }),
@@ -176,38 +175,38 @@ const shapeOf = (v: unknown): number[] => (Array.isArray(v) ? v.filter((n) => ty
 const unreadable = (message: string): TollgateError => new TollgateError('model_failed', message);
 
 /**
- * The REST answer to `inferRequestBody`'s request (its JSON header, then every output's raw bytes
- * in order) as a ModelInferResponse. An output left in JSON is one whose values its datatype
- * cannot carry raw (REST could not encode it): the runtime's answer is wrong, and it is refused
- * rather than sent with values changed.
+ * The runtime's JSON answer as a ModelInferResponse, every output's values as raw bytes of its
+ * datatype. An output whose values its datatype cannot carry raw (or that has none) means the
+ * runtime's answer is wrong: it is refused rather than sent with values changed.
  */
-export function inferResponse(body: Buffer, headerLength: number | undefined): ModelInferResponse {
+export function inferResponse(json: Buffer): ModelInferResponse {
   let answer: unknown;
   try {
-    answer = JSON.parse(body.subarray(0, headerLength ?? body.length).toString('utf8'));
+    answer = JSON.parse(json.toString('utf8'));
   } catch {
     throw unreadable("the runtime's answer is not valid JSON (cut short?); see the runtime's logs");
   }
   if (!isObject(answer)) throw unreadable("the runtime's answer is not a V2 inference response");
   const outputs = (Array.isArray(answer.outputs) ? answer.outputs : []) as unknown[];
   const raw: Buffer[] = [];
-  let offset = headerLength ?? body.length;
   const described = outputs.map((output) => {
-    const o: JsonTensor = isObject(output) ? output : {};
-    const { binary_data_size: size, ...parameters } = isObject(o.parameters) ? o.parameters : {};
+    const o: JsonTensor & { data?: unknown } = isObject(output) ? output : {};
     const name = String(o.name ?? '');
-    if (typeof size !== 'number' || offset + size > body.length) {
+    const bytes =
+      Array.isArray(o.data) && DATATYPES.has(String(o.datatype))
+        ? encodeTensor(String(o.datatype) as V2Datatype, o.data, o.parameters)
+        : undefined;
+    if (bytes === undefined) {
       throw unreadable(
         `the runtime's output '${name}' holds values its datatype ${String(o.datatype)} cannot carry; see the model`,
       );
     }
-    raw.push(body.subarray(offset, offset + size));
-    offset += size;
+    raw.push(bytes);
     return {
       name,
       datatype: String(o.datatype ?? ''),
       shape: shapeOf(o.shape),
-      parameters: grpcParameters(parameters),
+      parameters: grpcParameters(o.parameters),
     };
   });
   return {

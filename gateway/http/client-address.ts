@@ -1,4 +1,4 @@
-import type { IncomingMessage } from 'node:http';
+import type { CallHead } from './call-head.js';
 import { isIPv4, isIPv6 } from 'node:net';
 import { CidrAllowlist } from '../../common/net/cidr.js';
 
@@ -19,7 +19,7 @@ export const NO_PROXIES: ProxyTrust = { hops: 0, proxies: new CidrAllowlist([]) 
  * The client's address as far as the gateway can trust it: the connection's peer; while that peer
  * (and each proxy before it, up to `hops`) is a trusted proxy, the X-Forwarded-For entry it added.
  */
-export function clientAddress(req: IncomingMessage, trust: ProxyTrust): string | undefined {
+export function clientAddress(req: CallHead, trust: ProxyTrust): string | undefined {
   let address = req.socket.remoteAddress;
   if (trust.hops === 0) return address;
   const header = req.headers['x-forwarded-for'];

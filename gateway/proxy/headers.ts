@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { IncomingMessage } from 'node:http';
+import type { CallHead } from '../http/call-head.js';
 import type { KeyGrant } from '../../common/resources/grant.js';
 import type { ProxyTrust } from '../http/client-address.js';
 import { countedUpstream } from '../auth/signed-grant.js';
@@ -7,7 +7,7 @@ import { countedUpstream } from '../auth/signed-grant.js';
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
 
 /** A caller's X-Request-Id is kept when it is a sane token, so traces join up; else a new one. */
-export function requestIdOf(req: IncomingMessage): string {
+export function requestIdOf(req: CallHead): string {
   const given = req.headers['x-request-id'];
   return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
 }
@@ -64,7 +64,7 @@ function connectionListed(value: string | string[] | undefined): Set<string> | u
 
 /** The upstream request's headers as a flat [name, value, ...] list (undici's cheapest form). */
 export function upstreamRequestHeaders(
-  req: IncomingMessage,
+  req: CallHead,
   grant: KeyGrant,
   requestId: string,
   proxies: ProxyTrust,

@@ -13,6 +13,7 @@ import { enforce, type Admission } from '../admission/admission.js';
 import { createHttpServer, type GatewayServer } from '../server.js';
 import type { GatewayServices } from '../services.js';
 import { createV2Handler } from '../v2/router.js';
+import { createV2Core } from '../v2/core.js';
 import type { V2Placement } from '../v2/access.js';
 import type { ModelDirectory } from '../v2/model-directory.js';
 import type { AppProbes } from '../../common/sidecar-probes.js';
@@ -104,7 +105,7 @@ export function createSidecar(s: GatewayServices, target: SidecarTarget, opts: S
       operations,
     };
   }
-  return { traffic: createHttpServer(s, modelDispatch(s, target, authenticate)), operations };
+  return { traffic: modelTraffic(s, target, authenticate), operations };
 }
 
 /**
@@ -147,15 +148,16 @@ export function modelSidecarPlacement(
   };
 }
 
-/** A model's sidecar: the V2 endpoints of its one model, whose runtime is the pod's MLServer. */
-function modelDispatch(
+/** A model's sidecar: the V2 endpoints of its one model (REST and gRPC), whose runtime is the pod's MLServer. */
+function modelTraffic(
   s: GatewayServices,
   target: Extract<SidecarTarget, { kind: 'model' }>,
   authenticate: Authenticate,
-): Parameters<typeof createHttpServer>[1] {
+): GatewayServer {
   const { directory, placement } = modelSidecarPlacement(s.routes, target, authenticate);
-  const v2 = createV2Handler(s, directory, placement);
-  return (req, res, path) => {
+  const core = createV2Core(s, directory, placement);
+  const v2 = createV2Handler(core);
+  const dispatch: Parameters<typeof createHttpServer>[1] = (req, res, path) => {
     res.once('finish', () => s.metrics.request('v2', res.statusCode, moduleOf(req)));
     if (path.segments[0] !== 'v2') {
       sendError(
@@ -169,4 +171,5 @@ function modelDispatch(
     }
     v2(req, res, path).catch((err: unknown) => sendError(res, err, s.log));
   };
+  return createHttpServer(s, dispatch, core);
 }

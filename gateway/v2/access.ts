@@ -1,4 +1,3 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import { TollgateError } from '../../common/errors.js';
 import type { KeyGrant } from '../../common/resources/grant.js';
 import { isModelName } from '../../common/resources/model-name.js';
@@ -7,10 +6,11 @@ import { noteRefusal, type RefusalSink } from '../auth/refusals.js';
 import type { Activator } from './activator.js';
 import type { Authenticate } from '../auth/authenticate.js';
 import { noteModule } from '../http/call-module.js';
-import { enterCall } from '../http/call-slot.js';
+import type { CallHead } from '../http/call-head.js';
 import type { RuntimeAddress } from '../routing/route-table.js';
 import type { GatewayServices } from '../services.js';
 import { warmed, type ModelRouteLookup } from './activation.js';
+import type { V2Call } from './endpoint.js';
 import type { ModelDirectory, ModelInfo } from './model-directory.js';
 import { checkVersionExists, chooseVersion, notReady, type Chosen, type VersionWanted } from './versions.js';
 
@@ -32,7 +32,7 @@ export const centralPlacement = (s: GatewayServices): V2Placement => ({
 /** What the access checks use of the gateway's services (a unit test passes fakes). */
 export interface AccessServices {
   /** Who may call which model, at what price (admission/admission.ts). */
-  admission: Pick<Admission, 'scope' | 'claim' | 'lists' | 'price' | 'spend' | 'enter'>;
+  admission: Pick<Admission, 'scope' | 'claim' | 'lists' | 'price' | 'spend'>;
   refused: RefusalSink;
   activator: Pick<Activator, 'hold' | 'firstReady'>;
 }
@@ -62,9 +62,9 @@ export class ModelAccess {
   ) {}
 
   /** The caller's grant, noted on the call for the request metric's module label. */
-  async authenticate(req: IncomingMessage): Promise<KeyGrant> {
-    const grant = await this.placement.authenticate(req);
-    noteModule(req, grant.module);
+  async authenticate(head: CallHead): Promise<KeyGrant> {
+    const grant = await this.placement.authenticate(head);
+    noteModule(head, grant.module);
     return grant;
   }
 
@@ -73,17 +73,12 @@ export class ModelAccess {
   }
 
   /** The models this caller may call, by name, with whether each has a ready replica now. */
-  async callableModels(
-    req: IncomingMessage,
-    res: ServerResponse,
-    endpoint: string,
-  ): Promise<CallableModel[]> {
-    const grant = await this.authenticate(req);
-    await this.refusalsNoted(grant, req, async () => {
+  async callableModels(grant: KeyGrant, call: V2Call, endpoint: string): Promise<CallableModel[]> {
+    await this.refusalsNoted(grant, call.head, async () => {
       const target: Target = { kind: 'models' };
       enforce(this.s.admission.scope(grant, target));
-      enterCall(this.s.admission, grant, req, res);
-      await this.s.admission.spend(grant, 1, `${req.method ?? 'GET'} ${endpoint}`);
+      call.holdSlot(grant);
+      await this.s.admission.spend(grant, 1, `${call.head.method ?? 'GET'} ${endpoint}`);
     });
     const mine = (await this.models.list())
       .filter((m) => this.s.admission.lists(grant, m))
@@ -105,41 +100,40 @@ export class ModelAccess {
   }
 
   /**
-   * The caller's grant and the runtime of a model it may call; 403, 404, 429 or 503 with the
-   * reason otherwise. A version scaled to zero is woken and waited for unless `want.wake` is false
-   * (then the address comes back `cold`).
+   * The runtime of a model the caller's grant may call; 403, 404, 429 or 503 with the reason
+   * otherwise. A version scaled to zero is woken and waited for unless `want.wake` is false (then
+   * the address comes back `cold`).
    */
   async authorised(
-    req: IncomingMessage,
-    res: ServerResponse,
+    grant: KeyGrant,
+    call: V2Call,
     model: string,
     want: VersionWanted,
-  ): Promise<{ grant: KeyGrant; runtime: RuntimeAddress }> {
-    const grant = await this.authenticate(req);
+  ): Promise<RuntimeAddress> {
     if (!isModelName(model)) {
       throw new TollgateError(
         'model_not_found',
         `no model named '${model}'; model names look like model-<id>`,
       );
     }
-    return this.refusalsNoted(grant, req, async () => {
+    return this.refusalsNoted(grant, call.head, async () => {
       const target: Target = { kind: 'model', model };
       const found = await this.runtimeFor(target, grant, want);
       // Inference (the calls a traffic split applies to) spends the model's price.
       const cost = this.s.admission.price(target, want.split);
       // Its owner's slot is held from here to the answer, the wait for a cold model included.
-      enterCall(this.s.admission, grant, req, res);
-      await this.s.admission.spend(grant, cost, `${req.method ?? 'GET'} /v2/models/${model}`);
-      return { grant, runtime: await this.warm(model, want, found) };
+      call.holdSlot(grant);
+      await this.s.admission.spend(grant, cost, `${call.head.method ?? 'GET'} /v2/models/${model}`);
+      return this.warm(model, want, found);
     });
   }
 
   /** A refusal (403, 429) of a key that exists is a key event: audited and counted. */
-  private async refusalsNoted<T>(grant: KeyGrant, req: IncomingMessage, step: () => Promise<T>): Promise<T> {
+  private async refusalsNoted<T>(grant: KeyGrant, head: CallHead, step: () => Promise<T>): Promise<T> {
     try {
       return await step();
     } catch (err) {
-      noteRefusal(this.s.refused, grant, err, req);
+      noteRefusal(this.s.refused, grant, err, head);
       throw err;
     }
   }

@@ -1,6 +1,4 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
-import { finished, Transform } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
+import { Transform } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import { TollgateError } from '../../common/errors.js';
 import { modelAccount, teamOfSource, type KeyGrant } from '../../common/resources/grant.js';
@@ -11,11 +9,13 @@ import type { ModelCall } from '../metrics.js';
 import { SHADOW_MAX_BYTES, ShadowTraffic, type ServedCall } from './shadow/shadow-traffic.js';
 import type { GatewayServices } from '../services.js';
 import { workflowRuntime } from './activation.js';
-import { BINARY_EXPANSION, decodeBinaryRequest, encodeBinaryResponse } from './binary-tensors.js';
+import { BINARY_EXPANSION, decodeBinaryRequest } from './binary-tensors.js';
 import { decoded } from './answer-decoding.js';
-import { checkContentType, readLimited } from './http.js';
-import { readBody } from '../http/read-body.js';
-import type { HeldKind, Hold } from '../http/held-memory.js';
+import type { AnswerSink } from './answer-sink.js';
+import { readLimited } from './http.js';
+import type { HeldKind } from '../http/held-memory.js';
+import type { CallHead } from '../http/call-head.js';
+import { headerValue, type InferBody, type InferRequestBytes } from './infer-body.js';
 import { RuntimeClient } from './runtime-client.js';
 import { runtimeError } from './runtime-errors.js';
 import { validateInferRequest, type BinaryOutputs } from './validate-infer.js';
@@ -28,8 +28,6 @@ const MAX_ERROR_BODY = 256 * 1024;
 const HELD_BODY: HeldKind = {
   advice: 'wait for some of your calls to be answered before sending more large bodies',
 };
-/** An answer re-encoded with binary outputs, held until it has left the process. */
-const UNREAD_ANSWER: HeldKind = { advice: 'read your answers as they come' };
 
 /**
  * What a call keeps of itself as it goes, when its model logs it (gateway/v2/payload-log) or a
@@ -73,6 +71,8 @@ function keepCopy(captured: Captured, max: number): Transform {
 
 /** One inference call, its caller admitted and its runtime chosen. */
 export interface InferCall {
+  /** What the runtime's headers are made of (REST's request, or a gRPC call's metadata). */
+  head: CallHead;
   model: string;
   runtime: RuntimeAddress;
   grant: KeyGrant;
@@ -114,7 +114,8 @@ interface Attempt {
  * runtime and answers with the runtime's response or its error in the V2 shape; measures it.
  * A canary the traffic split drew that fails the call hands it to the default version (the caller
  * asked for the model, not the canary); a shadow version gets a copy once the caller has its
- * answer. The entry has set the response's x-request-id.
+ * answer. The entry reads the body (`InferBody`), takes the answer (`AnswerSink`), and sends the
+ * errors this throws in its own form.
  */
 export class Inference {
   private readonly shadows: ShadowTraffic;
@@ -127,15 +128,15 @@ export class Inference {
   }
 
   /** A workflow's call: to the version the traffic split draws, held while the model is at zero. */
-  async workflow(req: IncomingMessage, res: ServerResponse, call: WorkflowInferCall): Promise<number> {
+  async workflow(call: WorkflowInferCall, body: InferBody, sink: AnswerSink): Promise<number> {
     const { routed, workflow, ...rest } = call;
     const lookup = (m: string) => this.s.routes.model(m);
     const runtime = await workflowRuntime(this.s.activator, lookup, call.model, workflow, routed);
-    return this.infer(req, res, { ...rest, runtime });
+    return this.infer({ ...rest, runtime }, body, sink);
   }
 
   /** Resolves with the status the client got. */
-  async infer(req: IncomingMessage, res: ServerResponse, call: InferCall): Promise<number> {
+  async infer(call: InferCall, requestBody: InferBody, sink: AnswerSink): Promise<number> {
     const { s } = this;
     const route = await this.routeOf(call.model);
     const logging = route?.route.logging;
@@ -166,7 +167,8 @@ export class Inference {
       attempt = this.begin(call, fallback);
     };
     try {
-      const body = await this.read(req, held, captured);
+      const body = await requestBody(held, s.config.bodyLimitBytes);
+      if (captured !== undefined) captured.request = body.raw;
       let metadata: ModelMetadata;
       try {
         metadata = await this.metadataOf(call, attempt);
@@ -188,23 +190,23 @@ export class Inference {
       }
       let answer: Dispatcher.ResponseData;
       try {
-        answer = await this.send(req, call, attempt, checked);
+        answer = await this.send(call, attempt, checked, sink);
       } catch (err) {
         fallBack(err);
-        answer = await this.send(req, call, attempt, checked);
+        answer = await this.send(call, attempt, checked, sink);
       }
       if (canary !== undefined) {
         this.figure(account, canary.attempt, true);
         s.metrics.fallback(call.model, canary.attempt.runtime.version ?? '', canary.code);
       }
-      const status = await this.deliver(res, answer, checked, captured, call.grant.owner);
+      const status = await this.deliver(sink, answer, checked, captured);
       this.ended(call, attempt, status);
       this.figure(account, attempt, false);
       outcome = { status };
       if (shadow !== undefined && shadow.shadow.name !== attempt.runtime.version) {
         copied = true;
         this.shadows.copy(
-          req,
+          call.head,
           shadow,
           this.served(call, attempt, checked, captured),
           attempt.runtime.grantAudience,
@@ -287,35 +289,9 @@ export class Inference {
     }
   }
 
-  /**
-   * Reads the request (bounded, and held in the replica's budget: what it declares at once, the
-   * rest as it comes); the binary tensor extension (tritonclient's default) is a JSON header and
-   * raw bytes.
-   */
-  private async read(
-    req: IncomingMessage,
-    held: Hold,
-    captured: Captured | undefined,
-  ): Promise<{ raw: Buffer; binaryHeader: string | undefined }> {
-    const binaryHeader = headerValue(req.headers['inference-header-content-length']);
-    checkContentType(req, binaryHeader !== undefined);
-    const limit = this.s.config.bodyLimitBytes;
-    const declared = Number(req.headers['content-length']);
-    // Refused before a byte of the body is kept, when its length says it will not fit. The
-    // connection stays: Node reads the rest of the body and drops it (no more than the limit), so
-    // the client, still sending, reads the 429 instead of a reset, and may retry on it.
-    if (Number.isSafeInteger(declared) && declared > 0 && declared <= limit) {
-      const refused = held.reserve(declared);
-      if (refused !== undefined) throw refused;
-    }
-    const raw = await readBody(req, limit, (bytes) => held.take(bytes));
-    if (captured !== undefined) captured.request = raw;
-    return { raw, binaryHeader };
-  }
-
   /** Checks the request against the model's metadata before anything is decoded; a binary body is translated once. */
   private check(
-    { raw, binaryHeader }: { raw: Buffer; binaryHeader: string | undefined },
+    { raw, binaryHeader }: InferRequestBytes,
     metadata: ModelMetadata,
     captured: Captured | undefined,
   ): Checked {
@@ -333,22 +309,23 @@ export class Inference {
 
   /** The runtime's 200 answer, its head read; any other answer as the V2 error it stands for. */
   private async send(
-    req: IncomingMessage,
     call: InferCall,
     attempt: Attempt,
     checked: Checked,
+    sink: AnswerSink,
   ): Promise<Dispatcher.ResponseData> {
     const sentAt = performance.now();
     let answer: Dispatcher.ResponseData;
     try {
       answer = await this.runtimes.infer(
-        req,
-        // Binary outputs are re-encoded here, so the gateway reads that answer: asked uncompressed.
+        call.head,
+        // An answer made whole here (binary outputs re-encoded, or taken whole by the entry) is
+        // read by the gateway: asked uncompressed.
         {
           grant: call.grant,
           requestId: call.requestId,
           runtime: attempt.runtime,
-          plain: checked.binaryOutputs !== undefined,
+          plain: wantsWhole(sink, checked),
         },
         call.model,
         call.query,
@@ -377,26 +354,25 @@ export class Inference {
     throw err;
   }
 
-  /** Passes the 200 answer on (binary outputs re-encoded as asked), keeping a copy if the call is captured. */
+  /** Passes the 200 answer on (whole when it is re-encoded or the entry wants it so), keeping a copy if the call is captured. */
   private async deliver(
-    res: ServerResponse,
+    sink: AnswerSink,
     answer: Dispatcher.ResponseData,
     checked: Checked,
     captured: Captured | undefined,
-    owner: string,
   ): Promise<number> {
     const limit = this.s.config.bodyLimitBytes;
-    if (checked.binaryOutputs !== undefined) {
-      // Made whole here and sent to a client that may not read it: held until it has left the
-      // process (written to the socket) or the connection is gone. finished() also calls back for
-      // a response whose client left before this point, which no 'close' listener would hear.
-      const unread = this.s.heldMemory.hold(owner, UNREAD_ANSWER);
-      finished(res, () => unread.release());
-      return sendBinaryOutputs(res, answer, checked.binaryOutputs, limit, captured, unread);
+    const headers = runtimeAnswerHeaders(answer.headers);
+    if (sink.stream === undefined || wantsWhole(sink, checked)) {
+      const json = await wholeAnswer(answer, limit);
+      if (captured !== undefined) captured.response = json;
+      delete headers['content-encoding'];
+      delete headers['content-length'];
+      sink.whole(headers, json, checked.binaryOutputs);
+      return 200;
     }
-    res.writeHead(200, runtimeAnswerHeaders(answer.headers));
     if (captured === undefined) {
-      await pipeline(answer.body, res);
+      await sink.stream(headers, answer.body);
       return 200;
     }
     const encoding = answer.headers['content-encoding'];
@@ -404,7 +380,7 @@ export class Inference {
     // A shadow compares whole answers; a log line keeps at most payloadLogMaxBodyBytes of one.
     const logMax = this.s.config.payloadLogMaxBodyBytes;
     const keep = captured.shadowed ? Math.max(SHADOW_MAX_BYTES, logMax) : logMax;
-    await pipeline(answer.body, keepCopy(captured, keep), res);
+    await sink.stream(headers, answer.body, keepCopy(captured, keep));
     return 200;
   }
 
@@ -469,19 +445,13 @@ export class Inference {
     }
   }
 }
-/**
- * The runtime's JSON answer, with the outputs the client asked for in binary moved into raw bytes
- * after the JSON header (`Inference-Header-Content-Length` says where the header ends).
- */
-async function sendBinaryOutputs(
-  res: ServerResponse,
-  answer: Dispatcher.ResponseData,
-  wanted: BinaryOutputs,
-  limit: number,
-  captured: Captured | undefined,
-  unread: Hold,
-): Promise<number> {
-  // Re-encoding needs the whole answer: one past the limit is refused, never sent cut short.
+/** Whether the answer is made whole before it goes: binary outputs to re-encode, or an entry that converts it. */
+function wantsWhole(sink: AnswerSink, checked: Checked): boolean {
+  return sink.stream === undefined || checked.binaryOutputs !== undefined;
+}
+
+/** The runtime's whole JSON answer, as its client would read it; one past the limit is refused, never sent cut short. */
+async function wholeAnswer(answer: Dispatcher.ResponseData, limit: number): Promise<Buffer> {
   const tooLarge = new TollgateError(
     'model_answer_too_large',
     `the model's answer is larger than the gateway's body limit (${limit} bytes); ask for fewer rows or outputs at a time`,
@@ -496,28 +466,5 @@ async function sendBinaryOutputs(
       'model_failed',
       `the model answered in an encoding the gateway cannot read (${json.encoding})`,
     );
-  if (captured !== undefined) captured.response = json;
-  const encoded = encodeBinaryResponse(json, wanted);
-  const refused = unread.take(json.length + (encoded?.body.length ?? 0));
-  if (refused !== undefined) throw refused;
-  const headers = runtimeAnswerHeaders(answer.headers);
-  delete headers['content-encoding'];
-  if (encoded === undefined) {
-    res.writeHead(200, { ...headers, 'content-length': String(json.length) });
-    res.end(json);
-    return 200;
-  }
-  res.writeHead(200, {
-    ...headers,
-    'content-type': 'application/octet-stream',
-    'content-length': String(encoded.body.length),
-    'inference-header-content-length': String(encoded.headerLength),
-  });
-  res.end(encoded.body);
-  return 200;
-}
-
-/** A header's one value (Node and undici give a repeated header as an array). */
-function headerValue(value: string | string[] | undefined): string | undefined {
-  return Array.isArray(value) ? value.join(',') : value;
+  return json;
 }

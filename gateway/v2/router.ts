@@ -1,9 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { enterCall } from '../http/call-slot.js';
 import { requestIdOf } from '../proxy/headers.js';
 import type { NormalisedPath } from '../routing/normalise.js';
-import type { GatewayServices } from '../services.js';
-import { centralPlacement, ModelAccess, type V2Placement } from './access.js';
-import type { ModelTarget, V2Context } from './endpoint.js';
+import type { V2Call, V2Context } from './endpoint.js';
 import { health } from './endpoints/health.js';
 import { modelInfer } from './endpoints/model-infer.js';
 import { modelMetadata } from './endpoints/model-metadata.js';
@@ -12,8 +11,6 @@ import { listModels } from './endpoints/models.js';
 import { repositoryIndex } from './endpoints/repository-index.js';
 import { serverMetadata } from './endpoints/server-metadata.js';
 import { matchV2 } from './paths.js';
-import type { ModelDirectory } from './model-directory.js';
-import { RuntimeClient } from './runtime-client.js';
 
 /**
  * The V2 (Open Inference Protocol) endpoints on the gateway's root, one file each in endpoints/:
@@ -28,43 +25,33 @@ import { RuntimeClient } from './runtime-client.js';
  * with `/versions/<v>` after `<m>` for one version. Model endpoints need a platform key whose roles
  * allow inference (`models:inference`, `editor`) or a bda key for the model's workflow (access.ts).
  * The same inference is reachable as a workflow service (the events router's inference target),
- * through the same Inference service.
+ * and over gRPC (gateway/grpc/), through the same core (core.ts).
  */
 export type V2Handler = (req: IncomingMessage, res: ServerResponse, path: NormalisedPath) => Promise<void>;
 
-export function createV2Handler(
-  s: GatewayServices,
-  models: ModelDirectory,
-  placement: V2Placement = centralPlacement(s),
-): V2Handler {
-  const runtimes = new RuntimeClient(s);
-  const ctx: V2Context = {
-    s,
-    access: new ModelAccess(s, models, placement),
-    inference: s.inference,
-    runtimes,
-  };
+export function createV2Handler(ctx: V2Context): V2Handler {
   return async (req, res, path) => {
     const requestId = requestIdOf(req);
     // Set once, here: every answer carries it, the runtime's own is dropped (answer-headers.ts).
     res.setHeader('x-request-id', requestId);
+    const call: V2Call = {
+      head: req,
+      requestId,
+      query: path.query,
+      holdSlot: (grant) => enterCall(ctx.s.admission, grant, req, res),
+    };
     const route = matchV2(path.segments);
     switch (route.endpoint) {
       case 'server':
-        return serverMetadata(ctx, req, res, undefined);
+        return serverMetadata(ctx, req, res, call);
       case 'health':
         return health(ctx, req, res, route.which);
       case 'models':
-        return listModels(ctx, req, res, undefined);
+        return listModels(ctx, req, res, call);
       case 'repository-index':
-        return repositoryIndex(ctx, req, res, undefined);
+        return repositoryIndex(ctx, req, res, call);
       default: {
-        const target: ModelTarget = {
-          model: route.model,
-          version: route.version,
-          requestId,
-          query: path.query,
-        };
+        const target = { model: route.model, version: route.version, call };
         if (route.endpoint === 'model-metadata') return modelMetadata(ctx, req, res, target);
         if (route.endpoint === 'model-ready') return modelReady(ctx, req, res, target);
         return modelInfer(ctx, req, res, target);

@@ -1,4 +1,4 @@
-import type { IncomingMessage } from 'node:http';
+import type { CallHead } from '../http/call-head.js';
 import type { Dispatcher } from 'undici';
 import type { KeyGrant } from '../../common/resources/grant.js';
 import { headersPerTry, withSignedGrant } from '../auth/signed-grant.js';
@@ -28,7 +28,7 @@ export class RuntimeClient {
   constructor(private readonly s: RuntimeServices) {}
 
   /** Whether the runtime says the model is ready: a refused connection is "not ready" now. */
-  async ready(req: IncomingMessage, call: RuntimeCall, model: string): Promise<boolean> {
+  async ready(req: CallHead, call: RuntimeCall, model: string): Promise<boolean> {
     const path = `${call.runtime.basePath}/v2/models/${model}/ready`;
     try {
       const headers = await headersPerTry(() => this.headers(req, call, 'GET', path));
@@ -50,7 +50,7 @@ export class RuntimeClient {
    * extension), so the client's length and framing headers no longer apply.
    */
   async infer(
-    req: IncomingMessage,
+    req: CallHead,
     call: RuntimeCall,
     model: string,
     query: string,
@@ -79,12 +79,7 @@ export class RuntimeClient {
   }
 
   /** A try's headers: behind a sidecar, with the grant signed for this try (headersPerTry). */
-  private headers(
-    req: IncomingMessage,
-    call: RuntimeCall,
-    method: string,
-    target: string,
-  ): Promise<string[]> {
+  private headers(req: CallHead, call: RuntimeCall, method: string, target: string): Promise<string[]> {
     return withSignedGrant(
       this.s.grantSigner,
       upstreamRequestHeaders(req, call.grant, call.requestId, this.s.proxies),

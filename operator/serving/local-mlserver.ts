@@ -140,6 +140,7 @@ export class LocalMlserverDriver implements RuntimeDriver {
       readyReplicas: run.ready ? 1 : 0,
       url: run.url,
       ...(run.process?.metricsUrl === undefined ? {} : { metricsUrl: run.process.metricsUrl }),
+      ...(run.process?.grpcAddress === undefined ? {} : { grpcAddress: run.process.grpcAddress }),
       rollingOut: !run.ready && run.failure === undefined,
       ...(run.failure === undefined ? {} : { failure: run.failure }),
     };

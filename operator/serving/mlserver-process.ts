@@ -43,6 +43,8 @@ export class MlserverProcess {
   url: string;
   /** MLServer's own Prometheus metrics, once spawned (a new port on each restart). */
   metricsUrl: string | undefined;
+  /** Its own gRPC service (host:port), once spawned (a new port on each restart). */
+  grpcAddress: string | undefined;
   private proc: ChildProcess | undefined;
   private tail: string[] = [];
   private restarts = 0;
@@ -71,6 +73,7 @@ export class MlserverProcess {
     // Stopped while the ports were found: never spawn a process nobody will stop.
     if (this.stopped) return;
     this.metricsUrl = `http://${opts.host}:${metricsPort}/metrics`;
+    this.grpcAddress = `${opts.host}:${grpcPort}`;
     const proc = spawn(opts.mlserver, ['start', opts.folder], {
       cwd: opts.cwd,
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -47,6 +47,8 @@ export interface RuntimeState {
   rollingOut: boolean;
   /** Where the runtime's own Prometheus metrics are, when a driver knows (standalone MLServer). */
   metricsUrl?: string;
+  /** Where the runtime's own gRPC service answers (host:port), when a driver knows (standalone MLServer). */
+  grpcAddress?: string;
   /** The runtime answers through a sidecar that takes grants for this audience. */
   grantAudience?: string;
   /**

@@ -1,3 +1,4 @@
+import type { KeyGrant } from '../../../common/resources/grant.js';
 import type { ModelTarget, V2Context, V2Endpoint } from '../endpoint.js';
 import { expectMethod } from '../http.js';
 
@@ -18,12 +19,21 @@ async function withVersions(
   return Buffer.from(JSON.stringify({ ...parsed, versions: listed }));
 }
 
-/** GET /v2/models/<m>[/versions/<v>]: the metadata, served from the gateway's cache. */
-export const modelMetadata: V2Endpoint<ModelTarget> = async (ctx, req, res, { model, version }) => {
-  expectMethod(req, 'GET');
-  const { grant, runtime } = await ctx.access.authorised(req, res, model, { version, split: false });
+/** A model's metadata (JSON) for a caller its grant admits, served from the gateway's cache. */
+export async function modelMetadataOf(
+  ctx: V2Context,
+  grant: KeyGrant,
+  { model, version, call }: ModelTarget,
+): Promise<Buffer> {
+  const runtime = await ctx.access.authorised(grant, call, model, { version, split: false });
   const { raw } = await ctx.s.metadata.get(model, runtime, grant);
-  const body = await withVersions(ctx, model, version, raw);
+  return withVersions(ctx, model, version, raw);
+}
+
+/** GET /v2/models/<m>[/versions/<v>]: the metadata. */
+export const modelMetadata: V2Endpoint<ModelTarget> = async (ctx, req, res, target) => {
+  expectMethod(req, 'GET');
+  const body = await modelMetadataOf(ctx, await ctx.access.authenticate(req), target);
   res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(body.length) });
   res.end(body);
 };

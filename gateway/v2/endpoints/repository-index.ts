@@ -30,11 +30,11 @@ function readyOnly(raw: string): boolean {
  * POST /v2/repository/index, as MLServer and Triton answer it: `[{ name, version, state, reason }]`,
  * `{"ready": true}` in the body to list only ready models.
  */
-export const repositoryIndex: V2Endpoint = async ({ access }, req, res) => {
+export const repositoryIndex: V2Endpoint = async ({ access }, req, res, call) => {
   expectMethod(req, 'POST');
   checkContentType(req);
   const only = readyOnly((await readBody(req, 4096)).toString('utf8').trim());
-  const listed = await access.callableModels(req, res, '/v2/models');
+  const listed = await access.callableModels(await access.authenticate(req), call, '/v2/models');
   // One entry per version, as MLServer lists a model's versions.
   const entries = listed.flatMap((m) =>
     (m.versions ?? [{ name: '', ready: m.ready }]).map((v) => ({

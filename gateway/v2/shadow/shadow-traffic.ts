@@ -1,4 +1,4 @@
-import type { IncomingMessage } from 'node:http';
+import type { CallHead } from '../../http/call-head.js';
 import type { KeyGrant } from '../../../common/resources/grant.js';
 import { redisChannels } from '../../../common/redis/schema.js';
 import type { WakeRequest } from '../../../common/resources/model-scaling.js';
@@ -114,7 +114,7 @@ export class ShadowTraffic {
   }
 
   /** Sends the copy off the call's path, then releases the ticket; never throws. */
-  copy(req: IncomingMessage, ticket: ShadowTicket, call: ServedCall, audience: string | undefined): void {
+  copy(req: CallHead, ticket: ShadowTicket, call: ServedCall, audience: string | undefined): void {
     const { shadow } = ticket;
     const size = (b: Buffer | string | number | undefined) =>
       typeof b === 'number' ? b : typeof b === 'string' ? Buffer.byteLength(b) : (b?.length ?? 0);
@@ -139,7 +139,7 @@ export class ShadowTraffic {
       });
   }
 
-  private async send(req: IncomingMessage, runtime: RuntimeAddress, call: ServedCall): Promise<void> {
+  private async send(req: CallHead, runtime: RuntimeAddress, call: ServedCall): Promise<void> {
     const { s } = this;
     const version = runtime.version ?? '';
     const startedAt = performance.now();

@@ -16,7 +16,7 @@ import { DEFAULT_WEBHOOK_SETTINGS, loadGatewayConfig } from '../../../gateway/co
 import { createGatewayServer } from '../../../gateway/central-server.js';
 import type { GatewayServer } from '../../../gateway/server.js';
 import { createGatewayServices, type SharedServices } from '../../../gateway/services.js';
-import { createV2Handler } from '../../../gateway/v2/router.js';
+import { createV2Core } from '../../../gateway/v2/core.js';
 import { noModels } from '../../../gateway/v2/model-directory.js';
 import { repoRoot } from '../../harness/paths.js';
 import { freePort, redis } from '../../harness/index.js';
@@ -84,7 +84,7 @@ beforeAll(async () => {
       },
     });
   const services = await createGatewayServices(config, log, { management });
-  gateway = createGatewayServer(services, createV2Handler(services, noModels));
+  gateway = createGatewayServer(services, createV2Core(services, noModels));
   await gateway.listen(port, '127.0.0.1');
   token = await (await LocalIssuer.open(stateDir)).mint('fuzz@example.com', { groups: ['tollgate-admins'] });
   const res = await fetch(`${base}/api/v1/openapi.json`);

@@ -667,7 +667,7 @@ describe('V2 inference over gRPC (standalone)', () => {
       const streams: ClientHttp2Stream[] = [];
       try {
         // Until one is refused: each sent answer (4 MB) stays held, and a call holds its message
-        // (8 MB) and the REST body made of it (as much) while it is answered.
+        // (8 MB, counted once: the core's copy of its tensors is the same claim) while it is answered.
         let answered = 0;
         for (let i = 0; i < 10; i++) {
           const stream = session.request({
@@ -692,7 +692,7 @@ describe('V2 inference over gRPC (standalone)', () => {
         }
         // Within her 4 x 10 MiB: some answers held, never ten (40 MB of answers alone).
         expect(answered).toBeGreaterThanOrEqual(4);
-        expect(answered).toBeLessThanOrEqual(7);
+        expect(answered).toBeLessThanOrEqual(9);
         // Past them, a large call is refused, not held, even from a client of hers that reads.
         const refused = await call('ModelInfer', big);
         expect(refusal(refused)).toEqual([8, 'rate_limited', 'rate_limited']);

@@ -11,7 +11,7 @@ import { loadGatewayConfig } from '../../../gateway/config.js';
 import { createGatewayServer } from '../../../gateway/central-server.js';
 import type { GatewayServer } from '../../../gateway/server.js';
 import { createGatewayServices } from '../../../gateway/services.js';
-import { createV2Handler } from '../../../gateway/v2/router.js';
+import { createV2Core } from '../../../gateway/v2/core.js';
 import { manifestModels } from '../../../gateway/v2/model-directory.js';
 import { minio, redis, venv } from '../../harness/index.js';
 import { apikey, createKey, redisClient, send, type Answer } from '../gateway/support.js';
@@ -118,7 +118,7 @@ beforeAll(async () => {
     },
   });
   const services = await createGatewayServices(config, createLogger('gateway-inference', 'silent'));
-  gateway = createGatewayServer(services, createV2Handler(services, manifestModels(manifests)));
+  gateway = createGatewayServer(services, createV2Core(services, manifestModels(manifests)));
   base = `http://127.0.0.1:${(await gateway.listen(0, '127.0.0.1')).port}`;
 
   keys = {

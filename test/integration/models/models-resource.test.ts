@@ -15,7 +15,7 @@ import type { Module } from '../../../common/resources/grant.js';
 import { ManifestDir } from '../../../common/resources/manifest-dir.js';
 import { MODEL_PLURAL, modelSchema, type Model } from '../../../common/resources/model.js';
 import { WorkflowRoutes } from '../../../common/routes/workflow-routes.js';
-import { createV2Handler } from '../../../gateway/v2/router.js';
+import { createV2Core } from '../../../gateway/v2/core.js';
 import { loadGatewayConfig } from '../../../gateway/config.js';
 import { DirModelStore } from '../../../gateway/platform/models/dir-store.js';
 import { createModelsResource } from '../../../gateway/platform/models/index.js';
@@ -168,7 +168,7 @@ describe.each([
     const services = await createGatewayServices(config, log, {
       platformResources: () => new Map([['models', handler]]),
     });
-    gateway = createGatewayServer(services, createV2Handler(services, noModels));
+    gateway = createGatewayServer(services, createV2Core(services, noModels));
     const address = await gateway.listen(0, '127.0.0.1');
     base = `http://127.0.0.1:${address.port}`;
   });

@@ -7,7 +7,7 @@ import { KeyIndexWriter } from '../../../common/apikey/index-writer.js';
 import { createLogger } from '../../../common/logger.js';
 import { redisKeys } from '../../../common/redis/schema.js';
 import { WorkflowRoutes } from '../../../common/routes/workflow-routes.js';
-import { createV2Handler } from '../../../gateway/v2/router.js';
+import { createV2Core } from '../../../gateway/v2/core.js';
 import { loadGatewayConfig } from '../../../gateway/config.js';
 import { createModelsResource } from '../../../gateway/platform/models/index.js';
 import { KubeModelStore } from '../../../gateway/platform/models/kube-store.js';
@@ -81,7 +81,7 @@ describe('models platform resource with the operator', () => {
     const services = await createGatewayServices(config, log, {
       platformResources: () => new Map([['models', handler]]),
     });
-    gateway = createGatewayServer(services, createV2Handler(services, noModels));
+    gateway = createGatewayServer(services, createV2Core(services, noModels));
     base = `http://127.0.0.1:${(await gateway.listen(0, '127.0.0.1')).port}`;
   });
 

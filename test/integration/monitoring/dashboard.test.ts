@@ -10,7 +10,7 @@ import { loadGatewayConfig } from '../../../gateway/config.js';
 import { createGatewayServer } from '../../../gateway/central-server.js';
 import type { GatewayServer } from '../../../gateway/server.js';
 import { createGatewayServices } from '../../../gateway/services.js';
-import { createV2Handler } from '../../../gateway/v2/router.js';
+import { createV2Core } from '../../../gateway/v2/core.js';
 import { manifestModels } from '../../../gateway/v2/model-directory.js';
 import { prometheus, redis } from '../../harness/index.js';
 import { panelsWithoutSeries } from '../../harness/dashboard.js';
@@ -61,7 +61,7 @@ beforeAll(async () => {
     overrides: { grantSigningKeyFile: TEST_SIGNING_KEY_FILE, host: '127.0.0.1', port: 0, redisUrl: r.url },
   });
   const services = await createGatewayServices(config, createLogger('dashboard-test', 'silent'));
-  gateway = createGatewayServer(services, createV2Handler(services, manifestModels(manifests)));
+  gateway = createGatewayServer(services, createV2Core(services, manifestModels(manifests)));
   base = `http://127.0.0.1:${(await gateway.listen(0, '127.0.0.1')).port}`;
   promUrl = (await prometheus('dashboard', [`${base}/metrics`, state.metricsUrl])).url;
 }, 600_000);

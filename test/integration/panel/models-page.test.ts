@@ -15,7 +15,7 @@ import { loadGatewayConfig } from '../../../gateway/config.js';
 import { createGatewayServer } from '../../../gateway/central-server.js';
 import type { GatewayServer } from '../../../gateway/server.js';
 import { createGatewayServices, type SharedServices } from '../../../gateway/services.js';
-import { createV2Handler } from '../../../gateway/v2/router.js';
+import { createV2Core } from '../../../gateway/v2/core.js';
 import { manifestModels } from '../../../gateway/v2/model-directory.js';
 import { ModelUsageRecorder } from '../../../gateway/v2/model-usage.js';
 import { freePort, launchChromium, redis } from '../../harness/index.js';
@@ -169,7 +169,7 @@ beforeAll(async () => {
       admin: { groupsClaim: 'groups', adminGroups: [] },
     });
   const services = await createGatewayServices(config, log, { management });
-  gateway = createGatewayServer(services, createV2Handler(services, manifestModels(manifests)));
+  gateway = createGatewayServer(services, createV2Core(services, manifestModels(manifests)));
   await gateway.listen(port, '127.0.0.1');
   token = await (await LocalIssuer.open(stateDir)).mint('dana');
   browser = await launchChromium();

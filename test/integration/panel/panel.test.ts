@@ -14,7 +14,7 @@ import { redisKeys } from '../../../common/redis/schema.js';
 import { WorkflowRoutes } from '../../../common/routes/workflow-routes.js';
 import { createManagement } from '../../../gateway/api/management.js';
 import { LocalIssuer } from '../../../gateway/auth/local-issuer.js';
-import { createV2Handler } from '../../../gateway/v2/router.js';
+import { createV2Core } from '../../../gateway/v2/core.js';
 import { loadGatewayConfig } from '../../../gateway/config.js';
 import { createGatewayServer } from '../../../gateway/central-server.js';
 import type { GatewayServer } from '../../../gateway/server.js';
@@ -102,7 +102,7 @@ beforeAll(async () => {
       admin: { groupsClaim: 'groups', adminGroups: [] },
     });
   const services = await createGatewayServices(config, log, { management });
-  gateway = createGatewayServer(services, createV2Handler(services, noModels));
+  gateway = createGatewayServer(services, createV2Core(services, noModels));
   await gateway.listen(port, '127.0.0.1');
 
   browser = await launchChromium();

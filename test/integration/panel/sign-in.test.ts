@@ -12,7 +12,7 @@ import { createGatewayServer } from '../../../gateway/central-server.js';
 import type { GatewayServer } from '../../../gateway/server.js';
 import { createGatewayServices, type SharedServices } from '../../../gateway/services.js';
 import { noModels } from '../../../gateway/v2/model-directory.js';
-import { createV2Handler } from '../../../gateway/v2/router.js';
+import { createV2Core } from '../../../gateway/v2/core.js';
 import { markIndexBuilt } from '../workflow-route.js';
 import { dex, freePort, launchChromium, redis, type DexInfo } from '../../harness/index.js';
 import { TEST_SIGNING_KEY_FILE } from '../signing.js';
@@ -70,7 +70,7 @@ async function startGateway(port: number, oidc: GatewayConfigInput['oidc']): Pro
       admin: { groupsClaim: config.groupsClaim, adminGroups: config.adminGroups },
     });
   const services = await createGatewayServices(config, log, { management });
-  const gateway = createGatewayServer(services, createV2Handler(services, noModels));
+  const gateway = createGatewayServer(services, createV2Core(services, noModels));
   await gateway.listen(port, '127.0.0.1');
   gateways.push(gateway);
   return base;

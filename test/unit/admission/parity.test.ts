@@ -1,4 +1,3 @@
-import { ServerResponse, type IncomingMessage } from 'node:http';
 import { RoleCatalogue } from '../../../common/apikey/roles.js';
 import { TollgateError } from '../../../common/errors.js';
 import type { KeyGrant, Route } from '../../../common/resources/grant.js';
@@ -11,6 +10,7 @@ import { resolveRoute, type RouteTable } from '../../../gateway/routing/route-ta
 import { modelSidecarPlacement, workflowResolver } from '../../../gateway/sidecar/sidecar.js';
 import { ModelAccess, type V2Placement } from '../../../gateway/v2/access.js';
 import type { ModelDirectory } from '../../../gateway/v2/model-directory.js';
+import type { V2Call } from '../../../gateway/v2/endpoint.js';
 
 /**
  * One admission decision, asked by every entry: each row is a key and what it calls, each entry
@@ -73,9 +73,13 @@ async function outcome(decide: () => unknown): Promise<Outcome> {
   }
 }
 
-const req = (): IncomingMessage => ({ method: 'POST', headers: {} }) as IncomingMessage;
-/** A response that stays open: the call's slot is held for the test's length. */
-const res = (): ServerResponse => new ServerResponse(req());
+/** A V2 call as an entry gives it to the core; its slot is taken as REST takes it, and held for the test's length. */
+const v2Call = (): V2Call => ({
+  head: { method: 'POST', headers: {}, rawHeaders: [], socket: {} },
+  requestId: 'r1',
+  query: '',
+  holdSlot: (grant) => void admission.enter(grant),
+});
 
 const workflowEntries: Record<string, (grant: KeyGrant) => unknown> = {
   'REST /events/bda': (grant) =>
@@ -117,7 +121,7 @@ const modelEntries: Record<string, (grant: KeyGrant) => unknown> = {
         list: async () => [{ name: MODEL, workflow: WORKFLOW }],
       },
       { authenticate: () => grant, modelRoute: (name) => table.model(name) },
-    ).authorised(req(), res(), MODEL, { version: undefined, split: true }),
+    ).authorised(grant, v2Call(), MODEL, { version: undefined, split: true }),
   'a model’s sidecar': (grant) => {
     const { directory, placement } = modelSidecarPlacement(
       table,
@@ -130,7 +134,10 @@ const modelEntries: Record<string, (grant: KeyGrant) => unknown> = {
       },
       () => grant,
     );
-    return access(directory, placement).authorised(req(), res(), MODEL, { version: undefined, split: true });
+    return access(directory, placement).authorised(grant, v2Call(), MODEL, {
+      version: undefined,
+      split: true,
+    });
   },
 };
 
@@ -215,7 +222,10 @@ describe('one admission decision at every entry', () => {
     );
     expect(
       await outcome(() =>
-        access(directory, placement).authorised(req(), res(), MODEL, { version: undefined, split: true }),
+        access(directory, placement).authorised(key({}), v2Call(), MODEL, {
+          version: undefined,
+          split: true,
+        }),
       ),
     ).toEqual([403, 'model_access_denied']);
   });

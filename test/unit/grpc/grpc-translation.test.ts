@@ -7,7 +7,7 @@ import {
   type ModelInferRequest,
   type TensorContents,
 } from '../../../gateway/grpc/protocol.js';
-import { peerAddress } from '../../../gateway/grpc/server.js';
+import { peerAddress } from '../../../gateway/grpc/peer.js';
 import { restErrorOf, serviceError } from '../../../gateway/grpc/status.js';
 import { inferRequestBody, inferResponse } from '../../../gateway/grpc/tensors.js';
 
@@ -75,8 +75,8 @@ const refused = (f: () => unknown): [string, string | undefined] => {
   throw new Error('not refused');
 };
 
-describe('a ModelInferRequest as the REST request it stands for', () => {
-  it('typed contents become the raw bytes of their datatype, little-endian; every output is asked raw', () => {
+describe('a ModelInferRequest as the binary-extension request the core checks', () => {
+  it('typed contents become the raw bytes of their datatype, little-endian; the answer is asked as JSON', () => {
     const cases: Array<[string, Partial<TensorContents>, Buffer]> = [
       ['FP32', { fp32_contents: [1.5, -2] }, Buffer.from(new Float32Array([1.5, -2]).buffer)],
       ['FP64', { fp64_contents: [0.1] }, Buffer.from(new Float64Array([0.1]).buffer)],
@@ -98,7 +98,7 @@ describe('a ModelInferRequest as the REST request it stands for', () => {
       expect(raw).toEqual(bytes);
       expect(header).toEqual({
         id: 'r1',
-        parameters: { binary_data_output: true },
+        parameters: {},
         inputs: [
           { name: 'x', datatype, shape: [bytes.length], parameters: { binary_data_size: bytes.length } },
         ],
@@ -129,7 +129,7 @@ describe('a ModelInferRequest as the REST request it stands for', () => {
     const { header, raw: after } = split(body, headerLength);
     expect(after).toEqual(raw);
     expect(header).toEqual({
-      parameters: { priority: 3, binary_data_output: true },
+      parameters: { priority: 3 },
       inputs: [
         { name: 'x', datatype: 'UINT8', shape: [4], parameters: { content_type: 'np', binary_data_size: 4 } },
       ],
@@ -166,9 +166,9 @@ describe('a ModelInferRequest as the REST request it stands for', () => {
   });
 });
 
-describe('the REST answer as a ModelInferResponse', () => {
-  const answer = (outputs: unknown[], raw: Buffer[]) => {
-    const header = Buffer.from(
+describe("the runtime's JSON answer as a ModelInferResponse", () => {
+  const answer = (outputs: unknown[]): Buffer =>
+    Buffer.from(
       JSON.stringify({
         model_name: 'model-iris',
         model_version: '2',
@@ -177,25 +177,21 @@ describe('the REST answer as a ModelInferResponse', () => {
         outputs,
       }),
     );
-    return { body: Buffer.concat([header, ...raw]), headerLength: header.length };
-  };
 
-  it('slices each raw output in order, its framing parameter gone', () => {
-    const a = Buffer.from([1, 0, 0, 0, 0, 0, 0, 0]);
-    const b = Buffer.from(new Float64Array([0.25, 0.75]).buffer);
-    const { body, headerLength } = answer(
-      [
+  it('makes each output raw in order, little-endian, its framing parameters gone', () => {
+    const got = inferResponse(
+      answer([
         {
           name: 'predict',
           datatype: 'INT64',
           shape: [1, 1],
           parameters: { content_type: 'np', binary_data_size: 8 },
+          data: [1],
         },
-        { name: 'proba', datatype: 'FP64', shape: [1, 2], parameters: { binary_data_size: 16 } },
-      ],
-      [a, b],
+        { name: 'proba', datatype: 'FP64', shape: [1, 2], data: [[0.25, 0.75]] },
+        { name: 'label', datatype: 'BYTES', shape: [1], parameters: { content_type: 'str' }, data: ['ab'] },
+      ]),
     );
-    const got = inferResponse(body, headerLength);
     expect(got).toEqual({
       model_name: 'model-iris',
       model_version: '2',
@@ -209,23 +205,33 @@ describe('the REST answer as a ModelInferResponse', () => {
           parameters: { content_type: { parameter_choice: 'string_param', string_param: 'np' } },
         },
         { name: 'proba', datatype: 'FP64', shape: [1, 2], parameters: {} },
+        {
+          name: 'label',
+          datatype: 'BYTES',
+          shape: [1],
+          parameters: { content_type: { parameter_choice: 'string_param', string_param: 'str' } },
+        },
       ],
-      raw_output_contents: [a, b],
+      raw_output_contents: [
+        Buffer.from([1, 0, 0, 0, 0, 0, 0, 0]),
+        Buffer.from(new Float64Array([0.25, 0.75]).buffer),
+        Buffer.from([2, 0, 0, 0, 97, 98]),
+      ],
     });
   });
 
-  it('refuses an output REST could not make raw, or an answer cut short, rather than send it changed', () => {
-    const json = answer([{ name: 'predict', datatype: 'INT8', shape: [1], data: [300] }], []);
-    expect(refused(() => inferResponse(json.body, undefined))).toEqual(['model_failed', undefined]);
-    const short = answer(
-      [{ name: 'p', datatype: 'FP64', shape: [2], parameters: { binary_data_size: 16 } }],
-      [Buffer.alloc(8)],
-    );
-    expect(refused(() => inferResponse(short.body, short.headerLength))).toEqual(['model_failed', undefined]);
-    expect(refused(() => inferResponse(Buffer.from('{"outputs": ['), undefined))).toEqual([
+  it('refuses an output that cannot be made raw, has no values, or an answer cut short, rather than send it changed', () => {
+    expect(
+      refused(() => inferResponse(answer([{ name: 'p', datatype: 'INT8', shape: [1], data: [300] }]))),
+    ).toEqual(['model_failed', undefined]);
+    expect(refused(() => inferResponse(answer([{ name: 'p', datatype: 'FP64', shape: [2] }])))).toEqual([
       'model_failed',
       undefined,
     ]);
+    expect(
+      refused(() => inferResponse(answer([{ name: 'p', datatype: 'FLOAT', shape: [1], data: [1] }]))),
+    ).toEqual(['model_failed', undefined]);
+    expect(refused(() => inferResponse(Buffer.from('{"outputs": [')))).toEqual(['model_failed', undefined]);
   });
 });
 

@@ -1,4 +1,6 @@
-import { ServerResponse, type IncomingMessage } from 'node:http';
+import type { CallHead } from '../../../gateway/http/call-head.js';
+import type { V2Call } from '../../../gateway/v2/endpoint.js';
+import type { VersionWanted } from '../../../gateway/v2/versions.js';
 import { RoleCatalogue } from '../../../common/apikey/roles.js';
 import { TollgateError } from '../../../common/errors.js';
 import type { KeyGrant, Route } from '../../../common/resources/grant.js';
@@ -100,9 +102,23 @@ function setup(
   };
 }
 
-const req = (): IncomingMessage => ({ method: 'POST', headers: {} }) as IncomingMessage;
-/** A response that stays open: the call's slot is held for the test's length. */
-const res = (): ServerResponse => new ServerResponse(req());
+const req = (): CallHead => ({ method: 'POST', headers: {}, rawHeaders: [], socket: {} });
+
+/** As the REST endpoints ask: the key, then the model (the call's slot is not counted here). */
+async function authorised(access: ModelAccess, model: string, want: VersionWanted, head: CallHead = req()) {
+  const grant = await access.authenticate(head);
+  return { grant, runtime: await access.authorised(grant, v2Call(head), model, want) };
+}
+
+const v2Call = (head: CallHead = req()): V2Call => ({
+  head,
+  requestId: 'r1',
+  query: '',
+  holdSlot: () => undefined,
+});
+
+const callable = async (access: ModelAccess) =>
+  access.callableModels(await access.authenticate(req()), v2Call(), '/v2/models');
 
 async function refusal(p: Promise<unknown>): Promise<[number, string, string]> {
   const err = await p.then(
@@ -123,10 +139,12 @@ describe('ModelAccess', () => {
   it('gives an inference key the runtime, counts the call and notes the module', async () => {
     const t = setup({ routes: { 'model-a': route() }, models: { 'model-a': { workflow: undefined } } });
     const call = req();
-    const { grant, runtime } = await t.access.authorised(call, res(), 'model-a', {
-      version: undefined,
-      split: true,
-    });
+    const { grant, runtime } = await authorised(
+      t.access,
+      'model-a',
+      { version: undefined, split: true },
+      call,
+    );
     expect(grant.id).toBe('k1');
     expect(runtime).toEqual({ origin: 'http://runtime.models.svc:8080', basePath: '/prefix' });
     expect(t.seen.usage).toEqual(['k1 POST /v2/models/model-a']);
@@ -137,7 +155,7 @@ describe('ModelAccess', () => {
     const t = setup({ routes: { 'model-a': route() } });
     t.as({ roles: ['models:viewer'] });
     const [status, code, message] = await refusal(
-      t.access.authorised(req(), res(), 'model-a', { version: undefined, split: true }),
+      authorised(t.access, 'model-a', { version: undefined, split: true }),
     );
     expect([status, code]).toEqual([403, 'model_access_denied']);
     expect(message).toMatch(/models:viewer.*do not allow model inference/);
@@ -154,14 +172,12 @@ describe('ModelAccess', () => {
       },
     });
     t.as({ module: 'bda', roles: ['wf-a'] });
-    const { runtime } = await t.access.authorised(req(), res(), 'model-mine', {
+    const { runtime } = await authorised(t.access, 'model-mine', {
       version: undefined,
       split: true,
     });
     expect(runtime.grantAudience).toBe('model/models/model-mine');
-    const theirs = await refusal(
-      t.access.authorised(req(), res(), 'model-theirs', { version: undefined, split: true }),
-    );
+    const theirs = await refusal(authorised(t.access, 'model-theirs', { version: undefined, split: true }));
     expect(theirs.slice(0, 2)).toEqual([403, 'model_access_denied']);
     expect(theirs[2]).toMatch(
       /^this key is for workflow 'wf-a', and no model 'model-theirs' of that workflow is served/,
@@ -169,13 +185,9 @@ describe('ModelAccess', () => {
     // A model of no workflow, and one that does not exist, are refused in the same words: the
     // key learns neither whether a model exists nor whose workflow it serves.
     const said = (m: string) => (theirs[2] as string).replace('model-theirs', m);
-    const none = await refusal(
-      t.access.authorised(req(), res(), 'model-none', { version: undefined, split: true }),
-    );
+    const none = await refusal(authorised(t.access, 'model-none', { version: undefined, split: true }));
     expect(none).toEqual([403, 'model_access_denied', said('model-none')]);
-    const absent = await refusal(
-      t.access.authorised(req(), res(), 'model-absent', { version: undefined, split: true }),
-    );
+    const absent = await refusal(authorised(t.access, 'model-absent', { version: undefined, split: true }));
     expect(absent).toEqual([403, 'model_access_denied', said('model-absent')]);
     // Each refusal asked the directory, as one for a model that is not there must: no refusal is
     // quicker than another, nor answered while the directory cannot be read.
@@ -185,21 +197,19 @@ describe('ModelAccess', () => {
   it('tells a name that is no model, a model that does not exist and one not ready apart', async () => {
     const t = setup({ models: { 'model-known': { workflow: undefined, versions: ['1', '2'] } } });
     const want = { version: undefined, split: true };
-    expect((await refusal(t.access.authorised(req(), res(), 'not-a-model', want))).slice(0, 2)).toEqual([
+    expect((await refusal(authorised(t.access, 'not-a-model', want))).slice(0, 2)).toEqual([
       404,
       'model_not_found',
     ]);
-    expect((await refusal(t.access.authorised(req(), res(), 'model-nope', want))).slice(0, 2)).toEqual([
+    expect((await refusal(authorised(t.access, 'model-nope', want))).slice(0, 2)).toEqual([
       404,
       'model_not_found',
     ]);
-    expect((await refusal(t.access.authorised(req(), res(), 'model-known', want))).slice(0, 2)).toEqual([
+    expect((await refusal(authorised(t.access, 'model-known', want))).slice(0, 2)).toEqual([
       503,
       'model_not_ready',
     ]);
-    const version = await refusal(
-      t.access.authorised(req(), res(), 'model-known', { version: '9', split: false }),
-    );
+    const version = await refusal(authorised(t.access, 'model-known', { version: '9', split: false }));
     expect(version.slice(0, 2)).toEqual([404, 'model_version_not_found']);
     expect(version[2]).toMatch(/its versions are 1, 2/);
   });
@@ -209,7 +219,7 @@ describe('ModelAccess', () => {
       models: { 'model-new': { workflow: 'wf-a' }, 'model-known': { workflow: undefined } },
       writtenSince: { 'model-new': route({ workflow: 'wf-a', owner: 'alice' }), 'model-nope': route() },
     });
-    const { runtime } = await t.access.authorised(req(), res(), 'model-new', {
+    const { runtime } = await authorised(t.access, 'model-new', {
       version: undefined,
       split: true,
     });
@@ -217,16 +227,14 @@ describe('ModelAccess', () => {
     expect(t.seen.rechecked).toEqual(['model-new']);
     // Another workflow's key is refused, as it would be for the route.
     t.as({ module: 'bda', roles: ['wf-b'] });
-    expect(
-      (await refusal(t.access.authorised(req(), res(), 'model-new', { version: undefined, split: true })))[1],
-    ).toBe('model_access_denied');
+    expect((await refusal(authorised(t.access, 'model-new', { version: undefined, split: true })))[1]).toBe(
+      'model_access_denied',
+    );
     // A model the directory does not know is not asked for again: still no such model.
     t.as({ module: 'platform', roles: ['models:inference'] });
-    expect(
-      (
-        await refusal(t.access.authorised(req(), res(), 'model-nope', { version: undefined, split: true }))
-      )[1],
-    ).toBe('model_not_found');
+    expect((await refusal(authorised(t.access, 'model-nope', { version: undefined, split: true })))[1]).toBe(
+      'model_not_found',
+    );
     // Neither is asked for again: the other workflow's key is refused without it.
     expect(t.seen.rechecked).toEqual(['model-new']);
   });
@@ -235,23 +243,21 @@ describe('ModelAccess', () => {
     const t = setup({ routes: { 'model-cold': route({ cold: true }) } });
     t.seen.limited = true;
     t.as({ rateLimit: { requests: 1, windowSeconds: 60 } });
-    const limited = await refusal(
-      t.access.authorised(req(), res(), 'model-cold', { version: undefined, split: true }),
-    );
+    const limited = await refusal(authorised(t.access, 'model-cold', { version: undefined, split: true }));
     expect(limited.slice(0, 2)).toEqual([429, 'rate_limited']);
     expect(t.seen.held).toEqual([]);
     expect(t.seen.refused).toEqual(['k1 rate_limited']);
 
     // Readiness does not wake it: the address comes back cold.
     t.seen.limited = false;
-    const ready = await t.access.authorised(req(), res(), 'model-cold', {
+    const ready = await authorised(t.access, 'model-cold', {
       version: undefined,
       split: false,
       wake: false,
     });
     expect([ready.runtime.cold, t.seen.held]).toEqual([true, []]);
 
-    const { runtime } = await t.access.authorised(req(), res(), 'model-cold', {
+    const { runtime } = await authorised(t.access, 'model-cold', {
       version: undefined,
       split: true,
     });
@@ -277,7 +283,7 @@ describe('ModelAccess', () => {
       },
       readyProbes: [pod.probe],
     });
-    const { runtime } = await t.access.authorised(req(), res(), 'model-cold', {
+    const { runtime } = await authorised(t.access, 'model-cold', {
       version: undefined,
       split: true,
     });
@@ -298,7 +304,7 @@ describe('ModelAccess', () => {
       },
       readyProbes: [pod.probe],
     });
-    const two = await v.access.authorised(req(), res(), 'model-a', { version: '2', split: true });
+    const two = await authorised(v.access, 'model-a', { version: '2', split: true });
     expect(two.runtime).toMatchObject({ origin: pod.url, version: '2' });
 
     // Listed too long ago (the operator stopped listing it): not asked, not followed.
@@ -307,20 +313,17 @@ describe('ModelAccess', () => {
       readyProbes: [pod.probe],
     });
     expect(
-      (
-        await refusal(
-          stale.access.authorised(req(), res(), 'model-cold', { version: undefined, split: true }),
-        )
-      ).slice(0, 2),
+      (await refusal(authorised(stale.access, 'model-cold', { version: undefined, split: true }))).slice(
+        0,
+        2,
+      ),
     ).toEqual([503, 'model_scaling_up']);
     expect(stale.seen.probed).toEqual([]);
 
     // None answers ready: the call is not sent anywhere, and gets the activation's refusal.
     const none = setup({ routes: { 'model-cold': route({ cold: true, starting: [pod] }) }, readyProbes: [] });
     expect(
-      (
-        await refusal(none.access.authorised(req(), res(), 'model-cold', { version: undefined, split: true }))
-      ).slice(0, 2),
+      (await refusal(authorised(none.access, 'model-cold', { version: undefined, split: true }))).slice(0, 2),
     ).toEqual([503, 'model_scaling_up']);
   });
 
@@ -351,20 +354,16 @@ describe('ModelAccess', () => {
       models: { 'model-a': { workflow: undefined }, 'model-b': { workflow: undefined } },
     });
     t.as({ models: ['model-a'] });
-    expect(
-      (await t.access.authorised(req(), res(), 'model-a', { version: undefined, split: true })).grant.id,
-    ).toBe('k1');
+    expect((await authorised(t.access, 'model-a', { version: undefined, split: true })).grant.id).toBe('k1');
     for (const model of ['model-b', 'model-none']) {
       const [status, code, message] = await refusal(
-        t.access.authorised(req(), res(), model, { version: undefined, split: true }),
+        authorised(t.access, model, { version: undefined, split: true }),
       );
       expect([status, code]).toEqual([403, 'model_not_in_key_scope']);
       expect(message).toMatch(/may call only model-a/);
     }
     expect(t.seen.refused).toEqual(['k1 model_not_in_key_scope', 'k1 model_not_in_key_scope']);
-    expect((await t.access.callableModels(req(), res(), '/v2/models')).map((m) => m.name)).toEqual([
-      'model-a',
-    ]);
+    expect((await callable(t.access)).map((m) => m.name)).toEqual(['model-a']);
   });
 
   it('lists to each key the models it may call, with readiness per version', async () => {
@@ -376,7 +375,7 @@ describe('ModelAccess', () => {
         'model-c': { workflow: 'wf-b' },
       },
     });
-    const all = await t.access.callableModels(req(), res(), '/v2/models');
+    const all = await callable(t.access);
     expect(all.map((m) => [m.name, m.ready])).toEqual([
       ['model-a', false],
       ['model-b', true],
@@ -384,9 +383,7 @@ describe('ModelAccess', () => {
     ]);
     expect(all[0]?.versions).toEqual([{ name: '1', ready: false }]);
     t.as({ module: 'bda', roles: ['wf-a'] });
-    expect((await t.access.callableModels(req(), res(), '/v2/models')).map((m) => m.name)).toEqual([
-      'model-b',
-    ]);
+    expect((await callable(t.access)).map((m) => m.name)).toEqual(['model-b']);
   });
 
   it('a canary the split draws falls back on the ready default; a named version neither counts as drawn nor falls back', async () => {
@@ -401,8 +398,7 @@ describe('ModelAccess', () => {
       routes: { 'model-a': versioned },
       models: { 'model-a': { workflow: undefined, versions: ['1', '2'] } },
     });
-    const drawn = (await t.access.authorised(req(), res(), 'model-a', { version: undefined, split: true }))
-      .runtime;
+    const drawn = (await authorised(t.access, 'model-a', { version: undefined, split: true })).runtime;
     expect(drawn).toEqual({
       origin: 'http://m-2.models.svc:8080',
       basePath: '',
@@ -410,7 +406,7 @@ describe('ModelAccess', () => {
       drawn: true,
       fallback: { origin: 'http://m-1.models.svc:8080', basePath: '', version: '1' },
     });
-    const named = (await t.access.authorised(req(), res(), 'model-a', { version: '2', split: true })).runtime;
+    const named = (await authorised(t.access, 'model-a', { version: '2', split: true })).runtime;
     expect(named).toEqual({ origin: 'http://m-2.models.svc:8080', basePath: '', version: '2' });
     // With the default not ready there is nothing to fall back on.
     const alone = setup({
@@ -421,8 +417,7 @@ describe('ModelAccess', () => {
         }),
       },
     });
-    const only = (await alone.access.authorised(req(), res(), 'model-a', { version: undefined, split: true }))
-      .runtime;
+    const only = (await authorised(alone.access, 'model-a', { version: undefined, split: true })).runtime;
     expect(only.fallback).toBeUndefined();
     // A canary at zero that does not start in time: the ready default answers instead of a 503.
     const cold = setup({
@@ -436,9 +431,7 @@ describe('ModelAccess', () => {
         }),
       },
     });
-    const fellBack = (
-      await cold.access.authorised(req(), res(), 'model-a', { version: undefined, split: true })
-    ).runtime;
+    const fellBack = (await authorised(cold.access, 'model-a', { version: undefined, split: true })).runtime;
     expect(cold.seen.held).toEqual(['model-a|2', 'model-a|2']);
     expect(fellBack).toEqual({ origin: 'http://m-1.models.svc:8080', basePath: '', version: '1' });
   });

@@ -1,6 +1,7 @@
 import { z } from 'zod';
-import { V2_DATATYPES } from '../../common/model-settings/types.js';
+import { MODEL } from '../v2/endpoint.js';
 import { modelMetadataSchema } from '../v2/metadata.js';
+import { V2_ENDPOINTS } from '../v2/endpoints/index.js';
 import { auditPageSchema } from './routes/list-audit.js';
 import { managementRoutes } from './routes/index.js';
 import { MANAGEMENT_BASE, type ContractSettings, type JsonSchema, type OperationDoc } from './route.js';
@@ -116,35 +117,6 @@ function responseSchema(schema: z.ZodType | Schema): Schema {
   return name === undefined ? jsonSchema(schema, 'output') : ref(name);
 }
 
-/** A V2 inference request's shape as the gateway checks it (gateway/v2/validate-infer.ts). */
-const inferenceRequestSchema: Schema = {
-  type: 'object',
-  required: ['inputs'],
-  properties: {
-    id: { type: 'string' },
-    parameters: { type: 'object' },
-    inputs: {
-      type: 'array',
-      minItems: 1,
-      items: {
-        type: 'object',
-        required: ['name', 'shape', 'datatype', 'data'],
-        properties: {
-          name: { type: 'string' },
-          shape: { type: 'array', items: { type: 'integer', minimum: 0 } },
-          datatype: { enum: [...V2_DATATYPES] },
-          parameters: { type: 'object' },
-          data: {},
-        },
-      },
-    },
-    outputs: {
-      type: 'array',
-      items: { type: 'object', required: ['name'], properties: { name: { type: 'string' } } },
-    },
-  },
-};
-
 /** The management routes, as each declares itself (routes/). */
 function managementOperations(settings: ContractSettings): OperationDoc[] {
   return managementRoutes.map(({ handler: _handler, beforeBody: _beforeBody, path, body, auth, ...doc }) => ({
@@ -158,56 +130,27 @@ function managementOperations(settings: ContractSettings): OperationDoc[] {
   }));
 }
 
+/** The V2 endpoints that document themselves (gateway/v2/endpoints/), as each declares itself. */
+function v2Operations(): OperationDoc[] {
+  return V2_ENDPOINTS.flatMap((e) =>
+    e.openapi === undefined
+      ? []
+      : [
+          {
+            ...e.openapi,
+            method: e.method === 'GET' ? ('get' as const) : ('post' as const),
+            path: `/${['v2', ...e.path].join('/').replace(MODEL, '{name}')}`,
+            security: e.security,
+            ...(e.forModel ? { pathParams: z.object({ name: z.string().min(1) }) } : {}),
+          },
+        ],
+  );
+}
+
 /** Of `/v2` and `/events`, what Tollgate itself decides (the bodies are the upstream's). */
 function dataPlaneOperations(): OperationDoc[] {
   return [
-    {
-      method: 'get',
-      path: '/v2/health/live',
-      operationId: 'v2Live',
-      summary: 'The gateway is up',
-      security: 'none',
-      ok: {
-        status: 200,
-        description: 'Live',
-        schema: { type: 'object', properties: { live: { type: 'boolean' } } },
-      },
-      errors: [],
-    },
-    {
-      method: 'get',
-      path: '/v2/health/ready',
-      operationId: 'v2Ready',
-      summary: 'The gateway can check keys now',
-      security: 'none',
-      ok: {
-        status: 200,
-        description: 'Ready',
-        schema: { type: 'object', properties: { ready: { type: 'boolean' } } },
-      },
-      errors: [503],
-    },
-    {
-      method: 'get',
-      path: '/v2/models/{name}',
-      operationId: 'v2ModelMetadata',
-      summary: 'A model’s metadata, as its runtime declares it',
-      security: 'apikey',
-      pathParams: z.object({ name: z.string().min(1) }),
-      ok: { status: 200, description: 'Metadata', schema: modelMetadataSchema },
-      errors: [401, 403, 404, 429, 502, 503, 504],
-    },
-    {
-      method: 'post',
-      path: '/v2/models/{name}/infer',
-      operationId: 'v2Infer',
-      summary: 'Inference; the request is checked against the model’s metadata first',
-      security: 'apikey',
-      pathParams: z.object({ name: z.string().min(1) }),
-      body: { schema: inferenceRequestSchema, required: true },
-      ok: { status: 200, description: 'The runtime’s answer', schema: { type: 'object' } },
-      errors: [400, 401, 403, 404, 413, 415, 429, 502, 503, 504],
-    },
+    ...v2Operations(),
     {
       method: 'get',
       path: '/events/platform/api/v1/{resource}',

@@ -3,9 +3,10 @@ import type { Metadata } from '@grpc/grpc-js';
 import type { CallHead } from '../http/call-head.js';
 
 /**
- * The call metadata the core reads, as headers: the credentials, the request id, the trace and the
- * client's name. Nothing else a caller sends is believed or passed on (a grant header above all:
- * only the central gateway's REST calls carry one).
+ * The call metadata the core reads, as headers: the credentials, the request id, the trace, the
+ * client's name, and the forwarded address (believed only from a trusted proxy, as REST's:
+ * http/client-address.ts). Nothing else a caller sends is read or passed on (a grant header above
+ * all: only the central gateway's REST calls carry one).
  */
 const PASSED = [
   'authorization',

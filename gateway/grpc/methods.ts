@@ -21,6 +21,8 @@ export interface Exchange<Req = unknown> {
 
 /** A message may decode into at most this multiple of the body limit. */
 const DECODE_BOUND = 4;
+/** An answer's raw tensors may come to at most this multiple of the body limit (server.ts sends no more). */
+export const MAX_ANSWER = 2;
 
 /**
  * The model methods of the inference service, each the V2 core's call its REST endpoint makes
@@ -66,15 +68,32 @@ export class InferenceMethods {
     const { access, inference } = this.core;
     const runtime = await access.authorised(ex.grant, call, model, { version, split: true });
     let answer: ModelInferResponse | undefined;
+    const limit = this.core.s.config.bodyLimitBytes;
     const sink: AnswerSink = {
       whole: (_headers, json) => {
         answer = inferResponse(json);
+        const bytes = answer.raw_output_contents.reduce((n, b) => n + b.length, 0);
+        // Raw, an answer read within the limit may grow (a "0," is 8 bytes of INT64): past what
+        // the service sends, it is refused with its reason rather than cut by grpc-js.
+        if (bytes > MAX_ANSWER * limit) {
+          throw new TollgateError(
+            'model_answer_too_large',
+            `the model's answer comes to ${bytes} bytes of raw tensors, past the ${MAX_ANSWER * limit} a gRPC answer may carry; ask for fewer rows at a time`,
+          );
+        }
       },
     };
+    const message = ex.request.length;
     await inference.infer(
       { head: ex.head, model, runtime, grant: ex.grant, requestId: ex.requestId, query: '' },
-      // The message's claim in the replica's budget (call-admission.ts) stands for this copy of it.
-      async () => ({ raw: body, binaryHeader: String(headerLength) }),
+      // The message is held in the replica's budget already (call-admission.ts): its tensors
+      // laid out again are counted past it, where typed values grew (an INT64 of 1 byte on the
+      // wire takes 8), so what a call holds is counted once and whole.
+      async (held) => {
+        const refused = held.take(Math.max(0, body.length - message));
+        if (refused !== undefined) throw refused;
+        return { raw: body, binaryHeader: String(headerLength) };
+      },
       sink,
     );
     if (answer === undefined) throw new TollgateError('internal_error', 'the inference gave no answer');

@@ -10,16 +10,18 @@ import {
   type sendUnaryData,
   type ServerUnaryCall,
   type ServiceDefinition,
+  type UntypedHandleCall,
   type UntypedServiceImplementation,
 } from '@grpc/grpc-js';
 import { logFailure, toTollgateError } from '../http/errors.js';
 import { requestIdOf } from '../proxy/headers.js';
-import type { V2Context } from '../v2/endpoint.js';
+import type { GrpcMethod, V2Context } from '../v2/endpoint.js';
+import { V2_ENDPOINTS } from '../v2/endpoints/index.js';
 import { serverReady } from '../v2/endpoints/health.js';
 import { SERVER_METADATA } from '../v2/endpoints/server-metadata.js';
 import { CallAdmission, type CallEnds, type OpenCall } from './call-admission.js';
 import { grpcCallHead } from './call-head.js';
-import { InferenceMethods, type Exchange } from './methods.js';
+import { InferenceMethods, MAX_ANSWER, type Exchange } from './methods.js';
 import { peerAddress } from './peer.js';
 import { inferenceService } from './protocol.js';
 import { restErrorOf, serviceError, type CallStatus, type RestError } from './status.js';
@@ -47,12 +49,8 @@ export class GrpcGateway implements CallEnds {
   private readonly admission: CallAdmission;
   private readonly methods: InferenceMethods;
   private injector: ConnectionInjector | undefined;
-  /** The methods anyone may call (REST's health and server metadata are open), by path. */
-  private readonly open: Record<string, () => Promise<object>> = {
-    '/inference.GRPCInferenceService/ServerLive': async () => ({ live: true }),
-    '/inference.GRPCInferenceService/ServerReady': async () => ({ ready: await serverReady(this.core.s) }),
-    '/inference.GRPCInferenceService/ServerMetadata': async () => SERVER_METADATA,
-  };
+  /** The methods anyone may call (those of the endpoints open to anyone), by path. */
+  private readonly open = new Map<string, () => Promise<object>>();
 
   constructor(private readonly core: V2Context) {
     const limit = core.s.config.bodyLimitBytes;
@@ -60,8 +58,8 @@ export class GrpcGateway implements CallEnds {
     this.methods = new InferenceMethods(core);
     this.server = new Server({
       'grpc.max_receive_message_length': limit,
-      // An answer is read within the body limit and made raw: never larger than twice it.
-      'grpc.max_send_message_length': 2 * limit,
+      // An answer is read within the body limit and made raw, refused past this (methods.ts).
+      'grpc.max_send_message_length': MAX_ANSWER * limit + 64 * 1024,
       // A connection carries a bounded number of calls, and none lives for ever: clients
       // reconnect, and so move to other replicas as a load balancer would move REST clients.
       'grpc.max_concurrent_streams': 128,
@@ -81,7 +79,36 @@ export class GrpcGateway implements CallEnds {
       ...service,
       ModelInfer: { ...infer, requestDeserialize: (b: Buffer) => b },
     };
-    this.server.addService(raw, this.handlers(infer.requestDeserialize));
+    this.server.addService(raw, this.declared(infer.requestDeserialize));
+  }
+
+  /**
+   * The methods the V2 endpoints declare (gateway/v2/endpoints/), each answered as its endpoint's
+   * call; a method no endpoint declares is UNIMPLEMENTED.
+   */
+  private declared(decodeInfer: (message: Buffer) => unknown): UntypedServiceImplementation {
+    const m = this.methods;
+    const open: Partial<Record<GrpcMethod, () => Promise<object>>> = {
+      ServerLive: async () => ({ live: true }),
+      ServerReady: async () => ({ ready: await serverReady(this.core.s) }),
+      ServerMetadata: async () => SERVER_METADATA,
+    };
+    const keyed: Partial<Record<GrpcMethod, UntypedHandleCall>> = {
+      ModelMetadata: this.unary('GET', (ex) => m.modelMetadata(ex)),
+      ModelReady: this.unary('GET', (ex) => m.modelReady(ex)),
+      ModelInfer: this.unary('POST', (ex: Exchange<Buffer>) => m.modelInfer(ex, decodeInfer)),
+    };
+    const implementation: UntypedServiceImplementation = {};
+    for (const endpoint of V2_ENDPOINTS) {
+      const method = endpoint.grpc;
+      if (method === undefined) continue;
+      const answerOpen = endpoint.security === 'none' ? open[method] : undefined;
+      const handler = endpoint.security === 'none' ? undefined : keyed[method];
+      if (answerOpen !== undefined) this.open.set(`/inference.GRPCInferenceService/${method}`, answerOpen);
+      else if (handler !== undefined) implementation[method] = handler;
+      else throw new Error(`${endpoint.name} declares gRPC's ${method}, which has no answer here`);
+    }
+    return implementation;
   }
 
   /**
@@ -140,7 +167,7 @@ export class GrpcGateway implements CallEnds {
   }
 
   answerOpen(path: string, metadata: Metadata, call: OpenCall, end: () => void): boolean {
-    const open = this.open[path];
+    const open = this.open.get(path);
     if (open === undefined) return false;
     open()
       .then(
@@ -191,15 +218,6 @@ export class GrpcGateway implements CallEnds {
       this.core.s.log.error({ err: e }, 'gRPC status not sent; sending a plain one');
       call.sendStatus(PLAIN_INTERNAL);
     }
-  }
-
-  private handlers(decodeInfer: (message: Buffer) => unknown): UntypedServiceImplementation {
-    const m = this.methods;
-    return {
-      ModelMetadata: this.unary('GET', (ex) => m.modelMetadata(ex)),
-      ModelReady: this.unary('GET', (ex) => m.modelReady(ex)),
-      ModelInfer: this.unary('POST', (ex: Exchange<Buffer>) => m.modelInfer(ex, decodeInfer)),
-    };
   }
 
   /**

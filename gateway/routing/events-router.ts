@@ -4,7 +4,8 @@ import { enforce, type Admission } from '../admission/admission.js';
 import { WORKFLOW_ID_PATTERN } from '../../common/resources/workflow-service.js';
 import type { KeyGrant, Module } from '../../common/resources/grant.js';
 import type { NormalisedPath } from './normalise.js';
-import { matchV2, type V2Route } from '../v2/paths.js';
+import { V2_ENDPOINTS } from '../v2/endpoints/index.js';
+import { endpointText, matchV2, type V2Match } from '../v2/paths.js';
 import { methodNotAllowed } from '../v2/http.js';
 import { resolveRoute, type ResolvedRoute, type RouteTable, type RuntimeAddress } from './route-table.js';
 
@@ -153,45 +154,49 @@ export class EventsRouter {
   }
 }
 
-const MODEL_SERVICE_ENDPOINTS =
-  'GET .../v2/health/live|ready, GET .../v2/models/<model>[/ready] or POST .../v2/models/<model>/infer';
+/** What a model's own V2 endpoints are under its workflow's service. */
+const underWorkflow = V2_ENDPOINTS.filter((e) => e.underWorkflow !== undefined);
+
+/** Those endpoints, as a caller writes them for `service`. */
+function serviceEndpoints(service: string): string {
+  return underWorkflow
+    .map((e) => endpointText(e, '.../v2', service).replace('[/versions/<version>]', ''))
+    .join(', ');
+}
 
 /**
  * What a call to a model published as a workflow service may reach: that model's own V2
- * endpoints, nothing else of its runtime (MLServer also answers for other models it holds, and
- * its repository API loads and unloads them). `infer`: its inference, checked as /v2 checks it;
- * `proxy`: its metadata or readiness, passed on.
+ * endpoints that declare themselves reachable there (endpoint.ts), nothing else of its runtime
+ * (MLServer also answers for other models it holds, and its repository API loads and unloads
+ * them). `infer`: through the V2 core, checked as /v2 checks it; `proxy`: passed on.
  */
 function modelEndpoint(method: string, path: NormalisedPath, service: string): 'infer' | 'proxy' {
   const rest = path.segments.slice(4);
-  let route: V2Route | undefined;
+  let route: V2Match | undefined;
   try {
     route = rest[0] === 'v2' ? matchV2(rest) : undefined;
   } catch {
     route = undefined;
   }
-  // Its runtime's liveness and readiness (what a V2 client asks of its base URL first).
-  if (route?.endpoint === 'health') {
-    if (method !== 'GET') throw methodNotAllowed('GET');
-    return 'proxy';
-  }
-  if (route !== undefined && 'model' in route && route.model === service && route.version !== undefined) {
+  const spec = route?.spec;
+  if (route !== undefined && route.model === service && route.version !== undefined) {
     // The workflow route names the model, not its versions (each is its own runtime): a version is
     // called where /v2 checks and routes it, with the same key.
     throw notFound(
       'unknown_endpoint',
-      `a version of "${service}" is called at /v2/models/${service}/versions/${route.version}/..., with the same key; under its workflow, ${MODEL_SERVICE_ENDPOINTS.replaceAll('<model>', service)}`,
+      `a version of "${service}" is called at /v2/models/${service}/versions/${route.version}/..., with the same key; under its workflow, ${serviceEndpoints(service)}`,
     );
   }
-  if (route === undefined || !('model' in route) || route.model !== service) {
+  // Its runtime's liveness and readiness (what a V2 client asks of its base URL first), or one of
+  // the model's own endpoints: never another model's.
+  if (spec?.underWorkflow === undefined || (spec.forModel && route?.model !== service)) {
     throw notFound(
       'unknown_endpoint',
-      `"${service}" is a model: call its V2 endpoints under /events/bda/<bda-id>/${service}/ (${MODEL_SERVICE_ENDPOINTS.replaceAll('<model>', service)})`,
+      `"${service}" is a model: call its V2 endpoints under /events/bda/<bda-id>/${service}/ (${serviceEndpoints(service)})`,
     );
   }
-  const wanted = route.endpoint === 'model-infer' ? 'POST' : 'GET';
-  if (method !== wanted) throw methodNotAllowed(wanted);
-  return route.endpoint === 'model-infer' ? 'infer' : 'proxy';
+  if (method !== spec.method) throw methodNotAllowed(spec.method);
+  return spec.underWorkflow === 'core' ? 'infer' : 'proxy';
 }
 
 /** The base path, then the raw segments from `from` on, the trailing slash and the query, as sent. */

@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { KeyGrant } from '../../common/resources/grant.js';
+import type { OperationDoc } from '../api/route.js';
 import type { CallHead } from '../http/call-head.js';
 import type { GatewayServices } from '../services.js';
 import type { ModelAccess } from './access.js';
@@ -44,3 +45,36 @@ export type V2Endpoint<T = V2Call> = (
   res: ServerResponse,
   target: T,
 ) => Promise<void>;
+
+/** The Open Inference Protocol's gRPC methods (grpc/open-inference.proto) an endpoint may be answered by. */
+export type GrpcMethod =
+  'ServerLive' | 'ServerReady' | 'ServerMetadata' | 'ModelMetadata' | 'ModelReady' | 'ModelInfer';
+
+/** A model's place in an endpoint's path: its name, then optionally `versions/<version>`. */
+export const MODEL = '{model}';
+
+interface EndpointBase {
+  /** Its name, as paths.ts reports it. */
+  name: string;
+  method: 'GET' | 'POST';
+  /** Its path after `/v2/`, by segment ([] for `/v2` itself); MODEL where a model's name goes. */
+  path: readonly string[];
+  /** Open to anyone (health, the server's metadata), or for a key. */
+  security: 'none' | 'apikey';
+  /** The gRPC method that answers the same call, if one does (gateway/grpc/). */
+  grpc?: GrpcMethod;
+  /**
+   * Reachable under a workflow whose service the model is (`/events/bda/<wf>/<model>/v2/...`):
+   * through the core, as /v2 checks it (`core`), or passed to its runtime (`runtime`).
+   */
+  underWorkflow?: 'core' | 'runtime';
+  /** Its operation in the OpenAPI document (method, path and security are the endpoint's). */
+  openapi?: Omit<OperationDoc, 'method' | 'path' | 'security' | 'pathParams'>;
+}
+
+/**
+ * A V2 endpoint, declared once in its own file under endpoints/: the REST router, the events
+ * router, the gRPC service and the OpenAPI document loop over the list (endpoints/index.ts).
+ */
+export type V2EndpointSpec = EndpointBase &
+  ({ forModel: false; rest: V2Endpoint } | { forModel: true; rest: V2Endpoint<ModelTarget> });

@@ -4,21 +4,10 @@ import { refuseEncodedBody } from '../http/content-encoding.js';
 
 /** What the V2 endpoints share on the wire: their refusals, JSON answers and body checks. */
 
-export const V2_ENDPOINTS =
-  'no such V2 endpoint: GET /v2/health/live|ready, GET /v2/models, POST /v2/repository/index, GET /v2/models/<model>[/versions/<version>][/ready], POST /v2/models/<model>[/versions/<version>]/infer';
-
-export const unknownEndpoint = (message: string = V2_ENDPOINTS): TollgateError =>
-  new TollgateError('unknown_endpoint', message);
-
 export function methodNotAllowed(allowed: string): TollgateError {
   return new TollgateError('method_not_allowed', `use ${allowed} on this endpoint`, {
     headers: { allow: allowed },
   });
-}
-
-/** Refuses a call whose method is not the endpoint's. */
-export function expectMethod(req: IncomingMessage, method: 'GET' | 'POST'): void {
-  if (req.method !== method) throw methodNotAllowed(method);
 }
 
 export function sendJson(res: ServerResponse, status: number, body: unknown): void {

@@ -1,40 +1,58 @@
-import { unknownEndpoint } from './http.js';
+import { TollgateError } from '../../common/errors.js';
+import { MODEL, type V2EndpointSpec } from './endpoint.js';
+import { V2_ENDPOINTS } from './endpoints/index.js';
 
-/** Which V2 endpoint a path names. */
-export type V2Route =
-  | { endpoint: 'server' }
-  | { endpoint: 'health'; which: 'live' | 'ready' }
-  | { endpoint: 'models' }
-  | { endpoint: 'repository-index' }
-  | {
-      endpoint: 'model-metadata' | 'model-ready' | 'model-infer';
-      model: string;
-      version: string | undefined;
-    };
+/** The endpoint a V2 path names, with the model and version it carries. */
+export interface V2Match {
+  spec: V2EndpointSpec;
+  model?: string;
+  version?: string;
+}
 
-/** `segments[0]` is "v2"; 404 unknown_endpoint for a path that names no endpoint. */
-export function matchV2(segments: readonly string[]): V2Route {
-  const [, area, model, action, ...rest] = segments;
-  if (area === undefined) return { endpoint: 'server' };
-  if (area === 'health' && (model === 'live' || model === 'ready') && action === undefined)
-    return { endpoint: 'health', which: model };
-  if (area === 'models' && model === undefined) return { endpoint: 'models' };
-  if (area === 'repository' && model === 'index' && action === undefined)
-    return { endpoint: 'repository-index' };
-  if (area !== 'models' || model === undefined) throw unknownEndpoint();
-  // /v2/models/<m>/versions/<v>[/ready|/infer] names a version; the same without it, the model.
-  let version: string | undefined;
-  let verb = action;
-  if (action === 'versions') {
-    [version, verb] = rest;
-    if (version === undefined || version === '' || rest.length > 2) throw unknownEndpoint();
-  } else if (rest.length > 0) {
-    throw unknownEndpoint();
+/** An endpoint as a caller writes it: `GET /v2/models/<model>[/versions/<version>]/ready`. */
+export function endpointText(spec: V2EndpointSpec, base = '/v2', model = '<model>'): string {
+  const path = spec.path.map((s) => (s === MODEL ? `${model}[/versions/<version>]` : s));
+  return `${spec.method} ${[base, ...path].join('/')}`;
+}
+
+const unknownEndpoint = (message: string): TollgateError => new TollgateError('unknown_endpoint', message);
+
+const EVERY_ENDPOINT = `no such V2 endpoint: ${V2_ENDPOINTS.map((e) => endpointText(e)).join(', ')}`;
+
+const same = (a: readonly string[], b: readonly string[]): boolean =>
+  a.length === b.length && a.every((s, i) => s === b[i]);
+
+/**
+ * The endpoint `segments` names (`segments[0]` is "v2"), by the paths the endpoints declare; 404
+ * unknown_endpoint, saying what it could have been, for a path that names none.
+ */
+export function matchV2(segments: readonly string[]): V2Match {
+  const rest = segments.slice(1);
+  let forModel: { path: string; after: string } | undefined;
+  for (const spec of V2_ENDPOINTS) {
+    const at = spec.path.indexOf(MODEL);
+    if (at < 0) {
+      if (same(rest, spec.path)) return { spec };
+      continue;
+    }
+    const model = rest[at];
+    if (model === undefined || !same(rest.slice(0, at), spec.path.slice(0, at))) continue;
+    // <model>/versions/<version>/... names a version; the same without it, the model.
+    let after = rest.slice(at + 1);
+    let version: string | undefined;
+    if (after[0] === 'versions') {
+      version = after[1];
+      if (version === undefined || version === '') continue;
+      after = after.slice(2);
+    }
+    if (same(after, spec.path.slice(at + 1)))
+      return { spec, model, ...(version === undefined ? {} : { version }) };
+    if (after.length === 1) {
+      const base = [...rest.slice(0, at + 1), ...(version === undefined ? [] : ['versions', version])];
+      forModel = { path: `/v2/${base.join('/')}`, after: after[0] as string };
+    }
   }
-  if (verb === undefined) return { endpoint: 'model-metadata', model, version };
-  if (verb === 'ready') return { endpoint: 'model-ready', model, version };
-  if (verb === 'infer') return { endpoint: 'model-infer', model, version };
-  throw unknownEndpoint(
-    `no such V2 endpoint for a model: /v2/models/${model}/${action ?? ''}${version === undefined ? '' : `/${version}/${verb}`}`,
-  );
+  if (forModel !== undefined)
+    throw unknownEndpoint(`no such V2 endpoint for a model: ${forModel.path}/${forModel.after}`);
+  throw unknownEndpoint(EVERY_ENDPOINT);
 }

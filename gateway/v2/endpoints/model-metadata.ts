@@ -1,6 +1,6 @@
 import type { KeyGrant } from '../../../common/resources/grant.js';
-import type { ModelTarget, V2Context, V2Endpoint } from '../endpoint.js';
-import { expectMethod } from '../http.js';
+import { MODEL, type ModelTarget, type V2Context, type V2EndpointSpec } from '../endpoint.js';
+import { modelMetadataSchema } from '../metadata.js';
 
 /**
  * A versioned model's metadata as its runtime gave it, with `versions` filled in (MLServer leaves
@@ -31,9 +31,23 @@ export async function modelMetadataOf(
 }
 
 /** GET /v2/models/<m>[/versions/<v>]: the metadata. */
-export const modelMetadata: V2Endpoint<ModelTarget> = async (ctx, req, res, target) => {
-  expectMethod(req, 'GET');
-  const body = await modelMetadataOf(ctx, await ctx.access.authenticate(req), target);
-  res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(body.length) });
-  res.end(body);
+export const modelMetadata: V2EndpointSpec = {
+  name: 'model-metadata',
+  method: 'GET',
+  path: ['models', MODEL],
+  security: 'apikey',
+  grpc: 'ModelMetadata',
+  underWorkflow: 'runtime',
+  forModel: true,
+  rest: async (ctx, req, res, target) => {
+    const body = await modelMetadataOf(ctx, await ctx.access.authenticate(req), target);
+    res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(body.length) });
+    res.end(body);
+  },
+  openapi: {
+    operationId: 'v2ModelMetadata',
+    summary: 'A model’s metadata, as its runtime declares it',
+    ok: { status: 200, description: 'Metadata', schema: modelMetadataSchema },
+    errors: [401, 403, 404, 429, 502, 503, 504],
+  },
 };

@@ -1,6 +1,6 @@
 import type { KeyGrant } from '../../../common/resources/grant.js';
-import type { ModelTarget, V2Context, V2Endpoint } from '../endpoint.js';
-import { expectMethod, sendJson } from '../http.js';
+import { MODEL, type ModelTarget, type V2Context, type V2EndpointSpec } from '../endpoint.js';
+import { sendJson } from '../http.js';
 
 /** Whether a model (or version) the grant may call is ready; asking never wakes a model. */
 export async function modelReadiness(
@@ -17,9 +17,17 @@ export async function modelReadiness(
 }
 
 /** GET /v2/models/<m>[/versions/<v>]/ready: the runtime's readiness. */
-export const modelReady: V2Endpoint<ModelTarget> = async (ctx, req, res, target) => {
-  expectMethod(req, 'GET');
-  const ready = await modelReadiness(ctx, await ctx.access.authenticate(req), target);
-  const { model, version } = target;
-  sendJson(res, ready ? 200 : 503, { name: model, ...(version === undefined ? {} : { version }), ready });
+export const modelReady: V2EndpointSpec = {
+  name: 'model-ready',
+  method: 'GET',
+  path: ['models', MODEL, 'ready'],
+  security: 'apikey',
+  grpc: 'ModelReady',
+  underWorkflow: 'runtime',
+  forModel: true,
+  rest: async (ctx, req, res, target) => {
+    const ready = await modelReadiness(ctx, await ctx.access.authenticate(req), target);
+    const { model, version } = target;
+    sendJson(res, ready ? 200 : 503, { name: model, ...(version === undefined ? {} : { version }), ready });
+  },
 };

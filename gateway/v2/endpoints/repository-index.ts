@@ -1,6 +1,6 @@
 import { TollgateError } from '../../../common/errors.js';
-import type { V2Endpoint } from '../endpoint.js';
-import { checkContentType, expectMethod, sendJson } from '../http.js';
+import type { V2EndpointSpec } from '../endpoint.js';
+import { checkContentType, sendJson } from '../http.js';
 import { readBody } from '../../http/read-body.js';
 
 /** `{}` or `{"ready": true}`: whether to list only ready models. */
@@ -30,29 +30,35 @@ function readyOnly(raw: string): boolean {
  * POST /v2/repository/index, as MLServer and Triton answer it: `[{ name, version, state, reason }]`,
  * `{"ready": true}` in the body to list only ready models.
  */
-export const repositoryIndex: V2Endpoint = async ({ access }, req, res, call) => {
-  expectMethod(req, 'POST');
-  checkContentType(req);
-  const only = readyOnly((await readBody(req, 4096)).toString('utf8').trim());
-  const listed = await access.callableModels(await access.authenticate(req), call, '/v2/models');
-  // One entry per version, as MLServer lists a model's versions.
-  const entries = listed.flatMap((m) =>
-    (m.versions ?? [{ name: '', ready: m.ready }]).map((v) => ({
-      name: m.name,
-      version: v.name,
-      ready: v.ready,
-    })),
-  );
-  sendJson(
-    res,
-    200,
-    entries
-      .filter((e) => !only || e.ready)
-      .map((e) => ({
-        name: e.name,
-        version: e.version,
-        state: e.ready ? 'READY' : 'UNAVAILABLE',
-        reason: e.ready ? '' : 'no ready replica yet',
+export const repositoryIndex: V2EndpointSpec = {
+  name: 'repository-index',
+  method: 'POST',
+  path: ['repository', 'index'],
+  security: 'apikey',
+  forModel: false,
+  rest: async ({ access }, req, res, call) => {
+    checkContentType(req);
+    const only = readyOnly((await readBody(req, 4096)).toString('utf8').trim());
+    const listed = await access.callableModels(await access.authenticate(req), call, '/v2/models');
+    // One entry per version, as MLServer lists a model's versions.
+    const entries = listed.flatMap((m) =>
+      (m.versions ?? [{ name: '', ready: m.ready }]).map((v) => ({
+        name: m.name,
+        version: v.name,
+        ready: v.ready,
       })),
-  );
+    );
+    sendJson(
+      res,
+      200,
+      entries
+        .filter((e) => !only || e.ready)
+        .map((e) => ({
+          name: e.name,
+          version: e.version,
+          state: e.ready ? 'READY' : 'UNAVAILABLE',
+          reason: e.ready ? '' : 'no ready replica yet',
+        })),
+    );
+  },
 };

@@ -1,7 +1,11 @@
 import { TollgateError } from '../../../common/errors.js';
 import { matchV2 } from '../../../gateway/v2/paths.js';
 
-const match = (path: string) => matchV2(path.split('/').slice(1));
+/** What a path names: the endpoint's name, with the model and version it carries. */
+const match = (path: string) => {
+  const { spec, ...found } = matchV2(path.split('/').slice(1));
+  return { endpoint: spec.name, ...found };
+};
 
 function refused(path: string): [number, string, string] {
   try {
@@ -16,24 +20,21 @@ function refused(path: string): [number, string, string] {
 describe('matchV2', () => {
   it('names each endpoint, with the model and version its path carries', () => {
     expect(match('/v2')).toEqual({ endpoint: 'server' });
-    expect(match('/v2/health/live')).toEqual({ endpoint: 'health', which: 'live' });
-    expect(match('/v2/health/ready')).toEqual({ endpoint: 'health', which: 'ready' });
+    expect(match('/v2/health/live')).toEqual({ endpoint: 'health-live' });
+    expect(match('/v2/health/ready')).toEqual({ endpoint: 'health-ready' });
     expect(match('/v2/models')).toEqual({ endpoint: 'models' });
     expect(match('/v2/repository/index')).toEqual({ endpoint: 'repository-index' });
     expect(match('/v2/models/model-a')).toEqual({
       endpoint: 'model-metadata',
       model: 'model-a',
-      version: undefined,
     });
     expect(match('/v2/models/model-a/ready')).toEqual({
       endpoint: 'model-ready',
       model: 'model-a',
-      version: undefined,
     });
     expect(match('/v2/models/model-a/infer')).toEqual({
       endpoint: 'model-infer',
       model: 'model-a',
-      version: undefined,
     });
     expect(match('/v2/models/model-a/versions/2')).toEqual({
       endpoint: 'model-metadata',

@@ -1,11 +1,9 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import type { CallHead } from '../http/call-head.js';
 import type { Redis } from 'ioredis';
 import { growingLru } from '../../common/growing-lru.js';
-import { z } from 'zod';
 import { TollgateError } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
-import { redisKeys } from '../../common/redis/schema.js';
 import type { KeyGrant } from '../../common/resources/grant.js';
 import { clientAddress, type ProxyTrust } from '../http/client-address.js';
 import {
@@ -17,80 +15,10 @@ import {
 } from './sidecar-reports.js';
 import type { SegmentStore } from '../segments/segment-store.js';
 import { PeriodicFlush } from '../periodic-flush.js';
-import { execAll } from '../../common/redis/transaction.js';
-
-export const AUDIT_ACTIONS = [
-  'key.created',
-  'key.rolled',
-  'key.deleted',
-  'key.expired',
-  'key.refused',
-  'key.limits_changed',
-  'key.leaked',
-  'key.credits_added',
-  'identity.created',
-  'identity.deleted',
-  'identity.limits_changed',
-  'identity.credits_added',
-  'webhook.created',
-  'webhook.deleted',
-] as const;
-export type AuditAction = (typeof AUDIT_ACTIONS)[number];
-
-/** One line of a segment: what happened to which key, who did it, when, from where. Never a key. */
-export const auditEventSchema = z.object({
-  id: z.string(),
-  at: z.string().refine((at) => !Number.isNaN(Date.parse(at)), 'not a date-time'),
-  action: z.enum(AUDIT_ACTIONS),
-  /** The key's id; absent for an identity's own events. */
-  keyId: z.string().optional(),
-  /** The identity the event is about (identity.*), or the identity of the key it is about. */
-  identity: z.string().optional(),
-  /** The key's name and first characters when it happened, so a reader knows which key it was. */
-  keyName: z.string().optional(),
-  keyStart: z.string().optional(),
-  /** Whose key it is: the user who may read the event. */
-  owner: z.string(),
-  /** The token's subject for management actions; `key:<id>` for a use of the key. */
-  actor: z.string(),
-  address: z.string().optional(),
-  detail: z.record(z.string(), z.union([z.string(), z.number()])).optional(),
-});
-export type AuditEvent = z.infer<typeof auditEventSchema>;
-
-export interface AuditRecord {
-  action: AuditAction;
-  keyId?: string;
-  identity?: string | undefined;
-  /** How a reader recognises the key: its name and its first characters (never the key). */
-  key?: { name?: string | undefined; start?: string | undefined };
-  owner: string;
-  actor: string;
-  req?: CallHead;
-  detail?: Record<string, string | number>;
-}
-
-export interface AuditQuery {
-  keyId?: string;
-  identity?: string;
-  action?: AuditAction;
-  /** ISO date-times; `since` defaults to the retention limit. */
-  since?: string;
-  until?: string;
-  limit: number;
-  cursor?: string;
-}
-
-export interface AuditPage {
-  items: AuditEvent[];
-  nextCursor?: string;
-}
-
-/**
- * The answer header of a management action: whether its audit event is stored (`stored`), still
- * waiting for the store (`pending`), or kept by no store (`off`, the log only).
- */
-export const AUDIT_HEADER = 'Tollgate-Audit';
+import type { AuditEvent, AuditPage, AuditQuery, AuditRecord } from './audit-event.js';
+import { AuditBacklog, MAX_PENDING } from './audit-backlog.js';
+import { AuditReader } from './audit-reader.js';
+import { DAY_MS, dayOf, ownerDigest, SEGMENT_NAME } from './segment-layout.js';
 
 export interface AuditSettings {
   flushMs: number;
@@ -107,51 +35,8 @@ export interface AuditSettings {
   sidecarReports?: 'send' | 'collect' | 'bound';
 }
 
-const DAY_MS = 86_400_000;
-/** Events held when the store keeps failing; past this the oldest are dropped (and logged). */
-const MAX_PENDING = 100_000;
 /** How long a management action waits for its event to be stored before answering without. */
 const SETTLE_TIMEOUT_MS = 3_000;
-/** Events taken from the shared backlog per write. */
-const BACKLOG_BATCH = 1_000;
-/** How long one replica may hold the backlog's drain. */
-const BACKLOG_LOCK_MS = 15_000;
-/** Trims what a drain stored and lets the drain go, only if this replica still holds it. */
-const RELEASE_BACKLOG = `if redis.call('GET', KEYS[2]) ~= ARGV[1] then return 0 end
-if tonumber(ARGV[2]) > 0 then redis.call('LTRIM', KEYS[1], ARGV[2], -1) end
-redis.call('DEL', KEYS[2])
-return 1`;
-
-const ownerDigest = (owner: string): string => createHash('sha256').update(owner).digest('hex').slice(0, 32);
-const dayOf = (ms: number): string => new Date(ms).toISOString().slice(0, 10);
-/**
- * The exact name of a segment this class writes (`write`): the retention sweep deletes nothing
- * else, whatever else shares the bucket or prefix (`s3://lake` may hold `sales/2024-01-31/…`).
- */
-const SEGMENT_NAME = /^[0-9a-f]{32}\/(\d{4}-\d{2}-\d{2})\/\d+-[0-9a-f]{8}-[0-9a-z]+\.jsonl$/;
-/** Segments read at once by one query: a long range is read a few at a time, not all together. */
-const READ_CONCURRENCY = 8;
-
-const invalidCursor = (): TollgateError =>
-  new TollgateError('invalid_cursor', 'cursor is not one this API returned; start again without it', {
-    field: 'cursor',
-  });
-
-type Position = Pick<AuditEvent, 'at' | 'id'>;
-
-/** How far apart the clocks of the replicas that wrote segments may be. */
-const CLOCK_SKEW_MS = 60_000;
-
-/** When a segment was written, from its name (`<ms>-<replica>-<seq>.jsonl`); unknown: as if now. */
-function writtenAt(name: string): number {
-  const ms = Number(/\/(\d+)-[^/]*\.jsonl$/.exec(name)?.[1]);
-  return Number.isFinite(ms) ? ms : Date.now();
-}
-
-/** Newest first; same-millisecond events by id. */
-const newerFirst = (a: Position, b: Position): number =>
-  a.at !== b.at ? (a.at < b.at ? 1 : -1) : a.id < b.id ? 1 : a.id > b.id ? -1 : 0;
-
 interface Refusals {
   at: number;
   suppressed: number;
@@ -179,7 +64,8 @@ export class AuditLog {
   private sweeper: NodeJS.Timeout | undefined;
   private seq = 0;
   private readonly replica = randomBytes(4).toString('hex');
-  private readonly segments = growingLru<string, AuditEvent[]>(2_000);
+  private readonly reader: AuditReader | undefined;
+  private readonly backlog: AuditBacklog;
   /** Per key: when its last refusal was recorded, and how many were not recorded since. */
   private readonly refusals = growingLru<string, Refusals>(10_000);
   /** The same for sidecars' reports, apart: a report cannot reset the tally of what this saw. */
@@ -187,8 +73,6 @@ export class AuditLog {
 
   /** Events a write has taken and not yet stored. */
   private inFlight: AuditEvent[] = [];
-  /** Events this process put in the shared backlog (stored later, by whichever replica). */
-  private readonly spilled = new WeakSet<AuditEvent>();
 
   constructor(
     private readonly store: SegmentStore | undefined,
@@ -205,6 +89,16 @@ export class AuditLog {
     } = {},
   ) {
     this.flusher = new PeriodicFlush(() => this.write(), settings.flushMs);
+    this.reader = store === undefined ? undefined : new AuditReader(store, log, settings.retentionDays);
+    this.backlog = new AuditBacklog(links.redis, log, this.replica);
+  }
+
+  /** One page of `owner`'s events, newest first, this replica's own included. */
+  async query(owner: string, q: AuditQuery): Promise<AuditPage> {
+    const reader = this.reader;
+    if (reader === undefined) throw notConfigured();
+    await this.flush();
+    return reader.query(owner, q);
   }
 
   get configured(): boolean {
@@ -323,7 +217,7 @@ export class AuditLog {
     const mine = new Set([...this.inFlight, ...this.pending]);
     const unstored = (): boolean =>
       [...this.inFlight, ...this.pending].some((e) => mine.has(e)) ||
-      [...mine].some((e) => this.spilled.has(e));
+      [...mine].some((e) => this.backlog.spilled.has(e));
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)));
     // Two rounds: the first may be a write already under way that took none of these.
@@ -332,107 +226,6 @@ export class AuditLog {
     }
     clearTimeout(timer);
     return unstored() ? 'pending' : 'stored';
-  }
-
-  /** One page of `owner`'s events, newest first. */
-  async query(owner: string, q: AuditQuery): Promise<AuditPage> {
-    const store = this.requireStore();
-    await this.flush();
-    const now = Date.now();
-    const oldest = now - this.settings.retentionDays * DAY_MS;
-    const since = Math.max(q.since === undefined ? oldest : Date.parse(q.since), oldest);
-    const until = q.until === undefined ? now + DAY_MS : Date.parse(q.until);
-    const after = q.cursor === undefined ? undefined : decodeCursor(q.cursor);
-    const prefix = `${ownerDigest(owner)}/`;
-    let names: string[];
-    try {
-      names = await store.list(prefix);
-    } catch (cause) {
-      throw this.unavailable(cause);
-    }
-    const [firstDay, lastDay] = [dayOf(since), dayOf(until)];
-    // Newest segment first: a page is made from the newest events, so most queries read a few
-    // segments, not every one of 90 days (an owner's every action may have written one).
-    const wanted = names
-      .filter((n) => {
-        const day = n.slice(prefix.length, prefix.length + 10);
-        return day >= firstDay && day <= lastDay;
-      })
-      .map((name) => ({ name, written: writtenAt(name) }))
-      .sort((a, b) => b.written - a.written);
-    const matches = (e: AuditEvent): boolean => {
-      const at = Date.parse(e.at);
-      return (
-        e.owner === owner &&
-        (q.keyId === undefined || e.keyId === q.keyId) &&
-        (q.identity === undefined || e.identity === q.identity) &&
-        (q.action === undefined || e.action === q.action) &&
-        at >= since &&
-        at <= until &&
-        (after === undefined || newerFirst(e, after) > 0)
-      );
-    };
-    // The newest limit + 1 that match, newest first (the extra one says a next page exists). An
-    // event stored twice (a drain of the backlog cut short after its write) is one event.
-    const selected: AuditEvent[] = [];
-    const seen = new Set<string>();
-    const keep = (e: AuditEvent): void => {
-      if (seen.has(e.id)) return;
-      seen.add(e.id);
-      const last = selected.at(-1);
-      if (!matches(e) || (selected.length > q.limit && last !== undefined && newerFirst(e, last) >= 0))
-        return;
-      let lo = 0;
-      let hi = selected.length;
-      while (lo < hi) {
-        const mid = (lo + hi) >>> 1;
-        if (newerFirst(selected[mid]!, e) <= 0) lo = mid + 1;
-        else hi = mid;
-      }
-      selected.splice(lo, 0, e);
-      if (selected.length > q.limit + 1) selected.pop();
-    };
-    for (let i = 0; i < wanted.length; i += READ_CONCURRENCY) {
-      const batch = wanted.slice(i, i + READ_CONCURRENCY);
-      const read = await Promise.all(batch.map((s) => this.readSegment(s.name)));
-      for (const e of read.flat()) keep(e);
-      // A segment holds only events recorded before it was written: once the page's events are
-      // all newer than the next segment (clocks of replicas apart by up to a minute), none of the
-      // segments left can hold one that belongs on it.
-      const next = wanted[i + READ_CONCURRENCY];
-      const edge = selected[q.limit];
-      if (next !== undefined && edge !== undefined && Date.parse(edge.at) > next.written + CLOCK_SKEW_MS)
-        break;
-    }
-    const items = selected.slice(0, q.limit);
-    const last = items.at(-1);
-    return selected.length > q.limit && last !== undefined
-      ? { items, nextCursor: Buffer.from(JSON.stringify([last.at, last.id])).toString('base64url') }
-      : { items };
-  }
-
-  private async readSegment(name: string): Promise<AuditEvent[]> {
-    const cached = this.segments.get(name);
-    if (cached !== undefined) return cached;
-    let text: string | undefined;
-    try {
-      text = await this.requireStore().get(name);
-    } catch (cause) {
-      throw this.unavailable(cause);
-    }
-    const events: AuditEvent[] = [];
-    for (const line of (text ?? '').split('\n')) {
-      if (line === '') continue;
-      try {
-        const parsed = auditEventSchema.safeParse(JSON.parse(line));
-        if (parsed.success) events.push(parsed.data);
-        else this.log.warn({ segment: name }, 'audit line not in the event shape: skipped');
-      } catch {
-        this.log.warn({ segment: name }, 'audit line not JSON: skipped');
-      }
-    }
-    if (text !== undefined) this.segments.set(name, events);
-    return events;
   }
 
   /**
@@ -502,7 +295,7 @@ export class AuditLog {
     this.reportUnrecorded();
     const store = this.store;
     if (store === undefined) return;
-    const backlog = await this.readBacklog();
+    const backlog = await this.backlog.read();
     const fresh = this.pending;
     this.pending = [];
     const batch = [...backlog.events, ...fresh];
@@ -524,7 +317,7 @@ export class AuditLog {
     if (unstored.length === 0) return;
     // To the shared backlog, where a restart cannot lose them; in memory (kept, in order, ahead of
     // what arrived meanwhile) only if Redis will not take them either.
-    if (await this.spill(unstored)) return;
+    if (await this.backlog.spill(unstored)) return;
     this.pending = [...unstored, ...this.pending];
   }
 
@@ -550,80 +343,6 @@ export class AuditLog {
     return failed;
   }
 
-  private async spill(events: AuditEvent[]): Promise<boolean> {
-    if (this.links.redis === undefined) return false;
-    try {
-      const replies = await execAll(
-        this.links.redis
-          .multi()
-          .rpush(redisKeys.auditBacklog, ...events.map((e) => JSON.stringify(e)))
-          .ltrim(redisKeys.auditBacklog, -MAX_PENDING, -1),
-      );
-      const length = Number(replies[0] ?? 0);
-      if (length > MAX_PENDING) {
-        this.log.error(
-          { dropped: length - MAX_PENDING },
-          'audit store unreachable for too long: the oldest events of the backlog dropped',
-        );
-      }
-      for (const e of events) this.spilled.add(e);
-      return true;
-    } catch (err) {
-      this.log.warn({ err: (err as Error).message }, 'audit backlog not kept in Redis; held in memory');
-      return false;
-    }
-  }
-
-  /**
-   * The backlog's oldest events, read without taking them: one replica at a time holds the drain
-   * (a lock that expires, so a replica that dies while holding it stops nobody), and `done(true)`
-   * removes them only once they are stored. A crash in between loses nothing.
-   */
-  private async readBacklog(): Promise<{ events: AuditEvent[]; done: (stored: boolean) => Promise<void> }> {
-    const none = { events: [], done: async () => undefined };
-    const redis = this.links.redis;
-    if (redis === undefined) return none;
-    const holder = `${this.replica}-${(this.seq++).toString(36)}`;
-    let lines: string[];
-    try {
-      if ((await redis.set(redisKeys.auditBacklogLock, holder, 'PX', BACKLOG_LOCK_MS, 'NX')) !== 'OK')
-        return none;
-      lines = await redis.lrange(redisKeys.auditBacklog, 0, BACKLOG_BATCH - 1);
-    } catch {
-      return none;
-    }
-    const events = lines.flatMap((line) => {
-      try {
-        const parsed = auditEventSchema.safeParse(JSON.parse(line));
-        return parsed.success ? [parsed.data] : [];
-      } catch {
-        return [];
-      }
-    });
-    return {
-      events,
-      done: async (stored) => {
-        // Only while this replica still holds the drain: past the lock's expiry another may have
-        // read the same events, and trimming now could drop ones it has not stored.
-        await redis
-          .eval(
-            RELEASE_BACKLOG,
-            2,
-            redisKeys.auditBacklog,
-            redisKeys.auditBacklogLock,
-            holder,
-            stored ? lines.length : 0,
-          )
-          .catch((err: unknown) =>
-            this.log.warn(
-              { err: (err as Error).message },
-              'audit backlog not trimmed; its events will be written again',
-            ),
-          );
-      },
-    };
-  }
-
   private async sweep(): Promise<void> {
     const store = this.store;
     if (store === undefined) return;
@@ -641,34 +360,10 @@ export class AuditLog {
       this.log.warn({ err: (err as Error).message }, 'audit retention sweep failed; next one in an hour');
     }
   }
-
-  private requireStore(): SegmentStore {
-    if (this.store === undefined) {
-      throw new TollgateError(
-        'audit_not_configured',
-        'this gateway keeps no audit trail to read; set its auditUri (chart: audit.storageUri) to a file:// or s3:// location',
-      );
-    }
-    return this.store;
-  }
-
-  private unavailable(cause: unknown): TollgateError {
-    return new TollgateError(
-      'audit_store_unavailable',
-      `could not read the audit trail from ${this.store?.uri ?? 'its store'}; try again shortly`,
-      { cause },
-    );
-  }
 }
 
-function decodeCursor(cursor: string): Position {
-  try {
-    const value: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-    if (Array.isArray(value) && typeof value[0] === 'string' && typeof value[1] === 'string') {
-      return { at: value[0], id: value[1] };
-    }
-  } catch {
-    // Reported below.
-  }
-  throw invalidCursor();
-}
+const notConfigured = (): TollgateError =>
+  new TollgateError(
+    'audit_not_configured',
+    'this gateway keeps no audit trail to read; set its auditUri (chart: audit.storageUri) to a file:// or s3:// location',
+  );

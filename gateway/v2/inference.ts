@@ -452,15 +452,17 @@ function wantsWhole(sink: AnswerSink, checked: Checked): boolean {
 
 /** The runtime's whole JSON answer, as its client would read it; one past the limit is refused, never sent cut short. */
 async function wholeAnswer(answer: Dispatcher.ResponseData, limit: number): Promise<Buffer> {
-  const tooLarge = new TollgateError(
-    'model_answer_too_large',
-    `the model's answer is larger than the gateway's body limit (${limit} bytes); ask for fewer rows or outputs at a time`,
-  );
+  // Made only when it is thrown: an error's stack costs more than the rest of a small call.
+  const tooLarge = (): TollgateError =>
+    new TollgateError(
+      'model_answer_too_large',
+      `the model's answer is larger than the gateway's body limit (${limit} bytes); ask for fewer rows or outputs at a time`,
+    );
   const { bytes, over } = await readLimited(answer.body, limit);
-  if (over) throw tooLarge;
+  if (over) throw tooLarge();
   // Asked uncompressed; a runtime that compresses anyway is read as its client would read it.
   const json = decoded(bytes, headerValue(answer.headers['content-encoding']), limit);
-  if ('truncated' in json) throw tooLarge;
+  if ('truncated' in json) throw tooLarge();
   if ('unparsed' in json)
     throw new TollgateError(
       'model_failed',

@@ -1,5 +1,5 @@
 import type { LimitNotice } from '../auth/rate-limit.js';
-import type { AuditEvent } from '../audit/audit-log.js';
+import type { AuditEvent } from '../audit/audit-event.js';
 import type { WebhookEventType } from '../../common/resources/webhook.js';
 
 /** One key event for the endpoints that asked for it: whose it is, and what they are told. */

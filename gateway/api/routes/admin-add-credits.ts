@@ -4,7 +4,7 @@ import { addCredits, readCredits } from '../../../common/apikey/credits.js';
 import { TollgateError } from '../../../common/errors.js';
 import { redisUnavailable } from '../../../common/redis/unavailable.js';
 import { apiKeyId } from '../../../common/resources/apikey.js';
-import { AUDIT_HEADER } from '../../audit/audit-log.js';
+import { AUDIT_HEADER } from '../../audit/audit-event.js';
 import { callerOf, requireAdmin } from '../../auth/oidc.js';
 import type { ManagementDeps } from '../deps.js';
 import { keyIdParam, keyIdParamsSchema, noKeyOfAnyone } from '../key-id.js';

@@ -2,7 +2,7 @@ import type { RequestHandler } from 'express';
 import { addCredits } from '../../../common/apikey/credits.js';
 import { TollgateError } from '../../../common/errors.js';
 import { redisUnavailable } from '../../../common/redis/unavailable.js';
-import { AUDIT_HEADER } from '../../audit/audit-log.js';
+import { AUDIT_HEADER } from '../../audit/audit-event.js';
 import { callerOf, requireAdmin } from '../../auth/oidc.js';
 import { identityCounterAccount } from '../../../common/resources/identity.js';
 import type { ManagementDeps } from '../deps.js';

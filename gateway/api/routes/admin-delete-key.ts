@@ -3,7 +3,7 @@ import { callerOf, requireAdmin } from '../../auth/oidc.js';
 import type { ManagementDeps } from '../deps.js';
 import { revokeKey } from '../revoke.js';
 import { keyIdParam, keyIdParamsSchema, noKeyOfAnyone } from '../key-id.js';
-import { AUDIT_HEADER } from '../../audit/audit-log.js';
+import { AUDIT_HEADER } from '../../audit/audit-event.js';
 import type { ManagementRoute } from '../route.js';
 
 /** DELETE /admin/apikeys/{id}: revokes anyone's key; the audit trail names the administrator. */

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { isTollgateError, TollgateError } from '../../../common/errors.js';
 import { creditsInputSchema, namedLimitsInputSchema } from '../../../common/resources/apikey.js';
 import type { Identity } from '../../../common/resources/identity.js';
-import { AUDIT_HEADER } from '../../audit/audit-log.js';
+import { AUDIT_HEADER } from '../../audit/audit-event.js';
 import { callerOf, requireAdmin } from '../../auth/oidc.js';
 import type { ManagementDeps } from '../deps.js';
 import {

@@ -9,7 +9,7 @@ import {
   rateLimitSchema,
   type ApiKey,
 } from '../../../common/resources/apikey.js';
-import { AUDIT_HEADER } from '../../audit/audit-log.js';
+import { AUDIT_HEADER } from '../../audit/audit-event.js';
 import { callerOf, requireAdmin } from '../../auth/oidc.js';
 import type { ManagementDeps } from '../deps.js';
 import { keyGrantOf } from '../key-grant.js';

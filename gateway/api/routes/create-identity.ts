@@ -11,7 +11,7 @@ import {
   identityNameSchema,
   type Identity,
 } from '../../../common/resources/identity.js';
-import { AUDIT_HEADER } from '../../audit/audit-log.js';
+import { AUDIT_HEADER } from '../../audit/audit-event.js';
 import { callerOf } from '../../auth/oidc.js';
 import type { ManagementDeps } from '../deps.js';
 import { toIdentityView } from '../identity-access.js';

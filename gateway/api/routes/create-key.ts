@@ -21,7 +21,7 @@ import type { ManagementDeps } from '../deps.js';
 import { keyGrantOf } from '../key-grant.js';
 import { validate } from '../validate.js';
 import { toApiKeyView, createdKeySchema } from '../views.js';
-import { AUDIT_HEADER } from '../../audit/audit-log.js';
+import { AUDIT_HEADER } from '../../audit/audit-event.js';
 import { revokeKey } from '../revoke.js';
 import { keyLinks } from '../key-id.js';
 import type { ManagementRoute } from '../route.js';

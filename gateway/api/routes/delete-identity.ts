@@ -1,6 +1,6 @@
 import type { RequestHandler } from 'express';
 import { TollgateError } from '../../../common/errors.js';
-import { AUDIT_HEADER } from '../../audit/audit-log.js';
+import { AUDIT_HEADER } from '../../audit/audit-event.js';
 import { callerOf } from '../../auth/oidc.js';
 import type { ManagementDeps } from '../deps.js';
 import { identityFor, identityNotFound, identityParam, identityParamsSchema } from '../identity-access.js';

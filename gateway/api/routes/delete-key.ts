@@ -3,7 +3,7 @@ import { callerOf } from '../../auth/oidc.js';
 import type { ManagementDeps } from '../deps.js';
 import { revokeKey } from '../revoke.js';
 import { keyIdParam, keyNotFound, keyIdParamsSchema } from '../key-id.js';
-import { AUDIT_HEADER } from '../../audit/audit-log.js';
+import { AUDIT_HEADER } from '../../audit/audit-event.js';
 import type { ManagementRoute } from '../route.js';
 
 /** DELETE /apikeys/{id}: one of the caller's keys, refused on every replica at once. */

@@ -1,5 +1,5 @@
 import type { RequestHandler } from 'express';
-import { AUDIT_HEADER } from '../../audit/audit-log.js';
+import { AUDIT_HEADER } from '../../audit/audit-event.js';
 import { callerOf } from '../../auth/oidc.js';
 import type { ManagementDeps } from '../deps.js';
 import type { ManagementRoute } from '../route.js';

@@ -2,7 +2,7 @@ import type { RequestHandler } from 'express';
 import { z } from 'zod';
 import { KEY_ID_PATTERN } from '../../../common/resources/apikey.js';
 import { identityNameSchema } from '../../../common/resources/identity.js';
-import { AUDIT_ACTIONS, auditEventSchema } from '../../audit/audit-log.js';
+import { AUDIT_ACTIONS, auditEventSchema } from '../../audit/audit-event.js';
 import { callerOf } from '../../auth/oidc.js';
 import type { ManagementDeps } from '../deps.js';
 import { validate } from '../validate.js';

@@ -7,7 +7,7 @@ import { callerOf, requireAdmin } from '../../auth/oidc.js';
 import type { ManagementDeps } from '../deps.js';
 import { revokeKey } from '../revoke.js';
 import { validate } from '../validate.js';
-import { AUDIT_HEADER } from '../../audit/audit-log.js';
+import { AUDIT_HEADER } from '../../audit/audit-event.js';
 import { offboardResultSchema } from '../views.js';
 import type { ManagementRoute } from '../route.js';
 

@@ -2,7 +2,7 @@ import type { Request, RequestHandler } from 'express';
 import { z } from 'zod';
 import { hashKey, parseKey } from '../../../common/apikey/format.js';
 import { TollgateError } from '../../../common/errors.js';
-import { AUDIT_HEADER } from '../../audit/audit-log.js';
+import { AUDIT_HEADER } from '../../audit/audit-event.js';
 import type { ManagementDeps } from '../deps.js';
 import { revokeKey } from '../revoke.js';
 import type { ManagementRoute } from '../route.js';

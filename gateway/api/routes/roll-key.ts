@@ -16,7 +16,7 @@ import { keyGrantOf } from '../key-grant.js';
 import { validate } from '../validate.js';
 import { toApiKeyView, rolledKeySchema } from '../views.js';
 import { keyIdParam, keyNotFound, keyIdParamsSchema, keyLinks } from '../key-id.js';
-import { AUDIT_HEADER } from '../../audit/audit-log.js';
+import { AUDIT_HEADER } from '../../audit/audit-event.js';
 import type { ManagementRoute } from '../route.js';
 import { checkRoom } from '../key-room.js';
 

@@ -2,7 +2,7 @@ import { Webhook } from 'standardwebhooks';
 import { fromAudit, noticeEvent, noticeOnce } from '../../../gateway/webhooks/events.js';
 import { WebhookSender } from '../../../gateway/webhooks/sender.js';
 import { signedHeaders } from '../../../gateway/webhooks/signature.js';
-import type { AuditEvent } from '../../../gateway/audit/audit-log.js';
+import type { AuditEvent } from '../../../gateway/audit/audit-event.js';
 
 const SECRET = `whsec_${Buffer.alloc(32, 7).toString('base64')}`;
 

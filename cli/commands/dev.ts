@@ -11,7 +11,8 @@ import { MODEL_PLURAL, modelSchema, type Model } from '../../common/resources/mo
 import { createManagement } from '../../gateway/api/management.js';
 import { ManifestWorkflowRecords } from '../../common/routes/workflow-records.js';
 import { WorkflowRoutes } from '../../common/routes/workflow-routes.js';
-import { loadGatewayConfig, webhookSettingsOf, type GatewayConfigInput } from '../../gateway/config.js';
+import { loadGatewayConfig, type GatewayConfigInput } from '../../gateway/config.js';
+import { webhookSettingsOf } from '../../gateway/config/webhook-settings.js';
 import { createGatewayServer } from '../../gateway/central-server.js';
 import { modelsPlatformResource } from '../../gateway/platform/models/index.js';
 import { createGatewayServices } from '../../gateway/services.js';

@@ -8,12 +8,9 @@ import { stopOnSignals } from '../stop-on-signals.js';
 import { createLogger } from '../../common/logger.js';
 import { KubeWorkflowRecords } from '../../common/routes/workflow-records.js';
 import { WorkflowRoutes } from '../../common/routes/workflow-routes.js';
-import {
-  loadGatewayConfig,
-  parseUpstreamList,
-  webhookSettingsOf,
-  type GatewayConfigInput,
-} from '../../gateway/config.js';
+import { loadGatewayConfig, type GatewayConfigInput } from '../../gateway/config.js';
+import { parseUpstreamList } from '../../gateway/config/sources.js';
+import { webhookSettingsOf } from '../../gateway/config/webhook-settings.js';
 import { createGatewayServer } from '../../gateway/central-server.js';
 import { createManagement } from '../../gateway/api/management.js';
 import type { GatewayConfig } from '../../gateway/config.js';

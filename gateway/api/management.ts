@@ -14,7 +14,7 @@ import type { ApiKeyStore } from '../../common/apikey/store.js';
 import { dirIdentityStore, kubeIdentityStore, type IdentityStore } from '../../common/identity/store.js';
 import { DeliveryQueue } from '../webhooks/deliveries.js';
 import { WebhookDispatcher, type WebhookSettings } from '../webhooks/dispatcher.js';
-import { DEFAULT_WEBHOOK_SETTINGS } from '../config.js';
+import { DEFAULT_WEBHOOK_SETTINGS } from '../config/webhook-settings.js';
 import { fromAudit } from '../webhooks/events.js';
 import { WebhookInbox } from '../webhooks/inbox.js';
 import { WebhookSender } from '../webhooks/sender.js';

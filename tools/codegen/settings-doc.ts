@@ -3,11 +3,13 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Command, type Option } from 'commander';
 import ts from 'typescript';
-import { GATEWAY_ENV, OIDC_ENV, loadGatewayConfig } from '../../gateway/config.js';
+import { loadGatewayConfig } from '../../gateway/config.js';
+import { GATEWAY_ENV, OIDC_ENV } from '../../gateway/config/sources.js';
 
 /**
  * `tsx tools/codegen/settings-doc.ts [--check]`: writes docs/settings.md, every setting of every
- * program, from the declarations the programs read: the gateway's schema (gateway/config.ts: each
+ * program, from the declarations the programs read: the gateway's schema (gateway/config.ts and
+ * gateway/config/: each
  * field, its comment, its environment name, its default) and each command's flags (cli/commands/:
  * its description, its default). With --check it writes nothing and fails when the page is stale
  * (a unit test runs the same comparison), so a setting cannot be added without its line.
@@ -15,11 +17,21 @@ import { GATEWAY_ENV, OIDC_ENV, loadGatewayConfig } from '../../gateway/config.j
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 export const SETTINGS_DOC = path.join(root, 'docs/settings.md');
 
-/** The JSDoc of each property of the object literals in gateway/config.ts, by property name. */
+/** The files that declare the gateway's settings: its schema, and the groups it is made of. */
+const SCHEMA_FILES = ['gateway/config.ts', 'gateway/config/webhook-settings.ts'];
+
+/** The JSDoc of each property of the object literals in the schema's files, by property name. */
 async function fieldComments(): Promise<Map<string, string>> {
-  const file = path.join(root, 'gateway/config.ts');
-  const source = ts.createSourceFile(file, await readFile(file, 'utf8'), ts.ScriptTarget.Latest, true);
   const comments = new Map<string, string>();
+  for (const name of SCHEMA_FILES) {
+    const file = path.join(root, name);
+    const source = ts.createSourceFile(file, await readFile(file, 'utf8'), ts.ScriptTarget.Latest, true);
+    visitComments(source, comments);
+  }
+  return comments;
+}
+
+function visitComments(source: ts.SourceFile, comments: Map<string, string>): void {
   const visit = (node: ts.Node): void => {
     if (ts.isPropertyAssignment(node) && (ts.isIdentifier(node.name) || ts.isStringLiteral(node.name))) {
       const doc = ts
@@ -31,7 +43,6 @@ async function fieldComments(): Promise<Map<string, string>> {
     ts.forEachChild(node, visit);
   };
   visit(source);
-  return comments;
 }
 
 const oneLine = (text: string): string => text.replace(/\s+/g, ' ').replace(/\|/g, '\\|').trim();

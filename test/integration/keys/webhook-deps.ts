@@ -2,7 +2,7 @@ import type { Redis } from 'ioredis';
 import type { ApiKeyStore } from '../../../common/apikey/store.js';
 import { createLogger } from '../../../common/logger.js';
 import type { ManagementDeps } from '../../../gateway/api/deps.js';
-import { DEFAULT_WEBHOOK_SETTINGS } from '../../../gateway/config.js';
+import { DEFAULT_WEBHOOK_SETTINGS } from '../../../gateway/config/webhook-settings.js';
 import { DeliveryQueue } from '../../../gateway/webhooks/deliveries.js';
 import { WebhookDispatcher } from '../../../gateway/webhooks/dispatcher.js';
 import { AdminRights } from '../../../gateway/webhooks/admin-rights.js';

@@ -1,5 +1,5 @@
 import { readFile } from 'node:fs/promises';
-import { GATEWAY_ENV } from '../../../gateway/config.js';
+import { GATEWAY_ENV } from '../../../gateway/config/sources.js';
 import { SETTINGS_DOC, settingsDoc } from '../../../tools/codegen/settings-doc.js';
 
 describe('the settings reference (docs/settings.md)', () => {

@@ -1,6 +1,6 @@
 import { TollgateError } from '../../common/errors.js';
 import { V2_DATATYPES, type V2Datatype } from '../../common/model-settings/types.js';
-import { bytesTensor, encodeTensor } from '../v2/binary-tensors.js';
+import { bytesTensor, encodeTensor } from '../v2/raw-values.js';
 import type {
   InferParameters,
   ModelInferRequest,

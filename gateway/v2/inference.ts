@@ -1,4 +1,3 @@
-import { Transform } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import { TollgateError } from '../../common/errors.js';
 import { modelAccount, teamOfSource, type KeyGrant } from '../../common/resources/grant.js';
@@ -19,7 +18,7 @@ import { headerValue, type InferBody, type InferRequestBytes } from './infer-bod
 import { RuntimeClient } from './runtime-client.js';
 import { runtimeError } from './runtime-errors.js';
 import { validateInferRequest, type BinaryOutputs } from './validate-infer.js';
-import { loggedAnswer, loggedBody } from './payload-log/record.js';
+import { keepCopy, logCall, type Captured } from './call-capture.js';
 import type { ModelMetadata } from './metadata.js';
 
 /** Largest error body read from a runtime (a traceback can be long; only its last line is used). */
@@ -28,46 +27,6 @@ const MAX_ERROR_BODY = 256 * 1024;
 const HELD_BODY: HeldKind = {
   advice: 'wait for some of your calls to be answered before sending more large bodies',
 };
-
-/**
- * What a call keeps of itself as it goes, when its model logs it (gateway/v2/payload-log) or a
- * shadow version gets a copy of it (gateway/v2/shadow).
- */
-interface Captured {
-  /** Logged: the fields to redact. Undefined: kept for the shadow only. */
-  redact: ReadonlySet<string> | undefined;
-  /** A shadow version gets a copy: the whole answer is kept to compare (within the body limit). */
-  shadowed: boolean;
-  request?: string | Buffer;
-  /** The answer, or its size when it was too large to keep. */
-  response?: string | Buffer | number;
-  /** The answer's Content-Encoding, as the runtime sent it on. */
-  responseEncoding?: string;
-  /** The model's team (its namespace): the payload log and the shadow copies have a share per team. */
-  team: string;
-}
-
-/**
- * Passes the runtime's answer on untouched while keeping a copy, as long as it stays within `max`
- * bytes; past that only its size.
- */
-function keepCopy(captured: Captured, max: number): Transform {
-  const chunks: Buffer[] = [];
-  let total = 0;
-  return new Transform({
-    transform(chunk: Buffer, _encoding, done) {
-      total += chunk.length;
-      if (total <= max) chunks.push(chunk);
-      // Past the limit only the size is kept: what was kept goes at once.
-      else chunks.length = 0;
-      done(null, chunk);
-    },
-    flush(done) {
-      captured.response = total <= max ? Buffer.concat(chunks) : total;
-      done();
-    },
-  });
-}
 
 /** One inference call, its caller admitted and its runtime chosen. */
 export interface InferCall {
@@ -235,7 +194,7 @@ export class Inference {
       s.modelUsage.record(account, outcome?.status ?? 500, performance.now() - startedAt);
       // After the answer, outside it: nothing the log does can change the call.
       if (captured?.redact !== undefined && outcome !== undefined)
-        this.logCall(call, attempt.runtime.version, captured, outcome, startedAt);
+        logCall(s, call, attempt.runtime.version, captured, outcome, startedAt);
     }
   }
 
@@ -404,45 +363,6 @@ export class Inference {
       logRedact: captured?.redact,
       team: captured?.team ?? '',
     };
-  }
-
-  /** Offers the call to the payload log; never throws (a record that cannot be made is counted). */
-  private logCall(
-    call: InferCall,
-    version: string | undefined,
-    captured: Captured,
-    outcome: { status: number; refusal?: { code: string; error: string } },
-    startedAt: number,
-  ): void {
-    const log = this.s.payloadLog;
-    const redact = captured.redact;
-    if (log === undefined || redact === undefined || !log.hasRoom(call.model, captured.team)) return;
-    const max = this.s.config.payloadLogMaxBodyBytes;
-    try {
-      log.offer(
-        {
-          time: new Date().toISOString(),
-          model: call.model,
-          version: version ?? null,
-          requestId: call.requestId,
-          keyId: call.grant.id,
-          status: outcome.status,
-          code: outcome.refusal?.code ?? null,
-          latencyMs: Math.round((performance.now() - startedAt) * 1000) / 1000,
-          request: loggedBody(captured.request, max, redact),
-          response: loggedAnswer(
-            { ...outcome, code: outcome.refusal?.code ?? null },
-            captured.response,
-            max,
-            redact,
-            captured.responseEncoding,
-          ),
-        },
-        captured.team,
-      );
-    } catch {
-      log.lost(call.model);
-    }
   }
 }
 /** Whether the answer is made whole before it goes: binary outputs to re-encode, or an entry that converts it. */

@@ -8,7 +8,7 @@ import { Inference } from './v2/inference.js';
 import type { Logger } from '../common/logger.js';
 import type { Management } from './api/management.js';
 import { AuditLog } from './audit/audit-log.js';
-import type { LimitNotice } from './auth/rate-limit.js';
+import type { LimitNotice } from './auth/limit-notices.js';
 import { CreditCosts } from './auth/credit-costs.js';
 import { noticeEvent, noticeOnce } from './webhooks/events.js';
 import { WebhookInbox } from './webhooks/inbox.js';

@@ -1,10 +1,18 @@
 import type { Redis } from 'ioredis';
-import { creditPeriod, CREDITS_COUNTER_OUTLIVES_S, type CreditPeriod } from '../../common/apikey/credits.js';
+import { creditPeriod, CREDITS_COUNTER_OUTLIVES_S } from '../../common/apikey/credits.js';
 import { execAll } from '../../common/redis/transaction.js';
 import { TollgateError } from '../../common/errors.js';
 import { redisKeys } from '../../common/redis/schema.js';
 import type { KeyGrant, NamedLimit, RateLimit } from '../../common/resources/grant.js';
 import { redisUnavailable } from '../../common/redis/unavailable.js';
+import {
+  LimitNotices,
+  type Credits,
+  type Holder,
+  type LimitNotice,
+  type Spend,
+  type Window,
+} from './limit-notices.js';
 import {
   CounterLeases,
   IDLE_MS,
@@ -23,48 +31,6 @@ export const isLimited = (grant: KeyGrant): boolean =>
   grant.identity?.limits !== undefined ||
   grant.identity?.credits !== undefined;
 
-/** Whose budget a window or credits belong to, as the 429 names it. */
-type Holder = { kind: 'key' } | { kind: 'identity'; name: string };
-
-/** One window being counted: where, and what the 429 says when it is full. */
-interface Window {
-  key: string;
-  limit: RateLimit;
-  start: number;
-  /** The named limit's name; undefined for the key's `rateLimit`. */
-  name: string | undefined;
-  holder: Holder;
-  /** The same budget in every window, for its lease's pace. */
-  family: string;
-}
-
-/** Credits being spent: whose, their counter, and the period it counts. */
-interface Spend {
-  key: string;
-  credits: Credits;
-  period: CreditPeriod;
-  holder: Holder;
-  family: string;
-}
-
-type Credits = NonNullable<KeyGrant['credits']>;
-
-/**
- * What the limiter tells the webhooks of (gateway/webhooks): a limit's first refusal in its window,
- * and credits running low or spent by an admitted call. Each is read off the counters' own replies
- * (the call whose INCR reached the mark), so exactly one call among all replicas reports it.
- */
-export interface LimitNotice {
-  type: 'key.rate_limited' | 'credits.low' | 'credits.exhausted';
-  grant: KeyGrant;
-  /** The identity whose limit or credits it is; absent for the key's own. */
-  identity?: string;
-  detail: Record<string, string | number>;
-}
-
-/** Credits are "low" once at most a tenth of them (at least one) is left. */
-const lowMark = (amount: number): number => amount - Math.max(1, Math.floor(amount / 10));
-
 /**
  * Per-key fixed-window rate limits and credits, counted in Redis so every replica shares one
  * budget: the key's `rateLimit`, each of its named `limits` (a burst per second and a quota per
@@ -81,12 +47,7 @@ export class RateLimiter {
   private readonly leases = new CounterLeases();
   private sweeper: NodeJS.Timeout | undefined;
   private closed = false;
-  /**
-   * Windows whose first refusal this replica has told (leasing only): with units in flight
-   * between replicas the count can step over "exactly full", so each replica tells its first
-   * refusal and the webhook inbox keeps one (gateway/webhooks/inbox.ts, noticeOnce).
-   */
-  private readonly told = new Map<string, number>();
+  private readonly notices: LimitNotices;
 
   constructor(
     private readonly redis: Redis,
@@ -102,6 +63,7 @@ export class RateLimiter {
       clock?: { now(): number };
     } = { countsCredits: true, leases: true },
   ) {
+    this.notices = new LimitNotices(opts.notices);
     if (!opts.leases) return;
     let connected = redis.status === 'ready';
     redis.on('ready', () => {
@@ -246,7 +208,7 @@ export class RateLimiter {
     });
     const ofWindows = settled.slice(0, windows.length);
     const ofSpends = settled.slice(windows.length);
-    this.tellBreaches(grant, windows, ofWindows, leasing);
+    this.notices.breaches(grant, windows, ofWindows, leasing);
     const refused = (): Promise<void> => {
       // A refused call's credits back: a top-up or the next period is not eaten by refusals.
       for (const c of counted.slice(windows.length)) unused.push({ ...c, units: cost });
@@ -266,7 +228,7 @@ export class RateLimiter {
       if (over === undefined || retryAfter > over.retryAfter) over = { w, retryAfter };
     });
     if (over === undefined) {
-      this.tellCredits(grant, spends, ofSpends, cost);
+      this.notices.credits(grant, spends, ofSpends, cost);
       // Units past a limit, asked for by a lease (gateway/auth/counter-leases.ts): not this call's.
       if (unused.length > 0) void this.giveBack(unused, nowMs);
       return;
@@ -284,67 +246,6 @@ export class RateLimiter {
         ...(w.name === undefined ? {} : { 'tollgate-limit': w.name }),
         ...(w.holder.kind === 'identity' ? { 'tollgate-identity': w.holder.name } : {}),
       },
-    });
-  }
-
-  private tellBreaches(grant: KeyGrant, windows: Window[], settled: Settled[], leasing: boolean): void {
-    const tell = this.opts.notices;
-    if (tell === undefined) return;
-    windows.forEach((w, i) => {
-      const { fits, before } = settled[i] as Settled;
-      if (fits) return;
-      if (leasing) {
-        if (this.told.has(w.key)) return;
-        this.told.set(w.key, (w.start + w.limit.windowSeconds) * 1000);
-      } else if (before !== w.limit.requests) {
-        // Counted call by call, the window's first refused call is the one that found it full.
-        return;
-      }
-      tell({
-        type: 'key.rate_limited',
-        grant,
-        ...(w.holder.kind === 'identity' ? { identity: w.holder.name } : {}),
-        detail: {
-          limit: w.name ?? 'rateLimit',
-          requests: w.limit.requests,
-          windowSeconds: w.limit.windowSeconds,
-        },
-      });
-    });
-  }
-
-  /**
-   * Credits low: the call whose spending crossed the mark (one call, among all replicas). Spent:
-   * the call after which less is left than it cost (exactly one call when every call costs alike).
-   */
-  private tellCredits(grant: KeyGrant, spends: Spend[], settled: Settled[], cost: number): void {
-    const tell = this.opts.notices;
-    if (tell === undefined) return;
-    spends.forEach((s, i) => {
-      const { amount } = s.credits;
-      // Leased units count as spent: the counter crossed the mark in this reply, or it did not.
-      const { before, after: now } = settled[i] as Settled;
-      const mark = lowMark(amount);
-      const type =
-        amount - now < cost
-          ? 'credits.exhausted'
-          : mark > 0 && before < mark && now >= mark
-            ? 'credits.low'
-            : undefined;
-      if (type === undefined) return;
-      tell({
-        type,
-        grant,
-        ...(s.holder.kind === 'identity' ? { identity: s.holder.name } : {}),
-        detail: {
-          amount,
-          remaining: amount - now,
-          ...(s.credits.refill === undefined ? {} : { refill: s.credits.refill }),
-          ...(s.period.endsAtMs === undefined
-            ? {}
-            : { refillsAt: new Date(s.period.endsAtMs).toISOString() }),
-        },
-      });
     });
   }
 
@@ -369,7 +270,7 @@ export class RateLimiter {
     if (this.sweeper !== undefined) return;
     this.sweeper = setInterval(() => {
       const now = this.now();
-      for (const [key, endsAtMs] of this.told) if (endsAtMs <= now) this.told.delete(key);
+      this.notices.sweep(now);
       void this.giveBack(this.leases.sweep(now), now);
     }, IDLE_MS / 2);
     this.sweeper.unref();

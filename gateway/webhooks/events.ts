@@ -1,4 +1,4 @@
-import type { LimitNotice } from '../auth/rate-limit.js';
+import type { LimitNotice } from '../auth/limit-notices.js';
 import type { AuditEvent } from '../audit/audit-event.js';
 import type { WebhookEventType } from '../../common/resources/webhook.js';
 

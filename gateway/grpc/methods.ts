@@ -21,7 +21,7 @@ export interface Exchange<Req = unknown> {
 
 /** A message may decode into at most this multiple of the body limit. */
 const DECODE_BOUND = 4;
-/** An answer's raw tensors may come to at most this multiple of the body limit (server.ts sends no more). */
+/** An answer may come to at most this multiple of the body limit as gRPC carries it (server.ts sends no more). */
 export const MAX_ANSWER = 2;
 
 /**
@@ -72,13 +72,14 @@ export class InferenceMethods {
     const sink: AnswerSink = {
       whole: (_headers, json) => {
         answer = inferResponse(json);
-        const bytes = answer.raw_output_contents.reduce((n, b) => n + b.length, 0);
         // Raw, an answer read within the limit may grow (a "0," is 8 bytes of INT64): past what
-        // the service sends, it is refused with its reason rather than cut by grpc-js.
+        // the service sends (its tensors, and the rest of the answer at most its JSON's size
+        // again), it is refused with its reason rather than cut by grpc-js.
+        const bytes = answer.raw_output_contents.reduce((n, b) => n + b.length, 0) + json.length;
         if (bytes > MAX_ANSWER * limit) {
           throw new TollgateError(
             'model_answer_too_large',
-            `the model's answer comes to ${bytes} bytes of raw tensors, past the ${MAX_ANSWER * limit} a gRPC answer may carry; ask for fewer rows at a time`,
+            `the model's answer comes to ${bytes} bytes as gRPC carries it (its tensors raw), past the ${MAX_ANSWER * limit} a gRPC answer may; ask for fewer rows at a time`,
           );
         }
       },
@@ -86,9 +87,10 @@ export class InferenceMethods {
     const message = ex.request.length;
     await inference.infer(
       { head: ex.head, model, runtime, grant: ex.grant, requestId: ex.requestId, query: '' },
-      // The message is held in the replica's budget already (call-admission.ts): its tensors
-      // laid out again are counted past it, where typed values grew (an INT64 of 1 byte on the
-      // wire takes 8), so what a call holds is counted once and whole.
+      // The message is held in the replica's budget already (call-admission.ts), and its claim
+      // stands for the copy of its raw tensors made here (the same bytes again, for the call's
+      // length); where typed values grew as they were laid out (an INT32 of 1 wire byte takes 4),
+      // the growth is taken too.
       async (held) => {
         const refused = held.take(Math.max(0, body.length - message));
         if (refused !== undefined) throw refused;

@@ -59,7 +59,9 @@ export class GrpcGateway implements CallEnds {
     this.server = new Server({
       'grpc.max_receive_message_length': limit,
       // An answer is read within the body limit and made raw, refused past this (methods.ts).
-      'grpc.max_send_message_length': MAX_ANSWER * limit + 64 * 1024,
+      // The margin is for protobuf's framing of what is not a tensor, which may take more than
+      // its JSON did (methods.ts counts the JSON's size once).
+      'grpc.max_send_message_length': (MAX_ANSWER + 1) * limit,
       // A connection carries a bounded number of calls, and none lives for ever: clients
       // reconnect, and so move to other replicas as a load balancer would move REST clients.
       'grpc.max_concurrent_streams': 128,

@@ -114,7 +114,7 @@ describe('a gRPC inference as the core holds it', () => {
     expect(err).toBeInstanceOf(TollgateError);
     expect((err as TollgateError).code).toBe('model_answer_too_large');
     expect((err as TollgateError).message).toMatch(
-      /past the 2000000 a gRPC answer may carry; ask for fewer rows/,
+      /as gRPC carries it \(its tensors raw\), past the 2000000 a gRPC answer may; ask for fewer rows/,
     );
   });
 });

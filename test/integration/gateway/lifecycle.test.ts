@@ -2,6 +2,7 @@ import { Agent, request } from 'undici';
 import { generateKey } from '../../../common/apikey/format.js';
 import { KeyIndexWriter } from '../../../common/apikey/index-writer.js';
 import { redis, restartRedis, stopRedis } from '../../harness/index.js';
+import { waitUntil } from '../../harness/wait.js';
 import { spawnGateway, type GatewayProcess } from './process.js';
 import {
   apikey,
@@ -54,7 +55,9 @@ describe('gateway lifecycle', () => {
       r.disconnect();
     });
 
-    it('serves from its cache, and stops a deleted key within 100 ms', async () => {
+    // The cache has no expiry: a deleted key is refused only because the deletion's notice
+    // reached this process. How soon it does is measured by `make bench ARGS=gateway`.
+    it('serves from its cache, and stops a deleted key on the notice of its deletion', async () => {
       const gw = proc as GatewayProcess;
       const created = await createKey(r, 'bda', [wf]);
       const agent = new Agent({ connections: 1 });
@@ -72,13 +75,11 @@ describe('gateway lifecycle', () => {
       // The key and the route came from the in-process cache: no Redis GET at all.
       expect(await commandCount(r, 'mget')).toBe(gets);
 
-      const started = performance.now();
       await deleteKey(r, { hash: created.hash, id: created.grant.id });
-      let status = 200;
-      while (status === 200 && performance.now() - started < 1000) status = await call();
-      const elapsed = performance.now() - started;
-      expect(status).toBe(401);
-      expect(elapsed).toBeLessThan(100);
+      await waitUntil('the deleted key is refused', async () => (await call()) === 401, {
+        timeoutMs: 10_000,
+        intervalMs: 10,
+      });
       await agent.close();
     });
 
@@ -98,10 +99,10 @@ describe('gateway lifecycle', () => {
         for (const k of [k1, k2, k3, k1]) expect(await call(k.key)).toBe(200);
         for (const k of [k1, k3]) {
           await deleteKey(r, { hash: k.hash, id: k.grant.id });
-          const started = performance.now();
-          let status = 200;
-          while (status === 200 && performance.now() - started < 1000) status = await call(k.key);
-          expect([status, performance.now() - started < 100]).toEqual([401, true]);
+          await waitUntil(`${k.grant.id} is refused`, async () => (await call(k.key)) === 401, {
+            timeoutMs: 10_000,
+            intervalMs: 10,
+          });
         }
         expect(await call(k2.key)).toBe(200);
       } finally {
@@ -207,10 +208,13 @@ describe('gateway lifecycle', () => {
       const path = `/events/bda/${wf}/svc/x`;
       try {
         expect((await send(gw.url, path, { headers: apikey(created.key) })).status).toBe(200);
+        // Paused far longer than the heartbeat's two periods (docs/calling.md), so a loaded
+        // machine still sees the refusal while Redis is frozen; how soon it comes is not this
+        // test's business. UNPAUSE is itself held by the pause, so it ends the pause's time.
         const pausedAt = Date.now();
-        await r.call('CLIENT', 'PAUSE', '5000', 'ALL');
+        await r.call('CLIENT', 'PAUSE', '8000', 'ALL');
         let answer = await send(gw.url, path, { headers: apikey(created.key) });
-        while (answer.status === 200 && Date.now() - pausedAt < 4500) {
+        while (answer.status === 200 && Date.now() - pausedAt < 7_500) {
           await sleep(100);
           answer = await send(gw.url, path, { headers: apikey(created.key) });
         }
@@ -218,15 +222,12 @@ describe('gateway lifecycle', () => {
           status: 503,
           code: 'redis_unavailable',
         });
-        // Heartbeat every second, one second to answer, then at most a one-second command timeout.
-        expect(Date.now() - pausedAt).toBeLessThan(3500);
         await r.call('CLIENT', 'UNPAUSE');
-        let status = 0;
-        for (let i = 0; i < 60 && status !== 200; i++) {
-          await sleep(100);
-          status = (await send(gw.url, path, { headers: apikey(created.key) })).status;
-        }
-        expect(status).toBe(200);
+        await waitUntil(
+          'the key passes again once Redis answers',
+          async () => (await send(gw.url, path, { headers: apikey(created.key) })).status === 200,
+          { timeoutMs: 30_000 },
+        );
       } finally {
         await gw.stop();
         r.disconnect();

@@ -40,21 +40,19 @@ describe('V2 admission before activation', () => {
     r.disconnect();
   });
 
-  it('answers a key over its limit 429 at once, and wakes nothing', async () => {
+  it('answers a key over its limit 429 before any activation, and wakes nothing', async () => {
     const { key } = await createKey(r, 'platform', ['models:inference'], {
       rateLimit: { requests: 1, windowSeconds: 60 },
     });
     // Its one call of the window: readiness, which never wakes a model.
     const ready = await send(gw.url, `/v2/models/${model}/ready`, { headers: apikey(key) });
     expect(ready.status).toBe(200);
-    const started = performance.now();
     const over = await send(gw.url, `/v2/models/${model}/infer`, {
       method: 'POST',
       headers: { ...apikey(key), 'content-type': 'application/json' },
       body: JSON.stringify({ inputs: [{ name: 'x', datatype: 'FP64', shape: [1], data: [1] }] }),
     });
     expect([over.status, over.json.code]).toEqual([429, 'rate_limited']);
-    expect(performance.now() - started).toBeLessThan(1_000);
     await new Promise((resolve) => setTimeout(resolve, 200));
     expect(wakes).toEqual([]);
   });

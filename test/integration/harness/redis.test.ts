@@ -14,7 +14,7 @@ function tcpConnect(port: number): Promise<void> {
 }
 
 describe('harness: redis', () => {
-  it('round-trips a value through the shared instance', async () => {
+  it('round-trips a value through the file’s own instance', async () => {
     const info = await redis();
     expect(info.url).toBe(`redis://127.0.0.1:${info.port}`);
     const client = new Redis(info.url);

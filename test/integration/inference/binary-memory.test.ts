@@ -1,7 +1,7 @@
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { stringify } from 'yaml';
+import { modelManifest } from '../../builders/resources.js';
 import { redis } from '../../harness/index.js';
 import { memoryMiB } from '../../harness/process-memory.js';
 import { startDev, until, type Dev } from './dev-process.js';
@@ -43,12 +43,7 @@ describe('binary tensors are checked before they are decoded, and translated wit
     await mkdir(path.join(state, 'models'));
     await writeFile(
       path.join(state, 'models', 'model-iris.yaml'),
-      stringify({
-        apiVersion: 'tollgate.dev/v1alpha1',
-        kind: 'Model',
-        metadata: { name: 'model-iris' },
-        spec: { storageUri: `file://${path.join(work, 'model-iris')}` },
-      }),
+      modelManifest('model-iris', { storageUri: `file://${path.join(work, 'model-iris')}` }),
     );
     dev = await startDev(state, r.url, { built: true });
     key = await dev.key(['models:inference']);

@@ -5,8 +5,8 @@ import { connect as netConnect, type Socket } from 'node:net';
 import { once } from 'node:events';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { stringify } from 'yaml';
 import { protocolTypes } from '../../../gateway/grpc/protocol.js';
+import { modelManifest } from '../../builders/resources.js';
 import { InferenceClient, refusal, tritonGrpc } from '../../harness/grpc-clients.js';
 import { tritonGrpcRefusals } from '../../harness/grpc-expectations.js';
 import { freePort, redis } from '../../harness/index.js';
@@ -38,17 +38,9 @@ describe('V2 inference over gRPC (standalone)', () => {
     await mkdir(path.join(state, 'models'));
     await writeFile(
       path.join(state, 'models', 'model-iris.yaml'),
-      stringify({
-        apiVersion: 'tollgate.dev/v1alpha1',
-        kind: 'Model',
-        metadata: { name: 'model-iris' },
-        spec: {
-          versions: ['1', '2'].map((name) => ({
-            name,
-            storageUri: `file://${path.join(work, 'iris', name)}`,
-          })),
-          defaultVersion: '1',
-        },
+      modelManifest('model-iris', {
+        versions: ['1', '2'].map((name) => ({ name, storageUri: `file://${path.join(work, 'iris', name)}` })),
+        defaultVersion: '1',
       }),
     );
     grpcPort = await freePort();
@@ -315,16 +307,12 @@ describe('V2 inference over gRPC (standalone)', () => {
     });
 
     test('a message never closed is cut at the body time, as a slow REST body is; an open method never waits for one', async () => {
-      const started = Date.now();
       const stalled = await client.stalled('ModelInfer', Buffer.alloc(0), { authorization: `Apikey ${key}` });
       expect(refusal(stalled)).toEqual([4, 'request_timeout', 'request_timeout']);
-      expect(Date.now() - started).toBeGreaterThanOrEqual(1_900);
-      expect(Date.now() - started).toBeLessThan(10_000);
-      // An open method is answered from its metadata alone: its message is never waited for, or read.
-      const openStarted = Date.now();
+      // An open method is answered from its metadata alone: had it waited for its message, it too
+      // would end in request_timeout.
       const open = await client.stalled('ServerLive', Buffer.alloc(0), {});
       expect(open.error).toBeUndefined();
-      expect(Date.now() - openStarted).toBeLessThan(1_000);
     });
 
     test('one owner’s keys hold at most 256 gRPC calls of a replica, messages still arriving included; another owner’s calls still go through', async () => {

@@ -3,7 +3,8 @@ import { cp, mkdtemp, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/pr
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { parse, stringify } from 'yaml';
+import { parse } from 'yaml';
+import { modelManifest } from '../../builders/resources.js';
 import { redis, venv } from '../../harness/index.js';
 import { redisClient } from '../gateway/support.js';
 import { steadyLoad } from '../../harness/steady-load.js';
@@ -100,11 +101,11 @@ describe('rollouts (standalone)', () => {
     await mkdir(path.join(state, 'models'));
     await writeFile(
       path.join(state, 'models', 'model-iris.yaml'),
-      stringify({
-        apiVersion: 'tollgate.dev/v1alpha1',
-        kind: 'Model',
-        metadata: { name: 'model-iris' },
-        spec: { versions, defaultVersion: '1', shadow: { version: '2' }, logging: { sampleRate: 1 } },
+      modelManifest('model-iris', {
+        versions,
+        defaultVersion: '1',
+        shadow: { version: '2' },
+        logging: { sampleRate: 1 },
       }),
     );
     dev = await startDev(state, r.url, { env: { TOLLGATE_PAYLOAD_LOG_INTERVAL_MS: '200' } });

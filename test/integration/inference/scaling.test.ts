@@ -2,6 +2,8 @@ import { cp, mkdtemp, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parse, stringify } from 'yaml';
+import type { Model } from '../../../common/resources/model.js';
+import { aWorkflow, modelManifest } from '../../builders/resources.js';
 import { redis } from '../../harness/index.js';
 import { startDev, until, type Dev } from './dev-process.js';
 import { trainExamples } from './stack.js';
@@ -34,16 +36,11 @@ describe('scaling to and from zero (standalone)', () => {
       headers: { authorization: `Apikey ${key}`, 'content-type': 'application/json' },
       body: await request(),
     });
-  const manifest = (name: string, scaling: Record<string, number>) =>
+  const manifest = (name: string, scaling: NonNullable<Model['spec']['scaling']>) =>
     writeFile(
       path.join(state, 'models', `${name}.yaml`),
-      stringify({
-        apiVersion: 'tollgate.dev/v1alpha1',
-        kind: 'Model',
-        // Serving vera's workflow wf-scale (its record below), so her bda keys may call it.
-        metadata: { name },
-        spec: { storageUri: `file://${path.join(work, name)}`, workflow: 'wf-scale', scaling },
-      }),
+      // Serving vera's workflow wf-scale (its record below), so her bda keys may call it.
+      modelManifest(name, { storageUri: `file://${path.join(work, name)}`, workflow: 'wf-scale', scaling }),
     );
   const alive = (url: string) =>
     fetch(`${url}/v2/health/live`, { signal: AbortSignal.timeout(1_000) }).then(
@@ -59,12 +56,7 @@ describe('scaling to and from zero (standalone)', () => {
     await mkdir(path.join(state, 'workflows'));
     await writeFile(
       path.join(state, 'workflows', 'wf-scale.yaml'),
-      stringify({
-        apiVersion: 'tollgate.dev/v1alpha1',
-        kind: 'Workflow',
-        metadata: { name: 'wf-scale' },
-        spec: { workflow: 'wf-scale', owner: 'vera', namespaces: ['default'] },
-      }),
+      stringify(aWorkflow('wf-scale', 'vera', ['default'])),
     );
     await manifest('model-iris', { minReplicas: 0, idleSeconds: 8, scaleDownSeconds: 0 });
     dev = await startDev(state, r.url);
@@ -157,15 +149,14 @@ describe('scaling to and from zero (standalone)', () => {
     );
     await writeFile(
       path.join(state, 'models', 'model-iris-slow.yaml'),
-      stringify({
-        apiVersion: 'tollgate.dev/v1alpha1',
-        kind: 'Model',
-        metadata: { name: 'model-iris-slow', annotations: { 'tollgate.dev/runtime': 'own' } },
-        spec: {
+      modelManifest(
+        'model-iris-slow',
+        {
           storageUri: `file://${folder}`,
           scaling: { minReplicas: 0, idleSeconds: 8, scaleDownSeconds: 0, activationTimeoutSeconds: 1 },
         },
-      }),
+        { annotations: { 'tollgate.dev/runtime': 'own' } },
+      ),
     );
     await until(
       'model-iris-slow at zero',

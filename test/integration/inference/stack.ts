@@ -15,6 +15,7 @@ import type { MinioInfo } from '../../harness/index.js';
 import { venv } from '../../harness/index.js';
 import type { Redis } from 'ioredis';
 import { testSealer } from '../signing.js';
+import { aModel } from '../../builders/resources.js';
 
 const run = promisify(execFile);
 export const ROOT = path.resolve(import.meta.dirname, '../../..');
@@ -80,12 +81,11 @@ export async function uploadFolder(
 }
 
 export function modelResource(name: string, storageUri: string, workflow?: string): Model {
-  return {
-    apiVersion: 'tollgate.dev/v1alpha1',
-    kind: 'Model',
-    metadata: { name, namespace: 'default', uid: `uid-${name}`, generation: 1 },
-    spec: { storageUri, ...(workflow === undefined ? {} : { workflow }) },
-  } as Model;
+  return aModel(
+    name,
+    { storageUri, ...(workflow === undefined ? {} : { workflow }) },
+    { namespace: 'default', uid: `uid-${name}`, generation: 1 },
+  );
 }
 
 /**

@@ -1,7 +1,8 @@
 import { cp, mkdtemp, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { parse, stringify } from 'yaml';
+import { parse } from 'yaml';
+import { modelManifest } from '../../builders/resources.js';
 import { redis } from '../../harness/index.js';
 import { steadyLoad } from '../../harness/steady-load.js';
 import { startDev, until, type Dev } from './dev-process.js';
@@ -64,12 +65,7 @@ describe('model versions (standalone)', () => {
     await mkdir(path.join(state, 'models'));
     await writeFile(
       path.join(state, 'models', 'model-iris.yaml'),
-      stringify({
-        apiVersion: 'tollgate.dev/v1alpha1',
-        kind: 'Model',
-        metadata: { name: 'model-iris' },
-        spec: { versions: versions(['1', '2']), defaultVersion: '1' },
-      }),
+      modelManifest('model-iris', { versions: versions(['1', '2']), defaultVersion: '1' }),
     );
     dev = await startDev(state, r.url);
     base = dev.base;
@@ -294,12 +290,7 @@ describe('model versions (standalone)', () => {
   test('a hand-written manifest that breaks the rules gets a status saying what to fix', async () => {
     await writeFile(
       path.join(state, 'models', 'model-odd.yaml'),
-      stringify({
-        apiVersion: 'tollgate.dev/v1alpha1',
-        kind: 'Model',
-        metadata: { name: 'model-odd' },
-        spec: { versions: [{ name: '1', storageUri: uri('1') }], defaultVersion: '4' },
-      }),
+      modelManifest('model-odd', { versions: [{ name: '1', storageUri: uri('1') }], defaultVersion: '4' }),
     );
     const s = await until(
       'model-odd refused',

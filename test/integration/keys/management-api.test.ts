@@ -10,12 +10,7 @@ import { connect, type AddressInfo, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { OffboardedUsers } from '../../../gateway/auth/offboarded-users.js';
 import { ManifestWorkflowRecords } from '../../../common/routes/workflow-records.js';
-import {
-  WORKFLOW_API_VERSION,
-  WORKFLOW_PLURAL,
-  workflowResourceName,
-  workflowSchema,
-} from '../../../common/resources/workflow.js';
+import { WORKFLOW_PLURAL, workflowResourceName, workflowSchema } from '../../../common/resources/workflow.js';
 import express from 'express';
 import { createHash, generateKeyPairSync, sign } from 'node:crypto';
 import { scanningService } from './scanner.js';
@@ -52,6 +47,7 @@ import {
   tempDir,
 } from './fixtures.js';
 import { testSealer, testVerifier, readSealed } from '../signing.js';
+import { aWorkflow } from '../../builders/resources.js';
 
 afterAll(removeTempDirs);
 afterAll(closeKeyStores);
@@ -657,12 +653,9 @@ describe.each(stores)('management API over HTTP (keys on %s)', (label, openStore
 
   describe('workflows come from their records', () => {
     const record = (id: string, owner: string) =>
-      new ManifestDir(recordsDir, () => undefined).collection(WORKFLOW_PLURAL, workflowSchema).put({
-        apiVersion: WORKFLOW_API_VERSION,
-        kind: 'Workflow',
-        metadata: { name: workflowResourceName(id) },
-        spec: { workflow: id, owner, namespaces: ['team-a'] },
-      });
+      new ManifestDir(recordsDir, () => undefined)
+        .collection(WORKFLOW_PLURAL, workflowSchema)
+        .put(aWorkflow(id, owner, ['team-a'], { name: workflowResourceName(id) }));
     const drop = (id: string) =>
       new ManifestDir(recordsDir, () => undefined)
         .collection(WORKFLOW_PLURAL, workflowSchema)

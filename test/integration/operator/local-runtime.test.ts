@@ -8,6 +8,7 @@ import { LocalMlserverDriver, mayShareRuntime } from '../../../operator/serving/
 import type { RuntimePlan, RuntimeState } from '../../../operator/serving/runtime-driver.js';
 import { venv } from '../../harness/index.js';
 import { trainExamples } from '../inference/stack.js';
+import { aModel } from '../../builders/resources.js';
 
 describe('standalone runtime driver', () => {
   let dir: string;
@@ -34,13 +35,12 @@ describe('standalone runtime driver', () => {
       log: createLogger('local-runtime-test', 'silent'),
     });
     await driver.start(() => wake());
-    const model: Model = {
-      apiVersion: 'tollgate.dev/v1alpha1',
-      kind: 'Model',
-      metadata: { name: 'model-nul', namespace: 'default', uid: 'u-1', generation: 1 },
+    const model = aModel(
+      'model-nul',
       // Node refuses an environment value holding a NUL byte when it spawns the process.
-      spec: { storageUri: pathToFileURL(folder).href, env: [{ name: 'BROKEN', value: 'a\u0000b' }] },
-    };
+      { storageUri: pathToFileURL(folder).href, env: [{ name: 'BROKEN', value: 'a\u0000b' }] },
+      { namespace: 'default', uid: 'u-1', generation: 1 },
+    );
     const plan: RuntimePlan = {
       model,
       workload: 'model-nul',
@@ -83,18 +83,11 @@ describe('standalone runtime driver: one shared MLServer process', () => {
     over: Partial<Model['spec']> = {},
     annotations?: Record<string, string>,
   ): RuntimePlan => ({
-    model: {
-      apiVersion: 'tollgate.dev/v1alpha1',
-      kind: 'Model',
-      metadata: {
-        name,
-        namespace: 'default',
-        uid: `u-${name}`,
-        generation: 1,
-        ...(annotations ? { annotations } : {}),
-      },
-      spec: { storageUri: pathToFileURL(path.join(models, name)).href, ...over },
-    },
+    model: aModel(
+      name,
+      { storageUri: pathToFileURL(path.join(models, name)).href, ...over },
+      { namespace: 'default', uid: `u-${name}`, generation: 1, ...(annotations ? { annotations } : {}) },
+    ),
     workload: name,
     version: undefined,
     storageUri: over.storageUri ?? pathToFileURL(path.join(models, name)).href,

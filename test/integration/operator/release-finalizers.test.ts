@@ -8,6 +8,7 @@ import { MODEL_FINALIZER } from '../../../operator/controllers/model/reconciler.
 import { releaseFinalizers } from '../../../operator/release-finalizers.js';
 import { ROUTE_FINALIZER } from '../../../operator/route-hold.js';
 import { apiKeyBody, cluster, keyRef, modelRef, namespace, type Cluster } from './support.js';
+import { aModel } from '../../builders/resources.js';
 
 const OTHERS = 'example.com/keep';
 
@@ -24,12 +25,11 @@ describe('release-finalizers, after the operator is gone', () => {
       await c.custom.createNamespacedCustomObject({
         ...modelRef,
         namespace: where,
-        body: {
-          apiVersion: 'tollgate.dev/v1alpha1',
-          kind: 'Model',
-          metadata: { name: 'model-left', finalizers: [MODEL_FINALIZER, OTHERS] },
-          spec: { storageUri: 's3://bucket/left' },
-        },
+        body: aModel(
+          'model-left',
+          { storageUri: 's3://bucket/left' },
+          { finalizers: [MODEL_FINALIZER, OTHERS] },
+        ),
       });
       await c.core.createNamespacedService({
         namespace: where,

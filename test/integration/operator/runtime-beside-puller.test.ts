@@ -69,10 +69,9 @@ describe('a model pod’s runtime and puller, started together', () => {
     // Still running: a container that ended would be started again, and pull again.
     await new Promise((r) => setTimeout(r, 300));
     expect(puller.exitCode).toBeNull();
-    const stopping = Date.now();
+    // Exit 0 is its own handler's (an unhandled SIGTERM ends a process by the signal).
     puller.kill('SIGTERM');
     expect(await exited(puller)).toBe(0);
-    expect(Date.now() - stopping).toBeLessThan(2_000);
 
     const failedMark = path.join(dir, 'never');
     const failed = sh(PULL_THEN_IDLE, ['pull', `file://${path.join(dir, 'missing')}`, path.join(dir, 'd2')], {
@@ -137,10 +136,8 @@ describe('a model pod’s runtime and puller, started together', () => {
       const stopped = start();
       await new Promise((r) => setTimeout(r, 1_000));
       stopped.kill('SIGTERM');
-      const stopping = Date.now();
       await exited(stopped);
       expect([stopped.exitCode, stopped.signalCode]).toEqual([143, null]);
-      expect(Date.now() - stopping).toBeLessThan(5_000);
 
       const runtime = start();
       // Long enough for MLServer to have started had it not waited.

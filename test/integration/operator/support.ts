@@ -22,6 +22,7 @@ import { OperatorManager, type OperatorOptions } from '../../../operator/manager
 import { kube, type KubeInfo } from '../../harness/index.js';
 import { TEST_SIGNING_KEY_FILE } from '../signing.js';
 import { openKeyFile } from '../../../common/crypto/key-file.js';
+import { aModel, aWorkflow } from '../../builders/resources.js';
 
 const run = promisify(execFile);
 export const ROOT = path.resolve(import.meta.dirname, '../../..');
@@ -83,12 +84,7 @@ export async function createWorkflow(
 ): Promise<void> {
   await c.custom.createClusterCustomObject({
     ...workflowRef,
-    body: {
-      apiVersion: 'tollgate.dev/v1alpha1',
-      kind: 'Workflow',
-      metadata: { name: workflow },
-      spec: { workflow, owner, namespaces },
-    },
+    body: aWorkflow(workflow, owner, namespaces),
   });
 }
 
@@ -100,7 +96,7 @@ export async function createModel(c: Cluster, ns: string, name: string, spec: Mo
   return (await c.custom.createNamespacedCustomObject({
     ...modelRef,
     namespace: ns,
-    body: { apiVersion: 'tollgate.dev/v1alpha1', kind: 'Model', metadata: { name }, spec },
+    body: aModel(name, spec),
   })) as Model;
 }
 

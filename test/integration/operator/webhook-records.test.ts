@@ -240,27 +240,23 @@ describe('the sidecar webhook reads the Workflow records', () => {
 
   it('takes at most 512 connections from one address, counted before the TLS handshake; others still connect', async () => {
     const open = (from: string) =>
-      new Promise<{ socket: Socket; closedAt: Promise<number> }>((resolve, reject) => {
+      new Promise<{ socket: Socket; closed: Promise<void> }>((resolve, reject) => {
         const socket = connect({ host: '127.0.0.1', port, localAddress: from }, () =>
-          resolve({
-            socket,
-            closedAt: new Promise((r) => socket.once('close', () => r(Date.now()))),
-          }),
+          resolve({ socket, closed: new Promise((r) => socket.once('close', () => r())) }),
         );
         socket.on('error', () => undefined);
         socket.once('error', reject);
       });
     const idle = [];
     for (let i = 0; i < 512; i++) idle.push(await open('127.0.0.10'));
-    // The 513th is closed at once; the 512 idle ones stay open (until the handshake time runs out).
+    // The 513th is closed while the 512 idle ones are still open: by the share, not by the
+    // handshake time.
     const extra = await open('127.0.0.10');
-    const started = Date.now();
-    expect((await extra.closedAt) - started).toBeLessThan(1_000);
+    await extra.closed;
     expect(idle.every(({ socket }) => !socket.destroyed)).toBe(true);
     // The API server, from its own address, is answered meanwhile.
     expect((await admit(review('team-a', workflow))).allowed).toBe(true);
     // Idle sockets that never start TLS are cut once the handshake time (5 s) runs out.
-    const closed = await Promise.all(idle.map(({ closedAt }) => closedAt));
-    expect(Math.max(...closed) - started).toBeLessThan(8_000);
+    await Promise.all(idle.map(({ closed }) => closed));
   });
 });

@@ -22,6 +22,7 @@ import { freePort, launchChromium, redis } from '../../harness/index.js';
 import { apikey, createKey, redisClient } from '../gateway/support.js';
 import { modelResource, ServedModels, trainExamples } from '../inference/stack.js';
 import { TEST_SIGNING_KEY_FILE } from '../signing.js';
+import { aModel } from '../../builders/resources.js';
 
 /**
  * The panel's Models page in Chromium, over a real gateway and a real MLServer: a served model
@@ -85,16 +86,17 @@ beforeAll(async () => {
   });
 
   await manifests.put({
-    apiVersion: 'tollgate.dev/v1alpha1',
-    kind: 'Model',
-    metadata: { name: 'model-canary', namespace: 'default' },
-    spec: {
-      versions: [
-        { name: '1', storageUri: 's3://models/canary/1' },
-        { name: '2', storageUri: 's3://models/canary/2' },
-      ],
-      traffic: [{ version: '2', percent: 10 }],
-    },
+    ...aModel(
+      'model-canary',
+      {
+        versions: [
+          { name: '1', storageUri: 's3://models/canary/1' },
+          { name: '2', storageUri: 's3://models/canary/2' },
+        ],
+        traffic: [{ version: '2', percent: 10 }],
+      },
+      { namespace: 'default' },
+    ),
     status: {
       phase: 'Ready',
       defaultVersion: '1',
@@ -107,14 +109,15 @@ beforeAll(async () => {
   });
 
   await manifests.put({
-    apiVersion: 'tollgate.dev/v1alpha1',
-    kind: 'Model',
-    metadata: { name: 'model-rolling', namespace: 'default' },
-    spec: {
-      versions: ['1', '2', '3'].map((name) => ({ name, storageUri: `s3://models/rolling/${name}` })),
-      shadow: { version: '3', percent: 25 },
-      rollout: { version: '2', steps: [10, 50] },
-    },
+    ...aModel(
+      'model-rolling',
+      {
+        versions: ['1', '2', '3'].map((name) => ({ name, storageUri: `s3://models/rolling/${name}` })),
+        shadow: { version: '3', percent: 25 },
+        rollout: { version: '2', steps: [10, 50] },
+      },
+      { namespace: 'default' },
+    ),
     status: {
       phase: 'Ready',
       defaultVersion: '1',

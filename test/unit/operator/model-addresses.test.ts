@@ -18,6 +18,7 @@ import { ProcessEnvCredentials } from '../../../operator/storage/credentials.js'
 import { WorkflowAdmission } from '../../../operator/workflows/workflow-admission.js';
 import { Held } from './held-source.js';
 import type { KeptName } from '../../../operator/controllers/model/names.js';
+import { aModel, aWorkflow } from '../../builders/resources.js';
 
 describe('a Model’s addresses (a deleted Service keeps its cluster IP until no route names it)', () => {
   let folder: string;
@@ -59,12 +60,7 @@ describe('a Model’s addresses (a deleted Service keeps its cluster IP until no
     loadFails = 0;
     woken = [];
     for (const workflow of ['fraud', 'loans'])
-      workflows.put({
-        apiVersion: 'tollgate.dev/v1alpha1',
-        kind: 'Workflow',
-        metadata: { name: workflow, creationTimestamp: '2026-01-01T00:00:00Z' },
-        spec: { workflow, owner: 'alice', namespaces: ['team-a'] },
-      });
+      workflows.put(aWorkflow(workflow, 'alice', ['team-a'], { creationTimestamp: '2026-01-01T00:00:00Z' }));
     reconciler = await build();
   });
 
@@ -132,20 +128,21 @@ describe('a Model’s addresses (a deleted Service keeps its cluster IP until no
   }
 
   const put = (over: Partial<Model['spec']> = {}, meta: Partial<Model['metadata']> = {}): void =>
-    models.put({
-      apiVersion: 'tollgate.dev/v1alpha1',
-      kind: 'Model',
-      metadata: {
-        name: 'model-scorer',
-        namespace: 'team-a',
-        uid: 'u1',
-        generation: 1,
-        finalizers: [MODEL_FINALIZER],
-        ...meta,
-      },
-      spec: { storageUri: pathToFileURL(folder).href, ...over },
-    } as Model);
+    models.put(
+      aModel(
+        'model-scorer',
+        { storageUri: pathToFileURL(folder).href, ...over },
+        { namespace: 'team-a', uid: 'u1', generation: 1, finalizers: [MODEL_FINALIZER], ...meta },
+      ),
+    );
   const deleted = () => ({ deletionTimestamp: '2026-03-01T00:00:00Z' });
+  /** Mallory's Model of the same name, made after alice's. */
+  const mallorys = (): Model =>
+    aModel(
+      'model-scorer',
+      { storageUri: pathToFileURL(folder).href },
+      { namespace: 'team-m', uid: 'u2', generation: 1, creationTimestamp: '2026-02-01T00:00:00Z' },
+    );
   const reconcile = () => reconciler.reconcile('team-a/model-scorer');
   const MODEL_ROUTE = 'tg:route:model:model-scorer';
   const FRAUD_ROUTE = 'tg:route:bda:fraud:model-scorer';
@@ -241,18 +238,7 @@ describe('a Model’s addresses (a deleted Service keeps its cluster IP until no
   it('a deleted Model’s name stays its namespace’s across an operator restart: a Model waiting with it gets nothing', async () => {
     put();
     await reconcile();
-    const squat = {
-      apiVersion: 'tollgate.dev/v1alpha1',
-      kind: 'Model',
-      metadata: {
-        name: 'model-scorer',
-        namespace: 'team-m',
-        uid: 'u2',
-        generation: 1,
-        creationTimestamp: '2026-02-01T00:00:00Z',
-      },
-      spec: { storageUri: pathToFileURL(folder).href },
-    } as Model;
+    const squat = mallorys();
     models.put({
       ...models.list()[0]!,
       metadata: { ...models.list()[0]!.metadata, creationTimestamp: '2026-01-01T00:00:00Z' },
@@ -275,18 +261,7 @@ describe('a Model’s addresses (a deleted Service keeps its cluster IP until no
   it('a Model waiting for a name is torn down once, looks again only now and then, and is woken when the holder goes', async () => {
     put();
     await reconcile();
-    models.put({
-      apiVersion: 'tollgate.dev/v1alpha1',
-      kind: 'Model',
-      metadata: {
-        name: 'model-scorer',
-        namespace: 'team-m',
-        uid: 'u2',
-        generation: 1,
-        creationTimestamp: '2026-02-01T00:00:00Z',
-      },
-      spec: { storageUri: pathToFileURL(folder).href },
-    } as Model);
+    models.put(mallorys());
     models.put({
       ...models.list()[0]!,
       metadata: { ...models.list()[0]!.metadata, creationTimestamp: '2026-01-01T00:00:00Z' },

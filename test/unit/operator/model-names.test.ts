@@ -1,19 +1,18 @@
 import type { Model } from '../../../common/resources/model.js';
 import { ModelNames, NAME_KEPT_MS } from '../../../operator/controllers/model/names.js';
+import { aModel } from '../../builders/resources.js';
 
 const model = (namespace: string, created: string, deleting = false): Model =>
-  ({
-    apiVersion: 'tollgate.dev/v1alpha1',
-    kind: 'Model',
-    metadata: {
-      name: 'model-iris',
+  aModel(
+    'model-iris',
+    { storageUri: 's3://models/iris' },
+    {
       namespace,
       creationTimestamp: created,
       // The operator's finalizer stays on until its deletion pass (release) is done.
       ...(deleting ? { deletionTimestamp: '2026-11-26T12:00:00Z', finalizers: [FINALIZER] } : {}),
     },
-    spec: { storageUri: 's3://models/iris' },
-  }) as Model;
+  );
 
 const NOW = Date.parse('2026-11-26T12:00:00Z');
 const FINALIZER = 'tollgate.dev/model-routes';

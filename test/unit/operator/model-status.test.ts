@@ -11,12 +11,10 @@ import {
   sameStatus,
   STATUS_MESSAGE_MAX,
 } from '../../../operator/controllers/model/status-writer.js';
+import { aModel } from '../../builders/resources.js';
 
 const model = (status?: Model['status']): Model => ({
-  apiVersion: 'tollgate.dev/v1alpha1',
-  kind: 'Model',
-  metadata: { name: 'model-a', namespace: 'ns', generation: 3 },
-  spec: { storageUri: 's3://b/a' },
+  ...aModel('model-a', { storageUri: 's3://b/a' }, { namespace: 'ns', generation: 3 }),
   ...(status ? { status } : {}),
 });
 const ok: FolderCheck = {

@@ -8,6 +8,7 @@ import type { CredentialsResolver } from '../../../operator/storage/credentials.
 import { WorkflowAdmission } from '../../../operator/workflows/workflow-admission.js';
 import { Held } from './held-source.js';
 import { Cluster, HeldModels } from './model-cluster.js';
+import { aModel } from '../../builders/resources.js';
 
 /**
  * A Model's store is its author's choice: one that answers slowly and wrongly must not hold the
@@ -57,41 +58,39 @@ describe('checking a Model’s store (a failing one backs off)', () => {
       keptNames: { keep: () => Promise.resolve(), load: () => Promise.resolve([]) },
       figures: () => Promise.resolve({ calls: 0, failures: 0, p95LatencyMs: undefined }),
     });
-    models.put({
-      apiVersion: 'tollgate.dev/v1alpha1',
-      kind: 'Model',
-      metadata: {
-        name: 'model-slow',
-        namespace: 'team-m',
-        uid: 'u1',
-        generation: 1,
-        creationTimestamp: '2026-01-01T00:00:00Z',
-        finalizers: ['tollgate.dev/model-routes'],
-      },
-      spec: {
-        credentials: { secretName: 'absent' },
-        versions: ['a', 'b', 'c', 'd', 'e'].map((v) => ({ name: v, storageUri: `s3://bucket/${v}` })),
-        defaultVersion: 'a',
-      },
-    } as Model);
+    models.put(
+      aModel(
+        'model-slow',
+        {
+          credentials: { secretName: 'absent' },
+          versions: ['a', 'b', 'c', 'd', 'e'].map((v) => ({ name: v, storageUri: `s3://bucket/${v}` })),
+          defaultVersion: 'a',
+        },
+        {
+          namespace: 'team-m',
+          uid: 'u1',
+          generation: 1,
+          creationTimestamp: '2026-01-01T00:00:00Z',
+          finalizers: ['tollgate.dev/model-routes'],
+        },
+      ),
+    );
   });
   afterEach(() => jest.restoreAllMocks());
 
   const reconcile = () => reconciler.reconcile('team-m/model-slow');
   const modelIn = (namespace: string, name: string): Model =>
-    ({
-      apiVersion: 'tollgate.dev/v1alpha1',
-      kind: 'Model',
-      metadata: {
-        name,
+    aModel(
+      name,
+      { credentials: { secretName: 'absent' }, storageUri: `s3://${namespace}/${name}` },
+      {
         namespace,
         uid: `${namespace}-${name}`,
         generation: 1,
         creationTimestamp: '2026-01-01T00:00:00Z',
         finalizers: ['tollgate.dev/model-routes'],
       },
-      spec: { credentials: { secretName: 'absent' }, storageUri: `s3://${namespace}/${name}` },
-    }) as Model;
+    );
   /** Starts the controller's turns source; the Models it wakes, as the controller would enqueue them. */
   const wakes = async (): Promise<string[]> => {
     const woken: string[] = [];

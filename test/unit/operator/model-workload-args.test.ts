@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
-import type { Model } from '../../../common/resources/model.js';
 import { verbatim } from '../../../common/kube/verbatim.js';
 import { modelDeployment } from '../../../operator/serving/model-workload.js';
+import { aModel } from '../../builders/resources.js';
 
 /**
  * Kubernetes expands `$(NAME)` in a container's args from its environment, the storage Secret's
@@ -18,12 +18,11 @@ describe("the puller's arguments", () => {
   const deployment = (storageUri: string, inputName: string) =>
     modelDeployment(
       {
-        model: {
-          apiVersion: 'tollgate.dev/v1alpha1',
-          kind: 'Model',
-          metadata: { name: 'model-leak', namespace: 'tollgate', uid: 'u1' },
-          spec: { storageUri, credentials: { secretName: 'shared-store' } },
-        } as Model,
+        model: aModel(
+          'model-leak',
+          { storageUri, credentials: { secretName: 'shared-store' } },
+          { namespace: 'tollgate', uid: 'u1' },
+        ),
         workload: 'model-leak',
         version: undefined,
         storageUri,

@@ -1,9 +1,9 @@
 import type { Model } from '../../../common/resources/model.js';
 import { NameWaiters } from '../../../operator/controllers/model/name-waiters.js';
 import type { ResourceSource } from '../../../operator/framework/resource-source.js';
+import { aModel } from '../../builders/resources.js';
 
-const model = (namespace: string, name: string) =>
-  ({ apiVersion: 'tollgate.dev/v1alpha1', kind: 'Model', metadata: { name, namespace }, spec: {} }) as Model;
+const model = (namespace: string, name: string): Model => aModel(name, {}, { namespace });
 
 describe('the Models waiting for a name', () => {
   it('are woken now and when the name’s kept time is up; the one that let it go and other names are not', async () => {

@@ -11,6 +11,7 @@ import {
 } from '../../../operator/controllers/workflow-service-controller.js';
 import { WorkflowAdmission } from '../../../operator/workflows/workflow-admission.js';
 import { ROUTE_FINALIZER, type RouteHold } from '../../../operator/route-hold.js';
+import { aWorkflow } from '../../builders/resources.js';
 
 const service = (namespace: string, name: string, created: string, wf = 'fraud'): WorkflowService => ({
   metadata: {
@@ -25,12 +26,8 @@ const service = (namespace: string, name: string, created: string, wf = 'fraud')
   },
   spec: { clusterIP: '10.96.0.80', selector: { app: 'scorer' }, ports: [{ name: 'http', port: 80 }] },
 });
-const record = (namespaces: string[], owner = 'alice', created = '2026-01-01T00:00:00Z'): Workflow => ({
-  apiVersion: 'tollgate.dev/v1alpha1',
-  kind: 'Workflow',
-  metadata: { name: `fraud-${owner}`, creationTimestamp: created },
-  spec: { workflow: 'fraud', owner, namespaces },
-});
+const record = (namespaces: string[], owner = 'alice', created = '2026-01-01T00:00:00Z'): Workflow =>
+  aWorkflow('fraud', owner, namespaces, { name: `fraud-${owner}`, creationTimestamp: created });
 
 describe('workflow service claims (the operator’s admission and conflict rules)', () => {
   const KEY = 'tg:route:bda:fraud:scorer';

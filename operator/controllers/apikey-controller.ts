@@ -28,6 +28,7 @@ import {
   type Reconciler,
   type Watches,
 } from '../framework/controller.js';
+import { specOrMetadataChanged } from '../framework/predicates.js';
 
 export type ApiKeyResource = ApiKey & Resource;
 export type IdentityResource = Identity & Resource;
@@ -137,6 +138,8 @@ export class ApiKeyReconciler implements Reconciler {
   ) {
     this.watches = {
       for: keys,
+      // Usage and the entry's state, written to status by the operator itself, wake nothing.
+      changed: specOrMetadataChanged,
       onDeleted: (ref, gone) => this.noteDeleted(ref, gone),
       owns: [
         {

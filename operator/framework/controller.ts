@@ -18,6 +18,8 @@ export interface OwnedSource {
 export interface Watches<T extends Resource = Resource> {
   /** The primary resource: any change enqueues its key; a deletion is also told to onDeleted. */
   for: WatchedSource<T>;
+  /** Which updates of the primary resource enqueue it (an event filter; framework/predicates.ts). */
+  changed?(before: T, after: T): boolean;
   // Method syntax: a reconciler of one kind is still a Reconciler (bivariant parameter).
   onDeleted?(ref: ResourceRef, gone: T): void;
   owns?: OwnedSource[];
@@ -68,12 +70,15 @@ export class Controller {
 
   /** Starts the reconciler's watches; resolves once their caches have synced. */
   async watch(): Promise<void> {
-    const { for: primary, onDeleted, owns = [] } = this.reconciler.watches;
+    const { for: primary, onDeleted, changed, owns = [] } = this.reconciler.watches;
     await Promise.all([
-      primary.start((ref, gone) => {
-        if (gone) onDeleted?.(ref, gone);
-        this.enqueue(refKey(ref));
-      }),
+      primary.start(
+        (ref, gone) => {
+          if (gone) onDeleted?.(ref, gone);
+          this.enqueue(refKey(ref));
+        },
+        changed === undefined ? {} : { changed: (before, after) => changed(before, after) },
+      ),
       ...owns.map((o) => o.start((owner) => this.enqueue(refKey(owner)))),
     ]);
   }

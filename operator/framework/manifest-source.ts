@@ -7,6 +7,7 @@ import {
   type Resource,
   type ResourceRef,
   type ResourceSource,
+  type WatchOptions,
 } from './resource-source.js';
 
 /**
@@ -45,7 +46,10 @@ export class ManifestResourceSource<T extends Manifested> implements ResourceSou
     };
   }
 
-  async start(onChange: (ref: ResourceRef, deleted: T | undefined) => void): Promise<void> {
+  async start(
+    onChange: (ref: ResourceRef, deleted: T | undefined) => void,
+    opts: WatchOptions<T> = {},
+  ): Promise<void> {
     for (const obj of await this.collection.list()) {
       this.cache.set(obj.metadata.name, this.complete(obj, undefined));
     }
@@ -57,7 +61,10 @@ export class ManifestResourceSource<T extends Manifested> implements ResourceSou
         onChange(ref, gone);
         return;
       }
-      this.cache.set(event.name, this.complete(event.object, this.cache.get(event.name)));
+      const before = this.cache.get(event.name);
+      const after = this.complete(event.object, before);
+      this.cache.set(event.name, after);
+      if (before !== undefined && opts.changed?.(before, after) === false) return;
       onChange(ref, undefined);
     });
     for (const name of this.cache.keys()) onChange({ namespace: NAMESPACE, name }, undefined);

@@ -23,13 +23,22 @@ export interface Resource {
   };
 }
 
+/** What a watch tells: controller-runtime's event filter. */
+export interface WatchOptions<T> {
+  /**
+   * Whether an update matters: when it says no, the cache takes the new object but no change is
+   * delivered. Objects first seen and deletions are always delivered.
+   */
+  changed?: (before: T, after: T) => boolean;
+}
+
 /** A read-only, watched set of resources (workflow Services). */
 export interface WatchedSource<T extends Resource> {
   /**
    * Delivers the ref of every object present, then of every change or deletion, until `stop`.
    * Resolves once the initial set is in the cache.
    */
-  start(onChange: (ref: ResourceRef, deleted: T | undefined) => void): Promise<void>;
+  start(onChange: (ref: ResourceRef, deleted: T | undefined) => void, opts?: WatchOptions<T>): Promise<void>;
   stop(): Promise<void>;
   /** From the cache. */
   get(ref: ResourceRef): T | undefined;

@@ -16,6 +16,7 @@ import {
 } from '../../framework/resource-source.js';
 import type { CredentialsResolver } from '../../storage/credentials.js';
 import type { SidecarPlacement } from '../../webhook/sidecar-placement.js';
+import { specOrMetadataChanged } from '../../framework/predicates.js';
 import { FolderChecks, RECHECK_MS } from './folder-checks.js';
 import type { KeptNameStore } from './kept-names.js';
 import { MODEL_FINALIZER, NameOwnership } from './name-ownership.js';
@@ -79,6 +80,8 @@ export class ModelReconciler implements Reconciler {
     this.status = new StatusWriter(deps.models, this.owners.names, deps.events);
     this.watches = {
       for: deps.models,
+      // Its own status writes wake nothing: the next look is the pass's own requeue, or a change.
+      changed: specOrMetadataChanged,
       onDeleted: (ref, gone) => this.noteDeleted(ref, gone),
       owns: [
         this.folders.turns,

@@ -21,10 +21,11 @@ export type FiguresOf = (
  * The rollout part of the Model reconciler: where spec.rollout stands, judged from the canary's
  * figures (rollout.ts) at most once per check interval while a step runs.
  *
- * Its own last judgement is kept here because this operator is the only writer of status.rollout:
- * its last word is newer than a cached status that may not have seen the write yet, and the
- * status write (which wakes the reconciler like any change of the Model) judges nothing again
- * before the interval is up, so it starts no loop.
+ * Its status writes wake nothing (the reconciler's event filter drops status-only updates); what
+ * still wakes a pass mid-step is the Model's workloads (a canary's Deployment rolling out), and
+ * those judge nothing again before the interval is up. Its own last judgement is kept because
+ * this operator is the only writer of status.rollout: its last word is newer than a cached status
+ * that may not have seen the write yet.
  */
 export class RolloutJudge {
   private readonly judged = new Map<string, { at: number; status: RolloutStatus }>();

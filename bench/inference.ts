@@ -14,9 +14,6 @@ import { createLogger } from '../common/logger.js';
 import { redisKeys } from '../common/redis/schema.js';
 import type { Model } from '../common/resources/model.js';
 import { loadGatewayConfig } from '../gateway/config.js';
-import { createGatewayServer } from '../gateway/central-server.js';
-import { createGatewayServices } from '../gateway/services.js';
-import { createV2Core } from '../gateway/v2/core.js';
 import { RouteWriter } from '../common/routes/workflow-routes.js';
 import { freePort } from '../common/net/free-port.js';
 import { throwawayRedisArgs } from '../common/redis/throwaway-args.js';
@@ -24,6 +21,7 @@ import { LocalMlserverDriver } from '../operator/serving/local-mlserver.js';
 import { ProcessEnvCredentials } from '../operator/storage/credentials.js';
 import { testSealer } from '../test/integration/signing.js';
 import { TEST_SIGNING_KEY_FILE } from '../test/integration/signing.js';
+import { buildCentralGateway } from '../gateway/central-gateway.js';
 
 /**
  * V2 inference on the iris model, keep-alive, 32 connections: MLServer directly, then through the
@@ -215,14 +213,13 @@ export async function runInferenceBench(): Promise<string[]> {
         redisUrl: `redis://127.0.0.1:${redisPort}`,
       },
     });
-    const services = await createGatewayServices(config, log);
-    const gateway = createGatewayServer(services, createV2Core(services, noModels));
+    const gateway = await buildCentralGateway(config, log, { models: noModels });
     const port = (await gateway.listen(0, '127.0.0.1')).port;
     const grpcPort = await gateway.listenGrpc(0, '127.0.0.1');
     stopGateway = () => gateway.shutdown();
 
     // Until the pub/sub subscription is confirmed the gateway trusts no cache (by design): wait.
-    for (let i = 0; i < 100 && !services.invalidation.live; i++) await new Promise((r) => setTimeout(r, 50));
+    for (let i = 0; i < 100 && !gateway.services.invalidation.live; i++) await new Promise((r) => setTimeout(r, 50));
     const directUrl = `${state.url}/v2/models/${MODEL}/infer`;
     const gatewayUrl = `http://127.0.0.1:${port}/v2/models/${MODEL}/infer`;
     const auth = { authorization: `Apikey ${key}` };

@@ -13,10 +13,7 @@ import { ManifestWorkflowRecords } from '../../common/routes/workflow-records.js
 import { WorkflowRoutes } from '../../common/routes/workflow-routes.js';
 import { loadGatewayConfig, type GatewayConfigInput } from '../../gateway/config.js';
 import { webhookSettingsOf } from '../../gateway/config/webhook-settings.js';
-import { createGatewayServer } from '../../gateway/central-server.js';
 import { modelsPlatformResource } from '../../gateway/platform/models/index.js';
-import { createGatewayServices } from '../../gateway/services.js';
-import { createV2Core } from '../../gateway/v2/core.js';
 import { manifestModels } from '../../gateway/v2/model-directory.js';
 import { OperatorManager } from '../../operator/manager.js';
 import { standaloneSources } from '../../operator/standalone-sources.js';
@@ -24,6 +21,7 @@ import { LocalMlserverDriver } from '../../operator/serving/local-mlserver.js';
 import { ProcessEnvCredentials } from '../../operator/storage/credentials.js';
 import { openKeyFile, publicJwk } from '../../common/crypto/key-file.js';
 import { mkdir, writeFile } from 'node:fs/promises';
+import { buildCentralGateway } from '../../gateway/central-gateway.js';
 
 const flagsSchema = z.object({
   stateDir: z.string().min(1),
@@ -126,7 +124,8 @@ export function register(program: Command): void {
           connectionName: 'tollgate-dev-management',
         });
         managementRedis.on('error', (err: Error) => log.warn({ err: err.message }, 'redis error'));
-        const services = await createGatewayServices(config, log, {
+        const gateway = await buildCentralGateway(config, log, {
+          models: manifestModels(models),
           management: ({ roles, audit, trust }) =>
             createManagement({
               redis: managementRedis,
@@ -165,7 +164,6 @@ export function register(program: Command): void {
               ],
             ]),
         });
-        const gateway = createGatewayServer(services, createV2Core(services, manifestModels(models)));
         const address = await gateway.listen(config.port, config.host);
         const grpcPort =
           config.grpcPort === undefined ? undefined : await gateway.listenGrpc(config.grpcPort, config.host);

@@ -11,14 +11,13 @@ import { WorkflowRoutes } from '../../common/routes/workflow-routes.js';
 import { loadGatewayConfig, type GatewayConfigInput } from '../../gateway/config.js';
 import { parseUpstreamList } from '../../gateway/config/sources.js';
 import { webhookSettingsOf } from '../../gateway/config/webhook-settings.js';
-import { createGatewayServer } from '../../gateway/central-server.js';
 import { createManagement } from '../../gateway/api/management.js';
 import type { GatewayConfig } from '../../gateway/config.js';
 import { modelsPlatformResource } from '../../gateway/platform/models/index.js';
-import { createGatewayServices, type SharedServices } from '../../gateway/services.js';
-import { createV2Core } from '../../gateway/v2/core.js';
+import { type SharedServices } from '../../gateway/services.js';
 import { kubeModels } from '../../gateway/v2/model-directory.js';
 import type { Logger } from '../../common/logger.js';
+import { buildCentralGateway } from '../../gateway/central-gateway.js';
 
 interface GatewayFlags {
   config?: string;
@@ -78,7 +77,8 @@ export function register(program: Command): void {
         editRedis.on('error', (err: Error) => log.warn({ err: err.message }, 'redis error (management)'));
         // Who owns each workflow: the Workflow records, as the operator routes by.
         const records = new KubeWorkflowRecords(kubeConfig);
-        const services = await createGatewayServices(config, log, {
+        const gateway = await buildCentralGateway(config, log, {
+          models: kubeModels(kubeConfig),
           management: (shared) =>
             clusterManagement(
               config,
@@ -100,7 +100,6 @@ export function register(program: Command): void {
               ],
             ]),
         });
-        const gateway = createGatewayServer(services, createV2Core(services, kubeModels(kubeConfig)));
         const address = await gateway.listen(config.port, config.host);
         const grpcPort =
           config.grpcPort === undefined ? undefined : await gateway.listenGrpc(config.grpcPort, config.host);

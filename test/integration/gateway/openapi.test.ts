@@ -14,15 +14,14 @@ import { createManagement } from '../../../gateway/api/management.js';
 import { LocalIssuer } from '../../../gateway/auth/local-issuer.js';
 import { loadGatewayConfig } from '../../../gateway/config.js';
 import { DEFAULT_WEBHOOK_SETTINGS } from '../../../gateway/config/webhook-settings.js';
-import { createGatewayServer } from '../../../gateway/central-server.js';
 import type { GatewayServer } from '../../../gateway/server.js';
-import { createGatewayServices, type SharedServices } from '../../../gateway/services.js';
-import { createV2Core } from '../../../gateway/v2/core.js';
+import { type SharedServices } from '../../../gateway/services.js';
 import { noModels } from '../../../gateway/v2/model-directory.js';
 import { repoRoot } from '../../harness/paths.js';
 import { freePort, redis } from '../../harness/index.js';
 import { startUpstream, type Upstream } from './support.js';
 import { TEST_SIGNING_KEY_FILE } from '../signing.js';
+import { buildCentralGateway } from '../../../gateway/central-gateway.js';
 
 const SCHEMATHESIS = join(repoRoot, '.venv-tools', 'bin', 'schemathesis');
 const log = createLogger('openapi-test', 'silent');
@@ -84,8 +83,7 @@ beforeAll(async () => {
         allowHttp: true,
       },
     });
-  const services = await createGatewayServices(config, log, { management });
-  gateway = createGatewayServer(services, createV2Core(services, noModels));
+  gateway = await buildCentralGateway(config, log, { models: noModels, management });
   await gateway.listen(port, '127.0.0.1');
   token = await (await LocalIssuer.open(stateDir)).mint('fuzz@example.com', { groups: ['tollgate-admins'] });
   const res = await fetch(`${base}/api/v1/openapi.json`);

@@ -15,10 +15,10 @@ import { generateKey, hashKey } from '../../../common/apikey/format.js';
 import { KeyIndexWriter } from '../../../common/apikey/index-writer.js';
 import { createLogger } from '../../../common/logger.js';
 import type { KeyGrant, Module } from '../../../common/resources/grant.js';
-import { createV2Core } from '../../../gateway/v2/core.js';
 import { loadGatewayConfig, type GatewayConfigInput } from '../../../gateway/config.js';
-import { createGatewayServer, type CentralGateway } from '../../../gateway/central-server.js';
+import { type CentralGateway } from '../../../gateway/central-server.js';
 import { createGatewayServices, type GatewayServices } from '../../../gateway/services.js';
+import { buildCentralGateway } from '../../../gateway/central-gateway.js';
 
 /** What a recording upstream saw: only requests whose body arrived completely. */
 export interface Seen {
@@ -97,11 +97,15 @@ export async function startGateway(settings: Partial<GatewayConfigInput>): Promi
     },
   });
   const log = createLogger('gateway-test', 'silent');
-  const services = await createGatewayServices(config, log);
   // No model directory: these tests exercise /events and the management API.
-  const gateway = createGatewayServer(services, createV2Core(services, noModels));
+  const gateway = await buildCentralGateway(config, log, { models: noModels });
   const address = await gateway.listen(0, '127.0.0.1');
-  return { url: `http://127.0.0.1:${address.port}`, services, gateway, stop: () => gateway.shutdown() };
+  return {
+    url: `http://127.0.0.1:${address.port}`,
+    services: gateway.services,
+    gateway,
+    stop: () => gateway.shutdown(),
+  };
 }
 
 /**

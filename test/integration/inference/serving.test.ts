@@ -8,10 +8,7 @@ import { createLogger } from '../../../common/logger.js';
 import { ManifestDir } from '../../../common/resources/manifest-dir.js';
 import { modelSchema, type Model } from '../../../common/resources/model.js';
 import { loadGatewayConfig } from '../../../gateway/config.js';
-import { createGatewayServer } from '../../../gateway/central-server.js';
 import type { GatewayServer } from '../../../gateway/server.js';
-import { createGatewayServices } from '../../../gateway/services.js';
-import { createV2Core } from '../../../gateway/v2/core.js';
 import { manifestModels } from '../../../gateway/v2/model-directory.js';
 import { minio, redis, venv } from '../../harness/index.js';
 import { apikey, createKey, redisClient, send, type Answer } from '../gateway/support.js';
@@ -25,6 +22,7 @@ import {
   ROOT,
 } from './stack.js';
 import { TEST_SIGNING_KEY_FILE } from '../signing.js';
+import { buildCentralGateway } from '../../../gateway/central-gateway.js';
 
 const CASES = ['iris', 'diabetes', 'rent', 'reviews', 'digits', 'wine'];
 const WORKFLOW = 'wf-inference';
@@ -117,8 +115,9 @@ beforeAll(async () => {
       creditCosts: { 'model-iris': 4 },
     },
   });
-  const services = await createGatewayServices(config, createLogger('gateway-inference', 'silent'));
-  gateway = createGatewayServer(services, createV2Core(services, manifestModels(manifests)));
+  gateway = await buildCentralGateway(config, createLogger('gateway-inference', 'silent'), {
+    models: manifestModels(manifests),
+  });
   base = `http://127.0.0.1:${(await gateway.listen(0, '127.0.0.1')).port}`;
 
   keys = {

@@ -15,18 +15,16 @@ import type { Module } from '../../../common/resources/grant.js';
 import { ManifestDir } from '../../../common/resources/manifest-dir.js';
 import { MODEL_PLURAL, modelSchema, type Model } from '../../../common/resources/model.js';
 import { WorkflowRoutes } from '../../../common/routes/workflow-routes.js';
-import { createV2Core } from '../../../gateway/v2/core.js';
 import { loadGatewayConfig } from '../../../gateway/config.js';
 import { DirModelStore } from '../../../gateway/platform/models/dir-store.js';
 import { createModelsResource } from '../../../gateway/platform/models/index.js';
 import { KubeModelStore } from '../../../gateway/platform/models/kube-store.js';
 import type { ModelStore } from '../../../gateway/platform/models/store.js';
-import { createGatewayServer } from '../../../gateway/central-server.js';
 import type { GatewayServer } from '../../../gateway/server.js';
-import { createGatewayServices } from '../../../gateway/services.js';
 import { kube, redis } from '../../harness/index.js';
 import { repoRoot } from '../../harness/paths.js';
 import { testSealer, testVerifier, TEST_SIGNING_KEY_FILE } from '../signing.js';
+import { buildCentralGateway } from '../../../gateway/central-gateway.js';
 
 /**
  * The built-in `models` platform resource through the real gateway (key check, role check, the
@@ -165,10 +163,10 @@ describe.each([
       workflows: new WorkflowRoutes(redisClient, await testVerifier()),
       log,
     });
-    const services = await createGatewayServices(config, log, {
+    gateway = await buildCentralGateway(config, log, {
+      models: noModels,
       platformResources: () => new Map([['models', handler]]),
     });
-    gateway = createGatewayServer(services, createV2Core(services, noModels));
     const address = await gateway.listen(0, '127.0.0.1');
     base = `http://127.0.0.1:${address.port}`;
   });

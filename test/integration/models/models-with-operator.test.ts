@@ -7,13 +7,10 @@ import { KeyIndexWriter } from '../../../common/apikey/index-writer.js';
 import { createLogger } from '../../../common/logger.js';
 import { redisKeys } from '../../../common/redis/schema.js';
 import { WorkflowRoutes } from '../../../common/routes/workflow-routes.js';
-import { createV2Core } from '../../../gateway/v2/core.js';
 import { loadGatewayConfig } from '../../../gateway/config.js';
 import { createModelsResource } from '../../../gateway/platform/models/index.js';
 import { KubeModelStore } from '../../../gateway/platform/models/kube-store.js';
-import { createGatewayServer } from '../../../gateway/central-server.js';
 import type { GatewayServer } from '../../../gateway/server.js';
-import { createGatewayServices } from '../../../gateway/services.js';
 import type { OperatorManager } from '../../../operator/manager.js';
 import { redis } from '../../harness/index.js';
 import {
@@ -30,6 +27,7 @@ import {
   deleteWorkflow,
 } from '../operator/support.js';
 import { openSealed, testSealer, testVerifier, TEST_SIGNING_KEY_FILE } from '../signing.js';
+import { buildCentralGateway } from '../../../gateway/central-gateway.js';
 
 afterAll(removeModelFolders);
 
@@ -78,10 +76,10 @@ describe('models platform resource with the operator', () => {
       workflows: new WorkflowRoutes(client, await testVerifier()),
       log,
     });
-    const services = await createGatewayServices(config, log, {
+    gateway = await buildCentralGateway(config, log, {
+      models: noModels,
       platformResources: () => new Map([['models', handler]]),
     });
-    gateway = createGatewayServer(services, createV2Core(services, noModels));
     base = `http://127.0.0.1:${(await gateway.listen(0, '127.0.0.1')).port}`;
   });
 

@@ -7,10 +7,7 @@ import { createLogger } from '../../../common/logger.js';
 import { ManifestDir } from '../../../common/resources/manifest-dir.js';
 import { modelSchema, type Model } from '../../../common/resources/model.js';
 import { loadGatewayConfig } from '../../../gateway/config.js';
-import { createGatewayServer } from '../../../gateway/central-server.js';
 import type { GatewayServer } from '../../../gateway/server.js';
-import { createGatewayServices } from '../../../gateway/services.js';
-import { createV2Core } from '../../../gateway/v2/core.js';
 import { manifestModels } from '../../../gateway/v2/model-directory.js';
 import { prometheus, redis } from '../../harness/index.js';
 import { panelsWithoutSeries } from '../../harness/dashboard.js';
@@ -24,6 +21,7 @@ import {
 } from '../gateway/support.js';
 import { modelResource, ServedModels, trainExamples } from '../inference/stack.js';
 import { TEST_SIGNING_KEY_FILE } from '../signing.js';
+import { buildCentralGateway } from '../../../gateway/central-gateway.js';
 
 /**
  * The chart's Grafana dashboard against a real Prometheus (Debian's) scraping a real gateway and
@@ -60,8 +58,9 @@ beforeAll(async () => {
     env: {},
     overrides: { grantSigningKeyFile: TEST_SIGNING_KEY_FILE, host: '127.0.0.1', port: 0, redisUrl: r.url },
   });
-  const services = await createGatewayServices(config, createLogger('dashboard-test', 'silent'));
-  gateway = createGatewayServer(services, createV2Core(services, manifestModels(manifests)));
+  gateway = await buildCentralGateway(config, createLogger('dashboard-test', 'silent'), {
+    models: manifestModels(manifests),
+  });
   base = `http://127.0.0.1:${(await gateway.listen(0, '127.0.0.1')).port}`;
   promUrl = (await prometheus('dashboard', [`${base}/metrics`, state.metricsUrl])).url;
 }, 600_000);

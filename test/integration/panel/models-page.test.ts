@@ -12,10 +12,8 @@ import { WorkflowRoutes } from '../../../common/routes/workflow-routes.js';
 import { createManagement } from '../../../gateway/api/management.js';
 import { LocalIssuer } from '../../../gateway/auth/local-issuer.js';
 import { loadGatewayConfig } from '../../../gateway/config.js';
-import { createGatewayServer } from '../../../gateway/central-server.js';
 import type { GatewayServer } from '../../../gateway/server.js';
-import { createGatewayServices, type SharedServices } from '../../../gateway/services.js';
-import { createV2Core } from '../../../gateway/v2/core.js';
+import { type SharedServices } from '../../../gateway/services.js';
 import { manifestModels } from '../../../gateway/v2/model-directory.js';
 import { ModelUsageRecorder } from '../../../gateway/v2/model-usage.js';
 import { freePort, launchChromium, redis } from '../../harness/index.js';
@@ -23,6 +21,7 @@ import { apikey, createKey, redisClient } from '../gateway/support.js';
 import { modelResource, ServedModels, trainExamples } from '../inference/stack.js';
 import { TEST_SIGNING_KEY_FILE } from '../signing.js';
 import { aModel } from '../../builders/resources.js';
+import { buildCentralGateway } from '../../../gateway/central-gateway.js';
 
 /**
  * The panel's Models page in Chromium, over a real gateway and a real MLServer: a served model
@@ -171,8 +170,7 @@ beforeAll(async () => {
       identity: { local: { stateDir, selfUrl: base } },
       admin: { groupsClaim: 'groups', adminGroups: [] },
     });
-  const services = await createGatewayServices(config, log, { management });
-  gateway = createGatewayServer(services, createV2Core(services, manifestModels(manifests)));
+  gateway = await buildCentralGateway(config, log, { models: manifestModels(manifests), management });
   await gateway.listen(port, '127.0.0.1');
   token = await (await LocalIssuer.open(stateDir)).mint('dana');
   browser = await launchChromium();

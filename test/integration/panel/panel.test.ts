@@ -14,13 +14,12 @@ import { redisKeys } from '../../../common/redis/schema.js';
 import { WorkflowRoutes } from '../../../common/routes/workflow-routes.js';
 import { createManagement } from '../../../gateway/api/management.js';
 import { LocalIssuer } from '../../../gateway/auth/local-issuer.js';
-import { createV2Core } from '../../../gateway/v2/core.js';
 import { loadGatewayConfig } from '../../../gateway/config.js';
-import { createGatewayServer } from '../../../gateway/central-server.js';
 import type { GatewayServer } from '../../../gateway/server.js';
-import { createGatewayServices, type SharedServices } from '../../../gateway/services.js';
+import { type SharedServices } from '../../../gateway/services.js';
 import { freePort, launchChromium, redis } from '../../harness/index.js';
 import { TEST_SIGNING_KEY_FILE, readSealed } from '../signing.js';
+import { buildCentralGateway } from '../../../gateway/central-gateway.js';
 
 /**
  * The panel in a real Chromium, served by the real gateway with its management API (keys as
@@ -101,8 +100,7 @@ beforeAll(async () => {
       identity: { local: { stateDir, selfUrl: gatewayBase } },
       admin: { groupsClaim: 'groups', adminGroups: [] },
     });
-  const services = await createGatewayServices(config, log, { management });
-  gateway = createGatewayServer(services, createV2Core(services, noModels));
+  gateway = await buildCentralGateway(config, log, { models: noModels, management });
   await gateway.listen(port, '127.0.0.1');
 
   browser = await launchChromium();

@@ -8,14 +8,13 @@ import { createLogger } from '../../../common/logger.js';
 import { WorkflowRoutes } from '../../../common/routes/workflow-routes.js';
 import { createManagement } from '../../../gateway/api/management.js';
 import { loadGatewayConfig, type GatewayConfigInput } from '../../../gateway/config.js';
-import { createGatewayServer } from '../../../gateway/central-server.js';
 import type { GatewayServer } from '../../../gateway/server.js';
-import { createGatewayServices, type SharedServices } from '../../../gateway/services.js';
+import { type SharedServices } from '../../../gateway/services.js';
 import { noModels } from '../../../gateway/v2/model-directory.js';
-import { createV2Core } from '../../../gateway/v2/core.js';
 import { markIndexBuilt } from '../workflow-route.js';
 import { dex, freePort, launchChromium, redis, type DexInfo } from '../../harness/index.js';
 import { TEST_SIGNING_KEY_FILE } from '../signing.js';
+import { buildCentralGateway } from '../../../gateway/central-gateway.js';
 
 /**
  * Signing in to the panel through a real OpenID Connect provider (Dex, built from its Go module),
@@ -69,8 +68,7 @@ async function startGateway(port: number, oidc: GatewayConfigInput['oidc']): Pro
       identity,
       admin: { groupsClaim: config.groupsClaim, adminGroups: config.adminGroups },
     });
-  const services = await createGatewayServices(config, log, { management });
-  const gateway = createGatewayServer(services, createV2Core(services, noModels));
+  const gateway = await buildCentralGateway(config, log, { models: noModels, management });
   await gateway.listen(port, '127.0.0.1');
   gateways.push(gateway);
   return base;

@@ -219,7 +219,8 @@ export async function runInferenceBench(): Promise<string[]> {
     stopGateway = () => gateway.shutdown();
 
     // Until the pub/sub subscription is confirmed the gateway trusts no cache (by design): wait.
-    for (let i = 0; i < 100 && !gateway.services.invalidation.live; i++) await new Promise((r) => setTimeout(r, 50));
+    for (let i = 0; i < 100 && !gateway.services.invalidation.live; i++)
+      await new Promise((r) => setTimeout(r, 50));
     const directUrl = `${state.url}/v2/models/${MODEL}/infer`;
     const gatewayUrl = `http://127.0.0.1:${port}/v2/models/${MODEL}/infer`;
     const auth = { authorization: `Apikey ${key}` };

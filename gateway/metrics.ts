@@ -1,4 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { Share } from './admission/shares.js';
 
 /** Inference latencies: a sklearn model answers in about a millisecond, a large one in seconds. */
 const MODEL_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
@@ -33,7 +34,7 @@ export class GatewayMetrics {
   private readonly upstreamSeconds: Histogram<'kind'>;
   private readonly requestTimeouts: Counter<'phase'>;
   private readonly connectionsRefused: Counter<'port' | 'reason'>;
-  private readonly sharesRefused: Counter<'share' | 'owner'>;
+  private readonly sharesRefused: Counter<'share' | 'team'>;
   private readonly modelRequests: Counter<'model' | 'version' | 'status' | 'code'>;
   private readonly modelRejected: Counter<'model' | 'version' | 'code'>;
   private readonly modelSeconds: Histogram<'model' | 'version'>;
@@ -99,8 +100,8 @@ export class GatewayMetrics {
     });
     this.sharesRefused = new Counter({
       name: 'tollgate_gateway_share_refusals_total',
-      help: 'Calls refused because their client address or key owner held its share of the replica (429 too_many_calls), by share and owner ("" for an address)',
-      labelNames: ['share', 'owner'],
+      help: 'Refusals because a team held its share of the replica, by share (calls_per_address, calls_per_owner, payload_log_buffer, shadow_copies, webhook_sends, leak_report_bytes) and team (the key owner or the Models\' namespace; "" for a client address\'s share)',
+      labelNames: ['share', 'team'],
       registers: [this.registry],
     });
     this.modelRequests = new Counter({
@@ -277,9 +278,9 @@ export class GatewayMetrics {
   connectionRefused(port: 'http' | 'grpc', reason: 'full' | 'share'): void {
     this.connectionsRefused.inc({ port, reason });
   }
-  /** A call refused past its address's or owner's share (gateway/admission/call-shares.ts). */
-  shareRefused(share: string, owner: string): void {
-    this.sharesRefused.inc({ share, owner });
+  /** A refusal past a team's share of the replica (gateway/admission/shares.ts). */
+  shareRefused(share: Share, team: string): void {
+    this.sharesRefused.inc({ share, team });
   }
   request(kind: MetricsRouteKind, status: number, module: string): void {
     const id = `${kind}|${status}|${module}`;

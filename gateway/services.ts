@@ -4,6 +4,7 @@ import { type RedisOptions } from 'ioredis';
 import { RoleCatalogue } from '../common/apikey/roles.js';
 import { Admission } from './admission/admission.js';
 import { CallShares } from './admission/call-shares.js';
+import type { ShareRefused } from './admission/shares.js';
 import { Inference } from './v2/inference.js';
 import type { Logger } from '../common/logger.js';
 import type { Management } from './api/management.js';
@@ -36,6 +37,8 @@ import { loadEntryTrust, type EntryTrust } from './auth/entry-trust.js';
 import { CidrAllowlist } from '../common/net/cidr.js';
 import type { ProxyTrust } from './http/client-address.js';
 import { HeldMemory } from './http/held-memory.js';
+import { Background } from './background.js';
+import { placementOf, type Placement } from './placement.js';
 
 /**
  * Everything the gateway's handlers use, built once at start and injected: nothing on the
@@ -43,6 +46,8 @@ import { HeldMemory } from './http/held-memory.js';
  */
 export interface GatewayServices {
   config: GatewayConfig;
+  /** Central or sidecar, read once from the settings (placement.ts). */
+  placement: Placement;
   log: Logger;
   /** Commands (key index, routes, rate limits, usage). */
   redis: Redis;
@@ -106,6 +111,8 @@ export interface SharedServices {
   trust: EntryTrust;
   /** Which proxies in front are believed about the client. */
   proxies: ProxyTrust;
+  /** Counts a refusal past a team's share (the management API's webhook sends and leak reports). */
+  shareRefused: ShareRefused;
 }
 
 export interface ServiceExtras {
@@ -148,8 +155,24 @@ export async function createGatewayServices(
     connectionName: 'tollgate-gateway-sub',
   });
   redis.on('error', (err: Error) => log.warn({ err: err.message }, 'redis error'));
+  const placement = placementOf(config);
+  const central = placement === 'central';
+  const background = new Background(log);
+  background.add('redis', {
+    // Start answering even if Redis is away (every checked call then gets 503), but give it a
+    // moment so a normal start does not begin with a burst of refusals.
+    start: () => waitReady(redis, 3_000),
+    async stop() {
+      await Promise.allSettled([redis.quit(), subscriber.quit()]);
+      redis.disconnect();
+      subscriber.disconnect();
+    },
+  });
 
-  const invalidation = new CacheInvalidation(subscriber, log, config.redisHeartbeatMs);
+  const invalidation = background.add(
+    'invalidation',
+    new CacheInvalidation(subscriber, log, config.redisHeartbeatMs),
+  );
   invalidation.watchIndex(() =>
     redis.get(redisKeys.indexMarker).catch((err: unknown) => {
       // A primary cut off by the network never closes the socket, so the connection would stay
@@ -167,30 +190,37 @@ export async function createGatewayServices(
   const metrics = new GatewayMetrics();
   metrics.trackCacheLive(() => invalidation.live);
   const roles = new RoleCatalogue({ resources: Object.keys(config.upstreams), roles: config.roles });
-  const audit = new AuditLog(
-    config.auditUri === undefined ? undefined : await openSegmentStore(config.auditUri, process.env),
-    log.child({ component: 'audit' }),
-    {
-      flushMs: config.auditFlushMs,
-      retentionDays: config.auditRetentionDays,
-      proxies,
-      refusalIntervalMs: config.auditRefusalIntervalMs,
-      // A sidecar (it trusts the operator's keys and holds none) keeps no trail: it reports to
-      // the central gateways (those that hold the key), which take the reports into the trail
-      // or, keeping none, only hold the queue to its bound.
-      ...(config.grantSigningKeyFile !== undefined
-        ? { sidecarReports: config.auditUri !== undefined ? ('collect' as const) : ('bound' as const) }
-        : config.trustedKeys !== undefined
-          ? { sidecarReports: 'send' as const }
-          : {}),
-    },
-    // `keys` is built below; reports are read at a flush, long after.
-    { redis, grantOf: (hash) => keys.grantOf(hash) },
+  const audit = background.add(
+    'audit',
+    new AuditLog(
+      config.auditUri === undefined ? undefined : await openSegmentStore(config.auditUri, process.env),
+      log.child({ component: 'audit' }),
+      {
+        flushMs: config.auditFlushMs,
+        retentionDays: config.auditRetentionDays,
+        proxies,
+        refusalIntervalMs: config.auditRefusalIntervalMs,
+        // A sidecar (it trusts the operator's keys and holds none) keeps no trail: it reports to
+        // the central gateways (those that hold the key), which take the reports into the trail
+        // or, keeping none, only hold the queue to its bound.
+        ...(central
+          ? { sidecarReports: config.auditUri !== undefined ? ('collect' as const) : ('bound' as const) }
+          : config.trustedKeys !== undefined
+            ? { sidecarReports: 'send' as const }
+            : {}),
+      },
+      // `keys` is built below; reports are read at a flush, long after.
+      { redis, grantOf: (hash) => keys.grantOf(hash) },
+    ),
   );
-  const usage = new UsageRecorder(redis, log, config.usageFlushMs, config.usageSeries);
-  const modelUsage = new ModelUsageRecorder(redis, log, config.usageFlushMs);
-  const load = new LoadReporter(redis, log, trust.reports);
+  const usage = background.add(
+    'usage',
+    new UsageRecorder(redis, log, config.usageFlushMs, config.usageSeries),
+  );
+  const modelUsage = background.add('model usage', new ModelUsageRecorder(redis, log, config.usageFlushMs));
+  const load = background.add('load reports', new LoadReporter(redis, log, trust.reports));
   const activator = new Activator(redis, log, config.maxActivationWaitSeconds * 1000);
+  background.add('activator', { stop: () => activator.close() });
   const refused: RefusalSink = (grant, code, req) => {
     audit.refused(grant, code, req);
     usage.refused(grant.id);
@@ -205,13 +235,15 @@ export async function createGatewayServices(
     refused,
   );
   const routes = new RouteTable(redis, trust.verifier, invalidation, log, config.cacheEntries);
-  const shared: SharedServices = { roles, audit, trust, proxies };
+  const shareRefused: ShareRefused = (share, team) => metrics.shareRefused(share, team);
+  const shared: SharedServices = { roles, audit, trust, proxies, shareRefused };
   const creditCosts = new CreditCosts(config.creditCosts);
   const upstreams = new UpstreamPools({
     connections: config.upstreamConnections,
     connectTimeoutMs: config.connectTimeoutMs,
     upstreamTimeoutMs: config.upstreamTimeoutMs,
   });
+  background.add('upstream pools', { stop: () => upstreams.close() });
   // On a cluster the key is the operator's Secret, mounted; standalone, a file made on first use.
   // The operator publishes its public half for the sidecars (common/redis/grant-keys.ts).
   const grantSigner =
@@ -219,35 +251,40 @@ export async function createGatewayServices(
   const metadata = new MetadataCache(upstreams, grantSigner, invalidation, log, config.cacheEntries);
   const management = await extras.management?.(shared);
   const payloadLog =
-    config.payloadLogUri === undefined || config.grantSigningKeyFile === undefined
+    config.payloadLogUri === undefined || !central
       ? undefined
-      : new PayloadLog(
-          await openSegmentStore(config.payloadLogUri, process.env),
-          { intervalMs: config.payloadLogIntervalMs, bufferBytes: config.payloadLogBufferBytes },
-          metrics.registry,
-          log.child({ component: 'payload-log' }),
+      : background.add(
+          'payload log',
+          new PayloadLog(
+            await openSegmentStore(config.payloadLogUri, process.env),
+            { intervalMs: config.payloadLogIntervalMs, bufferBytes: config.payloadLogBufferBytes },
+            metrics.registry,
+            log.child({ component: 'payload-log' }),
+            shareRefused,
+          ),
         );
   // A central gateway only: a sidecar's Redis user may not write the figures a rollout is judged on.
-  const versionFigures =
-    config.grantSigningKeyFile === undefined ? undefined : new VersionFigureRecorder(redis, log);
+  const versionFigures = central
+    ? background.add('version figures', new VersionFigureRecorder(redis, log))
+    : undefined;
   const inbox = new WebhookInbox(redis, (err) => log.warn({ err }, 'webhook event not queued'));
   // Only a central gateway (it holds the signing key) counts credits: a sidecar's Redis user may
   // not write them, so a team that reads its password cannot give any key more.
-  const clock = new RedisClock(redis, log);
+  // The limits' windows by Redis's clock from the first call on (started once Redis is up).
+  const clock = background.add('redis clock', new RedisClock(redis, log));
   const rateLimiter = new RateLimiter(redis, {
     clock,
-    countsCredits: config.grantSigningKeyFile !== undefined,
-    leases: config.grantSigningKeyFile !== undefined,
+    countsCredits: central,
+    leases: central,
     // A central gateway tells the webhooks of breaches and low credits through Redis (a sidecar's
     // user may not write there): whichever replica serves the management API sends them.
-    ...(config.grantSigningKeyFile === undefined
-      ? {}
-      : { notices: (n: LimitNotice) => inbox.push(noticeEvent(n), noticeOnce(n)) }),
+    ...(central ? { notices: (n: LimitNotice) => inbox.push(noticeEvent(n), noticeOnce(n)) } : {}),
   });
+  background.add('rate limiter', { stop: () => rateLimiter.close() });
   // The one admission decision every entry asks (admission/admission.ts), built once.
   const calls = new CallShares(
     { perAddress: config.callsPerAddress, perOwner: config.callsPerOwner },
-    (share, owner) => metrics.shareRefused(share, owner),
+    shareRefused,
   );
   const admission = new Admission({ roles, rateLimiter, creditCosts, usage, calls });
   const events = new EventsRouter(
@@ -256,19 +293,9 @@ export async function createGatewayServices(
     config.upstreams,
     extras.platformResources?.(shared) ?? new Map(),
   );
-  invalidation.start();
-  usage.start();
-  modelUsage.start();
-  load.start();
-  audit.start();
-  payloadLog?.start();
-  versionFigures?.start();
-
-  // Start answering even if Redis is away (every checked call then gets 503), but give it a
-  // moment so a normal start does not begin with a burst of refusals.
-  await waitReady(redis, 3_000);
-  // The limits' windows by Redis's clock from the first call on (when Redis is up now).
-  await clock.start();
+  // Added last, so stopped first: no management call begins while the rest stop.
+  if (management !== undefined) background.add('management API', { stop: () => management.close() });
+  await background.start();
 
   // One inference service per process, for /v2, /events and gRPC alike: its shadow-copy budget
   // (shadow-traffic.ts) is the replica's, not each entry's. Made on first use: it is built on these
@@ -276,6 +303,7 @@ export async function createGatewayServices(
   let inference: Inference | undefined;
   const services: GatewayServices = {
     config,
+    placement,
     log,
     redis,
     invalidation,
@@ -306,23 +334,7 @@ export async function createGatewayServices(
     get inference() {
       return (inference ??= new Inference(services));
     },
-    async close() {
-      await management?.close();
-      await usage.stop();
-      await modelUsage.stop();
-      await load.stop();
-      await audit.stop();
-      await payloadLog?.stop();
-      await versionFigures?.stop();
-      await upstreams.close();
-      await activator.close();
-      await rateLimiter.close();
-      clock.stop();
-      invalidation.stop();
-      await Promise.allSettled([redis.quit(), subscriber.quit()]);
-      redis.disconnect();
-      subscriber.disconnect();
-    },
+    close: () => background.stop(),
   };
   return services;
 }

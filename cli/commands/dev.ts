@@ -126,7 +126,7 @@ export function register(program: Command): void {
         managementRedis.on('error', (err: Error) => log.warn({ err: err.message }, 'redis error'));
         const gateway = await buildCentralGateway(config, log, {
           models: manifestModels(models),
-          management: ({ roles, audit, trust }) =>
+          management: ({ roles, audit, trust, proxies, shareRefused }) =>
             createManagement({
               redis: managementRedis,
               workflows: new WorkflowRoutes(
@@ -147,6 +147,8 @@ export function register(program: Command): void {
               leakReports: { keysUrl: config.leakReportKeysUrl, action: config.leakReportAction },
               webhooks: webhookSettingsOf(config),
               trust,
+              proxies,
+              shareRefused,
             }),
           platformResources: ({ trust }) =>
             new Map([

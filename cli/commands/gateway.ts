@@ -128,7 +128,7 @@ export function register(program: Command): void {
  */
 async function clusterManagement(
   config: GatewayConfig,
-  { roles, audit, trust, proxies }: SharedServices,
+  { roles, audit, trust, proxies, shareRefused }: SharedServices,
   kubeConfig: KubeConfig,
   log: Logger,
   redis: Redis,
@@ -154,6 +154,7 @@ async function clusterManagement(
     webhooks: webhookSettingsOf(config),
     trust,
     proxies,
+    shareRefused,
   });
 }
 

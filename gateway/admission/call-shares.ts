@@ -1,10 +1,9 @@
 import { TollgateError } from '../../common/errors.js';
 import { OwnerTally } from '../http/owner-tally.js';
+import { NO_COUNT, type ShareRefused } from './shares.js';
 
 /** Gives back what was taken; safe to call more than once. */
 export type Release = () => void;
-
-export type Share = 'calls_per_address' | 'calls_per_owner';
 
 export interface CallShareLimits {
   perAddress: number;
@@ -25,7 +24,7 @@ export class CallShares {
 
   constructor(
     private readonly limits: CallShareLimits,
-    private readonly refused: (share: Share, owner: string) => void = () => undefined,
+    private readonly refused: ShareRefused = NO_COUNT,
   ) {}
 
   /** One call of a client address (an IPv4 address or an IPv6 /64: client-address.ts senderOf). */

@@ -18,6 +18,7 @@ import type { WebhookDispatcher } from '../webhooks/dispatcher.js';
 import type { WebhookSender } from '../webhooks/sender.js';
 import type { WebhookStore } from '../webhooks/store.js';
 import type { ProxyTrust } from '../http/client-address.js';
+import type { ShareRefused } from '../admission/shares.js';
 
 /** What the management API is built from; the gateway builds each once and injects it. */
 export interface ManagementDeps {
@@ -62,5 +63,7 @@ export interface ManagementDeps {
   callsPerSecond?: number;
   /** Which proxies in front are believed about the client (default: none). */
   proxies?: ProxyTrust;
+  /** Counts a refusal past a team's share, here a sender's leak-report bytes (default: not counted). */
+  shareRefused?: ShareRefused;
   log: Logger;
 }

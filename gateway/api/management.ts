@@ -34,6 +34,7 @@ import { KubeModelStore } from '../platform/models/kube-store.js';
 import type { ModelStore } from '../platform/models/store.js';
 import { createManagementRouter } from './router.js';
 import type { ProxyTrust } from '../http/client-address.js';
+import { NO_COUNT, type ShareRefused } from '../admission/shares.js';
 
 /**
  * Builds the management API for one of the two deployments: on a cluster, keys are ApiKey
@@ -66,6 +67,8 @@ export interface ManagementOptions {
   webhooks?: WebhookSettings;
   /** Which proxies in front are believed about the client (unset: none). */
   proxies?: ProxyTrust;
+  /** Counts refusals past a team's share: webhook sends, leak-report bytes (unset: not counted). */
+  shareRefused?: ShareRefused;
 }
 
 export interface Management {
@@ -102,6 +105,7 @@ export async function createManagement(opts: ManagementOptions): Promise<Managem
       sealer,
       redis: opts.redis,
       keys: store,
+      shareRefused: opts.shareRefused ?? NO_COUNT,
       log: opts.log.child({ component: 'webhooks' }),
     },
     schedule,
@@ -140,6 +144,7 @@ export async function createManagement(opts: ManagementOptions): Promise<Managem
     sealer,
     webhooks: { store: webhookStore, queue, sender, dispatcher, admins },
     ...(opts.proxies === undefined ? {} : { proxies: opts.proxies }),
+    ...(opts.shareRefused === undefined ? {} : { shareRefused: opts.shareRefused }),
     log: opts.log,
   });
   const close = async () => {

@@ -13,6 +13,7 @@ import type { WebhookSender } from './sender.js';
 import { signedHeaders, webhookSecret } from './signature.js';
 import type { WebhookStore } from './store.js';
 import type { AdminRights } from './admin-rights.js';
+import type { ShareRefused } from '../admission/shares.js';
 
 export interface DispatcherOptions {
   /** Seconds before each retry of a failed delivery; its length is the number of retries. */
@@ -91,6 +92,8 @@ export class WebhookDispatcher {
       keys: ApiKeyStore;
       /** Whose administrator right holds now: an allOwners endpoint hears everyone only while its creator's does. */
       admins: Pick<AdminRights, 'holding'>;
+      /** Counts a send put off because its owner's endpoints held their share. */
+      shareRefused: ShareRefused;
       log: Logger;
     },
     private readonly opts: DispatcherOptions,
@@ -197,12 +200,16 @@ export class WebhookDispatcher {
           const queued = this.waiting.get(m.webhook) ?? [];
           if (!this.hasShare(owner)) {
             // The owner's endpoints hold their share: the others' messages go past them.
+            this.s.shareRefused('webhook_sends', owner);
             await this.s.queue.postpone(m.id, Date.now() + BUSY_RETRY_MS);
           } else if (this.sendingTo.of(m.webhook) < MAX_SENDING_PER_ENDPOINT) this.begin(m, owner);
           else if (queued.length < MAX_WAITING_PER_ENDPOINT) {
             queued.push({ m, claimedAt, owner });
             this.waiting.set(m.webhook, queued);
-          } else await this.s.queue.postpone(m.id, Date.now() + BUSY_RETRY_MS);
+          } else {
+            this.s.shareRefused('webhook_sends', owner);
+            await this.s.queue.postpone(m.id, Date.now() + BUSY_RETRY_MS);
+          }
         }
       }
     } catch (err) {

@@ -11,6 +11,7 @@ import { readBody } from '../../http/read-body.js';
 import { OwnerTally } from '../../http/owner-tally.js';
 import { clientAddress, NO_PROXIES, senderOf } from '../../http/client-address.js';
 import type { LeakReporterKeys } from '../../auth/leak-reporter-keys.js';
+import { NO_COUNT, type ShareRefused } from '../../admission/shares.js';
 
 /** One match as a scanning service sends it (GitHub's secret scanning partner program). */
 const matchSchema = z
@@ -90,6 +91,8 @@ class ReportBudget {
   private readonly tally = new OwnerTally();
   private readonly readings = new Set<Reading>();
 
+  constructor(private readonly refused: ShareRefused) {}
+
   open(address: string, cut: () => void): Reading {
     const reading: Reading = { address, bytes: 0, cut, closed: false };
     this.readings.add(reading);
@@ -100,6 +103,7 @@ class ReportBudget {
     const { address } = reading;
     const mine = this.tally.of(address) + bytes;
     if (mine > REPORT_BUDGET.perAddressBytes) {
+      this.refused('leak_report_bytes', '');
       return new TollgateError(
         'rate_limited',
         `the leak reports this replica is reading from your address (${address}) hold ${this.tally.of(address)} bytes, near the ${REPORT_BUDGET.perAddressBytes} one address may; send them one after another`,
@@ -108,6 +112,7 @@ class ReportBudget {
     }
     while (this.tally.total + bytes > REPORT_BUDGET.totalBytes) {
       if (!this.makeRoom(address, mine)) {
+        this.refused('leak_report_bytes', '');
         return new TollgateError(
           'gateway_busy',
           `the leak reports this replica is reading hold ${this.tally.total} bytes, near the ${REPORT_BUDGET.totalBytes} it keeps for them; retry shortly`,
@@ -140,6 +145,8 @@ class ReportBudget {
       }
     }
     if (victim === undefined || most <= wouldHold) return false;
+    // The sender holding the most loses its read for the newcomer's: a refusal of its share.
+    this.refused('leak_report_bytes', '');
     this.close(victim);
     victim.cut();
     return true;
@@ -147,7 +154,7 @@ class ReportBudget {
 }
 
 function reportLeakedKeys(deps: ManagementDeps): RequestHandler {
-  const budget = new ReportBudget();
+  const budget = new ReportBudget(deps.shareRefused ?? NO_COUNT);
   return async (req, res) => {
     const keys = deps.leakReports.keys;
     if (keys === undefined) throw off();

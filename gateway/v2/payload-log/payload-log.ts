@@ -1,6 +1,7 @@
 import { hostname } from 'node:os';
 import { Counter, type Registry } from 'prom-client';
 import type { Logger } from '../../../common/logger.js';
+import { NO_COUNT, type ShareRefused } from '../../admission/shares.js';
 import { PeriodicFlush } from '../../periodic-flush.js';
 import type { SegmentStore } from '../../segments/segment-store.js';
 import type { PayloadRecord } from './record.js';
@@ -41,6 +42,7 @@ export class PayloadLog {
     private readonly opts: PayloadLogOptions,
     registry: Registry,
     private readonly log: Logger,
+    private readonly shareRefused: ShareRefused = NO_COUNT,
   ) {
     this.replica = (opts.replica ?? hostname()).replace(/[^A-Za-z0-9.-]/g, '-').slice(0, 63) || 'gateway';
     this.records = new Counter({
@@ -67,7 +69,7 @@ export class PayloadLog {
    */
   hasRoom(model: string, team: string): boolean {
     if (this.bytes < this.opts.bufferBytes && (this.byTeam.get(team) ?? 0) < this.teamShare()) return true;
-    this.count(model, 'dropped_buffer_full');
+    this.full(model, team);
     return false;
   }
 
@@ -85,7 +87,7 @@ export class PayloadLog {
     const size = Buffer.byteLength(line) + 1;
     const held = this.byTeam.get(team) ?? 0;
     if (this.bytes + size > this.opts.bufferBytes || held + size > this.teamShare()) {
-      this.count(record.model, 'dropped_buffer_full');
+      this.full(record.model, team);
       return;
     }
     const partition = partitionOf(team, record.model, record.time);
@@ -99,6 +101,12 @@ export class PayloadLog {
   /** A record that could not be made: counted, as every loss is. */
   lost(model: string): void {
     this.count(model, 'dropped_unwritable');
+  }
+
+  /** A record dropped as the buffer or its team's share of it is full: counted for the model and the team. */
+  private full(model: string, team: string): void {
+    this.count(model, 'dropped_buffer_full');
+    this.shareRefused('payload_log_buffer', team);
   }
 
   private teamShare(): number {

@@ -79,6 +79,7 @@ export class ShadowTraffic {
     if (shadow.cold === true) this.wake(model, shadow.name);
     if (shadow.cold === true || this.full(team)) {
       this.s.metrics.shadowCall(model, shadow.name, 'dropped');
+      if (shadow.cold !== true) this.s.metrics.shareRefused('shadow_copies', team);
       return undefined;
     }
     this.inFlight++;

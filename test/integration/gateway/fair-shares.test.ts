@@ -176,7 +176,7 @@ describe('connections', () => {
 
 describe('calls in flight', () => {
   it('an owner whose calls hang on an upstream that never answers is refused past its share (429 too_many_calls); other owners are answered', async () => {
-    const before = await refusedMetric('share="calls_per_owner",owner="alice"');
+    const before = await refusedMetric('share="calls_per_owner",team="alice"');
     const held = Array.from({ length: 4 }, () => call('alice', '127.0.0.8', 'hang'));
     await waitUntil('her four calls reach the upstream', async () => hanging.length >= 4, {
       timeoutMs: 10_000,
@@ -186,7 +186,7 @@ describe('calls in flight', () => {
     expect(fifth.headers['retry-after']).toBe('1');
     expect(fifth.json.code).toBe('too_many_calls');
     expect(fifth.json.error).toMatch(/your keys have 4 calls in flight on this replica .*callsPerOwner/);
-    expect(await refusedMetric('share="calls_per_owner",owner="alice"')).toBe(before + 1);
+    expect(await refusedMetric('share="calls_per_owner",team="alice"')).toBe(before + 1);
     // bob, from the same address as her held calls, is answered.
     expect((await call('bob', '127.0.0.8')).status).toBe(200);
     // Her calls answered, her share comes back.
@@ -226,7 +226,7 @@ describe('calls in flight', () => {
   });
 
   it('one address holds at most its share of calls in flight, whoever owns them; another address is answered', async () => {
-    const before = await refusedMetric('share="calls_per_address",owner=""');
+    const before = await refusedMetric('share="calls_per_address",team=""');
     // alice's and bob's four each, from one address: the address's share (8).
     const held = [
       ...Array.from({ length: 4 }, () => call('alice', '127.0.0.10', 'hang')),
@@ -245,6 +245,6 @@ describe('calls in flight', () => {
     expect((await call('carol', '127.0.0.11')).status).toBe(200);
     for (const res of hanging.splice(0)) res.end('late');
     expect((await Promise.all(held)).map((a) => a.status)).toEqual(Array(8).fill(200));
-    expect(await refusedMetric('share="calls_per_address",owner=""')).toBe(before + 1);
+    expect(await refusedMetric('share="calls_per_address",team=""')).toBe(before + 1);
   });
 });

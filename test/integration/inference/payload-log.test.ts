@@ -86,12 +86,14 @@ describe('payload logs', () => {
       await writeFile(blocked, 'not a folder');
       const registry = new Registry();
       const line = Buffer.byteLength(JSON.stringify(record('model-a', '2026-11-26T08:00:00.000Z', 1))) + 1;
+      const refusals: string[] = [];
       const log = new PayloadLog(
         await openSegmentStore(pathToFileURL(blocked).href, {}),
         // Room for 12 records, of which one team may hold a quarter: 3.
         { intervalMs: 3_600_000, bufferBytes: line * 12 },
         registry,
         createLogger('payload-log', 'silent'),
+        (share, team) => refusals.push(`${share} ${team}`),
       );
       // team-a logs with two models: together they hold the team's share, not a share each.
       for (let i = 0; i < 3; i++) log.offer(record('model-a', '2026-11-26T08:00:00.000Z', 1), 'team-a');
@@ -114,6 +116,8 @@ describe('payload logs', () => {
         'model-b:dropped_write_failed': 2,
         'model-b:dropped_unwritable': 1,
       });
+      // Each record past the share is counted against the team that held it, never another.
+      expect(refusals).toEqual(Array<string>(3).fill('payload_log_buffer team-a'));
       // The buffer is free again after a write, whatever became of it.
       expect(log.hasRoom('model-a', 'team-a')).toBe(true);
       log.offer(record('model-a', '2026-11-26T08:00:00.000Z', 1), 'team-a');

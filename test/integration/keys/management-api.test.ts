@@ -136,6 +136,8 @@ describe.each(stores)('management API over HTTP (keys on %s)', (label, openStore
   let store: ApiKeyStore;
   let deps: ManagementDeps;
   let scanner: Awaited<ReturnType<typeof scanningService>>;
+  /** Refusals past a share, as the gateway's metric would count them. */
+  const shareRefusals: string[] = [];
 
   beforeAll(async () => {
     idp = await loopbackIdentityProvider();
@@ -186,6 +188,7 @@ describe.each(stores)('management API over HTTP (keys on %s)', (label, openStore
           models: new DirModelStore(new ManifestDir(stateDir, () => undefined)),
           leakReports: { keys: new LeakReporterKeys(scanner.keysUrl, log), action: 'revoke' },
           findGrant: async (hash) => readKeyGrant(client, await testVerifier(), hash),
+          shareRefused: (share, team) => void shareRefusals.push(`${share} ${team}`),
           log,
         }),
       ),
@@ -974,8 +977,11 @@ describe.each(stores)('management API over HTTP (keys on %s)', (label, openStore
         ).catch((err: unknown) => {
           throw new Error(`${String(err)}; last answered: ${answered}`);
         });
+        const counted = shareRefusals.length;
         const refused = await report(big);
         expect([refused.status, JSON.parse(refused.text).code]).toEqual([429, 'rate_limited']);
+        // Counted as the address's share (an address is no team: its label is "").
+        expect(shareRefusals.slice(counted)).toEqual(['leak_report_bytes ']);
         expect(JSON.parse(refused.text).error).toMatch(
           new RegExp(
             `from your address \\(127\\.0\\.0\\.1\\) hold \\d+ bytes, near the ${REPORT_BUDGET.perAddressBytes} one address may`,
@@ -1011,6 +1017,7 @@ describe.each(stores)('management API over HTTP (keys on %s)', (label, openStore
         url: 'x'.repeat(200),
         source: 'c',
       }));
+      const counted = shareRefusals.length;
       try {
         // Four addresses hold two bodies of 1.047 MB each: nearly all the budget (8 MiB), too much
         // to leave room for the report beside them.
@@ -1033,6 +1040,9 @@ describe.each(stores)('management API over HTTP (keys on %s)', (label, openStore
         });
         // One of theirs was cut for it; most are still held.
         expect(stalled.filter((s) => s.closed()).length).toBeLessThanOrEqual(2);
+        // Each cut (or report turned away meanwhile) is counted as a refusal of a share.
+        expect(shareRefusals.length).toBeGreaterThan(counted);
+        expect(new Set(shareRefusals.slice(counted))).toEqual(new Set(['leak_report_bytes ']));
       } finally {
         for (const s of stalled) s.socket.destroy();
       }

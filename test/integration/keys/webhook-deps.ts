@@ -31,6 +31,7 @@ export async function webhookDeps(
       sealer,
       redis,
       keys,
+      shareRefused: () => undefined,
       log: createLogger('webhooks', 'silent'),
     },
     DEFAULT_WEBHOOK_SETTINGS,

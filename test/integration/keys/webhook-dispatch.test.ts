@@ -45,6 +45,7 @@ describe('webhook deliveries past a slow endpoint', () => {
   /** A dispatcher over `endpoints` (loopback allowed), polled by hand: nothing runs on a timer. */
   const dispatcherOf = async (endpoints: Webhook[]) => {
     const queue = new DeliveryQueue(client, 3_600);
+    const refused: string[] = [];
     const dispatcher = new WebhookDispatcher(
       {
         store: { list: async () => endpoints } as unknown as WebhookStore,
@@ -55,11 +56,12 @@ describe('webhook deliveries past a slow endpoint', () => {
         redis: client,
         keys: {} as ApiKeyStore,
         admins: new AdminRights(client, createLogger('webhooks', 'silent')),
+        shareRefused: (share, team) => void refused.push(`${share} ${team}`),
         log: createLogger('webhooks', 'silent'),
       },
       { retrySeconds: [60], pollMs: 60_000, expiringScanMs: 3_600_000 },
     );
-    return { queue, dispatcher };
+    return { queue, dispatcher, refused };
   };
 
   beforeAll(async () => {
@@ -127,7 +129,7 @@ describe('webhook deliveries past a slow endpoint', () => {
       Array.from({ length: 10 }, (_, i) => endpoint(`webhook-${owner}-${i}`, slowPort, owner)),
     );
     const endpoints = [...stalling, endpoint('webhook-alice', fastPort, 'alice')];
-    const { queue, dispatcher } = await dispatcherOf(endpoints);
+    const { queue, dispatcher, refused } = await dispatcherOf(endpoints);
     const seenBefore = slowSeen;
     const fastBefore = fastSeen.length;
     try {
@@ -150,6 +152,10 @@ describe('webhook deliveries past a slow endpoint', () => {
       );
       expect(mallorys.flat().filter((d) => d.status === 'pending')).toHaveLength(30);
       expect(mallorys.flat().filter((d) => d.attempts > 0)).toHaveLength(0);
+      // Each send put off is counted against the owner whose share is full, never alice's.
+      expect([...new Set(refused)].sort()).toEqual(
+        ['eve', 'mallory', 'oscar', 'trudy'].map((owner) => `webhook_sends ${owner}`),
+      );
     } finally {
       for (const r of heldAnswers) r.destroy();
       await dispatcher.stop();

@@ -112,6 +112,15 @@ export const routeSchema = z.object({
    */
   source: z.string().optional(),
   /**
+   * A model route's Model uid (metadata.uid): its own records (calls per minute, shadow and
+   * version figures, payload log) are kept under it, so a Model made again under a name, even in
+   * the same namespace, starts clean rather than with an earlier one's.
+   */
+  uid: z
+    .string()
+    .regex(/^[0-9A-Za-z-]{1,64}$/)
+    .optional(),
+  /**
    * A model with versions: each ready version, with the percentage of unversioned inference calls
    * it takes (`url` is the one the unversioned metadata and readiness paths answer from).
    */
@@ -205,11 +214,12 @@ export const teamOfSource = (source: string | undefined): string =>
 
 /**
  * What a Model's own records (its calls per minute, its shadow's, its versions' figures) are kept
- * under: its namespace and name, so a name another team takes after it was given up starts clean
- * rather than with the last holder's figures. "" namespace: a route of no namespace, by name.
+ * under: its namespace, name and uid, so a name taken again after it was given up (by another team
+ * or by the same one) starts clean rather than with the last holder's figures. "" namespace: a
+ * route of no namespace, by name; no uid (standalone manifests): by namespace and name.
  */
-export const modelAccount = (namespace: string, name: string): string =>
-  namespace === '' ? name : `${namespace}/${name}`;
+export const modelAccount = (namespace: string, name: string, uid?: string): string =>
+  `${namespace === '' ? name : `${namespace}/${name}`}${uid === undefined || uid === '' ? '' : `/${uid}`}`;
 
 /** The `source` of the routes the operator writes for a Model. */
 export const modelRouteSource = (namespace: string, name: string): string => `model/${namespace}/${name}`;

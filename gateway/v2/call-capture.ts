@@ -19,6 +19,8 @@ export interface Captured {
   responseEncoding?: string;
   /** The model's team (its namespace): the payload log and the shadow copies have a share per team. */
   team: string;
+  /** The Model's uid: its payload log is kept under it (payload-log.ts partitionOf). */
+  uid: string | undefined;
 }
 
 /**
@@ -77,6 +79,7 @@ export function logCall(
         ),
       },
       captured.team,
+      captured.uid,
     );
   } catch {
     log.lost(call.model);

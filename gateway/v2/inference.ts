@@ -101,12 +101,13 @@ export class Inference {
     const logging = route?.route.logging;
     const logged = logging !== undefined && Math.random() < logging.sampleRate;
     const team = teamOfSource(route?.route.source);
-    const account = modelAccount(team, call.model);
+    const uid = route?.route.uid;
+    const account = modelAccount(team, call.model, uid);
     const shadow = this.shadows.drawn(call.model, team, route?.shadow);
     let copied = false;
     const captured: Captured | undefined =
       logged || shadow !== undefined
-        ? { redact: logged ? new Set(logging?.redact) : undefined, shadowed: shadow !== undefined, team }
+        ? { redact: logged ? new Set(logging?.redact) : undefined, shadowed: shadow !== undefined, team, uid }
         : undefined;
     const startedAt = performance.now();
     let attempt = this.begin(call, call.runtime);
@@ -363,6 +364,7 @@ export class Inference {
       encoding: captured?.responseEncoding,
       logRedact: captured?.redact,
       team: captured?.team ?? '',
+      uid: captured?.uid,
     };
   }
 }

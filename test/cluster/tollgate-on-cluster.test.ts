@@ -181,21 +181,27 @@ describe('a model from object storage', () => {
     );
     expect(events).toMatch(/Deployed|Ready|Created/);
 
-    // The calls are in the administrator's bucket, partitioned, the named input redacted.
+    // The calls are in the administrator's bucket, partitioned under the Model's own uid (a Model
+    // made again under the name writes beside none of these), the named input redacted.
+    const uid = (
+      JSON.parse(await t.kubectl('-n', MODELS_NS, 'get', 'model', MODEL, '-o', 'json')) as {
+        metadata: { uid: string };
+      }
+    ).metadata.uid;
     const record = await eventually(
       'a payload log record',
       async () => {
         const listed = await logs?.send(
           new ListObjectsV2Command({
             Bucket: LOGS_BUCKET,
-            Prefix: `payloads/namespace=${MODELS_NS}/model=${MODEL}/`,
+            Prefix: `payloads/namespace=${MODELS_NS}/model=${MODEL}/uid=${uid}/`,
           }),
         );
         const name = listed?.Contents?.[0]?.Key;
         if (name === undefined) return undefined;
         expect(name).toMatch(
           new RegExp(
-            `^payloads/namespace=${MODELS_NS}/model=${MODEL}/date=\\d{4}-\\d{2}-\\d{2}/hour=\\d{2}/[\\w.-]+\\.jsonl$`,
+            `^payloads/namespace=${MODELS_NS}/model=${MODEL}/uid=${uid}/date=\\d{4}-\\d{2}-\\d{2}/hour=\\d{2}/[\\w.-]+\\.jsonl$`,
           ),
         );
         const text = await (

@@ -16,9 +16,10 @@ import type { ManagementRoute } from '../route.js';
 function listModels(deps: ManagementDeps): RequestHandler {
   return async (_req, res) => {
     const models = (await deps.models.list()).sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : 1));
-    // Each Model's own records, by its namespace and name: a name held before by another team
-    // shows none of that team's calls.
-    const accountOf = (m: Model) => modelAccount(m.metadata.namespace ?? 'default', m.metadata.name);
+    // Each Model's own records, by its namespace, name and uid: a name held before (by another
+    // team, or by an earlier Model of this one's) shows none of those calls.
+    const accountOf = (m: Model) =>
+      modelAccount(m.metadata.namespace ?? 'default', m.metadata.name, m.metadata.uid);
     const usage = await readModelUsage(deps.redis, models.map(accountOf));
     res.json({ items: models.map((m) => toModelView(m, usage.get(accountOf(m)))) });
   };

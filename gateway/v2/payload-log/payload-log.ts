@@ -73,8 +73,8 @@ export class PayloadLog {
     return false;
   }
 
-  /** Buffers one record of `team`'s; never throws, never waits. */
-  offer(record: PayloadRecord, team: string): void {
+  /** Buffers one record of `team`'s, of the Model `uid`; never throws, never waits. */
+  offer(record: PayloadRecord, team: string, uid?: string): void {
     let line: string;
     try {
       line = JSON.stringify(record);
@@ -90,7 +90,7 @@ export class PayloadLog {
       this.full(record.model, team);
       return;
     }
-    const partition = partitionOf(team, record.model, record.time);
+    const partition = partitionOf(team, record.model, uid, record.time);
     const lines = this.buffered.get(partition);
     if (lines === undefined) this.buffered.set(partition, [line]);
     else lines.push(line);
@@ -153,14 +153,16 @@ export class PayloadLog {
 }
 
 /**
- * `namespace=<ns>/model=<m>/date=<yyyy-mm-dd>/hour=<hh>` of a record's UTC time: under the Model's
- * namespace, so a team that later takes a name another gave up writes under its own prefix, never
- * beside the last holder's records (and a bucket policy can give each team its prefix). A route of
- * no namespace: `model=<m>/...`.
+ * `namespace=<ns>/model=<m>/uid=<uid>/date=<yyyy-mm-dd>/hour=<hh>` of a record's UTC time: under
+ * the Model's namespace and uid, so a name taken again after it was given up (by another team, or
+ * made again by the same one) writes under its own prefix, never beside the last holder's records
+ * (and a bucket policy can give each team its prefix). A route of no namespace: `model=<m>/...`;
+ * of no uid (standalone manifests): no `uid=` part.
  */
-export function partitionOf(team: string, model: string, time: string): string {
+export function partitionOf(team: string, model: string, uid: string | undefined, time: string): string {
   const prefix = team === '' ? '' : `namespace=${team}/`;
-  return `${prefix}model=${model}/date=${time.slice(0, 10)}/hour=${time.slice(11, 13)}`;
+  const incarnation = uid === undefined || uid === '' ? '' : `uid=${uid}/`;
+  return `${prefix}model=${model}/${incarnation}date=${time.slice(0, 10)}/hour=${time.slice(11, 13)}`;
 }
 
 const modelOfPartition = (partition: string): string => /(?:^|\/)model=([^/]*)\//.exec(partition)?.[1] ?? '';

@@ -42,6 +42,8 @@ export interface ServedCall {
   logRedact: ReadonlySet<string> | undefined;
   /** The model's team (its namespace): its share of the payload log. */
   team: string;
+  /** The Model's uid: its figures and payload log are kept under it. */
+  uid: string | undefined;
 }
 
 /** A copy's place among those in flight, held from the draw until the copy is done (or not made). */
@@ -174,7 +176,7 @@ export class ShadowTraffic {
           ? 'agreed'
           : 'disagreed';
     s.metrics.shadowCall(call.model, version, outcome, outcome === 'failed' ? undefined : ms / 1000);
-    s.modelUsage.recordShadow(modelAccount(call.team, call.model), outcome, ms, call.servingMs);
+    s.modelUsage.recordShadow(modelAccount(call.team, call.model, call.uid), outcome, ms, call.servingMs);
     const log = s.payloadLog;
     if (call.logRedact === undefined || log === undefined || !log.hasRoom(call.model, call.team)) return;
     const max = s.config.payloadLogMaxBodyBytes;
@@ -195,6 +197,7 @@ export class ShadowTraffic {
           shadowOf: { version: call.servingVersion ?? null, agreed: outcome === 'agreed' },
         },
         call.team,
+        call.uid,
       );
     } catch {
       log.lost(call.model);

@@ -75,6 +75,7 @@ export function routeOf(
   return {
     url: main.state.url,
     source: modelRouteSource(ref.namespace, ref.name),
+    ...(model.metadata.uid === undefined ? {} : { uid: model.metadata.uid }),
     // The route's workflow is what lets that workflow's bda keys call the model, so a tenant's
     // Model cannot pose as a service of another's workflow.
     ...(admitted === undefined ? {} : { workflow: admitted.workflow }),

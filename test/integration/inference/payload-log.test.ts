@@ -53,7 +53,9 @@ describe('payload logs', () => {
       log.offer(record('model-a', '2026-11-26T07:59:59.000Z', 1), 'team-a');
       log.offer(record('model-a', '2026-11-26T08:00:01.000Z', 2), 'team-a');
       log.offer(record('model-a', '2026-11-26T08:30:00.000Z', 3), 'team-a');
-      log.offer(record('model-b', '2026-11-26T08:30:00.000Z', 4), 'team-b');
+      log.offer(record('model-b', '2026-11-26T08:30:00.000Z', 4), 'team-b', 'uid-b1');
+      // model-b made again under its name: the new Model's records go under its own uid.
+      log.offer(record('model-b', '2026-11-26T08:31:00.000Z', 5), 'team-b', 'uid-b2');
       await log.stop();
       const keys = ((await s3.send(new ListObjectsV2Command({ Bucket: bucket }))).Contents ?? [])
         .map((o) => o.Key ?? '')
@@ -61,7 +63,8 @@ describe('payload logs', () => {
       expect(keys.map((k) => k.replace(/\/gw-0-\d{8}T\d{6}Z-\d+\.jsonl$/, '/…'))).toEqual([
         'logs/namespace=team-a/model=model-a/date=2026-11-26/hour=07/…',
         'logs/namespace=team-a/model=model-a/date=2026-11-26/hour=08/…',
-        'logs/namespace=team-b/model=model-b/date=2026-11-26/hour=08/…',
+        'logs/namespace=team-b/model=model-b/uid=uid-b1/date=2026-11-26/hour=08/…',
+        'logs/namespace=team-b/model=model-b/uid=uid-b2/date=2026-11-26/hour=08/…',
       ]);
       const body = await (
         await s3.send(new GetObjectCommand({ Bucket: bucket, Key: keys[1] }))

@@ -23,6 +23,9 @@ import {
 } from './stack.js';
 import { TEST_SIGNING_KEY_FILE } from '../signing.js';
 import { buildCentralGateway } from '../../../gateway/central-gateway.js';
+import { modelAccount } from '../../../common/resources/grant.js';
+import { readModelUsage } from '../../../gateway/v2/model-usage.js';
+import { waitUntil } from '../../harness/wait.js';
 
 const CASES = ['iris', 'diabetes', 'rent', 'reviews', 'digits', 'wine'];
 const WORKFLOW = 'wf-inference';
@@ -42,6 +45,8 @@ let rc: ReturnType<typeof redisClient>;
 let gateway: GatewayServer;
 let base: string;
 let work: string;
+/** Each served Model's storage URI and local folder, to serve it again. */
+const uploaded = new Map<string, { uri: string; folder: string }>();
 let keys: {
   platform: string;
   viewer: string;
@@ -96,6 +101,7 @@ beforeAll(async () => {
     const name = `model-${c}`;
     const uri = await uploadFolder(m, bucket, `models/${name}`, path.join(models, name));
     const model = modelResource(name, uri, c === 'iris' ? WORKFLOW : undefined);
+    uploaded.set(name, { uri, folder: path.join(models, name) });
     await manifests.put(model);
     resources.push([model, path.join(models, name)]);
   }
@@ -931,6 +937,55 @@ describe('per-model metrics at the gateway', () => {
 });
 
 describe('a redeployed model', () => {
+  test('made again under its name (a new uid), it starts with none of the last one’s calls', async () => {
+    const { uri, folder } = uploaded.get('model-wine') ?? { uri: '', folder: '' };
+    const request = await sample('model-wine');
+    const callsOf = async (uid: string): Promise<number> => {
+      const account = modelAccount('default', 'model-wine', uid);
+      const usage = (await readModelUsage(rc, [account])).get(account);
+      return (usage?.perMinute ?? []).reduce((sum, p) => sum + p.calls, 0);
+    };
+    // The spec's cases called it before: these three come on top, under its uid.
+    const before = await callsOf('uid-model-wine');
+    for (let i = 0; i < 3; i++) expect((await infer('model-wine', request)).status).toBe(200);
+    await waitUntil(
+      'the first Model’s calls recorded under its uid',
+      async () => (await callsOf('uid-model-wine')) >= before + 3,
+      { timeoutMs: 20_000 },
+    );
+    // Deleted and made again under the name: the API server gives it a new uid.
+    const again = modelResource('model-wine', uri);
+    again.metadata.uid = 'uid-model-wine-again';
+    await served.serve(again, folder);
+    expect(await callsOf('uid-model-wine-again')).toBe(0);
+    // Its calls are its own once its route reaches the gateway; the first Model's stay as they were.
+    let made = 0;
+    await waitUntil(
+      'a call recorded under the new uid',
+      async () => {
+        expect((await infer('model-wine', request)).status).toBe(200);
+        made++;
+        return (await callsOf('uid-model-wine-again')) > 0;
+      },
+      { timeoutMs: 20_000 },
+    );
+    // Every call counted once, under one Model or the other, never both.
+    await waitUntil(
+      'every call recorded',
+      async () =>
+        (await callsOf('uid-model-wine')) - before + (await callsOf('uid-model-wine-again')) === 3 + made,
+      { timeoutMs: 20_000 },
+    );
+    const first = await callsOf('uid-model-wine');
+    for (let i = 0; i < 2; i++) expect((await infer('model-wine', request)).status).toBe(200);
+    await waitUntil(
+      'the new Model’s calls recorded',
+      async () => (await callsOf('uid-model-wine-again')) >= 2,
+      { timeoutMs: 20_000 },
+    );
+    expect(await callsOf('uid-model-wine')).toBe(first);
+  });
+
   test('its new metadata is used as soon as its route changes', async () => {
     // Version 2 of model-reviews names its input "review" instead of "text".
     const m = await minio();

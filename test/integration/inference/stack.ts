@@ -155,6 +155,7 @@ export class ServedModels {
         await routes.put(redisKeys.modelRoute(model.metadata.name), {
           url: state.url,
           source,
+          ...(model.metadata.uid === undefined ? {} : { uid: model.metadata.uid }),
           ...(workflow ? { workflow } : {}),
         });
         if (workflow !== undefined) {

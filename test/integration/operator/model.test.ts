@@ -224,6 +224,8 @@ describe('Model reconciler on a real API server', () => {
     expect(await openSealed(redisKeys.modelRoute(name), route)).toEqual({
       url: `http://${svc.spec?.clusterIP}:8080`,
       source: `model/${ns}/${name}`,
+      // Its records are kept under its uid: a Model made again under the name starts clean.
+      uid: created.metadata.uid,
     });
     await eventually(
       async () => routes.messages.includes(routeChangeTag(redisKeys.modelRoute(name))),
@@ -644,6 +646,7 @@ describe('Model reconciler on a real API server', () => {
       workflow: wf1,
       owner: 'alice',
       source: `model/${ns}/${name}`,
+      uid: (await getModel(c, ns, name))?.metadata.uid,
     });
     expect(await readSealed(client, redisKeys.modelRoute(name))).toMatchObject({ workflow: wf1 });
     expect((await getModel(c, ns, name))?.metadata.finalizers).toContain('tollgate.dev/model-routes');

@@ -102,13 +102,18 @@ describe('payload log records', () => {
     });
   });
 
-  it('partitions by namespace, model, UTC date and hour, the Hive way', () => {
-    expect(partitionOf('team-a', 'model-iris', '2026-11-26T07:05:09.123Z')).toBe(
-      'namespace=team-a/model=model-iris/date=2026-11-26/hour=07',
+  it('partitions by namespace, model, its uid, UTC date and hour, the Hive way', () => {
+    const uid = '0b6c1f8e-4d2a-4c1e-9f7a-2d8e5b3c9a10';
+    expect(partitionOf('team-a', 'model-iris', uid, '2026-11-26T07:05:09.123Z')).toBe(
+      `namespace=team-a/model=model-iris/uid=${uid}/date=2026-11-26/hour=07`,
     );
     // Another team that takes the name later writes under its own prefix.
-    expect(partitionOf('team-b', 'model-iris', '2026-11-26T07:05:09.123Z')).toMatch(/^namespace=team-b\//);
-    expect(partitionOf('', 'model-iris', '2026-11-26T07:05:09.123Z')).toBe(
+    expect(partitionOf('team-b', 'model-iris', uid, '2026-11-26T07:05:09.123Z')).toMatch(/^namespace=team-b\//);
+    // A Model made again under the name, in the same namespace, writes beside none of the last one's.
+    expect(partitionOf('team-a', 'model-iris', 'another-uid', '2026-11-26T07:05:09.123Z')).toBe(
+      'namespace=team-a/model=model-iris/uid=another-uid/date=2026-11-26/hour=07',
+    );
+    expect(partitionOf('', 'model-iris', undefined, '2026-11-26T07:05:09.123Z')).toBe(
       'model=model-iris/date=2026-11-26/hour=07',
     );
   });

@@ -51,7 +51,11 @@ export class RolloutJudge {
       return { status: previous, recheckMs: last.at + every - now };
     const canary = spec.rollout.version;
     const canaryReady = (status?.versions ?? []).some((v) => v.name === canary && v.phase === 'Ready');
-    const account = modelAccount(model.metadata.namespace ?? 'default', model.metadata.name, model.metadata.uid);
+    const account = modelAccount(
+      model.metadata.namespace ?? 'default',
+      model.metadata.name,
+      model.metadata.uid,
+    );
     const step = await advanceRollout(
       spec,
       previous,

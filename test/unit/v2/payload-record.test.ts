@@ -108,7 +108,9 @@ describe('payload log records', () => {
       `namespace=team-a/model=model-iris/uid=${uid}/date=2026-11-26/hour=07`,
     );
     // Another team that takes the name later writes under its own prefix.
-    expect(partitionOf('team-b', 'model-iris', uid, '2026-11-26T07:05:09.123Z')).toMatch(/^namespace=team-b\//);
+    expect(partitionOf('team-b', 'model-iris', uid, '2026-11-26T07:05:09.123Z')).toMatch(
+      /^namespace=team-b\//,
+    );
     // A Model made again under the name, in the same namespace, writes beside none of the last one's.
     expect(partitionOf('team-a', 'model-iris', 'another-uid', '2026-11-26T07:05:09.123Z')).toBe(
       'namespace=team-a/model=model-iris/uid=another-uid/date=2026-11-26/hour=07',

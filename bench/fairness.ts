@@ -8,7 +8,8 @@ import { throwawayRedisArgs } from '../common/redis/throwaway-args.js';
 import { redisKeys } from '../common/redis/schema.js';
 import { RouteWriter } from '../common/routes/workflow-routes.js';
 import { testSealer, TEST_SIGNING_KEY_FILE } from '../test/integration/signing.js';
-import { CLI, fixedRate, ms, start, stopAll, waitFor, type FixedRate } from './support.js';
+import { CLI, fixedRate, ms, start, stopAll, waitFor, waitForRedis, type FixedRate } from './support.js';
+import { runBudgets } from './fairness-budgets.js';
 
 /**
  * `make bench ARGS=fairness`: a noisy neighbour against a steady caller, on the real gateway and
@@ -150,6 +151,10 @@ export async function run(): Promise<void> {
     for (const kill of held) kill();
     await stopAll();
   }
+  console.log(
+    '\nthe budgets off the call path (one in-process central gateway, MLServer, the management API)',
+  );
+  for (const line of await runBudgets()) console.log(line);
 }
 
 const pct = (f: FixedRate): string =>
@@ -200,16 +205,4 @@ function attackerAnswer(port: number, what: Scenario['what'], key: string): Prom
     req.on('error', () => undefined);
     req.end();
   });
-}
-
-async function waitForRedis(redis: Redis): Promise<void> {
-  for (let i = 0; i < 100; i++) {
-    try {
-      await redis.ping();
-      return;
-    } catch {
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-  }
-  throw new Error('redis did not start');
 }

@@ -12,13 +12,11 @@ import { generateKey, hashKey } from '../common/apikey/format.js';
 import { KeyIndexWriter } from '../common/apikey/index-writer.js';
 import { createLogger } from '../common/logger.js';
 import { redisKeys } from '../common/redis/schema.js';
-import type { Model } from '../common/resources/model.js';
 import { loadGatewayConfig } from '../gateway/config.js';
 import { RouteWriter } from '../common/routes/workflow-routes.js';
 import { freePort } from '../common/net/free-port.js';
 import { throwawayRedisArgs } from '../common/redis/throwaway-args.js';
-import { LocalMlserverDriver } from '../operator/serving/local-mlserver.js';
-import { ProcessEnvCredentials } from '../operator/storage/credentials.js';
+import { serveIris, type LocalModels } from './local-models.js';
 import { testSealer } from '../test/integration/signing.js';
 import { TEST_SIGNING_KEY_FILE } from '../test/integration/signing.js';
 import { buildCentralGateway } from '../gateway/central-gateway.js';
@@ -139,13 +137,8 @@ export async function runInferenceBench(): Promise<string[]> {
   const redisServer = spawn('redis-server', throwawayRedisArgs(redisPort), {
     stdio: 'ignore',
   });
-  const driver = new LocalMlserverDriver({
-    mlserver: join(ROOT, '.venv/bin/mlserver'),
-    workDir: join(dir, 'runtimes'),
-    credentials: new ProcessEnvCredentials(),
-    log,
-  });
   let stopGateway: (() => Promise<void>) | undefined;
+  let models: LocalModels | undefined;
   let redis: Redis | undefined;
   try {
     // Connecting before redis-server listens would make the first attempts fail: wait for it, and
@@ -153,43 +146,9 @@ export async function runInferenceBench(): Promise<string[]> {
     await waitForPort(redisPort);
     redis = new Redis(`redis://127.0.0.1:${redisPort}`, { maxRetriesPerRequest: 5 });
     redis.on('error', (err: Error) => console.error(`bench redis client: ${err.message}`));
-    await promisify(execFile)(join(ROOT, '.venv/bin/python'), [
-      join(ROOT, 'examples/train.py'),
-      '--out',
-      join(dir, 'models'),
-      'iris',
-    ]);
-    const model = {
-      apiVersion: 'tollgate.dev/v1alpha1',
-      kind: 'Model',
-      metadata: { name: MODEL, namespace: 'default', uid: 'bench', generation: 1 },
-      spec: { storageUri: `file://${join(dir, 'models', MODEL)}` },
-    } as Model;
-    const settings = {
-      name: MODEL,
-      implementation: 'mlserver_sklearn.SKLearnModel',
-      parameters: { uri: './model.joblib' },
-    };
-    let ready = (): void => undefined;
-    const changed = new Promise<void>((resolve) => (ready = resolve));
-    await driver.start(() => ready());
-    const plan = {
-      model,
-      workload: MODEL,
-      version: undefined,
-      storageUri: model.spec.storageUri ?? '',
-      replicas: 1,
-      settings,
-      settingsGenerated: false,
-      image: '',
-      gateway: 'central' as const,
-    };
-    let state = await driver.apply(plan);
-    while (state.readyReplicas === 0) {
-      if (state.failure) throw new Error(state.failure.message);
-      await changed;
-      state = await driver.apply(plan);
-    }
+    models = await serveIris(dir, [MODEL], log);
+    const state = models.states.get(MODEL);
+    if (state === undefined) throw new Error(`${MODEL} is not served`);
     await new RouteWriter(redis, await testSealer()).put(redisKeys.modelRoute(MODEL), {
       url: state.url,
       source: 'bench',
@@ -256,7 +215,7 @@ export async function runInferenceBench(): Promise<string[]> {
     ];
   } finally {
     await stopGateway?.();
-    await driver.stop();
+    await models?.stop();
     redis?.disconnect();
     redisServer.kill('SIGTERM');
     rmSync(dir, { recursive: true, force: true });

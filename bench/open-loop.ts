@@ -17,6 +17,8 @@ const Spec = z.object({
   rate: z.number().positive(),
   seconds: z.number().positive(),
   warmSeconds: z.number().nonnegative(),
+  /** A POST's body (GET without one). */
+  body: z.string().optional(),
 });
 
 export interface Result {
@@ -47,6 +49,7 @@ function once(): Promise<{ us: number; ok: boolean }> {
         port: target.port,
         path: target.pathname + target.search,
         headers: spec.headers,
+        method: spec.body === undefined ? 'GET' : 'POST',
       },
       (res) => {
         res.on('error', () => resolve({ us: elapsed(), ok: false }));
@@ -55,7 +58,7 @@ function once(): Promise<{ us: number; ok: boolean }> {
       },
     );
     req.on('error', () => resolve({ us: elapsed(), ok: false }));
-    req.end();
+    req.end(spec.body);
   });
 }
 

@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import type { Redis } from 'ioredis';
 import type { Result as OpenLoopResult } from './open-loop.js';
 
 /** What the benchmarks share: their processes, readiness waits, CPU and memory readings, the open-loop runs. */
@@ -31,7 +32,8 @@ export function start(
   let err = '';
   child.stderr?.on('data', (c: Buffer) => (err = (err + c.toString()).slice(-4000)));
   child.once('exit', (code, signal) => {
-    if (code !== 0 && signal === null) console.error(`${name} exited with ${code}:\n${err}`);
+    // 143: ended by stop()'s SIGTERM through a wrapper (tsx) that exits with 128 + the signal.
+    if (code !== 0 && code !== 143 && signal === null) console.error(`${name} exited with ${code}:\n${err}`);
   });
   children.push(child);
   return child;
@@ -112,8 +114,17 @@ export async function fixedRate(
   headers: Record<string, string>,
   rate: number,
   pid: number,
+  /** Sent as a POST's body; GET without one. */
+  body?: string,
 ): Promise<FixedRate> {
-  const spec = { url, headers, rate, seconds: SECONDS, warmSeconds: 2 };
+  const spec = {
+    url,
+    headers,
+    rate,
+    seconds: SECONDS,
+    warmSeconds: 2,
+    ...(body === undefined ? {} : { body }),
+  };
   const child = spawn(process.execPath, [TSX, join(ROOT, 'bench', 'open-loop.ts'), JSON.stringify(spec)], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
@@ -137,3 +148,16 @@ export const fmtFixed = (f: FixedRate): string =>
   `p50 ${ms(f.p50)} ms   p90 ${ms(f.p90)} ms   p99 ${ms(f.p99)} ms   max ${ms(f.max)} ms   ` +
   `CPU ${f.cpuUsPerRequest.toFixed(0)} µs/request   (${f.requests} requests${f.bad > 0 ? `, ${f.bad} non-200/errors` : ''}; ` +
   `generator lag p99 ${ms(f.lagP99).trim()} ms)`;
+
+/** Until a Redis just started answers (refused until redis-server listens). */
+export async function waitForRedis(redis: Redis): Promise<void> {
+  for (let i = 0; i < 100; i++) {
+    try {
+      await redis.ping();
+      return;
+    } catch {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+  throw new Error('redis did not start');
+}

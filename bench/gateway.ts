@@ -1,8 +1,6 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
 import { Agent, request } from 'undici';
 import { generateKey, hashKey } from '../common/apikey/format.js';
@@ -14,7 +12,6 @@ import { RouteWriter } from '../common/routes/workflow-routes.js';
 import { redisKeys } from '../common/redis/schema.js';
 import {
   CLI,
-  cpuSeconds,
   fixedRate,
   fmtFixed,
   ms,
@@ -28,6 +25,8 @@ import {
   waitFor,
 } from './support.js';
 import { testSealer, testTrust, TEST_SIGNING_KEY_FILE } from '../test/integration/signing.js';
+import { CONNECTIONS, load, warmUp, type Figures } from './wrk.js';
+import { profiledCalls } from './gateway-profile.js';
 
 /**
  * The gateway against the reference a platform team would otherwise deploy, in one run:
@@ -41,57 +40,8 @@ import { testSealer, testTrust, TEST_SIGNING_KEY_FILE } from '../test/integratio
  * BENCH_ROUNDS (default 3) how many interleaved rounds of throughput runs.
  */
 const WORKERS = Number(process.env.BENCH_WORKERS ?? 1);
-const exec = promisify(execFile);
 /** Throughput runs are interleaved (a, b, c, d, a, b, ...) and the median kept: on a shared machine one run proves little. */
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
-const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
-
-interface Figures {
-  rps: number;
-  p50: number;
-  p99: number;
-  bad: number;
-  /** CPU time of the target's process tree per request, in microseconds. */
-  cpuUs: number;
-}
-
-/** wrk's `50%    1.23ms` latency lines, in milliseconds. */
-function wrkLatency(text: string, pct: string): number {
-  const m = new RegExp(`^\\s*${pct}%\\s+([\\d.]+)(us|ms|s)\\s*$`, 'm').exec(text);
-  if (m === null) return NaN;
-  const v = Number(m[1]);
-  return m[2] === 'us' ? v / 1000 : m[2] === 's' ? v * 1000 : v;
-}
-
-/**
- * Saturating load (closed loop, CONNECTIONS connections) from wrk, a C load generator on one
- * thread: the target, not the generator, sets the ceiling. CPU per request is the target's process
- * tree over the run.
- */
-async function load(url: string, headers: Record<string, string>, pid: number): Promise<Figures> {
-  const args = ['-t1', `-c${CONNECTIONS}`, `-d${SECONDS}s`, '--latency'];
-  for (const [name, value] of Object.entries(headers)) args.push('-H', `${name}: ${value}`);
-  const cpuBefore = cpuSeconds(pid);
-  const { stdout } = await exec('wrk', [...args, url], { maxBuffer: 1 << 20 });
-  const cpu = cpuSeconds(pid) - cpuBefore;
-  const total = Number(/^\s*(\d+) requests in/m.exec(stdout)?.[1] ?? NaN);
-  const non2xx = Number(/Non-2xx or 3xx responses: (\d+)/.exec(stdout)?.[1] ?? 0);
-  const socketErrors = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(stdout);
-  return {
-    rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(stdout)?.[1] ?? NaN),
-    p50: wrkLatency(stdout, '50'),
-    p99: wrkLatency(stdout, '99'),
-    bad: non2xx + (socketErrors === null ? 0 : socketErrors.slice(1).reduce((n, v) => n + Number(v), 0)),
-    cpuUs: (cpu / total) * 1e6,
-  };
-}
-
-/** An unmeasured 2 s of the same load first: connections opened, caches filled, code compiled. */
-async function warmUp(url: string, headers: Record<string, string>): Promise<void> {
-  const args = ['-t1', `-c${CONNECTIONS}`, '-d2s'];
-  for (const [name, value] of Object.entries(headers)) args.push('-H', `${name}: ${value}`);
-  await exec('wrk', [...args, url]);
-}
 
 /**
  * For context, not a competitor: the floor of any Node proxy here, node:http in front of an undici
@@ -343,7 +293,8 @@ export async function run(): Promise<void> {
       module: 'bda',
       roles: [workflow],
     });
-    // A key with credits and two named limits, none of them reached: what counting them costs.
+    // A key with credits and two named limits, of an identity with a limit of its own, none of
+    // them reached: what counting them costs.
     const budgetedKey = generateKey('bda');
     await new KeyIndexWriter(redis, await testSealer()).put(hashKey(budgetedKey), {
       id: '0123456789abcdef0124',
@@ -355,6 +306,11 @@ export async function run(): Promise<void> {
         { name: 'burst', requests: 1_000_000_000, windowSeconds: 1 },
         { name: 'per-day', requests: 1_000_000_000, windowSeconds: 86_400 },
       ],
+      identity: {
+        name: 'acme',
+        account: '@0123456789abcdef01234567',
+        limits: [{ name: 'per-minute', requests: 1_000_000_000, windowSeconds: 60 }],
+      },
     });
     // A key with one plain rate limit: the Redis round trip any counted key pays, alone.
     const limitedKey = generateKey('bda');
@@ -478,15 +434,25 @@ export async function run(): Promise<void> {
     console.log(
       `(h) llhttp proxy      ${fmt(viaLean)}   (no checks: Node's own parser on raw sockets, no node:http or undici; bench/llhttp-proxy.mjs)`,
     );
-    console.log(`(f) gateway, a key with credits and two named limits ${fmt(viaBudgeted)}`);
+    console.log(
+      `(f) gateway, a key with credits, two named limits and an identity's limit ${fmt(viaBudgeted)}`,
+    );
     console.log(`(g) gateway, a key with one rateLimit ${fmt(viaLimited)}`);
     console.log(
       `a counted key's Redis round trip: rateLimit/plain key ${(viaLimited.rps / viaGateway.rps).toFixed(3)}; ` +
         `credits + two named limits over one rateLimit (the same one round trip): ${(viaBudgeted.rps / viaLimited.rps).toFixed(3)}`,
     );
     console.log(
-      `credits + two named limits cost: budgeted/plain key ${(viaBudgeted.rps / viaGateway.rps).toFixed(3)} ` +
-        `(target >= 0.9; per round: ${runs.budgeted.map((b, i) => (b.rps / (runs.gateway[i]?.rps ?? NaN)).toFixed(3)).join(', ')})`,
+      `credits + two named limits + an identity's limit cost: budgeted/plain key ${(viaBudgeted.rps / viaGateway.rps).toFixed(3)} ` +
+        `(per round: ${runs.budgeted.map((b, i) => (b.rps / (runs.gateway[i]?.rps ?? NaN)).toFixed(3)).join(', ')})`,
+    );
+    const ofBare = (f: Figures[]): string =>
+      f.map((g, i) => (g.rps / (runs.bare[i]?.rps ?? NaN)).toFixed(3)).join(', ');
+    console.log(
+      `the gateway's own cost: gateway/bare node proxy ${(viaGateway.rps / viaBare.rps).toFixed(3)} with a plain key ` +
+        `(target >= 0.9; per round: ${ofBare(runs.gateway)}), ${(viaBudgeted.rps / viaBare.rps).toFixed(3)} with the budgeted key ` +
+        `(target >= 0.85; per round: ${ofBare(runs.budgeted)}); CPU per call ${viaGateway.cpuUs.toFixed(1)} / ${viaBudgeted.cpuUs.toFixed(1)} µs ` +
+        `against the bare proxy's ${viaBare.cpuUs.toFixed(1)}`,
     );
     console.log(
       `usage over time costs: gateway/gateway-with-totals-only ${(viaGateway.rps / viaPlain.rps).toFixed(3)} ` +
@@ -500,6 +466,18 @@ export async function run(): Promise<void> {
         `(CPU ${(viaLean.cpuUs / viaNginx.cpuUs).toFixed(2)}x); ` +
         `CPU per request gateway/nginx ${(viaGateway.cpuUs / viaNginx.cpuUs).toFixed(2)} (target <= 2.5)`,
     );
+
+    console.log("where a call's CPU goes, a plain key:");
+    for (const line of await profiledCalls(dir, gatewayEnv(0), `/events/bda/${workflow}/svc/`, auth))
+      console.log(line);
+    console.log("where a call's CPU goes, a key with credits, two named limits and an identity's limit:");
+    for (const line of await profiledCalls(
+      dir,
+      gatewayEnv(0),
+      `/events/bda/${workflow}/svc/`,
+      targets.budgeted.headers,
+    ))
+      console.log(line);
 
     // Worker scaling: the other worker count (2 when the run above used 1) of both, measured the
     // same way, so one run shows how each grows with processes.
@@ -553,6 +531,8 @@ export async function run(): Promise<void> {
     );
     const fixedNginx = await fixedRate(nginx, auth, 1000, nginxProc.pid as number);
     console.log(`  nginx + key check  ${fmtFixed(fixedNginx)}`);
+    const fixedBare = await fixedRate(bare, {}, 1000, bareProc.pid as number);
+    console.log(`  bare node proxy    ${fmtFixed(fixedBare)}`);
     // The plain key and the budgeted one in alternate rounds, each shown by its median p99 round:
     // one GC pause or noisy neighbour in a single 5 s round moves a p99 by several milliseconds.
     const fixedRuns: Record<'plain' | 'budgeted', FixedRate[]> = { plain: [], budgeted: [] };
@@ -566,9 +546,11 @@ export async function run(): Promise<void> {
       [...runs].sort((a, b) => a.p99 - b.p99)[Math.floor(runs.length / 2)] as FixedRate;
     const fixed = byP99(fixedRuns.plain);
     const fixedBudgeted = byP99(fixedRuns.budgeted);
-    console.log(`  tollgate gateway   ${fmtFixed(fixed)}   p99 < 2 ms: ${fixed.p99 < 2000 ? 'yes' : 'NO'}`);
     console.log(
-      `  gateway, credits + 2 limits ${fmtFixed(fixedBudgeted)}   p99 added ${((fixedBudgeted.p99 - fixed.p99) / 1000).toFixed(2)} ms (target < 1 ms; ` +
+      `  tollgate gateway   ${fmtFixed(fixed)}   p99 over the bare proxy's ${((fixed.p99 - fixedBare.p99) / 1000).toFixed(2)} ms (target < 1 ms)`,
+    );
+    console.log(
+      `  gateway, credits + 2 limits + identity ${fmtFixed(fixedBudgeted)}   p99 added ${((fixedBudgeted.p99 - fixed.p99) / 1000).toFixed(2)} ms (target < 1 ms; ` +
         `p99 per round, plain/budgeted: ${fixedRuns.plain.map((p, i) => `${ms(p.p99).trim()}/${ms(fixedRuns.budgeted[i]?.p99 ?? NaN).trim()}`).join(', ')} ms)`,
     );
 

@@ -175,7 +175,12 @@ export class Admission {
       this.s.usage.record(grant.id, endpoint);
       return undefined;
     }
-    return this.s.rateLimiter.take(grant, cost).then(() => this.s.usage.record(grant.id, endpoint));
+    const counted = this.s.rateLimiter.take(grant, cost);
+    if (counted === undefined) {
+      this.s.usage.record(grant.id, endpoint);
+      return undefined;
+    }
+    return counted.then(() => this.s.usage.record(grant.id, endpoint));
   }
 }
 

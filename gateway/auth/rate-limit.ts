@@ -1,18 +1,10 @@
 import type { Redis } from 'ioredis';
-import { creditPeriod, CREDITS_COUNTER_OUTLIVES_S } from '../../common/apikey/credits.js';
 import { execAll } from '../../common/redis/transaction.js';
 import { TollgateError } from '../../common/errors.js';
-import { redisKeys } from '../../common/redis/schema.js';
-import type { KeyGrant, NamedLimit, RateLimit } from '../../common/resources/grant.js';
+import type { KeyGrant } from '../../common/resources/grant.js';
+import { BudgetPlans, type Counting } from './budget-plan.js';
 import { redisUnavailable } from '../../common/redis/unavailable.js';
-import {
-  LimitNotices,
-  type Credits,
-  type Holder,
-  type LimitNotice,
-  type Spend,
-  type Window,
-} from './limit-notices.js';
+import { LimitNotices, type LimitNotice, type Spend, type Window } from './limit-notices.js';
 import {
   CounterLeases,
   IDLE_MS,
@@ -45,6 +37,7 @@ export const isLimited = (grant: KeyGrant): boolean =>
  */
 export class RateLimiter {
   private readonly leases = new CounterLeases();
+  private readonly plans = new BudgetPlans();
   private sweeper: NodeJS.Timeout | undefined;
   private closed = false;
   private readonly notices: LimitNotices;
@@ -102,80 +95,50 @@ export class RateLimiter {
     }
   }
 
-  /** Resolves when the call fits the key's budgets; rejects with 429 (and Retry-After) or 503. */
-  async take(grant: KeyGrant, cost = 1, nowMs = this.now()): Promise<void> {
-    // A price below 1 would admit calls for nothing, or make credits: never from a setting.
-    if (!Number.isInteger(cost) || cost < 1)
-      throw new RangeError(`a call costs a whole number >= 1, not ${cost}`);
-    const nowS = Math.floor(nowMs / 1000);
-    const windows: Window[] = [];
-    const spends: Spend[] = [];
-    const count = (
-      account: string,
-      holder: Holder,
-      budget: { rateLimit?: RateLimit; limits?: NamedLimit[]; credits?: Credits },
-    ): void => {
-      const add = (limit: RateLimit, name: string | undefined): void => {
-        const start = nowS - (nowS % limit.windowSeconds);
-        const key =
-          name === undefined
-            ? redisKeys.rateLimit(account, start)
-            : redisKeys.namedLimit(account, name, limit.windowSeconds, start);
-        windows.push({
-          key,
-          limit,
-          start,
-          name,
-          holder,
-          family: `${account}/${name ?? ''}/${limit.windowSeconds}`,
-        });
-      };
-      if (budget.rateLimit !== undefined) add(budget.rateLimit, undefined);
-      for (const l of budget.limits ?? []) add(l, l.name);
-      if (budget.credits === undefined) return;
-      if (!this.opts.countsCredits) {
+  /**
+   * Whether the call fits the key's budgets: undefined when it does and nothing needs to be waited
+   * for (no budget, or this replica's leases cover it: the hot path takes no promise), else a
+   * promise that resolves when it fits and rejects with 429 (and Retry-After) or 503.
+   */
+  take(grant: KeyGrant, cost = 1, nowMs = this.now()): Promise<void> | undefined {
+    let counting: Counting;
+    try {
+      // A price below 1 would admit calls for nothing, or make credits: never from a setting.
+      if (!Number.isInteger(cost) || cost < 1)
+        throw new RangeError(`a call costs a whole number >= 1, not ${cost}`);
+      counting = this.plans.counting(grant, cost, nowMs);
+      const spend = counting.spends[0];
+      if (spend !== undefined && !this.opts.countsCredits) {
+        const { holder } = spend;
         throw new TollgateError(
           'credits_counted_centrally',
           `${holder.kind === 'key' ? 'this key carries' : `this key's identity "${holder.name}" carries`} credits, which only the central gateway counts: call this service through it (/events/... or /v2/... on the gateway)`,
         );
       }
-      const period = creditPeriod(budget.credits.refill, nowMs);
-      spends.push({
-        key: redisKeys.creditsSpent(account, period.id),
-        credits: budget.credits,
-        period,
-        holder,
-        family: `${account}/credits`,
-      });
-    };
-    // A rolled key counts on its chain's counters: rolling resets no quota.
-    count(grant.countsAs ?? grant.id, { kind: 'key' }, grant);
-    const { identity } = grant;
-    if (identity !== undefined) count(identity.account, { kind: 'identity', name: identity.name }, identity);
-    if (windows.length === 0 && spends.length === 0) return;
-    const counted: Counted[] = [
-      ...windows.map((w) => ({
-        key: w.key,
-        family: w.family,
-        limit: w.limit.requests,
-        need: 1,
-        endsAtMs: (w.start + w.limit.windowSeconds) * 1000,
-        outlivesMs: 1000,
-      })),
-      ...spends.map((s) => ({
-        key: s.key,
-        family: s.family,
-        limit: s.credits.amount,
-        need: cost,
-        endsAtMs: s.period.endsAtMs,
-        outlivesMs: CREDITS_COUNTER_OUTLIVES_S * 1000,
-      })),
-    ];
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    const { windows, spends, counted } = counting;
+    if (counted.length === 0) return undefined;
     const leasing = this.opts.leases && !this.closed;
     if (leasing) this.sweepSoon();
     // Like a cached grant (gateway/auth/key-check.ts), a lease counts only while Redis is up:
     // when it is down, nothing passes.
-    if (leasing && this.redis.status === 'ready' && this.leases.takeLocal(counted, nowMs)) return;
+    if (leasing && this.redis.status === 'ready' && this.leases.takeLocal(counted, nowMs)) return undefined;
+    return this.counted(grant, cost, nowMs, windows, spends, counted, leasing);
+  }
+
+  /** The call counted in Redis: one transaction of every counter it must fit. */
+  private async counted(
+    grant: KeyGrant,
+    cost: number,
+    nowMs: number,
+    windows: Window[],
+    spends: Spend[],
+    counted: Counted[],
+    leasing: boolean,
+  ): Promise<void> {
+    const nowS = Math.floor(nowMs / 1000);
     const extras = counted.map((c) => (leasing ? this.leases.extra(c, nowMs) : 0));
     let values: number[];
     try {

@@ -84,7 +84,7 @@ async function waves(
   for (let i = 0; i < n; i += width) {
     const outcomes = await Promise.all(
       Array.from({ length: Math.min(width, n - i) }, (_, j) =>
-        limiter.take(grant, 1, startMs + (i + j) / 2).then(
+        Promise.resolve(limiter.take(grant, 1, startMs + (i + j) / 2)).then(
           () => 'ok',
           (e: unknown) => (e instanceof TollgateError ? e.code : String(e)),
         ),

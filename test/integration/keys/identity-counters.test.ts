@@ -22,8 +22,8 @@ beforeAll(async () => {
 
 afterAll(() => client.disconnect());
 
-const refusal = async (p: Promise<void>): Promise<TollgateError> => {
-  const err = await p.then(
+const refusal = async (p: Promise<void> | undefined): Promise<TollgateError> => {
+  const err = await Promise.resolve(p).then(
     () => undefined,
     (e: unknown) => e,
   );
@@ -132,7 +132,7 @@ describe('what the limiter tells the webhooks', () => {
     // 40 calls at once: 20 admitted (the identity's credits), the rest refused.
     const outcomes = await Promise.all(
       Array.from({ length: 40 }, () =>
-        limiter.take(grant).then(
+        Promise.resolve(limiter.take(grant)).then(
           () => 'ok',
           (e: unknown) => (e as TollgateError).code,
         ),

@@ -39,8 +39,8 @@ async function replica(
   return { limiter, clock };
 }
 
-const outcome = (p: Promise<void>): Promise<string> =>
-  p.then(
+const outcome = (p: Promise<void> | undefined): Promise<string> =>
+  Promise.resolve(p).then(
     () => 'admitted',
     (err: { code?: string }) => err.code ?? 'error',
   );

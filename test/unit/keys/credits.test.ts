@@ -26,9 +26,9 @@ describe('a sidecar’s rate limiter', () => {
       },
     ) as unknown as Redis;
     const limiter = new RateLimiter(untouched, { countsCredits: false, leases: false });
-    const err = await limiter
-      .take({ id: 'k', owner: 'a', module: 'platform', roles: ['viewer'], credits: { amount: 5 } })
-      .catch((e: unknown) => e);
+    const err = await Promise.resolve(
+      limiter.take({ id: 'k', owner: 'a', module: 'platform', roles: ['viewer'], credits: { amount: 5 } }),
+    ).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(TollgateError);
     expect([(err as TollgateError).status, (err as TollgateError).code]).toEqual([
       403,
@@ -47,8 +47,8 @@ describe('a sidecar’s rate limiter, for a key of an identity', () => {
         },
       },
     ) as unknown as Redis;
-    const err = await new RateLimiter(untouched, { countsCredits: false, leases: false })
-      .take({
+    const err = await Promise.resolve(
+      new RateLimiter(untouched, { countsCredits: false, leases: false }).take({
         id: 'k',
         owner: 'a',
         module: 'platform',
@@ -58,8 +58,8 @@ describe('a sidecar’s rate limiter, for a key of an identity', () => {
           account: '@0123456789abcdef01234567',
           credits: { amount: 5, refill: 'daily' },
         },
-      })
-      .catch((e: unknown) => e);
+      }),
+    ).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(TollgateError);
     expect((err as TollgateError).code).toBe('credits_counted_centrally');
     expect((err as TollgateError).message).toMatch(/identity "acme" carries credits/);

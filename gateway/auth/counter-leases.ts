@@ -83,6 +83,8 @@ interface Lease extends Unused {
   lastUsedMs: number;
   /** The counter's value as this replica last saw it. */
   seen: number;
+  /** A refill ahead of need is under way (runningLow). */
+  refilling?: boolean;
 }
 
 interface Pace {
@@ -113,6 +115,31 @@ export class CounterLeases {
       lease.lastUsedMs = nowMs;
     });
     return true;
+  }
+
+  /**
+   * The counters among `counted` whose lease runs low, under half of what a lease of them would
+   * take now, with no refill under way: the limiter refills them off the call's path, so while a
+   * budget runs hot no call waits for a round trip when its lease runs out. Each is marked until
+   * `refilled` hears of it.
+   */
+  runningLow(counted: readonly Counted[], nowMs: number): Counted[] | undefined {
+    let low: Counted[] | undefined;
+    for (const c of counted) {
+      const lease = this.usable(c, nowMs);
+      if (lease === undefined || lease.refilling === true) continue;
+      const next = this.extra(c, nowMs);
+      if (next === 0 || lease.units * 2 >= next) continue;
+      lease.refilling = true;
+      (low ??= []).push(c);
+    }
+    return low;
+  }
+
+  /** A refill ahead of need is over (its units kept, or it failed): the lease may be refilled again. */
+  refilled(c: Counted): void {
+    const lease = this.leases.get(c.key);
+    if (lease !== undefined) lease.refilling = false;
   }
 
   /** How many units to ask for beyond the call's need: none unless the budget runs hot. */

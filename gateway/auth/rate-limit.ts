@@ -38,6 +38,8 @@ export const isLimited = (grant: KeyGrant): boolean =>
 export class RateLimiter {
   private readonly leases = new CounterLeases();
   private readonly plans = new BudgetPlans();
+  /** Refills under way, waited for at close so their units go back before Redis does. */
+  private readonly refills = new Set<Promise<void>>();
   private sweeper: NodeJS.Timeout | undefined;
   private closed = false;
   private readonly notices: LimitNotices;
@@ -124,7 +126,14 @@ export class RateLimiter {
     if (leasing) this.sweepSoon();
     // Like a cached grant (gateway/auth/key-check.ts), a lease counts only while Redis is up:
     // when it is down, nothing passes.
-    if (leasing && this.redis.status === 'ready' && this.leases.takeLocal(counted, nowMs)) return undefined;
+    if (leasing && this.redis.status === 'ready' && this.leases.takeLocal(counted, nowMs)) {
+      const low = this.leases.runningLow(counted, nowMs);
+      if (low !== undefined) {
+        const refill = this.refill(low, nowMs).finally(() => this.refills.delete(refill));
+        this.refills.add(refill);
+      }
+      return undefined;
+    }
     return this.counted(grant, cost, nowMs, windows, spends, counted, leasing);
   }
 
@@ -213,6 +222,42 @@ export class RateLimiter {
   }
 
   /**
+   * Leases running low taken again before they run out, off any call's path: each counter's units
+   * asked for in one transaction and settled as a call's would be (none kept past the last
+   * sixteenth of a budget; what is not kept goes back). Should Redis fail, the next call that finds
+   * a lease empty counts itself, as before leases ran ahead.
+   */
+  private async refill(low: Counted[], nowMs: number): Promise<void> {
+    const asked = low.map((c) => ({ c: { ...c, need: 0 }, extra: this.leases.extra(c, nowMs) }));
+    try {
+      const tx = this.redis.multi();
+      const at: number[] = [];
+      let n = 0;
+      for (const { c, extra } of asked) {
+        tx.incrby(c.key, extra);
+        at.push(n++);
+        if (c.endsAtMs !== undefined) {
+          tx.expire(c.key, expirySeconds(c, nowMs), 'NX');
+          n++;
+        }
+      }
+      const replies = await execAll(tx);
+      const unused: Unused[] = [];
+      asked.forEach(({ c, extra }, i) => {
+        const reply = settle(c, extra, Number(replies[at[i] as number]), unused);
+        if (this.closed) {
+          if (reply.kept > 0) unused.push({ ...c, units: reply.kept });
+        } else this.leases.keep(c, reply, nowMs, unused);
+      });
+      if (unused.length > 0) await this.giveBack(unused, nowMs);
+    } catch {
+      // Redis away: the leases run out, and the calls then count themselves (and are refused).
+    } finally {
+      for (const { c } of asked) this.leases.refilled(c);
+    }
+  }
+
+  /**
    * Units back to their counters: a refused call's credits, and leases' units past a limit or
    * unused. Should Redis fail now, they stay spent (never one too many). A window that has ended
    * is left alone; EXPIRE NX keeps a counter that expired meanwhile from living on.
@@ -242,6 +287,7 @@ export class RateLimiter {
   /** Gives every leased unit back; the gateway calls it as it shuts down, before Redis closes. */
   async close(): Promise<void> {
     this.closed = true;
+    await Promise.allSettled([...this.refills]);
     if (this.sweeper !== undefined) clearInterval(this.sweeper);
     this.sweeper = undefined;
     const now = this.now();

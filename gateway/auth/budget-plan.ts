@@ -13,6 +13,8 @@ interface WindowBudget {
   holder: Holder;
   family: string;
   current?: { window: Window; counted: Counted };
+  /** The start of the next window whose counter was asked for ahead (upcoming). */
+  ahead?: number;
 }
 
 /** Credits: their counter is made once per period (and per price). */
@@ -70,6 +72,25 @@ export class BudgetPlans {
       }
     }
     return { windows, spends, counted: [...windowCounters, ...creditCounters] };
+  }
+
+  /**
+   * The counters of the key's next windows, for those of its windows that end within `withinMs`
+   * (each next window once): leased before they begin, the first calls of a new window need not
+   * wait for Redis either.
+   */
+  upcoming(grant: KeyGrant, nowMs: number, withinMs: number): Counted[] | undefined {
+    let next: Counted[] | undefined;
+    for (const b of this.plans.get(grant) ?? []) {
+      if (b.kind !== 'window' || b.current === undefined) continue;
+      const endsAtMs = b.current.counted.endsAtMs ?? 0;
+      if (endsAtMs <= nowMs || endsAtMs - nowMs > withinMs) continue;
+      const start = b.current.window.start + b.limit.windowSeconds;
+      if (b.ahead === start) continue;
+      b.ahead = start;
+      (next ??= []).push(windowOf(b, start).counted);
+    }
+    return next;
   }
 
   private planOf(grant: KeyGrant): Budget[] {

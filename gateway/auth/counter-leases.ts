@@ -136,6 +136,19 @@ export class CounterLeases {
     return low;
   }
 
+  /**
+   * Units to lease of a window that has not begun, for a budget that runs hot: what its pace would
+   * take, within a sixteenth of its limit (as any lease; settled on the count Redis gives).
+   */
+  ahead(c: Counted): number {
+    if (this.leases.has(c.key) || !this.hot(c.family)) return 0;
+    const pace = this.paces.get(c.family) as Pace;
+    return Math.max(
+      0,
+      Math.min(Math.floor(c.limit / SHARE), Math.floor((pace.previous * LEASE_MS) / SLOT_MS)),
+    );
+  }
+
   /** A refill ahead of need is over (its units kept, or it failed): the lease may be refilled again. */
   refilled(c: Counted): void {
     const lease = this.leases.get(c.key);

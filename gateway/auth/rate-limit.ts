@@ -127,11 +127,7 @@ export class RateLimiter {
     // Like a cached grant (gateway/auth/key-check.ts), a lease counts only while Redis is up:
     // when it is down, nothing passes.
     if (leasing && this.redis.status === 'ready' && this.leases.takeLocal(counted, nowMs)) {
-      const low = this.leases.runningLow(counted, nowMs);
-      if (low !== undefined) {
-        const refill = this.refill(low, nowMs).finally(() => this.refills.delete(refill));
-        this.refills.add(refill);
-      }
+      this.leaseAhead(grant, counted, nowMs);
       return undefined;
     }
     return this.counted(grant, cost, nowMs, windows, spends, counted, leasing);
@@ -222,13 +218,31 @@ export class RateLimiter {
   }
 
   /**
-   * Leases running low taken again before they run out, off any call's path: each counter's units
-   * asked for in one transaction and settled as a call's would be (none kept past the last
-   * sixteenth of a budget; what is not kept goes back). Should Redis fail, the next call that finds
-   * a lease empty counts itself, as before leases ran ahead.
+   * Leases taken before a call must wait for them, off any call's path: those running low
+   * (counter-leases.ts runningLow) and those of windows about to begin (budget-plan.ts upcoming).
    */
-  private async refill(low: Counted[], nowMs: number): Promise<void> {
-    const asked = low.map((c) => ({ c: { ...c, need: 0 }, extra: this.leases.extra(c, nowMs) }));
+  private leaseAhead(grant: KeyGrant, counted: Counted[], nowMs: number): void {
+    const low = this.leases.runningLow(counted, nowMs) ?? [];
+    const next = this.plans.upcoming(grant, nowMs, AHEAD_MS) ?? [];
+    if (low.length === 0 && next.length === 0) return;
+    const asked = [
+      ...low.map((c) => ({ c: { ...c, need: 0 }, extra: this.leases.extra(c, nowMs) })),
+      ...next.map((c) => ({ c: { ...c, need: 0 }, extra: this.leases.ahead(c) })),
+    ].filter((a) => a.extra > 0);
+    const refill = this.refill(asked, nowMs).finally(() => {
+      for (const c of low) this.leases.refilled(c);
+      this.refills.delete(refill);
+    });
+    this.refills.add(refill);
+  }
+
+  /**
+   * Units asked for ahead of need, in one transaction, each settled as a call's would be (none
+   * kept past the last sixteenth of a budget; what is not kept goes back). Should Redis fail, the
+   * next call that finds a lease empty counts itself, as before leases ran ahead.
+   */
+  private async refill(asked: Array<{ c: Counted; extra: number }>, nowMs: number): Promise<void> {
+    if (asked.length === 0) return;
     try {
       const tx = this.redis.multi();
       const at: number[] = [];
@@ -252,8 +266,6 @@ export class RateLimiter {
       if (unused.length > 0) await this.giveBack(unused, nowMs);
     } catch {
       // Redis away: the leases run out, and the calls then count themselves (and are refused).
-    } finally {
-      for (const { c } of asked) this.leases.refilled(c);
     }
   }
 
@@ -294,6 +306,9 @@ export class RateLimiter {
     await this.giveBack(this.leases.sweep(now, true), now);
   }
 }
+
+/** How long before a window begins its lease is taken, for a budget that runs hot. */
+const AHEAD_MS = 50;
 
 /** A counter lives to its window's or period's end, and then `outlivesMs` more. */
 const expirySeconds = (c: Pick<Counted, 'endsAtMs' | 'outlivesMs'>, nowMs: number): number =>

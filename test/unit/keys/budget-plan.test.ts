@@ -65,4 +65,21 @@ describe("a key's budgets, worked out once per grant", () => {
     const plain = plans.counting({ id: 'k', owner: 'a', module: 'bda', roles: ['fraud'] }, 1, at);
     expect(plain.counted).toEqual([]);
   });
+
+  it('name the next window of each that ends within the bound, once per window, to be leased before it begins', () => {
+    const plans = new BudgetPlans();
+    const start = Math.floor(at / 1000) * 1000;
+    plans.counting(grant, 1, start + 900);
+    // 100 ms before the burst's second turns: only the burst's next window (the minute's and the
+    // day's end later).
+    const next = plans.upcoming(grant, start + 960, 50);
+    expect(next?.map((c) => [c.key, c.endsAtMs])).toEqual([
+      [plans.counting(grant, 1, start + 1_000).counted[1]?.key, start + 2_000],
+    ]);
+    // Asked for once per window.
+    plans.counting(grant, 1, start + 970);
+    expect(plans.upcoming(grant, start + 970, 50)).toBeUndefined();
+    // Too early for any.
+    expect(plans.upcoming(grant, start + 1_100, 50)).toBeUndefined();
+  });
 });

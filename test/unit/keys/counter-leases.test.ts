@@ -154,4 +154,26 @@ describe('counter leases', () => {
     expect(admitted).toBe(limit);
     expect(count.value).toBeGreaterThanOrEqual(limit);
   });
+
+  it('lease a window before it begins only for a hot budget, within a sixteenth of its limit', () => {
+    const leases = new CounterLeases();
+    const next = counter({
+      key: 'tg:rl:k:next',
+      family: 'k//1',
+      limit: 320,
+      endsAtMs: T0 + 2_000,
+      outlivesMs: 1000,
+    });
+    expect(leases.ahead(next)).toBe(0);
+    // 2,000 calls a second of the family: hot.
+    const count = { value: 0 };
+    drive(leases, counter({ key: 'tg:rl:k:now', family: 'k//1', endsAtMs: T0 + 1_000 }), 400, T0, count);
+    expect(leases.ahead(next)).toBe(20);
+    // Once leased, not again.
+    const unused: Unused[] = [];
+    leases.keep({ ...next, need: 0 }, settle({ ...next, need: 0 }, 20, 20, unused), T0 + 960, unused);
+    expect(leases.ahead(next)).toBe(0);
+    // Its first calls are admitted from it.
+    expect(leases.takeLocal([next], T0 + 1_001)).toBe(true);
+  });
 });

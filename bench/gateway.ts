@@ -45,14 +45,16 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 
 /**
  * For context, not a competitor: the floor of any Node proxy here, node:http in front of an undici
- * Pool with no checks at all. The gateway's distance to it is what its own work costs.
+ * Pool with no checks at all. It passes the client's headers on as they came, as any proxy does
+ * (nginx beside it too): one that dropped them would be no proxy a platform runs. The gateway's
+ * distance to it is what its own work costs.
  */
 const BARE_PROXY = `
 const http = require('node:http');
 const { Pool } = require(process.env.UNDICI);
 const pool = new Pool(process.env.UPSTREAM, { connections: 128, pipelining: 1 });
 http.createServer((req, res) => {
-  pool.dispatch({ path: req.url, method: req.method, headers: [], body: null }, {
+  pool.dispatch({ path: req.url, method: req.method, headers: req.rawHeaders, body: null }, {
     onConnect() {},
     onHeaders(status, raw) {
       const headers = [];

@@ -32,3 +32,11 @@ export const nextGeneration = (generation: number | undefined, before: unknown, 
 /** The resourceVersion after a write: it moves on every write. */
 export const nextResourceVersion = (version: string | undefined): string =>
   String(Number(version ?? '1') + 1 || 1);
+
+/**
+ * The uid of a standalone manifest that names none (one written by hand): the same for a name
+ * whatever reads it, the standalone operator or the Models page, so both keep its records under
+ * one account. Models made through the platform API get a uid of their own, as the API server
+ * gives one.
+ */
+export const manifestUid = (name: string): string => `manifest-${name}`;

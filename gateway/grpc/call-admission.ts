@@ -5,6 +5,8 @@ import type { Release } from '../admission/call-shares.js';
 import type { HeldKind } from '../http/held-memory.js';
 import type { V2Context } from '../v2/endpoint.js';
 import { grpcCallHead } from './call-head.js';
+import type { CallHead } from '../http/call-head.js';
+import { requestIdOf } from '../proxy/headers.js';
 import { peerAddress } from './peer.js';
 import { restErrorOf, type CallStatus, type RestError } from './status.js';
 
@@ -34,6 +36,10 @@ const RECEIVED: HeldKind = {
 /** An admitted call as its handler finds it: its grant, and the core's work it has running. */
 export interface AdmittedCall {
   grant: KeyGrant;
+  /** The call's metadata as the core reads it, made once as the call came (call-head.ts). */
+  head: CallHead;
+  /** Its request id: the caller's, when valid, or one made for it; in every answer and refusal. */
+  requestId: string;
   /** Told as the core's work for the call begins and ends: what the call holds waits for it. */
   began(): void;
   ended(): void;
@@ -43,8 +49,12 @@ export interface AdmittedCall {
 export interface CallEnds {
   /** An error in REST's terms; a failure of the gateway's own is logged, as REST logs its own. */
   refusal(err: unknown): RestError;
-  /** Sends a status of the gateway's, whatever it is made of. */
-  sendStatus(call: { sendStatus(status: CallStatus): void }, err: RestError | CallStatus): void;
+  /** Sends a status of the gateway's, whatever it is made of, with the call's request id. */
+  sendStatus(
+    call: { sendStatus(status: CallStatus): void },
+    err: RestError | CallStatus,
+    requestId?: string,
+  ): void;
   /** Answers an open method (health, server metadata) from its metadata alone. */
   answerOpen(path: string, metadata: Metadata, call: OpenCall, end: () => void): boolean;
 }
@@ -93,6 +103,9 @@ export class CallAdmission {
     let receiving = 0;
     /** The core's work this call has running: what it holds waits for it. */
     let running = 0;
+    /** Known once the call's metadata came: its refusals carry the id, and are counted by module. */
+    let requestId: string | undefined;
+    let module = 'none';
     const free = (): void => {
       if (!ended || running > 0) return;
       if (holder !== undefined) {
@@ -112,10 +125,21 @@ export class CallAdmission {
     };
     const refuse = (err: RestError | CallStatus): void => {
       end();
-      this.ends.sendStatus(call, err);
+      // Counted as the handler's answers are (a cancelled call is nobody's answer).
+      if ('status' in err) {
+        s.metrics.request('v2', err.status, module);
+        if (err.status === 401) s.metrics.authFailure(err.code);
+      }
+      this.ends.sendStatus(call, err, requestId);
     };
     const cancelled: CallStatus = { code: Status.CANCELLED, details: 'cancelled', metadata: new Metadata() };
-    const admit = (grant: KeyGrant, metadata: Metadata, next: (metadata: Metadata) => void): void => {
+    const admit = (
+      grant: KeyGrant,
+      head: CallHead,
+      metadata: Metadata,
+      next: (metadata: Metadata) => void,
+    ): void => {
+      module = grant.module;
       if (this.calls >= MAX_CALLS) {
         return refuse(
           restErrorOf(
@@ -137,6 +161,8 @@ export class CallAdmission {
       // free a slot for another call while the first goes on upstream.
       this.admitted.set(metadata, {
         grant,
+        head,
+        requestId: requestId ?? '',
         began: () => void running++,
         ended: () => {
           running--;
@@ -181,6 +207,7 @@ export class CallAdmission {
             if (this.ends.answerOpen(descriptor.path, metadata, call, end)) return;
             const keys = metadata.get('authorization').length;
             if (keys > 1) {
+              requestId = requestIdOf(grpcCallHead(metadata, address, 'POST', descriptor.path));
               // REST refuses two Authorization headers; this says so in gRPC's terms.
               return refuse(
                 restErrorOf(
@@ -191,13 +218,13 @@ export class CallAdmission {
                 ),
               );
             }
+            const head = grpcCallHead(metadata, address, 'POST', descriptor.path);
+            requestId = requestIdOf(head);
             Promise.resolve()
-              .then(() =>
-                this.core.access.authenticate(grpcCallHead(metadata, address, 'POST', descriptor.path)),
-              )
+              .then(() => this.core.access.authenticate(head))
               .then(
                 (grant) => {
-                  if (!ended) admit(grant, metadata, next);
+                  if (!ended) admit(grant, head, metadata, next);
                 },
                 (err: unknown) => refuse(this.ends.refusal(err)),
               )

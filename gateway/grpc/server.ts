@@ -212,8 +212,12 @@ export class GrpcGateway implements CallEnds {
     }
   }
 
-  sendStatus(call: { sendStatus(status: CallStatus): void }, err: RestError | CallStatus): void {
-    const status = 'status' in err ? this.statusOf(err) : err;
+  sendStatus(
+    call: { sendStatus(status: CallStatus): void },
+    err: RestError | CallStatus,
+    requestId?: string,
+  ): void {
+    const status = 'status' in err ? this.statusOf(err, requestId) : err;
     try {
       call.sendStatus(status);
     } catch (e) {
@@ -238,12 +242,12 @@ export class GrpcGateway implements CallEnds {
         answer({ code: Status.CANCELLED, details: 'cancelled', metadata: new Metadata() });
         return;
       }
-      const head = grpcCallHead(call.metadata, address, method, call.getPath());
+      // The metadata as admission read it, under this method's name (GET for a metadata call).
       const ex: Exchange<Req> = {
         request: call.request,
         grant: admitted.grant,
-        head,
-        requestId: requestIdOf(head),
+        head: { ...admitted.head, method, url: call.getPath() },
+        requestId: admitted.requestId,
       };
       const send = (error: CallStatus | null, value?: Res): void => {
         try {

@@ -1,6 +1,6 @@
 import type { Logger } from '../../common/logger.js';
 import type { ManifestCollection } from '../../common/resources/manifest-dir.js';
-import { nextGeneration, nextResourceVersion } from '../../common/resources/object-meta.js';
+import { manifestUid, nextGeneration, nextResourceVersion } from '../../common/resources/object-meta.js';
 import {
   ConflictError,
   GoneError,
@@ -39,7 +39,7 @@ export class ManifestResourceSource<T extends Manifested> implements ResourceSou
       metadata: {
         ...obj.metadata,
         namespace: NAMESPACE,
-        uid: obj.metadata.uid ?? `manifest-${obj.metadata.name}`,
+        uid: obj.metadata.uid ?? manifestUid(obj.metadata.name),
         generation,
         resourceVersion: obj.metadata.resourceVersion ?? '1',
       },

@@ -10,8 +10,10 @@ import {
   type ManifestCollection,
   type ManifestDir,
 } from '../../../common/resources/manifest-dir.js';
+import { randomUUID } from 'node:crypto';
 import {
   apiServerTimestamp,
+  manifestUid,
   nextGeneration,
   nextResourceVersion,
 } from '../../../common/resources/object-meta.js';
@@ -39,11 +41,14 @@ export class DirModelStore implements ModelStore {
   }
 
   async list(): Promise<Model[]> {
-    return (await this.models.list()).sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : 1));
+    return (await this.models.list())
+      .map(withUid)
+      .sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : 1));
   }
 
-  get(name: string): Promise<Model | undefined> {
-    return this.models.get(name);
+  async get(name: string): Promise<Model | undefined> {
+    const model = await this.models.get(name);
+    return model === undefined ? undefined : withUid(model);
   }
 
   async create(model: NewModel): Promise<Model> {
@@ -51,6 +56,8 @@ export class DirModelStore implements ModelStore {
       name: model.name,
       // Second precision, as the API server records it.
       creationTimestamp: apiServerTimestamp(),
+      // Its own, as the API server gives one: made again under the name, it starts clean.
+      uid: randomUUID(),
       generation: 1,
       resourceVersion: '1',
     };
@@ -88,3 +95,9 @@ export class DirModelStore implements ModelStore {
     return this.models.put({ ...current, metadata, spec: change.spec });
   }
 }
+
+/** A manifest written by hand names no uid: the one the standalone operator gives it. */
+const withUid = (model: Model): Model =>
+  model.metadata.uid === undefined
+    ? { ...model, metadata: { ...model.metadata, uid: manifestUid(model.metadata.name) } }
+    : model;

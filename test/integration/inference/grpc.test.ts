@@ -148,6 +148,28 @@ describe('V2 inference over gRPC (standalone)', () => {
       expect(predictions(rawCall.value)).toEqual(expected);
     });
 
+    test('a call refused before its handler (no key, an unknown one) carries its request id and is counted as REST refusals are', async () => {
+      const series = async (name: string): Promise<number> => {
+        const text = await (await fetch(`${dev?.base}/metrics`)).text();
+        const line = text.split('\n').find((l) => l.startsWith(`${name} `));
+        return line === undefined ? 0 : Number(line.split(' ').at(-1));
+      };
+      const refused = 'tollgate_gateway_requests_total{kind="v2",status="401",module="none"}';
+      const before = await series(refused);
+      const missing = await call('ModelReady', { name: 'model-iris' }, { 'x-request-id': 'grpc-refused-1' });
+      expect(missing.error?.code).toBe(16);
+      expect(missing.error?.metadata.get('x-request-id')).toEqual(['grpc-refused-1']);
+      const unknown = await call(
+        'ModelReady',
+        { name: 'model-iris' },
+        { authorization: `Apikey ${'tgp_' + 'x'.repeat(40)}` },
+      );
+      expect(unknown.error?.code).toBe(16);
+      // None given: one made for it, as REST makes one.
+      expect(unknown.error?.metadata.get('x-request-id')[0]).toMatch(/^[0-9a-f-]{36}$/);
+      expect((await series(refused)) - before).toBe(2);
+    });
+
     test('malformed tensors are refused with the field at fault, after the key is checked', async () => {
       const cases: Array<[Record<string, unknown>, string, RegExp]> = [
         [

@@ -75,7 +75,7 @@ describe('payload logs', () => {
         .map((l) => JSON.parse(l) as PayloadRecord);
       expect(lines.map((l) => l.requestId)).toEqual(['req-2', 'req-3']);
       expect(lines[0]).toEqual(record('model-a', '2026-11-26T08:00:01.000Z', 2));
-      expect(await counts(registry)).toEqual({ 'model-a:written': 3, 'model-b:written': 1 });
+      expect(await counts(registry)).toEqual({ 'model-a:written': 3, 'model-b:written': 2 });
     } finally {
       s3.destroy();
     }

@@ -223,8 +223,8 @@ describe('rollouts (standalone)', () => {
     const rc = redisClient(redisUrl);
     try {
       const fields = await until('the figures flushed', async () => {
-        // Kept under the Model's namespace and name.
-        const keys = await rc.keys('tg:vfig:default/model-iris:*');
+        // Kept under the Model's namespace, name and uid (a manifest's: manifest-<name>).
+        const keys = await rc.keys('tg:vfig:default/model-iris/manifest-model-iris:*');
         const all = (await Promise.all(keys.map((k) => rc.hkeys(k)))).flat();
         return all.includes('1|c') ? all : undefined;
       });

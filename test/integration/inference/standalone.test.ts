@@ -159,7 +159,8 @@ describe('tollgate dev: standalone mode', () => {
       for (const f of files) {
         expect(f).toMatch(
           new RegExp(
-            `^namespace=default/model=${model}/date=\\d{4}-\\d{2}-\\d{2}/hour=\\d{2}/[\\w.-]+\\.jsonl$`,
+            // A manifest written by hand names no uid: the standalone operator gives it manifest-<name>.
+            `^namespace=default/model=${model}/uid=manifest-${model}/date=\\d{4}-\\d{2}-\\d{2}/hour=\\d{2}/[\\w.-]+\\.jsonl$`,
           ),
         );
         for (const line of (await readFile(path.join(logs, f), 'utf8')).trim().split('\n'))

@@ -16,6 +16,8 @@ import type { GatewayServer } from '../../../gateway/server.js';
 import { type SharedServices } from '../../../gateway/services.js';
 import { manifestModels } from '../../../gateway/v2/model-directory.js';
 import { ModelUsageRecorder } from '../../../gateway/v2/model-usage.js';
+import { modelAccount } from '../../../common/resources/grant.js';
+import { manifestUid } from '../../../common/resources/object-meta.js';
 import { freePort, launchChromium, redis } from '../../harness/index.js';
 import { apikey, createKey, redisClient } from '../gateway/support.js';
 import { modelResource, ServedModels, trainExamples } from '../inference/stack.js';
@@ -135,14 +137,18 @@ beforeAll(async () => {
     },
   });
   // The shadow's copies as the gateways count them (every replica's, in Redis).
-  // Kept under the Model's namespace and name: what another team's Model of that name counted
-  // before (it gave the name up, 'default' took it) is not this Model's.
+  // Kept under the Model's namespace, name and uid (a manifest's own: manifest-<name>): what
+  // another team's Model of that name counted before (it gave the name up, 'default' took it), or
+  // an earlier Model of this name here, is not this Model's.
+  const rollingAccount = modelAccount('default', 'model-rolling', manifestUid('model-rolling'));
   const shadowFigures = new ModelUsageRecorder(rc, log, 60_000);
-  for (let i = 0; i < 8; i++) shadowFigures.recordShadow('default/model-rolling', 'agreed', 12, 10);
-  shadowFigures.recordShadow('default/model-rolling', 'disagreed', 16, 10);
-  shadowFigures.recordShadow('default/model-rolling', 'disagreed', 16, 10);
-  shadowFigures.recordShadow('default/model-rolling', 'failed', 30, 10);
+  for (let i = 0; i < 8; i++) shadowFigures.recordShadow(rollingAccount, 'agreed', 12, 10);
+  shadowFigures.recordShadow(rollingAccount, 'disagreed', 16, 10);
+  shadowFigures.recordShadow(rollingAccount, 'disagreed', 16, 10);
+  shadowFigures.recordShadow(rollingAccount, 'failed', 30, 10);
   for (let i = 0; i < 5; i++) shadowFigures.recordShadow('earlier-team/model-rolling', 'failed', 30, 10);
+  for (let i = 0; i < 5; i++)
+    shadowFigures.recordShadow(modelAccount('default', 'model-rolling', 'an-earlier-uid'), 'failed', 30, 10);
   await shadowFigures.stop();
 
   const port = await freePort();

@@ -93,6 +93,13 @@ const startingSchema = z
   )
   .max(4);
 
+/**
+ * A Model uid as its records' keys and prefixes may hold it: the API server's (a UUID), or a
+ * standalone manifest's (`manifest-<name>`, or what its author wrote). Never a `/`, never a dot
+ * segment: it is one segment of a Redis key and of an object store prefix.
+ */
+export const MODEL_UID = /^[0-9A-Za-z][0-9A-Za-z._-]{0,127}$/;
+
 /** A route-table entry: where the gateway sends a workflow service's or a model's traffic. */
 export const routeSchema = z.object({
   /** Base URL of the upstream, e.g. http://svc.ns.svc:8080 */
@@ -116,10 +123,7 @@ export const routeSchema = z.object({
    * version figures, payload log) are kept under it, so a Model made again under a name, even in
    * the same namespace, starts clean rather than with an earlier one's.
    */
-  uid: z
-    .string()
-    .regex(/^[0-9A-Za-z-]{1,64}$/)
-    .optional(),
+  uid: z.string().regex(MODEL_UID).optional(),
   /**
    * A model with versions: each ready version, with the percentage of unversioned inference calls
    * it takes (`url` is the one the unversioned metadata and readiness paths answer from).

@@ -106,6 +106,8 @@ export class CallAdmission {
     /** Known once the call's metadata came: its refusals carry the id, and are counted by module. */
     let requestId: string | undefined;
     let module = 'none';
+    /** The handler has the call: it counts it, whatever ends it after. */
+    let handled = false;
     const free = (): void => {
       if (!ended || running > 0) return;
       if (holder !== undefined) {
@@ -125,8 +127,9 @@ export class CallAdmission {
     };
     const refuse = (err: RestError | CallStatus): void => {
       end();
-      // Counted as the handler's answers are (a cancelled call is nobody's answer).
-      if ('status' in err) {
+      // Counted as the handler's answers are (a cancelled call is nobody's answer); once the
+      // handler has begun, it counts the call itself.
+      if ('status' in err && !handled) {
         s.metrics.request('v2', err.status, module);
         if (err.status === 401) s.metrics.authFailure(err.code);
       }
@@ -163,7 +166,10 @@ export class CallAdmission {
         grant,
         head,
         requestId: requestId ?? '',
-        began: () => void running++,
+        began: () => {
+          handled = true;
+          running++;
+        },
         ended: () => {
           running--;
           free();

@@ -39,7 +39,14 @@ export function onCallEnd(req: IncomingMessage, res: ServerResponse, fn: () => v
     tracked[ENDS] = 'ended';
     res.off('close', end);
     socket?.off('close', end);
-    for (const f of fns) f();
+    // Each is given back whatever another does: one that threw must not keep the rest held.
+    for (const f of fns) {
+      try {
+        f();
+      } catch {
+        // Nothing to answer here; what it held is its own to report.
+      }
+    }
   };
   res.on('close', end);
   socket?.on('close', end);

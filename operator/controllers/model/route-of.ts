@@ -1,4 +1,4 @@
-import { modelRouteSource, type Route } from '../../../common/resources/grant.js';
+import { MODEL_UID, modelRouteSource, type Route } from '../../../common/resources/grant.js';
 import type { Model } from '../../../common/resources/model.js';
 import { scalingOf } from '../../../common/resources/model-scaling.js';
 import type { ServedVersion } from '../../../common/resources/model-versions.js';
@@ -75,7 +75,10 @@ export function routeOf(
   return {
     url: main.state.url,
     source: modelRouteSource(ref.namespace, ref.name),
-    ...(model.metadata.uid === undefined ? {} : { uid: model.metadata.uid }),
+    // A uid a hand-written manifest made unfit for a key or a prefix: its records by name alone.
+    ...(model.metadata.uid !== undefined && MODEL_UID.test(model.metadata.uid)
+      ? { uid: model.metadata.uid }
+      : {}),
     // The route's workflow is what lets that workflow's bda keys call the model, so a tenant's
     // Model cannot pose as a service of another's workflow.
     ...(admitted === undefined ? {} : { workflow: admitted.workflow }),

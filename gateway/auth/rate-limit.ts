@@ -147,22 +147,10 @@ export class RateLimiter {
     const extras = counted.map((c) => (leasing ? this.leases.extra(c, nowMs) : 0));
     let values: number[];
     try {
-      const tx = this.redis.multi();
-      // Where each INCRBY's reply is: credits that never refill get no EXPIRE after theirs.
-      const at: number[] = [];
-      let n = 0;
-      counted.forEach((c, i) => {
-        const by = c.need + (extras[i] as number);
-        if (by === 1) tx.incr(c.key);
-        else tx.incrby(c.key, by);
-        at.push(n++);
-        if (c.endsAtMs !== undefined) {
-          tx.expire(c.key, expirySeconds(c, nowMs), 'NX');
-          n++;
-        }
-      });
-      const replies = await execAll(tx);
-      values = at.map((i) => Number(replies[i]));
+      values = await this.raise(
+        counted.map((c, i) => ({ c, by: c.need + (extras[i] as number) })),
+        nowMs,
+      );
     } catch (err) {
       throw redisUnavailable(err);
     }
@@ -244,21 +232,13 @@ export class RateLimiter {
   private async refill(asked: Array<{ c: Counted; extra: number }>, nowMs: number): Promise<void> {
     if (asked.length === 0) return;
     try {
-      const tx = this.redis.multi();
-      const at: number[] = [];
-      let n = 0;
-      for (const { c, extra } of asked) {
-        tx.incrby(c.key, extra);
-        at.push(n++);
-        if (c.endsAtMs !== undefined) {
-          tx.expire(c.key, expirySeconds(c, nowMs), 'NX');
-          n++;
-        }
-      }
-      const replies = await execAll(tx);
+      const values = await this.raise(
+        asked.map(({ c, extra }) => ({ c, by: extra })),
+        nowMs,
+      );
       const unused: Unused[] = [];
       asked.forEach(({ c, extra }, i) => {
-        const reply = settle(c, extra, Number(replies[at[i] as number]), unused);
+        const reply = settle(c, extra, values[i] as number, unused);
         if (this.closed) {
           if (reply.kept > 0) unused.push({ ...c, units: reply.kept });
         } else this.leases.keep(c, reply, nowMs, unused);
@@ -267,6 +247,29 @@ export class RateLimiter {
     } catch {
       // Redis away: the leases run out, and the calls then count themselves (and are refused).
     }
+  }
+
+  /**
+   * Raises each counter by its units in one transaction, each given its expiry if it has none
+   * (EXPIRE NX; credits that never refill get none), and resolves with each counter's new value.
+   */
+  private async raise(raised: Array<{ c: Counted; by: number }>, nowMs: number): Promise<number[]> {
+    const tx = this.redis.multi();
+    // Where each increment's reply is, among the EXPIREs.
+    const at: number[] = [];
+    let n = 0;
+    for (const { c, by } of raised) {
+      // One unit by INCR: a sidecar's Redis user may not INCRBY.
+      if (by === 1) tx.incr(c.key);
+      else tx.incrby(c.key, by);
+      at.push(n++);
+      if (c.endsAtMs !== undefined) {
+        tx.expire(c.key, expirySeconds(c, nowMs), 'NX');
+        n++;
+      }
+    }
+    const replies = await execAll(tx);
+    return at.map((i) => Number(replies[i]));
   }
 
   /**

@@ -211,9 +211,10 @@ export class CallAdmission {
             // The connection is gone: there is nobody to answer.
             if (address === undefined) return refuse(cancelled);
             if (this.ends.answerOpen(descriptor.path, metadata, call, end)) return;
+            const head = grpcCallHead(metadata, address, 'POST', descriptor.path);
+            requestId = requestIdOf(head);
             const keys = metadata.get('authorization').length;
             if (keys > 1) {
-              requestId = requestIdOf(grpcCallHead(metadata, address, 'POST', descriptor.path));
               // REST refuses two Authorization headers; this says so in gRPC's terms.
               return refuse(
                 restErrorOf(
@@ -224,8 +225,6 @@ export class CallAdmission {
                 ),
               );
             }
-            const head = grpcCallHead(metadata, address, 'POST', descriptor.path);
-            requestId = requestIdOf(head);
             Promise.resolve()
               .then(() => this.core.access.authenticate(head))
               .then(

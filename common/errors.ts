@@ -45,6 +45,8 @@ export const ERROR_STATUS = {
   credentials_required: 400,
   credentials_not_allowed: 400,
   missing_content_type: 400,
+  missing_original_request: 400,
+  conflicting_original_request: 400,
   missing_data: 400,
   missing_input: 400,
   missing_inputs: 400,

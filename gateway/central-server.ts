@@ -8,6 +8,8 @@ import { createHttpServer, listenOn, type GatewayServer } from './server.js';
 import type { GatewayServices } from './services.js';
 import type { V2Context } from './v2/endpoint.js';
 import { createV2Handler } from './v2/router.js';
+import { ANSWER_STYLES } from './forward-auth/answers.js';
+import { createForwardAuthHandler } from './forward-auth/forward-auth.js';
 
 export interface CentralGateway extends GatewayServer {
   /** Where `/metrics` is served when the config gives it a port of its own (bound by `listen`). */
@@ -16,8 +18,9 @@ export interface CentralGateway extends GatewayServer {
 
 /**
  * The central gateway: the HTTP shell (gateway/server.ts) dispatching on the path prefix.
- * `/events/...` and `/v2/...` are handled by raw handlers (no Express routing on the hot path);
- * everything else goes to the Express app. With `metricsPort`, `/metrics` is served there alone.
+ * `/events/...`, `/v2/...` and the decision for another proxy (`/auth/forward`, `/auth/request`:
+ * forward-auth/) are handled by raw handlers (no Express routing on the hot path); everything
+ * else goes to the Express app. With `metricsPort`, `/metrics` is served there alone.
  */
 export function createGatewayServer(s: GatewayServices, v2: V2Context): CentralGateway {
   const traffic = createTraffic(s, v2);
@@ -45,12 +48,19 @@ function createTraffic(s: GatewayServices, core: V2Context): GatewayServer {
   const events = createEventsHandler(s);
   const app = createApp(s);
   const v2 = createV2Handler(core);
+  const forwardAuth = new Map(
+    Object.entries(ANSWER_STYLES).map(([name, style]) => [name, createForwardAuthHandler(s, core, style)]),
+  );
   return createHttpServer(
     s,
     (req, res, path) => {
       const first = path.segments[0];
+      const decide =
+        first === 'auth' && path.segments.length === 2 ? forwardAuth.get(path.segments[1] ?? '') : undefined;
       if (first === 'events') {
         events(req, res, path);
+      } else if (decide !== undefined) {
+        decide(req, res);
       } else if (first === 'v2') {
         res.once('finish', () => s.metrics.request('v2', res.statusCode, moduleOf(req)));
         Promise.resolve(v2(req, res, path)).catch((err: unknown) => sendError(res, err, s.log));

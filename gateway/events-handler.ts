@@ -18,6 +18,7 @@ import type { GatewayServices } from './services.js';
 import type { Inference } from './v2/inference.js';
 import { restAnswer } from './v2/answer-sink.js';
 import { restBody } from './v2/infer-body.js';
+import { usageEndpoint } from './routing/usage-endpoint.js';
 
 /**
  * The hot path for `/events/...`: key check, routing and admission, limits and usage, proxy. No Express and
@@ -110,7 +111,11 @@ class EventsCall {
       // Its owner's slot is held from here to the answer: an upstream that never answers holds
       // that owner's share, not the replica.
       enterCall(this.s.admission, grant, this.req, this.res);
-      spent = this.s.admission.spend(grant, target.cost ?? 1, this.endpoint());
+      spent = this.s.admission.spend(
+        grant,
+        target.cost ?? 1,
+        usageEndpoint(this.req.method ?? 'GET', this.path),
+      );
     } catch (err) {
       this.fail(err);
       return;
@@ -205,16 +210,6 @@ class EventsCall {
       method: req.method ?? 'GET',
       target: target.proxy.path,
     }).then(send);
-  }
-
-  /**
-   * The endpoint usage is counted under: the workflow service or platform resource, not the full
-   * path (ids in paths would make every call its own endpoint).
-   */
-  private endpoint(): string {
-    const { segments } = this.path;
-    const depth = segments[1] === 'bda' ? 4 : segments[1] === 'platform' ? 5 : 2;
-    return `${this.req.method ?? 'GET'} /${segments.slice(0, depth).join('/')}`;
   }
 
   private fail(thrown: unknown): void {

@@ -16,7 +16,7 @@ export interface ModelCall {
 }
 
 /** Route kinds as counted: the two `/events` areas, V2, and everything served by Express. */
-export type MetricsRouteKind = 'bda' | 'platform' | 'v2' | 'management' | 'none';
+export type MetricsRouteKind = 'bda' | 'platform' | 'v2' | 'forward_auth' | 'management' | 'none';
 
 /**
  * The gateway's Prometheus metrics. Request and failure counts are plain numbers in maps on the

@@ -98,18 +98,29 @@ export function upstreamRequestHeaders(
     requestId,
     'x-forwarded-for',
     forwardedFor === undefined ? peer : `${forwardedFor}, ${peer}`,
-    'x-tollgate-key-id',
-    grant.id,
-    'x-tollgate-module',
-    grant.module,
-    'x-tollgate-roles',
-    grant.roles.join(','),
+    ...grantHeaders(grant),
   );
   const proto = trusted ? firstValue(req.headers['x-forwarded-proto']) : undefined;
   const host = (trusted ? firstValue(req.headers['x-forwarded-host']) : undefined) ?? req.headers.host;
   out.push('x-forwarded-proto', proto ?? 'http');
   if (host !== undefined) out.push('x-forwarded-host', host);
   return out;
+}
+
+/**
+ * What an upstream learns of the caller, as [name, value, ...]: the key's id, module and roles,
+ * never the key. The same whether the gateway proxies the call or a proxy in front asked Tollgate
+ * (forward-auth/) and sets them on the call it sends.
+ */
+export function grantHeaders(grant: KeyGrant): string[] {
+  return [
+    'x-tollgate-key-id',
+    grant.id,
+    'x-tollgate-module',
+    grant.module,
+    'x-tollgate-roles',
+    grant.roles.join(','),
+  ];
 }
 
 function firstValue(value: string | string[] | undefined): string | undefined {

@@ -26,6 +26,7 @@ import type {
   MlserverInfo,
   MlserverOptions,
   PrometheusInfo,
+  ProxyInfo,
   RedisInfo,
   RedisTlsInfo,
   SentinelInfo,
@@ -40,6 +41,7 @@ export type {
   MlserverInfo,
   MlserverOptions,
   PrometheusInfo,
+  ProxyInfo,
   RedisInfo,
   RedisTlsInfo,
   SentinelInfo,
@@ -116,6 +118,19 @@ export function restartRedis(tag: string): Promise<RedisInfo> {
 /** A Prometheus (Debian's) scraping `targets` (full /metrics URLs) every second; stopped with the run. */
 export function prometheus(tag: string, targets: string[]): Promise<PrometheusInfo> {
   return call<PrometheusInfo>('/prometheus', { tag, targets });
+}
+
+/**
+ * An nginx (Debian's) with `conf` as its whole configuration, `{{port}}` its listen port, `{{dir}}`
+ * its directory, `{{ping}}` a location the harness waits on; stopped with the run.
+ */
+export function nginx(tag: string, conf: string): Promise<ProxyInfo> {
+  return call<ProxyInfo>('/nginx', { tag, conf });
+}
+
+/** A Traefik (built from its Go module) with `dynamic` as its file provider's configuration. */
+export function traefik(tag: string, dynamic: string): Promise<ProxyInfo> {
+  return call<ProxyInfo>('/traefik', { tag, dynamic });
 }
 
 /** A Redis for `tag` that speaks TLS only (the test CA in `caFile`) and admits one ACL user. */

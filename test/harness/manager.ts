@@ -10,6 +10,7 @@ import { startMlserver, type MlserverInstance, type MlserverOptions } from './co
 import { startRedis, type RedisInstance } from './components/redis.js';
 import { startRedisTls } from './components/redis-tls.js';
 import { startPrometheus } from './components/prometheus.js';
+import { startNginx, startTraefik } from './components/auth-proxies.js';
 import { startSentinelGroup, type SentinelGroup } from './components/sentinel.js';
 import { ProcessRegistry } from './processes.js';
 import { waitUntil } from './wait.js';
@@ -114,6 +115,10 @@ export class ComponentManager {
         return this.restartRedis(str(body, 'tag'));
       case '/prometheus':
         return startPrometheus(this.reg, this.runDir, str(body, 'tag'), body['targets'] as string[]);
+      case '/nginx':
+        return startNginx(this.reg, this.runDir, str(body, 'tag'), str(body, 'conf'));
+      case '/traefik':
+        return startTraefik(this.reg, this.runDir, str(body, 'tag'), str(body, 'dynamic'));
       case '/redis-tls':
         return this.redisTls(str(body, 'tag'));
       case '/redis-sentinel':

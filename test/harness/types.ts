@@ -35,6 +35,11 @@ export interface MinioInfo {
   region: string;
 }
 export type { VenvInfo } from './venv.js';
+/** A proxy (nginx, Traefik) started with a test's configuration: where it listens, where it logs. */
+export interface ProxyInfo {
+  url: string;
+  log: string;
+}
 /** A Prometheus scraping the targets it was started with, every second. */
 export interface PrometheusInfo {
   url: string;

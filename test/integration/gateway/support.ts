@@ -148,7 +148,10 @@ export async function createKey(
   module: Module,
   roles: string[],
   extra: Partial<
-    Pick<KeyGrant, 'expiresAt' | 'rateLimit' | 'limits' | 'name' | 'owner' | 'models' | 'credits'>
+    Pick<
+      KeyGrant,
+      'expiresAt' | 'rateLimit' | 'limits' | 'name' | 'owner' | 'models' | 'credits' | 'allowedCidrs'
+    >
   > = {},
 ): Promise<{ key: string; grant: KeyGrant; hash: string }> {
   const key = generateKey(module);

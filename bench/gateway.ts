@@ -101,6 +101,44 @@ http {
   return file;
 }
 
+/**
+ * nginx asking Tollgate about every call (auth_request, with the configuration shipped in
+ * examples/forward-auth/nginx) and proxying it itself: Tollgate's whole decision, no body through Node.
+ */
+function nginxAuthConfig(dir: string, port: number, gatewayPort: number, upstreamPort: number): string {
+  mkdirSync(dir, { recursive: true });
+  const examples = join(ROOT, 'examples', 'forward-auth', 'nginx');
+  const conf = `
+worker_processes 1;
+daemon off;
+pid ${dir}/nginx.pid;
+error_log ${dir}/error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path ${dir}/body;
+  proxy_temp_path ${dir}/proxy;
+  fastcgi_temp_path ${dir}/fastcgi;
+  uwsgi_temp_path ${dir}/uwsgi;
+  scgi_temp_path ${dir}/scgi;
+  upstream tollgate { server 127.0.0.1:${gatewayPort}; keepalive 128; }
+  upstream backend { server 127.0.0.1:${upstreamPort}; keepalive 128; }
+  server {
+    listen 127.0.0.1:${port};
+    include ${examples}/tollgate-server.conf;
+    location /events/bda/ {
+      include ${examples}/tollgate-auth.conf;
+      proxy_pass http://backend;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+    }
+  }
+}`;
+  const file = join(dir, 'nginx.conf');
+  writeFileSync(file, conf);
+  return file;
+}
+
 /** The run with the median throughput (its latencies travel with it). */
 function median(runs: Figures[]): Figures {
   const sorted = [...runs].sort((a, b) => a.rps - b.rps);
@@ -265,7 +303,9 @@ export async function run(): Promise<void> {
     otherNginxPort,
     otherGatewayPort,
     leanPort,
-  ] = (await Promise.all(Array.from({ length: 10 }, () => freePort()))) as [
+    nginxAuthPort,
+  ] = (await Promise.all(Array.from({ length: 11 }, () => freePort()))) as [
+    number,
     number,
     number,
     number,
@@ -380,6 +420,16 @@ export async function run(): Promise<void> {
     });
     const lean = `http://127.0.0.1:${leanPort}/`;
     await waitFor(lean);
+    const nginxAuthDir = join(dir, 'nginx-auth');
+    const nginxAuthProc = start('nginx + auth_request', 'nginx', [
+      '-p',
+      nginxAuthDir,
+      '-c',
+      nginxAuthConfig(nginxAuthDir, nginxAuthPort, gatewayPort, upstreamPort),
+    ]);
+    const nginxAuth = `http://127.0.0.1:${nginxAuthPort}/events/bda/${workflow}/svc/`;
+    await waitFor(nginxAuth, auth);
+    await waitFor(nginxAuth, {}, 401);
 
     console.log(
       `loopback, ${CONNECTIONS} connections, ${ROUNDS} interleaved rounds of ${SECONDS} s per target (medians shown), ` +
@@ -397,6 +447,7 @@ export async function run(): Promise<void> {
       plain: { url: plain, headers: auth, pid: pid(plainProc) },
       bare: { url: bare, headers: {}, pid: pid(bareProc) },
       lean: { url: lean, headers: {}, pid: pid(leanProc) },
+      nginxAuth: { url: nginxAuth, headers: auth, pid: pid(nginxAuthProc) },
     };
     const runs: Record<keyof typeof targets, Figures[]> = {
       direct: [],
@@ -407,6 +458,7 @@ export async function run(): Promise<void> {
       plain: [],
       bare: [],
       lean: [],
+      nginxAuth: [],
     };
     for (const { url, headers } of Object.values(targets)) await warmUp(url, headers);
     for (let round = 0; round < ROUNDS; round++) {
@@ -424,6 +476,7 @@ export async function run(): Promise<void> {
     const viaPlain = median(runs.plain);
     const viaBudgeted = median(runs.budgeted);
     const viaLimited = median(runs.limited);
+    const viaNginxAuth = median(runs.nginxAuth);
     console.log(`(a) upstream direct   ${fmt(direct)}`);
     console.log(`(b) nginx + key check ${fmt(viaNginx)}`);
     console.log(`(c) tollgate gateway  ${fmt(viaGateway)}`);
@@ -440,6 +493,14 @@ export async function run(): Promise<void> {
       `(f) gateway, a key with credits, two named limits and an identity's limit ${fmt(viaBudgeted)}`,
     );
     console.log(`(g) gateway, a key with one rateLimit ${fmt(viaLimited)}`);
+    console.log(
+      `(i) nginx + auth_request to Tollgate ${fmt(viaNginxAuth)}   (Tollgate's whole decision, nginx proxies; CPU is nginx's alone)`,
+    );
+    console.log(
+      `the decision in nginx: nginx + auth_request to Tollgate / nginx alone ${(viaNginxAuth.rps / viaNginx.rps).toFixed(3)} ` +
+        `(target >= 0.5; per round: ${runs.nginxAuth.map((g, i) => (g.rps / (runs.nginx[i]?.rps ?? NaN)).toFixed(3)).join(', ')}), ` +
+        `over the gateway itself ${(viaNginxAuth.rps / viaGateway.rps).toFixed(3)}`,
+    );
     console.log(
       `a counted key's Redis round trip: rateLimit/plain key ${(viaLimited.rps / viaGateway.rps).toFixed(3)}; ` +
         `credits + two named limits over one rateLimit (the same one round trip): ${(viaBudgeted.rps / viaLimited.rps).toFixed(3)}`,

@@ -113,6 +113,7 @@ export const ERROR_STATUS = {
   request_timeout: 408,
   // 409
   identity_exists: 409,
+  key_exists: 409,
   delivery_pending: 409,
   identity_in_use: 409,
   identity_changed: 409,

@@ -1,5 +1,7 @@
 import type { Command } from 'commander';
+import { readFileSync } from 'node:fs';
 import { stringify } from 'yaml';
+import { importedKeyId, importedKeySchema, importedKeySpec } from '../../common/apikey/imported-key.js';
 import { z } from 'zod';
 import { generateKey, hashKey, keyStart } from '../../common/apikey/format.js';
 import { apiKeySpecSchema, newApiKey, newKeyId } from '../../common/resources/apikey.js';
@@ -32,9 +34,9 @@ const flagsSchema = z
  * listed it (docs/keys.md, "Keys kept in Git").
  */
 export function register(program: Command): void {
-  program
-    .command('key')
-    .description('Keys kept in Git')
+  const key = program.command('key').description('Keys kept in Git');
+  registerImport(key);
+  key
     .command('manifest')
     .description('Make a new key: its ApiKey manifest (the hash only) on stdout, the key itself on stderr')
     .requiredOption('--module <module>', 'bda (a workflow) or platform')
@@ -67,5 +69,61 @@ export function register(program: Command): void {
       const made = newApiKey(newKeyId(), spec);
       process.stdout.write(stringify({ ...made, metadata: { ...made.metadata, namespace } }));
       process.stderr.write(`${key}\n`);
+    });
+}
+
+/** The first problem of a row, as `line N: field: message`. */
+function rowProblem(line: number, issues: readonly z.core.$ZodIssue[]): string {
+  const issue = issues[0];
+  const field = issue === undefined || issue.path.length === 0 ? '' : `${issue.path.join('.')}: `;
+  return `line ${line}: ${field}${issue?.message ?? 'not a key'}`;
+}
+
+/**
+ * `tollgate key import`: keys brought along from another gateway, from a file of one JSON object a
+ * line (the fields of POST /api/v1/admin/apikeys/import), as ApiKey manifests on stdout for
+ * `kubectl apply` (or Git). Every line is checked before anything is written; nothing in the file
+ * or the manifests can call (hashes only).
+ */
+function registerImport(key: Command): void {
+  key
+    .command('import')
+    .description('ApiKey manifests (hashes only) for keys made by another gateway, from a JSON Lines file')
+    .requiredOption('--file <path>', 'one key a line: {"hash", "start", "module", "roles", "owner", ...}')
+    .option('--namespace <ns>', 'Tollgate’s namespace, where ApiKeys are believed', 'tollgate')
+    .action((opts: { file: string; namespace: string }) => {
+      const fail = (message: string): never => {
+        process.stderr.write(`tollgate key import: ${message}\n`);
+        process.exit(2);
+      };
+      let text = '';
+      try {
+        text = readFileSync(opts.file, 'utf8');
+      } catch (err) {
+        fail(`cannot read ${opts.file}: ${(err as Error).message}`);
+      }
+      const docs: string[] = [];
+      const seen = new Map<string, number>();
+      text.split('\n').forEach((raw, i) => {
+        const line = i + 1;
+        if (raw.trim() === '') return;
+        let value: unknown;
+        try {
+          value = JSON.parse(raw);
+        } catch {
+          fail(`line ${line}: not JSON; write one key as a JSON object a line`);
+        }
+        const row = importedKeySchema.safeParse(value);
+        if (!row.success) return fail(rowProblem(line, row.error.issues));
+        const twice = seen.get(row.data.hash);
+        if (twice !== undefined) fail(`line ${line}: the same hash as line ${twice}; list each key once`);
+        seen.set(row.data.hash, line);
+        const spec = apiKeySpecSchema.safeParse(importedKeySpec(row.data));
+        if (!spec.success) return fail(rowProblem(line, spec.error.issues));
+        const made = newApiKey(importedKeyId(row.data.hash), spec.data);
+        docs.push(stringify({ ...made, metadata: { ...made.metadata, namespace: opts.namespace } }));
+      });
+      if (docs.length === 0) fail(`${opts.file} holds no keys`);
+      process.stdout.write(docs.join('---\n'));
     });
 }

@@ -65,6 +65,15 @@ export function parseKey(key: string): { module: Module } | { problem: KeyShapeP
   return { module: key.startsWith(KEY_PREFIXES.bda) ? 'bda' : 'platform' };
 }
 
+/**
+ * A key made by another gateway, which an administrator imported by its SHA-256 (docs/keys.md,
+ * "Keys brought along"): printable ASCII without spaces, 16 to 256 characters. Only looked up, never
+ * made: a value with Tollgate's own prefix is Tollgate's and must pass its checksum.
+ */
+const FOREIGN_KEY = /^[\x21-\x7e]{16,256}$/;
+const OWN_PREFIX = /^tg[bp]_/;
+export const isForeignKey = (key: string): boolean => FOREIGN_KEY.test(key) && !OWN_PREFIX.test(key);
+
 /** SHA-256 hex of the key: the only form in which a key is ever stored. */
 export function hashKey(key: string): string {
   // One-shot hash(): a fraction of createHash()'s cost, and it runs on every gateway request.

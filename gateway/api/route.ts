@@ -49,6 +49,8 @@ export interface ManagementRoute extends Omit<OperationDoc, 'path' | 'security' 
    * body (the route then gets the body as bytes).
    */
   auth?: 'bearer' | 'scanner-signature';
+  /** The most a body may hold (default 16 kB): only a route for many items at once (imports) takes more. */
+  bodyLimit?: string;
   /** Runs before the body is read: what can refuse a call without it (a route switched off, a missing header). */
   beforeBody?(deps: ManagementDeps): RequestHandler;
   handler(deps: ManagementDeps): RequestHandler;

@@ -35,7 +35,7 @@ function mount(router: Router, deps: ManagementDeps, list: readonly ManagementRo
       // A signed body is verified over its bytes, as sent: its route reads them itself, within a
       // budget, since anyone may send one before a signature says who sent it.
       if (r.auth !== 'scanner-signature' && r.body !== undefined)
-        handlers.unshift(express.json({ limit: BODY_LIMIT, strict: true }));
+        handlers.unshift(express.json({ limit: r.bodyLimit ?? BODY_LIMIT, strict: true }));
       if (r.beforeBody !== undefined) handlers.unshift(r.beforeBody(deps));
       mounted[r.method](...handlers);
     }

@@ -19,7 +19,13 @@ const dateTime = z.iso.datetime({ offset: true });
 export const apiKeyViewSchema = z.object({
   id: z.string().regex(KEY_ID_PATTERN),
   name: z.string().optional(),
-  start: z.string().describe('The first 8 characters of the key'),
+  start: z
+    .string()
+    .describe('The first 8 characters of the key (of an imported key, those its administrator gave)'),
+  imported: z
+    .literal(true)
+    .optional()
+    .describe('Made by another gateway and imported by its SHA-256 (POST /admin/apikeys/import)'),
   module: z.enum(['bda', 'platform']),
   roles: z.array(z.string()),
   createdAt: dateTime.optional(),
@@ -232,6 +238,7 @@ export function toApiKeyView(key: ApiKey, usage: KeyUsage | undefined): ApiKeyVi
           : 'active',
   };
   if (name !== undefined) view.name = name;
+  if (key.spec.imported === true) view.imported = true;
   if (key.metadata.creationTimestamp !== undefined) view.createdAt = key.metadata.creationTimestamp;
   const lastUsed = later(usage?.lastUsed, key.status?.lastUsed);
   if (lastUsed !== undefined) view.lastUsed = lastUsed;

@@ -1,5 +1,5 @@
 import type { CallHead } from '../http/call-head.js';
-import { parseKey } from '../../common/apikey/format.js';
+import { isForeignKey, parseKey } from '../../common/apikey/format.js';
 import { TollgateError, type ErrorCode } from '../../common/errors.js';
 import type { Module } from '../../common/resources/grant.js';
 
@@ -18,8 +18,11 @@ const unauthorized = (code: ErrorCode, message: string): TollgateError => new To
 
 export interface PresentedKey {
   key: string;
-  /** The module the key's prefix names; the index entry is still authoritative. */
-  module: Module;
+  /**
+   * The module the key's prefix names; the index entry is still authoritative. Undefined for a
+   * key of another gateway's format, which only an imported key's entry can grant anything to.
+   */
+  module: Module | undefined;
 }
 
 /**
@@ -64,6 +67,9 @@ export function parseAuthorizationHeader(header: string | undefined): PresentedK
     );
   }
   const parsed = parseKey(key);
+  if ('problem' in parsed && parsed.problem === 'malformed' && isForeignKey(key)) {
+    return { key, module: undefined };
+  }
   if ('problem' in parsed) {
     return parsed.problem === 'bad_checksum'
       ? fail(

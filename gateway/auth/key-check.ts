@@ -13,6 +13,17 @@ import { clientAddress, NO_PROXIES, type ProxyTrust } from '../http/client-addre
 import type { RefusalSink } from './refusals.js';
 import type { EntryVerifier } from '../../common/redis/sealed-entry.js';
 
+/** A value of another format that no imported key has: most likely a mistyped or foreign credential. */
+function notImported(err: unknown): never {
+  if (err instanceof TollgateError && err.code === 'unknown_api_key') {
+    throw new TollgateError(
+      'malformed_api_key',
+      'this is not a Tollgate key (keys start with tgb_ or tgp_ followed by 36 letters and digits), nor an imported key that exists (an imported key works until it is deleted)',
+    );
+  }
+  throw err;
+}
+
 /** The index entry as written by the keys code; checked here because Redis is outside our process. */
 interface CachedGrant {
   grant: KeyGrant;
@@ -58,13 +69,16 @@ export class KeyChecker {
    * address outside the key's allowlist) or a 503 (Redis) TollgateError.
    */
   check(req: CallHead): Promise<KeyGrant> | KeyGrant {
-    const { key } = parseAuthorizationHeader(authorizationOf(req));
+    const { key, module } = parseAuthorizationHeader(authorizationOf(req));
     const hash = hashKey(key);
     // A cached grant is only trusted while the command connection is up too: when Redis is down,
     // nothing passes.
     const cached = this.redis.status === 'ready' ? this.cache.get(hash) : undefined;
     if (cached !== undefined) return this.admitted(cached, req);
-    return this.lookup(hash).then((entry) => this.admitted(entry, req));
+    const found = this.lookup(hash);
+    return (module === undefined ? found.catch(notImported) : found).then((entry) =>
+      this.admitted(entry, req),
+    );
   }
 
   /** The grant of the key with this hash, if the index holds a sealed entry for it. */

@@ -9,8 +9,10 @@ export const APIKEY_PLURAL = 'apikeys';
 export const apiKeySpecSchema = z.object({
   /** SHA-256 (lowercase hex) of the key value. The key itself is never stored. */
   hash: z.string().regex(new RegExp('^[0-9a-f]{64}$')),
-  /** The first 8 characters of the key, shown in listings. */
-  start: z.string().regex(new RegExp('^tg[bp]_[0-9A-Za-z]{4}$')),
+  /** The first 8 characters of the key (of an imported key, the characters its administrator gave), shown in listings. */
+  start: z.string().regex(new RegExp('^[0-9A-Za-z_.:+/=-]{1,12}$')),
+  /** The key was made by another gateway and imported by its SHA-256; its value may be of that gateway's format. */
+  imported: z.boolean().optional(),
   /** The module the key gives access to. */
   module: z.enum(['bda', 'platform']),
   /** bda: exactly one role, the workflow id. platform: roles from the catalogue. */

@@ -4,19 +4,11 @@ import { generateKey, hashKey, keyStart } from '../../../common/apikey/format.js
 import { TollgateError } from '../../../common/errors.js';
 import { identityNameSchema } from '../../../common/resources/identity.js';
 import { identityFor } from '../identity-access.js';
-import {
-  apiKeyId,
-  newApiKey,
-  newKeyId,
-  creditsInputSchema,
-  namedLimitsInputSchema,
-  rateLimitSchema,
-  type ApiKeySpec,
-} from '../../../common/resources/apikey.js';
-import { isCidr } from '../../../common/net/cidr.js';
-import { MODEL_SCOPE_MAX, MODEL_SCOPE_PATTERN } from '../../../common/apikey/model-scope.js';
+import { apiKeyId, newApiKey, newKeyId, type ApiKeySpec } from '../../../common/resources/apikey.js';
+import { keyFields } from '../../../common/apikey/key-fields.js';
 import { callerOf } from '../../auth/oidc.js';
 import { checkRoom } from '../key-room.js';
+import { checkRoles } from '../key-roles.js';
 import type { ManagementDeps } from '../deps.js';
 import { keyGrantOf } from '../key-grant.js';
 import { validate } from '../validate.js';
@@ -26,69 +18,9 @@ import { revokeKey } from '../revoke.js';
 import { keyLinks } from '../key-id.js';
 import type { ManagementRoute } from '../route.js';
 
-// Printable text only: a name is shown in the panel and in `kubectl get`.
-const PRINTABLE = /^[^\p{Cc}\p{Cf}\p{Zl}\p{Zp}]*$/u;
-
 export const createKeyBodySchema = z
   .strictObject({
-    module: z.enum(['bda', 'platform'], { error: 'module must be "bda" or "platform"' }),
-    roles: z
-      .array(
-        z
-          .string({ error: 'each role is a string' })
-          .min(1, 'a role cannot be empty')
-          .max(128, 'a role is at most 128 characters'),
-        {
-          error: 'roles must be an array of role names, e.g. ["viewer"]',
-        },
-      )
-      .min(1, 'choose at least one role')
-      .max(32, 'a key has at most 32 roles'),
-    name: z
-      .string({ error: 'name must be a string' })
-      .trim()
-      .min(1, 'name cannot be blank; leave it out for an unnamed key')
-      .max(100, 'name is at most 100 characters')
-      .regex(PRINTABLE, 'name cannot hold control characters')
-      .optional(),
-    expiresAt: z.iso
-      .datetime({
-        offset: true,
-        error: 'expiresAt must be an ISO 8601 date-time with a time zone, e.g. 2030-01-31T23:59:59Z',
-      })
-      // Kept in UTC: 9999-12-31T23:59-12:00 is in year 10000 there, which no store takes.
-      .refine((v) => new Date(v).getUTCFullYear() <= 9999, 'expiresAt must fall before the year 10000 in UTC')
-      .optional(),
-    rateLimit: rateLimitSchema.optional(),
-    limits: namedLimitsInputSchema.optional(),
-    credits: creditsInputSchema.optional(),
-    allowedCidrs: z
-      .array(
-        z
-          .string({ error: 'each allowedCidrs entry is a string' })
-          .max(49, 'a CIDR is at most 49 characters')
-          .refine(isCidr, 'each allowedCidrs entry must be a CIDR such as 10.0.0.0/8 or 2001:db8::/32'),
-        { error: 'allowedCidrs must be an array of CIDRs, e.g. ["10.0.0.0/8"]' },
-      )
-      .min(1, 'allowedCidrs lists at least one network; leave it out to allow any')
-      .max(32, 'a key has at most 32 allowedCidrs')
-      .refine((l) => new Set(l).size === l.length, 'allowedCidrs lists a network twice; list each once')
-      .optional(),
-    models: z
-      .array(
-        z
-          .string({ error: 'each models entry is a string' })
-          .max(63, 'a models entry is at most 63 characters')
-          .regex(
-            new RegExp(MODEL_SCOPE_PATTERN),
-            'each models entry is a model name or a pattern with *, e.g. model-iris or model-fraud-*',
-          ),
-        { error: 'models must be an array of model names or patterns, e.g. ["model-iris"]' },
-      )
-      .min(1, 'models lists at least one model; leave it out to allow every model the roles allow')
-      .max(MODEL_SCOPE_MAX, `a key has at most ${MODEL_SCOPE_MAX} models entries`)
-      .refine((l) => new Set(l).size === l.length, 'models lists an entry twice; list each once')
-      .optional(),
+    ...keyFields,
     identity: identityNameSchema
       .optional()
       .describe('One of your identities: its limits and credits hold across all its keys'),
@@ -114,7 +46,6 @@ export const createKeyBodySchema = z
       },
     ],
   });
-type CreateKeyBody = z.output<typeof createKeyBodySchema>;
 
 /** POST /apikeys: creates a key; the answer carries the key value, the only time it is ever sent. */
 function createKey(deps: ManagementDeps): RequestHandler {
@@ -218,51 +149,6 @@ function createKey(deps: ManagementDeps): RequestHandler {
       })
       .json({ ...view, key });
   };
-}
-
-async function checkRoles(deps: ManagementDeps, owner: string, body: CreateKeyBody): Promise<void> {
-  const duplicate = body.roles.find((r, i) => body.roles.indexOf(r) !== i);
-  if (duplicate !== undefined) {
-    throw new TollgateError('invalid_field', `roles: "${duplicate}" is listed twice; list each role once`, {
-      field: 'roles',
-    });
-  }
-  if (body.module === 'bda') {
-    if (body.models !== undefined) {
-      throw new TollgateError(
-        'invalid_field',
-        "models: only a platform key is limited to models; a bda key calls its own workflow's models only",
-        { field: 'models' },
-      );
-    }
-    const [workflow] = body.roles;
-    if (body.roles.length !== 1 || workflow === undefined) {
-      throw new TollgateError(
-        'invalid_field',
-        'roles: a bda key has exactly one role, the id of the workflow it calls',
-        {
-          field: 'roles',
-        },
-      );
-    }
-    const owned = await deps.workflows.ownedBy(owner);
-    if (!owned.some((w) => w.workflow === workflow)) {
-      throw new TollgateError(
-        'unknown_workflow',
-        `roles: "${workflow}" is not a workflow of yours; GET /api/v1/modules lists the workflows you can choose`,
-        { field: 'roles' },
-      );
-    }
-    return;
-  }
-  const unknown = body.roles.find((r) => !deps.roles.has(r));
-  if (unknown !== undefined) {
-    throw new TollgateError(
-      'unknown_role',
-      `roles: "${unknown}" is not a platform role; GET /api/v1/modules lists the roles you can choose`,
-      { field: 'roles' },
-    );
-  }
 }
 
 export const createKeyRoute: ManagementRoute = {

@@ -3,6 +3,7 @@ import { adminDeleteKeyRoute } from './admin-delete-key.js';
 import { adminListKeysRoute } from './admin-list-keys.js';
 import { adminAddCreditsRoute } from './admin-add-credits.js';
 import { adminSetLimitsRoute } from './admin-set-limits.js';
+import { adminImportKeysRoute } from './admin-import-keys.js';
 import { createKeyRoute } from './create-key.js';
 import { deleteKeyRoute } from './delete-key.js';
 import { getKeyRoute } from './get-key.js';
@@ -54,6 +55,8 @@ export const managementRoutes: readonly ManagementRoute[] = [
   listModelsRoute,
   whoamiRoute,
   adminListKeysRoute,
+  // Before /admin/apikeys/{id}: "import" is no key id.
+  adminImportKeysRoute,
   adminDeleteKeyRoute,
   adminSetLimitsRoute,
   adminAddCreditsRoute,

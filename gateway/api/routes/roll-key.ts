@@ -67,7 +67,15 @@ function rollKey(deps: ManagementDeps): RequestHandler {
     const graceSeconds =
       body.gracePeriodSeconds ?? Math.min(DEFAULT_ROLL_GRACE_SECONDS, deps.maxRollGraceSeconds);
     const key = generateKey(old.spec.module);
-    const { hash: _hash, start: _start, rolled: _rolled, rolledFrom: _from, ...kept } = old.spec;
+    // A Tollgate key replaces an imported one: its format is Tollgate's own.
+    const {
+      hash: _hash,
+      start: _start,
+      imported: _imported,
+      rolled: _rolled,
+      rolledFrom: _from,
+      ...kept
+    } = old.spec;
     // The new key counts as the chain's first key: its limits and credits go on, not start again.
     const spec: ApiKeySpec = {
       ...kept,

@@ -69,6 +69,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/admin/apikeys/import": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Import keys made by another gateway, by their SHA-256 (administrators) */
+        post: operations["adminImportApiKeys"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/admin/identities/{name}/credits": {
         parameters: {
             query?: never;
@@ -501,6 +518,11 @@ export interface components {
             id: string;
             /** @description The identity the key belongs to: its limits and credits hold across all its keys */
             identity?: string;
+            /**
+             * @description Made by another gateway and imported by its SHA-256 (POST /admin/apikeys/import)
+             * @constant
+             */
+            imported?: true;
             /** Format: date-time */
             lastUsed?: string;
             /** @description Named limits besides rateLimit; a call must fit them all */
@@ -532,7 +554,7 @@ export interface components {
             };
             /** @description The key this one replaced, when it was made by a roll */
             rolledFrom?: string;
-            /** @description The first 8 characters of the key */
+            /** @description The first 8 characters of the key (of an imported key, those its administrator gave) */
             start: string;
             /**
              * @description rolled while its grace period runs; expired once past its expiry or its grace end
@@ -556,6 +578,11 @@ export interface components {
                 id: string;
                 /** @description The identity the key belongs to: its limits and credits hold across all its keys */
                 identity?: string;
+                /**
+                 * @description Made by another gateway and imported by its SHA-256 (POST /admin/apikeys/import)
+                 * @constant
+                 */
+                imported?: true;
                 /** Format: date-time */
                 lastUsed?: string;
                 /** @description Named limits besides rateLimit; a call must fit them all */
@@ -589,7 +616,7 @@ export interface components {
                 };
                 /** @description The key this one replaced, when it was made by a roll */
                 rolledFrom?: string;
-                /** @description The first 8 characters of the key */
+                /** @description The first 8 characters of the key (of an imported key, those its administrator gave) */
                 start: string;
                 /**
                  * @description rolled while its grace period runs; expired once past its expiry or its grace end
@@ -692,6 +719,11 @@ export interface components {
             id: string;
             /** @description The identity the key belongs to: its limits and credits hold across all its keys */
             identity?: string;
+            /**
+             * @description Made by another gateway and imported by its SHA-256 (POST /admin/apikeys/import)
+             * @constant
+             */
+            imported?: true;
             /** @description The key itself: shown in this answer only, never again */
             key: string;
             /** Format: date-time */
@@ -725,7 +757,7 @@ export interface components {
             };
             /** @description The key this one replaced, when it was made by a roll */
             rolledFrom?: string;
-            /** @description The first 8 characters of the key */
+            /** @description The first 8 characters of the key (of an imported key, those its administrator gave) */
             start: string;
             /**
              * @description rolled while its grace period runs; expired once past its expiry or its grace end
@@ -952,6 +984,11 @@ export interface components {
                 id: string;
                 /** @description The identity the key belongs to: its limits and credits hold across all its keys */
                 identity?: string;
+                /**
+                 * @description Made by another gateway and imported by its SHA-256 (POST /admin/apikeys/import)
+                 * @constant
+                 */
+                imported?: true;
                 /** Format: date-time */
                 lastUsed?: string;
                 /** @description Named limits besides rateLimit; a call must fit them all */
@@ -989,7 +1026,7 @@ export interface components {
                 };
                 /** @description The key this one replaced, when it was made by a roll */
                 rolledFrom?: string;
-                /** @description The first 8 characters of the key */
+                /** @description The first 8 characters of the key (of an imported key, those its administrator gave) */
                 start: string;
                 /**
                  * @description rolled while its grace period runs; expired once past its expiry or its grace end
@@ -1014,6 +1051,11 @@ export interface components {
             id: string;
             /** @description The identity the key belongs to: its limits and credits hold across all its keys */
             identity?: string;
+            /**
+             * @description Made by another gateway and imported by its SHA-256 (POST /admin/apikeys/import)
+             * @constant
+             */
+            imported?: true;
             /** @description The key itself: shown in this answer only, never again */
             key: string;
             /** Format: date-time */
@@ -1053,6 +1095,11 @@ export interface components {
                 id: string;
                 /** @description The identity the key belongs to: its limits and credits hold across all its keys */
                 identity?: string;
+                /**
+                 * @description Made by another gateway and imported by its SHA-256 (POST /admin/apikeys/import)
+                 * @constant
+                 */
+                imported?: true;
                 /** Format: date-time */
                 lastUsed?: string;
                 /** @description Named limits besides rateLimit; a call must fit them all */
@@ -1084,7 +1131,7 @@ export interface components {
                 };
                 /** @description The key this one replaced, when it was made by a roll */
                 rolledFrom?: string;
-                /** @description The first 8 characters of the key */
+                /** @description The first 8 characters of the key (of an imported key, those its administrator gave) */
                 start: string;
                 /**
                  * @description rolled while its grace period runs; expired once past its expiry or its grace end
@@ -1094,7 +1141,7 @@ export interface components {
             };
             /** @description The key this one replaced, when it was made by a roll */
             rolledFrom?: string;
-            /** @description The first 8 characters of the key */
+            /** @description The first 8 characters of the key (of an imported key, those its administrator gave) */
             start: string;
             /**
              * @description rolled while its grace period runs; expired once past its expiry or its grace end
@@ -1462,6 +1509,197 @@ export interface operations {
             };
             /** @description Not found (another user’s key is not found either) */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A conflict (`code` says which): the resource changed meanwhile, exists already or is in use, a per-user bound is reached, or a delivery is already queued */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is larger than the gateway accepts */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not JSON */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A rate limit is spent: the key’s, or on the management API the user’s pace (see Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A store the gateway needs is unavailable; retry */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    adminImportApiKeys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    keys: {
+                        allowedCidrs?: string[];
+                        credits?: {
+                            amount: number;
+                            /** @enum {string} */
+                            refill?: "daily" | "monthly";
+                        };
+                        /** Format: date-time */
+                        expiresAt?: string;
+                        hash: string;
+                        limits?: {
+                            name: string;
+                            requests: number;
+                            windowSeconds: number;
+                        }[];
+                        models?: string[];
+                        /** @enum {string} */
+                        module: "bda" | "platform";
+                        name?: string;
+                        owner: string;
+                        ownerName?: string;
+                        rateLimit?: {
+                            requests: number;
+                            windowSeconds: number;
+                        };
+                        roles: string[];
+                        start: string;
+                    }[];
+                };
+            };
+        };
+        responses: {
+            /** @description The keys imported, and those imported before */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The keys imported by this call, in the order sent */
+                        imported: {
+                            allowedCidrs?: string[];
+                            /** Format: date-time */
+                            createdAt?: string;
+                            /** @description Calls the key may make, in all or each UTC day or month with refill */
+                            credits?: {
+                                amount: number;
+                                /** @enum {string} */
+                                refill?: "daily" | "monthly";
+                            };
+                            /** Format: date-time */
+                            expiresAt?: string;
+                            id: string;
+                            /** @description The identity the key belongs to: its limits and credits hold across all its keys */
+                            identity?: string;
+                            /**
+                             * @description Made by another gateway and imported by its SHA-256 (POST /admin/apikeys/import)
+                             * @constant
+                             */
+                            imported?: true;
+                            /** Format: date-time */
+                            lastUsed?: string;
+                            /** @description Named limits besides rateLimit; a call must fit them all */
+                            limits?: {
+                                name: string;
+                                requests: number;
+                                windowSeconds: number;
+                            }[];
+                            /** @description The models the key may call (names or * patterns); absent: any */
+                            models?: string[];
+                            /** @enum {string} */
+                            module: "bda" | "platform";
+                            name?: string;
+                            rateLimit?: {
+                                requests: number;
+                                windowSeconds: number;
+                            };
+                            /** @description Calls refused although the key exists */
+                            refusalCount: number;
+                            requestCount: number;
+                            roles: string[];
+                            /** @description Set once the key was rolled: the key that replaced it and the end of its grace period */
+                            rolled?: {
+                                /** Format: date-time */
+                                at: string;
+                                /** Format: date-time */
+                                graceEndsAt: string;
+                                to: string;
+                            };
+                            /** @description The key this one replaced, when it was made by a roll */
+                            rolledFrom?: string;
+                            /** @description The first 8 characters of the key (of an imported key, those its administrator gave) */
+                            start: string;
+                            /**
+                             * @description rolled while its grace period runs; expired once past its expiry or its grace end
+                             * @enum {string}
+                             */
+                            state: "active" | "rolled" | "expired";
+                        }[];
+                        /** @description Keys of the call imported before (the same hash, owner, module and roles): left as they are */
+                        unchanged: {
+                            id: string;
+                            index: number;
+                        }[];
+                    };
+                };
+            };
+            /** @description The request is invalid: `field` names what to fix */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, unknown or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The credentials do not allow this (admin routes: not an administrator) */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -133,6 +133,7 @@ describe('the OpenAPI document', () => {
     expect(document.openapi).toBe('3.1.0');
     expect(Object.keys(document.paths).sort()).toEqual([
       '/api/v1/admin/apikeys',
+      '/api/v1/admin/apikeys/import',
       '/api/v1/admin/apikeys/{id}',
       '/api/v1/admin/apikeys/{id}/credits',
       '/api/v1/admin/apikeys/{id}/limits',

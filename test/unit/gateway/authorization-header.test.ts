@@ -32,8 +32,10 @@ describe('parseAuthorizationHeader', () => {
     ['two spaces', `Apikey  ${key}`, 'malformed_authorization'],
     ['tab inside', `Apikey ${key}\tx`, 'malformed_authorization'],
     ['two keys', `Apikey ${key} ${key}`, 'malformed_authorization'],
-    ['wrong prefix', `Apikey tgx_${key.slice(4)}`, 'malformed_api_key'],
     ['too short', `Apikey ${key.slice(0, -1)}`, 'malformed_api_key'],
+    ["Tollgate's prefix, another shape", 'Apikey tgp_sk_live_0123456789abcdef', 'malformed_api_key'],
+    ['too short for any key', 'Apikey sk_0123456789', 'malformed_api_key'],
+    ['not printable ASCII', 'Apikey sk_live_0123456789abcdé', 'malformed_api_key'],
     ['bad checksum', `Apikey ${key.slice(0, -1)}${key.endsWith('0') ? '1' : '0'}`, 'invalid_key_checksum'],
     [
       'typo in the body',
@@ -42,6 +44,21 @@ describe('parseAuthorizationHeader', () => {
     ],
   ])('%s → %s', (_what, header, expected) => {
     expect(code(header)).toBe(expected);
+  });
+
+  it.each([
+    ['another prefix', `tgx_${key.slice(4)}`],
+    ["another gateway's key", 'sk_live_51HqLyjWDarjtT1zdp7dcXYZ'],
+    ['a long token', `ak-${'x'.repeat(253)}`],
+  ])(
+    'passes a key of another format (%s) on to be looked up, naming no module: only an imported key has its hash',
+    (_what, value) => {
+      expect(parseAuthorizationHeader(`Apikey ${value}`)).toEqual({ key: value, module: undefined });
+    },
+  );
+
+  it('refuses a value longer than any key without looking it up', () => {
+    expect(code(`Apikey ak-${'x'.repeat(254)}`)).toBe('malformed_api_key');
   });
 
   it.each([

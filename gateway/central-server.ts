@@ -9,11 +9,13 @@ import type { GatewayServices } from './services.js';
 import type { V2Context } from './v2/endpoint.js';
 import { createV2Handler } from './v2/router.js';
 import { ANSWER_STYLES } from './forward-auth/answers.js';
-import { createForwardAuthHandler } from './forward-auth/forward-auth.js';
+import { createForwardAuthHandler } from './forward-auth/http-entry.js';
 
 export interface CentralGateway extends GatewayServer {
   /** Where `/metrics` is served when the config gives it a port of its own (bound by `listen`). */
   metricsAddress(): AddressInfo | undefined;
+  /** The port Envoy's ext_authz is answered on, when the config gives one (bound by `listen`). */
+  extAuthzPort(): number | undefined;
 }
 
 /**
@@ -23,7 +25,36 @@ export interface CentralGateway extends GatewayServer {
  * else goes to the Express app. With `metricsPort`, `/metrics` is served there alone.
  */
 export function createGatewayServer(s: GatewayServices, v2: V2Context): CentralGateway {
-  const traffic = createTraffic(s, v2);
+  return withExtAuthz(s, v2, withOperations(s, createTraffic(s, v2)));
+}
+
+/** Envoy's ext_authz on a port of its own, when the config gives one; gRPC's libraries load only then. */
+function withExtAuthz(
+  s: GatewayServices,
+  v2: V2Context,
+  inner: Omit<CentralGateway, 'extAuthzPort'>,
+): CentralGateway {
+  const port = s.config.extAuthzPort;
+  if (port === undefined) return { ...inner, extAuthzPort: () => undefined };
+  let server: { shutdown(timeoutMs: number): Promise<void> } | undefined;
+  let bound: number | undefined;
+  return {
+    ...inner,
+    async listen(trafficPort, host) {
+      const { ExtAuthzServer } = await import('./forward-auth/ext-authz.js');
+      const extAuthz = new ExtAuthzServer(s, v2);
+      server = extAuthz;
+      bound = await extAuthz.listen(port, host);
+      return inner.listen(trafficPort, host);
+    },
+    extAuthzPort: () => bound,
+    async shutdown() {
+      await Promise.all([server?.shutdown(s.config.shutdownTimeoutMs), inner.shutdown()]);
+    },
+  };
+}
+
+function withOperations(s: GatewayServices, traffic: GatewayServer): Omit<CentralGateway, 'extAuthzPort'> {
   const metricsPort = s.config.metricsPort;
   if (metricsPort === undefined) return { ...traffic, metricsAddress: () => undefined };
   const operations = createOperationsServer(s);

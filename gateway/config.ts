@@ -20,6 +20,12 @@ export const gatewayConfigSchema = z
     /** Where the Open Inference Protocol's gRPC form is answered (gateway/grpc/); none when unset. */
     grpcPort: z.coerce.number().int().min(0).max(65535).optional(),
     /**
+     * Where Envoy's ext_authz gRPC API (envoy.service.auth.v3.Authorization) is answered with
+     * Tollgate's decision (gateway/forward-auth/); none when unset. Only the proxies that ask
+     * should reach it: a NetworkPolicy, or a host it alone can reach.
+     */
+    extAuthzPort: z.coerce.number().int().min(0).max(65535).optional(),
+    /**
      * Connections the traffic port keeps open at once. Anyone who reaches the port may open them,
      * so without a bound they alone could fill the memory. One client address (an IPv6 /64 as one)
      * holds at most a quarter; when the port is full, a newcomer takes the place of an idle

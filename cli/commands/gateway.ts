@@ -108,6 +108,7 @@ export function register(program: Command): void {
             host: address.address,
             port: address.port,
             grpcPort,
+            extAuthzPort: gateway.extAuthzPort(),
             metricsPort: gateway.metricsAddress()?.port,
             pid: process.pid,
           },

@@ -11,6 +11,7 @@ export const GATEWAY_ENV: ReadonlyArray<readonly [string, keyof GatewayConfigInp
   ['TOLLGATE_HOST', 'host'],
   ['TOLLGATE_PORT', 'port'],
   ['TOLLGATE_GRPC_PORT', 'grpcPort'],
+  ['TOLLGATE_EXT_AUTHZ_PORT', 'extAuthzPort'],
   ['TOLLGATE_MAX_CONNECTIONS', 'maxConnections'],
   ['TOLLGATE_GRPC_MAX_CONNECTIONS', 'grpcMaxConnections'],
   ['TOLLGATE_KEEP_ALIVE_PER_ADDRESS', 'keepAlivePerAddress'],

@@ -50,18 +50,31 @@ export function originalRequest(headers: IncomingHttpHeaders): OriginalRequest {
   if (method === undefined) {
     throw new TollgateError('missing_original_request', `no original method given: ${HOW}`);
   }
-  if (!METHOD.test(method)) {
-    throw new TollgateError(
-      'invalid_request',
-      'the original method is not one HTTP method in upper case (GET, POST, ...)',
-      { field: 'x-forwarded-method' },
-    );
-  }
   const uri = targetOf(headers);
   if (uri === undefined) {
     throw new TollgateError('missing_original_request', `no original URI given: ${HOW}`);
   }
-  return { method, uri };
+  return { method: checkedMethod(method), uri: checkedTarget(uri) };
+}
+
+/** One HTTP method, as every proxy forwards it. */
+export function checkedMethod(method: string): string {
+  if (METHOD.test(method)) return method;
+  throw new TollgateError(
+    'invalid_request',
+    'the original method is not one HTTP method in upper case (GET, POST, ...)',
+    { field: 'x-forwarded-method' },
+  );
+}
+
+/** A request target as a client sends it, before the path check reads it. */
+export function checkedTarget(uri: string): string {
+  if (TARGET.test(uri)) return uri;
+  throw new TollgateError(
+    'invalid_request',
+    'the original URI is not a request path: it starts with "/" and holds no spaces or control characters',
+    { field: 'x-forwarded-uri' },
+  );
 }
 
 function targetOf(headers: IncomingHttpHeaders): string | undefined {
@@ -74,15 +87,7 @@ function targetOf(headers: IncomingHttpHeaders): string | undefined {
       'the request names two different URIs (X-Original-URL and X-Forwarded-Uri or X-Original-URI); the proxy sends one',
     );
   }
-  const uri = target ?? fromUrl;
-  if (uri !== undefined && !TARGET.test(uri)) {
-    throw new TollgateError(
-      'invalid_request',
-      'the original URI is not a request path: it starts with "/" and holds no spaces or control characters',
-      { field: 'x-forwarded-uri' },
-    );
-  }
-  return uri;
+  return target ?? fromUrl;
 }
 
 function pathOf(url: string): string {

@@ -29,6 +29,8 @@ flock 9
 KUBE_VERSION=v1.34.4
 COREDNS_VERSION=v1.12.1 # from go/coredns/go.mod
 TRAEFIK_VERSION=v3.6.12 # from go/traefik/go.mod
+# go-control-plane's envoy module (go/extauthz-client/go.mod), and the client's own revision.
+EXTAUTHZ_CLIENT_VERSION=envoy-v1.40.0-1
 KUBE_ROUTER_VERSION=v2.1.0 # from go/kube-router/go.mod (the one version the module proxy serves)
 ETCD_VERSION=v3.6.4
 MINIO_VERSION=RELEASE.2025-09-07T16-13-09Z
@@ -102,6 +104,13 @@ need_go() {
   ln -sfn "etcd-$ETCD_VERSION" "$bin/etcd"
   ln -sfn "minio-$MINIO_VERSION" "$bin/minio"
   ln -sfn "dex-$DEX_VERSION" "$bin/dex"
+  # The cluster's ingress controller, and a proxy the forward-auth tests put in front of Tollgate.
+  go_build "$here/go/traefik" github.com/traefik/traefik/v3/cmd/traefik "$bin/traefik-$TRAEFIK_VERSION" \
+    "-X github.com/traefik/traefik/v3/pkg/version.Version=$TRAEFIK_VERSION"
+  ln -sfn "traefik-$TRAEFIK_VERSION" "$bin/traefik"
+  # A client of Envoy's ext_authz API from the published proto (go-control-plane).
+  go_build "$here/go/extauthz-client" . "$bin/extauthz-client-$EXTAUTHZ_CLIENT_VERSION"
+  ln -sfn "extauthz-client-$EXTAUTHZ_CLIENT_VERSION" "$bin/extauthz-client"
 }
 
 need_venv() {
@@ -162,10 +171,6 @@ need_cluster() {
   go_build "$here/go/coredns" . "$bin/coredns-$COREDNS_VERSION" \
     "-X github.com/coredns/coredns/coremain.GitCommit=$COREDNS_VERSION"
   ln -sfn "coredns-$COREDNS_VERSION" "$bin/coredns"
-  # The cluster's ingress controller.
-  go_build "$here/go/traefik" github.com/traefik/traefik/v3/cmd/traefik "$bin/traefik-$TRAEFIK_VERSION" \
-    "-X github.com/traefik/traefik/v3/pkg/version.Version=$TRAEFIK_VERSION"
-  ln -sfn "traefik-$TRAEFIK_VERSION" "$bin/traefik"
   # The cluster's NetworkPolicy enforcer (the bridge CNI enforces none).
   go_build "$here/go/kube-router" github.com/cloudnativelabs/kube-router/v2/cmd/kube-router \
     "$bin/kube-router-$KUBE_ROUTER_VERSION" \

@@ -723,6 +723,42 @@ describe('helm chart: lint and render', () => {
     );
   });
 
+  it('serves ext_authz only when asked, on its own port, reachable only from the proxies named', async () => {
+    const plain = await render();
+    expect(plain.yaml).not.toContain('ext-authz');
+    const { objects } = await render([
+      'gateway.extAuthzPort=9191',
+      'gateway.extAuthzFrom[0].namespaceSelector.matchLabels.team=edge',
+    ]);
+    const config = find(objects, 'ConfigMap', 't1-tollgate-gateway').data?.['gateway.yaml'] ?? '';
+    expect((parseAllDocuments(config)[0]?.toJS() as Record<string, unknown>)['extAuthzPort']).toBe(9191);
+    const container = deployment(objects, 't1-tollgate-gateway').template.spec.containers[0];
+    expect(container?.ports).toContainEqual({ name: 'ext-authz', containerPort: 9191, protocol: 'TCP' });
+    const service = find(objects, 'Service', 't1-tollgate-gateway') as K8sObject & {
+      spec: { ports: Array<Record<string, unknown>> };
+    };
+    expect(service.spec.ports).toContainEqual({
+      name: 'ext-authz',
+      port: 9191,
+      targetPort: 'ext-authz',
+      protocol: 'TCP',
+      appProtocol: 'kubernetes.io/h2c',
+    });
+    const policy = find(objects, 'NetworkPolicy', 't1-tollgate-gateway') as K8sObject & {
+      spec: { ingress: Array<{ from?: unknown[]; ports: Array<{ port: string }> }> };
+    };
+    const reaching = policy.spec.ingress.filter((rule) => rule.ports.some((p) => p.port === 'ext-authz'));
+    expect(reaching).toEqual([
+      {
+        from: [{ namespaceSelector: { matchLabels: { team: 'edge' } } }],
+        ports: [{ port: 'ext-authz', protocol: 'TCP' }],
+      },
+    ]);
+    await expect(render(['gateway.extAuthzPort=8080'])).rejects.toThrow(
+      /gateway\.extAuthzPort must differ from gateway\.port/,
+    );
+  });
+
   it('renders the CRDs from the repository crds/ folder (one source)', async () => {
     const { objects } = await render([], ['--include-crds']);
     const crds = objects.filter((o) => o.kind === 'CustomResourceDefinition').map((o) => o.metadata.name);

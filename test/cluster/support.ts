@@ -118,6 +118,11 @@ export async function installTollgate(extraSets: string[] = []): Promise<Install
       `gateway.ingress.className=${c.ingress.className}`,
       '--set',
       `gateway.ingress.host=${INGRESS_HOST}`,
+      // Beside the Ingress, routes to the platform team's Gateway (Traefik's Gateway provider).
+      '--set',
+      'gateway.gatewayAPI.enabled=true',
+      '--set-json',
+      `gateway.gatewayAPI.parentRefs=${JSON.stringify([c.gatewayApi.gateway])}`,
       // The tests' Prometheus scrapes the gateways from the host, outside the cluster's pods.
       '--set-json',
       `gateway.metricsFrom=${JSON.stringify([{ ipBlock: { cidr: `${c.hostIp}/32` } }])}`,

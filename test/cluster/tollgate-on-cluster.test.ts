@@ -804,6 +804,72 @@ describe('a workflow Service', () => {
   });
 });
 
+describe('through a Gateway API route', () => {
+  interface RouteStatus {
+    status?: {
+      parents?: Array<{
+        parentRef: { name: string };
+        controllerName: string;
+        conditions: Array<{ type: string; status: string }>;
+      }>;
+    };
+  }
+  const gatewayUrl = (): string => `http://${t.c.gatewayApi.address}`;
+
+  it('attaches the HTTPRoute and GRPCRoute to the Gateway named, and serves keys, a workflow and V2 over REST and gRPC there', async () => {
+    const { gateway } = t.c.gatewayApi;
+    for (const kind of ['httproute', 'grpcroute']) {
+      const parent = await eventually(`${kind} accepted by the Gateway`, async () => {
+        const route = JSON.parse(
+          await t.kubectl('-n', NAMESPACE, 'get', kind, `${RELEASE}-gateway`, '-o', 'json'),
+        ) as RouteStatus;
+        const found = route.status?.parents?.find((p) => p.parentRef.name === gateway.name);
+        const accepted = found?.conditions.find((c) => c.type === 'Accepted');
+        return accepted?.status === 'True' ? found : undefined;
+      });
+      expect(parent.controllerName).toBe('traefik.io/gateway-controller');
+      expect(parent.conditions.find((c) => c.type === 'ResolvedRefs')?.status).toBe('True');
+    }
+    // The route is served on the controller's own schedule: wait for the first answer.
+    await eventually('the HTTPRoute served', async () => {
+      const r = await call(`${gatewayUrl()}/v2/health/live`).catch(() => undefined);
+      return r?.status === 200 ? r : undefined;
+    });
+    // A key made through the management API, on the route.
+    const made = await call(`${gatewayUrl()}/api/v1/apikeys`, {
+      headers: { authorization: `Bearer ${await t.token('alice')}` },
+      body: { module: 'bda', roles: ['fraud'] },
+    });
+    expect(made.status).toBe(201);
+    const bda = String(made.body['key']);
+    const workflow = await eventually('the workflow through the Gateway', async () => {
+      const r = await call(`${gatewayUrl()}/events/bda/fraud/scorer/score?via=gateway`, {
+        headers: { authorization: `Apikey ${bda}` },
+      });
+      return r.status === 200 ? r : undefined;
+    });
+    expect(workflow.body['path']).toBe('/score?via=gateway');
+    expect(workflow.body['authorization']).toBeNull();
+    const refused = await call(`${gatewayUrl()}/events/bda/fraud/scorer/score`);
+    expect([refused.status, refused.body['code']]).toEqual([401, 'missing_api_key']);
+
+    const { key } = await createKey(t, 'alice', { module: 'platform', roles: ['models:inference'] });
+    const rest = await call(`${gatewayUrl()}/v2/models/${MODEL}/infer`, {
+      headers: { authorization: `Apikey ${key}` },
+      body: irisInfer(TRITON_GRPC_ROWS),
+    });
+    expect(rest.status).toBe(200);
+    const expected = (rest.body['outputs'] as Array<{ name: string; data: number[] }>).find(
+      (o) => o.name === 'predict',
+    )?.data;
+    // tritonclient.grpc through the GRPCRoute: h2c from the Gateway to the gateway's grpc port.
+    const got = await tritonGrpc(t.c.gatewayApi.address, MODEL, key);
+    expect([got.live, got.ready, got.model_ready, got.model_name]).toEqual([true, true, true, MODEL]);
+    expect(got.predict).toEqual(expected);
+    expect(got.refused).toEqual(tritonGrpcRefusals(false));
+  });
+});
+
 describe('faults', () => {
   it('a gateway pod deleted under a bounded load loses no request', async () => {
     const { key } = await createKey(t, 'alice', { module: 'platform', roles: ['models:inference'] });

@@ -31,6 +31,8 @@ COREDNS_VERSION=v1.12.1 # from go/coredns/go.mod
 TRAEFIK_VERSION=v3.6.12 # from go/traefik/go.mod
 # go-control-plane's envoy module (go/extauthz-client/go.mod), and the client's own revision.
 EXTAUTHZ_CLIENT_VERSION=envoy-v1.40.0-1
+# The Gateway API CRDs (standard channel) the test cluster's Traefik serves: Traefik's own (go/traefik/go.sum).
+GATEWAY_API_VERSION=v1.4.0
 KUBE_ROUTER_VERSION=v2.1.0 # from go/kube-router/go.mod (the one version the module proxy serves)
 ETCD_VERSION=v3.6.4
 MINIO_VERSION=RELEASE.2025-09-07T16-13-09Z
@@ -108,9 +110,32 @@ need_go() {
   go_build "$here/go/traefik" github.com/traefik/traefik/v3/cmd/traefik "$bin/traefik-$TRAEFIK_VERSION" \
     "-X github.com/traefik/traefik/v3/pkg/version.Version=$TRAEFIK_VERSION"
   ln -sfn "traefik-$TRAEFIK_VERSION" "$bin/traefik"
+  need_gateway_api_crds
   # A client of Envoy's ext_authz API from the published proto (go-control-plane).
   go_build "$here/go/extauthz-client" . "$bin/extauthz-client-$EXTAUTHZ_CLIENT_VERSION"
   ln -sfn "extauthz-client-$EXTAUTHZ_CLIENT_VERSION" "$bin/extauthz-client"
+}
+
+# The Gateway API's CRDs from its Go module, at the version Traefik was built against (its go.sum
+# vouches for the files), in one manifest the harness applies to the test cluster.
+need_gateway_api_crds() {
+  local out="$cache/gateway-api-$GATEWAY_API_VERSION.yaml"
+  [ -f "$out" ] && return
+  local dir
+  dir=$(cd "$here/go/traefik" && GOTOOLCHAIN=local GOFLAGS="-mod=readonly" go mod download -json sigs.k8s.io/gateway-api |
+    sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+  local v
+  v=$(basename "$dir")
+  if [ "${v#*@}" != "$GATEWAY_API_VERSION" ]; then
+    log "Traefik's module list has $v, not sigs.k8s.io/gateway-api@$GATEWAY_API_VERSION: update GATEWAY_API_VERSION"
+    exit 1
+  fi
+  local f
+  for f in "$dir"/config/crd/standard/gateway.networking.k8s.io_*.yaml; do
+    printf -- '---\n'
+    cat "$f"
+  done >"$out.tmp"
+  mv "$out.tmp" "$out"
 }
 
 need_venv() {

@@ -26,6 +26,8 @@ export interface ClusterInfo extends KubeInfo {
   netns: string; // the node's network namespace (ip netns exec <netns> …)
   images: { tollgate: string; mlserver: string; redis: string }; // in the node's containerd
   ingress: { className: string; url: string }; // the ingress controller: its class, its NodePort from the host
+  /** The platform team's Gateway (Traefik's Gateway API provider): what routes name, and its NodePort from the host. */
+  gatewayApi: { gateway: { name: string; namespace: string; sectionName: string }; address: string };
   startMs: number; // how long the start took
 }
 export interface MinioInfo {

@@ -19,7 +19,15 @@ import { stringify } from 'yaml';
 import { binDir, bins, repoRoot } from '../paths.js';
 import type { Managed, ProcessRegistry } from '../processes.js';
 import { waitUntil } from '../wait.js';
-import { INGRESS_CLASS, INGRESS_NODE_PORT, TRAEFIK_DEPLOYMENT, traefikManifests } from './ingress.js';
+import {
+  EDGE_GATEWAY,
+  GATEWAY_API_CRDS,
+  GATEWAY_NODE_PORT,
+  INGRESS_CLASS,
+  INGRESS_NODE_PORT,
+  TRAEFIK_DEPLOYMENT,
+  traefikManifests,
+} from './ingress.js';
 import { NETPOL_DAEMONSET, networkPolicyManifests } from './network-policies.js';
 import { startControlPlane } from './kube.js';
 import type { ClusterInfo } from '../types.js';
@@ -500,8 +508,18 @@ export async function startCluster(reg: ProcessRegistry, runDir: string): Promis
     { timeoutMs: 120_000, proc: kubelet, intervalMs: 500 },
   );
   await imported;
-  // The cluster's add-ons: DNS, an ingress controller (as kind's ingress setup adds one), and a
-  // NetworkPolicy enforcer.
+  // The cluster's add-ons: DNS, an ingress controller and Gateway API implementation (as kind's
+  // ingress setup adds one, with the Gateway API's CRDs first), and a NetworkPolicy enforcer.
+  // Server-side: the HTTPRoute CRD is larger than a client-side apply's annotation may hold.
+  await kubectl('apply', '--server-side', '-f', GATEWAY_API_CRDS);
+  await kubectl(
+    'wait',
+    '--for=condition=Established',
+    '--timeout=60s',
+    ...['gatewayclasses', 'gateways', 'httproutes', 'grpcroutes'].map(
+      (r) => `crd/${r}.gateway.networking.k8s.io`,
+    ),
+  );
   const apply = execFile(bins.kubectl, ['--kubeconfig', kubeconfig, 'apply', '-f', '-']);
   apply.stdin?.end(
     `${corednsManifests(net)}---\n${traefikManifests()}---\n${networkPolicyManifests(net.serviceCidr)}`,
@@ -560,6 +578,7 @@ export async function startCluster(reg: ProcessRegistry, runDir: string): Promis
     netns: net.netns,
     images: CLUSTER_IMAGES,
     ingress: { className: INGRESS_CLASS, url: `http://${net.nodeIp}:${INGRESS_NODE_PORT}` },
+    gatewayApi: { gateway: EDGE_GATEWAY, address: `${net.nodeIp}:${GATEWAY_NODE_PORT}` },
     startMs: Date.now() - started,
   };
 }

@@ -1,14 +1,24 @@
-// The test cluster's ingress controller: Traefik (built from its Go module, image from
-// test/harness/images/traefik), installed as a cluster add-on the way a platform team installs
-// one: its own namespace, RBAC, an IngressClass `traefik`, and a NodePort the host calls. Only the
-// Kubernetes Ingress provider is on; Traefik's version check and usage report are off (pods have
-// no route out of the cluster anyway).
+// The test cluster's ingress controller and Gateway API implementation: Traefik (built from its
+// Go module, image from test/harness/images/traefik), installed as a cluster add-on the way a
+// platform team installs one: its own namespace, RBAC, an IngressClass `traefik`, a GatewayClass
+// `traefik` with one Gateway (`edge`) that routes of any namespace may attach to, and a NodePort
+// for each the host calls. Its Kubernetes Ingress and Gateway providers are on; Traefik's version
+// check and usage report are off (pods have no route out of the cluster anyway).
+import { join } from 'node:path';
 import { stringify } from 'yaml';
+import { cacheDir } from '../paths.js';
 
 export const INGRESS_CLASS = 'traefik';
 export const INGRESS_NODE_PORT = 30081;
 export const TRAEFIK_IMAGE = 'docker.io/tollgate/traefik:3.6.12';
 const NS = 'ingress-traefik';
+/** The Gateway API's CRDs (standard channel) at Traefik's version, as install.sh wrote them. */
+export const GATEWAY_API_VERSION = 'v1.4.0';
+export const GATEWAY_API_CRDS = join(cacheDir, `gateway-api-${GATEWAY_API_VERSION}.yaml`);
+/** The platform team's Gateway: its listener `web` takes HTTP (and gRPC, h2c) routes of any namespace. */
+export const EDGE_GATEWAY = { name: 'edge', namespace: NS, sectionName: 'web' };
+export const GATEWAY_NODE_PORT = 30082;
+const GATEWAY_PORT = 8100;
 
 export function traefikManifests(): string {
   const labels = { 'app.kubernetes.io/name': 'traefik' };
@@ -32,6 +42,35 @@ export function traefikManifests(): string {
           verbs: ['get', 'list', 'watch'],
         },
         { apiGroups: ['networking.k8s.io'], resources: ['ingresses/status'], verbs: ['update'] },
+        // The Gateway provider's, as Traefik documents them.
+        { apiGroups: [''], resources: ['namespaces', 'configmaps'], verbs: ['get', 'list', 'watch'] },
+        {
+          apiGroups: ['gateway.networking.k8s.io'],
+          resources: [
+            'backendtlspolicies',
+            'gatewayclasses',
+            'gateways',
+            'grpcroutes',
+            'httproutes',
+            'referencegrants',
+            'tcproutes',
+            'tlsroutes',
+          ],
+          verbs: ['get', 'list', 'watch'],
+        },
+        {
+          apiGroups: ['gateway.networking.k8s.io'],
+          resources: [
+            'backendtlspolicies/status',
+            'gatewayclasses/status',
+            'gateways/status',
+            'grpcroutes/status',
+            'httproutes/status',
+            'tcproutes/status',
+            'tlsroutes/status',
+          ],
+          verbs: ['update'],
+        },
       ],
     },
     {
@@ -65,16 +104,19 @@ export function traefikManifests(): string {
                 imagePullPolicy: 'IfNotPresent',
                 args: [
                   '--entryPoints.web.address=:8000',
+                  `--entryPoints.gateway.address=:${GATEWAY_PORT}`,
                   '--entryPoints.traefik.address=:9000',
                   '--ping=true',
                   '--providers.kubernetesIngress=true',
                   `--providers.kubernetesIngress.ingressClass=${INGRESS_CLASS}`,
+                  '--providers.kubernetesGateway=true',
                   '--global.checkNewVersion=false',
                   '--global.sendAnonymousUsage=false',
                   '--log.level=INFO',
                 ],
                 ports: [
                   { name: 'web', containerPort: 8000 },
+                  { name: 'gateway', containerPort: GATEWAY_PORT },
                   { name: 'admin', containerPort: 9000 },
                 ],
                 readinessProbe: { httpGet: { path: '/ping', port: 9000 }, periodSeconds: 2 },
@@ -92,7 +134,33 @@ export function traefikManifests(): string {
       spec: {
         type: 'NodePort',
         selector: labels,
-        ports: [{ name: 'web', port: 80, targetPort: 'web', nodePort: INGRESS_NODE_PORT }],
+        ports: [
+          { name: 'web', port: 80, targetPort: 'web', nodePort: INGRESS_NODE_PORT },
+          { name: 'gateway', port: GATEWAY_PORT, targetPort: 'gateway', nodePort: GATEWAY_NODE_PORT },
+        ],
+      },
+    },
+    {
+      apiVersion: 'gateway.networking.k8s.io/v1',
+      kind: 'GatewayClass',
+      metadata: { name: 'traefik' },
+      spec: { controllerName: 'traefik.io/gateway-controller' },
+    },
+    {
+      apiVersion: 'gateway.networking.k8s.io/v1',
+      kind: 'Gateway',
+      metadata: { name: EDGE_GATEWAY.name, namespace: NS },
+      spec: {
+        gatewayClassName: 'traefik',
+        // The listener's port is that of the entry point it is served on.
+        listeners: [
+          {
+            name: EDGE_GATEWAY.sectionName,
+            port: GATEWAY_PORT,
+            protocol: 'HTTP',
+            allowedRoutes: { namespaces: { from: 'All' } },
+          },
+        ],
       },
     },
   ];

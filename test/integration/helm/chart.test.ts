@@ -723,6 +723,52 @@ describe('helm chart: lint and render', () => {
     );
   });
 
+  it('renders Gateway API routes to the Gateway named, REST and V2 over gRPC, only when asked', async () => {
+    expect((await render()).objects.filter((o) => o.kind === 'HTTPRoute' || o.kind === 'GRPCRoute')).toEqual(
+      [],
+    );
+    const parentRefs = [{ name: 'edge', namespace: 'gateway-system', sectionName: 'https' }];
+    const { objects } = await render(
+      ['gateway.gatewayAPI.enabled=true', 'gateway.gatewayAPI.hostnames[0]=api.example.test'],
+      ['--set-json', `gateway.gatewayAPI.parentRefs=${JSON.stringify(parentRefs)}`],
+    );
+    const http = find(objects, 'HTTPRoute', 't1-tollgate-gateway') as K8sObject & {
+      spec: Record<string, unknown>;
+    };
+    expect(http.spec).toEqual({
+      parentRefs,
+      hostnames: ['api.example.test'],
+      rules: [
+        {
+          matches: [{ path: { type: 'PathPrefix', value: '/' } }],
+          backendRefs: [{ name: 't1-tollgate-gateway', port: 80 }],
+        },
+      ],
+    });
+    const grpc = find(objects, 'GRPCRoute', 't1-tollgate-gateway') as K8sObject & {
+      spec: Record<string, unknown>;
+    };
+    expect(grpc.spec).toEqual({
+      parentRefs,
+      hostnames: ['api.example.test'],
+      rules: [
+        {
+          matches: [{ method: { type: 'Exact', service: 'inference.GRPCInferenceService' } }],
+          backendRefs: [{ name: 't1-tollgate-gateway', port: 8081 }],
+        },
+      ],
+    });
+    // Without gRPC, no GRPCRoute; without a Gateway to attach to, a clear refusal.
+    const restOnly = await render(
+      ['gateway.gatewayAPI.enabled=true', 'gateway.grpcPort=null'],
+      ['--set-json', `gateway.gatewayAPI.parentRefs=${JSON.stringify(parentRefs)}`],
+    );
+    expect(restOnly.objects.filter((o) => o.kind === 'GRPCRoute')).toEqual([]);
+    await expect(render(['gateway.gatewayAPI.enabled=true'])).rejects.toThrow(
+      /gateway\.gatewayAPI\.enabled needs gateway\.gatewayAPI\.parentRefs/,
+    );
+  });
+
   it('serves ext_authz only when asked, on its own port, reachable only from the proxies named', async () => {
     const plain = await render();
     expect(plain.yaml).not.toContain('ext-authz');

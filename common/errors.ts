@@ -114,6 +114,7 @@ export const ERROR_STATUS = {
   // 409
   identity_exists: 409,
   key_exists: 409,
+  owner_offboarded: 409,
   delivery_pending: 409,
   identity_in_use: 409,
   identity_changed: 409,

@@ -67,10 +67,11 @@ export function parseKey(key: string): { module: Module } | { problem: KeyShapeP
 
 /**
  * A key made by another gateway, which an administrator imported by its SHA-256 (docs/keys.md,
- * "Keys brought along"): printable ASCII without spaces, 16 to 256 characters. Only looked up, never
- * made: a value with Tollgate's own prefix is Tollgate's and must pass its checksum.
+ * "Keys brought along"): printable ASCII without spaces, 20 to 256 characters (listings show at most
+ * 8 of them). Only looked up, never made: a value with Tollgate's own prefix is Tollgate's and must
+ * pass its checksum.
  */
-const FOREIGN_KEY = /^[\x21-\x7e]{16,256}$/;
+const FOREIGN_KEY = /^[\x21-\x7e]{20,256}$/;
 const OWN_PREFIX = /^tg[bp]_/;
 export const isForeignKey = (key: string): boolean => FOREIGN_KEY.test(key) && !OWN_PREFIX.test(key);
 

@@ -16,8 +16,8 @@ export const importedKeySchema = z.strictObject({
   start: z
     .string({ error: 'start is the first characters of the key, shown in listings' })
     .regex(
-      /^[0-9A-Za-z_.:+/=-]{1,12}$/,
-      'start is the first characters of the key (1 to 12 letters, digits or _.:+/=-), never the whole key',
+      /^[0-9A-Za-z_.:+/=-]{1,8}$/,
+      'start is the first characters of the key (1 to 8 letters, digits or _.:+/=-), never more',
     ),
   owner: z
     .string({ error: 'owner is the subject of the user the key belongs to' })

@@ -36,6 +36,17 @@ export class OffboardedUsers {
     }
   }
 
+  /** When the user was offboarded, within the block window; undefined if they were not. */
+  async offboardedAt(subject: string): Promise<number | undefined> {
+    let at: string | null;
+    try {
+      at = await this.redis.get(redisKeys.offboarded(digest(subject)));
+    } catch (cause) {
+      throw redisUnavailable(cause);
+    }
+    return at === null ? undefined : Number(at);
+  }
+
   async check(caller: Caller): Promise<void> {
     let at: string | null;
     try {

@@ -3,7 +3,7 @@ import type { KeyGrant } from '../../common/resources/grant.js';
 import { enforce } from '../admission/admission.js';
 import { noteRefusal } from '../auth/refusals.js';
 import type { CallHead } from '../http/call-head.js';
-import { refuseMethodOverride } from '../routing/method-override.js';
+import { OVERRIDE_HEADERS, refuseMethodOverride } from '../routing/method-override.js';
 import { normalisePath, type NormalisedPath } from '../routing/normalise.js';
 import { usageEndpoint } from '../routing/usage-endpoint.js';
 import type { GatewayServices } from '../services.js';
@@ -43,6 +43,7 @@ export async function decide(
   onGrant: (grant: KeyGrant) => void = () => undefined,
 ): Promise<KeyGrant> {
   const { head, requestId } = call;
+  refuseWhatThePathCheckCannotSee(head);
   const path = normalisePath(head.url);
   const grant = await s.keys.check(head);
   onGrant(grant);
@@ -66,6 +67,57 @@ export async function decide(
     throw err;
   }
   return grant;
+}
+
+/**
+ * What the gateway would drop or never pass on, but a proxy in front passes to its service as the
+ * client wrote it, is refused here instead:
+ * - an `X-Tollgate-*` header: the grant's are Tollgate's to set (a proxy replaces those it is told
+ *   to, and passes the rest);
+ * - a name with `_` that servers turning names into CGI variables (Gunicorn, Puma, WEBrick) read
+ *   as `X-Tollgate-*` or a method override;
+ * - an upgrade (WebSocket, h2c): a connection judged once, when it opens, that revocation would
+ *   not close;
+ * - a letter, digit or `-._~` percent-encoded in the path: Tollgate reads `%6f` as `o`, a proxy
+ *   routing on the raw path (Envoy's prefix routes) does not, so the two would name different
+ *   workflows.
+ */
+function refuseWhatThePathCheckCannotSee(head: CallHead & { url: string }): void {
+  const raw = head.rawHeaders;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = (raw[i] as string).toLowerCase();
+    const dashed = name.replaceAll('_', '-');
+    if (dashed.startsWith('x-tollgate-')) {
+      throw new TollgateError(
+        'invalid_request',
+        `the ${raw[i] ?? ''} header is Tollgate's own, set on the calls it lets through; remove it`,
+        { field: 'headers' },
+      );
+    }
+    if (name !== dashed && OVERRIDE_HEADERS.includes(dashed)) {
+      throw new TollgateError(
+        'invalid_request',
+        `the ${raw[i] ?? ''} header would be read as ${dashed} by some servers; send headers with "-", not "_"`,
+        { field: 'headers' },
+      );
+    }
+  }
+  if (head.headers.upgrade !== undefined) {
+    throw new TollgateError(
+      'invalid_request',
+      'protocol upgrades (WebSocket, h2c) are not let through: Tollgate judges every call, and an upgraded connection would outlive its key',
+      { field: 'upgrade' },
+    );
+  }
+  const q = head.url.indexOf('?');
+  const path = q === -1 ? head.url : head.url.slice(0, q);
+  if (/%(?:[46][1-9a-f]|[57][0-9a]|3[0-9]|2[de]|5f|7e)/i.test(path)) {
+    throw new TollgateError(
+      'invalid_path_encoding',
+      'the path percent-encodes a letter, digit or one of -._~; send those as they are (a proxy routing on the raw path would read another path)',
+      { field: 'path' },
+    );
+  }
 }
 
 /** A model's endpoints as /v2 judges them (its scope, its workflow and owner, its price), never woken. */

@@ -120,18 +120,12 @@ export class ExtAuthzServer {
       .then(
         (grant): CheckResponse => {
           const set = grantHeaders(grant);
-          const ours = new Set<string>();
           const headersToSet: HeaderValueOption[] = [];
-          for (let i = 0; i < set.length; i += 2) {
-            ours.add(set[i] as string);
+          for (let i = 0; i < set.length; i += 2)
             headersToSet.push(option(set[i] as string, set[i + 1] as string));
-          }
           headersToSet.push(option('x-request-id', requestId));
-          // The key never goes on, nor any grant header the client wrote that Tollgate does not set.
-          const remove = [
-            'authorization',
-            ...Object.keys(headers).filter((h) => h.startsWith('x-tollgate-') && !ours.has(h)),
-          ];
+          // The key never goes on (a client's X-Tollgate-* headers were refused: decision.ts).
+          const remove = ['authorization'];
           return {
             status: { code: Status.OK, message: '' },
             ok_response: { headers: headersToSet, headers_to_remove: remove },
@@ -177,7 +171,8 @@ function denied(err: TollgateError, requestId: string): CheckResponse {
 
 /** The call's headers as Node would hold them: names in lower case, repeats kept apart for the checks that count them. */
 function headersOf(http: HttpAttributes): IncomingHttpHeaders {
-  const out: Record<string, string | string[]> = {};
+  // No prototype: a header named `constructor` or `__proto__` is a header like any other.
+  const out = Object.create(null) as Record<string, string | string[]>;
   const add = (key: string, value: string): void => {
     const name = key.toLowerCase();
     // Envoy's pseudo-headers (:path, :method, :authority) are the call's, read from their fields.

@@ -5,7 +5,11 @@ import { TollgateError } from '../../common/errors.js';
  * The headers, query parameter and body field with which common server frameworks (Express's
  * method-override, ASP.NET, Jersey, Rack, Laravel and Symfony) let a POST stand for another method.
  */
-const OVERRIDE_HEADERS = ['x-http-method-override', 'x-http-method', 'x-method-override'] as const;
+export const OVERRIDE_HEADERS: readonly string[] = [
+  'x-http-method-override',
+  'x-http-method',
+  'x-method-override',
+];
 /**
  * Whether a field name is `_method` to some framework: PHP cuts a name at NUL, drops leading
  * spaces and makes a leading ".", " " or "[" an "_"; Rack strips the brackets around a name, and

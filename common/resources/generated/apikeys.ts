@@ -10,7 +10,7 @@ export const apiKeySpecSchema = z.object({
   /** SHA-256 (lowercase hex) of the key value. The key itself is never stored. */
   hash: z.string().regex(new RegExp('^[0-9a-f]{64}$')),
   /** The first 8 characters of the key (of an imported key, the characters its administrator gave), shown in listings. */
-  start: z.string().regex(new RegExp('^[0-9A-Za-z_.:+/=-]{1,12}$')),
+  start: z.string().regex(new RegExp('^[0-9A-Za-z_.:+/=-]{1,8}$')),
   /** The key was made by another gateway and imported by its SHA-256; its value may be of that gateway's format. */
   imported: z.boolean().optional(),
   /** The module the key gives access to. */

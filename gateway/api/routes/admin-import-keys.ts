@@ -9,6 +9,9 @@ import {
 import { isTollgateError, TollgateError } from '../../../common/errors.js';
 import { apiKeyId, newApiKey, type ApiKey } from '../../../common/resources/apikey.js';
 import { AUDIT_HEADER } from '../../audit/audit-event.js';
+import { isApiStatus } from '../../../common/kube/custom-objects.js';
+import { redisKeys } from '../../../common/redis/schema.js';
+import { indexRebuilding, redisUnavailable } from '../../../common/redis/unavailable.js';
 import { callerOf, requireAdmin } from '../../auth/oidc.js';
 import type { ManagementDeps } from '../deps.js';
 import { keyGrantOf } from '../key-grant.js';
@@ -68,7 +71,12 @@ function rowError(err: unknown, i: number): never {
 
 /** An earlier import of the same key, which this call leaves as it is; anything else with its hash is refused. */
 async function earlier(deps: ManagementDeps, row: ImportedKey, i: number): Promise<ApiKey | undefined> {
-  const grant = await deps.findGrant(row.hash);
+  let grant;
+  try {
+    grant = await deps.findGrant(row.hash);
+  } catch (err) {
+    throw redisUnavailable(err);
+  }
   if (grant === undefined) return undefined;
   const key = await deps.store.find(grant.id);
   const same =
@@ -96,6 +104,15 @@ function adminImportKeys(deps: ManagementDeps): RequestHandler {
   return async (req, res) => {
     const caller = callerOf(res);
     const body = validate(importKeysBodySchema, req.body, 'body');
+    // Whether a hash is taken is read from the index: only once the index is known whole (after a
+    // Redis restart the operator rebuilds it) does "no entry" mean "no key".
+    let built: string | null;
+    try {
+      built = await deps.redis.get(redisKeys.indexMarker);
+    } catch (err) {
+      throw redisUnavailable(err);
+    }
+    if (built === null) throw indexRebuilding();
     const seen = new Map<string, number>();
     const unchanged: Array<{ index: number; id: string }> = [];
     const fresh: Array<{ index: number; row: ImportedKey }> = [];
@@ -117,13 +134,33 @@ function adminImportKeys(deps: ManagementDeps): RequestHandler {
         });
       }
       await checkRoles(deps, row.owner, row, `${row.owner}'s`).catch((err: unknown) => rowError(err, i));
+      const offboarded = await deps.offboarded.offboardedAt(row.owner);
+      if (offboarded !== undefined) {
+        throw new TollgateError(
+          'owner_offboarded',
+          `keys[${i}]: ${row.owner} was offboarded at ${new Date(offboarded).toISOString()}; their keys are not imported (leave them out)`,
+          { field: at(i, 'owner') },
+        );
+      }
       const before = await earlier(deps, row, i);
       if (before === undefined) fresh.push({ index: i, row });
       else unchanged.push({ index: i, id: apiKeyId(before) });
     }
     const imported = [];
     for (const { row } of fresh) {
-      const created = await deps.store.create(newApiKey(importedKeyId(row.hash), importedKeySpec(row)));
+      const created = await deps.store
+        .create(newApiKey(importedKeyId(row.hash), importedKeySpec(row)))
+        .catch((err: unknown) => {
+          // The same call sent twice at once, or the key's earlier import still being deleted.
+          if (isApiStatus(err, 409) || (isTollgateError(err) && err.status === 409)) {
+            throw new TollgateError(
+              'key_exists',
+              `the key with start ${row.start} is being imported or deleted meanwhile; send the call again`,
+              { field: 'keys.hash' },
+            );
+          }
+          throw err;
+        });
       try {
         await deps.index.put(row.hash, await keyGrantOf(deps, created));
       } catch (e) {

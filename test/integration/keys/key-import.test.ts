@@ -261,6 +261,16 @@ describe('importing keys through the management API', () => {
     expect(await use(other.key)).toEqual({ status: 401, code: 'malformed_api_key' });
   });
 
+  it('refuses the keys of an owner who was offboarded', async () => {
+    const off = await api('POST', '/admin/offboard', admin, { owner: 'mallory@example.com' });
+    expect(off.status).toBe(200);
+    const r = await api('POST', '/admin/apikeys/import', admin, {
+      keys: [foreign({ owner: 'mallory@example.com' }).row],
+    });
+    expect([r.status, r.body['code'], r.body['field']]).toEqual([409, 'owner_offboarded', 'keys.owner']);
+    expect(String(r.body['error'])).toContain('mallory@example.com');
+  });
+
   it("refuses a key of another format that no one imported as malformed, and a lookalike of Tollgate's format without a lookup", async () => {
     expect(await use(foreign().key)).toEqual({ status: 401, code: 'malformed_api_key' });
     expect(await use('tgp_sk_live_0123456789abcdefghij')).toEqual({ status: 401, code: 'malformed_api_key' });

@@ -7,6 +7,7 @@ import { OVERRIDE_HEADERS, refuseMethodOverride } from '../routing/method-overri
 import { normalisePath, type NormalisedPath } from '../routing/normalise.js';
 import { usageEndpoint } from '../routing/usage-endpoint.js';
 import type { GatewayServices } from '../services.js';
+import type { EventsTarget } from '../routing/events-router.js';
 import type { V2Context } from '../v2/endpoint.js';
 import { matchV2 } from '../v2/paths.js';
 import { methodNotAllowed } from '../v2/http.js';
@@ -35,21 +36,37 @@ export interface AskedCall {
   hold(grant: KeyGrant): void;
 }
 
-/** Resolves with the grant the call may go on with, or rejects with Tollgate's refusal. */
-export async function decide(
+/**
+ * The grant the call may go on with, or Tollgate's refusal (thrown, or the promise rejected).
+ * Synchronous while the key, the route and the limits answer from memory, as on the gateway's
+ * own hot path: an allowed call waits on no promise.
+ */
+export function decide(
   s: GatewayServices,
   v2: V2Context,
   call: AskedCall,
   onGrant: (grant: KeyGrant) => void = () => undefined,
-): Promise<KeyGrant> {
-  const { head, requestId } = call;
+): KeyGrant | Promise<KeyGrant> {
+  const { head } = call;
   refuseWhatThePathCheckCannotSee(head);
   const path = normalisePath(head.url);
-  const grant = await s.keys.check(head);
+  const grant = s.keys.check(head);
+  if (grant instanceof Promise) return grant.then((g) => keyed(s, v2, call, path, g, onGrant));
+  return keyed(s, v2, call, path, grant, onGrant);
+}
+
+function keyed(
+  s: GatewayServices,
+  v2: V2Context,
+  call: AskedCall,
+  path: NormalisedPath,
+  grant: KeyGrant,
+  onGrant: (grant: KeyGrant) => void,
+): KeyGrant | Promise<KeyGrant> {
+  const { head } = call;
   onGrant(grant);
   if (path.segments[0] === 'v2') {
-    await decideV2(s, v2, grant, head, path, requestId, () => call.hold(grant));
-    return grant;
+    return decideV2(s, v2, grant, head, path, call.requestId, () => call.hold(grant)).then(() => grant);
   }
   if (path.segments[0] !== 'events') {
     throw new TollgateError(
@@ -57,16 +74,22 @@ export async function decide(
       `Tollgate decides on /events/bda/<bda-id>/<service-id>/..., /events/platform/api/v1/<resource> and /v2/... calls, not ${path.segments[0] === undefined ? '/' : `/${path.segments[0]}`}`,
     );
   }
-  try {
-    if (path.segments[1] === 'platform') refuseMethodOverride(head.headers, path.query);
-    const target = await s.events.resolve(head.method, path, grant);
-    call.hold(grant);
-    await s.admission.spend(grant, target.cost ?? 1, usageEndpoint(head.method, path));
-  } catch (err) {
+  const noted = (err: unknown): never => {
     noteRefusal(s.refused, grant, err, head);
     throw err;
+  };
+  const spend = (target: EventsTarget): KeyGrant | Promise<KeyGrant> => {
+    call.hold(grant);
+    const spent = s.admission.spend(grant, target.cost ?? 1, usageEndpoint(head.method, path));
+    return spent === undefined ? grant : spent.then(() => grant, noted);
+  };
+  try {
+    if (path.segments[1] === 'platform') refuseMethodOverride(head.headers, path.query);
+    const target = s.events.resolve(head.method, path, grant);
+    return target instanceof Promise ? target.then(spend, noted) : spend(target);
+  } catch (err) {
+    return noted(err);
   }
-  return grant;
 }
 
 /**

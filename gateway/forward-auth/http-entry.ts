@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { KeyGrant } from '../../common/resources/grant.js';
 import { enterCall } from '../http/call-slot.js';
 import { logFailure, toTollgateError } from '../http/errors.js';
 import { grantHeaders, requestIdOf } from '../proxy/headers.js';
@@ -21,28 +22,29 @@ export function createForwardAuthHandler(
   return (req, res) => {
     const requestId = requestIdOf(req);
     let module = 'none';
-    Promise.resolve()
-      .then(() => {
-        const { method, uri } = originalRequest(req.headers);
-        const head = {
-          method,
-          url: uri,
-          headers: req.headers,
-          rawHeaders: req.rawHeaders,
-          socket: req.socket,
-        };
-        const hold = (grant: Parameters<typeof enterCall>[1]): void =>
-          enterCall(s.admission, grant, req, res);
-        return decide(s, v2, { head, requestId, hold }, (grant) => (module = grant.module));
-      })
-      .then((grant) => allow(res, grantHeaders(grant), requestId))
-      .catch((thrown: unknown) => {
-        const err = toTollgateError(thrown);
-        if (err.status >= 500) logFailure(s.log, err);
-        if (err.status === 401) s.metrics.authFailure(err.code);
-        res.setHeader('x-request-id', requestId);
-        refuse(res, style, err);
-      })
-      .finally(() => s.metrics.request('forward_auth', res.statusCode, module));
+    const refused = (thrown: unknown): void => {
+      const err = toTollgateError(thrown);
+      if (err.status >= 500) logFailure(s.log, err);
+      if (err.status === 401) s.metrics.authFailure(err.code);
+      res.setHeader('x-request-id', requestId);
+      refuse(res, style, err);
+      s.metrics.request('forward_auth', res.statusCode, module);
+    };
+    const allowed = (grant: KeyGrant): void => {
+      allow(res, grantHeaders(grant), requestId);
+      s.metrics.request('forward_auth', 200, module);
+    };
+    let decided: KeyGrant | Promise<KeyGrant>;
+    try {
+      const { method, uri } = originalRequest(req.headers);
+      const head = { method, url: uri, headers: req.headers, rawHeaders: req.rawHeaders, socket: req.socket };
+      const hold = (grant: KeyGrant): void => enterCall(s.admission, grant, req, res);
+      decided = decide(s, v2, { head, requestId, hold }, (grant) => (module = grant.module));
+    } catch (err) {
+      refused(err);
+      return;
+    }
+    if (decided instanceof Promise) decided.then(allowed, refused).catch(refused);
+    else allowed(decided);
   };
 }

@@ -102,10 +102,30 @@ http {
 }
 
 /**
+ * For context, the floor of an authorization service in Node: node:http answering nginx's
+ * auth_request with 204 and a grant header when the key is the one it knows, 401 otherwise.
+ */
+const BARE_CHECK = `
+const http = require('node:http');
+const expected = 'Apikey ' + process.env.KEY;
+http.createServer((req, res) => {
+  if (req.headers.authorization === expected) res.writeHead(204, { 'x-tollgate-key-id': 'bench' });
+  else res.writeHead(401);
+  res.end();
+}).listen(Number(process.env.PORT), '127.0.0.1');
+`;
+
+/**
  * nginx asking Tollgate about every call (auth_request, with the configuration shipped in
  * examples/forward-auth/nginx) and proxying it itself: Tollgate's whole decision, no body through Node.
  */
-function nginxAuthConfig(dir: string, port: number, gatewayPort: number, upstreamPort: number): string {
+function nginxAuthConfig(
+  dir: string,
+  port: number,
+  authPort: number,
+  upstreamPort: number,
+  authPath = '/auth/request',
+): string {
   mkdirSync(dir, { recursive: true });
   const examples = join(ROOT, 'examples', 'forward-auth', 'nginx');
   const conf = `
@@ -121,13 +141,14 @@ http {
   fastcgi_temp_path ${dir}/fastcgi;
   uwsgi_temp_path ${dir}/uwsgi;
   scgi_temp_path ${dir}/scgi;
-  upstream tollgate { server 127.0.0.1:${gatewayPort}; keepalive 128; }
+  upstream tollgate { server 127.0.0.1:${authPort}; keepalive 128; }
   upstream backend { server 127.0.0.1:${upstreamPort}; keepalive 128; }
   server {
     listen 127.0.0.1:${port};
     include ${examples}/tollgate-server.conf;
+    ${authPath === '/auth/request' ? '' : `location = /_bare_check { internal; proxy_pass http://tollgate${authPath}; proxy_http_version 1.1; proxy_set_header Connection ""; proxy_pass_request_body off; proxy_set_header Content-Length ""; }`}
     location /events/bda/ {
-      include ${examples}/tollgate-auth.conf;
+      ${authPath === '/auth/request' ? `include ${examples}/tollgate-auth.conf;` : 'auth_request /_bare_check;'}
       proxy_pass http://backend;
       proxy_http_version 1.1;
       proxy_set_header Connection "";
@@ -304,7 +325,11 @@ export async function run(): Promise<void> {
     otherGatewayPort,
     leanPort,
     nginxAuthPort,
-  ] = (await Promise.all(Array.from({ length: 11 }, () => freePort()))) as [
+    bareCheckPort,
+    nginxBareAuthPort,
+  ] = (await Promise.all(Array.from({ length: 13 }, () => freePort()))) as [
+    number,
+    number,
     number,
     number,
     number,
@@ -430,6 +455,16 @@ export async function run(): Promise<void> {
     const nginxAuth = `http://127.0.0.1:${nginxAuthPort}/events/bda/${workflow}/svc/`;
     await waitFor(nginxAuth, auth);
     await waitFor(nginxAuth, {}, 401);
+    start('bare check', process.execPath, ['-e', BARE_CHECK], { PORT: String(bareCheckPort), KEY: key });
+    const nginxBareDir = join(dir, 'nginx-bare-auth');
+    const nginxBareProc = start('nginx + auth_request to a bare check', 'nginx', [
+      '-p',
+      nginxBareDir,
+      '-c',
+      nginxAuthConfig(nginxBareDir, nginxBareAuthPort, bareCheckPort, upstreamPort, '/'),
+    ]);
+    const nginxBare = `http://127.0.0.1:${nginxBareAuthPort}/events/bda/${workflow}/svc/`;
+    await waitFor(nginxBare, auth);
 
     console.log(
       `loopback, ${CONNECTIONS} connections, ${ROUNDS} interleaved rounds of ${SECONDS} s per target (medians shown), ` +
@@ -448,6 +483,7 @@ export async function run(): Promise<void> {
       bare: { url: bare, headers: {}, pid: pid(bareProc) },
       lean: { url: lean, headers: {}, pid: pid(leanProc) },
       nginxAuth: { url: nginxAuth, headers: auth, pid: pid(nginxAuthProc) },
+      nginxBare: { url: nginxBare, headers: auth, pid: pid(nginxBareProc) },
     };
     const runs: Record<keyof typeof targets, Figures[]> = {
       direct: [],
@@ -459,6 +495,7 @@ export async function run(): Promise<void> {
       bare: [],
       lean: [],
       nginxAuth: [],
+      nginxBare: [],
     };
     for (const { url, headers } of Object.values(targets)) await warmUp(url, headers);
     for (let round = 0; round < ROUNDS; round++) {
@@ -477,6 +514,7 @@ export async function run(): Promise<void> {
     const viaBudgeted = median(runs.budgeted);
     const viaLimited = median(runs.limited);
     const viaNginxAuth = median(runs.nginxAuth);
+    const viaNginxBare = median(runs.nginxBare);
     console.log(`(a) upstream direct   ${fmt(direct)}`);
     console.log(`(b) nginx + key check ${fmt(viaNginx)}`);
     console.log(`(c) tollgate gateway  ${fmt(viaGateway)}`);
@@ -500,6 +538,13 @@ export async function run(): Promise<void> {
       `the decision in nginx: nginx + auth_request to Tollgate / nginx alone ${(viaNginxAuth.rps / viaNginx.rps).toFixed(3)} ` +
         `(target >= 0.5; per round: ${runs.nginxAuth.map((g, i) => (g.rps / (runs.nginx[i]?.rps ?? NaN)).toFixed(3)).join(', ')}), ` +
         `over the gateway itself ${(viaNginxAuth.rps / viaGateway.rps).toFixed(3)}`,
+    );
+    console.log(
+      `(j) nginx + auth_request to a bare Node check ${fmt(viaNginxBare)}   (for context: the floor of a Node authorization service)`,
+    );
+    console.log(
+      `  the floor/nginx alone ${(viaNginxBare.rps / viaNginx.rps).toFixed(3)}; Tollgate's decision/the floor ${(viaNginxAuth.rps / viaNginxBare.rps).toFixed(3)} ` +
+        `(per round: ${runs.nginxAuth.map((g, i) => (g.rps / (runs.nginxBare[i]?.rps ?? NaN)).toFixed(3)).join(', ')})`,
     );
     console.log(
       `a counted key's Redis round trip: rateLimit/plain key ${(viaLimited.rps / viaGateway.rps).toFixed(3)}; ` +

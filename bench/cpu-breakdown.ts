@@ -21,6 +21,7 @@ const PARTS: Array<[string, RegExp]> = [
     /\/gateway\/auth\/(key-check|authenticate|authorization-header)\.|\/common\/apikey\/|\/common\/crypto\//,
   ],
   ['route', /\/gateway\/routing\/|\/common\/routes\//],
+  ['the decision for another proxy (forward auth)', /\/gateway\/forward-auth\//],
   [
     'limits and credits',
     /\/gateway\/auth\/(rate-limit|counter-leases|limit-notices|credit-costs|redis-clock)\.|\/gateway\/admission\//,

@@ -145,8 +145,7 @@ http {
   upstream backend { server 127.0.0.1:${upstreamPort}; keepalive 128; }
   server {
     listen 127.0.0.1:${port};
-    include ${examples}/tollgate-server.conf;
-    ${authPath === '/auth/request' ? '' : `location = /_bare_check { internal; proxy_pass http://tollgate${authPath}; proxy_http_version 1.1; proxy_set_header Connection ""; proxy_pass_request_body off; proxy_set_header Content-Length ""; }`}
+    ${authPath === '/auth/request' ? `include ${examples}/tollgate-server.conf;` : `location = /_bare_check { internal; proxy_pass http://tollgate${authPath}; proxy_http_version 1.1; proxy_set_header Connection ""; proxy_pass_request_body off; proxy_set_header Content-Length ""; }`}
     location /events/bda/ {
       ${authPath === '/auth/request' ? `include ${examples}/tollgate-auth.conf;` : 'auth_request /_bare_check;'}
       proxy_pass http://backend;
@@ -585,6 +584,13 @@ export async function run(): Promise<void> {
       `/events/bda/${workflow}/svc/`,
       targets.budgeted.headers,
     ))
+      console.log(line);
+    console.log("where a decision's CPU goes (/auth/request, asked as nginx asks it, a plain key):");
+    for (const line of await profiledCalls(dir, gatewayEnv(0), '/auth/request', {
+      ...auth,
+      'x-original-method': 'GET',
+      'x-original-uri': `/events/bda/${workflow}/svc/`,
+    }))
       console.log(line);
 
     // Worker scaling: the other worker count (2 when the run above used 1) of both, measured the

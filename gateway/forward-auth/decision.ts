@@ -14,17 +14,19 @@ import { methodNotAllowed } from '../v2/http.js';
 
 /**
  * Tollgate's decision for a call another proxy makes (Traefik's ForwardAuth and NGINX's
- * auth_request: http-entry.ts; Envoy's ext_authz: ext-authz.ts): the same key check, admission, limits, credits, usage and audit as a call the
- * gateway proxies itself, read from the original method and URI the proxy sends. The original
- * URI is judged in Tollgate's own path layout (`/events/bda/<workflow>/<service>/...`,
- * `/events/platform/api/v1/<resource>`, `/v2/models/<model>/...`) by the same path check, which
- * refuses whatever two parsers could read differently (dot segments, encoded separators), so the
- * path Tollgate allows is the path the proxy routes.
+ * auth_request: http-entry.ts; Envoy's ext_authz: ext-authz.ts): the same key check, admission,
+ * limits, credits, usage and audit as a call the gateway proxies itself, read from the original
+ * method and URI the proxy sends. The original URI is judged in Tollgate's own path layout
+ * (`/events/bda/<workflow>/<service>/...`, `/events/platform/api/v1/<resource>`,
+ * `/v2/models/<model>/...`) by the same path check, which refuses whatever two parsers could read
+ * differently (dot segments, encoded separators), so the path Tollgate allows is the path the
+ * proxy routes.
  *
  * What needs the body is not available here: the V2 request checks, and `_method` fields in
  * platform bodies (the method-override headers and query are refused as on the gateway).
- *
- * A call another proxy asks about, as its entry (HTTP or ext_authz) read it. */
+ */
+
+/** A call another proxy asks about, as its entry (HTTP or ext_authz) read it. */
 export interface AskedCall {
   /**
    * The original call: its method and target, its headers (the key among them) and the client's

@@ -57,13 +57,13 @@ const importedSchema = z.object({
 });
 
 // Fields are named without the row's index (as validate names them); messages name the row.
-const at = (_i: number, field: string): string => `keys.${field}`;
+const at = (field: string): string => `keys.${field}`;
 
 /** Refuses the whole call over one row: the row and field in `field`, nothing written. */
 function rowError(err: unknown, i: number): never {
   if (isTollgateError(err)) {
     throw new TollgateError(err.code, `keys[${i}]: ${err.message}`, {
-      field: at(i, err.field ?? 'roles'),
+      field: at(err.field ?? 'roles'),
     });
   }
   throw err;
@@ -89,7 +89,7 @@ async function earlier(deps: ManagementDeps, row: ImportedKey, i: number): Promi
   throw new TollgateError(
     'key_exists',
     `keys[${i}]: a key with this hash exists already (id ${grant.id}), for another owner or scope; delete it first or leave this key out`,
-    { field: at(i, 'hash') },
+    { field: at('hash') },
   );
 }
 
@@ -123,14 +123,14 @@ function adminImportKeys(deps: ManagementDeps): RequestHandler {
           'invalid_field',
           `keys[${i}]: the same hash as keys[${twice}]; list each key once`,
           {
-            field: at(i, 'hash'),
+            field: at('hash'),
           },
         );
       }
       seen.set(row.hash, i);
       if (row.expiresAt !== undefined && Date.parse(row.expiresAt) <= Date.now()) {
         throw new TollgateError('expiry_in_past', `keys[${i}]: expiresAt is in the past; leave the key out`, {
-          field: at(i, 'expiresAt'),
+          field: at('expiresAt'),
         });
       }
       await checkRoles(deps, row.owner, row, `${row.owner}'s`).catch((err: unknown) => rowError(err, i));
@@ -139,7 +139,7 @@ function adminImportKeys(deps: ManagementDeps): RequestHandler {
         throw new TollgateError(
           'owner_offboarded',
           `keys[${i}]: ${row.owner} was offboarded at ${new Date(offboarded).toISOString()}; their keys are not imported (leave them out)`,
-          { field: at(i, 'owner') },
+          { field: at('owner') },
         );
       }
       const before = await earlier(deps, row, i);

@@ -48,7 +48,9 @@ describe('V2 inference over gRPC (standalone)', () => {
       built: true,
       env: {
         TOLLGATE_GRPC_PORT: String(grpcPort),
-        TOLLGATE_REQUEST_BODY_TIMEOUT_MS: '2000',
+        // Long enough for five 9 MiB messages to arrive on a machine another test worker keeps
+        // busy (each held one is cut at this time, and the fifth must find the first four held).
+        TOLLGATE_REQUEST_BODY_TIMEOUT_MS: '5000',
         // 32 per client address.
         TOLLGATE_GRPC_MAX_CONNECTIONS: '128',
       },

@@ -24,6 +24,12 @@ export function createForwardAuthHandler(
     let module = 'none';
     const refused = (thrown: unknown): void => {
       const err = toTollgateError(thrown);
+      // Failed while the answer was being written: the only honest signal left is a reset.
+      if (res.headersSent) {
+        logFailure(s.log, err);
+        res.destroy();
+        return;
+      }
       if (err.status >= 500) logFailure(s.log, err);
       if (err.status === 401) s.metrics.authFailure(err.code);
       res.setHeader('x-request-id', requestId);

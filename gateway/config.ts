@@ -7,6 +7,7 @@ import { cidrPrefix, isCidr } from '../common/net/cidr.js';
 import { httpUrl, listOf, resourceName } from './config/fields.js';
 import { fromEnv, fromFile } from './config/sources.js';
 import { webhookConfigShape } from './config/webhook-settings.js';
+import { tracingSettingsSchema } from '../common/tracing/settings.js';
 
 /**
  * Gateway configuration: defaults, then a YAML/JSON file (`TOLLGATE_CONFIG` or `--config`), then
@@ -16,6 +17,11 @@ import { webhookConfigShape } from './config/webhook-settings.js';
 export const gatewayConfigSchema = z
   .strictObject({
     host: z.string().min(1).default('0.0.0.0'),
+    /**
+     * OpenTelemetry traces (OTLP over HTTP): off unless an endpoint is given, here or by the
+     * standard OTEL_* variables (common/tracing/settings.ts).
+     */
+    tracing: tracingSettingsSchema,
     port: z.coerce.number().int().min(0).max(65535).default(8080),
     /** Where the Open Inference Protocol's gRPC form is answered (gateway/grpc/); none when unset. */
     grpcPort: z.coerce.number().int().min(0).max(65535).optional(),
@@ -338,8 +344,8 @@ export type GatewayConfig = z.infer<typeof gatewayConfigSchema>;
 export type GatewayConfigInput = z.input<typeof gatewayConfigSchema>;
 
 /**
- * Builds the config. `overrides` are command-line flags; upstreams from every layer are merged
- * (a flag adds or replaces one resource, it does not drop the file's others).
+ * Builds the config. `overrides` are command-line flags; upstreams and tracing from every layer
+ * are merged (a flag adds or replaces one resource, it does not drop the file's others).
  */
 export function loadGatewayConfig(
   opts: { env?: NodeJS.ProcessEnv; file?: string; overrides?: Partial<GatewayConfigInput> } = {},
@@ -348,15 +354,19 @@ export function loadGatewayConfig(
   const file = opts.file ?? env.TOLLGATE_CONFIG;
   const layers = [file === undefined ? {} : fromFile(file), fromEnv(env), opts.overrides ?? {}];
   const merged: Record<string, unknown> = {};
+  // Merged field by field: OTEL_SERVICE_NAME in the environment keeps the file's tracing endpoint.
   const upstreams: Record<string, unknown> = {};
+  const tracing: Record<string, unknown> = {};
   for (const layer of layers) {
     for (const [k, v] of Object.entries(layer)) {
       if (v === undefined) continue;
       if (k === 'upstreams' && typeof v === 'object' && v !== null) Object.assign(upstreams, v);
+      else if (k === 'tracing' && typeof v === 'object' && v !== null) Object.assign(tracing, v);
       else merged[k] = v;
     }
   }
   merged.upstreams = upstreams;
+  merged.tracing = tracing;
   const result = gatewayConfigSchema.safeParse(merged);
   if (!result.success) {
     const issue = result.error.issues[0];

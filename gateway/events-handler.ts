@@ -199,11 +199,12 @@ class EventsCall {
       return readBody(req, s.config.bodyLimitBytes, (bytes) => held.take(bytes))
         .then((body) => {
           refuseOverrideInBody(fielded, body);
-          return forward(req, res, pool, target.proxy.path, headers, requestId, s.config, body);
+          return forward(req, res, pool, target.proxy.origin, target.proxy.path, headers, requestId, s.config, body);
         })
         .finally(() => held.release());
     }
-    const send = (h: string[]) => forward(req, res, pool, target.proxy.path, h, requestId, s.config);
+    const send = (h: string[]) =>
+      forward(req, res, pool, target.proxy.origin, target.proxy.path, h, requestId, s.config);
     // Only a service behind a sidecar pays for a signature (it then need not ask Redis again).
     if (target.grantAudience === undefined) return send(headers);
     return withSignedGrant(s.grantSigner, headers, grant, target.grantAudience, {

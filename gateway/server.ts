@@ -16,6 +16,8 @@ import { ConnectionGate } from './http/connection-gate.js';
 import { carriesBody } from './http/read-body.js';
 import { onCallEnd } from './http/call-end.js';
 import { clientAddress, senderOf } from './http/client-address.js';
+import { runAsCall } from '../common/tracing/call-trace.js';
+import { traceHttpCall } from './tracing/http-call.js';
 
 /**
  * A gateway's HTTP server (gateway/central-server.ts dispatches the central gateway's paths on it,
@@ -89,7 +91,19 @@ export function createHttpServer(
         return;
       }
       onCallEnd(req, res, release);
-      dispatch(req, res, path);
+      const tracer = s.tracing?.tracer;
+      if (tracer === undefined) {
+        dispatch(req, res, path);
+        return;
+      }
+      const call = traceHttpCall(tracer, req, res, path.segments, s.proxies);
+      onCallEnd(req, res, () =>
+        call.end(
+          res.headersSent ? res.statusCode : undefined,
+          res.writableFinished ? undefined : 'client_closed',
+        ),
+      );
+      runAsCall(call, () => dispatch(req, res, path));
     },
   );
 

@@ -38,6 +38,7 @@ import { CidrAllowlist } from '../common/net/cidr.js';
 import type { ProxyTrust } from './http/client-address.js';
 import { HeldMemory } from './http/held-memory.js';
 import { Background } from './background.js';
+import { startTracing, type Tracing } from '../common/tracing/provider.js';
 import { placementOf, type Placement } from './placement.js';
 
 /**
@@ -98,6 +99,8 @@ export interface GatewayServices {
    * sidecar, which also sends no shadow copies and falls back on no default (it serves one version).
    */
   versionFigures: VersionFigureRecorder | undefined;
+  /** OpenTelemetry's tracer, when traces are asked for (config.tracing); undefined, no span is made. */
+  tracing: Tracing | undefined;
   /** Set once shutdown begins: /readyz fails, so the replica leaves its Service's endpoints. */
   draining: boolean;
   /** Ends background work and closes connections; the HTTP server must be closed first. */
@@ -158,6 +161,9 @@ export async function createGatewayServices(
   const placement = placementOf(config);
   const central = placement === 'central';
   const background = new Background(log);
+  // Added first, so stopped last: the spans of the last calls, and of the stop, are sent.
+  const tracing = await startTracing(config.tracing, central ? 'tollgate-gateway' : 'tollgate-sidecar', log);
+  if (tracing !== undefined) background.add('tracing', { stop: () => tracing.shutdown() });
   background.add('redis', {
     // Start answering even if Redis is away (every checked call then gets 503), but give it a
     // moment so a normal start does not begin with a burst of refusals.
@@ -330,6 +336,7 @@ export async function createGatewayServices(
     versionFigures,
     grantSigner,
     trust,
+    tracing,
     draining: false,
     get inference() {
       return (inference ??= new Inference(services));

@@ -24,6 +24,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { connectRedis } from '../common/redis/connect.js';
 import type { Redis } from 'ioredis';
 import type { Logger } from '../common/logger.js';
+import type { Tracer } from '@opentelemetry/api';
 import type { Model } from '../common/resources/model.js';
 import type { ApiKeyResource, IdentityResource } from './controllers/apikey-controller.js';
 import { Controller } from './framework/controller.js';
@@ -66,6 +67,8 @@ export interface OperatorSources {
 export interface OperatorOptions {
   redisUrl: string;
   log: Logger;
+  /** OpenTelemetry's tracer, when traces are asked for: each reconcile is a span. */
+  tracer?: Tracer;
   metrics?: OperatorMetrics;
   /** Only Models and workflow Services of this namespace (and its keys, unless `keysNamespace`). */
   namespace?: string;
@@ -289,7 +292,7 @@ class Term {
       opts,
     });
     // Each reconciler declares what it watches and owns (its `watches`); the manager only runs them.
-    this.controllers = reconcilers.map((r) => new Controller(r, metrics, opts.log, opts.workers?.[r.name]));
+    this.controllers = reconcilers.map((r) => new Controller(r, metrics, opts.log, opts.workers?.[r.name], opts.tracer));
     this.index = new IndexKeeper(redis, this.controllers, routes, verifier, {
       log: opts.log,
       ...(opts.namespace === undefined ? {} : { namespace: opts.namespace }),

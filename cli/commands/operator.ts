@@ -15,6 +15,8 @@ import type { SidecarCredentials } from '../../operator/webhook/sidecar-credenti
 import { SidecarWebhook } from '../../operator/webhook/sidecar-webhook.js';
 import { sidecarPlacement } from '../../operator/webhook/sidecar-placement.js';
 import { MetricsServer } from '../../operator/metrics-server.js';
+import { passedTracingEnv, tracingFromEnv, tracingSettingsSchema } from '../../common/tracing/settings.js';
+import { startTracing } from '../../common/tracing/provider.js';
 
 interface OperatorFlags {
   redisUrl: string;
@@ -136,6 +138,15 @@ export function register(program: Command): void {
     )
     .action(async (flags: OperatorFlags) => {
       const log = createLogger('operator');
+      const tracingSettings = tracingSettingsSchema.safeParse(tracingFromEnv(process.env));
+      if (!tracingSettings.success) {
+        const issue = tracingSettings.error.issues[0];
+        process.stderr.write(
+          `tollgate operator: tracing setting ${issue?.path.join('.') ?? ''}: ${issue?.message ?? 'invalid'}\n`,
+        );
+        process.exit(2);
+      }
+      const tracing = await startTracing(tracingSettings.data, 'tollgate-operator', log);
       const kc = loadKubeConfig(flags.kubeconfig);
       const metrics = new OperatorMetrics({ defaultMetrics: true });
       if (!(MODEL_GATEWAYS as readonly string[]).includes(flags.modelGateway)) {
@@ -179,6 +190,7 @@ export function register(program: Command): void {
           redisUrl: flags.redisUrl,
           log,
           metrics,
+          ...(tracing === undefined ? {} : { tracer: tracing.tracer }),
           ...(flags.namespace ? { namespace: flags.namespace } : {}),
           keysNamespace: ownNamespace,
           ...(flags.runtimeImage ? { runtimeImage: flags.runtimeImage } : {}),
@@ -219,6 +231,7 @@ export function register(program: Command): void {
                 ? { imagePullPolicy: process.env.TOLLGATE_IMAGE_PULL_POLICY }
                 : {}),
               credentials: sidecarCredentials(process.env) ?? {},
+              tracingEnv: passedTracingEnv(process.env),
               signingKey: stored,
               excludedNamespaces,
               certificates: {
@@ -238,6 +251,7 @@ export function register(program: Command): void {
       const shutdown = async (signal: string) => {
         log.info({ signal }, 'shutting down');
         await manager.stop();
+        await tracing?.shutdown();
         kc.close();
         process.exit(0);
       };

@@ -7,6 +7,8 @@ import { isLimited, type RateLimiter } from '../auth/rate-limit.js';
 import { countedUpstream } from '../auth/signed-grant.js';
 import type { UsageRecorder } from '../auth/usage.js';
 import type { CallShares, Release } from './call-shares.js';
+import { inChildSpan, noteOnCall, SpanKind } from '../../common/tracing/call-trace.js';
+import { callAttributes, redisSpan } from '../tracing/call-attributes.js';
 
 /**
  * The admission decision: whether a key may make a call, and what the call spends. Every entry
@@ -65,6 +67,7 @@ export class Admission {
 
   /** The key against the target alone; asked before anything about the target is looked up. */
   scope(grant: KeyGrant, target: Target): Decision {
+    noteOnCall(callAttributes(grant, target));
     switch (target.kind) {
       case 'workflow':
         if (grant.module !== 'bda')
@@ -180,7 +183,10 @@ export class Admission {
       this.s.usage.record(grant.id, endpoint);
       return undefined;
     }
-    return counted.then(() => this.s.usage.record(grant.id, endpoint));
+    // Counted in Redis this time (a lease ran out, or credits): the round trip is the call's child span.
+    return inChildSpan('redis limits and credits', SpanKind.CLIENT, redisSpan('MULTI'), () => counted).then(
+      () => this.s.usage.record(grant.id, endpoint),
+    );
   }
 }
 

@@ -36,6 +36,8 @@ export const auditEventSchema = z.object({
   /** The token's subject for management actions; `key:<id>` for a use of the key. */
   actor: z.string(),
   address: z.string().optional(),
+  /** The trace of the call it happened in (W3C trace id), when tracing is on. */
+  traceId: z.string().optional(),
   detail: z.record(z.string(), z.union([z.string(), z.number()])).optional(),
 });
 export type AuditEvent = z.infer<typeof auditEventSchema>;

@@ -6,6 +6,7 @@ import { TollgateError } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
 import type { KeyGrant } from '../../common/resources/grant.js';
 import { clientAddress, type ProxyTrust } from '../http/client-address.js';
+import { currentTraceId } from '../../common/tracing/call-trace.js';
 import {
   boundReports,
   hashReportLine,
@@ -142,6 +143,8 @@ export class AuditLog {
     const address = r.req === undefined ? undefined : clientAddress(r.req, this.settings.proxies);
     if (address !== undefined) event.address = address;
     if (r.detail !== undefined) event.detail = r.detail;
+    const traceId = currentTraceId();
+    if (traceId !== undefined) event.traceId = traceId;
     this.log.info({ audit: event }, 'audit');
     for (const listener of this.listeners) listener(event);
     if (this.store === undefined) return;

@@ -11,6 +11,8 @@ import { indexRebuilding, redisUnavailable } from '../../common/redis/unavailabl
 import { CidrAllowlist } from '../../common/net/cidr.js';
 import { clientAddress, NO_PROXIES, type ProxyTrust } from '../http/client-address.js';
 import type { RefusalSink } from './refusals.js';
+import { inChildSpan, SpanKind } from '../../common/tracing/call-trace.js';
+import { redisSpan } from '../tracing/call-attributes.js';
 import type { EntryVerifier } from '../../common/redis/sealed-entry.js';
 
 /** A value of another format that no imported key has: most likely a mistyped or foreign credential. */
@@ -96,10 +98,9 @@ export class KeyChecker {
     let indexBuilt: string | null;
     try {
       // One round trip: the entry, and whether the index is known complete.
-      [raw, indexBuilt] = (await this.redis.mget(redisKeys.apiKey(hash), redisKeys.indexMarker)) as [
-        string | null,
-        string | null,
-      ];
+      [raw, indexBuilt] = (await inChildSpan('redis key lookup', SpanKind.CLIENT, redisSpan('MGET'), () =>
+        this.redis.mget(redisKeys.apiKey(hash), redisKeys.indexMarker),
+      )) as [string | null, string | null];
     } catch (err) {
       throw redisUnavailable(err);
     }

@@ -3,6 +3,7 @@ import { createRequire } from 'node:module';
 import type { parse as ParseYaml } from 'yaml';
 import { TollgateError } from '../../common/errors.js';
 import type { GatewayConfigInput } from '../config.js';
+import { tracingFromEnv } from '../../common/tracing/settings.js';
 
 /** Where settings come from besides flags: the environment, and a YAML/JSON file. */
 
@@ -109,6 +110,8 @@ export function fromEnv(env: NodeJS.ProcessEnv): Partial<GatewayConfigInput> {
     if (value !== undefined && value !== '') out[field] = value;
   }
   if (env.TOLLGATE_UPSTREAMS) out.upstreams = parseUpstreamList(env.TOLLGATE_UPSTREAMS);
+  const tracing = tracingFromEnv(env);
+  if (Object.keys(tracing).length > 0) out.tracing = tracing;
   const oidc = Object.fromEntries(
     OIDC_ENV.flatMap(([name, field]) => (env[name] ? [[field, env[name]]] : [])),
   );

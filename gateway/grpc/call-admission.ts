@@ -8,6 +8,8 @@ import { grpcCallHead } from './call-head.js';
 import type { CallHead } from '../http/call-head.js';
 import { requestIdOf } from '../proxy/headers.js';
 import { peerAddress } from './peer.js';
+import { runAsCall, type CallTrace } from '../../common/tracing/call-trace.js';
+import { traceGrpcCall } from '../tracing/grpc-call.js';
 import { restErrorOf, type CallStatus, type RestError } from './status.js';
 
 /**
@@ -43,6 +45,8 @@ export interface AdmittedCall {
   /** Told as the core's work for the call begins and ends: what the call holds waits for it. */
   began(): void;
   ended(): void;
+  /** The call's span, when tracing is on (its handler runs as it). */
+  trace: CallTrace | undefined;
 }
 
 /** How an intercepted call ends before a handler answers it. */
@@ -108,6 +112,8 @@ export class CallAdmission {
     let module = 'none';
     /** The handler has the call: it counts it, whatever ends it after. */
     let handled = false;
+    /** Its span, once its metadata came, when tracing is on: ended with the status it is sent. */
+    let trace: CallTrace | undefined;
     const free = (): void => {
       if (!ended || running > 0) return;
       if (holder !== undefined) {
@@ -133,6 +139,7 @@ export class CallAdmission {
         s.metrics.request('v2', err.status, module);
         if (err.status === 401) s.metrics.authFailure(err.code);
       }
+      if ('status' in err) trace?.refused(err.code);
       this.ends.sendStatus(call, err, requestId);
     };
     const cancelled: CallStatus = { code: Status.CANCELLED, details: 'cancelled', metadata: new Metadata() };
@@ -166,6 +173,7 @@ export class CallAdmission {
         grant,
         head,
         requestId: requestId ?? '',
+        trace,
         began: () => {
           handled = true;
           running++;
@@ -191,6 +199,11 @@ export class CallAdmission {
       next(metadata);
     };
     return new ServerInterceptingCall(call, {
+      sendStatus: (status, next) => {
+        trace?.set({ 'rpc.response.status_code': String(status.code) });
+        trace?.end(undefined, status.code === Status.OK ? undefined : `grpc_${status.code}`);
+        next(status);
+      },
       sendMessage: (message, next) => {
         // The call's message is answered: what holds memory now is the answer, counted below.
         if (holder !== undefined) s.heldMemory.release(holder, receiving);
@@ -213,6 +226,7 @@ export class CallAdmission {
             if (this.ends.answerOpen(descriptor.path, metadata, call, end)) return;
             const head = grpcCallHead(metadata, address, 'POST', descriptor.path);
             requestId = requestIdOf(head);
+            trace = traceGrpcCall(s.tracing?.tracer, head, descriptor.path, s.proxies);
             const keys = metadata.get('authorization').length;
             if (keys > 1) {
               // REST refuses two Authorization headers; this says so in gRPC's terms.
@@ -226,7 +240,7 @@ export class CallAdmission {
               );
             }
             Promise.resolve()
-              .then(() => this.core.access.authenticate(head))
+              .then(() => runAsCall(trace, () => this.core.access.authenticate(head)))
               .then(
                 (grant) => {
                   if (!ended) admit(grant, head, metadata, next);
@@ -249,7 +263,10 @@ export class CallAdmission {
             clearTimeout(waiting);
             next();
           },
-          onCancel: end,
+          onCancel: () => {
+            trace?.end(undefined, 'cancelled');
+            end();
+          },
         }),
     });
   };

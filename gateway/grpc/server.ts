@@ -22,6 +22,7 @@ import { SERVER_METADATA } from '../v2/endpoints/server-metadata.js';
 import { CallAdmission, type CallEnds, type OpenCall } from './call-admission.js';
 import { grpcCallHead } from './call-head.js';
 import { InferenceMethods, MAX_ANSWER, type Exchange } from './methods.js';
+import { runAsCall } from '../../common/tracing/call-trace.js';
 import { peerAddress } from './peer.js';
 import { inferenceService } from './protocol.js';
 import { restErrorOf, serviceError, type CallStatus, type RestError } from './status.js';
@@ -270,7 +271,7 @@ export class GrpcGateway implements CallEnds {
       Promise.resolve()
         .then(() => {
           if (call.cancelled) throw new Cancelled();
-          return handle(ex);
+          return runAsCall(admitted.trace, () => handle(ex));
         })
         .then(
           (value) => {
@@ -283,6 +284,7 @@ export class GrpcGateway implements CallEnds {
               return;
             }
             const refused = this.refusal(err);
+            admitted.trace?.refused(refused.code);
             counted(refused.status);
             send(this.statusOf(refused, ex.requestId));
           },

@@ -2,6 +2,7 @@ import type { ServerResponse } from 'node:http';
 import type { ErrorRequestHandler } from 'express';
 import { TollgateError, isTollgateError } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
+import { noteAnswerCode } from '../tracing/http-call.js';
 
 /**
  * THE mapping from errors to HTTP answers, for the raw hot-path handlers and for Express alike.
@@ -113,6 +114,7 @@ export function logFailure(log: Logger, err: TollgateError): void {
 /** Writes the error answer; if the response had already started, the only honest signal is a reset. */
 export function sendError(res: ServerResponse, thrown: unknown, log?: Logger): TollgateError {
   const err = toTollgateError(thrown);
+  noteAnswerCode(res, err.code);
   if (err.status >= 500 && log) logFailure(log, err);
   if (res.headersSent) {
     res.destroy(err);

@@ -6,6 +6,7 @@ import { bodyTooLarge, sendError } from '../http/errors.js';
 import { clientResponseHeaderList } from './headers.js';
 import { BEFORE_CONNECTION } from './send-again.js';
 import { interimPastDeadline, upstreamFailure } from './upstream-errors.js';
+import { UpstreamSpan } from '../tracing/upstream-span.js';
 
 /**
  * Streams one request to an upstream and its response back, both ways without buffering and
@@ -17,6 +18,8 @@ export function forward(
   req: IncomingMessage,
   res: ServerResponse,
   pool: Pool,
+  /** The upstream's origin, as the pool was asked for by it (its span names it). */
+  origin: string,
   path: string,
   headers: string[],
   requestId: string,
@@ -25,7 +28,9 @@ export function forward(
   read?: Buffer,
 ): Promise<number> {
   const { bodyLimitBytes, upstreamTimeoutMs } = limits;
-  return new Promise((resolve) => {
+  const span = UpstreamSpan.start(req.method ?? 'GET', origin, path);
+  const sent = span === undefined ? headers : span.headers(headers);
+  return new Promise<number>((resolve) => {
     let body: Readable | Buffer | null = null;
     let bodyError: TollgateError | undefined;
     const declared = req.headers['content-length'];
@@ -86,6 +91,7 @@ export function forward(
           return false;
         }
         status = statusCode;
+        span?.answered(statusCode);
         onDrain = resume;
         return true;
       },
@@ -95,6 +101,7 @@ export function forward(
         return false;
       },
       onComplete() {
+        span?.end();
         res.off('close', onClientClose);
         res.end();
         resolve(status);
@@ -108,6 +115,8 @@ export function forward(
           setTimeout(dispatch, RETRY_PAUSE_MS);
           return;
         }
+        const code = (err as { code?: unknown }).code;
+        span?.end(typeof code === 'string' ? code : 'upstream_failed');
         res.off('close', onClientClose);
         if (res.destroyed) {
           resolve(0);
@@ -126,7 +135,7 @@ export function forward(
     let interimSince: number | undefined;
     const dispatch = (): void => {
       if (res.destroyed) return resolve(0);
-      pool.dispatch({ path, method: req.method as Dispatcher.HttpMethod, headers, body }, handler);
+      pool.dispatch({ path, method: req.method as Dispatcher.HttpMethod, headers: sent, body }, handler);
     };
     dispatch();
   });

@@ -3,6 +3,8 @@ import type { CallHead } from '../http/call-head.js';
 import type { KeyGrant } from '../../common/resources/grant.js';
 import type { ProxyTrust } from '../http/client-address.js';
 import { countedUpstream } from '../auth/signed-grant.js';
+import { currentCall } from '../../common/tracing/call-trace.js';
+import { passedTraceHeaders } from '../tracing/trace-context.js';
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
 
@@ -52,6 +54,10 @@ const REQUEST_DROPPED = new Set([
   'x-client-ip',
   'x-original-url',
   'x-rewrite-url',
+  // Whose trace the upstream's spans join: the gateway's own call (tracing on), or a trusted
+  // caller's as it came (below); never the word of a caller that reached the gateway directly.
+  'traceparent',
+  'tracestate',
 ]);
 
 /** Header names a `Connection` header lists are hop-by-hop for this one message. */
@@ -93,6 +99,8 @@ export function upstreamRequestHeaders(
   // in front of a sidecar (its grant verified). Anyone else's word is replaced.
   const trusted = countedUpstream(grant) || (proxies.hops > 0 && proxies.proxies.allows(peer));
   const forwardedFor = trusted ? firstValue(req.headers['x-forwarded-for']) : undefined;
+  // With tracing on, the request's own span says it (tracing/upstream-span.ts).
+  if (trusted && currentCall() === undefined) out.push(...passedTraceHeaders(req.headers));
   out.push(
     'x-request-id',
     requestId,

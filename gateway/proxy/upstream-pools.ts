@@ -1,5 +1,6 @@
 import { Pool, type Dispatcher } from 'undici';
 import { answerPastDeadline, interimPastDeadline } from './upstream-errors.js';
+import { UpstreamSpan } from '../tracing/upstream-span.js';
 
 const SWEEP_MS = 60_000;
 
@@ -65,13 +66,22 @@ export class UpstreamPools {
       else deadline.abort(answerPastDeadline());
     };
     whole = setTimeout(late, 2 * this.opts.upstreamTimeoutMs).unref();
+    const span = UpstreamSpan.start(opts.method, origin, opts.path);
+    const headers =
+      span !== undefined && Array.isArray(opts.headers) ? span.headers(opts.headers) : opts.headers;
     try {
-      const answer = await this.get(origin).request({ ...opts, signal: deadline.signal, onInfo });
+      const answer = await this.get(origin).request({ ...opts, headers, signal: deadline.signal, onInfo });
       body = answer.body;
-      answer.body.once('close', () => clearTimeout(whole));
+      span?.answered(answer.statusCode);
+      answer.body.once('close', () => {
+        clearTimeout(whole);
+        span?.end();
+      });
       return answer;
     } catch (err) {
       clearTimeout(whole);
+      const code = (err as { code?: unknown } | null)?.code;
+      span?.end(typeof code === 'string' ? code : 'error');
       throw err;
     } finally {
       clearTimeout(timer);

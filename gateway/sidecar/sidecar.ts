@@ -18,6 +18,8 @@ import type { V2Placement } from '../v2/access.js';
 import type { ModelDirectory } from '../v2/model-directory.js';
 import type { AppProbes } from '../../common/sidecar-probes.js';
 import { appHealthHandler } from './app-probes.js';
+import { currentCall } from '../../common/tracing/call-trace.js';
+import { contextFromHeaders } from '../tracing/trace-context.js';
 
 /**
  * The gateway as a sidecar: in front of one workload, in its pod or beside it on one machine. The
@@ -92,7 +94,11 @@ export function createSidecar(s: GatewayServices, target: SidecarTarget, opts: S
   const authenticate: Authenticate = (req) => {
     const token = req.headers[GRANT_HEADER];
     if (typeof token === 'string')
-      return grants.verify(token, { method: req.method ?? '', target: req.url ?? '' });
+      return grants.verify(token, { method: req.method ?? '', target: req.url ?? '' }).then((grant) => {
+        // The central gateway sent it (its grant is verified): the call continues the gateway's trace.
+        currentCall()?.adopt(contextFromHeaders(req.headers));
+        return grant;
+      });
     return s.keys.check(req);
   };
   const operations = createOperationsServer(s, appHealthHandler(opts.probes ?? {}));

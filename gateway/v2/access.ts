@@ -1,3 +1,4 @@
+import { noteOnCall } from '../../common/tracing/call-trace.js';
 import { TollgateError } from '../../common/errors.js';
 import type { KeyGrant } from '../../common/resources/grant.js';
 import { isModelName } from '../../common/resources/model-name.js';
@@ -124,7 +125,9 @@ export class ModelAccess {
       // Its owner's slot is held from here to the answer, the wait for a cold model included.
       call.holdSlot(grant);
       await this.s.admission.spend(grant, cost, `${call.head.method ?? 'GET'} /v2/models/${model}`);
-      return this.warm(model, want, found);
+      const runtime = await this.warm(model, want, found);
+      if (runtime.version !== undefined) noteOnCall({ 'tollgate.model.version': runtime.version });
+      return runtime;
     });
   }
 

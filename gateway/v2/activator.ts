@@ -1,3 +1,4 @@
+import { inChildSpan, SpanKind } from '../../common/tracing/call-trace.js';
 import type { Redis } from 'ioredis';
 import { Agent } from 'undici';
 import { TollgateError } from '../../common/errors.js';
@@ -85,7 +86,14 @@ export class Activator {
         .finally(() => this.waiting.delete(key));
       this.waiting.set(key, pending);
     }
-    return pending;
+    const held = pending;
+    // Each held call's wait is a span of its own call, however many calls share the wake.
+    return inChildSpan(
+      'wake from zero',
+      SpanKind.INTERNAL,
+      { 'tollgate.model': model, ...(version === '' ? {} : { 'tollgate.model.version': version }) },
+      () => held,
+    );
   }
 
   /**

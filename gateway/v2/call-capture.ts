@@ -2,6 +2,7 @@ import { Transform } from 'node:stream';
 import type { GatewayServices } from '../services.js';
 import type { InferCall } from './inference.js';
 import { loggedAnswer, loggedBody } from './payload-log/record.js';
+import { currentTraceId } from '../../common/tracing/call-trace.js';
 
 /**
  * What a call keeps of itself as it goes, when its model logs it (gateway/v2/payload-log) or a
@@ -58,6 +59,7 @@ export function logCall(
   const redact = captured.redact;
   if (log === undefined || redact === undefined || !log.hasRoom(call.model, captured.team)) return;
   const max = s.config.payloadLogMaxBodyBytes;
+  const traceId = currentTraceId();
   try {
     log.offer(
       {
@@ -65,6 +67,7 @@ export function logCall(
         model: call.model,
         version: version ?? null,
         requestId: call.requestId,
+        ...(traceId === undefined ? {} : { traceId }),
         keyId: call.grant.id,
         status: outcome.status,
         code: outcome.refusal?.code ?? null,

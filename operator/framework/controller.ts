@@ -1,4 +1,6 @@
 import type { Logger } from '../../common/logger.js';
+import type { Tracer } from '@opentelemetry/api';
+import { CallTrace, ROOT_CONTEXT, runAsCall, SpanKind } from '../../common/tracing/call-trace.js';
 import type { OperatorMetrics } from '../metrics.js';
 import { refKey, type Resource, type ResourceRef, type WatchedSource } from './resource-source.js';
 import { WorkQueue } from './workqueue.js';
@@ -63,6 +65,7 @@ export class Controller {
     private readonly metrics: OperatorMetrics,
     private readonly log: Logger,
     concurrency?: number,
+    private readonly tracer?: Tracer,
   ) {
     this.queue = new WorkQueue();
     this.concurrency = concurrency ?? reconciler.watches.workers;
@@ -125,14 +128,33 @@ export class Controller {
     return this.queue.failing;
   }
 
+  /** A reconcile's span (its logs carry its trace id), when tracing is on. */
+  private span(key: string): CallTrace | undefined {
+    if (this.tracer === undefined) return undefined;
+    const span = new CallTrace(this.tracer, `reconcile ${this.name}`, SpanKind.INTERNAL, ROOT_CONTEXT);
+    const slash = key.indexOf('/');
+    span.set({
+      'tollgate.controller': this.name,
+      ...(slash < 0
+        ? { 'k8s.object.name': key }
+        : { 'k8s.namespace.name': key.slice(0, slash), 'k8s.object.name': key.slice(slash + 1) }),
+    });
+    return span;
+  }
+
   private async work(): Promise<void> {
     for (;;) {
       const key = await this.queue.get();
       if (key === undefined) return;
       this.metrics.queueDepth.set({ controller: this.name }, this.queue.length);
       const end = this.metrics.reconcileDuration.startTimer({ controller: this.name });
+      const span = this.span(key);
       try {
-        const result = await this.reconciler.reconcile(key);
+        const result = await runAsCall(span, () => this.reconciler.reconcile(key));
+        span?.set({
+          'tollgate.reconcile.result': result?.requeueAfterMs === undefined ? 'success' : 'requeue',
+        });
+        span?.end(undefined);
         this.queue.forget(key);
         if (result?.requeueAfterMs !== undefined) {
           this.queue.addAfter(key, result.requeueAfterMs);
@@ -141,6 +163,8 @@ export class Controller {
           this.metrics.reconciles.inc({ controller: this.name, result: 'success' });
         }
       } catch (err) {
+        const code = (err as { code?: unknown } | null)?.code;
+        span?.end(undefined, typeof code === 'string' ? code : 'reconcile_failed');
         const delay = this.queue.addRateLimited(key);
         this.metrics.reconciles.inc({ controller: this.name, result: 'error' });
         this.metrics.reconcileErrors.inc({ controller: this.name });

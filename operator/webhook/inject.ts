@@ -36,6 +36,8 @@ export interface InjectionConfig {
   redisUrl: string | undefined;
   /** Env entries read from the pod's namespace (secretKeyRef) before the URL. */
   credentialEnv?: V1EnvVar[];
+  /** The operator's tracing settings (OTEL_*), so its sidecars' spans join the same collector. */
+  tracingEnv?: V1EnvVar[];
   /**
    * The public half of the signing key, as a JWKS: the sidecar believes only index entries, routes
    * and grants it verifies (public: the pod's team may read it and gains nothing).
@@ -288,6 +290,7 @@ export function planInjection(pod: V1Pod, cfg: InjectionConfig): Injection {
       { name: 'TOLLGATE_SHUTDOWN_DRAIN_MS', value: '0' },
       { name: 'NODE_OPTIONS', value: SIDECAR_NODE_OPTIONS },
       { name: 'TOLLGATE_HELD_BYTES_LIMIT', value: String(SIDECAR_HELD_BYTES) },
+      ...(cfg.tracingEnv ?? []),
     ],
     ports: [{ name: 'tollgate-ops', containerPort: SIDECAR_OPERATIONS_PORT, protocol: 'TCP' }],
     startupProbe: { httpGet: { path: '/healthz', ...ops }, periodSeconds: 1, failureThreshold: 60 },

@@ -30,6 +30,8 @@ export interface SidecarWebhookConfig {
   certificates: Omit<CertificateKeeperOptions, 'checkMs'>;
   /** Namespaces the webhook configuration leaves out, besides its own (certificates.namespace). */
   excludedNamespaces?: readonly string[];
+  /** What injected sidecars are told of tracing (the operator's own OTEL_* settings). */
+  tracingEnv?: Array<{ name: string; value: string }>;
 }
 
 /**
@@ -71,6 +73,7 @@ export class SidecarWebhook implements Runnable {
         redisUrl: config.sidecarRedisUrl,
         credentialEnv: credentialEnv([...Object.keys(credentials), REPORT_KEY_ENV]),
         trustedKeys: JSON.stringify({ keys: [publicJwk(signingKey)] }),
+        ...(config.tracingEnv === undefined ? {} : { tracingEnv: config.tracingEnv }),
         ...(config.imagePullPolicy ? { imagePullPolicy: config.imagePullPolicy } : {}),
       },
       log.child({ component: 'webhook' }),

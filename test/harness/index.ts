@@ -27,6 +27,7 @@ import type {
   MlserverOptions,
   PrometheusInfo,
   ProxyInfo,
+  CollectorInfo,
   RedisInfo,
   RedisTlsInfo,
   SentinelInfo,
@@ -42,6 +43,7 @@ export type {
   MlserverOptions,
   PrometheusInfo,
   ProxyInfo,
+  CollectorInfo,
   RedisInfo,
   RedisTlsInfo,
   SentinelInfo,
@@ -131,6 +133,11 @@ export function nginx(tag: string, conf: string): Promise<ProxyInfo> {
 /** A Traefik (built from its Go module) with `dynamic` as its file provider's configuration. */
 export function traefik(tag: string, dynamic: string): Promise<ProxyInfo> {
   return call<ProxyInfo>('/traefik', { tag, dynamic });
+}
+
+/** An OpenTelemetry Collector (built from its Go modules) taking OTLP over HTTP; its spans by readSpans. */
+export function otelCollector(tag: string): Promise<CollectorInfo> {
+  return call<CollectorInfo>('/otel-collector', { tag });
 }
 
 /** A Redis for `tag` that speaks TLS only (the test CA in `caFile`) and admits one ACL user. */

@@ -33,6 +33,7 @@ TRAEFIK_VERSION=v3.6.12 # from go/traefik/go.mod
 EXTAUTHZ_CLIENT_VERSION=envoy-v1.40.0-1
 # The Gateway API CRDs (standard channel) the test cluster's Traefik serves: Traefik's own (go/traefik/go.sum).
 GATEWAY_API_VERSION=v1.4.0
+OTELCOL_VERSION=v0.165.0 # go/otelcol/go.mod
 KUBE_ROUTER_VERSION=v2.1.0 # from go/kube-router/go.mod (the one version the module proxy serves)
 ETCD_VERSION=v3.6.4
 MINIO_VERSION=RELEASE.2025-09-07T16-13-09Z
@@ -114,6 +115,9 @@ need_go() {
   # A client of Envoy's ext_authz API from the published proto (go-control-plane).
   go_build "$here/go/extauthz-client" . "$bin/extauthz-client-$EXTAUTHZ_CLIENT_VERSION"
   ln -sfn "extauthz-client-$EXTAUTHZ_CLIENT_VERSION" "$bin/extauthz-client"
+  # The OpenTelemetry Collector the tracing tests and the bench send spans to (OTLP receiver, debug exporter).
+  go_build "$here/go/otelcol" . "$bin/otelcol-$OTELCOL_VERSION"
+  ln -sfn "otelcol-$OTELCOL_VERSION" "$bin/otelcol"
 }
 
 # The Gateway API's CRDs from its Go module, at the version Traefik was built against (its go.sum

@@ -11,6 +11,7 @@ import { startRedis, type RedisInstance } from './components/redis.js';
 import { startRedisTls } from './components/redis-tls.js';
 import { startPrometheus } from './components/prometheus.js';
 import { startNginx, startTraefik } from './components/auth-proxies.js';
+import { startOtelCollector } from './components/otel-collector.js';
 import { startSentinelGroup, type SentinelGroup } from './components/sentinel.js';
 import { ProcessRegistry } from './processes.js';
 import { waitUntil } from './wait.js';
@@ -119,6 +120,8 @@ export class ComponentManager {
         return startNginx(this.reg, this.runDir, str(body, 'tag'), str(body, 'conf'));
       case '/traefik':
         return startTraefik(this.reg, this.runDir, str(body, 'tag'), str(body, 'dynamic'));
+      case '/otel-collector':
+        return startOtelCollector(this.reg, this.runDir, str(body, 'tag'));
       case '/redis-tls':
         return this.redisTls(str(body, 'tag'));
       case '/redis-sentinel':

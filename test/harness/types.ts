@@ -74,3 +74,8 @@ export interface MlserverInfo {
   metricsPort: number;
 }
 export type { MlserverOptions } from './components/mlserver.js';
+/** An OpenTelemetry Collector taking OTLP over HTTP at `url`, writing what it gets to `log`. */
+export interface CollectorInfo {
+  url: string;
+  log: string;
+}

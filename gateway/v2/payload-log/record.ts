@@ -11,6 +11,8 @@ export interface PayloadRecord {
   /** The version that answered; null for a model without versions. */
   version: string | null;
   requestId: string;
+  /** The call's trace (W3C trace id), when tracing is on. */
+  traceId?: string;
   keyId: string;
   status: number;
   /** The error code of a refusal or failure; null on success. */

@@ -1,0 +1,154 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import {
+  ROOT_CONTEXT,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  type Attributes,
+  type Context,
+  type Span,
+  type Tracer,
+} from '@opentelemetry/api';
+
+/**
+ * One call's span, made when it is first needed rather than when the call arrives: a model's
+ * sidecar learns who sent a call (the central gateway, whose trace it joins, or anyone else) only
+ * once the call's grant is verified, and a span's parent cannot change once it exists. Until then
+ * its attributes wait here; its start is the call's arrival whenever it is made.
+ */
+export class CallTrace {
+  private span: Span | undefined;
+  private readonly attributes: Attributes = {};
+  private readonly startTime = Date.now();
+  private ended = false;
+  private refusal: string | undefined;
+
+  constructor(
+    private readonly tracer: Tracer,
+    private name: string,
+    private readonly kind: SpanKind,
+    private parent: Context,
+  ) {}
+
+  /** The context the call continues (an edge's, or the central gateway's); too late once its span exists. */
+  adopt(parent: Context): void {
+    if (this.span === undefined) this.parent = parent;
+  }
+
+  set(attributes: Attributes): void {
+    if (this.span !== undefined) this.span.setAttributes(attributes);
+    else Object.assign(this.attributes, attributes);
+  }
+
+  rename(name: string): void {
+    if (this.span !== undefined) this.span.updateName(name);
+    else this.name = name;
+  }
+
+  /** The call's context, its span made now if it was not yet: what its child spans and headers carry. */
+  context(): Context {
+    return trace.setSpan(this.parent, this.made());
+  }
+
+  /** The ids a log line, an audit event or a payload-log record carries. */
+  ids(): { traceId: string; spanId: string; sampled: boolean } {
+    const c = this.made().spanContext();
+    return { traceId: c.traceId, spanId: c.spanId, sampled: (c.traceFlags & 1) === 1 };
+  }
+
+  /** A child span of this call (a Redis round trip, the upstream, a wake from zero). */
+  child(name: string, kind: SpanKind, attributes: Attributes): Span {
+    return this.tracer.startSpan(name, { kind, attributes }, this.context());
+  }
+
+  /** The code of the refusal or failure the call was answered with (the gateway's, not its upstream's). */
+  refused(code: string): void {
+    this.refusal = code;
+  }
+
+  /**
+   * Ends the call's span: `tollgate.decision` is `allowed` or the refusal's code; `status`, the
+   * answer's (an upstream's own 4xx is still an allowed call).
+   */
+  end(status: number | undefined, failure?: string): void {
+    if (this.ended) return;
+    this.ended = true;
+    const error = this.refusal ?? failure;
+    const span = this.made();
+    span.setAttribute('tollgate.decision', error ?? 'allowed');
+    if (status !== undefined) span.setAttribute('http.response.status_code', status);
+    if (error !== undefined) span.setAttribute('error.type', error);
+    else if (status !== undefined && status >= 500) span.setAttribute('error.type', String(status));
+    // A server span is in error for a 5xx only (the semantic conventions): a refusal is the
+    // gateway doing its job, and says so in tollgate.decision.
+    if ((status !== undefined && status >= 500) || (status === undefined && error !== undefined))
+      span.setStatus({ code: SpanStatusCode.ERROR, ...(error === undefined ? {} : { message: error }) });
+    span.end();
+  }
+
+  private made(): Span {
+    this.span ??= this.tracer.startSpan(
+      this.name,
+      { kind: this.kind, attributes: this.attributes, startTime: this.startTime },
+      this.parent,
+    );
+    return this.span;
+  }
+}
+
+const current = new AsyncLocalStorage<CallTrace>();
+
+/** Runs `fn` as the call `call` (its children and log lines find it), or as it is when tracing is off. */
+export function runAsCall<T>(call: CallTrace | undefined, fn: () => T): T {
+  return call === undefined ? fn() : current.run(call, fn);
+}
+
+/** The call this code runs for, when tracing is on and it runs for one. */
+export function currentCall(): CallTrace | undefined {
+  return current.getStore();
+}
+
+/** Notes what is known of the current call on its span (nothing when tracing is off). */
+export function noteOnCall(attributes: Attributes): void {
+  current.getStore()?.set(attributes);
+}
+
+/**
+ * Runs `fn` in a child span of the current call (nothing more when tracing is off): its time, and
+ * its failure's code when it throws.
+ */
+export async function inChildSpan<T>(
+  name: string,
+  kind: SpanKind,
+  attributes: Attributes,
+  fn: (span: Span | undefined) => Promise<T>,
+): Promise<T> {
+  const call = current.getStore();
+  if (call === undefined) return fn(undefined);
+  const span = call.child(name, kind, attributes);
+  try {
+    return await fn(span);
+  } catch (err) {
+    const code = (err as { code?: unknown } | null)?.code;
+    span.setAttribute('error.type', typeof code === 'string' ? code : 'error');
+    span.setStatus({ code: SpanStatusCode.ERROR });
+    throw err;
+  } finally {
+    span.end();
+  }
+}
+
+/** The ids a log line carries (pino's mixin): the current call's, when there is one. */
+export function traceFields(): { trace_id?: string; span_id?: string; trace_flags?: string } {
+  const call = current.getStore();
+  if (call === undefined) return {};
+  const { traceId, spanId, sampled } = call.ids();
+  return { trace_id: traceId, span_id: spanId, trace_flags: sampled ? '01' : '00' };
+}
+
+/** The current call's trace id, for the records a call leaves (audit events, payload-log records). */
+export function currentTraceId(): string | undefined {
+  return current.getStore()?.ids().traceId;
+}
+
+export { ROOT_CONTEXT, SpanKind };

@@ -1,0 +1,77 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { ROOT_CONTEXT, SpanKind, type Context, type Tracer } from '@opentelemetry/api';
+import { CallTrace } from '../../common/tracing/call-trace.js';
+import type { CallHead } from '../http/call-head.js';
+import { clientAddress, type ProxyTrust } from '../http/client-address.js';
+import { contextFromHeaders } from './trace-context.js';
+
+/** The calls of answers still open, so the one place that answers errors (http/errors.ts) can say which refusal ended each. */
+const calls = new WeakMap<ServerResponse, CallTrace>();
+
+/** What a sender's `traceparent` is worth: the call's parent when it is a proxy the gateway trusts. */
+export function trustedParent(req: CallHead, proxies: ProxyTrust): Context {
+  const peer = req.socket.remoteAddress ?? '';
+  return proxies.hops > 0 && proxies.proxies.allows(peer) ? contextFromHeaders(req.headers) : ROOT_CONTEXT;
+}
+
+/**
+ * The route template a path is counted under (`http.route`, the span's name): the shape, never a
+ * workflow's, model's or resource's name, so names stay few.
+ */
+export function routeOf(segments: readonly string[]): string {
+  const [first, second] = segments;
+  if (first === 'events' && second === 'bda') return '/events/bda/{workflow}/{service}/*';
+  if (first === 'events' && second === 'platform') return '/events/platform/api/v1/{resource}/*';
+  if (first === 'auth') return `/auth/${second ?? ''}`;
+  if (first === 'v2') {
+    if (second !== 'models' || segments.length < 3)
+      return segments.length > 1 ? `/v2/${second ?? ''}` : '/v2';
+    const versioned = segments[3] === 'versions';
+    const tail = segments.slice(versioned ? 5 : 3).join('/');
+    return `/v2/models/{model}${versioned ? '/versions/{version}' : ''}${tail === '' ? '' : `/${tail}`}`;
+  }
+  if (first === 'api') return `/${segments.slice(0, 3).join('/')}/*`;
+  return first === undefined ? '/' : `/${first}`;
+}
+
+/**
+ * The server span of one HTTP call: started where the call arrives (gateway/server.ts), ended when
+ * it ends with its status and, for a refusal, its code; the parent is what `parent` says of the
+ * sender (a sidecar may adopt the central gateway's once its grant is verified).
+ */
+export function traceHttpCall(
+  tracer: Tracer,
+  req: IncomingMessage,
+  res: ServerResponse,
+  segments: readonly string[],
+  proxies: ProxyTrust,
+): CallTrace {
+  const method = req.method ?? 'GET';
+  const route = routeOf(segments);
+  const call = new CallTrace(tracer, `${method} ${route}`, SpanKind.SERVER, trustedParent(req, proxies));
+  const client = clientAddress(req, proxies);
+  call.set({
+    'http.request.method': method,
+    'http.route': route,
+    'url.path': (req.url ?? '/').split('?', 1)[0] ?? '/',
+    'url.scheme': 'http',
+    'network.protocol.version': req.httpVersion,
+    'network.peer.address': req.socket.remoteAddress ?? '',
+    ...(client === undefined ? {} : { 'client.address': client }),
+    ...(typeof req.headers['user-agent'] === 'string'
+      ? { 'user_agent.original': req.headers['user-agent'].slice(0, 256) }
+      : {}),
+  });
+  calls.set(res, call);
+  return call;
+}
+
+/** The refusal or failure a call was answered with: its code ends up on its span (tollgate.decision). */
+export function noteAnswerCode(res: ServerResponse, code: string): void {
+  calls.get(res)?.refused(code);
+}
+
+/** The call an answer belongs to, while tracing is on. */
+export function callOfResponse(res: ServerResponse): CallTrace | undefined {
+  return calls.get(res);
+}

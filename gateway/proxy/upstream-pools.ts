@@ -31,7 +31,10 @@ export class UpstreamPools {
         connect: { timeout: this.opts.connectTimeoutMs },
         headersTimeout: this.opts.upstreamTimeoutMs,
         bodyTimeout: this.opts.upstreamTimeoutMs,
-        keepAliveTimeout: 10_000,
+        // Below the 5 s after which the usual upstreams (MLServer's uvicorn, Node, Gunicorn's
+        // default) close an idle connection: one reused just as its server closes it fails the
+        // request on it, and only some requests may be sent again (send-again.ts).
+        keepAliveTimeout: 4_000,
         // Not longer however long the upstream's Keep-Alive header asks (undici would take up to 10 min).
         keepAliveMaxTimeout: 10_000,
         // One request per connection at a time: pipelining would tie a slow response to others.

@@ -37,7 +37,11 @@ export const tracingSettingsSchema = z
     /** `OTEL_TRACES_SAMPLER`: the specification's names. */
     sampler: z.enum(SAMPLERS).default('parentbased_always_on'),
     /** `OTEL_TRACES_SAMPLER_ARG`: the ratio of the `*traceidratio` samplers, 0 to 1. */
-    samplerArg: z.coerce.number().min(0).max(1).optional(),
+    samplerArg: z.coerce
+      .number('a sampling ratio is a number from 0 to 1 (0.01: one call in a hundred)')
+      .min(0, 'a sampling ratio is from 0 to 1 (0.01: one call in a hundred)')
+      .max(1, 'a sampling ratio is from 0 to 1 (0.01: one call in a hundred)')
+      .optional(),
     /** `OTEL_SERVICE_NAME`; unset, the process's own (tollgate-gateway, tollgate-sidecar, tollgate-operator). */
     serviceName: z.string().min(1).max(255).optional(),
     /** `OTEL_SDK_DISABLED=true`, or `OTEL_TRACES_EXPORTER=none`: no trace whatever the endpoint. */

@@ -24,6 +24,7 @@ import { waitUntil } from '../../harness/wait.js';
 import { apikey, createKey, redisClient, send, sidecarServices, uniqueName } from '../gateway/support.js';
 import { testSealer, TEST_SIGNING_KEY_FILE } from '../signing.js';
 import { markIndexBuilt } from '../workflow-route.js';
+import { InferenceClient } from '../../harness/grpc-clients.js';
 
 const run = promisify(execFile);
 const FIXTURE = new URL('../harness/fixtures/train_iris.py', import.meta.url).pathname;
@@ -249,6 +250,46 @@ describe('OpenTelemetry traces through the gateway, a sidecar and the runtime', 
       .map((l) => JSON.parse(l) as Record<string, unknown>)
       .find((l) => l.trace_id === traceId);
     expect(line).toMatchObject({ trace_id: traceId, span_id: span?.id });
+  });
+
+  it('makes a gRPC call a server span of its full method, a trusted proxy’s traceparent its parent, and the runtime call its child', async () => {
+    const grpc = new InferenceClient(`127.0.0.1:${await central.gateway.listenGrpc(0, '127.0.0.1')}`);
+    try {
+      const { key, grant } = await createKey(rc, 'platform', ['models:inference']);
+      const traceId = hex(16);
+      const edgeSpan = hex(8);
+      const ok = await grpc.call(
+        'ModelInfer',
+        {
+          model_name: model,
+          inputs: [
+            {
+              name: 'input-0',
+              datatype: 'FP64',
+              shape: [rows.length, 4],
+              contents: { fp64_contents: rows.flat() },
+            },
+          ],
+        },
+        { ...apikey(key), traceparent: `00-${traceId}-${edgeSpan}-01` },
+      );
+      expect(ok.error).toBeUndefined();
+      const spans = await traceOf(traceId, 3);
+      const server = spans.find((s) => s.parentId === edgeSpan);
+      expect(server?.name).toBe('inference.GRPCInferenceService/ModelInfer');
+      expect(server?.attributes).toMatchObject({
+        'rpc.system.name': 'grpc',
+        'rpc.response.status_code': '0',
+        'tollgate.key.id': grant.id,
+        'tollgate.target': `model/${model}`,
+        'tollgate.decision': 'allowed',
+      });
+      expect(
+        spans.some((s) => s.parentId === server?.id && s.kind.includes('Client') && s.name === 'POST'),
+      ).toBe(true);
+    } finally {
+      grpc.close();
+    }
   });
 
   it('lets no call to a sidecar choose its trace unless its grant shows the central gateway sent it', async () => {

@@ -75,7 +75,7 @@ export class CallTrace {
     this.ended = true;
     const error = this.refusal ?? failure;
     const span = this.made();
-    span.setAttribute('tollgate.decision', error ?? 'allowed');
+    if (this.kind === SpanKind.SERVER) span.setAttribute('tollgate.decision', error ?? 'allowed');
     if (status !== undefined) span.setAttribute('http.response.status_code', status);
     if (error !== undefined) span.setAttribute('error.type', error);
     else if (status !== undefined && status >= 500) span.setAttribute('error.type', String(status));

@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { parse } from 'yaml';
-import { freePort, minio, redis, venv } from '../../harness/index.js';
+import { freePort, minio, otelCollector, redis, venv, type CollectorInfo } from '../../harness/index.js';
+import { readSpans } from '../../harness/components/otel-collector.js';
 import { predictInProcess, ROOT, s3Env, trainExamples, uploadFolder } from './stack.js';
 import { until } from './dev-process.js';
 
@@ -38,6 +39,7 @@ const answers = async (url: string): Promise<boolean> => {
  */
 describe('tollgate dev: standalone mode', () => {
   let models: string;
+  let collector: CollectorInfo;
   let state: string;
   let dev: ChildProcess;
   let base: string;
@@ -63,6 +65,7 @@ describe('tollgate dev: standalone mode', () => {
 
   beforeAll(async () => {
     const [r, m] = await Promise.all([redis(), minio()]);
+    collector = await otelCollector('standalone');
     models = await trainExamples(['iris', 'reviews']);
     state = await mkdtemp(path.join(tmpdir(), 'tollgate-dev-'));
     await mkdir(path.join(state, 'models'));
@@ -93,6 +96,10 @@ describe('tollgate dev: standalone mode', () => {
       ...s3Env(m),
       TOLLGATE_STATE_DIR: state,
       TOLLGATE_PAYLOAD_LOG_INTERVAL_MS: '200',
+      // Traced, through the standard variables alone.
+      OTEL_EXPORTER_OTLP_ENDPOINT: collector.url,
+      OTEL_TRACES_SAMPLER: 'always_on',
+      OTEL_SERVICE_NAME: 'tollgate-dev-test',
       TOLLGATE_REDIS_URL: r.url,
       LOG_LEVEL: 'info',
     };
@@ -195,6 +202,14 @@ describe('tollgate dev: standalone mode', () => {
     expect(logged).toHaveLength(2);
     const ok = logged.find((r) => r['requestId'] === `ok-${run}`);
     expect(ok).toMatchObject({ model: 'model-iris', version: null, code: null, request });
+    // The record names its call's trace, which the collector got from the dev process.
+    expect(ok?.['traceId']).toMatch(/^[0-9a-f]{32}$/);
+    await until('the call’s span at the collector', async () =>
+      readSpans(collector.log).find(
+        (s) =>
+          s.traceId === ok?.['traceId'] && s.service === 'tollgate-dev-test' && s.kind.includes('Server'),
+      ),
+    );
     const outputs = (ok?.['response'] as { outputs: Array<{ name: string; data: unknown }> }).outputs;
     expect(outputs.find((o) => o.name === 'predict_proba')?.data).toBe('[redacted]');
     expect(Array.isArray(outputs.find((o) => o.name === 'predict')?.data)).toBe(true);

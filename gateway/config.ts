@@ -18,8 +18,12 @@ export const gatewayConfigSchema = z
   .strictObject({
     host: z.string().min(1).default('0.0.0.0'),
     /**
-     * OpenTelemetry traces (OTLP over HTTP): off unless an endpoint is given, here or by the
-     * standard OTEL_* variables (common/tracing/settings.ts).
+     * OpenTelemetry traces (OTLP over HTTP; docs/tracing.md), off unless an endpoint is given:
+     * `endpoint` (OTEL_EXPORTER_OTLP_ENDPOINT, or TOLLGATE_TRACES_ENDPOINT), `tracesEndpoint`
+     * (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT), `protocol` (OTEL_EXPORTER_OTLP_PROTOCOL: http/protobuf
+     * or http/json), `sampler` and `samplerArg` (OTEL_TRACES_SAMPLER, OTEL_TRACES_SAMPLER_ARG, or
+     * TOLLGATE_TRACES_SAMPLE_RATIO), `serviceName` (OTEL_SERVICE_NAME), `disabled`
+     * (OTEL_SDK_DISABLED, OTEL_TRACES_EXPORTER=none).
      */
     tracing: tracingSettingsSchema,
     port: z.coerce.number().int().min(0).max(65535).default(8080),

@@ -22,6 +22,8 @@ import {
   type HeaderValueOption,
 } from './ext-authz-protocol.js';
 import { checkedMethod, checkedTarget } from './original-request.js';
+import { runAsCall } from '../../common/tracing/call-trace.js';
+import { traceGrpcCall } from '../tracing/grpc-call.js';
 
 type HttpAttributes = NonNullable<NonNullable<NonNullable<CheckRequest['attributes']>['request']>['http']>;
 
@@ -102,6 +104,13 @@ export class ExtAuthzServer {
     let release: Release | undefined;
     let module = 'none';
     let status = 200;
+    // Envoy asks: its traceparent (the original request's headers) counts as a trusted proxy's does.
+    const trace = traceGrpcCall(
+      s.tracing?.tracer,
+      { headers, rawHeaders: [], socket: { remoteAddress: peer } },
+      '/envoy.service.auth.v3.Authorization/Check',
+      s.proxies,
+    );
     Promise.resolve()
       .then(() => {
         const asked: AskedCall = {
@@ -115,7 +124,7 @@ export class ExtAuthzServer {
           requestId,
           hold: (grant) => (release = s.admission.enter(grant)),
         };
-        return decide(s, this.v2, asked, (grant) => (module = grant.module));
+        return runAsCall(trace, () => decide(s, this.v2, asked, (grant) => (module = grant.module)));
       })
       .then(
         (grant): CheckResponse => {
@@ -136,16 +145,19 @@ export class ExtAuthzServer {
           if (err.status >= 500) logFailure(s.log, err);
           if (err.status === 401) s.metrics.authFailure(err.code);
           status = err.status;
+          trace?.refused(err.code);
           return denied(err, requestId);
         },
       )
       .then((response) => {
         release?.();
+        trace?.end(status);
         s.metrics.request('forward_auth', status, module);
         answer(null, response);
       })
       .catch((err: unknown) => {
         release?.();
+        trace?.end(500, 'internal_error');
         s.log.error({ err }, 'ext_authz check not answered');
         answer({ code: Status.INTERNAL, details: 'internal_error' });
       });

@@ -61,6 +61,8 @@ async function gatewaySection(): Promise<string[]> {
   const defaults = loadGatewayConfig({ env: {} }) as unknown as Record<string, unknown>;
   const envOf = new Map<string, string[]>();
   for (const [name, field] of GATEWAY_ENV) envOf.set(field, [...(envOf.get(field) ?? []), name]);
+  // Read from OpenTelemetry's own variables (and Tollgate's), field by field: its comment names each.
+  envOf.set('tracing', ['OTEL_*', 'TOLLGATE_TRACES_*']);
   const fields = [...new Set([...Object.keys(defaults), ...GATEWAY_ENV.map(([, f]) => f)])].sort();
   const rows = fields.map((field) => {
     const env = (envOf.get(field) ?? []).map((n) => `\`${n}\``).join(', ') || '(file only)';

@@ -158,6 +158,20 @@ sentinel: "resetchannels &__sentinel__:hello -@all +multi +slaveof +replicaof +p
 {{- end -}}
 
 {{/* The pod's own name and namespace, for leader election identity and the namespace it writes to. */}}
+{{- /* OpenTelemetry's standard variables, from .Values.tracing: none when no endpoint is set. */ -}}
+{{- define "tollgate.tracingEnv" -}}
+{{- with .Values.tracing.endpoint }}
+- name: OTEL_EXPORTER_OTLP_ENDPOINT
+  value: {{ . | quote }}
+- name: OTEL_EXPORTER_OTLP_PROTOCOL
+  value: {{ $.Values.tracing.protocol | quote }}
+- name: OTEL_TRACES_SAMPLER
+  value: parentbased_traceidratio
+- name: OTEL_TRACES_SAMPLER_ARG
+  value: {{ $.Values.tracing.sampleRatio | quote }}
+{{- end }}
+{{- end -}}
+
 {{- define "tollgate.podEnv" -}}
 - name: POD_NAME
   valueFrom:

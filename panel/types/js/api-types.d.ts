@@ -694,6 +694,7 @@ export interface components {
                 keyName?: string;
                 keyStart?: string;
                 owner: string;
+                traceId?: string;
             }[];
             nextCursor?: string;
         };

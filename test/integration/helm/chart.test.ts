@@ -805,6 +805,32 @@ describe('helm chart: lint and render', () => {
     );
   });
 
+  it('sends traces only when tracing.endpoint is set, with OpenTelemetry’s own variables on the gateway and the operator (which tells its sidecars)', async () => {
+    const otel = (objects: K8sObject[], name: string) =>
+      (deployment(objects, name).template.spec.containers[0]?.env ?? []).filter((e) =>
+        String(e.name).startsWith('OTEL_'),
+      );
+    const plain = await render();
+    expect(otel(plain.objects, 't1-tollgate-gateway')).toEqual([]);
+    expect(otel(plain.objects, 't1-tollgate-operator')).toEqual([]);
+    const { objects } = await render([
+      'tracing.endpoint=http://otel-collector.observability:4318',
+      'tracing.sampleRatio=0.05',
+    ]);
+    for (const name of ['t1-tollgate-gateway', 't1-tollgate-operator']) {
+      expect(otel(objects, name)).toEqual([
+        { name: 'OTEL_EXPORTER_OTLP_ENDPOINT', value: 'http://otel-collector.observability:4318' },
+        { name: 'OTEL_EXPORTER_OTLP_PROTOCOL', value: 'http/protobuf' },
+        { name: 'OTEL_TRACES_SAMPLER', value: 'parentbased_traceidratio' },
+        { name: 'OTEL_TRACES_SAMPLER_ARG', value: '0.05' },
+      ]);
+    }
+    await expect(render(['tracing.endpoint=collector:4318'])).rejects.toThrow(
+      /tracing\.endpoint|tracing\/endpoint|pattern/,
+    );
+    await expect(render(['tracing.sampleRatio=2'])).rejects.toThrow(/sampleRatio|maximum/);
+  });
+
   it('renders the CRDs from the repository crds/ folder (one source)', async () => {
     const { objects } = await render([], ['--include-crds']);
     const crds = objects.filter((o) => o.kind === 'CustomResourceDefinition').map((o) => o.metadata.name);

@@ -199,7 +199,17 @@ class EventsCall {
       return readBody(req, s.config.bodyLimitBytes, (bytes) => held.take(bytes))
         .then((body) => {
           refuseOverrideInBody(fielded, body);
-          return forward(req, res, pool, target.proxy.origin, target.proxy.path, headers, requestId, s.config, body);
+          return forward(
+            req,
+            res,
+            pool,
+            target.proxy.origin,
+            target.proxy.path,
+            headers,
+            requestId,
+            s.config,
+            body,
+          );
         })
         .finally(() => held.release());
     }

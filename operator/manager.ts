@@ -292,7 +292,9 @@ class Term {
       opts,
     });
     // Each reconciler declares what it watches and owns (its `watches`); the manager only runs them.
-    this.controllers = reconcilers.map((r) => new Controller(r, metrics, opts.log, opts.workers?.[r.name], opts.tracer));
+    this.controllers = reconcilers.map(
+      (r) => new Controller(r, metrics, opts.log, opts.workers?.[r.name], opts.tracer),
+    );
     this.index = new IndexKeeper(redis, this.controllers, routes, verifier, {
       log: opts.log,
       ...(opts.namespace === undefined ? {} : { namespace: opts.namespace }),

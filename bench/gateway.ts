@@ -27,6 +27,7 @@ import {
 import { testSealer, testTrust, TEST_SIGNING_KEY_FILE } from '../test/integration/signing.js';
 import { CONNECTIONS, load, warmUp, type Figures } from './wrk.js';
 import { profiledCalls } from './gateway-profile.js';
+import { tracingCost } from './tracing-cost.js';
 
 /**
  * The gateway against the reference a platform team would otherwise deploy, in one run:
@@ -591,6 +592,18 @@ export async function run(): Promise<void> {
       'x-original-method': 'GET',
       'x-original-uri': `/events/bda/${workflow}/svc/`,
     }))
+      console.log(line);
+
+    for (const line of await tracingCost(
+      dir,
+      gatewayEnv,
+      { url: gateway, pid: pid(gatewayProc) },
+      `/events/bda/${workflow}/svc/`,
+      auth,
+      ROUNDS,
+      WORKERS,
+      median,
+    ))
       console.log(line);
 
     // Worker scaling: the other worker count (2 when the run above used 1) of both, measured the

@@ -15,6 +15,7 @@ import {
 } from '../../../operator/webhook/inject.js';
 import { SIDECAR_OPERATIONS_PORT } from '../../../operator/serving/model-workload.js';
 import { parseAppProbes } from '../../../common/sidecar-probes.js';
+import { passedTracingEnv } from '../../../common/tracing/settings.js';
 import {
   credentialEnv,
   REPORT_KEY_ENV,
@@ -71,6 +72,28 @@ function injected(p: V1Pod) {
 }
 
 describe('the sidecar injection plan', () => {
+  it('gives the sidecar the operator’s tracing settings, and never its collector credential', () => {
+    const env = passedTracingEnv({
+      OTEL_EXPORTER_OTLP_ENDPOINT: 'http://otel-collector.observability:4318',
+      OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
+      OTEL_TRACES_SAMPLER_ARG: '0.1',
+      OTEL_EXPORTER_OTLP_HEADERS: 'authorization=Bearer c0llector-t0ken',
+    });
+    const plan = planInjection(workflowPod(), { ...cfg, tracingEnv: env });
+    if (plan.kind !== 'inject') throw new Error('not injected');
+    const op = plan.patch.find((o) => o.path.startsWith('/spec/initContainers')) as JsonPatchOp;
+    const sidecar = (Array.isArray(op.value) ? op.value[0] : op.value) as V1Container;
+    const otel = (sidecar.env ?? []).filter((e) => e.name.startsWith('OTEL_'));
+    expect(otel).toEqual([
+      { name: 'OTEL_EXPORTER_OTLP_ENDPOINT', value: 'http://otel-collector.observability:4318' },
+      { name: 'OTEL_TRACES_SAMPLER', value: 'parentbased_traceidratio' },
+      { name: 'OTEL_TRACES_SAMPLER_ARG', value: '0.1' },
+    ]);
+    expect(JSON.stringify(plan.patch)).not.toContain('c0llector-t0ken');
+    // None set: the sidecar traces nothing, as the operator does.
+    expect((injected(workflowPod()).sidecar.env ?? []).some((e) => e.name.startsWith('OTEL_'))).toBe(false);
+  });
+
   it('adds a native sidecar that takes the workload port on the pod IP, the workload on loopback', () => {
     const { plan, sidecar, sidecarOp } = injected(workflowPod());
     expect(plan.guards).toBe('workflow service fraud/scorer');

@@ -70,6 +70,9 @@ export async function startTracing(
   const provider = new TracerProvider({
     sampler: samplerOf(settings),
     resource,
+    // A path or a header value is the caller's to make long (up to the head's limit): a span keeps
+    // what a reader needs of it.
+    spanLimits: { attributeValueLengthLimit: 1024, attributeCountLimit: 64 },
     spanProcessors: [new BatchSpanProcessor({ exporter, scheduledDelayMillis: 1_000 })],
   });
   log.info({ url, sampler: settings.sampler, ratio: settings.samplerArg }, 'tracing on (OTLP over HTTP)');

@@ -212,3 +212,107 @@ export async function offboardUser(owner) {
 export async function listModels() {
   return /** @type {Schemas['ModelPage']} */ (await call('GET', 'models'));
 }
+
+/**
+ * @typedef {Schemas['Identity']} Identity
+ * @typedef {Operations['createIdentity']['requestBody']['content']['application/json']} CreateIdentityRequest
+ * @typedef {Operations['adminSetIdentityLimits']['requestBody']['content']['application/json']} IdentityLimitsRequest
+ * @typedef {Schemas['Webhook']} Webhook
+ * @typedef {Schemas['WebhookWithSecret']} WebhookWithSecret
+ * @typedef {Operations['createWebhook']['requestBody']['content']['application/json']} CreateWebhookRequest
+ * @typedef {Schemas['Delivery']} Delivery
+ */
+
+/**
+ * @param {string} name
+ * @returns {Promise<Identity>}
+ */
+export async function getIdentity(name) {
+  return /** @type {Identity} */ (await call('GET', `identities/${encodeURIComponent(name)}`));
+}
+
+/**
+ * @param {CreateIdentityRequest} request
+ * @returns {Promise<Identity>}
+ */
+export async function createIdentity(request) {
+  return /** @type {Identity} */ (await call('POST', 'identities', { body: request }));
+}
+
+/** @param {string} name */
+export async function deleteIdentity(name) {
+  await call('DELETE', `identities/${encodeURIComponent(name)}`);
+}
+
+/**
+ * Administrators: an identity's named limits and credits (null removes one, absent leaves it).
+ * @param {string} name
+ * @param {IdentityLimitsRequest} request
+ * @returns {Promise<Identity>}
+ */
+export async function setIdentityLimits(name, request) {
+  return /** @type {Identity} */ (
+    await call('PUT', `admin/identities/${encodeURIComponent(name)}/limits`, { body: request })
+  );
+}
+
+/**
+ * Administrators: tops up the credits an identity's keys share.
+ * @param {string} name
+ * @param {number} amount
+ */
+export async function addIdentityCredits(name, amount) {
+  /** @type {Operations['adminAddIdentityCredits']['requestBody']['content']['application/json']} */
+  const body = { add: amount };
+  await call('POST', `admin/identities/${encodeURIComponent(name)}/credits`, { body });
+}
+
+/** @returns {Promise<{ items: Webhook[] }>} */
+export async function listWebhooks() {
+  return /** @type {{ items: Webhook[] }} */ (await call('GET', 'webhooks'));
+}
+
+/**
+ * @param {CreateWebhookRequest} request
+ * @returns {Promise<WebhookWithSecret>} its signing secret, in this answer only
+ */
+export async function createWebhook(request) {
+  return /** @type {WebhookWithSecret} */ (await call('POST', 'webhooks', { body: request }));
+}
+
+/** @param {string} id */
+export async function deleteWebhook(id) {
+  await call('DELETE', `webhooks/${encodeURIComponent(id)}`);
+}
+
+/**
+ * @param {string} id
+ * @returns {Promise<WebhookWithSecret>} the new secret, in this answer only
+ */
+export async function rotateWebhookSecret(id) {
+  return /** @type {WebhookWithSecret} */ (
+    await call('POST', `webhooks/${encodeURIComponent(id)}/rotate-secret`)
+  );
+}
+
+/**
+ * An endpoint's deliveries, newest first.
+ * @param {string} id
+ * @param {{ status?: Delivery['status']; limit?: number }} [options]
+ * @returns {Promise<{ items: Delivery[] }>}
+ */
+export async function listDeliveries(id, { status, limit } = {}) {
+  return /** @type {{ items: Delivery[] }} */ (
+    await call('GET', `webhooks/${encodeURIComponent(id)}/deliveries`, {
+      query: { status, limit: limit === undefined ? undefined : String(limit) },
+    })
+  );
+}
+
+/**
+ * @param {string} id
+ * @param {string} delivery
+ */
+export async function replayDelivery(id, delivery) {
+  await call('POST', `webhooks/${encodeURIComponent(id)}/deliveries/${encodeURIComponent(delivery)}/replay`);
+}

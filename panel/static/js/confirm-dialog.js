@@ -26,7 +26,12 @@ export function createConfirmDialog({ onAuthError }) {
         dialog.close();
         onAuthError(error);
       } else {
-        showBanner(banner, null, messageOf(error));
+        // The server's message says what to do; its code is what to search the docs for.
+        showBanner(
+          banner,
+          null,
+          error instanceof ApiError ? `${error.message} (${error.code})` : messageOf(error),
+        );
       }
     } finally {
       ok.disabled = false;

@@ -11,6 +11,8 @@ import { createCreateDialog } from './create-dialog.js';
 import { createDetailsDialog } from './details-dialog.js';
 import { $, messageOf, setFieldError, showBanner } from './dom.js';
 import { createKeysPage } from './keys-page.js';
+import { createIdentitiesPage } from './identities-page.js';
+import { createWebhooksPage } from './webhooks-page.js';
 import { createModelsPage } from './models-page.js';
 import { createRevealDialog } from './reveal-dialog.js';
 import { createRollDialog } from './roll-dialog.js';
@@ -26,7 +28,7 @@ import {
 
 const banner = $('banner');
 const bannerText = $('banner-text');
-const PAGES = ['keys', 'audit', 'models', 'admin'];
+const PAGES = ['keys', 'audit', 'models', 'identities', 'webhooks', 'admin'];
 /** @type {import('./signin.js').SignInConfig | null} */
 let signInConfig = null;
 let isAdmin = false;
@@ -93,6 +95,17 @@ const adminPage = createAdminPage({
   onDone: (message) => say(message),
 });
 const reveal = createRevealDialog();
+const identitiesPage = createIdentitiesPage({
+  onError: showError,
+  isAdmin: () => isAdmin,
+  confirm: (action) => confirmDialog.ask(action),
+});
+const webhooksPage = createWebhooksPage({
+  onError: showError,
+  isAdmin: () => isAdmin,
+  confirm: (action) => confirmDialog.ask(action),
+  reveal: (endpoint) => reveal.showSecret(endpoint),
+});
 const rollDialog = createRollDialog({
   onRolled: (rolled) => {
     say(null);
@@ -103,7 +116,7 @@ const rollDialog = createRollDialog({
 });
 const detailsDialog = createDetailsDialog({ onAuthError: showError });
 
-/** The page the address names (`#keys`, `#audit`, `#models`, `#admin`); keys when it names none it may show. */
+/** The page the address names (`#keys`, `#audit`, `#models`, `#identities`, `#webhooks`, `#admin`); keys when it names none it may show. */
 function currentPage() {
   const name = window.location.hash.slice(1);
   if (name === 'admin' && !isAdmin) return 'keys';
@@ -120,6 +133,8 @@ function showPage() {
   if (name === 'audit') auditPage.reload();
   else if (name === 'models') modelsPage.reload();
   else if (name === 'admin') adminPage.reload();
+  else if (name === 'identities') void identitiesPage.load();
+  else if (name === 'webhooks') void webhooksPage.load();
   else page.reload();
 }
 const createDialog = createCreateDialog({

@@ -354,7 +354,7 @@ describe('the Webhooks page', () => {
     const page = await openPanel('root', '#webhooks', ['platform-admins']);
     await says(cell(page, 'webhooks-body', 'all revocations'), 'Every user’s events');
     await page.getByRole('button', { name: 'Add endpoint' }).click();
-    await page.getByLabel("Every user's key events (administrators)").waitFor();
+    await page.getByLabel('For every user’s keys, not mine alone (administrators)').waitFor();
     await page.keyboard.press('Escape');
     await page.context().close();
   });

@@ -171,6 +171,14 @@ export const deliverySchema = z.object({
 
 export const deliveryListSchema = z.object({ items: z.array(deliverySchema) });
 
+const limitUsageSchema = z.object({
+  name: z.string().optional().describe('Absent for the key’s own rateLimit'),
+  requests: z.int().min(1),
+  windowSeconds: z.int().min(1),
+  used: z.int().min(0).describe('Counted in this window (replicas lease a few calls ahead)'),
+  resetsAt: dateTime.describe('When the next window begins'),
+});
+
 export const keyUsageSchema = z.object({
   id: z.string(),
   requestCount: z.int().min(0),
@@ -183,6 +191,14 @@ export const keyUsageSchema = z.object({
   identityCredits: creditsStateSchema
     .optional()
     .describe('The credits of the key’s identity, shared with its other keys'),
+  limits: z
+    .array(limitUsageSchema)
+    .optional()
+    .describe('Each of the key’s limits (its rateLimit unnamed) in its current window'),
+  identityLimits: z
+    .array(limitUsageSchema)
+    .optional()
+    .describe('Each named limit of the key’s identity in its current window, shared with its other keys'),
 });
 
 export const modulesSchema = z.object({

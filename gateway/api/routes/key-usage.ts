@@ -7,6 +7,9 @@ import { toApiKeyView, keyUsageSchema } from '../views.js';
 import { keyIdParam, keyNotFound, keyIdParamsSchema } from '../key-id.js';
 import type { ManagementRoute } from '../route.js';
 import { identityCredits } from '../identity-access.js';
+import { readLimitUsage } from '../../../common/apikey/limit-usage.js';
+import { identityCounterAccount } from '../../../common/resources/identity.js';
+import { redisUnavailable } from '../../../common/redis/unavailable.js';
 
 /**
  * GET /apikeys/{id}/usage: requests and refusals per minute for the last 24 hours and per hour for
@@ -31,6 +34,15 @@ function keyUsage(deps: ManagementDeps): RequestHandler {
     const named = key.spec.identity === undefined ? undefined : await deps.identities.get(key.spec.identity);
     const identity = named?.spec.owner === key.spec.owner ? named : undefined;
     const identityCreditsNow = identity === undefined ? undefined : await identityCredits(deps, identity);
+    const account = key.spec.countsAs ?? id;
+    const [limits, identityLimits] = await Promise.all([
+      readLimitUsage(deps.redis, account, key.spec),
+      identity === undefined
+        ? []
+        : readLimitUsage(deps.redis, identityCounterAccount(deps.sealer, identity.metadata.name), identity.spec),
+    ]).catch((err: unknown) => {
+      throw redisUnavailable(err);
+    });
     res.json({
       id,
       requestCount: view.requestCount,
@@ -39,6 +51,8 @@ function keyUsage(deps: ManagementDeps): RequestHandler {
       ...series,
       ...(credits === undefined ? {} : { credits }),
       ...(identityCreditsNow === undefined ? {} : { identityCredits: identityCreditsNow }),
+      ...(limits.length === 0 ? {} : { limits }),
+      ...(identityLimits.length === 0 ? {} : { identityLimits }),
     });
   };
 }

@@ -36,5 +36,10 @@ export function detailText(detail) {
   if (detail['graceEndsAt'] !== undefined)
     parts.push(`old key stops ${new Date(String(detail['graceEndsAt'])).toLocaleString()}`);
   if (detail['rolledFrom'] !== undefined) parts.push(`replaces ${detail['rolledFrom']}`);
+  // A leak report: where the scanner found the key, and what Tollgate did.
+  if (detail['url']) parts.push(`found at ${detail['url']}`);
+  if (detail['source']) parts.push(`by ${detail['source']}`);
+  if (detail['outcome'] === 'revoked') parts.push('the key was revoked');
+  if (detail['outcome'] === 'reported') parts.push('the key was kept working (reported only)');
   return parts.join(' · ');
 }

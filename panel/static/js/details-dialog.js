@@ -27,6 +27,21 @@ export function createDetailsDialog({ onAuthError }) {
    */
   const fact = (term, value) => [el('dt', { text: term }), el('dd', { text: value })];
 
+  /** @param {NonNullable<import('./api.js').KeyUsage['limits']>} limits */
+  const windows = (limits) =>
+    limits
+      .map(
+        (l) =>
+          `${l.name ?? 'rate limit'}: ${l.used} of ${l.requests} used this ${l.windowSeconds} s window, next window ${formatDateTime(l.resetsAt)}`,
+      )
+      .join('; ');
+
+  /** @param {NonNullable<import('./api.js').KeyUsage['credits']>} c */
+  const creditsText = (c) =>
+    `${c.remaining} left (${c.amount}${c.refill ? ` a ${c.refill === 'daily' ? 'day' : 'month'}` : ' in all'})${
+      c.refillsAt ? `; next refill ${formatDateTime(c.refillsAt)}` : ''
+    }`;
+
   /** @param {KeySummary} key */
   function facts(key) {
     return [
@@ -62,6 +77,8 @@ export function createDetailsDialog({ onAuthError }) {
         $(id).replaceChildren(el('span', { className: 'muted', text: 'Loading…' }));
       }
       showBanner(banner, null, null);
+      const leakedNote = $('details-leaked');
+      leakedNote.hidden = true;
       dialog.showModal();
       try {
         const [usage, events] = await Promise.all([
@@ -72,15 +89,17 @@ export function createDetailsDialog({ onAuthError }) {
         $('details-facts').append(
           ...fact('Requests', `${usage.requestCount} (${usage.refusalCount} refused)`),
           ...fact('Last used', usage.lastUsed ? formatDateTime(usage.lastUsed) : 'Never'),
-          ...(usage.credits
-            ? fact(
-                'Credits',
-                `${usage.credits.remaining} left (${usage.credits.amount}${usage.credits.refill ? ` a ${usage.credits.refill === 'daily' ? 'day' : 'month'}` : ' in all'})${
-                  usage.credits.refillsAt ? `; refill ${formatDateTime(usage.credits.refillsAt)}` : ''
-                }`,
-              )
-            : []),
+          ...(usage.credits ? fact('Credits', creditsText(usage.credits)) : []),
+          ...(usage.limits ? fact('Windows now', windows(usage.limits)) : []),
+          ...(usage.identityCredits ? fact('Identity’s credits', creditsText(usage.identityCredits)) : []),
+          ...(usage.identityLimits ? fact('Identity’s windows now', windows(usage.identityLimits)) : []),
         );
+        // Reported leaked: the trail says where it was found and what was done.
+        const leak = events.items.find((e) => e.action === 'key.leaked');
+        if (leak !== undefined) {
+          leakedNote.textContent = `Reported leaked ${formatDateTime(leak.at)}${leak.detail ? `: ${detailText(leak.detail)}` : ''}. Anyone who found it may use it: roll or delete it.`;
+          leakedNote.hidden = false;
+        }
         $('details-minutes').replaceChildren(
           usageChart(usage.perMinute, { label: 'Requests per minute, last 24 hours', bucket: minuteLabel }),
         );

@@ -204,10 +204,12 @@ export function createIdentitiesPage({ onError, isAdmin, confirm }) {
       return;
     }
     const field = error.field ?? '';
-    if (field === 'name') setFieldError(fields.name, errors.name, error.message);
-    else if (field === 'displayName') setFieldError(fields.display, errors.displayName, error.message);
-    else if (field.startsWith('limits')) setFieldError(fields.limitName, errors.limits, error.message);
-    else if (field.startsWith('credits')) setFieldError(fields.credits, errors.credits, error.message);
+    // The server's words say what to fix; its code is what to look up.
+    const said = `${error.message} (${error.code})`;
+    if (field === 'name') setFieldError(fields.name, errors.name, said);
+    else if (field === 'displayName') setFieldError(fields.display, errors.displayName, said);
+    else if (field.startsWith('limits')) setFieldError(fields.limitName, errors.limits, said);
+    else if (field.startsWith('credits')) setFieldError(fields.credits, errors.credits, said);
     else showBanner(banner, null, `${error.message} (${error.code})`);
   }
 

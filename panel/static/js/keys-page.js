@@ -1,6 +1,6 @@
 // The "API keys" page: the caller's keys in a table with a day's usage per row, a server-side
 // search, paging, and the actions on a key (details, roll, delete).
-import { listKeys } from './api.js';
+import { listAudit, listKeys } from './api.js';
 import { sparkline } from './chart.js';
 import { $, actionButton, el, labelCells, debounce } from './dom.js';
 import { formatDate, formatDateTime, formatRelative } from './format.js';
@@ -26,6 +26,8 @@ export function createKeysPage({ onError, onDelete, onRoll, onDetails }) {
   let keys = [];
   /** @type {string | null} */
   let nextCursor = null;
+  /** @type {Set<string>} ids of keys the audit trail says were reported leaked */
+  let leaked = new Set();
   // Answers to an older search may arrive after a newer one's: only the latest is drawn.
   let generation = 0;
 
@@ -35,10 +37,13 @@ export function createKeysPage({ onError, onDelete, onRoll, onDetails }) {
     loading.hidden = append || keys.length > 0;
     try {
       const cursor = append && nextCursor !== null ? nextCursor : undefined;
-      const page = await listKeys({
-        search: search.value.trim(),
-        ...(cursor === undefined ? {} : { cursor }),
-      });
+      const [page, leaks] = await Promise.all([
+        listKeys({ search: search.value.trim(), ...(cursor === undefined ? {} : { cursor }) }),
+        // Keys reported leaked and kept working (reportOnly): marked in the list. Without an audit
+        // trail there is nothing to mark.
+        listAudit({ action: 'key.leaked', limit: 100 }).catch(() => ({ items: [] })),
+      ]);
+      leaked = new Set(leaks.items.flatMap((e) => (e.keyId === undefined ? [] : [e.keyId])));
       if (mine !== generation) return;
       keys = append ? keys.concat(page.items) : page.items;
       nextCursor = page.nextCursor ?? null;
@@ -116,6 +121,9 @@ export function createKeysPage({ onError, onDelete, onRoll, onDetails }) {
     return el('tr', { attrs: { 'data-key-id': key.id, 'data-state': key.state ?? 'active' } }, [
       el('td', {}, [
         el('span', { className: key.name ? 'key-name' : 'key-name unnamed', text: label }),
+        ...(leaked.has(key.id)
+          ? [el('span', { className: 'badge badge-leaked', text: 'Reported leaked' })]
+          : []),
         ...(key.rolledFrom
           ? [el('span', { className: 'muted link-note', text: ` replaces ${key.rolledFrom.slice(0, 8)}…` })]
           : []),

@@ -241,10 +241,11 @@ export function createWebhooksPage({ onError, isAdmin, confirm, reveal }) {
         return;
       }
       const field = error.field ?? '';
-      if (field === 'url') setFieldError(url, $('webhook-url-error'), error.message);
-      else if (field === 'description')
-        setFieldError(description, $('webhook-description-error'), error.message);
-      else if (field.startsWith('events')) setFieldError(null, $('webhook-events-error'), error.message);
+      // The server's words say what to fix; its code is what to look up.
+      const said = `${error.message} (${error.code})`;
+      if (field === 'url') setFieldError(url, $('webhook-url-error'), said);
+      else if (field === 'description') setFieldError(description, $('webhook-description-error'), said);
+      else if (field.startsWith('events')) setFieldError(null, $('webhook-events-error'), said);
       else showBanner(banner, null, `${error.message} (${error.code})`);
     }
   });

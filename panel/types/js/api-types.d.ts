@@ -655,8 +655,36 @@ export interface components {
                 /** @description Spent this period (below 0 after a top-up larger than what was spent) */
                 spent: number;
             };
+            /** @description Each named limit of the key’s identity in its current window, shared with its other keys */
+            identityLimits?: {
+                /** @description Absent for the key’s own rateLimit */
+                name?: string;
+                requests: number;
+                /**
+                 * Format: date-time
+                 * @description When the next window begins
+                 */
+                resetsAt: string;
+                /** @description Counted in this window (replicas lease a few calls ahead) */
+                used: number;
+                windowSeconds: number;
+            }[];
             /** Format: date-time */
             lastUsed?: string;
+            /** @description Each of the key’s limits (its rateLimit unnamed) in its current window */
+            limits?: {
+                /** @description Absent for the key’s own rateLimit */
+                name?: string;
+                requests: number;
+                /**
+                 * Format: date-time
+                 * @description When the next window begins
+                 */
+                resetsAt: string;
+                /** @description Counted in this window (replicas lease a few calls ahead) */
+                used: number;
+                windowSeconds: number;
+            }[];
             /** @description The last 30 days, oldest first */
             perHour: {
                 /** Format: date-time */

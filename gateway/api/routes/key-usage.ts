@@ -39,7 +39,11 @@ function keyUsage(deps: ManagementDeps): RequestHandler {
       readLimitUsage(deps.redis, account, key.spec),
       identity === undefined
         ? []
-        : readLimitUsage(deps.redis, identityCounterAccount(deps.sealer, identity.metadata.name), identity.spec),
+        : readLimitUsage(
+            deps.redis,
+            identityCounterAccount(deps.sealer, identity.metadata.name),
+            identity.spec,
+          ),
     ]).catch((err: unknown) => {
       throw redisUnavailable(err);
     });

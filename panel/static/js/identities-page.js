@@ -9,6 +9,7 @@ import {
   deleteIdentity,
   getIdentity,
   listIdentities,
+  listKeys,
   setIdentityLimits,
 } from './api.js';
 import { $, actionButton, el, find, labelCells, setFieldError, showBanner } from './dom.js';
@@ -34,6 +35,8 @@ export function createIdentitiesPage({ onError, isAdmin, confirm }) {
   let editing = null;
   /** @type {Identity | null} */
   let toppingUp = null;
+  /** @type {Map<string, string[]>} the names of the caller's own keys of each identity */
+  let keyNames = new Map();
 
   const fields = {
     name: $('identity-name', HTMLInputElement),
@@ -55,7 +58,12 @@ export function createIdentitiesPage({ onError, isAdmin, confirm }) {
     loading.hidden = false;
     try {
       // A listing counts no keys: each identity's own answer does.
-      const { items } = await listIdentities();
+      const [{ items }, keys] = await Promise.all([listIdentities(), listKeys({})]);
+      keyNames = new Map();
+      for (const key of keys.items) {
+        if (key.identity === undefined) continue;
+        keyNames.set(key.identity, [...(keyNames.get(key.identity) ?? []), key.name ?? `${key.start}…`]);
+      }
       render(await Promise.all(items.map((i) => getIdentity(i.name).catch(() => i))));
     } catch (error) {
       onError(error);
@@ -104,7 +112,12 @@ export function createIdentitiesPage({ onError, isAdmin, confirm }) {
           : [el('code', { className: 'muted', text: ` ${identity.name}` })]),
       ]),
       el('td', { text: identity.ownerName ?? identity.owner }),
-      el('td', { text: identity.keys === undefined ? '–' : String(identity.keys) }),
+      el('td', {
+        text: [
+          identity.keys === undefined ? '–' : String(identity.keys),
+          ...(keyNames.has(identity.name) ? [`: ${(keyNames.get(identity.name) ?? []).join(', ')}`] : []),
+        ].join(''),
+      }),
       el('td', { text: limits.length === 0 ? 'None' : limits.join('; ') }),
       el('td', {
         text: credits === undefined ? 'No credits' : `${credits.remaining} of ${credits.amount}`,

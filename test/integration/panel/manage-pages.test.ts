@@ -215,11 +215,12 @@ describe('the Identities page', () => {
       module: 'platform',
       roles: ['viewer'],
       identity: 'beta-team',
+      name: 'beta reader',
     });
     expect(key.status).toBe(201);
     const page = await openPanel('alice', '#identities');
     const row = cell(page, 'identities-body', 'beta-team');
-    await says(row, '1');
+    await says(row, '1: beta reader');
     await row.getByRole('button', { name: 'Delete identity beta-team' }).click();
     const confirm = page.getByRole('dialog', { name: 'Delete identity beta-team?' });
     await confirm.getByRole('button', { name: 'Delete identity' }).click();

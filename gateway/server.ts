@@ -18,6 +18,7 @@ import { onCallEnd } from './http/call-end.js';
 import { clientAddress, senderOf } from './http/client-address.js';
 import { runAsCall } from '../common/tracing/call-trace.js';
 import { traceHttpCall } from './tracing/http-call.js';
+import { GRANT_HEADER } from './auth/signed-grant.js';
 
 /**
  * A gateway's HTTP server (gateway/central-server.ts dispatches the central gateway's paths on it,
@@ -96,7 +97,14 @@ export function createHttpServer(
         dispatch(req, res, path);
         return;
       }
-      const call = traceHttpCall(tracer, req, res, path.segments, s.proxies);
+      // A sidecar's call that carries a grant continues the central gateway's trace once the grant
+      // is verified (sidecar.ts): its sampling is decided then.
+      const parentLater = s.placement === 'sidecar' && typeof req.headers[GRANT_HEADER] === 'string';
+      const call = traceHttpCall(tracer, req, res, path.segments, s.proxies, parentLater);
+      if (call === undefined) {
+        dispatch(req, res, path);
+        return;
+      }
       onCallEnd(req, res, () =>
         call.end(
           res.headersSent ? res.statusCode : undefined,

@@ -50,6 +50,11 @@ export class CallTrace {
     return trace.setSpan(this.parent, this.made());
   }
 
+  /** Whether the call's span is sampled (it is made now, with its parent as it stands). */
+  recording(): boolean {
+    return this.made().isRecording();
+  }
+
   /** The ids a log line, an audit event or a payload-log record carries. */
   ids(): { traceId: string; spanId: string; sampled: boolean } {
     const c = this.made().spanContext();

@@ -5,6 +5,7 @@ import type { ProxyTrust } from '../http/client-address.js';
 import { countedUpstream } from '../auth/signed-grant.js';
 import { currentCall } from '../../common/tracing/call-trace.js';
 import { passedTraceHeaders } from '../tracing/trace-context.js';
+import { unsampledTraceHeaders } from '../tracing/http-call.js';
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
 
@@ -99,8 +100,13 @@ export function upstreamRequestHeaders(
   // in front of a sidecar (its grant verified). Anyone else's word is replaced.
   const trusted = countedUpstream(grant) || (proxies.hops > 0 && proxies.proxies.allows(peer));
   const forwardedFor = trusted ? firstValue(req.headers['x-forwarded-for']) : undefined;
-  // With tracing on, the request's own span says it (tracing/upstream-span.ts).
-  if (trusted && currentCall() === undefined) out.push(...passedTraceHeaders(req.headers));
+  // With tracing on, the request's own span says it (tracing/upstream-span.ts); a call not sampled
+  // says so; with tracing off, a trusted caller's word goes on as it came.
+  if (currentCall() === undefined) {
+    const unsampled = unsampledTraceHeaders(req);
+    if (unsampled !== undefined) out.push(...unsampled);
+    else if (trusted) out.push(...passedTraceHeaders(req.headers));
+  }
   out.push(
     'x-request-id',
     requestId,

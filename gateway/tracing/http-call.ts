@@ -3,10 +3,12 @@ import { ROOT_CONTEXT, SpanKind, type Context, type Tracer } from '@opentelemetr
 import { CallTrace } from '../../common/tracing/call-trace.js';
 import type { CallHead } from '../http/call-head.js';
 import { clientAddress, type ProxyTrust } from '../http/client-address.js';
-import { contextFromHeaders } from './trace-context.js';
+import { contextFromHeaders, traceHeaders } from './trace-context.js';
 
 /** The calls of answers still open, so the one place that answers errors (http/errors.ts) can say which refusal ended each. */
 const calls = new WeakMap<ServerResponse, CallTrace>();
+/** The trace context of the calls not sampled, by request. */
+const unsampled = new WeakMap<CallHead, string[]>();
 
 /** What a sender's `traceparent` is worth: the call's parent when it is a proxy the gateway trusts. */
 export function trustedParent(req: CallHead, proxies: ProxyTrust): Context {
@@ -36,8 +38,11 @@ export function routeOf(segments: readonly string[]): string {
 
 /**
  * The server span of one HTTP call: started where the call arrives (gateway/server.ts), ended when
- * it ends with its status and, for a refusal, its code; the parent is what `parent` says of the
- * sender (a sidecar may adopt the central gateway's once its grant is verified).
+ * it ends with its status and, for a refusal, its code; the parent is what the trusted sender says
+ * (a sidecar's call carrying a grant may adopt the central gateway's once the grant is verified:
+ * `parentLater`). A call whose parent is settled and that is not sampled gets no span the rest of
+ * its way, so 1% sampling costs the other 99% of calls one sampling decision: its upstream requests
+ * still say "not sampled", so the services behind make no trace of their own for it.
  */
 export function traceHttpCall(
   tracer: Tracer,
@@ -45,10 +50,15 @@ export function traceHttpCall(
   res: ServerResponse,
   segments: readonly string[],
   proxies: ProxyTrust,
-): CallTrace {
+  parentLater: boolean,
+): CallTrace | undefined {
   const method = req.method ?? 'GET';
   const route = routeOf(segments);
   const call = new CallTrace(tracer, `${method} ${route}`, SpanKind.SERVER, trustedParent(req, proxies));
+  if (!parentLater && !call.recording()) {
+    unsampled.set(req, traceHeaders(call.context()));
+    return undefined;
+  }
   const client = clientAddress(req, proxies);
   call.set({
     'http.request.method': method,
@@ -71,7 +81,10 @@ export function noteAnswerCode(res: ServerResponse, code: string): void {
   calls.get(res)?.refused(code);
 }
 
-/** The call an answer belongs to, while tracing is on. */
-export function callOfResponse(res: ServerResponse): CallTrace | undefined {
-  return calls.get(res);
+/**
+ * The trace headers of a call that is not sampled, for its upstream requests: the decision goes on
+ * with them (proxy/headers.ts).
+ */
+export function unsampledTraceHeaders(req: CallHead): string[] | undefined {
+  return unsampled.get(req);
 }

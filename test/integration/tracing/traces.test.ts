@@ -224,6 +224,37 @@ describe('OpenTelemetry traces through the gateway, a sidecar and the runtime', 
     expect(joined.some((s) => s.service === 'tollgate-sidecar')).toBe(true);
   });
 
+  it('makes no span anywhere for a call its gateway does not sample: the sidecar is told so and follows', async () => {
+    const sparing = await gateway({ tracing: { endpoint: collector.url, sampler: 'always_off' } });
+    try {
+      const { key, grant } = await createKey(rc, 'platform', ['models:inference']);
+      const r = await send(sparing.url, `/v2/models/${model}/infer`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...apikey(key) },
+        body: inferBody(),
+      });
+      expect(r.status).toBe(200);
+      // A later call's spans arrive after this one's would have: by then none of this key came.
+      const { key: later } = await createKey(rc, 'platform', ['models:inference']);
+      const marker = hex(16);
+      await send(central.url, `/v2/models/${model}/infer`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          ...apikey(later),
+          traceparent: `00-${marker}-${hex(8)}-01`,
+        },
+        body: inferBody(),
+      });
+      await traceOf(marker, 4);
+      expect(readSpans(collector.log).filter((s) => s.attributes['tollgate.key.id'] === grant.id)).toEqual(
+        [],
+      );
+    } finally {
+      await sparing.gateway.shutdown();
+    }
+  });
+
   it('puts a refused call’s code on its span, and its trace id in the audit event and the log line', async () => {
     const viewer = await createKey(rc, 'platform', ['models:viewer']);
     const traceId = hex(16);

@@ -1,6 +1,6 @@
 // The "API keys" page: the caller's keys in a table with a day's usage per row, a server-side
 // search, paging, and the actions on a key (details, roll, delete).
-import { listAudit, listKeys } from './api.js';
+import { keyUsage, listAudit, listKeys } from './api.js';
 import { sparkline } from './chart.js';
 import { $, actionButton, el, labelCells, debounce } from './dom.js';
 import { formatDate, formatDateTime, formatRelative } from './format.js';
@@ -109,6 +109,35 @@ export function createKeysPage({ onError, onDelete, onRoll, onDetails }) {
     ]);
   }
 
+  /**
+   * What the key may still spend, when it has limits, credits or an identity: filled in from its
+   * usage (the counters the gateways count in), once the row is drawn.
+   * @param {KeySummary} key
+   */
+  function budgetCell(key) {
+    const limited =
+      key.rateLimit !== undefined ||
+      (key.limits ?? []).length > 0 ||
+      key.credits !== undefined ||
+      key.identity;
+    const cell = el('span', { className: 'muted budget', text: limited ? '…' : 'Unlimited' });
+    if (!limited) return cell;
+    keyUsage(key.id).then(
+      (usage) => {
+        const parts = [
+          ...(usage.credits ? [`${usage.credits.remaining} credits left`] : []),
+          ...(usage.limits ?? []).map((l) => `${l.name ?? 'rate'} ${l.used}/${l.requests}`),
+          ...(key.identity ? [`identity ${key.identity}`] : []),
+          ...(usage.identityCredits ? [`${usage.identityCredits.remaining} shared credits left`] : []),
+        ];
+        cell.textContent = parts.join(' · ') || 'Unlimited';
+        cell.classList.remove('muted');
+      },
+      () => (cell.textContent = 'Not known now'),
+    );
+    return cell;
+  }
+
   /** @param {KeySummary} key */
   function row(key) {
     const label = key.name || 'Unnamed key';
@@ -150,6 +179,7 @@ export function createKeysPage({ onError, onDelete, onRoll, onDetails }) {
           : el('span', { className: 'muted', text: 'Never' }),
       ]),
       el('td', {}, [usageCell(key)]),
+      el('td', {}, [budgetCell(key)]),
       el('td', {}, [stateCell(key)]),
       el('td', { className: 'row-actions' }, actions),
     ]);

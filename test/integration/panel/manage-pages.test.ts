@@ -412,6 +412,8 @@ describe('a key’s state in the list and its details', () => {
     const page = await openPanel('erin', '#keys');
     const row = page.locator('#keys-body tr', { hasText: 'limited one' });
     await says(row, 'Reported leaked');
+    // The list says what the key may still spend: its window, its identity and its shared credits.
+    await says(row, /per-minute \d+\/100 · identity delta · \d+ shared credits left/);
     await row.getByRole('button', { name: /^Details of key limited one/ }).click();
     const details = page.getByRole('dialog', { name: 'limited one' });
     const leak = await says(details.locator('#details-leaked'), /Reported leaked/);

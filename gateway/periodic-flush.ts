@@ -1,3 +1,5 @@
+import { outsideCall } from '../common/tracing/call-trace.js';
+
 /**
  * Writes a batch every `everyMs`, and on demand: calls that arrive while a write runs share it, so
  * two writes of one batch never overlap. What the gateway's buffered recorders (key usage, model
@@ -14,7 +16,7 @@ export class PeriodicFlush {
 
   start(): void {
     // A failed write is the writer's to log and keep; the timer's flush must never throw.
-    this.timer = setInterval(() => void this.flush().catch(() => undefined), this.everyMs);
+    this.timer = outsideCall(() => setInterval(() => void this.flush().catch(() => undefined), this.everyMs));
     this.timer.unref();
   }
 
@@ -25,7 +27,8 @@ export class PeriodicFlush {
   }
 
   flush(): Promise<void> {
-    this.flushing ??= this.write().finally(() => {
+    // Asked for by one call (the audit's settle), written for all: none of that call's.
+    this.flushing ??= outsideCall(() => this.write()).finally(() => {
       this.flushing = undefined;
     });
     return this.flushing;

@@ -61,6 +61,11 @@ export class CallTrace {
     return { traceId: c.traceId, spanId: c.spanId, sampled: (c.traceFlags & 1) === 1 };
   }
 
+  /** The ids, when the span exists already (nothing is made for asking). */
+  idsIfMade(): { traceId: string; spanId: string; sampled: boolean } | undefined {
+    return this.span === undefined ? undefined : this.ids();
+  }
+
   /** A child span of this call (a Redis round trip, the upstream, a wake from zero). */
   child(name: string, kind: SpanKind, attributes: Attributes): Span {
     return this.tracer.startSpan(name, { kind, attributes }, this.context());
@@ -108,6 +113,14 @@ export function runAsCall<T>(call: CallTrace | undefined, fn: () => T): T {
   return call === undefined ? fn() : current.run(call, fn);
 }
 
+/**
+ * Runs `fn` as no call's: work one call starts for many (a shared flush, a model's wake, a timer
+ * made on first use) is none of theirs, and its spans, log lines and audit events say so.
+ */
+export function outsideCall<T>(fn: () => T): T {
+  return current.getStore() === undefined ? fn() : current.exit(fn);
+}
+
 /** The call this code runs for, when tracing is on and it runs for one. */
 export function currentCall(): CallTrace | undefined {
   return current.getStore();
@@ -143,17 +156,19 @@ export async function inChildSpan<T>(
   }
 }
 
-/** The ids a log line carries (pino's mixin): the current call's, when there is one. */
+/**
+ * The ids a log line carries (pino's mixin): the current call's, once its span exists. A line
+ * never makes it: a sidecar's call must still be free to take the central gateway's trace.
+ */
 export function traceFields(): { trace_id?: string; span_id?: string; trace_flags?: string } {
-  const call = current.getStore();
-  if (call === undefined) return {};
-  const { traceId, spanId, sampled } = call.ids();
-  return { trace_id: traceId, span_id: spanId, trace_flags: sampled ? '01' : '00' };
+  const ids = current.getStore()?.idsIfMade();
+  if (ids === undefined) return {};
+  return { trace_id: ids.traceId, span_id: ids.spanId, trace_flags: ids.sampled ? '01' : '00' };
 }
 
 /** The current call's trace id, for the records a call leaves (audit events, payload-log records). */
 export function currentTraceId(): string | undefined {
-  return current.getStore()?.ids().traceId;
+  return current.getStore()?.idsIfMade()?.traceId;
 }
 
 export { ROOT_CONTEXT, SpanKind };

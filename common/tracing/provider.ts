@@ -8,7 +8,7 @@ import {
   TracerProvider,
 } from '@opentelemetry/sdk-trace';
 import { detectResources, envDetector, resourceFromAttributes } from '@opentelemetry/resources';
-import type { Tracer } from '@opentelemetry/api';
+import { diag, DiagLogLevel, type Tracer } from '@opentelemetry/api';
 import type { Logger } from '../logger.js';
 import { TOLLGATE_VERSION } from '../version.js';
 import { tracesWanted, type TracingSettings } from './settings.js';
@@ -75,7 +75,27 @@ export async function startTracing(
     spanLimits: { attributeValueLengthLimit: 1024, attributeCountLimit: 64 },
     spanProcessors: [new BatchSpanProcessor({ exporter, scheduledDelayMillis: 1_000 })],
   });
-  log.info({ url, sampler: settings.sampler, ratio: settings.samplerArg }, 'tracing on (OTLP over HTTP)');
+  // Export failures are the SDK's to report: at warn, in the process's own log.
+  diag.setLogger(
+    {
+      error: (message, ...args) => log.warn({ args }, `tracing: ${message}`),
+      warn: (message, ...args) => log.warn({ args }, `tracing: ${message}`),
+      info: () => undefined,
+      debug: () => undefined,
+      verbose: () => undefined,
+    },
+    DiagLogLevel.WARN,
+  );
+  // Where, without what a URL may carry of a credential (its user, its query).
+  const shown = new URL(url);
+  log.info(
+    {
+      url: `${shown.protocol}//${shown.host}${shown.pathname}`,
+      sampler: settings.sampler,
+      ratio: settings.samplerArg,
+    },
+    'tracing on (OTLP over HTTP)',
+  );
   return {
     tracer: provider.getTracer('tollgate', TOLLGATE_VERSION),
     shutdown: () => provider.shutdown(),

@@ -64,6 +64,17 @@ export function tracesWanted(t: TracingSettings): boolean {
  */
 export function tracingFromEnv(env: NodeJS.ProcessEnv): Partial<Record<keyof TracingSettings, string>> {
   const out: Partial<Record<keyof TracingSettings, string>> = {};
+  // Off, or nowhere to send spans: the rest cannot matter, and a platform that sets OTEL_* on every
+  // container (an injected sampler this SDK does not know) must not stop this process for it.
+  if (env.OTEL_SDK_DISABLED?.trim().toLowerCase() === 'true' || env.OTEL_TRACES_EXPORTER?.trim() === 'none')
+    return { disabled: 'true' };
+  const given = (name: string): boolean => (env[name] ?? '').trim() !== '';
+  if (
+    !['OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', 'TOLLGATE_TRACES_ENDPOINT'].some(
+      given,
+    )
+  )
+    return out;
   const put = (field: keyof TracingSettings, value: string | undefined): void => {
     if (value !== undefined && value.trim() !== '') out[field] = value.trim();
   };
@@ -73,8 +84,6 @@ export function tracingFromEnv(env: NodeJS.ProcessEnv): Partial<Record<keyof Tra
   put('sampler', env.OTEL_TRACES_SAMPLER?.toLowerCase());
   put('samplerArg', env.OTEL_TRACES_SAMPLER_ARG);
   put('serviceName', env.OTEL_SERVICE_NAME);
-  if (env.OTEL_SDK_DISABLED?.trim().toLowerCase() === 'true' || env.OTEL_TRACES_EXPORTER?.trim() === 'none')
-    out.disabled = 'true';
   if (env.TOLLGATE_TRACES_ENDPOINT !== undefined && env.TOLLGATE_TRACES_ENDPOINT.trim() !== '') {
     delete out.tracesEndpoint;
     put('endpoint', env.TOLLGATE_TRACES_ENDPOINT);

@@ -7,7 +7,7 @@ import { isLimited, type RateLimiter } from '../auth/rate-limit.js';
 import { countedUpstream } from '../auth/signed-grant.js';
 import type { UsageRecorder } from '../auth/usage.js';
 import type { CallShares, Release } from './call-shares.js';
-import { inChildSpan, noteOnCall, SpanKind } from '../../common/tracing/call-trace.js';
+import { currentCall, inChildSpan, noteOnCall, SpanKind } from '../../common/tracing/call-trace.js';
 import { callAttributes, redisSpan } from '../tracing/call-attributes.js';
 
 /**
@@ -67,7 +67,11 @@ export class Admission {
 
   /** The key against the target alone; asked before anything about the target is looked up. */
   scope(grant: KeyGrant, target: Target): Decision {
-    noteOnCall(callAttributes(grant, target));
+    if (currentCall() !== undefined) noteOnCall(callAttributes(grant, target));
+    return this.scoped(grant, target);
+  }
+
+  private scoped(grant: KeyGrant, target: Target): Decision {
     switch (target.kind) {
       case 'workflow':
         if (grant.module !== 'bda')
@@ -148,7 +152,8 @@ export class Admission {
   /** Whether a model is the key's to call, for listings (the claim as the model's resource makes it). */
   lists(grant: KeyGrant, model: { name: string; workflow: string | undefined }): boolean {
     const target: Target = { kind: 'model', model: model.name };
-    if (grant.module === 'platform') return this.scope(grant, target) === undefined;
+    // Asked once per model of a listing: the call's target stays the listing.
+    if (grant.module === 'platform') return this.scoped(grant, target) === undefined;
     return this.claim(grant, target, { workflow: model.workflow }) === undefined;
   }
 

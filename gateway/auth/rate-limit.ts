@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import { outsideCall } from '../../common/tracing/call-trace.js';
 import { execAll } from '../../common/redis/transaction.js';
 import { TollgateError } from '../../common/errors.js';
 import type { KeyGrant } from '../../common/resources/grant.js';
@@ -291,11 +292,14 @@ export class RateLimiter {
   /** Starts the sweep of idle leases and old paces; a limiter that never leases runs no timer. */
   private sweepSoon(): void {
     if (this.sweeper !== undefined) return;
-    this.sweeper = setInterval(() => {
-      const now = this.now();
-      this.notices.sweep(now);
-      void this.giveBack(this.leases.sweep(now), now);
-    }, IDLE_MS / 2);
+    // Made by the first call that leases: its timer is no call's (call-trace.ts).
+    this.sweeper = outsideCall(() =>
+      setInterval(() => {
+        const now = this.now();
+        this.notices.sweep(now);
+        void this.giveBack(this.leases.sweep(now), now);
+      }, IDLE_MS / 2),
+    );
     this.sweeper.unref();
   }
 

@@ -104,10 +104,16 @@ export class ExtAuthzServer {
     let release: Release | undefined;
     let module = 'none';
     let status = 200;
-    // Envoy asks: its traceparent (the original request's headers) counts as a trusted proxy's does.
+    // Envoy's own trace context comes in the check's metadata (its tracing on); the original
+    // request's headers in the message are the client's, whatever it wrote, and never a parent.
+    const context: Record<string, string> = {};
+    for (const name of ['traceparent', 'tracestate']) {
+      const [value] = call.metadata.get(name);
+      if (typeof value === 'string') context[name] = value;
+    }
     const trace = traceGrpcCall(
       s.tracing?.tracer,
-      { headers, rawHeaders: [], socket: { remoteAddress: peer } },
+      { headers: context, rawHeaders: [], socket: { remoteAddress: peer } },
       '/envoy.service.auth.v3.Authorization/Check',
       s.proxies,
     );

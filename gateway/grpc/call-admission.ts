@@ -200,9 +200,12 @@ export class CallAdmission {
     };
     return new ServerInterceptingCall(call, {
       sendStatus: (status, next) => {
-        trace?.set({ 'rpc.response.status_code': String(status.code) });
-        trace?.end(undefined, status.code === Status.OK ? undefined : `grpc_${status.code}`);
-        next(status);
+        try {
+          trace?.set({ 'rpc.response.status_code': String(status.code) });
+          trace?.end(undefined, status.code === Status.OK ? undefined : `grpc_${status.code}`);
+        } finally {
+          next(status);
+        }
       },
       sendMessage: (message, next) => {
         // The call's message is answered: what holds memory now is the answer, counted below.

@@ -28,8 +28,6 @@ export function forward(
   read?: Buffer,
 ): Promise<number> {
   const { bodyLimitBytes, upstreamTimeoutMs } = limits;
-  const span = UpstreamSpan.start(req.method ?? 'GET', origin, path);
-  const sent = span === undefined ? headers : span.headers(headers);
   return new Promise<number>((resolve) => {
     let body: Readable | Buffer | null = null;
     let bodyError: TollgateError | undefined;
@@ -53,6 +51,9 @@ export function forward(
       );
     }
 
+    // Made once the request will be sent: a body refused on its length sends none.
+    const span = UpstreamSpan.start(req.method ?? 'GET', origin, path);
+    const sent = span === undefined ? headers : span.headers(headers);
     let abort: ((err: Error) => void) | undefined;
     let status = 0;
     const onClientClose = (): void => {
@@ -134,7 +135,10 @@ export function forward(
     let tried = false;
     let interimSince: number | undefined;
     const dispatch = (): void => {
-      if (res.destroyed) return resolve(0);
+      if (res.destroyed) {
+        span?.end('client_closed');
+        return resolve(0);
+      }
       pool.dispatch({ path, method: req.method as Dispatcher.HttpMethod, headers: sent, body }, handler);
     };
     dispatch();

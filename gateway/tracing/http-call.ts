@@ -16,24 +16,48 @@ export function trustedParent(req: CallHead, proxies: ProxyTrust): Context {
   return proxies.hops > 0 && proxies.proxies.allows(peer) ? contextFromHeaders(req.headers) : ROOT_CONTEXT;
 }
 
+const UNMATCHED = '/{unmatched}';
+/** The management API's resources (gateway/api/routes/), and the gateway's own paths. */
+const API_RESOURCES = new Set([
+  'admin',
+  'apikeys',
+  'audit',
+  'identities',
+  'leaked-keys',
+  'me',
+  'models',
+  'modules',
+  'webhooks',
+]);
+const OWN_PATHS = new Set(['panel', 'healthz', 'readyz', 'metrics', 'openapi.json']);
+const V2_OWN = new Set(['/v2', '/v2/health/live', '/v2/health/ready', '/v2/models', '/v2/repository/index']);
+const MODEL_TAILS = new Set(['', '/infer', '/ready']);
+
 /**
- * The route template a path is counted under (`http.route`, the span's name): the shape, never a
- * workflow's, model's or resource's name, so names stay few.
+ * The route template a path is counted under (`http.route`, the span's name): one of a known few,
+ * never a workflow's, model's or resource's name nor anything else a caller writes (a path the
+ * gateway has no route for is `/{unmatched}`), so names stay few whatever is sent.
  */
 export function routeOf(segments: readonly string[]): string {
   const [first, second] = segments;
   if (first === 'events' && second === 'bda') return '/events/bda/{workflow}/{service}/*';
   if (first === 'events' && second === 'platform') return '/events/platform/api/v1/{resource}/*';
-  if (first === 'auth') return `/auth/${second ?? ''}`;
+  if (first === 'auth') return second === 'forward' || second === 'request' ? `/auth/${second}` : UNMATCHED;
   if (first === 'v2') {
-    if (second !== 'models' || segments.length < 3)
-      return segments.length > 1 ? `/v2/${second ?? ''}` : '/v2';
-    const versioned = segments[3] === 'versions';
+    const own = `/${segments.join('/')}`;
+    if (V2_OWN.has(own)) return own;
+    if (second !== 'models' || segments.length < 3) return UNMATCHED;
+    const versioned = segments[3] === 'versions' && segments.length >= 5;
     const tail = segments.slice(versioned ? 5 : 3).join('/');
-    return `/v2/models/{model}${versioned ? '/versions/{version}' : ''}${tail === '' ? '' : `/${tail}`}`;
+    const end = tail === '' ? '' : `/${tail}`;
+    return MODEL_TAILS.has(end)
+      ? `/v2/models/{model}${versioned ? '/versions/{version}' : ''}${end}`
+      : UNMATCHED;
   }
-  if (first === 'api') return `/${segments.slice(0, 3).join('/')}/*`;
-  return first === undefined ? '/' : `/${first}`;
+  if (first === 'api' && second === 'v1' && API_RESOURCES.has(segments[2] ?? ''))
+    return `/api/v1/${segments[2] ?? ''}/*`;
+  if (first === undefined) return '/';
+  return OWN_PATHS.has(first) ? `/${first}` : UNMATCHED;
 }
 
 /**

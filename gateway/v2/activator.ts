@@ -1,4 +1,4 @@
-import { inChildSpan, SpanKind } from '../../common/tracing/call-trace.js';
+import { inChildSpan, outsideCall, SpanKind } from '../../common/tracing/call-trace.js';
 import type { Redis } from 'ioredis';
 import { Agent } from 'undici';
 import { TollgateError } from '../../common/errors.js';
@@ -75,7 +75,8 @@ export class Activator {
     this.recent.delete(key);
     let pending = this.waiting.get(key);
     if (pending === undefined) {
-      pending = this.wait({ model, version }, Math.min(timeoutMs, this.maxWaitMs), warm)
+      // Shared by every call held for it: its log lines are none of theirs.
+      pending = outsideCall(() => this.wait({ model, version }, Math.min(timeoutMs, this.maxWaitMs), warm))
         .then((found) => {
           if (found.early !== undefined) {
             this.recent.set(key, { warm: found, at: Date.now() });

@@ -57,14 +57,26 @@ describe('tracing settings', () => {
     expect(tracesWanted(settings({ ...endpoint, OTEL_TRACES_EXPORTER: 'none' }))).toBe(false);
   });
 
+  it('leave a process without an endpoint, or turned off, alone whatever else OTEL_* says', () => {
+    const injected = { OTEL_TRACES_SAMPLER: 'jaeger_remote', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' };
+    expect(tracesWanted(loadGatewayConfig({ env: injected }).tracing)).toBe(false);
+    const off = { ...injected, OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_SDK_DISABLED: 'true' };
+    expect(tracesWanted(loadGatewayConfig({ env: off }).tracing)).toBe(false);
+  });
+
+  const endpoint = { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' };
   it.each([
     [
-      { OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' },
+      { ...endpoint, OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' },
       'tracing.protocol',
       /OTLP over gRPC is not built in: use http\/protobuf/,
     ],
-    [{ OTEL_TRACES_SAMPLER_ARG: '1.5' }, 'tracing.samplerArg', /a sampling ratio is from 0 to 1/],
-    [{ OTEL_TRACES_SAMPLER: 'sometimes' }, 'tracing.sampler', /always_on/],
+    [
+      { ...endpoint, OTEL_TRACES_SAMPLER_ARG: '1.5' },
+      'tracing.samplerArg',
+      /a sampling ratio is from 0 to 1/,
+    ],
+    [{ ...endpoint, OTEL_TRACES_SAMPLER: 'sometimes' }, 'tracing.sampler', /always_on/],
     [{ OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318' }, 'tracing.endpoint', /http:\/\/ or https:\/\/ URL/],
   ])('refuse %j with the setting named and what to write', (env, field, message) => {
     let thrown: unknown;

@@ -248,6 +248,7 @@ export async function createGatewayServices(
     connections: config.upstreamConnections,
     connectTimeoutMs: config.connectTimeoutMs,
     upstreamTimeoutMs: config.upstreamTimeoutMs,
+    tracing: tracing !== undefined,
   });
   background.add('upstream pools', { stop: () => upstreams.close() });
   // On a cluster the key is the operator's Secret, mounted; standalone, a file made on first use.

@@ -32,7 +32,15 @@ export class CallTrace {
 
   /** The context the call continues (an edge's, or the central gateway's); too late once its span exists. */
   adopt(parent: Context): void {
-    if (this.span === undefined) this.parent = parent;
+    if (this.span !== undefined) return;
+    this.parent = parent;
+    this.made();
+  }
+
+  /** Makes the span now: its parent is settled, and what follows (its log lines) carries its ids. */
+  begin(): this {
+    this.made();
+    return this;
   }
 
   set(attributes: Attributes): void {

@@ -17,36 +17,52 @@ const SAMPLERS = [
 const flag = z.union([z.boolean(), z.enum(['true', 'false']).transform((v) => v === 'true')]);
 const otlpUrl = z.url({ protocol: /^https?$/, error: 'an OTLP endpoint is an http:// or https:// URL' });
 
+/**
+ * Off, or nowhere to send spans (once every layer is merged): the rest cannot matter, and a
+ * platform that sets OTEL_* on every container (a sampler this SDK does not know) must not stop
+ * the process for it. Only what is used is checked.
+ */
+function unused(raw: unknown): unknown {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return raw;
+  const given = raw as Record<string, unknown>;
+  const off = given['disabled'] === true || given['disabled'] === 'true';
+  if (off) return { disabled: true };
+  const has = (v: unknown): boolean => v !== undefined && v !== '';
+  return has(given['endpoint']) || has(given['tracesEndpoint']) ? raw : {};
+}
+
+const tracingFields = z.strictObject({
+  /**
+   * The collector's base URL (`OTEL_EXPORTER_OTLP_ENDPOINT`): traces go to `<endpoint>/v1/traces`.
+   * Unset, and no `tracesEndpoint`: no trace is made.
+   */
+  endpoint: otlpUrl.optional(),
+  /** The full URL traces are sent to (`OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`), as it stands. */
+  tracesEndpoint: otlpUrl.optional(),
+  /** How spans are encoded (`OTEL_EXPORTER_OTLP_[TRACES_]PROTOCOL`). */
+  protocol: z
+    .enum(['http/protobuf', 'http/json', 'grpc'])
+    .default('http/protobuf')
+    .refine((p) => p !== 'grpc', {
+      error:
+        'OTLP over gRPC is not built in: use http/protobuf (the default) or http/json, on the collector port 4318',
+    }),
+  /** `OTEL_TRACES_SAMPLER`: the specification's names. */
+  sampler: z.enum(SAMPLERS).default('parentbased_always_on'),
+  /** `OTEL_TRACES_SAMPLER_ARG`: the ratio of the `*traceidratio` samplers, 0 to 1. */
+  samplerArg: z.coerce
+    .number('a sampling ratio is a number from 0 to 1 (0.01: one call in a hundred)')
+    .min(0, 'a sampling ratio is from 0 to 1 (0.01: one call in a hundred)')
+    .max(1, 'a sampling ratio is from 0 to 1 (0.01: one call in a hundred)')
+    .optional(),
+  /** `OTEL_SERVICE_NAME`; unset, the process's own (tollgate-gateway, tollgate-sidecar, tollgate-operator). */
+  serviceName: z.string().min(1).max(255).optional(),
+  /** `OTEL_SDK_DISABLED=true`, or `OTEL_TRACES_EXPORTER=none`: no trace whatever the endpoint. */
+  disabled: flag.default(false),
+});
+
 export const tracingSettingsSchema = z
-  .strictObject({
-    /**
-     * The collector's base URL (`OTEL_EXPORTER_OTLP_ENDPOINT`): traces go to `<endpoint>/v1/traces`.
-     * Unset, and no `tracesEndpoint`: no trace is made.
-     */
-    endpoint: otlpUrl.optional(),
-    /** The full URL traces are sent to (`OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`), as it stands. */
-    tracesEndpoint: otlpUrl.optional(),
-    /** How spans are encoded (`OTEL_EXPORTER_OTLP_[TRACES_]PROTOCOL`). */
-    protocol: z
-      .enum(['http/protobuf', 'http/json', 'grpc'])
-      .default('http/protobuf')
-      .refine((p) => p !== 'grpc', {
-        error:
-          'OTLP over gRPC is not built in: use http/protobuf (the default) or http/json, on the collector port 4318',
-      }),
-    /** `OTEL_TRACES_SAMPLER`: the specification's names. */
-    sampler: z.enum(SAMPLERS).default('parentbased_always_on'),
-    /** `OTEL_TRACES_SAMPLER_ARG`: the ratio of the `*traceidratio` samplers, 0 to 1. */
-    samplerArg: z.coerce
-      .number('a sampling ratio is a number from 0 to 1 (0.01: one call in a hundred)')
-      .min(0, 'a sampling ratio is from 0 to 1 (0.01: one call in a hundred)')
-      .max(1, 'a sampling ratio is from 0 to 1 (0.01: one call in a hundred)')
-      .optional(),
-    /** `OTEL_SERVICE_NAME`; unset, the process's own (tollgate-gateway, tollgate-sidecar, tollgate-operator). */
-    serviceName: z.string().min(1).max(255).optional(),
-    /** `OTEL_SDK_DISABLED=true`, or `OTEL_TRACES_EXPORTER=none`: no trace whatever the endpoint. */
-    disabled: flag.default(false),
-  })
+  .preprocess(unused, tracingFields)
   .default({ protocol: 'http/protobuf', sampler: 'parentbased_always_on', disabled: false });
 
 export type TracingSettings = z.infer<typeof tracingSettingsSchema>;
@@ -64,17 +80,6 @@ export function tracesWanted(t: TracingSettings): boolean {
  */
 export function tracingFromEnv(env: NodeJS.ProcessEnv): Partial<Record<keyof TracingSettings, string>> {
   const out: Partial<Record<keyof TracingSettings, string>> = {};
-  // Off, or nowhere to send spans: the rest cannot matter, and a platform that sets OTEL_* on every
-  // container (an injected sampler this SDK does not know) must not stop this process for it.
-  if (env.OTEL_SDK_DISABLED?.trim().toLowerCase() === 'true' || env.OTEL_TRACES_EXPORTER?.trim() === 'none')
-    return { disabled: 'true' };
-  const given = (name: string): boolean => (env[name] ?? '').trim() !== '';
-  if (
-    !['OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', 'TOLLGATE_TRACES_ENDPOINT'].some(
-      given,
-    )
-  )
-    return out;
   const put = (field: keyof TracingSettings, value: string | undefined): void => {
     if (value !== undefined && value.trim() !== '') out[field] = value.trim();
   };
@@ -84,6 +89,8 @@ export function tracingFromEnv(env: NodeJS.ProcessEnv): Partial<Record<keyof Tra
   put('sampler', env.OTEL_TRACES_SAMPLER?.toLowerCase());
   put('samplerArg', env.OTEL_TRACES_SAMPLER_ARG);
   put('serviceName', env.OTEL_SERVICE_NAME);
+  if (env.OTEL_SDK_DISABLED?.trim().toLowerCase() === 'true' || env.OTEL_TRACES_EXPORTER?.trim() === 'none')
+    out.disabled = 'true';
   if (env.TOLLGATE_TRACES_ENDPOINT !== undefined && env.TOLLGATE_TRACES_ENDPOINT.trim() !== '') {
     delete out.tracesEndpoint;
     put('endpoint', env.TOLLGATE_TRACES_ENDPOINT);

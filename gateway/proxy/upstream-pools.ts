@@ -1,6 +1,7 @@
 import { Pool, type Dispatcher } from 'undici';
 import { answerPastDeadline, interimPastDeadline } from './upstream-errors.js';
 import { UpstreamSpan } from '../tracing/upstream-span.js';
+import { withNotSampled } from '../tracing/trace-context.js';
 
 const SWEEP_MS = 60_000;
 
@@ -19,7 +20,13 @@ export class UpstreamPools {
   private readonly sweep = setInterval(() => this.dropIdle(), SWEEP_MS).unref();
 
   constructor(
-    private readonly opts: { connections: number; connectTimeoutMs: number; upstreamTimeoutMs: number },
+    private readonly opts: {
+      connections: number;
+      connectTimeoutMs: number;
+      upstreamTimeoutMs: number;
+      /** Tracing is on: a request no sampled call makes says "not sampled" (tracing/trace-context.ts). */
+      tracing?: boolean;
+    },
   ) {}
 
   get(origin: string): Pool {
@@ -70,8 +77,13 @@ export class UpstreamPools {
     };
     whole = setTimeout(late, 2 * this.opts.upstreamTimeoutMs).unref();
     const span = UpstreamSpan.start(opts.method, origin, opts.path);
-    const headers =
-      span !== undefined && Array.isArray(opts.headers) ? span.headers(opts.headers) : opts.headers;
+    const headers = !Array.isArray(opts.headers)
+      ? opts.headers
+      : span !== undefined
+        ? span.headers(opts.headers)
+        : this.opts.tracing === true
+          ? withNotSampled(opts.headers)
+          : opts.headers;
     try {
       const answer = await this.get(origin).request({ ...opts, headers, signal: deadline.signal, onInfo });
       body = answer.body;

@@ -25,5 +25,6 @@ export function traceGrpcCall(
     'network.peer.address': head.socket.remoteAddress ?? '',
     ...(client === undefined ? {} : { 'client.address': client }),
   });
-  return call;
+  // Its parent is settled as it comes: its log lines carry its ids from the start.
+  return call.begin();
 }

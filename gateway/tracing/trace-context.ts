@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import { ROOT_CONTEXT, type Context } from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
@@ -30,6 +31,21 @@ export function traceHeaders(context: Context): string[] {
     },
   });
   return Object.entries(carrier).flat();
+}
+
+/**
+ * The headers of a request made for no sampled call (a model's metadata fetched for a call not
+ * sampled, the gateway's own work), saying so, when they carry no trace context yet: the sidecar
+ * behind would otherwise start a trace of its own, sampled at its own rate.
+ */
+export function withNotSampled(headers: string[]): string[] {
+  for (let i = 0; i < headers.length; i += 2)
+    if ((headers[i] as string).toLowerCase() === 'traceparent') return headers;
+  return [
+    ...headers,
+    'traceparent',
+    `00-${randomBytes(16).toString('hex')}-${randomBytes(8).toString('hex')}-00`,
+  ];
 }
 
 /** The caller's own trace headers as it sent them, for a trusted caller's call when the gateway makes no span. */

@@ -139,7 +139,7 @@ export class Controller {
         ? { 'k8s.object.name': key }
         : { 'k8s.namespace.name': key.slice(0, slash), 'k8s.object.name': key.slice(slash + 1) }),
     });
-    return span;
+    return span.begin();
   }
 
   private async work(): Promise<void> {

@@ -113,9 +113,8 @@ describe('OpenTelemetry traces through the gateway, a sidecar and the runtime', 
     central.gateway.services.audit.subscribe((e) => audited.push(e));
     // Reached directly: a caller's traceparent is not.
     untrusting = await gateway({});
-    const services = await sidecarServices(r.url, {
-      tracing: { endpoint: collector.url, sampler: 'always_on' },
-    });
+    // The default sampler: a caller it trusts decides, a call of its own is sampled.
+    const services = await sidecarServices(r.url, { tracing: { endpoint: collector.url } });
     sidecar = createSidecar(services, {
       kind: 'model',
       namespace: 'default',

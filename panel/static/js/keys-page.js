@@ -120,8 +120,8 @@ export function createKeysPage({ onError, onDelete, onRoll, onDetails }) {
       (key.limits ?? []).length > 0 ||
       key.credits !== undefined ||
       key.identity;
-    const cell = el('span', { className: 'muted budget', text: limited ? '…' : 'Unlimited' });
-    if (!limited) return cell;
+    if (!limited) return [];
+    const cell = el('span', { className: 'muted budget', text: '…' });
     keyUsage(key.id).then(
       (usage) => {
         const parts = [
@@ -130,12 +130,11 @@ export function createKeysPage({ onError, onDelete, onRoll, onDetails }) {
           ...(key.identity ? [`identity ${key.identity}`] : []),
           ...(usage.identityCredits ? [`${usage.identityCredits.remaining} shared credits left`] : []),
         ];
-        cell.textContent = parts.join(' · ') || 'Unlimited';
-        cell.classList.remove('muted');
+        cell.textContent = parts.join(' · ');
       },
-      () => (cell.textContent = 'Not known now'),
+      () => (cell.textContent = 'What it may still spend is not known now'),
     );
-    return cell;
+    return [cell];
   }
 
   /** @param {KeySummary} key */
@@ -156,6 +155,8 @@ export function createKeysPage({ onError, onDelete, onRoll, onDetails }) {
         ...(key.rolledFrom
           ? [el('span', { className: 'muted link-note', text: ` replaces ${key.rolledFrom.slice(0, 8)}…` })]
           : []),
+        // Under its name, so the table keeps its width: what a limited key may still spend.
+        ...budgetCell(key),
       ]),
       el('td', { className: 'mono', text: `${key.start}…` }),
       el('td', {}, [el('span', { className: `badge badge-${key.module}`, text: key.module })]),
@@ -179,7 +180,6 @@ export function createKeysPage({ onError, onDelete, onRoll, onDetails }) {
           : el('span', { className: 'muted', text: 'Never' }),
       ]),
       el('td', {}, [usageCell(key)]),
-      el('td', {}, [budgetCell(key)]),
       el('td', {}, [stateCell(key)]),
       el('td', { className: 'row-actions' }, actions),
     ]);

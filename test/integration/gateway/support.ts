@@ -85,7 +85,11 @@ export interface TestGateway {
 }
 
 /** The gateway in-process, on a free loopback port, with the given settings. */
-export async function startGateway(settings: Partial<GatewayConfigInput>): Promise<TestGateway> {
+export async function startGateway(
+  settings: Partial<GatewayConfigInput>,
+  /** Where its log lines go: nowhere unless a test reads them. */
+  log = createLogger('gateway-test', 'silent'),
+): Promise<TestGateway> {
   const config = loadGatewayConfig({
     env: {},
     overrides: {
@@ -96,7 +100,6 @@ export async function startGateway(settings: Partial<GatewayConfigInput>): Promi
       ...settings,
     },
   });
-  const log = createLogger('gateway-test', 'silent');
   // No model directory: these tests exercise /events and the management API.
   const gateway = await buildCentralGateway(config, log, { models: noModels });
   const address = await gateway.listen(0, '127.0.0.1');

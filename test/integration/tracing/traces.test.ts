@@ -13,16 +13,23 @@ import { createLogger } from '../../../common/logger.js';
 import { redisKeys } from '../../../common/redis/schema.js';
 import { grantAudience } from '../../../common/resources/grant.js';
 import { RouteWriter } from '../../../common/routes/workflow-routes.js';
-import { loadGatewayConfig, type GatewayConfigInput } from '../../../gateway/config.js';
-import { buildCentralGateway, type BuiltCentralGateway } from '../../../gateway/central-gateway.js';
-import { noModels } from '../../../gateway/v2/model-directory.js';
+import type { GatewayConfigInput } from '../../../gateway/config.js';
 import { createSidecar, type Sidecar } from '../../../gateway/sidecar/sidecar.js';
 import type { AuditEvent } from '../../../gateway/audit/audit-event.js';
 import { otelCollector, redis, startMlserver, venv } from '../../harness/index.js';
 import { readSpans, type ReadSpan } from '../../harness/components/otel-collector.js';
 import { waitUntil } from '../../harness/wait.js';
-import { apikey, createKey, redisClient, send, sidecarServices, uniqueName } from '../gateway/support.js';
-import { testSealer, TEST_SIGNING_KEY_FILE } from '../signing.js';
+import {
+  apikey,
+  createKey,
+  redisClient,
+  send,
+  sidecarServices,
+  startGateway,
+  uniqueName,
+  type TestGateway,
+} from '../gateway/support.js';
+import { testSealer } from '../signing.js';
 import { markIndexBuilt } from '../workflow-route.js';
 import { InferenceClient } from '../../harness/grpc-clients.js';
 
@@ -38,26 +45,15 @@ describe('OpenTelemetry traces through the gateway, a sidecar and the runtime', 
   let collector: { url: string; log: string };
   let ml: Awaited<ReturnType<typeof startMlserver>>;
   let sidecar: Sidecar;
-  let central: { url: string; gateway: BuiltCentralGateway };
-  let untrusting: { url: string; gateway: BuiltCentralGateway };
+  let central: TestGateway;
+  let untrusting: TestGateway;
   let sidecarUrl: string;
   const lines: string[] = [];
   const audited: AuditEvent[] = [];
   let rows: number[][];
 
-  async function gateway(settings: Partial<GatewayConfigInput>, keepLines = false) {
-    const config = loadGatewayConfig({
-      env: {},
-      overrides: {
-        host: '127.0.0.1',
-        port: 0,
-        shutdownDrainMs: 0,
-        grantSigningKeyFile: TEST_SIGNING_KEY_FILE,
-        redisUrl: (await redis()).url,
-        tracing: { endpoint: collector.url, sampler: 'always_on' },
-        ...settings,
-      },
-    });
+  /** A central gateway tracing every call to the collector; `keepLines`: its log lines are read. */
+  async function gateway(settings: Partial<GatewayConfigInput>, keepLines = false): Promise<TestGateway> {
     const sink = new Writable({
       write(chunk: Buffer, _encoding, done) {
         lines.push(
@@ -69,12 +65,31 @@ describe('OpenTelemetry traces through the gateway, a sidecar and the runtime', 
         done();
       },
     });
-    const log = keepLines
-      ? createLogger('gateway-test', 'info', sink)
-      : createLogger('gateway-test', 'silent');
-    const built = await buildCentralGateway(config, log, { models: noModels });
-    const address = await built.listen(0, '127.0.0.1');
-    return { url: `http://127.0.0.1:${address.port}`, gateway: built };
+    return startGateway(
+      {
+        redisUrl: (await redis()).url,
+        tracing: { endpoint: collector.url, sampler: 'always_on' },
+        ...settings,
+      },
+      keepLines ? createLogger('gateway-test', 'info', sink) : undefined,
+    );
+  }
+
+  /** The server span `service` made for the call of key `keyId`, once the collector has it. */
+  async function serverSpanOf(keyId: string, service: string): Promise<ReadSpan | undefined> {
+    let found: ReadSpan | undefined;
+    await waitUntil(
+      `${service}'s span of key ${keyId}`,
+      async () => {
+        found = readSpans(collector.log).find(
+          (s) =>
+            s.attributes['tollgate.key.id'] === keyId && s.service === service && s.kind.includes('Server'),
+        );
+        return found !== undefined;
+      },
+      { timeoutMs: 20_000 },
+    );
+    return found;
   }
 
   const inferBody = () =>
@@ -110,7 +125,7 @@ describe('OpenTelemetry traces through the gateway, a sidecar and the runtime', 
     rc = redisClient(r.url);
     // Behind a proxy on loopback it trusts: its traceparent is believed.
     central = await gateway({ trustedProxies: 1, trustedProxyCidrs: ['127.0.0.1/32'] }, true);
-    central.gateway.services.audit.subscribe((e) => audited.push(e));
+    central.services.audit.subscribe((e) => audited.push(e));
     // Reached directly: a caller's traceparent is not.
     untrusting = await gateway({});
     // The default sampler: a caller it trusts decides, a call of its own is sampled.
@@ -132,8 +147,8 @@ describe('OpenTelemetry traces through the gateway, a sidecar and the runtime', 
 
   afterAll(async () => {
     await sidecar?.traffic.shutdown();
-    await central?.gateway.shutdown();
-    await untrusting?.gateway.shutdown();
+    await central?.stop();
+    await untrusting?.stop();
     await ml?.stop();
     rc?.disconnect();
     if (dir !== undefined) await rm(dir, { recursive: true, force: true });
@@ -215,20 +230,7 @@ describe('OpenTelemetry traces through the gateway, a sidecar and the runtime', 
       body: inferBody(),
     });
     expect(r.status).toBe(200);
-    let own: ReadSpan | undefined;
-    await waitUntil(
-      'the call’s server span',
-      async () => {
-        own = readSpans(collector.log).find(
-          (s) =>
-            s.attributes['tollgate.key.id'] === grant.id &&
-            s.kind.includes('Server') &&
-            s.service === 'tollgate-gateway',
-        );
-        return own !== undefined;
-      },
-      { timeoutMs: 20_000 },
-    );
+    const own = await serverSpanOf(grant.id, 'tollgate-gateway');
     expect(own?.traceId).not.toBe(forged);
     expect(own?.parentId).toBe('');
     expect(readSpans(collector.log).some((s) => s.traceId === forged)).toBe(false);
@@ -268,7 +270,7 @@ describe('OpenTelemetry traces through the gateway, a sidecar and the runtime', 
         [],
       );
     } finally {
-      await sparing.gateway.shutdown();
+      await sparing.stop();
     }
   });
 
@@ -357,20 +359,7 @@ describe('OpenTelemetry traces through the gateway, a sidecar and the runtime', 
       body: inferBody(),
     });
     expect(r.status).toBe(200);
-    let own: ReadSpan | undefined;
-    await waitUntil(
-      'the sidecar’s span',
-      async () => {
-        own = readSpans(collector.log).find(
-          (s) =>
-            s.attributes['tollgate.key.id'] === grant.id &&
-            s.service === 'tollgate-sidecar' &&
-            s.kind.includes('Server'),
-        );
-        return own !== undefined;
-      },
-      { timeoutMs: 20_000 },
-    );
+    const own = await serverSpanOf(grant.id, 'tollgate-sidecar');
     expect(own?.traceId).not.toBe(forged);
     expect(own?.parentId).toBe('');
   });

@@ -82,6 +82,7 @@ export const ERROR_STATUS = {
   address_not_allowed: 403,
   model_access_denied: 403,
   model_not_in_key_scope: 403,
+  priced_per_row: 403,
   model_not_owned: 403,
   credits_counted_centrally: 403,
   identity_missing: 403,

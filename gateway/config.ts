@@ -8,6 +8,13 @@ import { httpUrl, listOf, resourceName } from './config/fields.js';
 import { fromEnv, fromFile } from './config/sources.js';
 import { webhookConfigShape } from './config/webhook-settings.js';
 import { tracingSettingsSchema } from '../common/tracing/settings.js';
+import { isModelName } from '../common/resources/model-name.js';
+
+/** A price in credits: a call's, or a row's. */
+const CREDITS = z
+  .int('a cost is a whole number of credits')
+  .min(1, 'a cost is at least 1')
+  .max(1000, 'a cost is at most 1000');
 
 /**
  * Gateway configuration: defaults, then a YAML/JSON file (`TOLLGATE_CONFIG` or `--config`), then
@@ -300,8 +307,10 @@ export const gatewayConfigSchema = z
     ...webhookConfigShape,
     /**
      * What one call spends of a key's (or identity's) credits, where not 1, by platform resource
-     * or model (`{datasets: 5, model-fraud: 20}`; a model's price is its inference's). Only this
-     * setting prices calls: a Model's spec is its team's to write.
+     * or model (`{datasets: 5, model-fraud: 20}`; a model's price is its inference's). A model's
+     * inference may be priced per row of its batch instead: `{credits: 2, per: row}` (in the
+     * environment `model-fraud=2/row`). Only this setting prices calls: a Model's spec is its
+     * team's to write.
      */
     creditCosts: z
       .union([
@@ -317,19 +326,41 @@ export const gatewayConfigSchema = z
               ctx.addIssue({ code: 'custom', message: `"${item}" must be written resource=cost` });
               return z.NEVER;
             }
-            out[item.slice(0, eq).trim()] = Number(item.slice(eq + 1).trim());
+            const value = item.slice(eq + 1).trim();
+            const perRow = /^(.*)\/\s*row$/.exec(value);
+            out[item.slice(0, eq).trim()] =
+              perRow === null ? Number(value) : { credits: Number((perRow[1] ?? '').trim()), per: 'row' };
           }
           return out;
         }),
       ])
       .pipe(
-        z.record(
-          z.string().regex(/^[a-z][a-z0-9-]{0,62}$/, 'a priced name is a platform resource or a model name'),
-          z
-            .int('a cost is a whole number of credits')
-            .min(1, 'a cost is at least 1')
-            .max(1000, 'a cost is at most 1000'),
-        ),
+        z
+          .record(
+            z
+              .string()
+              .regex(/^[a-z][a-z0-9-]{0,62}$/, 'a priced name is a platform resource or a model name'),
+            z.preprocess(
+              (price) => (typeof price === 'number' ? { credits: price } : price),
+              z.strictObject(
+                {
+                  credits: CREDITS,
+                  per: z.enum(['call', 'row'], { error: 'a price is per call or per row' }).default('call'),
+                },
+                { error: 'a price is a whole number of credits, or {credits, per: call or row}' },
+              ),
+            ),
+          )
+          .superRefine((costs, ctx) => {
+            for (const [name, price] of Object.entries(costs)) {
+              if (price.per === 'row' && !isModelName(name))
+                ctx.addIssue({
+                  code: 'custom',
+                  path: [name],
+                  message: `only a model's inference is priced per row of its batch, and "${name}" is no model name (model-<id>); price it per call`,
+                });
+            }
+          }),
       )
       .default({}),
     adminGroups: listOf(z.string().min(1).max(255)).default([]),

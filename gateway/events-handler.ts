@@ -111,11 +111,13 @@ class EventsCall {
       // Its owner's slot is held from here to the answer: an upstream that never answers holds
       // that owner's share, not the replica.
       enterCall(this.s.admission, grant, this.req, this.res);
-      spent = this.s.admission.spend(
-        grant,
-        target.cost ?? 1,
-        usageEndpoint(this.req.method ?? 'GET', this.path),
-      );
+      // Priced per row: spent by the inference once its batch is checked.
+      if (!('inference' in target && target.inference.perRow !== undefined))
+        spent = this.s.admission.spend(
+          grant,
+          target.cost ?? 1,
+          usageEndpoint(this.req.method ?? 'GET', this.path),
+        );
     } catch (err) {
       this.fail(err);
       return;
@@ -161,9 +163,9 @@ class EventsCall {
     if ('inference' in target) {
       // A model published as a workflow service gets the V2 request checks before it is sent on.
       res.setHeader('x-request-id', requestId);
-      const { model, workflow, routed } = target.inference;
+      const { model, workflow, routed, perRow } = target.inference;
       answered = this.inference.workflow(
-        { head: req, model, workflow, routed, grant, requestId, query: this.path.query },
+        { head: req, model, workflow, routed, grant, requestId, query: this.path.query, perRow },
         restBody(req),
         restAnswer(res, s.heldMemory, grant.owner),
       );

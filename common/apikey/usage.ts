@@ -8,6 +8,8 @@ export interface KeyUsage {
   lastUsed?: string;
   count: number;
   refused: number;
+  /** Rows of its inference calls' batches. */
+  rows: number;
 }
 
 /** Usage of several keys in one round trip; a key never used has no entry. */
@@ -23,21 +25,22 @@ export async function readKeyUsage(redis: Redis, ids: readonly string[]): Promis
     'lastUsed',
     'count',
     'refused',
+    'rows',
   );
-  const [[, rows] = [null, []]] = await readPipeline(pipeline);
+  const [[, replies] = [null, []]] = await readPipeline(pipeline);
   ids.forEach((id, i) => {
-    const value: unknown = Array.isArray(rows) ? rows[i] : undefined;
+    const value: unknown = Array.isArray(replies) ? replies[i] : undefined;
     if (!Array.isArray(value)) return;
-    const [lastUsed, count, refused] = value as Array<string | null>;
-    if (lastUsed === null && count === null && refused === null) return;
+    const [lastUsed, count, refused, rows] = value as Array<string | null>;
+    if (lastUsed === null && count === null && refused === null && rows === null) return;
     // Sidecars write these figures, and a team can write what its sidecar may: a figure that is
     // not one the gateway writes is not shown (nor copied into an ApiKey's status, which the API
     // server would refuse).
-    const figures = [count, refused].map((n) => (n === null || n === undefined ? 0 : countOf(n)));
-    const [c, r] = figures;
-    if (c === undefined || r === undefined) return;
+    const figures = [count, refused, rows].map((n) => (n === null || n === undefined ? 0 : countOf(n)));
+    const [c, r, w] = figures;
+    if (c === undefined || r === undefined || w === undefined) return;
     if (lastUsed !== null && lastUsed !== undefined && !INSTANT.test(lastUsed)) return;
-    const entry: KeyUsage = { count: c, refused: r };
+    const entry: KeyUsage = { count: c, refused: r, rows: w };
     if (lastUsed !== null && lastUsed !== undefined) entry.lastUsed = lastUsed;
     usage.set(id, entry);
   });
@@ -120,6 +123,8 @@ export interface UsagePoint {
   at: string;
   requests: number;
   refusals: number;
+  /** Rows of the inference batches admitted in the bucket. */
+  rows: number;
 }
 
 export interface UsageSeries {
@@ -156,9 +161,13 @@ export async function readUsageSeries(
   const minuteBuckets = Array.from({ length: 1_440 }, (_, i) => usageBuckets(firstMinute + i * MINUTE));
   const hourBuckets = Array.from({ length: 720 }, (_, i) => usageBuckets(firstHour + i * HOUR));
   const minuteFields = (day: string) =>
-    minuteBuckets.flatMap((b) => (b.day === day ? [`${b.minuteOfDay}r`, `${b.minuteOfDay}x`] : []));
+    minuteBuckets.flatMap((b) =>
+      b.day === day ? [`${b.minuteOfDay}r`, `${b.minuteOfDay}x`, `${b.minuteOfDay}w`] : [],
+    );
   const hourFields = (month: string) =>
-    hourBuckets.flatMap((b) => (b.month === month ? [`${b.hourOfMonth}r`, `${b.hourOfMonth}x`] : []));
+    hourBuckets.flatMap((b) =>
+      b.month === month ? [`${b.hourOfMonth}r`, `${b.hourOfMonth}x`, `${b.hourOfMonth}w`] : [],
+    );
   const wanted = [
     ...days.map((day) => ({ key: redisKeys.keyUsageMinutes(id, day), fields: minuteFields(day) })),
     ...months.map((month) => ({ key: redisKeys.keyUsageHours(id, month), fields: hourFields(month) })),
@@ -174,6 +183,7 @@ export async function readUsageSeries(
     at: new Date(ms).toISOString(),
     requests: countOf(fields?.[`${field}r`] ?? '0') ?? 0,
     refusals: countOf(fields?.[`${field}x`] ?? '0') ?? 0,
+    rows: countOf(fields?.[`${field}w`] ?? '0') ?? 0,
   });
   const perMinute = Array.from({ length: 1_440 }, (_, i) => {
     const ms = firstMinute + i * MINUTE;

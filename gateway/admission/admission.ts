@@ -2,7 +2,7 @@ import { scopeAllows } from '../../common/apikey/model-scope.js';
 import type { RoleCatalogue } from '../../common/apikey/roles.js';
 import { TollgateError } from '../../common/errors.js';
 import type { KeyGrant } from '../../common/resources/grant.js';
-import type { CreditCosts } from '../auth/credit-costs.js';
+import { ONE_CREDIT, type CreditCosts, type Price } from '../auth/credit-costs.js';
 import { isLimited, type RateLimiter } from '../auth/rate-limit.js';
 import { countedUpstream } from '../auth/signed-grant.js';
 import type { UsageRecorder } from '../auth/usage.js';
@@ -157,9 +157,12 @@ export class Admission {
     return this.claim(grant, target, { workflow: model.workflow }) === undefined;
   }
 
-  /** What one call to the target costs in credits: 1, or the administrator's price for it. */
-  price(target: Target, priced: boolean): number {
-    if (!priced || target.kind === 'workflow' || target.kind === 'models') return 1;
+  /**
+   * What a call to the target costs in credits: 1, or the administrator's price for it, per call
+   * or (a model's inference) per row of its batch, spent once the batch is checked (spendRows).
+   */
+  price(target: Target, priced: boolean): Price {
+    if (!priced || target.kind === 'workflow' || target.kind === 'models') return ONE_CREDIT;
     return this.s.creditCosts.of(target.kind === 'platform' ? target.resource : target.model);
   }
 
@@ -174,16 +177,32 @@ export class Admission {
   }
 
   /**
+   * A call priced per row, once its batch is checked against the model's metadata: its limits,
+   * and `rows` (a call of none costs one row) at the row's price, then its usage; refused with
+   * what the batch cost and what is left before the runtime sees the call.
+   */
+  spendRows(grant: KeyGrant, charge: RowCharge, rows: number): Promise<void> | undefined {
+    const billed = Math.max(1, rows);
+    const plural = (n: number, what: string) => `${n} ${what}${n === 1 ? '' : 's'}`;
+    return this.spend(
+      grant,
+      charge.credits * billed,
+      charge.endpoint,
+      `this batch of ${plural(billed, 'row')} at ${plural(charge.credits, 'credit')} a row`,
+    );
+  }
+
+  /**
    * Limits and credits at `cost`, then usage under `endpoint`: synchronous (nothing to wait for)
    * unless the key has limits. A grant the central gateway signed was counted there already.
    */
-  spend(grant: KeyGrant, cost: number, endpoint: string): Promise<void> | undefined {
+  spend(grant: KeyGrant, cost: number, endpoint: string, what?: string): Promise<void> | undefined {
     if (countedUpstream(grant)) return undefined;
     if (!isLimited(grant)) {
       this.s.usage.record(grant.id, endpoint);
       return undefined;
     }
-    const counted = this.s.rateLimiter.take(grant, cost);
+    const counted = this.s.rateLimiter.take(grant, cost, undefined, what);
     if (counted === undefined) {
       this.s.usage.record(grant.id, endpoint);
       return undefined;
@@ -193,6 +212,15 @@ export class Admission {
       () => this.s.usage.record(grant.id, endpoint),
     );
   }
+}
+
+/**
+ * A model's inference priced per row: what is spent once its batch is known (Admission.spendRows),
+ * and the endpoint its usage is recorded under.
+ */
+export interface RowCharge {
+  credits: number;
+  endpoint: string;
 }
 
 /** A bda key is for one workflow: its one role. */

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { readCredits, type CreditsState } from '../../common/apikey/credits.js';
+import { readKeyUsage } from '../../common/apikey/usage.js';
 import { TollgateError } from '../../common/errors.js';
 import { redisUnavailable } from '../../common/redis/unavailable.js';
 import {
@@ -7,6 +8,7 @@ import {
   identityNameSchema,
   type Identity,
 } from '../../common/resources/identity.js';
+import { apiKeyId } from '../../common/resources/apikey.js';
 import type { Caller } from '../auth/oidc.js';
 import type { ManagementDeps } from './deps.js';
 import { keyGrantOf } from './key-grant.js';
@@ -76,8 +78,17 @@ export async function toIdentityView(
 ): Promise<IdentityView> {
   const { owner, ownerName, displayName, limits } = identity.spec;
   const view: IdentityView = { name: identity.metadata.name, owner };
-  if (withKeys)
-    view.keys = (await deps.store.keysOfIdentity(identity.spec.owner, identity.metadata.name)).length;
+  if (withKeys) {
+    const keys = await deps.store.keysOfIdentity(identity.spec.owner, identity.metadata.name);
+    view.keys = keys.length;
+    const usage = await readKeyUsage(deps.redis, keys.map(apiKeyId));
+    view.usage = { requests: 0, refusals: 0, rows: 0 };
+    for (const u of usage.values()) {
+      view.usage.requests += u.count;
+      view.usage.refusals += u.refused;
+      view.usage.rows += u.rows;
+    }
+  }
   if (ownerName !== undefined) view.ownerName = ownerName;
   if (displayName !== undefined) view.displayName = displayName;
   const created = identity.metadata.creationTimestamp;

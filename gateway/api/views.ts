@@ -32,6 +32,7 @@ export const apiKeyViewSchema = z.object({
   lastUsed: dateTime.optional(),
   requestCount: z.int().min(0),
   refusalCount: z.int().min(0).describe('Calls refused although the key exists'),
+  rowCount: z.int().min(0).describe('Rows of the inference batches its admitted calls sent'),
   expiresAt: dateTime.optional(),
   rateLimit: rateLimitSchema.optional(),
   credits: z
@@ -103,7 +104,15 @@ export const rolledKeySchema = createdKeySchema.extend({
   rolled: apiKeyViewSchema.describe('The old key, as it is after the roll'),
 });
 
-const usagePointSchema = z.object({ at: dateTime, requests: z.int().min(0), refusals: z.int().min(0) });
+const usagePointSchema = z.object({
+  at: dateTime,
+  requests: z.int().min(0),
+  refusals: z.int().min(0),
+  rows: z
+    .int()
+    .min(0)
+    .describe('Rows of the inference batches admitted (the first dimension of their inputs)'),
+});
 /** A key's credits now. */
 export const creditsStateSchema = z.object({
   amount: z.int().min(0),
@@ -126,6 +135,12 @@ export const identityViewSchema = z.object({
     .describe('Named limits counted across all its keys'),
   credits: creditsStateSchema.optional().describe('Credits shared by all its keys, now'),
   keys: z.int().min(0).optional().describe('How many keys belong to it (not in listings)'),
+  usage: z
+    .object({ requests: z.int().min(0), refusals: z.int().min(0), rows: z.int().min(0) })
+    .optional()
+    .describe(
+      'What its keys (those it has now) have done in all: calls admitted and refused, rows of inference batches (not in listings)',
+    ),
 });
 export type IdentityView = z.infer<typeof identityViewSchema>;
 
@@ -183,6 +198,12 @@ export const keyUsageSchema = z.object({
   id: z.string(),
   requestCount: z.int().min(0),
   refusalCount: z.int().min(0),
+  rowCount: z
+    .int()
+    .min(0)
+    .describe(
+      'Rows of the inference batches the key’s admitted calls sent (the first dimension of their inputs)',
+    ),
   lastUsed: dateTime.optional(),
   perMinute: z.array(usagePointSchema).describe('The last 24 hours, oldest first'),
   perHour: z.array(usagePointSchema).describe('The last 30 days, oldest first'),
@@ -246,6 +267,7 @@ export function toApiKeyView(key: ApiKey, usage: KeyUsage | undefined): ApiKeyVi
     roles: [...roles],
     requestCount: Math.max(usage?.count ?? 0, key.status?.requestCount ?? 0),
     refusalCount: usage?.refused ?? 0,
+    rowCount: usage?.rows ?? 0,
     state:
       ends !== undefined && Date.parse(ends) <= Date.now()
         ? 'expired'

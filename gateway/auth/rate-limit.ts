@@ -103,7 +103,7 @@ export class RateLimiter {
    * for (no budget, or this replica's leases cover it: the hot path takes no promise), else a
    * promise that resolves when it fits and rejects with 429 (and Retry-After) or 503.
    */
-  take(grant: KeyGrant, cost = 1, nowMs = this.now()): Promise<void> | undefined {
+  take(grant: KeyGrant, cost = 1, nowMs = this.now(), what?: string): Promise<void> | undefined {
     let counting: Counting;
     try {
       // A price below 1 would admit calls for nothing, or make credits: never from a setting.
@@ -131,7 +131,7 @@ export class RateLimiter {
       this.leaseAhead(grant, counted, nowMs);
       return undefined;
     }
-    return this.counted(grant, cost, nowMs, windows, spends, counted, leasing);
+    return this.counted(grant, cost, nowMs, windows, spends, counted, leasing, what);
   }
 
   /** The call counted in Redis: one transaction of every counter it must fit. */
@@ -143,6 +143,7 @@ export class RateLimiter {
     spends: Spend[],
     counted: Counted[],
     leasing: boolean,
+    what: string | undefined,
   ): Promise<void> {
     const nowS = Math.floor(nowMs / 1000);
     const extras = counted.map((c) => (leasing ? this.leases.extra(c, nowMs) : 0));
@@ -175,7 +176,7 @@ export class RateLimiter {
     if (broke >= 0) {
       await refused();
       const left = (spends[broke] as Spend).credits.amount - (ofSpends[broke] as Settled).before;
-      throw creditsExhausted(spends[broke] as Spend, cost, left, nowMs);
+      throw creditsExhausted(spends[broke] as Spend, cost, left, nowMs, what);
     }
     // The full window that frees last decides when to retry.
     let over: { w: Window; retryAfter: number } | undefined;
@@ -193,11 +194,11 @@ export class RateLimiter {
     await refused();
     const { w, retryAfter } = over;
     const whose = w.holder.kind === 'key' ? 'this key' : `this key's identity "${w.holder.name}"`;
-    const what =
+    const allows =
       w.name === undefined
         ? `${whose} allows ${w.limit.requests} requests per ${w.limit.windowSeconds} s`
         : `${whose}${w.holder.kind === 'key' ? "'s" : ''} limit "${w.name}" allows ${w.limit.requests} requests per ${w.limit.windowSeconds} s`;
-    throw new TollgateError('rate_limited', `${what}; retry after ${retryAfter} s`, {
+    throw new TollgateError('rate_limited', `${allows}; retry after ${retryAfter} s`, {
       headers: {
         'retry-after': String(retryAfter),
         ...(w.name === undefined ? {} : { 'tollgate-limit': w.name }),
@@ -321,15 +322,18 @@ const AHEAD_MS = 50;
 const expirySeconds = (c: Pick<Counted, 'endsAtMs' | 'outlivesMs'>, nowMs: number): number =>
   Math.ceil(((c.endsAtMs as number) + c.outlivesMs - nowMs) / 1000);
 
-/** What a call that costs more than one was short of. */
-const short = (cost: number, left: number): string =>
-  cost === 1 ? '' : ` (this call costs ${cost}; ${Math.max(0, left)} left)`;
+/** What a call that costs more than one (or is priced per row: `what` it is) was short of. */
+const short = (cost: number, left: number, what: string | undefined): string =>
+  cost === 1 && what === undefined
+    ? ''
+    : ` (${what ?? 'this call'} costs ${cost}; ${Math.max(0, left)} left)`;
 
 function creditsExhausted(
   { credits, period, holder }: Spend,
   cost: number,
   left: number,
   nowMs: number,
+  what: string | undefined,
 ): TollgateError {
   const whose = holder.kind === 'key' ? "this key's" : `the identity "${holder.name}"'s`;
   const headers: Record<string, string> =
@@ -339,14 +343,14 @@ function creditsExhausted(
     // No refill will come: a retry helps only after a top-up, so clients are told to wait long.
     return new TollgateError(
       'credits_exhausted',
-      `${whose} ${credits.amount} credits are spent${short(cost, left)}; an administrator can add more`,
+      `${whose} ${credits.amount} credits are spent${short(cost, left, what)}; an administrator can add more`,
       { headers: { 'retry-after': '3600', ...headers } },
     );
   }
   const per = credits.refill === 'daily' ? 'day' : 'month';
   return new TollgateError(
     'credits_exhausted',
-    `${whose} ${credits.amount} credits for this ${per} are spent${short(cost, left)}; they refill at ${new Date(refillAtMs).toISOString()}`,
+    `${whose} ${credits.amount} credits for this ${per} are spent${short(cost, left, what)}; they refill at ${new Date(refillAtMs).toISOString()}`,
     {
       headers: {
         'retry-after': String(Math.max(1, Math.ceil((refillAtMs - nowMs) / 1000))),

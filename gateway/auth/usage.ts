@@ -7,9 +7,11 @@ import { PeriodicFlush } from '../periodic-flush.js';
 interface Pending {
   count: number;
   refused: number;
+  /** Rows of the batches its inference calls sent (validate-infer.ts). */
+  rows: number;
   lastUsedMs: number;
-  /** Per minute (epoch minute): [requests, refusals]. */
-  minutes: Map<number, [number, number]>;
+  /** Per minute (epoch minute): [requests, refusals, rows]. */
+  minutes: Map<number, [number, number, number]>;
   endpoints: Map<string, number>;
 }
 
@@ -47,6 +49,14 @@ export class UsageRecorder {
     entry.endpoints.set(endpoint, (entry.endpoints.get(endpoint) ?? 0) + 1);
   }
 
+  /** The rows of an admitted inference call's batch, once it is checked. */
+  rows(keyId: string, rows: number, nowMs = Date.now()): void {
+    if (rows <= 0) return;
+    const entry = this.entry(keyId);
+    entry.rows += rows;
+    if (this.series) this.minute(entry, nowMs)[2] += rows;
+  }
+
   /** A call refused although its key exists (expired, rolled, denied, rate-limited). */
   refused(keyId: string, nowMs = Date.now()): void {
     const entry = this.entry(keyId);
@@ -70,17 +80,17 @@ export class UsageRecorder {
   private entry(keyId: string): Pending {
     let entry = this.pending.get(keyId);
     if (entry === undefined) {
-      entry = { count: 0, refused: 0, lastUsedMs: 0, minutes: new Map(), endpoints: new Map() };
+      entry = { count: 0, refused: 0, rows: 0, lastUsedMs: 0, minutes: new Map(), endpoints: new Map() };
       this.pending.set(keyId, entry);
     }
     return entry;
   }
 
-  private minute(entry: Pending, nowMs: number): [number, number] {
+  private minute(entry: Pending, nowMs: number): [number, number, number] {
     const minute = Math.floor(nowMs / 60_000);
     let bucket = entry.minutes.get(minute);
     if (bucket === undefined) {
-      bucket = [0, 0];
+      bucket = [0, 0, 0];
       entry.minutes.set(minute, bucket);
     }
     return bucket;
@@ -98,7 +108,8 @@ export class UsageRecorder {
         pipeline.hset(totals, 'lastUsed', new Date(p.lastUsedMs).toISOString());
       }
       if (p.refused > 0) pipeline.hincrby(totals, 'refused', p.refused);
-      for (const [minute, [requests, refusals]] of p.minutes) {
+      if (p.rows > 0) pipeline.hincrby(totals, 'rows', p.rows);
+      for (const [minute, [requests, refusals, rows]] of p.minutes) {
         const b = usageBuckets(minute * 60_000);
         const minutes = redisKeys.keyUsageMinutes(id, b.day);
         const hours = redisKeys.keyUsageHours(id, b.month);
@@ -109,6 +120,10 @@ export class UsageRecorder {
         if (refusals > 0) {
           pipeline.hincrby(minutes, `${b.minuteOfDay}x`, refusals);
           pipeline.hincrby(hours, `${b.hourOfMonth}x`, refusals);
+        }
+        if (rows > 0) {
+          pipeline.hincrby(minutes, `${b.minuteOfDay}w`, rows);
+          pipeline.hincrby(hours, `${b.hourOfMonth}w`, rows);
         }
         pipeline.expire(minutes, MINUTE_TTL_S);
         pipeline.expire(hours, HOUR_TTL_S);
@@ -140,11 +155,13 @@ export class UsageRecorder {
       const now = this.entry(id);
       now.count += old.count;
       now.refused += old.refused;
+      now.rows += old.rows;
       now.lastUsedMs = Math.max(now.lastUsedMs, old.lastUsedMs);
-      for (const [minute, [r, x]] of old.minutes) {
+      for (const [minute, [r, x, w]] of old.minutes) {
         const bucket = this.minute(now, minute * 60_000);
         bucket[0] += r;
         bucket[1] += x;
+        bucket[2] += w;
       }
       for (const [e, n] of old.endpoints) now.endpoints.set(e, (now.endpoints.get(e) ?? 0) + n);
     }

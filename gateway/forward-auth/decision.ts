@@ -22,8 +22,9 @@ import { methodNotAllowed } from '../v2/http.js';
  * differently (dot segments, encoded separators), so the path Tollgate allows is the path the
  * proxy routes.
  *
- * What needs the body is not available here: the V2 request checks, and `_method` fields in
- * platform bodies (the method-override headers and query are refused as on the gateway).
+ * What needs the body is not available here: the V2 request checks, a price per row (refused),
+ * and `_method` fields in platform bodies (the method-override headers and query are refused as
+ * on the gateway).
  */
 
 /** A call another proxy asks about, as its entry (HTTP or ext_authz) read it. */
@@ -81,6 +82,8 @@ function keyed(
     throw err;
   };
   const spend = (target: EventsTarget): KeyGrant | Promise<KeyGrant> => {
+    if ('inference' in target && target.inference.perRow !== undefined)
+      throw pricedPerRow(target.inference.model);
     call.hold(grant);
     const spent = s.admission.spend(grant, target.cost ?? 1, usageEndpoint(head.method, path));
     return spent === undefined ? grant : spent.then(() => grant, noted);
@@ -170,9 +173,17 @@ async function decideV2(
     return;
   }
   const call = { head, requestId, query: path.query, holdSlot };
-  await v2.access.authorised(grant, call, route.model, {
+  const { perRow } = await v2.access.authorised(grant, call, route.model, {
     version: route.version,
     split: route.spec.method === 'POST',
     wake: false,
   });
+  if (perRow !== undefined) throw pricedPerRow(route.model);
 }
+
+/** A model priced per row: its price is known only from its body's batch, which a proxy's question does not carry. */
+const pricedPerRow = (model: string): TollgateError =>
+  new TollgateError(
+    'priced_per_row',
+    `model '${model}' is priced per row of its batch, which Tollgate reads from the request body, and a proxy asking for a decision sends none: send this model's inference through the gateway itself`,
+  );

@@ -65,7 +65,7 @@ export class InferenceMethods {
     const { request, body, headerLength } = this.translated(ex.request, decode);
     const { model, version, call } = await this.target(ex, request.model_name, request.model_version);
     const { access, inference } = this.core;
-    const runtime = await access.authorised(ex.grant, call, model, { version, split: true });
+    const { runtime, perRow } = await access.authorised(ex.grant, call, model, { version, split: true });
     let answer: ModelInferResponse | undefined;
     const limit = this.core.s.config.bodyLimitBytes;
     const sink: AnswerSink = {
@@ -85,7 +85,7 @@ export class InferenceMethods {
     };
     const message = ex.request.length;
     await inference.infer(
-      { head: ex.head, model, runtime, grant: ex.grant, requestId: ex.requestId, query: '' },
+      { head: ex.head, model, runtime, grant: ex.grant, requestId: ex.requestId, query: '', perRow },
       // The message is held in the replica's budget already (call-admission.ts), and its claim
       // stands for the copy of its raw tensors made here (the same bytes again, for the call's
       // length); where typed values grew as they were laid out (an INT32 of 1 wire byte takes 4),

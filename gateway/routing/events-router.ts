@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { TollgateError, type ErrorCode } from '../../common/errors.js';
-import { enforce, type Admission } from '../admission/admission.js';
+import { enforce, type Admission, type RowCharge } from '../admission/admission.js';
+import { usageEndpoint } from './usage-endpoint.js';
 import { WORKFLOW_ID_PATTERN } from '../../common/resources/workflow-service.js';
 import type { KeyGrant, Module } from '../../common/resources/grant.js';
 import type { NormalisedPath } from './normalise.js';
@@ -41,7 +42,16 @@ export type EventsTarget = (
    * (`POST /events/bda/<wf>/<model>/v2/models/<model>/infer`): checked as /v2 checks it, by the
    * same Inference service, from the runtime the workflow route names.
    */
-  | { kind: 'bda'; inference: { model: string; workflow: string; routed: RuntimeAddress } }
+  | {
+      kind: 'bda';
+      inference: {
+        model: string;
+        workflow: string;
+        routed: RuntimeAddress;
+        /** Priced per row: spent once the batch is checked (gateway/v2/inference.ts), not before. */
+        perRow?: RowCharge;
+      };
+    }
 ) & {
   /** Credits the call spends (the price the gateway's creditCosts setting gives it); absent: 1. */
   cost?: number;
@@ -102,22 +112,21 @@ export class EventsRouter {
       // A model published as the workflow's service: its inference costs the model's price; its
       // metadata and readiness cost what any call does.
       const isModel = route.route.source?.startsWith('model/') === true;
-      const cost =
+      const price =
         isModel && method === 'POST'
-          ? { cost: this.admission.price({ kind: 'model', model: service }, true) }
-          : {};
+          ? this.admission.price({ kind: 'model', model: service }, true)
+          : undefined;
+      const cost = price === undefined ? {} : { cost: price.credits };
       // Only a route the operator wrote for a Model (its source says so, and it is sealed): a
       // Service a team labels with a model's name as its service id is proxied as its own.
-      if (isModel && modelEndpoint(method, path, service) === 'infer')
-        return {
-          kind: 'bda',
-          inference: {
-            model: service,
-            workflow,
-            routed: { origin: route.origin, basePath: route.basePath, ...audience },
-          },
-          ...cost,
-        };
+      if (isModel && modelEndpoint(method, path, service) === 'infer') {
+        const routed = { origin: route.origin, basePath: route.basePath, ...audience };
+        if (price?.per === 'row') {
+          const perRow = { credits: price.credits, endpoint: usageEndpoint(method, path) };
+          return { kind: 'bda', inference: { model: service, workflow, routed, perRow } };
+        }
+        return { kind: 'bda', inference: { model: service, workflow, routed }, ...cost };
+      }
       return {
         kind: 'bda',
         proxy: { origin: route.origin, path: upstreamPath(route.basePath, path, 4) },
@@ -142,7 +151,7 @@ export class EventsRouter {
       served: builtIn !== undefined || upstream !== undefined,
     } as const;
     enforce(this.admission.scope(grant, target));
-    const cost = { cost: this.admission.price(target, true) };
+    const cost = { cost: this.admission.price(target, true).credits };
     if (builtIn !== undefined) return { kind: 'platform', builtIn, resource, ...cost };
     const route = upstream as ResolvedRoute;
     // The upstream serves the platform's own REST paths: it receives /api/v1/<resource>[/...].

@@ -2,7 +2,7 @@ import { noteOnCall } from '../../common/tracing/call-trace.js';
 import { TollgateError } from '../../common/errors.js';
 import type { KeyGrant } from '../../common/resources/grant.js';
 import { isModelName } from '../../common/resources/model-name.js';
-import { enforce, type Admission, type Target } from '../admission/admission.js';
+import { enforce, type Admission, type RowCharge, type Target } from '../admission/admission.js';
 import { noteRefusal, type RefusalSink } from '../auth/refusals.js';
 import type { Activator } from './activator.js';
 import type { Authenticate } from '../auth/authenticate.js';
@@ -29,6 +29,12 @@ export const centralPlacement = (s: GatewayServices): V2Placement => ({
   authenticate: (req) => s.keys.check(req),
   modelRoute: (name, recheck) => s.routes.model(name, recheck),
 });
+
+/** A call let through to a model's runtime; `perRow`: its price, spent once its batch is known. */
+export interface Authorised {
+  runtime: RuntimeAddress;
+  perRow?: RowCharge;
+}
 
 /** What the access checks use of the gateway's services (a unit test passes fakes). */
 export interface AccessServices {
@@ -105,12 +111,7 @@ export class ModelAccess {
    * otherwise. A version scaled to zero is woken and waited for unless `want.wake` is false (then
    * the address comes back `cold`).
    */
-  async authorised(
-    grant: KeyGrant,
-    call: V2Call,
-    model: string,
-    want: VersionWanted,
-  ): Promise<RuntimeAddress> {
+  async authorised(grant: KeyGrant, call: V2Call, model: string, want: VersionWanted): Promise<Authorised> {
     if (!isModelName(model)) {
       throw new TollgateError(
         'model_not_found',
@@ -120,14 +121,16 @@ export class ModelAccess {
     return this.refusalsNoted(grant, call.head, async () => {
       const target: Target = { kind: 'model', model };
       const found = await this.runtimeFor(target, grant, want);
-      // Inference (the calls a traffic split applies to) spends the model's price.
-      const cost = this.s.admission.price(target, want.split);
+      // Inference (the calls a traffic split applies to) spends the model's price: now, or per
+      // row once its batch is read and checked (gateway/v2/inference.ts).
+      const price = this.s.admission.price(target, want.split);
+      const endpoint = `${call.head.method ?? 'GET'} /v2/models/${model}`;
       // Its owner's slot is held from here to the answer, the wait for a cold model included.
       call.holdSlot(grant);
-      await this.s.admission.spend(grant, cost, `${call.head.method ?? 'GET'} /v2/models/${model}`);
+      if (price.per === 'call') await this.s.admission.spend(grant, price.credits, endpoint);
       const runtime = await this.warm(model, want, found);
       if (runtime.version !== undefined) noteOnCall({ 'tollgate.model.version': runtime.version });
-      return runtime;
+      return price.per === 'call' ? { runtime } : { runtime, perRow: { credits: price.credits, endpoint } };
     });
   }
 

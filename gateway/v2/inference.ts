@@ -20,6 +20,8 @@ import { runtimeError } from './runtime-errors.js';
 import { validateInferRequest, type BinaryOutputs } from './validate-infer.js';
 import { keepCopy, logCall, type Captured } from './call-capture.js';
 import type { ModelMetadata } from './metadata.js';
+import type { RowCharge } from '../admission/admission.js';
+import { noteRefusal } from '../auth/refusals.js';
 
 /** Largest error body read from a runtime (a traceback can be long; only its last line is used). */
 const MAX_ERROR_BODY = 256 * 1024;
@@ -38,6 +40,8 @@ export interface InferCall {
   requestId: string;
   /** The query string as sent, `?` included ("" for none). */
   query: string;
+  /** Priced per row (access.ts): spent once the batch is checked, before the runtime sees it. */
+  perRow?: RowCharge | undefined;
 }
 
 /** A workflow's call to a model published as its service: where the workflow route sends it. */
@@ -52,6 +56,7 @@ interface Checked {
   body: Buffer | string;
   rewritten: boolean;
   binaryOutputs: BinaryOutputs | undefined;
+  rows: number;
 }
 
 /** One runtime's try at a call: measured on its own version's metrics, load and figures. */
@@ -112,6 +117,7 @@ export class Inference {
     const startedAt = performance.now();
     let attempt = this.begin(call, call.runtime);
     let checked: Checked | undefined;
+    let sent = false;
     let outcome: { status: number; refusal?: { code: string; error: string } } | undefined;
     // A canary the split drew that failed the call; the default version answers it instead, with
     // the same request. The canary's try counts against it only once the default has answered (a
@@ -148,6 +154,8 @@ export class Inference {
         fallBack(err);
         checked = this.check(body, await this.metadataOf(call, attempt), captured);
       }
+      await this.spendRows(call, checked.rows);
+      sent = true;
       let answer: Dispatcher.ResponseData;
       try {
         answer = await this.send(call, attempt, checked, sink);
@@ -177,8 +185,8 @@ export class Inference {
       const known = err instanceof TollgateError ? err : undefined;
       const status = known?.status ?? 500;
       const code = known?.code ?? 'internal_error';
-      // Refused by the gateway's own checks of the body, before the runtime saw it.
-      const rejected = checked === undefined && known !== undefined && status < 500;
+      // Refused by the gateway's own checks of the body or its price, before the runtime saw it.
+      const rejected = !sent && known !== undefined && status < 500;
       this.ended(call, attempt, status, code, rejected);
       // The runtime's own part only: a runtime that broke (5xx) fails; one that refused the
       // request (4xx), or answered a client that then went away, did not.
@@ -197,6 +205,23 @@ export class Inference {
       if (captured?.redact !== undefined && outcome !== undefined)
         logCall(s, call, attempt.runtime.version, captured, outcome, startedAt);
     }
+  }
+
+  /**
+   * The batch's rows in its key's usage, and spent at the row's price when the model is priced so;
+   * a call the central gateway signed was counted there.
+   */
+  private async spendRows({ grant, perRow, head }: InferCall, rows: number): Promise<void> {
+    if (countedUpstream(grant)) return;
+    if (perRow !== undefined) {
+      try {
+        await this.s.admission.spendRows(grant, perRow, rows);
+      } catch (err) {
+        noteRefusal(this.s.refused, grant, err, head);
+        throw err;
+      }
+    }
+    this.s.usage.rows(grant.id, rows);
   }
 
   /** The model's route for what a central gateway adds to a call (payload log, shadow, figures). */
@@ -264,6 +289,7 @@ export class Inference {
       body: translated.json,
       rewritten: translated.json !== raw,
       binaryOutputs: translated.checked.binaryOutputs,
+      rows: translated.checked.rows,
     };
   }
 

@@ -42,6 +42,11 @@ export interface CheckedInferenceRequest {
   id: string | undefined;
   /** The outputs to answer as raw bytes (the binary tensor extension), if any were asked for so. */
   binaryOutputs?: BinaryOutputs;
+  /**
+   * The batch's rows: the largest first dimension of the inputs (checkShape: every input has one), what a
+   * model priced per row charges and usage counts. Inputs a model declares batch-first agree on it.
+   */
+  rows: number;
 }
 
 const MAX_INPUT_NAME = 256;
@@ -93,6 +98,7 @@ export function validateInferRequest(
   const declaredByName = new Map(metadata.inputs.map((t) => [t.name, t]));
   const seen = new Set<string>();
   let batch: { name: string; size: number } | undefined;
+  let rows = 0;
 
   inputs.forEach((input: unknown, position) => {
     if (!isObject(input) || typeof input.name !== 'string' || input.name === '') {
@@ -143,6 +149,8 @@ export function validateInferRequest(
 
     const shape = checkShape(name, input.shape);
     if (declared) checkDeclaredShape(name, shape, declared.shape);
+    // Largest, not first: a second input of many rows cannot hide behind a first of one.
+    rows = Math.max(rows, shape[0] as number);
     const contentType = checkContentType(
       name,
       v2Datatype,
@@ -200,7 +208,7 @@ export function validateInferRequest(
   }
   checkOutputs(request);
   const binaryOutputs = binaryOutputsWanted(request);
-  return binaryOutputs === undefined ? { id } : { id, binaryOutputs };
+  return binaryOutputs === undefined ? { id, rows } : { id, rows, binaryOutputs };
 }
 
 /** Requested outputs: each an object with a name (binary ones are encoded by binary-tensors.ts). */

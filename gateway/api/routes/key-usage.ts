@@ -51,6 +51,7 @@ function keyUsage(deps: ManagementDeps): RequestHandler {
       id,
       requestCount: view.requestCount,
       refusalCount: totals.get(id)?.refused ?? 0,
+      rowCount: totals.get(id)?.rows ?? 0,
       ...(view.lastUsed === undefined ? {} : { lastUsed: view.lastUsed }),
       ...series,
       ...(credits === undefined ? {} : { credits }),

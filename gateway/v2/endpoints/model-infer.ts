@@ -44,9 +44,9 @@ export const modelInfer: V2EndpointSpec = {
   forModel: true,
   rest: async (ctx, req, res, { model, version, call }) => {
     const grant = await ctx.access.authenticate(req);
-    const runtime = await ctx.access.authorised(grant, call, model, { version, split: true });
+    const { runtime, perRow } = await ctx.access.authorised(grant, call, model, { version, split: true });
     await ctx.inference.infer(
-      { head: req, model, runtime, grant, requestId: call.requestId, query: call.query },
+      { head: req, model, runtime, grant, requestId: call.requestId, query: call.query, perRow },
       restBody(req),
       restAnswer(res, ctx.s.heldMemory, grant.owner),
     );

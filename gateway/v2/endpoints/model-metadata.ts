@@ -25,7 +25,7 @@ export async function modelMetadataOf(
   grant: KeyGrant,
   { model, version, call }: ModelTarget,
 ): Promise<Buffer> {
-  const runtime = await ctx.access.authorised(grant, call, model, { version, split: false });
+  const { runtime } = await ctx.access.authorised(grant, call, model, { version, split: false });
   const { raw } = await ctx.s.metadata.get(model, runtime, grant);
   return withVersions(ctx, model, version, raw);
 }

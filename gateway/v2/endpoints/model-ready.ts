@@ -8,7 +8,7 @@ export async function modelReadiness(
   grant: KeyGrant,
   { model, version, call }: ModelTarget,
 ): Promise<boolean> {
-  const runtime = await ctx.access.authorised(grant, call, model, { version, split: false, wake: false });
+  const { runtime } = await ctx.access.authorised(grant, call, model, { version, split: false, wake: false });
   // At zero it is ready all the same: a call is held while a replica starts.
   return (
     runtime.cold === true ||

@@ -88,6 +88,7 @@ export function createDetailsDialog({ onAuthError }) {
         if (mine !== generation) return;
         $('details-facts').append(
           ...fact('Requests', `${usage.requestCount} (${usage.refusalCount} refused)`),
+          ...fact('Rows sent', `${usage.rowCount} (of its inference batches)`),
           ...fact('Last used', usage.lastUsed ? formatDateTime(usage.lastUsed) : 'Never'),
           ...(usage.credits ? fact('Credits', creditsText(usage.credits)) : []),
           ...(usage.limits ? fact('Windows now', windows(usage.limits)) : []),

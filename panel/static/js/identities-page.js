@@ -130,6 +130,7 @@ export function createIdentitiesPage({ onError, isAdmin, confirm }) {
               : credits.refill
             : `${formatDateTime(credits.refillsAt)} (${credits.refill ?? ''})`,
       }),
+      el('td', { text: usageText(identity.usage) }),
       el('td', { className: 'actions' }, actions),
     ]);
   }
@@ -271,4 +272,14 @@ export function createIdentitiesPage({ onError, isAdmin, confirm }) {
   $('identity-create-open').addEventListener('click', () => open(null));
 
   return { load };
+}
+
+/**
+ * What an identity's keys have done: calls, refusals and the rows of their inference batches.
+ * @param {Identity['usage']} usage
+ */
+function usageText(usage) {
+  if (usage === undefined) return '–';
+  const rows = usage.rows === 0 ? '' : `, ${usage.rows} row${usage.rows === 1 ? '' : 's'}`;
+  return `${usage.requests} call${usage.requests === 1 ? '' : 's'}${rows} (${usage.refusals} refused)`;
 }

@@ -554,6 +554,8 @@ export interface components {
             };
             /** @description The key this one replaced, when it was made by a roll */
             rolledFrom?: string;
+            /** @description Rows of the inference batches its admitted calls sent */
+            rowCount: number;
             /** @description The first 8 characters of the key (of an imported key, those its administrator gave) */
             start: string;
             /**
@@ -616,6 +618,8 @@ export interface components {
                 };
                 /** @description The key this one replaced, when it was made by a roll */
                 rolledFrom?: string;
+                /** @description Rows of the inference batches its admitted calls sent */
+                rowCount: number;
                 /** @description The first 8 characters of the key (of an imported key, those its administrator gave) */
                 start: string;
                 /**
@@ -691,6 +695,8 @@ export interface components {
                 at: string;
                 refusals: number;
                 requests: number;
+                /** @description Rows of the inference batches admitted (the first dimension of their inputs) */
+                rows: number;
             }[];
             /** @description The last 24 hours, oldest first */
             perMinute: {
@@ -698,9 +704,13 @@ export interface components {
                 at: string;
                 refusals: number;
                 requests: number;
+                /** @description Rows of the inference batches admitted (the first dimension of their inputs) */
+                rows: number;
             }[];
             refusalCount: number;
             requestCount: number;
+            /** @description Rows of the inference batches the key’s admitted calls sent (the first dimension of their inputs) */
+            rowCount: number;
             topEndpoints: {
                 endpoint: string;
                 requests: number;
@@ -786,6 +796,8 @@ export interface components {
             };
             /** @description The key this one replaced, when it was made by a roll */
             rolledFrom?: string;
+            /** @description Rows of the inference batches its admitted calls sent */
+            rowCount: number;
             /** @description The first 8 characters of the key (of an imported key, those its administrator gave) */
             start: string;
             /**
@@ -863,6 +875,12 @@ export interface components {
             /** @description The subject of the user who made it; only they add keys to it */
             owner: string;
             ownerName?: string;
+            /** @description What its keys (those it has now) have done in all: calls admitted and refused, rows of inference batches (not in listings) */
+            usage?: {
+                refusals: number;
+                requests: number;
+                rows: number;
+            };
         };
         IdentityList: {
             items: {
@@ -896,6 +914,12 @@ export interface components {
                 /** @description The subject of the user who made it; only they add keys to it */
                 owner: string;
                 ownerName?: string;
+                /** @description What its keys (those it has now) have done in all: calls admitted and refused, rows of inference batches (not in listings) */
+                usage?: {
+                    refusals: number;
+                    requests: number;
+                    rows: number;
+                };
             }[];
         };
         ModelMetadata: {
@@ -1055,6 +1079,8 @@ export interface components {
                 };
                 /** @description The key this one replaced, when it was made by a roll */
                 rolledFrom?: string;
+                /** @description Rows of the inference batches its admitted calls sent */
+                rowCount: number;
                 /** @description The first 8 characters of the key (of an imported key, those its administrator gave) */
                 start: string;
                 /**
@@ -1160,6 +1186,8 @@ export interface components {
                 };
                 /** @description The key this one replaced, when it was made by a roll */
                 rolledFrom?: string;
+                /** @description Rows of the inference batches its admitted calls sent */
+                rowCount: number;
                 /** @description The first 8 characters of the key (of an imported key, those its administrator gave) */
                 start: string;
                 /**
@@ -1170,6 +1198,8 @@ export interface components {
             };
             /** @description The key this one replaced, when it was made by a roll */
             rolledFrom?: string;
+            /** @description Rows of the inference batches its admitted calls sent */
+            rowCount: number;
             /** @description The first 8 characters of the key (of an imported key, those its administrator gave) */
             start: string;
             /**
@@ -1693,6 +1723,8 @@ export interface operations {
                             };
                             /** @description The key this one replaced, when it was made by a roll */
                             rolledFrom?: string;
+                            /** @description Rows of the inference batches its admitted calls sent */
+                            rowCount: number;
                             /** @description The first 8 characters of the key (of an imported key, those its administrator gave) */
                             start: string;
                             /**

@@ -7,6 +7,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse, stringify } from 'yaml';
 import { redisKeys } from '../../../common/redis/schema.js';
+import { RouteWriter } from '../../../common/routes/workflow-routes.js';
+import { testSealer } from '../signing.js';
 import { nginx, redis, traefik } from '../../harness/index.js';
 import { repoRoot } from '../../harness/paths.js';
 import {
@@ -114,6 +116,15 @@ describe('the decision inside the proxy a team runs (forward auth)', () => {
       trustedProxies: 1,
       trustedProxyCidrs: ['127.0.0.0/8'],
       usageFlushMs: 50,
+      // Its price is known only from its body's batch.
+      creditCosts: { 'model-fraud': { credits: 2, per: 'row' } },
+    });
+    // model-fraud published as a service of workflow A, as the operator writes a Model's route.
+    await new RouteWriter(r, await testSealer()).put(redisKeys.bdaRoute(wfA, 'model-fraud'), {
+      url: a.url,
+      owner: 'alice',
+      workflow: wfA,
+      source: 'model/team-a/model-fraud',
     });
     keyA = await createKey(r, 'bda', [wfA]);
     limited = await createKey(r, 'bda', [wfA], { rateLimit: { requests: 2, windowSeconds: 60 } });
@@ -356,6 +367,25 @@ describe('the decision inside the proxy a team runs (forward auth)', () => {
       // This gateway serves no models: the one in scope is not there.
       const absent = await v2(scoped.key, 'POST', '/v2/models/model-iris/infer');
       expect([absent.status, absent.json.code]).toEqual([404, 'model_not_found']);
+    });
+
+    it('refuse the inference of a model priced per row, whose body they do not see, and judge its other calls', async () => {
+      const infer = await ask('/auth/forward', {
+        ...apikey(keyA.key),
+        'x-forwarded-method': 'POST',
+        'x-forwarded-uri': `/events/bda/${wfA}/model-fraud/v2/models/model-fraud/infer`,
+      });
+      expect([infer.status, infer.json.code]).toEqual([403, 'priced_per_row']);
+      expect(infer.json.error).toMatch(
+        /model 'model-fraud' is priced per row of its batch.*through the gateway itself/,
+      );
+      const metadata = await ask('/auth/forward', {
+        ...apikey(keyA.key),
+        'x-forwarded-method': 'GET',
+        'x-forwarded-uri': `/events/bda/${wfA}/model-fraud/v2/models/model-fraud`,
+      });
+      expect(metadata.status).toBe(200);
+      expect(seenBy(a)).toBe(0);
     });
 
     it.each([

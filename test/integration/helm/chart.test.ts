@@ -723,6 +723,27 @@ describe('helm chart: lint and render', () => {
     );
   });
 
+  it('passes prices per call and per row to the gateway, and stops a price that is neither', async () => {
+    const prices = { reports: 3, 'model-churn': { credits: 2, per: 'row' } };
+    const { objects } = await render([], ['--set-json', `platform.creditCosts=${JSON.stringify(prices)}`]);
+    const config = find(objects, 'ConfigMap', 't1-tollgate-gateway').data?.['gateway.yaml'] ?? '';
+    const parsed = parseAllDocuments(config)[0]?.toJS() as Record<string, unknown>;
+    expect(parsed.creditCosts).toEqual(prices);
+    // As the gateway reads it.
+    expect(
+      loadGatewayConfig({
+        env: {},
+        overrides: { creditCosts: parsed.creditCosts as Record<string, unknown> },
+      }).creditCosts,
+    ).toEqual({
+      reports: { credits: 3, per: 'call' },
+      'model-churn': { credits: 2, per: 'row' },
+    });
+    await expect(
+      render([], ['--set-json', 'platform.creditCosts={"model-churn":{"credits":2,"per":"batch"}}']),
+    ).rejects.toThrow(/platform\/creditCosts\/model-churn/);
+  });
+
   it('renders Gateway API routes to the Gateway named, REST and V2 over gRPC, only when asked', async () => {
     expect((await render()).objects.filter((o) => o.kind === 'HTTPRoute' || o.kind === 'GRPCRoute')).toEqual(
       [],

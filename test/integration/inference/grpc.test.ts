@@ -53,6 +53,8 @@ describe('V2 inference over gRPC (standalone)', () => {
         TOLLGATE_REQUEST_BODY_TIMEOUT_MS: '5000',
         // 32 per client address.
         TOLLGATE_GRPC_MAX_CONNECTIONS: '128',
+        // Keys with credits pay 2 a row of each batch (those without have nothing to spend).
+        TOLLGATE_CREDIT_COSTS: 'model-iris=2/row',
       },
     });
     key = await dev.key(['models:inference']);
@@ -246,6 +248,42 @@ describe('V2 inference over gRPC (standalone)', () => {
       // A bad name from a caller without a key learns nothing but that.
       const anonymous = await call('ModelMetadata', { name: '../../etc' }, {});
       expect(refusal(anonymous)).toEqual([16, 'missing_api_key', 'missing_api_key']);
+    });
+
+    test('a model priced per row spends its price per row of the batch, and a batch that costs more than is left is refused before the runtime', async () => {
+      const paying = await dev?.key(['models:inference'], 'platform', { credits: { amount: 12 } });
+      const batch = (n: number) =>
+        call(
+          'ModelInfer',
+          {
+            model_name: 'model-iris',
+            inputs: [features({ shape: [n, 4] })],
+            raw_input_contents: [
+              Buffer.from(new Float32Array(Array.from({ length: n }, () => rows.slice(0, 4)).flat()).buffer),
+            ],
+          },
+          { authorization: `Apikey ${paying ?? ''}` },
+        );
+      expect((await batch(2)).error).toBeUndefined(); // 4
+      expect((await batch(3)).error).toBeUndefined(); // 10
+      const short = await batch(2); // 14 > 12
+      expect(refusal(short)).toEqual([8, 'credits_exhausted', 'credits_exhausted']);
+      expect(short.error?.details).toBe(
+        "credits_exhausted: this key's 12 credits are spent (this batch of 2 rows at 2 credits a row costs 4; 2 left); an administrator can add more",
+      );
+      // What is left still buys a batch that fits it.
+      expect((await batch(1)).error).toBeUndefined(); // 12
+      expect(refusal(await batch(1))).toEqual([8, 'credits_exhausted', 'credits_exhausted']);
+      // The rows of the admitted batches, in the key's usage (flushed each second).
+      const token = (await dev?.token()) ?? '';
+      await until('the rows are in the key usage', async () => {
+        const listed = await fetch(`${dev?.base}/api/v1/apikeys`, {
+          headers: { authorization: `Bearer ${token}` },
+        });
+        const items = ((await listed.json()) as { items: Array<{ start: string; rowCount: number }> }).items;
+        const mine = items.find((k) => paying?.startsWith(k.start) === true);
+        return mine?.rowCount === 6 ? true : undefined;
+      });
     });
 
     test('the caller is who grpc-js says it is: a key held to other networks is refused here, one held to loopback passes', async () => {

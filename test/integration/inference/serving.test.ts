@@ -26,6 +26,8 @@ import { buildCentralGateway } from '../../../gateway/central-gateway.js';
 import { modelAccount } from '../../../common/resources/grant.js';
 import { readModelUsage } from '../../../gateway/v2/model-usage.js';
 import { waitUntil } from '../../harness/wait.js';
+import { redisKeys } from '../../../common/redis/schema.js';
+import { readKeyUsage } from '../../../common/apikey/usage.js';
 
 const CASES = ['iris', 'diabetes', 'rent', 'reviews', 'digits', 'wine'];
 const WORKFLOW = 'wf-inference';
@@ -117,8 +119,9 @@ beforeAll(async () => {
       port: 0,
       redisUrl: r.url,
       bodyLimitBytes: BODY_LIMIT,
-      // model-iris's inference costs 4 credits of a key that has them (the administrator's price).
-      creditCosts: { 'model-iris': 4 },
+      // model-iris's inference costs 4 credits of a key that has them (the administrator's price),
+      // model-diabetes's 3 a row of its batch.
+      creditCosts: { 'model-iris': 4, 'model-diabetes': { credits: 3, per: 'row' } },
     },
   });
   gateway = await buildCentralGateway(config, createLogger('gateway-inference', 'silent'), {
@@ -877,6 +880,63 @@ describe('a model whose inference the administrator prices', () => {
     expect((await viaWorkflow(keys.payingBda)).status).toBe(200);
     const second = await viaWorkflow(keys.payingBda);
     expect([second.status, second.json.code]).toEqual([429, 'credits_exhausted']);
+  });
+});
+
+describe('a model the administrator prices per row of its batch', () => {
+  /** The value of one exact series in the gateway's /metrics, 0 when absent. */
+  async function metric(name: string): Promise<number> {
+    const text = await (await fetch(`${base}/metrics`)).text();
+    const line = text.split('\n').find((l) => l.startsWith(`${name} `));
+    return line === undefined ? 0 : Number(line.slice(name.length + 1));
+  }
+
+  test('spends its price per row, refuses a batch that costs more than is left before the runtime, and counts the rows', async () => {
+    const request = await sample('model-diabetes');
+    const input = (request.inputs as Output[])[0] as Output;
+    const width = input.shape[1] as number;
+    // The sample's first row, its values flat (a sample may nest them by row).
+    const row = (input.data as unknown[]).flat(Infinity).slice(0, width);
+    const batch = (n: number) => ({
+      inputs: [{ ...input, shape: [n, width], data: Array.from({ length: n }, () => row).flat() }],
+    });
+    const { key, grant } = await createKey(rc, 'platform', ['models:inference'], { credits: { amount: 20 } });
+    const runtime = 'tollgate_model_runtime_duration_seconds_count{model="model-diabetes",version=""}';
+    const rejected =
+      'tollgate_model_rejected_total{model="model-diabetes",version="",code="credits_exhausted"}';
+    const [runtimeBefore, rejectedBefore] = [await metric(runtime), await metric(rejected)];
+    const statuses: Array<number | string> = [];
+    const note = (a: InferAnswer) =>
+      statuses.push(a.status === 200 ? 200 : `${a.status} ${String(a.json['code' as keyof typeof a.json])}`);
+    note(await infer('model-diabetes', batch(3), apikey(key))); // 9
+    note(await infer('model-diabetes', batch(2), apikey(key))); // 15
+    const refused = await infer('model-diabetes', batch(2), apikey(key)); // 21 > 20: refused, given back
+    note(refused);
+    note(await infer('model-diabetes', batch(1), apikey(key))); // 18
+    // Its metadata costs what any call does, not a row's price.
+    const metadata = await send(base, '/v2/models/model-diabetes', { headers: apikey(key) }); // 19
+    note(metadata as InferAnswer);
+    note(await infer('model-diabetes', batch(1), apikey(key))); // 22 > 20
+    expect(statuses).toEqual([200, 200, '429 credits_exhausted', 200, 200, '429 credits_exhausted']);
+    expect((refused.json as Record<string, unknown>).error).toBe(
+      "this key's 20 credits are spent (this batch of 2 rows at 3 credits a row costs 6; 5 left); an administrator can add more",
+    );
+    // The runtime saw the three batches it answered, not the refused ones.
+    expect((await metric(runtime)) - runtimeBefore).toBe(3);
+    expect((await metric(rejected)) - rejectedBefore).toBe(2);
+    // The rows of the admitted batches in the key's usage (flushed each second), beside its calls.
+    await waitUntil(
+      'the rows are in the key usage',
+      async () => (await rc.hget(redisKeys.keyUsage(grant.id), 'rows')) === '6',
+      {
+        timeoutMs: 10_000,
+      },
+    );
+    const totals = await rc.hgetall(redisKeys.keyUsage(grant.id));
+    expect([totals.count, totals.refused, totals.rows]).toEqual(['4', '2', '6']);
+    expect(await readKeyUsage(rc, [grant.id])).toEqual(
+      new Map([[grant.id, expect.objectContaining({ rows: 6 })]]),
+    );
   });
 });
 

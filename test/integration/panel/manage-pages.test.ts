@@ -218,9 +218,24 @@ describe('the Identities page', () => {
       name: 'beta reader',
     });
     expect(key.status).toBe(201);
+    // One call its role allows, one it does not: the identity's usage counts both, each as it went.
+    const asKey = (method: string) =>
+      fetch(`${base}/events/platform/api/v1/datasets`, {
+        method,
+        headers: { authorization: `Apikey ${String(key.json.key)}` },
+      });
+    expect((await asKey('GET')).status).toBe(200);
+    expect((await asKey('PUT')).status).toBe(403);
+    for (let i = 0; i < 100; i++) {
+      const usage = (await api('alice', 'GET', 'identities/beta-team')).json.usage as
+        { requests: number } | undefined;
+      if (usage?.requests === 1) break;
+      await new Promise((done) => setTimeout(done, 100));
+    }
     const page = await openPanel('alice', '#identities');
     const row = cell(page, 'identities-body', 'beta-team');
     await says(row, '1: beta reader');
+    await says(row, '1 call (1 refused)');
     await row.getByRole('button', { name: 'Delete identity beta-team' }).click();
     const confirm = page.getByRole('dialog', { name: 'Delete identity beta-team?' });
     await confirm.getByRole('button', { name: 'Delete identity' }).click();

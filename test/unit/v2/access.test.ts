@@ -107,7 +107,7 @@ const req = (): CallHead => ({ method: 'POST', headers: {}, rawHeaders: [], sock
 /** As the REST endpoints ask: the key, then the model (the call's slot is not counted here). */
 async function authorised(access: ModelAccess, model: string, want: VersionWanted, head: CallHead = req()) {
   const grant = await access.authenticate(head);
-  return { grant, runtime: await access.authorised(grant, v2Call(head), model, want) };
+  return { grant, ...(await access.authorised(grant, v2Call(head), model, want)) };
 }
 
 const v2Call = (head: CallHead = req()): V2Call => ({

@@ -239,7 +239,7 @@ describe('decodeBinaryRequest', () => {
       { id: 'r9' },
     );
     const translated = decodeBinaryRequest(ok.body, ok.headerLength, iris, LIMIT);
-    expect(translated.checked).toEqual({ id: 'r9' });
+    expect(translated.checked).toEqual({ id: 'r9', rows: 2 });
     expect((JSON.parse(translated.json) as { inputs: Array<{ data: number[] }> }).inputs[0]?.data).toEqual([
       1, 2, 3, 4, 5, 6, 7, 8,
     ]);

@@ -59,7 +59,7 @@ describe('valid requests pass', () => {
       id: 'req-1',
       inputs: [{ name: 'features', datatype: 'FP32', shape: [2, 4], data: [5.1, 3.5, 1.4, 0.2, 6, 3, 4, 1] }],
     });
-    expect(validateInferRequest(body, iris)).toEqual({ id: 'req-1' });
+    expect(validateInferRequest(body, iris)).toEqual({ id: 'req-1', rows: 2 });
   });
 
   test('nested rows and a Buffer body', () => {
@@ -72,7 +72,7 @@ describe('valid requests pass', () => {
         ],
       ),
     );
-    expect(validateInferRequest(body, iris)).toEqual({ id: undefined });
+    expect(validateInferRequest(body, iris)).toEqual({ id: undefined, rows: 2 });
   });
 
   test('partly nested rectangular data (numpy reshapes it)', () => {
@@ -446,7 +446,7 @@ describe('each rule of the checklist has its own 400', () => {
         },
       ],
     });
-    expect(validateInferRequest(body, iris)).toEqual({});
+    expect(validateInferRequest(body, iris)).toEqual({ id: undefined, rows: 1 });
   });
 
   test('content_type different from the declared one', () => {
@@ -571,4 +571,38 @@ test('an input name longer than a tensor name is refused without quoting it', ()
   );
   expect([e.status, e.code, e.field]).toEqual([400, 'invalid_input', 'inputs[0].name']);
   expect(e.message).toBe("inputs[0].name is 100000 characters; an input's name is at most 256");
+});
+
+describe('the rows of a batch', () => {
+  const meta = (shape: number[]): ModelMetadata =>
+    modelMetadataSchema.parse({
+      name: 'model-x',
+      platform: '',
+      versions: [],
+      inputs: [
+        { name: 'a', datatype: 'FP32', shape },
+        { name: 'b', datatype: 'FP32', shape },
+      ],
+      outputs: [],
+    });
+  const input = (name: string, shape: number[]) => ({
+    name,
+    datatype: 'FP32',
+    shape,
+    data: Array.from({ length: shape.reduce((x, y) => x * y, 1) }, () => 1),
+  });
+
+  it('are the first dimension of the inputs: the largest, so a second input of many rows is never free', () => {
+    expect(
+      validateInferRequest({ inputs: [input('a', [3, 2]), input('b', [3, 2])] }, meta([-1, 2])).rows,
+    ).toBe(3);
+    // A model that declares no inputs leaves them free to disagree: the batch is the largest.
+    const undeclared = { ...meta([]), inputs: [] };
+    expect(validateInferRequest({ inputs: [input('a', [1, 2]), input('b', [5, 2])] }, undeclared).rows).toBe(
+      5,
+    );
+    expect(
+      validateInferRequest({ inputs: [input('a', [0, 2]), input('b', [0, 2])] }, meta([-1, 2])).rows,
+    ).toBe(0);
+  });
 });

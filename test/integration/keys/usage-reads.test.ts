@@ -44,9 +44,9 @@ describe('reading usage a team may have written', () => {
     const before = await sent();
     const usage = await readKeyUsage(client, [honest, forged]);
     expect((await sent()) - before).toBeLessThan(64 * 1024);
-    expect(usage.get(honest)).toEqual({ count: 5, refused: 0, lastUsed: '2026-11-27T10:00:00.000Z' });
+    expect(usage.get(honest)).toEqual({ count: 5, refused: 0, rows: 0, lastUsed: '2026-11-27T10:00:00.000Z' });
     // A figure too long to be the gateway's is as if absent: the key shows its count alone.
-    expect(usage.get(forged)).toEqual({ count: 3, refused: 0 });
+    expect(usage.get(forged)).toEqual({ count: 3, refused: 0, rows: 0 });
   });
 
   it('a key’s records turned into other types (EXPIRE, then ZINCRBY or HINCRBY) read as empty, failing no other key', async () => {
@@ -60,7 +60,7 @@ describe('reading usage a team may have written', () => {
     await client.zincrby(redisKeys.keyUsageHours(turned, month), 1, 'x');
     await client.hincrby(redisKeys.keyUsageEndpoints(turned), 'GET /x', 1);
     const usage = await readKeyUsage(client, [honest, turned]);
-    expect(usage.get(honest)).toEqual({ count: 4, refused: 0 });
+    expect(usage.get(honest)).toEqual({ count: 4, refused: 0, rows: 0 });
     expect(usage.has(turned)).toBe(false);
     const hours = await readRecentHours(client, [honest, turned], 24, now);
     expect(hours.get(honest)?.at(-1)).toBe(4);

@@ -5,7 +5,7 @@
  * a condition message. A code is added here before anything can throw it.
  */
 export type ErrorStatus =
-  400 | 401 | 403 | 404 | 405 | 408 | 409 | 413 | 415 | 417 | 422 | 429 | 431 | 500 | 502 | 503 | 504;
+  400 | 401 | 403 | 404 | 405 | 408 | 409 | 410 | 413 | 415 | 417 | 422 | 429 | 431 | 500 | 502 | 503 | 504;
 
 export const ERROR_STATUS = {
   // 400
@@ -108,6 +108,7 @@ export const ERROR_STATUS = {
   unknown_model: 404,
   unknown_resource: 404,
   unknown_service: 404,
+  usage_export_off: 404,
   // 405
   method_not_allowed: 405,
   // 408
@@ -129,6 +130,8 @@ export const ERROR_STATUS = {
   model_conflict: 409,
   model_exists: 409,
   workflow_owned_by_another_user: 409,
+  // 410
+  usage_cursor_expired: 410,
   // 413
   body_too_large: 413,
   // 415

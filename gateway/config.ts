@@ -141,6 +141,34 @@ export const gatewayConfigSchema = z
     /** Usage figures (last used, request count) are batched and written this often. */
     usageFlushMs: z.coerce.number().int().positive().default(1_000),
     /**
+     * A central gateway's usage for export (per key, identity, target and minute: calls, rows,
+     * refusals by code, credits), read as CloudEvents from `GET /api/v1/admin/usage/export` and
+     * sent to webhook endpoints that ask for `usage.minute` (docs/usage-export.md).
+     */
+    usageExport: z
+      .union([z.boolean(), z.enum(['true', 'false']).transform((v) => v === 'true')])
+      .default(true),
+    /** Days the exported usage events are kept for the pull API and endpoints that were down. */
+    usageExportRetentionDays: z.coerce
+      .number()
+      .int('usageExportRetentionDays is a whole number of days')
+      .min(1, 'usageExportRetentionDays is at least 1')
+      .max(90, 'usageExportRetentionDays is at most 90')
+      .default(7),
+    /**
+     * The CloudEvents `source` of exported usage: with the event id, what a receiver dedupes by.
+     * Give each installation its own (two Redis servers number their events alike).
+     */
+    usageExportSource: z
+      .string()
+      .min(1, 'usageExportSource is a URI reference such as /tollgate/eu-west')
+      .max(255, 'usageExportSource is at most 255 characters')
+      .regex(
+        /^[\x21-\x7e]+$/,
+        'usageExportSource is a URI reference without spaces, such as /tollgate/eu-west',
+      )
+      .default('/tollgate'),
+    /**
      * Proxies in front of the gateway whose X-Forwarded-For entry is trusted (an ingress controller:
      * 1), each only when it connects from `trustedProxyCidrs`. The client address a key's network
      * allowlist and the audit trail see is the one that many trusted hops back; 0 takes the

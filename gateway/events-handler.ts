@@ -117,6 +117,7 @@ class EventsCall {
           grant,
           target.cost ?? 1,
           usageEndpoint(this.req.method ?? 'GET', this.path),
+          target.metered,
         );
     } catch (err) {
       this.fail(err);

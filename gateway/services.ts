@@ -27,6 +27,8 @@ import { GrantSigner } from './auth/signed-grant.js';
 import { RateLimiter } from './auth/rate-limit.js';
 import { RedisClock } from './auth/redis-clock.js';
 import { UsageRecorder } from './auth/usage.js';
+import { UsageMeter } from './usage-export/meter.js';
+import { MinuteCloser } from './usage-export/closer.js';
 import type { GatewayConfig } from './config.js';
 import { CacheInvalidation } from './invalidation.js';
 import { GatewayMetrics } from './metrics.js';
@@ -40,6 +42,9 @@ import { HeldMemory } from './http/held-memory.js';
 import { Background } from './background.js';
 import { startTracing, type Tracing } from '../common/tracing/provider.js';
 import { placementOf, type Placement } from './placement.js';
+
+/** How often a central gateway looks for minutes of usage to close for export. */
+const CLOSE_EVERY_MS = 5_000;
 
 /**
  * Everything the gateway's handlers use, built once at start and injected: nothing on the
@@ -66,6 +71,11 @@ export interface GatewayServices {
   /** The calls in flight each client address and key owner holds on this replica. */
   calls: CallShares;
   usage: UsageRecorder;
+  /**
+   * Usage for export, per key, identity, target and minute (usage-export/); undefined in a sidecar
+   * (a team reads its Redis password, and must not bill another team) or with usageExport off.
+   */
+  meter: UsageMeter | undefined;
   /** V2 inference, for every entry that serves it (one per process). */
   readonly inference: Inference;
   /** Each model's calls, errors and latency per minute, for the panel's Models page. */
@@ -227,9 +237,33 @@ export async function createGatewayServices(
   const load = background.add('load reports', new LoadReporter(redis, log, trust.reports));
   const activator = new Activator(redis, log, config.maxActivationWaitSeconds * 1000);
   background.add('activator', { stop: () => activator.close() });
-  const refused: RefusalSink = (grant, code, req) => {
+  const exported = central && config.usageExport;
+  const retentionMs = config.usageExportRetentionDays * 86_400_000;
+  const meter = exported
+    ? background.add(
+        'usage export',
+        new UsageMeter(
+          redis,
+          log.child({ component: 'usage-export' }),
+          config.usageFlushMs,
+          retentionMs / 1000,
+        ),
+      )
+    : undefined;
+  if (exported)
+    background.add(
+      'usage minutes',
+      new MinuteCloser(redis, log.child({ component: 'usage-export' }), {
+        everyMs: CLOSE_EVERY_MS,
+        // Every replica's flush of a minute is in by then (two flushes, and a margin for clocks).
+        graceMs: 2 * config.usageFlushMs + 5_000,
+        retentionMs,
+      }),
+    );
+  const refused: RefusalSink = (grant, code, req, metered) => {
     audit.refused(grant, code, req);
     usage.refused(grant.id);
+    meter?.refused(grant, code, metered);
   };
   const keys = new KeyChecker(
     redis,
@@ -293,7 +327,7 @@ export async function createGatewayServices(
     { perAddress: config.callsPerAddress, perOwner: config.callsPerOwner },
     shareRefused,
   );
-  const admission = new Admission({ roles, rateLimiter, creditCosts, usage, calls });
+  const admission = new Admission({ roles, rateLimiter, creditCosts, usage, meter, calls });
   const events = new EventsRouter(
     routes,
     admission,
@@ -323,6 +357,7 @@ export async function createGatewayServices(
     calls,
     rateLimiter,
     usage,
+    meter,
     modelUsage,
     load,
     activator,

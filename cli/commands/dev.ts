@@ -13,6 +13,7 @@ import { ManifestWorkflowRecords } from '../../common/routes/workflow-records.js
 import { WorkflowRoutes } from '../../common/routes/workflow-routes.js';
 import { loadGatewayConfig, type GatewayConfigInput } from '../../gateway/config.js';
 import { webhookSettingsOf } from '../../gateway/config/webhook-settings.js';
+import { usageExportOf } from '../../gateway/usage-export/settings.js';
 import { modelsPlatformResource } from '../../gateway/platform/models/index.js';
 import { manifestModels } from '../../gateway/v2/model-directory.js';
 import { OperatorManager } from '../../operator/manager.js';
@@ -146,6 +147,7 @@ export function register(program: Command): void {
               admin: { groupsClaim: config.groupsClaim, adminGroups: config.adminGroups },
               leakReports: { keysUrl: config.leakReportKeysUrl, action: config.leakReportAction },
               webhooks: webhookSettingsOf(config),
+              usageExport: usageExportOf(config),
               trust,
               proxies,
               shareRefused,

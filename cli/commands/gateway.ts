@@ -11,6 +11,7 @@ import { WorkflowRoutes } from '../../common/routes/workflow-routes.js';
 import { loadGatewayConfig, type GatewayConfigInput } from '../../gateway/config.js';
 import { parseUpstreamList } from '../../gateway/config/sources.js';
 import { webhookSettingsOf } from '../../gateway/config/webhook-settings.js';
+import { usageExportOf } from '../../gateway/usage-export/settings.js';
 import { createManagement } from '../../gateway/api/management.js';
 import type { GatewayConfig } from '../../gateway/config.js';
 import { modelsPlatformResource } from '../../gateway/platform/models/index.js';
@@ -153,6 +154,7 @@ async function clusterManagement(
     admin: { groupsClaim: config.groupsClaim, adminGroups: config.adminGroups },
     leakReports: { keysUrl: config.leakReportKeysUrl, action: config.leakReportAction },
     webhooks: webhookSettingsOf(config),
+    usageExport: usageExportOf(config),
     trust,
     proxies,
     shareRefused,

@@ -47,6 +47,13 @@ import { createHash } from 'node:crypto';
  *                                            a grant spent at one replica is refused at every other
  *   tg:wh:*        the webhook deliveries    central gateways (gateway/webhooks/deliveries.ts): the
  *                                            queue by due time, each message, each endpoint's log
+ *   tg:ux:*        usage for export          central gateways only (gateway/usage-export/): each
+ *                                            minute's figures per key, identity and target as its
+ *                                            calls are flushed (ux:m:<minute>, listed in ux:open),
+ *                                            closed once the minute is over into the stream
+ *                                            ux:events, and each endpoint's place in it (ux:push:*).
+ *                                            A sidecar's user may write none of it: a team reads
+ *                                            that password, and must not bill another team
  */
 export const KEY_PREFIX = 'tg:';
 
@@ -92,6 +99,25 @@ export const redisKeys = {
   webhookAdmins: `${KEY_PREFIX}wh:admins`,
   /** String, NX with a TTL: a once-only event already sent (a key's expiry announced to an endpoint). */
   webhookOnce: (what: string) => `${KEY_PREFIX}wh:once:${what}`,
+  /**
+   * Hash: one epoch minute's usage for export, field `<metric>|<group JSON>` (metric `c` calls,
+   * `w` rows, `k` credits, `x:<code>` refusals): central gateways add to it at each flush.
+   */
+  usageExportMinute: (minute: number) => `${KEY_PREFIX}ux:m:${minute}`,
+  /** String with a TTL: a meter's flush already applied (a retried one is not counted twice). */
+  usageExportBatch: (batch: string) => `${KEY_PREFIX}ux:batch:${batch}`,
+  /** Sorted set: the minutes with figures not yet closed into the stream, scored by the minute. */
+  usageExportOpen: `${KEY_PREFIX}ux:open`,
+  /** Stream: one entry per closed minute, key, identity and target; its id is the event's id. */
+  usageExportStream: `${KEY_PREFIX}ux:events`,
+  /** String: the stream id below which entries were trimmed (a cursor before it has lost events). */
+  usageExportTrimmed: `${KEY_PREFIX}ux:trimmed`,
+  /** String with a TTL: which central gateway replica closes minutes now. */
+  usageExportCloseLock: `${KEY_PREFIX}ux:close-lock`,
+  /** String with a TTL: which central gateway replica pushes usage to the endpoints now. */
+  usageExportPushLock: `${KEY_PREFIX}ux:push-lock`,
+  /** Hash: an endpoint's place in the stream (`cursor`) and the message carrying what follows it. */
+  usageExportPush: (webhook: string) => `${KEY_PREFIX}ux:push:${webhook}`,
   /** String: JSON Route for a workflow service. */
   bdaRoute: (workflow: string, service: string) => `${KEY_PREFIX}route:bda:${workflow}:${service}`,
   /** String: JSON Route for a model's runtime (present only while it has ready replicas). */

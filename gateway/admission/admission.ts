@@ -6,6 +6,7 @@ import { ONE_CREDIT, type CreditCosts, type Price } from '../auth/credit-costs.j
 import { isLimited, type RateLimiter } from '../auth/rate-limit.js';
 import { countedUpstream } from '../auth/signed-grant.js';
 import type { UsageRecorder } from '../auth/usage.js';
+import type { Metered, UsageMeter } from '../usage-export/meter.js';
 import type { CallShares, Release } from './call-shares.js';
 import { currentCall, inChildSpan, noteOnCall, SpanKind } from '../../common/tracing/call-trace.js';
 import { callAttributes, redisSpan } from '../tracing/call-attributes.js';
@@ -56,6 +57,8 @@ export interface AdmissionServices {
   /** What a call spends of a key's credits, by platform resource or model. */
   creditCosts: Pick<CreditCosts, 'of'>;
   usage: Pick<UsageRecorder, 'record'>;
+  /** Usage for export (a central gateway's, when usageExport is on). */
+  meter?: Pick<UsageMeter, 'called'> | undefined;
   /** The calls in flight each owner holds on this replica (call-shares.ts). */
   calls: Pick<CallShares, 'enterOwner'>;
 }
@@ -188,28 +191,40 @@ export class Admission {
       grant,
       charge.credits * billed,
       charge.endpoint,
+      charge.metered,
       `this batch of ${plural(billed, 'row')} at ${plural(charge.credits, 'credit')} a row`,
     );
   }
 
   /**
-   * Limits and credits at `cost`, then usage under `endpoint`: synchronous (nothing to wait for)
-   * unless the key has limits. A grant the central gateway signed was counted there already.
+   * Limits and credits at `cost`, then usage under `endpoint` (and for export, of `metered`):
+   * synchronous (nothing to wait for) unless the key has limits. A grant the central gateway
+   * signed was counted there already.
    */
-  spend(grant: KeyGrant, cost: number, endpoint: string, what?: string): Promise<void> | undefined {
+  spend(
+    grant: KeyGrant,
+    cost: number,
+    endpoint: string,
+    metered: Metered,
+    what?: string,
+  ): Promise<void> | undefined {
     if (countedUpstream(grant)) return undefined;
-    if (!isLimited(grant)) {
+    const used = (): void => {
       this.s.usage.record(grant.id, endpoint);
+      this.s.meter?.called(grant, metered, cost);
+    };
+    if (!isLimited(grant)) {
+      used();
       return undefined;
     }
     const counted = this.s.rateLimiter.take(grant, cost, undefined, what);
     if (counted === undefined) {
-      this.s.usage.record(grant.id, endpoint);
+      used();
       return undefined;
     }
     // Counted in Redis this time (a lease ran out, or credits): the round trip is the call's child span.
     return inChildSpan('redis limits and credits', SpanKind.CLIENT, redisSpan('MULTI'), () => counted).then(
-      () => this.s.usage.record(grant.id, endpoint),
+      used,
     );
   }
 }
@@ -221,6 +236,7 @@ export class Admission {
 export interface RowCharge {
   credits: number;
   endpoint: string;
+  metered: Metered;
 }
 
 /** A bda key is for one workflow: its one role. */

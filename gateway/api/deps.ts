@@ -19,6 +19,7 @@ import type { WebhookSender } from '../webhooks/sender.js';
 import type { WebhookStore } from '../webhooks/store.js';
 import type { ProxyTrust } from '../http/client-address.js';
 import type { ShareRefused } from '../admission/shares.js';
+import type { UsageExportSettings } from '../usage-export/settings.js';
 
 /** What the management API is built from; the gateway builds each once and injects it. */
 export interface ManagementDeps {
@@ -55,6 +56,8 @@ export interface ManagementDeps {
     /** Each caller's administrator standing, noted for allOwners endpoints (webhooks/admin-rights.ts). */
     admins: Pick<AdminRights, 'note'>;
   };
+  /** Usage for export: its CloudEvents source; undefined where the export is off (the pull API answers 404). */
+  usageExport?: UsageExportSettings | undefined;
   /** The longest grace period a roll may give the old key. */
   maxRollGraceSeconds: number;
   /** The most live keys a user who is not an administrator may make (default DEFAULT_MAX_KEYS_PER_OWNER). */

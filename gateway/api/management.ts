@@ -19,6 +19,8 @@ import { fromAudit } from '../webhooks/events.js';
 import { WebhookInbox } from '../webhooks/inbox.js';
 import { WebhookSender } from '../webhooks/sender.js';
 import { AdminRights } from '../webhooks/admin-rights.js';
+import { UsagePusher } from '../usage-export/pusher.js';
+import type { UsageExportSettings } from '../usage-export/settings.js';
 import { dirWebhookStore, kubeWebhookStore, type WebhookStore } from '../webhooks/store.js';
 
 /** How long a webhook receiver has to answer one delivery. */
@@ -65,6 +67,8 @@ export interface ManagementOptions {
   leakReports?: { keysUrl: string | undefined; action: 'revoke' | 'report' };
   /** Webhooks on key events: which inward networks and schemes they may use, and their schedule. */
   webhooks?: WebhookSettings;
+  /** Usage for export (the pull API, webhook endpoints of usage.minute); undefined: off. */
+  usageExport?: UsageExportSettings | undefined;
   /** Which proxies in front are believed about the client (unset: none). */
   proxies?: ProxyTrust;
   /** Counts refusals past a team's share: webhook sends, leak-report bytes (unset: not counted). */
@@ -115,6 +119,22 @@ export async function createManagement(opts: ManagementOptions): Promise<Managem
     if (forWebhooks !== undefined) dispatcher.publish(forWebhooks);
   });
   dispatcher.start();
+  const pusher =
+    opts.usageExport === undefined
+      ? undefined
+      : new UsagePusher(
+          {
+            redis: opts.redis,
+            store: webhookStore,
+            queue,
+            admins,
+            sendNow: () => void dispatcher.poll(),
+            source: opts.usageExport.source,
+            log: opts.log.child({ component: 'usage-export' }),
+          },
+          schedule.pollMs,
+        );
+  pusher?.start();
   const issuer = 'local' in opts.identity ? await LocalIssuer.open(opts.identity.local.stateDir) : undefined;
   const oidc = 'local' in opts.identity ? localOidcConfig(opts.identity.local.selfUrl) : opts.identity.oidc;
   const offboarded = new OffboardedUsers(opts.redis, (oidc.clockToleranceSeconds ?? 30) * 1000);
@@ -143,11 +163,13 @@ export async function createManagement(opts: ManagementOptions): Promise<Managem
     findGrant: (hash) => readKeyGrant(opts.redis, opts.trust.verifier, hash),
     sealer,
     webhooks: { store: webhookStore, queue, sender, dispatcher, admins },
+    usageExport: opts.usageExport,
     ...(opts.proxies === undefined ? {} : { proxies: opts.proxies }),
     ...(opts.shareRefused === undefined ? {} : { shareRefused: opts.shareRefused }),
     log: opts.log,
   });
   const close = async () => {
+    await pusher?.stop();
     await dispatcher.stop();
     await store.close();
   };

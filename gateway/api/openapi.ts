@@ -39,6 +39,7 @@ const ERROR_TEXT: Record<number, string> = {
   404: 'Not found (another user’s key is not found either)',
   405: 'Method not allowed here (see Allow)',
   409: 'A conflict (`code` says which): the resource changed meanwhile, exists already or is in use, a per-user bound is reached, or a delivery is already queued',
+  410: 'Gone: what the cursor pointed after is no longer kept; start again without it',
   413: 'The body is larger than the gateway accepts',
   415: 'The body is not JSON',
   429: 'A rate limit is spent: the key’s, or on the management API the user’s pace (see Retry-After)',

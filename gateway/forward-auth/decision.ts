@@ -1,3 +1,4 @@
+import { SERVER } from '../usage-export/meter.js';
 import { TollgateError } from '../../common/errors.js';
 import type { KeyGrant } from '../../common/resources/grant.js';
 import { enforce } from '../admission/admission.js';
@@ -85,7 +86,12 @@ function keyed(
     if ('inference' in target && target.inference.perRow !== undefined)
       throw pricedPerRow(target.inference.model);
     call.hold(grant);
-    const spent = s.admission.spend(grant, target.cost ?? 1, usageEndpoint(head.method, path));
+    const spent = s.admission.spend(
+      grant,
+      target.cost ?? 1,
+      usageEndpoint(head.method, path),
+      target.metered,
+    );
     return spent === undefined ? grant : spent.then(() => grant, noted);
   };
   try {
@@ -165,7 +171,7 @@ async function decideV2(
     try {
       enforce(s.admission.scope(grant, { kind: 'models' }));
       holdSlot();
-      await s.admission.spend(grant, 1, `${route.spec.method} /${path.segments.join('/')}`);
+      await s.admission.spend(grant, 1, `${route.spec.method} /${path.segments.join('/')}`, SERVER);
     } catch (err) {
       noteRefusal(s.refused, grant, err, head);
       throw err;

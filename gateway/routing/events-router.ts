@@ -1,3 +1,4 @@
+import type { Metered } from '../usage-export/meter.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { TollgateError, type ErrorCode } from '../../common/errors.js';
 import { enforce, type Admission, type RowCharge } from '../admission/admission.js';
@@ -55,6 +56,8 @@ export type EventsTarget = (
 ) & {
   /** Credits the call spends (the price the gateway's creditCosts setting gives it); absent: 1. */
   cost?: number;
+  /** What its usage is exported under: the model, the workflow's service, the platform resource. */
+  metered: Metered;
 };
 
 const notFound = (code: ErrorCode, message: string): TollgateError => new TollgateError(code, message);
@@ -117,19 +120,23 @@ export class EventsRouter {
           ? this.admission.price({ kind: 'model', model: service }, true)
           : undefined;
       const cost = price === undefined ? {} : { cost: price.credits };
+      const metered: Metered = isModel
+        ? { kind: 'model', name: service }
+        : { kind: 'workflow', name: `${workflow}/${service}` };
       // Only a route the operator wrote for a Model (its source says so, and it is sealed): a
       // Service a team labels with a model's name as its service id is proxied as its own.
       if (isModel && modelEndpoint(method, path, service) === 'infer') {
         const routed = { origin: route.origin, basePath: route.basePath, ...audience };
         if (price?.per === 'row') {
-          const perRow = { credits: price.credits, endpoint: usageEndpoint(method, path) };
-          return { kind: 'bda', inference: { model: service, workflow, routed, perRow } };
+          const perRow = { credits: price.credits, endpoint: usageEndpoint(method, path), metered };
+          return { kind: 'bda', inference: { model: service, workflow, routed, perRow }, metered };
         }
-        return { kind: 'bda', inference: { model: service, workflow, routed }, ...cost };
+        return { kind: 'bda', inference: { model: service, workflow, routed }, metered, ...cost };
       }
       return {
         kind: 'bda',
         proxy: { origin: route.origin, path: upstreamPath(route.basePath, path, 4) },
+        metered,
         ...audience,
         ...cost,
       };
@@ -152,12 +159,14 @@ export class EventsRouter {
     } as const;
     enforce(this.admission.scope(grant, target));
     const cost = { cost: this.admission.price(target, true).credits };
-    if (builtIn !== undefined) return { kind: 'platform', builtIn, resource, ...cost };
+    const metered: Metered = { kind: 'platform', name: resource };
+    if (builtIn !== undefined) return { kind: 'platform', builtIn, resource, metered, ...cost };
     const route = upstream as ResolvedRoute;
     // The upstream serves the platform's own REST paths: it receives /api/v1/<resource>[/...].
     return {
       kind: 'platform',
       proxy: { origin: route.origin, path: upstreamPath(route.basePath, path, 2) },
+      metered,
       ...cost,
     };
   }

@@ -64,7 +64,11 @@ export function workflowResolver(
     // owner today: a key its former owner made is refused here too, not only at the gateway.
     const route = await routes.bda(target.workflow, target.service);
     enforce(admission.claim(grant, asked, route?.route ?? {}));
-    return { kind: 'bda', proxy: { origin, path: upstreamPath(basePath, path, 0) } };
+    return {
+      kind: 'bda',
+      proxy: { origin, path: upstreamPath(basePath, path, 0) },
+      metered: { kind: 'workflow', name: `${target.workflow}/${target.service}` },
+    };
   };
 }
 

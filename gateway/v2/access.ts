@@ -1,3 +1,4 @@
+import { SERVER, type Metered } from '../usage-export/meter.js';
 import { noteOnCall } from '../../common/tracing/call-trace.js';
 import { TollgateError } from '../../common/errors.js';
 import type { KeyGrant } from '../../common/resources/grant.js';
@@ -81,11 +82,11 @@ export class ModelAccess {
 
   /** The models this caller may call, by name, with whether each has a ready replica now. */
   async callableModels(grant: KeyGrant, call: V2Call, endpoint: string): Promise<CallableModel[]> {
-    await this.refusalsNoted(grant, call.head, async () => {
+    await this.refusalsNoted(grant, call.head, SERVER, async () => {
       const target: Target = { kind: 'models' };
       enforce(this.s.admission.scope(grant, target));
       call.holdSlot(grant);
-      await this.s.admission.spend(grant, 1, `${call.head.method ?? 'GET'} ${endpoint}`);
+      await this.s.admission.spend(grant, 1, `${call.head.method ?? 'GET'} ${endpoint}`, SERVER);
     });
     const mine = (await this.models.list())
       .filter((m) => this.s.admission.lists(grant, m))
@@ -118,7 +119,8 @@ export class ModelAccess {
         `no model named '${model}'; model names look like model-<id>`,
       );
     }
-    return this.refusalsNoted(grant, call.head, async () => {
+    const metered: Metered = { kind: 'model', name: model };
+    return this.refusalsNoted(grant, call.head, metered, async () => {
       const target: Target = { kind: 'model', model };
       const found = await this.runtimeFor(target, grant, want);
       // Inference (the calls a traffic split applies to) spends the model's price: now, or per
@@ -127,19 +129,26 @@ export class ModelAccess {
       const endpoint = `${call.head.method ?? 'GET'} /v2/models/${model}`;
       // Its owner's slot is held from here to the answer, the wait for a cold model included.
       call.holdSlot(grant);
-      if (price.per === 'call') await this.s.admission.spend(grant, price.credits, endpoint);
+      if (price.per === 'call') await this.s.admission.spend(grant, price.credits, endpoint, metered);
       const runtime = await this.warm(model, want, found);
       if (runtime.version !== undefined) noteOnCall({ 'tollgate.model.version': runtime.version });
-      return price.per === 'call' ? { runtime } : { runtime, perRow: { credits: price.credits, endpoint } };
+      return price.per === 'call'
+        ? { runtime }
+        : { runtime, perRow: { credits: price.credits, endpoint, metered } };
     });
   }
 
   /** A refusal (403, 429) of a key that exists is a key event: audited and counted. */
-  private async refusalsNoted<T>(grant: KeyGrant, head: CallHead, step: () => Promise<T>): Promise<T> {
+  private async refusalsNoted<T>(
+    grant: KeyGrant,
+    head: CallHead,
+    metered: Metered,
+    step: () => Promise<T>,
+  ): Promise<T> {
     try {
       return await step();
     } catch (err) {
-      noteRefusal(this.s.refused, grant, err, head);
+      noteRefusal(this.s.refused, grant, err, head, metered);
       throw err;
     }
   }

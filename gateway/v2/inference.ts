@@ -1,3 +1,4 @@
+import type { Metered } from '../usage-export/meter.js';
 import type { Dispatcher } from 'undici';
 import { TollgateError } from '../../common/errors.js';
 import { modelAccount, teamOfSource, type KeyGrant } from '../../common/resources/grant.js';
@@ -211,17 +212,19 @@ export class Inference {
    * The batch's rows in its key's usage, and spent at the row's price when the model is priced so;
    * a call the central gateway signed was counted there.
    */
-  private async spendRows({ grant, perRow, head }: InferCall, rows: number): Promise<void> {
+  private async spendRows({ grant, perRow, head, model }: InferCall, rows: number): Promise<void> {
     if (countedUpstream(grant)) return;
+    const metered: Metered = { kind: 'model', name: model };
     if (perRow !== undefined) {
       try {
         await this.s.admission.spendRows(grant, perRow, rows);
       } catch (err) {
-        noteRefusal(this.s.refused, grant, err, head);
+        noteRefusal(this.s.refused, grant, err, head, metered);
         throw err;
       }
     }
     this.s.usage.rows(grant.id, rows);
+    this.s.meter?.rows(grant, metered, rows);
   }
 
   /** The model's route for what a central gateway adds to a call (payload log, shadow, figures). */

@@ -24,6 +24,7 @@ export interface Delivery {
 export interface Claimed {
   id: string;
   webhook: string;
+  type: string;
   body: string;
   attempts: number;
 }
@@ -113,14 +114,14 @@ export class DeliveryQueue {
     )) as string[];
     if (ids.length === 0) return [];
     const tx = this.redis.pipeline();
-    for (const id of ids) tx.hmget(redisKeys.webhookMessage(id), 'webhook', 'body', 'attempts');
+    for (const id of ids) tx.hmget(redisKeys.webhookMessage(id), 'webhook', 'body', 'attempts', 'type');
     const rows = await execAll(tx);
     const claimed: Claimed[] = [];
     const gone: string[] = [];
     ids.forEach((id, i) => {
-      const [webhook, body, attempts] = rows[i] as Array<string | null>;
+      const [webhook, body, attempts, type] = rows[i] as Array<string | null>;
       if (webhook === null || webhook === undefined || body === null || body === undefined) gone.push(id);
-      else claimed.push({ id, webhook, body, attempts: Number(attempts ?? 0) });
+      else claimed.push({ id, webhook, body, attempts: Number(attempts ?? 0), type: type ?? '' });
     });
     // Expired with its retention: nothing left to send.
     if (gone.length > 0) await this.redis.zrem(redisKeys.webhookDue, ...gone);
@@ -156,6 +157,13 @@ export class DeliveryQueue {
   /** Puts a claimed message back, due at `dueAtMs`, its attempts as they were (if it is still queued). */
   async postpone(id: string, dueAtMs: number): Promise<void> {
     await this.redis.zadd(redisKeys.webhookDue, 'XX', dueAtMs, id);
+  }
+
+  /** Where a message of `webhook` stands; undefined when it is gone (its retention, its log's size). */
+  async status(webhook: string, id: string): Promise<Delivery['status'] | undefined> {
+    const [owner, status] = await this.redis.hmget(redisKeys.webhookMessage(id), 'webhook', 'status');
+    if (owner !== webhook) return undefined;
+    return status === 'delivered' || status === 'failed' ? status : 'pending';
   }
 
   /** An endpoint's recent messages, newest first. */

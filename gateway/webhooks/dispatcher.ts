@@ -7,7 +7,7 @@ import { apiKeyId, type ApiKey } from '../../common/resources/apikey.js';
 import { DEFAULT_EXPIRING_DAYS, type Webhook } from '../../common/resources/webhook.js';
 import type { Claimed, DeliveryQueue } from './deliveries.js';
 import { OwnerTally } from '../http/owner-tally.js';
-import type { WebhookEvent } from './events.js';
+import { contentTypeOf, type WebhookEvent } from './events.js';
 import type { WebhookInbox } from './inbox.js';
 import type { WebhookSender } from './sender.js';
 import { signedHeaders, webhookSecret } from './signature.js';
@@ -298,7 +298,7 @@ export class WebhookDispatcher {
     const secret = webhookSecret(this.s.sealer, endpoint);
     const outcome = await this.s.sender.send(
       endpoint.spec.url,
-      signedHeaders(secret, m.id, nowS, m.body),
+      { ...signedHeaders(secret, m.id, nowS, m.body), 'content-type': contentTypeOf(m.type) },
       m.body,
     );
     const delay = this.opts.retrySeconds[attempts - 1];

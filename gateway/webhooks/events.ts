@@ -1,6 +1,7 @@
 import type { LimitNotice } from '../auth/limit-notices.js';
 import type { AuditEvent } from '../audit/audit-event.js';
 import type { WebhookEventType } from '../../common/resources/webhook.js';
+import { USAGE_BATCH_CONTENT_TYPE, USAGE_WEBHOOK_EVENT } from '../usage-export/cloud-events.js';
 
 /** One key event for the endpoints that asked for it: whose it is, and what they are told. */
 export interface WebhookEvent {
@@ -19,6 +20,14 @@ export interface WebhookEventData {
   owner: string;
   actor?: string;
   detail?: Record<string, string | number>;
+}
+
+/**
+ * How a message of `type` is sent: usage as a batch of CloudEvents (gateway/usage-export/pusher.ts),
+ * the key events as Standard Webhooks' `{type, timestamp, data}`.
+ */
+export function contentTypeOf(type: string): string {
+  return type === USAGE_WEBHOOK_EVENT ? USAGE_BATCH_CONTENT_TYPE : 'application/json';
 }
 
 /** The management actions endpoints hear of, from the audit trail that records every one. */

@@ -26,6 +26,7 @@ export const webhookSpecSchema = z.object({
         'key.rate_limited',
         'credits.low',
         'credits.exhausted',
+        'usage.minute',
       ]),
     )
     .min(1)

@@ -22,6 +22,7 @@ import { getIdentityRoute } from './get-identity.js';
 import { deleteIdentityRoute } from './delete-identity.js';
 import { adminSetIdentityLimitsRoute } from './admin-set-identity-limits.js';
 import { adminAddIdentityCreditsRoute } from './admin-add-identity-credits.js';
+import { adminUsageExportRoute } from './admin-usage-export.js';
 import { createWebhookRoute } from './create-webhook.js';
 import { listWebhooksRoute } from './list-webhooks.js';
 import { deleteWebhookRoute } from './delete-webhook.js';
@@ -62,6 +63,7 @@ export const managementRoutes: readonly ManagementRoute[] = [
   adminAddCreditsRoute,
   adminSetIdentityLimitsRoute,
   adminAddIdentityCreditsRoute,
+  adminUsageExportRoute,
   offboardRoute,
   reportLeakedKeysRoute,
 ];

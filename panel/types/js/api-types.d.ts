@@ -137,6 +137,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/admin/usage/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Administrators: usage per key, identity, target and minute as CloudEvents, from a cursor */
+        get: operations["adminExportUsage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/apikeys": {
         parameters: {
             query?: never;
@@ -1217,7 +1234,7 @@ export interface components {
             /** Format: date-time */
             createdAt?: string;
             description?: string;
-            events: ("key.created" | "key.rolled" | "key.revoked" | "key.offboarded" | "key.expiring" | "key.leaked" | "key.rate_limited" | "credits.low" | "credits.exhausted")[];
+            events: ("key.created" | "key.rolled" | "key.revoked" | "key.offboarded" | "key.expiring" | "key.leaked" | "key.rate_limited" | "credits.low" | "credits.exhausted" | "usage.minute")[];
             /** @description Days before a key’s expiry that key.expiring is sent (default 7) */
             expiringDays?: number;
             id: string;
@@ -1233,7 +1250,7 @@ export interface components {
             /** Format: date-time */
             createdAt?: string;
             description?: string;
-            events: ("key.created" | "key.rolled" | "key.revoked" | "key.offboarded" | "key.expiring" | "key.leaked" | "key.rate_limited" | "credits.low" | "credits.exhausted")[];
+            events: ("key.created" | "key.rolled" | "key.revoked" | "key.offboarded" | "key.expiring" | "key.leaked" | "key.rate_limited" | "credits.low" | "credits.exhausted" | "usage.minute")[];
             /** @description Days before a key’s expiry that key.expiring is sent (default 7) */
             expiringDays?: number;
             id: string;
@@ -2097,6 +2114,140 @@ export interface operations {
             };
             /** @description The body is not JSON */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A rate limit is spent: the key’s, or on the management API the user’s pace (see Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A store the gateway needs is unavailable; retry */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    adminExportUsage: {
+        parameters: {
+            query?: {
+                limit?: number;
+                /** @description Where to go on from: the `next` of the last answer, or a time (events closed since then); absent, the oldest kept */
+                since?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of usage events, oldest first */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        events: {
+                            data: {
+                                /** @description Calls admitted */
+                                calls: number;
+                                /** @description Credits the calls came to at their price */
+                                credits: number;
+                                identity?: string;
+                                keyId: string;
+                                /** @description The subject of the key’s owner */
+                                owner: string;
+                                /** @description Calls refused, by code */
+                                refusals: {
+                                    [key: string]: number;
+                                };
+                                /** @description Calls refused, all codes */
+                                refused: number;
+                                /** @description Rows of the inference batches admitted */
+                                rows: number;
+                                /** @description What the calls were to; absent for refusals decided before the target was known */
+                                target?: {
+                                    /** @enum {string} */
+                                    kind: "model" | "workflow" | "platform" | "server";
+                                    name?: string;
+                                };
+                                windowEnd: string;
+                                windowStart: string;
+                            };
+                            /** @constant */
+                            datacontenttype: "application/json";
+                            /** @description The same at every delivery and read of this event: deduplicate by it (with source) */
+                            id: string;
+                            /** @description The installation (the usageExportSource setting) */
+                            source: string;
+                            /** @constant */
+                            specversion: "1.0";
+                            /** @description Whom it bills: the key’s identity when it has one, else the key id */
+                            subject: string;
+                            /** @description The minute’s start */
+                            time: string;
+                            /** @constant */
+                            type: "dev.tollgate.usage.minute";
+                        }[];
+                        /** @description More events are there now: read again at once */
+                        more: boolean;
+                        /** @description Pass as since to read on; the same as since when nothing was new */
+                        next: string;
+                    };
+                };
+            };
+            /** @description The request is invalid: `field` names what to fix */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, unknown or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The credentials do not allow this (admin routes: not an administrator) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (another user’s key is not found either) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Gone: what the cursor pointed after is no longer kept; start again without it */
+            410: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3210,7 +3361,7 @@ export interface operations {
                             /** Format: date-time */
                             createdAt?: string;
                             description?: string;
-                            events: ("key.created" | "key.rolled" | "key.revoked" | "key.offboarded" | "key.expiring" | "key.leaked" | "key.rate_limited" | "credits.low" | "credits.exhausted")[];
+                            events: ("key.created" | "key.rolled" | "key.revoked" | "key.offboarded" | "key.expiring" | "key.leaked" | "key.rate_limited" | "credits.low" | "credits.exhausted" | "usage.minute")[];
                             /** @description Days before a key’s expiry that key.expiring is sent (default 7) */
                             expiringDays?: number;
                             id: string;
@@ -3265,7 +3416,7 @@ export interface operations {
                      */
                     allOwners?: true;
                     description?: string;
-                    events: ("key.created" | "key.rolled" | "key.revoked" | "key.offboarded" | "key.expiring" | "key.leaked" | "key.rate_limited" | "credits.low" | "credits.exhausted")[];
+                    events: ("key.created" | "key.rolled" | "key.revoked" | "key.offboarded" | "key.expiring" | "key.leaked" | "key.rate_limited" | "credits.low" | "credits.exhausted" | "usage.minute")[];
                     expiringDays?: number;
                     /** Format: uri */
                     url: string;

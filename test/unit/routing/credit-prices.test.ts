@@ -1,3 +1,4 @@
+import type { Metered } from '../../../gateway/usage-export/meter.js';
 import { RoleCatalogue } from '../../../common/apikey/roles.js';
 import { loadGatewayConfig } from '../../../gateway/config.js';
 import type { KeyGrant, Route } from '../../../common/resources/grant.js';
@@ -89,6 +90,7 @@ describe('a price per row of a model’s batch', () => {
   });
 
   const spent: Array<[number, string | undefined]> = [];
+  const exported: Array<[Metered, number]> = [];
   const admission = new Admission({
     roles: new RoleCatalogue({ resources: [] }),
     creditCosts: new CreditCosts({ 'model-fraud': { credits: 3, per: 'row' } }),
@@ -99,6 +101,7 @@ describe('a price per row of a model’s batch', () => {
       },
     },
     usage: { record: () => undefined },
+    meter: { called: (_grant, what, credits) => void exported.push([what, credits]) },
     calls: new CallShares({ perAddress: 1_000, perOwner: 1_000 }),
   });
   const paying: KeyGrant = { ...platformKey, credits: { amount: 10 } };
@@ -108,7 +111,8 @@ describe('a price per row of a model’s batch', () => {
       credits: 3,
       per: 'row',
     });
-    const charge = { credits: 3, endpoint: 'POST /v2/models/model-fraud' };
+    const metered = { kind: 'model', name: 'model-fraud' } as const;
+    const charge = { credits: 3, endpoint: 'POST /v2/models/model-fraud', metered };
     await admission.spendRows(paying, charge, 2);
     await admission.spendRows(paying, charge, 0);
     await admission.spendRows(paying, { ...charge, credits: 1 }, 1);
@@ -116,6 +120,12 @@ describe('a price per row of a model’s batch', () => {
       [6, 'this batch of 2 rows at 3 credits a row'],
       [3, 'this batch of 1 row at 3 credits a row'],
       [1, 'this batch of 1 row at 1 credit a row'],
+    ]);
+    // And exported at what each came to, under the model.
+    expect(exported).toEqual([
+      [metered, 6],
+      [metered, 3],
+      [metered, 1],
     ]);
   });
 

@@ -8,6 +8,9 @@ export interface Received {
   verified: boolean;
   type?: string;
   data?: Record<string, unknown>;
+  /** The whole verified body (a batch of usage CloudEvents is an array). */
+  payload?: unknown;
+  contentType?: string;
   raw: string;
 }
 
@@ -48,6 +51,8 @@ export class WebhookReceiver {
             verified: true,
             type: payload.type,
             data: payload.data,
+            payload,
+            contentType: headers['content-type'] ?? '',
             raw,
           });
           res.writeHead(204).end();

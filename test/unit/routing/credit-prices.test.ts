@@ -152,6 +152,7 @@ describe('a price per row of a model’s batch', () => {
     expect('inference' in target && target.inference.perRow).toEqual({
       credits: 3,
       endpoint: 'POST /events/bda/wf/model-fraud',
+      metered: { kind: 'model', name: 'model-fraud' },
     });
   });
 });

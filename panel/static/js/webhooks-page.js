@@ -29,7 +29,7 @@ const EVENTS = /** @type {const} */ ([
   ['key.rate_limited', 'A key hit a limit'],
   ['credits.low', 'Credits are low'],
   ['credits.exhausted', 'Credits ran out'],
-  ['usage.minute', 'Usage, each minute (CloudEvents)'],
+  ['usage.minute', 'Usage of each minute, for billing'],
 ]);
 
 /**

@@ -143,6 +143,7 @@ describe('the OpenAPI document', () => {
       '/api/v1/admin/identities/{name}/credits',
       '/api/v1/admin/identities/{name}/limits',
       '/api/v1/admin/offboard',
+      '/api/v1/admin/usage/export',
       '/api/v1/apikeys',
       '/api/v1/apikeys/{id}',
       '/api/v1/apikeys/{id}/roll',

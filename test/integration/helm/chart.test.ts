@@ -468,6 +468,9 @@ describe('helm chart: lint and render', () => {
       webhookAllowedHosts: [],
       webhookAllowedCidrs: [],
       webhookAllowHttp: false,
+      usageExport: true,
+      usageExportRetentionDays: 7,
+      usageExportSource: '/tollgate',
       oidc: {
         issuer: 'https://idp.example.test/realms/data',
         audience: 'tollgate',

@@ -44,7 +44,12 @@ describe('reading usage a team may have written', () => {
     const before = await sent();
     const usage = await readKeyUsage(client, [honest, forged]);
     expect((await sent()) - before).toBeLessThan(64 * 1024);
-    expect(usage.get(honest)).toEqual({ count: 5, refused: 0, rows: 0, lastUsed: '2026-11-27T10:00:00.000Z' });
+    expect(usage.get(honest)).toEqual({
+      count: 5,
+      refused: 0,
+      rows: 0,
+      lastUsed: '2026-11-27T10:00:00.000Z',
+    });
     // A figure too long to be the gateway's is as if absent: the key shows its count alone.
     expect(usage.get(forged)).toEqual({ count: 3, refused: 0, rows: 0 });
   });

@@ -621,7 +621,7 @@ describe('rotation, usage and the audit trail in the panel', () => {
     await carol.locator('#audit-body tr[data-action="key.rolled"]').waitFor();
     const all = await carol.locator('#audit-body tr').count();
     expect(all).toBeGreaterThanOrEqual(4);
-    await carol.getByLabel('Event').selectOption('key.rolled');
+    await carol.locator('#audit-action').selectOption('key.rolled');
     await carol.getByText('1 event', { exact: true }).waitFor();
     const rolledRow = carol.locator('#audit-body tr').first();
     expect(await rolledRow.innerText()).toMatch(/Rolled[\s\S]*carol/);
@@ -674,7 +674,7 @@ describe('rotation, usage and the audit trail in the panel', () => {
     await details.getByText(/^grace-team \(its limits and credits are shared/).waitFor();
     await details.getByRole('button', { name: 'Close' }).click();
     await grace.getByRole('link', { name: 'Audit log' }).click();
-    await grace.getByLabel('Event').selectOption('identity.created');
+    await grace.locator('#audit-action').selectOption('identity.created');
     await grace.getByText('1 event', { exact: true }).waitFor();
     expect(await grace.locator('#audit-body tr').first().innerText()).toMatch(
       /Identity created[\s\S]*identity grace-team/,

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { routeCohortSchema } from './cohort.js';
 
 /**
  * The two values Tollgate keeps in Redis (see common/redis/schema.ts for where and who writes
@@ -134,6 +135,8 @@ export const routeSchema = z.object({
         name: z.string().min(1),
         url: z.url({ protocol: /^https?$/ }),
         percent: z.int().min(0).max(100),
+        /** Every unversioned inference call of these callers goes to it (the first that has them). */
+        cohort: routeCohortSchema.optional(),
         cold: z.boolean().optional(),
         starting: startingSchema.optional(),
       }),
@@ -148,6 +151,8 @@ export const routeSchema = z.object({
       name: z.string().min(1),
       url: z.url({ protocol: /^https?$/ }),
       percent: z.int().min(1).max(100),
+      /** Only these callers' calls are copied. */
+      cohort: routeCohortSchema.optional(),
       /** Scaled to zero: copies are dropped while a call asks the operator to wake it. */
       cold: z.boolean().optional(),
     })

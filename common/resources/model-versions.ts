@@ -1,3 +1,4 @@
+import { cohortIsEmpty, type Cohort } from './cohort.js';
 import { modelSpecSchema, type ModelSpec } from './generated/models.js';
 import { isRuntimeEnvSetByTollgate, RUNTIME_ENV_SET_BY_TOLLGATE } from './model.js';
 
@@ -6,7 +7,8 @@ import { isRuntimeEnvSetByTollgate, RUNTIME_ENV_SET_BY_TOLLGATE } from './model.
  * `spec.storageUri` has one unnamed version, served under the Model's own name (the shape every
  * Model had before versions); one with `spec.versions` has one workload per version, named
  * `<model>-<version>`, and a traffic split: each canary in `spec.traffic` takes its percentage of
- * unversioned inference calls and the default version takes the rest.
+ * unversioned inference calls, or every call of its cohort's callers, and the default version
+ * takes the rest.
  */
 export interface ServedVersion {
   /** undefined for the unnamed version of a Model with spec.storageUri. */
@@ -15,8 +17,10 @@ export interface ServedVersion {
   /** The Deployment, Service (or local run) that serves it. */
   workload: string;
   isDefault: boolean;
-  /** Percentage of unversioned inference calls it is meant to take. */
+  /** Percentage of unversioned inference calls it is meant to take (of the callers outside any cohort). */
   percent: number;
+  /** The callers whose unversioned inference calls it takes, every one of them. */
+  cohort?: Cohort;
 }
 
 /** The label a version's workload and pods carry (absent on an unversioned Model's). */
@@ -37,16 +41,18 @@ export function servedVersions(model: string, spec: ModelSpec): ServedVersion[] 
     ];
   }
   const fallback = defaultVersionOf(spec);
-  const canaries = new Map((spec.traffic ?? []).map((t) => [t.version, t.percent]));
-  const canaryTotal = [...canaries.values()].reduce((a, b) => a + b, 0);
+  const traffic = spec.traffic ?? [];
+  const canaryTotal = traffic.reduce((a, t) => a + (t.percent ?? 0), 0);
   return spec.versions.map((v) => {
     const isDefault = v.name === fallback;
+    const entry = isDefault ? undefined : traffic.find((t) => t.version === v.name);
     return {
       name: v.name,
       storageUri: v.storageUri,
       workload: versionWorkload(model, v.name),
       isDefault,
-      percent: isDefault ? Math.max(0, 100 - canaryTotal) : (canaries.get(v.name) ?? 0),
+      percent: isDefault ? Math.max(0, 100 - canaryTotal) : (entry?.percent ?? 0),
+      ...(entry?.cohort === undefined ? {} : { cohort: entry.cohort }),
     };
   });
 }
@@ -101,7 +107,23 @@ export function versionProblems(model: string, spec: ModelSpec): Array<{ field: 
       problems.push({ field: 'spec.traffic', message: `version "${t.version}" has two traffic entries` });
     }
     canaries.add(t.version);
+    if ((t.percent === undefined) === (t.cohort === undefined))
+      problems.push({
+        field: 'spec.traffic',
+        message: `the entry of version "${t.version}" must set either percent (a share of the calls) or cohort (the callers it serves), not ${t.percent === undefined ? 'neither' : 'both'}`,
+      });
   }
+  const cohorts: Array<[string, Cohort | undefined]> = [
+    ...traffic.map((t, i): [string, Cohort | undefined] => [`spec.traffic[${i}].cohort`, t.cohort]),
+    ['spec.shadow.cohort', spec.shadow?.cohort],
+    ['spec.rollout.cohort', spec.rollout?.cohort],
+  ];
+  for (const [field, cohort] of cohorts)
+    if (cohort !== undefined && cohortIsEmpty(cohort))
+      problems.push({
+        field,
+        message: `${field} names no caller: list identities or keys, or give it a percent above 0`,
+      });
   const others = (field: string, version: string, role: string) => {
     if (!names.includes(version)) {
       problems.push({
@@ -145,7 +167,7 @@ export function versionProblems(model: string, spec: ModelSpec): Array<{ field: 
       field: 'spec.env',
       message: `spec.env may not set ${reserved.join(', ')}: Tollgate sets ${RUNTIME_ENV_SET_BY_TOLLGATE.join(', ')} and every TOLLGATE_* variable itself; remove them`,
     });
-  const total = traffic.reduce((a, t) => a + t.percent, 0);
+  const total = traffic.reduce((a, t) => a + (t.percent ?? 0), 0);
   if (total > 100) {
     problems.push({
       field: 'spec.traffic',

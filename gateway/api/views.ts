@@ -311,6 +311,12 @@ export const modelViewSchema = z.object({
       z.object({
         name: z.string(),
         traffic: z.int().min(0).max(100),
+        cohort: z
+          .string()
+          .optional()
+          .describe(
+            'The callers whose calls it takes, every one of them (a cohort, besides its traffic share)',
+          ),
         phase: z.enum(['Pending', 'Loading', 'Ready', 'Failed', 'Draining']),
         readyReplicas: z.int().min(0),
         storageUri: z.string().optional(),
@@ -347,6 +353,7 @@ export const modelViewSchema = z.object({
       version: z.string(),
       phase: z.enum(['Waiting', 'Progressing', 'Promoted', 'RolledBack']),
       weight: z.int().min(0).max(100),
+      cohort: z.string().optional().describe('The callers the canary serves, with spec.rollout.cohort'),
       message: z.string().optional(),
     })
     .optional()

@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from '../../common/logger.js';
+import type { RouteCohort } from '../../common/resources/cohort.js';
 import { redisChannels, redisKeys, routeChangeTag } from '../../common/redis/schema.js';
 import { parseStored, routeSchema, type Route } from '../../common/resources/grant.js';
 import { indexRebuilding, redisUnavailable } from '../../common/redis/unavailable.js';
@@ -34,6 +35,8 @@ export interface ResolvedVersion {
   origin: string;
   basePath: string;
   percent: number;
+  /** Every unversioned inference call of these callers goes to it (spec.traffic's cohort, a rollout's). */
+  cohort?: RouteCohort;
   /** No ready replica: scaled to zero, or starting from it. */
   cold?: boolean;
   starting?: StartingReplica[];
@@ -178,6 +181,7 @@ export function resolveRoute(route: Route): ResolvedRoute {
     resolved.versions = route.versions.map((v) => ({
       name: v.name,
       percent: v.percent,
+      ...(v.cohort === undefined ? {} : { cohort: v.cohort }),
       ...address(v.url),
       ...(v.cold === true ? { cold: true, ...followedStarting(v) } : {}),
     }));
@@ -185,6 +189,7 @@ export function resolveRoute(route: Route): ResolvedRoute {
     resolved.shadow = {
       name: route.shadow.name,
       percent: route.shadow.percent,
+      ...(route.shadow.cohort === undefined ? {} : { cohort: route.shadow.cohort }),
       ...address(route.shadow.url),
       ...(route.shadow.cold === true ? { cold: true } : {}),
     };

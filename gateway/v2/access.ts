@@ -12,6 +12,7 @@ import type { CallHead } from '../http/call-head.js';
 import type { RuntimeAddress } from '../routing/route-table.js';
 import type { GatewayServices } from '../services.js';
 import { warmed, type ModelRouteLookup } from './activation.js';
+import { callerOf } from './cohort.js';
 import type { V2Call } from './endpoint.js';
 import type { ModelDirectory, ModelInfo } from './model-directory.js';
 import { checkVersionExists, chooseVersion, notReady, type Chosen, type VersionWanted } from './versions.js';
@@ -193,7 +194,7 @@ export class ModelAccess {
       if (want.version !== undefined) checkVersionExists(model, want.version, info);
       throw notReady(`model '${model}'`);
     }
-    const chosen = await chooseVersion(model, route, want, (m) => this.models.find(m));
+    const chosen = await chooseVersion(model, route, want, callerOf(grant), (m) => this.models.find(m));
     return { chosen, audience: route.route.grantAudience };
   }
 

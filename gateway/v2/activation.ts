@@ -3,7 +3,8 @@ import { SCALING_DEFAULTS } from '../../common/resources/model-scaling.js';
 import { reachable } from '../proxy/reachable.js';
 import type { ResolvedRoute, RuntimeAddress, StartingReplica } from '../routing/route-table.js';
 import type { Activator } from './activator.js';
-import { splitTraffic, withFallback, type Chosen } from './versions.js';
+import type { Caller } from './cohort.js';
+import { drawVersion, withFallback, type Chosen } from './versions.js';
 
 /**
  * Where a model's route is read: the route table, or a sidecar's one runtime. `recheck`: a route remembered as missing is asked for again (a call is about
@@ -99,8 +100,8 @@ export async function warmed(
 
 /**
  * Where a workflow's call to its model goes: where /v2 would send it. The workflow route names the
- * model's main runtime (`routed`); a model of this workflow with versions takes the traffic split,
- * and one at zero is held until a replica is ready.
+ * model's main runtime (`routed`); a model of this workflow with versions takes the traffic split
+ * (its caller's cohort first), and one at zero is held until a replica is ready.
  */
 export async function workflowRuntime(
   activator: Pick<Activator, 'hold' | 'firstReady'>,
@@ -108,6 +109,7 @@ export async function workflowRuntime(
   model: string,
   workflow: string,
   routed: RuntimeAddress,
+  caller: Caller,
 ): Promise<RuntimeAddress> {
   const audience = routed.grantAudience === undefined ? {} : { grantAudience: routed.grantAudience };
   const pick = (route: ResolvedRoute | null): RuntimeAddress | undefined => {
@@ -116,7 +118,10 @@ export async function workflowRuntime(
       return route.route.cold === true
         ? undefined
         : { origin: route.origin, basePath: route.basePath, ...audience };
-    const v = splitTraffic(route.versions.filter((x) => x.cold !== true));
+    const v = drawVersion(
+      route.versions.filter((x) => x.cold !== true),
+      caller,
+    );
     if (v === undefined) return undefined;
     const main = route.versions.find((x) => x.origin === route.origin && x.basePath === route.basePath);
     const { fallback } = withFallback<Chosen>(v, main);

@@ -9,6 +9,7 @@ import type { ModelCall } from '../metrics.js';
 import { SHADOW_MAX_BYTES, ShadowTraffic, type ServedCall } from './shadow/shadow-traffic.js';
 import type { GatewayServices } from '../services.js';
 import { workflowRuntime } from './activation.js';
+import { callerOf } from './cohort.js';
 import { BINARY_EXPANSION, decodeBinaryRequest } from './binary-tensors.js';
 import { decoded } from './answer-decoding.js';
 import type { AnswerSink } from './answer-sink.js';
@@ -96,7 +97,14 @@ export class Inference {
   async workflow(call: WorkflowInferCall, body: InferBody, sink: AnswerSink): Promise<number> {
     const { routed, workflow, ...rest } = call;
     const lookup = (m: string) => this.s.routes.model(m);
-    const runtime = await workflowRuntime(this.s.activator, lookup, call.model, workflow, routed);
+    const runtime = await workflowRuntime(
+      this.s.activator,
+      lookup,
+      call.model,
+      workflow,
+      routed,
+      callerOf(call.grant),
+    );
     return this.infer({ ...rest, runtime }, body, sink);
   }
 
@@ -109,7 +117,7 @@ export class Inference {
     const team = teamOfSource(route?.route.source);
     const uid = route?.route.uid;
     const account = modelAccount(team, call.model, uid);
-    const shadow = this.shadows.drawn(call.model, team, route?.shadow);
+    const shadow = this.shadows.drawn(call.model, team, route?.shadow, callerOf(call.grant));
     let copied = false;
     const captured: Captured | undefined =
       logged || shadow !== undefined

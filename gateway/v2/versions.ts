@@ -1,4 +1,6 @@
 import { TollgateError } from '../../common/errors.js';
+import type { RouteCohort } from '../../common/resources/cohort.js';
+import { inCohort, type Caller } from './cohort.js';
 import type { ResolvedRoute } from '../routing/route-table.js';
 import type { ModelInfo } from './model-directory.js';
 
@@ -20,6 +22,19 @@ export interface Chosen {
   fallback?: Chosen;
   /** The traffic split chose it. */
   drawn?: boolean;
+}
+
+/**
+ * The version an unversioned inference call goes to: the first whose cohort holds its caller, else
+ * one drawn by the percentages; undefined when none takes it.
+ */
+export function drawVersion<V extends { percent: number; cohort?: RouteCohort }>(
+  versions: readonly V[],
+  caller: Caller,
+  draw = Math.random(),
+): V | undefined {
+  for (const v of versions) if (v.cohort !== undefined && inCohort(v.cohort, caller)) return v;
+  return splitTraffic(versions, draw);
 }
 
 /** One version drawn with the weights of its percentages; undefined when none takes any traffic. */
@@ -60,14 +75,15 @@ export const notReady = (what: string): TollgateError =>
   });
 
 /**
- * Which runtime answers: the version asked for; for an unversioned inference call, one drawn by
- * the traffic split; otherwise the route's own address (the default version when it is ready).
+ * Which runtime answers: the version asked for; for an unversioned inference call, its caller's
+ * cohort's version or one drawn by the traffic split; otherwise the route's own address (the default version when it is ready).
  * `find` is asked only to tell a version that does not exist from one not ready.
  */
 export async function chooseVersion(
   model: string,
   route: ResolvedRoute,
   want: VersionWanted,
+  caller: Caller,
   find: (model: string) => Promise<ModelInfo | undefined>,
 ): Promise<Chosen> {
   const versions = route.versions;
@@ -84,7 +100,7 @@ export async function chooseVersion(
   const main = versions.find((v) => v.origin === route.origin && v.basePath === route.basePath);
   const fallback = main ?? { origin: route.origin, basePath: route.basePath };
   if (!want.split) return fallback;
-  return withFallback(splitTraffic(versions) ?? fallback, main);
+  return withFallback(drawVersion(versions, caller) ?? fallback, main);
 }
 
 /**

@@ -159,7 +159,8 @@ export class Autoscaler implements OwnedSource {
       const woken = wakes.some(
         (w) =>
           w.model === model.metadata.name &&
-          (w.version === (version.name ?? '') || (w.version === '' && version.percent > 0)),
+          (w.version === (version.name ?? '') ||
+            (w.version === '' && (version.percent > 0 || version.cohort !== undefined))),
       );
       // No reading (a load hash too large to read): what runs stays, but a call held at zero
       // still wakes its version.

@@ -25,12 +25,30 @@ export const modelSpecSchema = z.object({
     .optional(),
   /** The version the unversioned paths serve (/v2/models/<name>, .../ready, and the share of .../infer that spec.traffic leaves). Default: the first of versions. */
   defaultVersion: z.string().max(20).optional(),
-  /** Canaries: the percentage of unversioned inference calls each other version takes; the default version takes the rest. Shift by editing the percentages, promote by changing defaultVersion, roll back by removing the canary's entry. */
+  /** Canaries: the percentage of unversioned inference calls each other version takes, or the callers (a cohort) whose calls it takes; the default version takes the rest. Shift by editing the percentages, promote by changing defaultVersion, roll back by removing the canary's entry. */
   traffic: z
     .array(
       z.object({
         version: z.string().max(20),
-        percent: z.int().min(0).max(100),
+        /** The percentage of unversioned inference calls it takes, whoever makes them. */
+        percent: z.int().min(0).max(100).optional(),
+        /** The callers whose unversioned inference calls it takes, all of them, so a customer sees one version consistently (instead of percent). A caller in several entries' cohorts goes to the first. */
+        cohort: z
+          .object({
+            /** Identities (by name) whose keys' calls it takes, every one of them. */
+            identities: z
+              .array(z.string().max(63).regex(new RegExp('^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$')))
+              .max(50)
+              .optional(),
+            /** Keys (by id) whose calls it takes, a key made by rolling one of them included. */
+            keys: z
+              .array(z.string().max(64).regex(new RegExp('^[A-Za-z0-9][A-Za-z0-9_-]*$')))
+              .max(50)
+              .optional(),
+            /** A share of the other callers, each chosen by a stable hash of its identity (of the key, for a key without one) and this version: a caller in it stays in it, call after call. */
+            percent: z.int().min(0).max(100).optional(),
+          })
+          .optional(),
       }),
     )
     .max(9)
@@ -42,6 +60,23 @@ export const modelSpecSchema = z.object({
       version: z.string().max(20),
       /** The percentage of answered inference calls copied to it. Default 100. */
       percent: z.int().min(1).max(100).optional(),
+      /** Copy only the calls of these callers (percent then applies to theirs). */
+      cohort: z
+        .object({
+          /** Identities (by name) whose keys' calls it takes, every one of them. */
+          identities: z
+            .array(z.string().max(63).regex(new RegExp('^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$')))
+            .max(50)
+            .optional(),
+          /** Keys (by id) whose calls it takes, a key made by rolling one of them included. */
+          keys: z
+            .array(z.string().max(64).regex(new RegExp('^[A-Za-z0-9][A-Za-z0-9_-]*$')))
+            .max(50)
+            .optional(),
+          /** A share of the other callers, each chosen by a stable hash of its identity (of the key, for a key without one) and this version: a caller in it stays in it, call after call. */
+          percent: z.int().min(0).max(100).optional(),
+        })
+        .optional(),
     })
     .optional(),
   /** Automatic canary analysis: the operator gives the version its traffic in steps, judges each step on the gateways' figures for it (error rate, p95 latency), and promotes it (it becomes the default, status.defaultVersion) or rolls it back (it takes no calls) on its own. A call the canary fails is answered by the default version instead. A change to either version starts it again; a changed policy applies from the next judgement, and tries a rolled-back canary again. */
@@ -59,6 +94,25 @@ export const modelSpecSchema = z.object({
       maxErrorRate: z.number().min(0).max(1).optional(),
       /** The largest p95 latency (ms, at the gateway) the canary may have over a step. Default none. */
       maxLatencyMs: z.int().min(1).max(600000).optional(),
+      /** The most the canary's p95 latency may exceed the default version's over the same step (the rest of the callers: its cohort's against the others', with a cohort). Default none. */
+      maxLatencyOverDefaultMs: z.int().min(0).max(600000).optional(),
+      /** The callers the canary serves: every step gives it all of their calls and none of the others' (the steps' percentages then do not apply; each step is one more judgement), and it is judged against the default version's calls of the rest. Promotion makes it everyone's default. */
+      cohort: z
+        .object({
+          /** Identities (by name) whose keys' calls it takes, every one of them. */
+          identities: z
+            .array(z.string().max(63).regex(new RegExp('^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$')))
+            .max(50)
+            .optional(),
+          /** Keys (by id) whose calls it takes, a key made by rolling one of them included. */
+          keys: z
+            .array(z.string().max(64).regex(new RegExp('^[A-Za-z0-9][A-Za-z0-9_-]*$')))
+            .max(50)
+            .optional(),
+          /** A share of the other callers, each chosen by a stable hash of its identity (of the key, for a key without one) and this version: a caller in it stays in it, call after call. */
+          percent: z.int().min(0).max(100).optional(),
+        })
+        .optional(),
     })
     .optional(),
   /** A workflow (bda) id. The model is then also reachable as that workflow's service and callable with the workflow's bda keys. */
@@ -175,6 +229,8 @@ export const modelStatusSchema = z.object({
         phase: z.enum(['Pending', 'Loading', 'Ready', 'Failed', 'Draining']),
         /** Percentage of unversioned inference calls it takes now. */
         traffic: z.int().optional(),
+        /** The callers whose unversioned inference calls it takes, all of them (spec.traffic's or the rollout's cohort). */
+        cohort: z.string().optional(),
         replicas: z.int().optional(),
         readyReplicas: z.int().optional(),
         url: z.string().optional(),
@@ -202,6 +258,16 @@ export const modelStatusSchema = z.object({
       calls: z.int().optional(),
       errorRate: z.number().optional(),
       p95LatencyMs: z.number().optional(),
+      /** The callers the canary serves, with spec.rollout.cohort. */
+      cohort: z.string().optional(),
+      /** The default version's figures over the same step, which the canary is judged against. */
+      baseline: z
+        .object({
+          calls: z.int().optional(),
+          errorRate: z.number().optional(),
+          p95LatencyMs: z.number().optional(),
+        })
+        .optional(),
       /** What the rollout is doing, or why it stopped. */
       message: z.string().optional(),
     })

@@ -1,6 +1,7 @@
 import type { RequestHandler } from 'express';
 import type { Model } from '../../../common/resources/model.js';
 import { modelAccount } from '../../../common/resources/grant.js';
+import { describeCohort } from '../../../common/resources/cohort.js';
 import { defaultVersionOf, servedVersions } from '../../../common/resources/model-versions.js';
 import { readModelUsage, type ModelUsage } from '../../v2/model-usage.js';
 import type { ManagementDeps } from '../deps.js';
@@ -69,6 +70,7 @@ function toModelView(model: Model, usage: ModelUsage | undefined): ModelView {
             version: rollout.version,
             phase: rollout.phase,
             weight: rollout.weight ?? 0,
+            ...(rollout.cohort === undefined ? {} : { cohort: rollout.cohort }),
             ...(rollout.message === undefined ? {} : { message: rollout.message }),
           },
         }),
@@ -97,6 +99,7 @@ function versionsOf(model: Model): ModelView['versions'] {
       name: v.name ?? '',
       // What the operator serves now (a rollout moves it), else what the spec asks.
       traffic: seen?.traffic ?? v.percent,
+      ...cohortOf(seen?.cohort ?? (v.cohort === undefined ? undefined : describeCohort(v.cohort))),
       phase: seen?.phase ?? 'Pending',
       readyReplicas: seen?.readyReplicas ?? 0,
       storageUri: v.storageUri,
@@ -143,3 +146,6 @@ export const listModelsRoute: ManagementRoute = {
   errors: [401, 503],
   handler: listModels,
 };
+
+const cohortOf = (cohort: string | undefined): { cohort?: string } =>
+  cohort === undefined ? {} : { cohort };

@@ -11,6 +11,7 @@ import type { RuntimeClient } from '../runtime-client.js';
 import { answersAgree } from './agreement.js';
 import { modelAccount } from '../../../common/resources/grant.js';
 import { OwnerTally } from '../../http/owner-tally.js';
+import { inCohort, type Caller } from '../cohort.js';
 
 /** Copies in flight at once per gateway replica; past it a copy is dropped (and counted), never queued. */
 const MAX_IN_FLIGHT = 32;
@@ -72,12 +73,19 @@ export class ShadowTraffic {
   ) {}
 
   /**
-   * Whether a call to this model is copied: drawn at the shadow's percentage, with a place among
+   * Whether a call to this model is copied: its caller in the shadow's cohort (when it has one),
+   * drawn at the shadow's percentage, with a place among
    * the copies in flight taken at once (so the answers kept to compare are bounded too). A shadow
    * scaled to zero is asked to wake, and this copy is dropped.
    */
-  drawn(model: string, team: string, shadow: ResolvedVersion | undefined): ShadowTicket | undefined {
+  drawn(
+    model: string,
+    team: string,
+    shadow: ResolvedVersion | undefined,
+    caller: Caller,
+  ): ShadowTicket | undefined {
     if (shadow === undefined || Math.random() * 100 >= shadow.percent) return undefined;
+    if (shadow.cohort !== undefined && !inCohort(shadow.cohort, caller)) return undefined;
     if (shadow.cold === true) this.wake(model, shadow.name);
     if (shadow.cold === true || this.full(team)) {
       this.s.metrics.shadowCall(model, shadow.name, 'dropped');

@@ -2,13 +2,17 @@ import { createHash } from 'node:crypto';
 import type { VersionFigures } from '../../../common/redis/version-figures.js';
 import type { ModelSpec, ModelStatus } from '../../../common/resources/model.js';
 import { defaultVersionOf } from '../../../common/resources/model-versions.js';
+import { describeCohort, type Cohort } from '../../../common/resources/cohort.js';
 
 /**
  * Automatic canary analysis (spec.rollout), as Flagger and Argo Rollouts do it but judged on the
  * gateways' own per-version figures (common/redis/version-figures.ts): the canary takes each
  * step's share of the calls; a step passes once it ran `stepSeconds` with at least `minCalls`
  * calls within the bounds; the last step passed promotes the canary (it becomes the default), and
- * any bound crossed rolls it back (it takes no calls). The state lives in status.rollout, never in
+ * any bound crossed rolls it back (it takes no calls). With a cohort the canary takes every call
+ * of those callers from the first step and none of the others' (as Flagger's A/B testing does
+ * with a header), each step one more judgement, against the default version's figures over the
+ * same span: what the rest of the callers got. The state lives in status.rollout, never in
  * the spec: the user's manifest stays what they wrote, and a GitOps tool has nothing to revert.
  */
 export type RolloutStatus = NonNullable<ModelStatus['rollout']>;
@@ -28,6 +32,8 @@ interface Policy {
   minCalls: number;
   maxErrorRate: number;
   maxLatencyMs: number | undefined;
+  maxLatencyOverDefaultMs: number | undefined;
+  cohort: Cohort | undefined;
 }
 
 function policyOf(rollout: Rollout): Policy {
@@ -38,6 +44,8 @@ function policyOf(rollout: Rollout): Policy {
     minCalls: rollout.minCalls ?? ROLLOUT_DEFAULTS.minCalls,
     maxErrorRate: rollout.maxErrorRate ?? ROLLOUT_DEFAULTS.maxErrorRate,
     maxLatencyMs: rollout.maxLatencyMs,
+    maxLatencyOverDefaultMs: rollout.maxLatencyOverDefaultMs,
+    cohort: rollout.cohort,
   };
 }
 
@@ -75,7 +83,14 @@ export function effectiveSpec(spec: ModelSpec, rollout: RolloutStatus | undefine
   const current = rollout?.revision === rolloutRevision(spec) ? rollout : undefined;
   if (current?.phase === 'Promoted') return { ...spec, defaultVersion: spec.rollout.version, traffic: [] };
   if (current?.phase === 'Progressing')
-    return { ...spec, traffic: [{ version: spec.rollout.version, percent: current.weight ?? 0 }] };
+    return {
+      ...spec,
+      traffic: [
+        spec.rollout.cohort === undefined
+          ? { version: spec.rollout.version, percent: current.weight ?? 0 }
+          : { version: spec.rollout.version, cohort: spec.rollout.cohort },
+      ],
+    };
   return { ...spec, traffic: [] };
 }
 
@@ -99,7 +114,7 @@ export interface RolloutStep {
 const iso = (ms: number) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
 const percent = (x: number) => `${Math.round(x * 10000) / 100}%`;
 
-/** The canary's figures over a step, as status.rollout shows them. */
+/** A version's figures over a step, as status.rollout shows them. */
 function judged(f: VersionFigures): Pick<RolloutStatus, 'calls' | 'errorRate' | 'p95LatencyMs'> {
   return {
     calls: f.calls,
@@ -110,6 +125,9 @@ function judged(f: VersionFigures): Pick<RolloutStatus, 'calls' | 'errorRate' | 
   };
 }
 
+const figuresText = (f: VersionFigures): string =>
+  `${f.calls} calls, ${percent(f.calls === 0 ? 0 : f.failures / f.calls)} failed${f.p95LatencyMs === undefined ? '' : `, p95 ≤ ${f.p95LatencyMs} ms`}`;
+
 /** The end of a rollout that failed: the canary takes no calls, and an Event says why. */
 function rolledBack(status: Omit<RolloutStatus, 'phase' | 'weight'>, message: string): RolloutStep {
   return {
@@ -118,9 +136,32 @@ function rolledBack(status: Omit<RolloutStatus, 'phase' | 'weight'>, message: st
   };
 }
 
+/** What the canary takes at a step, in words: a share of the calls, or its cohort's. */
+const takes = (p: Policy, weight: number): string =>
+  p.cohort === undefined ? `takes ${weight}% of the calls` : `takes the calls of ${describeCohort(p.cohort)}`;
+
+/** The canary's share at a step, as status.rollout.weight shows it: none for a cohort (it is by caller). */
+const weightAt = (p: Policy, weight: number): { weight?: number } =>
+  p.cohort === undefined ? { weight } : {};
+
+/** Why the canary fails its bounds, judged against the default version's calls of the same span. */
+function breach(p: Policy, f: VersionFigures, rest: VersionFigures | undefined): string | undefined {
+  const rate = f.calls === 0 ? 0 : f.failures / f.calls;
+  if (rate > p.maxErrorRate)
+    return `its error rate ${percent(rate)} is above spec.rollout.maxErrorRate ${percent(p.maxErrorRate)}`;
+  if (p.maxLatencyMs !== undefined && (f.p95LatencyMs ?? 0) > p.maxLatencyMs)
+    return `its p95 latency (≤ ${f.p95LatencyMs} ms) is above spec.rollout.maxLatencyMs ${p.maxLatencyMs} ms`;
+  const over =
+    rest?.p95LatencyMs === undefined || f.p95LatencyMs === undefined ? 0 : f.p95LatencyMs - rest.p95LatencyMs;
+  if (p.maxLatencyOverDefaultMs !== undefined && over > p.maxLatencyOverDefaultMs)
+    return `its p95 latency (≤ ${f.p95LatencyMs} ms) exceeds the default version's (≤ ${rest?.p95LatencyMs} ms) by more than spec.rollout.maxLatencyOverDefaultMs ${p.maxLatencyOverDefaultMs} ms`;
+  return undefined;
+}
+
 /**
  * One look at the rollout: where it stands now, given where it stood, whether the canary has a
- * ready replica, and its figures since the step began (`figures` is asked only while a step runs).
+ * ready replica, and its figures and the default version's since the step began (`figures` is
+ * asked only while a step runs).
  */
 export async function advanceRollout(
   spec: ModelSpec,
@@ -137,8 +178,15 @@ export async function advanceRollout(
     previous?.revision === revision && (previous.phase !== 'RolledBack' || previous.policy === policy)
       ? previous
       : undefined;
-  const base = { version: p.version, revision, policy };
+  const base = {
+    version: p.version,
+    revision,
+    policy,
+    ...(p.cohort === undefined ? {} : { cohort: describeCohort(p.cohort) }),
+  };
   const every = checkEveryMs(spec);
+  const steps = p.steps.length;
+  const of = p.cohort === undefined ? '' : ` (cohort: ${describeCohort(p.cohort)})`;
   if (prev?.phase === 'Promoted' || prev?.phase === 'RolledBack') return { status: prev };
   if (prev === undefined || prev.phase === 'Waiting') {
     if (!canaryReady) {
@@ -159,21 +207,22 @@ export async function advanceRollout(
         recheckMs: every,
       };
     }
+    const first = p.steps[0] ?? 100;
     return {
       status: {
         ...base,
         phase: 'Progressing',
         step: 0,
-        weight: p.steps[0] ?? 100,
+        ...weightAt(p, first),
         stepStartedAt: iso(now),
         calls: 0,
         errorRate: 0,
-        message: `step 1 of ${p.steps.length}: "${p.version}" takes ${p.steps[0] ?? 100}% of the calls`,
+        message: `step 1 of ${steps}: "${p.version}" ${takes(p, first)}`,
       },
       event: {
         type: 'Normal',
         reason: 'RolloutStarted',
-        message: `canary "${p.version}" takes ${p.steps[0] ?? 100}% of the calls (step 1 of ${p.steps.length})`,
+        message: `canary "${p.version}" ${takes(p, first)} (step 1 of ${steps})`,
       },
       recheckMs: every,
     };
@@ -181,24 +230,20 @@ export async function advanceRollout(
   const step = prev.step ?? 0;
   const since = Date.parse(prev.stepStartedAt ?? iso(now));
   const f = await figures(p.version, since, now);
-  const seen = judged(f);
-  const rate = f.calls === 0 ? 0 : f.failures / f.calls;
-  const figuresText = `${f.calls} calls, ${percent(rate)} failed${seen.p95LatencyMs === undefined ? '' : `, p95 ≤ ${seen.p95LatencyMs} ms`}`;
+  const stable = defaultVersionOf(spec);
+  const rest = stable === undefined ? undefined : await figures(stable, since, now);
+  const seen = { ...judged(f), ...(rest === undefined ? {} : { baseline: judged(rest) }) };
+  const text = `${figuresText(f)}${rest === undefined ? '' : `; default "${stable}": ${figuresText(rest)}`}`;
   // Judged as soon as there are enough calls: a bad canary is stopped within seconds, not a step.
   if (f.calls >= p.minCalls) {
-    const why =
-      rate > p.maxErrorRate
-        ? `its error rate ${percent(rate)} is above spec.rollout.maxErrorRate ${percent(p.maxErrorRate)}`
-        : p.maxLatencyMs !== undefined && (f.p95LatencyMs ?? 0) > p.maxLatencyMs
-          ? `its p95 latency (≤ ${f.p95LatencyMs} ms) is above spec.rollout.maxLatencyMs ${p.maxLatencyMs} ms`
-          : undefined;
+    const why = breach(p, f, rest);
     if (why !== undefined) {
-      const message = `rolled back at step ${step + 1} of ${p.steps.length}: ${why} (${figuresText}); "${p.version}" takes no calls. Change the version or spec.rollout to try again`;
+      const message = `rolled back at step ${step + 1} of ${steps}${of}: ${why} (${text}); "${p.version}" takes no calls. Change the version or spec.rollout to try again`;
       return rolledBack({ ...base, step, stepStartedAt: prev.stepStartedAt, ...seen }, message);
     }
   }
   if (!canaryReady && now - since > p.stepMs + WAIT_LIMIT_MS) {
-    const message = `rolled back at step ${step + 1} of ${p.steps.length}: version "${p.version}" has had no ready replica for ${WAIT_LIMIT_MS / 60_000} minutes past the step (${figuresText}); change it or spec.rollout to try again`;
+    const message = `rolled back at step ${step + 1} of ${steps}${of}: version "${p.version}" has had no ready replica for ${WAIT_LIMIT_MS / 60_000} minutes past the step (${text}); change it or spec.rollout to try again`;
     return rolledBack({ ...base, step, stepStartedAt: prev.stepStartedAt, ...seen }, message);
   }
   if (now - since < p.stepMs || f.calls < p.minCalls) {
@@ -208,29 +253,30 @@ export async function advanceRollout(
         : `; judged after ${Math.round(p.stepMs / 1000)} s`;
     return {
       status: {
-        ...prev,
+        // What the policy no longer says (a cohort since removed) is not carried over.
+        ...{ ...prev, cohort: undefined },
         ...base,
         ...seen,
-        message: `step ${step + 1} of ${p.steps.length}: "${p.version}" takes ${prev.weight ?? 0}% of the calls (${figuresText})${waiting}${canaryReady ? '' : '; the canary has no ready replica'}`,
+        message: `step ${step + 1} of ${steps}: "${p.version}" ${takes(p, prev.weight ?? 0)} (${text})${waiting}${canaryReady ? '' : '; the canary has no ready replica'}`,
       },
       recheckMs: every,
     };
   }
-  if (step + 1 >= p.steps.length) {
-    const message = `promoted: "${p.version}" passed ${p.steps.length} step(s) (last: ${figuresText}) and is the default version now; to keep it so once the rollout is over, set spec.defaultVersion to "${p.version}" and remove spec.rollout in one edit`;
+  if (step + 1 >= steps) {
+    const message = `promoted: "${p.version}" passed ${steps} step(s)${of} (last: ${text}) and is the default version now; to keep it so once the rollout is over, set spec.defaultVersion to "${p.version}" and remove spec.rollout in one edit`;
     return {
       status: { ...base, phase: 'Promoted', step, weight: 100, stepStartedAt: iso(now), ...seen, message },
       event: { type: 'Normal', reason: 'Promoted', message },
     };
   }
   const weight = p.steps[step + 1] ?? 100;
-  const message = `step ${step + 2} of ${p.steps.length}: "${p.version}" takes ${weight}% of the calls (step ${step + 1} passed: ${figuresText})`;
+  const message = `step ${step + 2} of ${steps}: "${p.version}" ${takes(p, weight)} (step ${step + 1} passed: ${text})`;
   return {
     status: {
       ...base,
       phase: 'Progressing',
       step: step + 1,
-      weight,
+      ...weightAt(p, weight),
       stepStartedAt: iso(now),
       calls: 0,
       errorRate: 0,

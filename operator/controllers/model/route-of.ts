@@ -1,3 +1,4 @@
+import { routeCohort } from '../../../common/resources/cohort.js';
 import { MODEL_UID, modelRouteSource, type Route } from '../../../common/resources/grant.js';
 import type { Model } from '../../../common/resources/model.js';
 import { scalingOf } from '../../../common/resources/model-scaling.js';
@@ -96,6 +97,9 @@ export function routeOf(
             name: shadowSpec.version,
             url: shadow.state.url,
             percent: shadowSpec.percent ?? 100,
+            ...(shadowSpec.cohort === undefined
+              ? {}
+              : { cohort: routeCohort(shadowSpec.cohort, model.metadata.name, shadowSpec.version) }),
             ...(shadow.cold ? { cold: true } : {}),
           },
         }),
@@ -105,6 +109,9 @@ export function routeOf(
             name: r.version.name ?? '',
             url: r.state.url,
             percent: r.version.percent,
+            ...(r.version.cohort === undefined
+              ? {}
+              : { cohort: routeCohort(r.version.cohort, model.metadata.name, r.version.name ?? '') }),
             ...(r.cold ? { cold: true, ...listedStarting(r.state) } : {}),
           })),
         }

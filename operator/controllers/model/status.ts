@@ -1,4 +1,5 @@
 import type { FolderCheck } from '../../../common/model-settings/check-folder.js';
+import { describeCohort } from '../../../common/resources/cohort.js';
 import { formatProblems } from '../../../common/model-settings/check-folder.js';
 import type { NameHolder } from './names.js';
 import type { Model, ModelCondition, ModelPhase, ModelStatus } from '../../../common/resources/model.js';
@@ -221,6 +222,7 @@ export function desiredStatus(
         name: r.version.name ?? '',
         phase: e.phase,
         traffic: r.version.percent,
+        ...(r.version.cohort === undefined ? {} : { cohort: describeCohort(r.version.cohort) }),
         ...(e.fields.replicas === undefined ? {} : { replicas: e.fields.replicas }),
         ...(e.fields.readyReplicas === undefined ? {} : { readyReplicas: e.fields.readyReplicas }),
         ...(e.fields.url === undefined ? {} : { url: e.fields.url }),

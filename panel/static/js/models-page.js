@@ -71,7 +71,7 @@ export function createModelsPage({ onError }) {
                 el('dd', { className: 'model-rollout', attrs: { 'data-phase': model.rollout.phase } }, [
                   el('span', {
                     className: 'badge',
-                    text: `${model.rollout.phase} ${model.rollout.version} at ${model.rollout.weight}%`,
+                    text: `${model.rollout.phase} ${model.rollout.version} ${model.rollout.cohort === undefined ? `at ${model.rollout.weight}%` : `for ${model.rollout.cohort}`}`,
                   }),
                   el('span', { className: 'muted', text: ` ${model.rollout.message ?? ''}` }),
                 ]),
@@ -182,7 +182,7 @@ function versionList(model) {
       el('li', { attrs: { 'data-version': v.name } }, [
         el('span', { className: 'mono', text: v.name }),
         el('span', {
-          text: ` ${v.phase}, ${v.readyReplicas} ready, ${v.traffic}% of calls${v.name === model.defaultVersion ? ' (default)' : ''}`,
+          text: ` ${v.phase}, ${v.readyReplicas} ready, ${v.cohort === undefined ? `${v.traffic}% of calls` : `every call of ${v.cohort}`}${v.name === model.defaultVersion ? ' (default)' : ''}`,
         }),
       ]),
     ),

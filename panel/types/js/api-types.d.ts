@@ -989,6 +989,8 @@ export interface components {
                 replicas: number;
                 /** @description spec.rollout's canary analysis, as the operator last reported it */
                 rollout?: {
+                    /** @description The callers the canary serves, with spec.rollout.cohort */
+                    cohort?: string;
                     message?: string;
                     /** @enum {string} */
                     phase: "Waiting" | "Progressing" | "Promoted" | "RolledBack";
@@ -1010,6 +1012,8 @@ export interface components {
                 storageUri: string;
                 /** @description Each version (one unnamed for a model without spec.versions), with its share of calls */
                 versions: {
+                    /** @description The callers whose calls it takes, every one of them (a cohort, besides its traffic share) */
+                    cohort?: string;
                     name: string;
                     /** @enum {string} */
                     phase: "Pending" | "Loading" | "Ready" | "Failed" | "Draining";

@@ -41,6 +41,8 @@ describe('V2 inference over gRPC (standalone)', () => {
       modelManifest('model-iris', {
         versions: ['1', '2'].map((name) => ({ name, storageUri: `file://${path.join(work, 'iris', name)}` })),
         defaultVersion: '1',
+        // Version 2 serves one customer's calls, every one of them, and no one else's.
+        traffic: [{ version: '2', cohort: { identities: ['grpc-cohort'] } }],
       }),
     );
     grpcPort = await freePort();
@@ -134,6 +136,31 @@ describe('V2 inference over gRPC (standalone)', () => {
       client = new InferenceClient(`127.0.0.1:${grpcPort}`);
     });
     afterAll(() => client?.close());
+
+    test("a cohort's caller is served its version over gRPC as over REST; every other caller the default", async () => {
+      const made = await fetch(`${dev?.base}/api/v1/identities`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${await dev!.token()}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ name: 'grpc-cohort' }),
+      });
+      expect(made.status).toBe(201);
+      const customer = await dev!.key(['models:inference'], 'platform', { identity: 'grpc-cohort' });
+      const versionsServed = async (k: string): Promise<string[]> => {
+        const got: string[] = [];
+        for (let i = 0; i < 6; i++) {
+          const answer = await call(
+            'ModelInfer',
+            { model_name: 'model-iris', inputs: [features()], raw_input_contents: [raw] },
+            { authorization: `Apikey ${k}` },
+          );
+          expect(answer.error).toBeUndefined();
+          got.push(String(answer.value?.model_version));
+        }
+        return [...new Set(got)];
+      };
+      expect(await versionsServed(customer)).toEqual(['2']);
+      expect(await versionsServed(key)).toEqual(['1']);
+    });
 
     test('typed contents answer as raw tensors do; the request id comes back in the headers', async () => {
       const typed = await call(

@@ -16,13 +16,14 @@ const run = promisify(execFile);
 interface Status {
   phase?: string;
   defaultVersion?: string;
-  versions?: Array<{ name: string; phase: string; traffic?: number }>;
+  versions?: Array<{ name: string; phase: string; traffic?: number; cohort?: string }>;
   rollout?: {
     phase: string;
     weight?: number;
     step?: number;
     calls?: number;
     errorRate?: number;
+    cohort?: string;
     message?: string;
   };
   conditions?: Array<{ type: string; status: string; reason: string; message: string }>;
@@ -279,6 +280,147 @@ describe('rollouts (standalone)', () => {
       expect(Object.keys(tally.byStatus)).toEqual(['200']);
       expect(Object.keys(tally.byLabel)).toEqual(['1']);
     }
+  }, 120_000);
+
+  test('a bad canary limited to one identity: only its calls reach it, it is rolled back on its own, and no caller sees a failure', async () => {
+    const token = await dev!.token();
+    const made = await fetch(`${base}/api/v1/identities`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'acme' }),
+    });
+    expect(made.status).toBe(201);
+    const acme = await dev!.key(['editor'], 'platform', { identity: 'acme' });
+    const asAcme = async () => {
+      const res = await fetch(`${base}/v2/models/model-iris/infer`, {
+        method: 'POST',
+        headers: { authorization: `Apikey ${acme}`, 'content-type': 'application/json' },
+        body,
+      });
+      const text = await res.text();
+      return [
+        res.status,
+        res.status === 200 ? (JSON.parse(text) as { model_version?: string }).model_version : text,
+      ];
+    };
+    // Each call the canary failed and version 1 answered instead.
+    const fellBack = async () =>
+      (await metric(
+        'tollgate_model_fallbacks_total{model="model-iris",version="broken",code="model_rejected_input"}',
+      )) +
+      (await metric(
+        'tollgate_model_fallbacks_total{model="model-iris",version="broken",code="inference_error"}',
+      ));
+    // Everyone else: a steady load with the other key.
+    const load = steadyLoad(infer, 2);
+    try {
+      await load.settles(['1']);
+      const res = await putSpec({
+        versions,
+        defaultVersion: '1',
+        rollout: {
+          version: 'broken',
+          cohort: { identities: ['acme'] },
+          steps: [50],
+          stepSeconds: 5,
+          minCalls: 10,
+          maxErrorRate: 0.1,
+        },
+      });
+      expect(res.status).toBe(200);
+      await until('acme reaches the canary', async () => {
+        const before = await fellBack();
+        expect(await asAcme()).toEqual([200, '1']);
+        return (await fellBack()) > before ? true : undefined;
+      });
+      expect((await status()).rollout).toMatchObject({ phase: 'Progressing', cohort: 'identities acme' });
+      // The others' calls, meanwhile, never reach it: none of theirs falls back.
+      const quiet = await fellBack();
+      const mark = load.mark();
+      await until('20 calls of the others', async () => (load.since(mark).length >= 20 ? true : undefined));
+      expect(await fellBack()).toBe(quiet);
+      // The cohort's own calls judge it, and it is rolled back on its own.
+      const back = await until(
+        'rolled back',
+        async () => {
+          expect(await asAcme()).toEqual([200, '1']);
+          const now = await status();
+          return now.rollout?.phase === 'RolledBack' ? now : undefined;
+        },
+        60_000,
+      );
+      expect(back.rollout).toMatchObject({ phase: 'RolledBack', cohort: 'identities acme', weight: 0 });
+      expect(back.rollout?.message).toContain('rolled back at step 1 of 1 (cohort: identities acme)');
+      expect(back.conditions?.find((c) => c.type === 'Rollout')).toMatchObject({
+        status: 'False',
+        reason: 'RolledBack',
+      });
+      expect(back.conditions?.find((c) => c.type === 'Rollout')?.message).toContain('identities acme');
+      // Rolled back, the cohort's calls stay with version 1.
+      await until('the canary out of the route', async () => {
+        const before = await fellBack();
+        expect(await asAcme()).toEqual([200, '1']);
+        return (await fellBack()) === before ? true : undefined;
+      });
+      const settled = await fellBack();
+      for (let i = 0; i < 5; i++) expect(await asAcme()).toEqual([200, '1']);
+      expect(await fellBack()).toBe(settled);
+    } finally {
+      const tally = await load.stop();
+      expect(tally.failures).toEqual([]);
+      expect(Object.keys(tally.byLabel)).toEqual(['1']);
+    }
+  }, 150_000);
+
+  test('a cohort by share of the callers: each key sees one version, call after call', async () => {
+    const token = await dev!.token();
+    const keys: string[] = [];
+    for (let i = 0; i < 16; i++) {
+      const created = await fetch(`${base}/api/v1/apikeys`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ module: 'platform', roles: ['editor'], name: `cohort ${i}` }),
+      });
+      expect(created.status).toBe(201);
+      keys.push(((await created.json()) as { key: string }).key);
+    }
+    const versionFor = async (k: string) => {
+      const res = await fetch(`${base}/v2/models/model-iris/infer`, {
+        method: 'POST',
+        headers: { authorization: `Apikey ${k}`, 'content-type': 'application/json' },
+        body,
+      });
+      expect(res.status).toBe(200);
+      return String(((await res.json()) as { model_version?: string }).model_version);
+    };
+    const res = await putSpec({
+      versions,
+      defaultVersion: '1',
+      traffic: [{ version: '2', cohort: { percent: 50 } }],
+    });
+    expect(res.status).toBe(200);
+    await until('version 2 serves its cohort', async () => {
+      for (const k of keys) if ((await versionFor(k)) === '2') return true;
+      return undefined;
+    });
+    const seen = new Map<string, Set<string>>();
+    for (let round = 0; round < 4; round++)
+      for (const k of keys) {
+        const v = await versionFor(k);
+        seen.set(k, (seen.get(k) ?? new Set()).add(v));
+      }
+    expect([...seen.values()].every((versionsSeen) => versionsSeen.size === 1)).toBe(true);
+    const served = new Set([...seen.values()].flatMap((v) => [...v]));
+    expect([...served].sort()).toEqual(['1', '2']);
+    const s = await status();
+    expect(s.versions?.find((v) => v.name === '2')).toMatchObject({
+      traffic: 0,
+      cohort: '50% of the other callers',
+    });
+    // A cohort that names no one is refused, with what to change.
+    const empty = await putSpec({ versions, defaultVersion: '1', traffic: [{ version: '2', cohort: {} }] });
+    expect(empty.status).toBe(400);
+    expect(await empty.text()).toContain('spec.traffic[0].cohort names no caller');
   }, 120_000);
 
   test('a good canary is promoted step by step and becomes the default, losing no call', async () => {

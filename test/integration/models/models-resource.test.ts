@@ -2,7 +2,7 @@ import { noModels } from '../../../gateway/v2/model-directory.js';
 import { putWorkflowRoute } from '../workflow-route.js';
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -511,5 +511,85 @@ describe.each([
     // Untouched by the refused PUT, and the refused POST made nothing.
     expect(await irisUri()).toBe(before);
     expect((await call('GET', `${PATH}/model-other`, keys.viewer as string)).status).toBe(404);
+  });
+});
+
+describe("the Model CRD's cohort rules, on the real kube-apiserver", () => {
+  let kubectl: (...args: string[]) => Promise<{ stdout: string; stderr: string }>;
+  let namespace: string;
+
+  beforeAll(async () => {
+    const k = await kube();
+    kubectl = (...args) => run(k.kubectl, ['--kubeconfig', k.kubeconfig, ...args]);
+    await kubectl('apply', '-f', join(repoRoot, 'crds', 'models.yaml'));
+    await kubectl('wait', '--for=condition=Established', '--timeout=30s', 'crd/models.tollgate.dev');
+    namespace = `cohorts-${randomBytes(3).toString('hex')}`;
+    await kubectl('create', 'namespace', namespace);
+  }, 120_000);
+  afterAll(async () => {
+    if (namespace !== undefined) await kubectl('delete', 'namespace', namespace, '--wait=false');
+  });
+
+  /** Creates a Model with these spec fields: '' when the API server takes it, else its refusal. */
+  const applied = async (name: string, extra: Record<string, unknown>): Promise<string> => {
+    const manifest = {
+      apiVersion: 'tollgate.dev/v1alpha1',
+      kind: 'Model',
+      metadata: { name, namespace },
+      spec: {
+        versions: [
+          { name: '1', storageUri: 's3://m/1' },
+          { name: '2', storageUri: 's3://m/2' },
+          { name: '3', storageUri: 's3://m/3' },
+        ],
+        ...extra,
+      },
+    };
+    const file = join(tmpdir(), `${name}-${randomBytes(3).toString('hex')}.json`);
+    await writeFile(file, JSON.stringify(manifest));
+    try {
+      await kubectl('create', '-f', file);
+      return '';
+    } catch (err) {
+      return (err as { stderr?: string }).stderr ?? String(err);
+    } finally {
+      await rm(file, { force: true });
+    }
+  };
+
+  it('takes a cohort instead of a percent, beside percents that add up to 100', async () => {
+    expect(
+      await applied('model-c1', {
+        traffic: [
+          { version: '2', cohort: { identities: ['acme'], keys: ['k1'], percent: 10 } },
+          { version: '3', percent: 100 },
+        ],
+      }),
+    ).toBe('');
+    expect(
+      await applied('model-c2', {
+        rollout: { version: '2', cohort: { identities: ['acme'] }, maxLatencyOverDefaultMs: 20 },
+        shadow: { version: '3', cohort: { keys: ['k1'] } },
+      }),
+    ).toBe('');
+  });
+
+  it('refuses an entry with both or neither, an empty cohort and a name no identity can have', async () => {
+    const both = await applied('model-c3', {
+      traffic: [{ version: '2', percent: 5, cohort: { identities: ['acme'] } }],
+    });
+    expect(both).toContain(
+      'each spec.traffic entry takes either a percent of the calls or a cohort of callers',
+    );
+    const neither = await applied('model-c4', { traffic: [{ version: '2' }] });
+    expect(neither).toContain(
+      'each spec.traffic entry takes either a percent of the calls or a cohort of callers',
+    );
+    expect(await applied('model-c5', { traffic: [{ version: '2', cohort: {} }] })).toContain(
+      'spec.traffic[0].cohort',
+    );
+    expect(
+      await applied('model-c6', { traffic: [{ version: '2', cohort: { identities: ['Not An Identity'] } }] }),
+    ).toContain('spec.traffic[0].cohort.identities[0]');
   });
 });

@@ -93,8 +93,12 @@ beforeAll(async () => {
         versions: [
           { name: '1', storageUri: 's3://models/canary/1' },
           { name: '2', storageUri: 's3://models/canary/2' },
+          { name: '3', storageUri: 's3://models/canary/3' },
         ],
-        traffic: [{ version: '2', percent: 10 }],
+        traffic: [
+          { version: '2', percent: 10 },
+          { version: '3', cohort: { identities: ['acme'] } },
+        ],
       },
       { namespace: 'default' },
     ),
@@ -104,6 +108,7 @@ beforeAll(async () => {
       versions: [
         { name: '1', phase: 'Ready', traffic: 90, readyReplicas: 2 },
         { name: '2', phase: 'Loading', traffic: 10, readyReplicas: 0 },
+        { name: '3', phase: 'Ready', traffic: 0, cohort: 'identities acme', readyReplicas: 1 },
         { name: '0', phase: 'Draining', traffic: 0, readyReplicas: 1 },
       ],
     },
@@ -247,6 +252,7 @@ describe('the Models page', () => {
     expect(await canary.allTextContents()).toEqual([
       '1 Ready, 2 ready, 90% of calls (default)',
       '2 Loading, 0 ready, 10% of calls',
+      '3 Ready, 1 ready, every call of identities acme',
       '0 Draining, 1 ready, 0% of calls',
     ]);
 

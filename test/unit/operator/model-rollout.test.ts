@@ -221,4 +221,81 @@ describe('automatic canary analysis (spec.rollout)', () => {
     );
     expect(problems({ rollout: { version: '2', steps: [10, 50] }, shadow: undefined })).toEqual([]);
   });
+
+  test("a cohort canary takes all of its callers' calls and none of the others', judged against the default version", async () => {
+    const s = spec({ cohort: { identities: ['acme'] }, steps: [10], maxLatencyOverDefaultMs: 20 });
+    const started = await look(s, undefined, T0);
+    expect(started.status).toMatchObject({ phase: 'Progressing', cohort: 'identities acme' });
+    expect(started.status.weight).toBeUndefined();
+    expect(started.event?.message).toBe('canary "2" takes the calls of identities acme (step 1 of 1)');
+    expect(effectiveSpec(s, started.status).traffic).toEqual([
+      { version: '2', cohort: { identities: ['acme'] } },
+    ]);
+    // The cohort's version takes no share of the others' calls.
+    expect(
+      servedVersions('model-x', effectiveSpec(s, started.status)).map((v) => [v.name, v.percent, v.cohort]),
+    ).toEqual([
+      ['1', 100, undefined],
+      ['2', 0, { identities: ['acme'] }],
+    ]);
+    // Each version's own figures: the canary's 30 ms slower than the rest's at p95.
+    const byVersion =
+      (canary: Partial<VersionFigures>, rest: Partial<VersionFigures>) =>
+      async (version: string): Promise<VersionFigures> => ({
+        calls: 0,
+        failures: 0,
+        p95LatencyMs: undefined,
+        ...(version === '2' ? canary : rest),
+      });
+    const slow = await advanceRollout(
+      s,
+      started.status,
+      true,
+      byVersion({ calls: 30, p95LatencyMs: 50 }, { calls: 300, failures: 3, p95LatencyMs: 25 }),
+      T0 + 5_000,
+    );
+    expect(slow?.status).toMatchObject({
+      phase: 'RolledBack',
+      cohort: 'identities acme',
+      calls: 30,
+      baseline: { calls: 300, errorRate: 0.01, p95LatencyMs: 25 },
+    });
+    expect(slow?.status.message).toContain(
+      "exceeds the default version's (≤ 25 ms) by more than spec.rollout.maxLatencyOverDefaultMs 20 ms",
+    );
+    expect(slow?.status.message).toContain('default "1": 300 calls, 1% failed, p95 ≤ 25 ms');
+    expect(slow?.event).toMatchObject({ type: 'Warning', reason: 'RolledBack' });
+    expect(rolloutCondition(slow!.status).message).toContain('identities acme');
+    // As fast as the rest (within the bound): it passes its one step and is everyone's default.
+    const fine = await advanceRollout(
+      s,
+      started.status,
+      true,
+      byVersion({ calls: 30, p95LatencyMs: 25 }, { calls: 300, p95LatencyMs: 10 }),
+      T0 + 61_000,
+    );
+    expect(fine?.status).toMatchObject({ phase: 'Promoted', weight: 100 });
+    expect(effectiveSpec(s, fine!.status)).toMatchObject({ defaultVersion: '2', traffic: [] });
+  });
+
+  test('stores without an API server check cohorts as the CRD does', () => {
+    const problems = (s: Partial<ModelSpec>) =>
+      versionProblems('model-x', { ...spec(), rollout: undefined, ...s }).map(
+        (p) => `${p.field}: ${p.message}`,
+      );
+    expect(problems({ traffic: [{ version: '2', cohort: { keys: ['k1'] } }] })).toEqual([]);
+    expect(problems({ traffic: [{ version: '2', percent: 5, cohort: { keys: ['k1'] } }] })).toEqual([
+      'spec.traffic: the entry of version "2" must set either percent (a share of the calls) or cohort (the callers it serves), not both',
+    ]);
+    expect(problems({ traffic: [{ version: '2' }] })[0]).toContain('not neither');
+    expect(problems({ traffic: [{ version: '2', cohort: { percent: 0 } }] })).toEqual([
+      'spec.traffic[0].cohort: spec.traffic[0].cohort names no caller: list identities or keys, or give it a percent above 0',
+    ]);
+    expect(problems({ rollout: { version: '2', cohort: {} } })).toEqual([
+      'spec.rollout.cohort: spec.rollout.cohort names no caller: list identities or keys, or give it a percent above 0',
+    ]);
+    expect(problems({ shadow: { version: '2', cohort: { identities: [] } } })[0]).toContain(
+      'spec.shadow.cohort names no caller',
+    );
+  });
 });

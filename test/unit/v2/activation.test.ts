@@ -3,6 +3,7 @@ import { resolveRoute } from '../../../gateway/routing/route-table.js';
 import type { Activator } from '../../../gateway/v2/activator.js';
 import { workflowRuntime } from '../../../gateway/v2/activation.js';
 
+const caller = { identity: undefined, key: 'k1', keyId: 'k1' };
 const pod = { url: 'http://10.0.0.7:8080', probe: 'http://10.0.0.7:8080/v2/models/m/ready' };
 
 /** The route stays cold; a held call asks the starting replicas once, and these probes pass. */
@@ -36,7 +37,7 @@ describe('workflowRuntime', () => {
 
   it("sends a workflow's held call to its model's starting replica, counted as the main version's", async () => {
     const a = activator([pod.probe]);
-    const runtime = await workflowRuntime(a, () => resolveRoute(cold()), 'm', 'wf', routed);
+    const runtime = await workflowRuntime(a, () => resolveRoute(cold()), 'm', 'wf', routed, caller);
     expect(runtime).toEqual({
       origin: pod.url,
       basePath: '',
@@ -53,6 +54,7 @@ describe('workflowRuntime', () => {
       'm',
       'wf',
       routed,
+      caller,
     );
     expect([runtime, a.probed]).toEqual([routed, []]);
   });

@@ -513,6 +513,119 @@ describe('versions on the cluster', () => {
     }
   });
 
+  it('a bad canary limited to one identity takes only its calls, is rolled back on its own, and no caller sees a failure', async () => {
+    const made = await call(`${t.gateway}/api/v1/identities`, {
+      headers: { authorization: `Bearer ${await t.token('vera')}` },
+      body: { name: 'acme-cluster' },
+    });
+    expect(made.status).toBe(201);
+    const customer = await createKey(t, 'vera', {
+      module: 'platform',
+      roles: ['models:inference'],
+      identity: 'acme-cluster',
+    });
+    const others = await createKey(t, 'vera', { module: 'platform', roles: ['models:inference'] });
+    const infer = async (key: string) => {
+      const r = await call(`${t.gateway}/v2/models/${NAME}/infer`, {
+        headers: { authorization: `Apikey ${key}` },
+        body: irisInfer([iris.expected.rows[0]!]),
+      });
+      return {
+        status: r.status,
+        label: String(r.body['model_version'] ?? ''),
+        detail: JSON.stringify(r.body),
+      };
+    };
+    // The customer's key answers (it is in every replica's index) before the canary comes in.
+    await eventually('the customer key answers', async () =>
+      (await infer(customer.key)).status === 200 ? true : undefined,
+    );
+    const load = steadyLoad(() => infer(others.key));
+    const customerAnswers: string[] = [];
+    try {
+      await load.settles(['1']);
+      // The figures are kept in 10-second buckets: a step counts its first bucket whole, so the
+      // calls of the test before, to the same canary, are left a bucket behind.
+      await new Promise((resolve) => setTimeout(resolve, 10_000));
+      await t.kubectl(
+        '-n',
+        MODELS_NS,
+        'patch',
+        'model',
+        NAME,
+        '--type=merge',
+        '-p',
+        JSON.stringify({
+          spec: {
+            rollout: {
+              version: 'bad',
+              cohort: { identities: ['acme-cluster'] },
+              steps: [50],
+              stepSeconds: 5,
+              minCalls: 10,
+              maxErrorRate: 0.1,
+            },
+          },
+        }),
+      );
+      interface Rolled {
+        status?: {
+          rollout?: {
+            phase: string;
+            cohort?: string;
+            calls?: number;
+            baseline?: { calls?: number };
+            message?: string;
+          };
+          conditions?: Array<{ type: string; status: string; reason: string; message: string }>;
+        };
+      }
+      const rolled = await eventually(
+        'the cohort canary rolled back',
+        async () => {
+          const answer = await infer(customer.key);
+          customerAnswers.push(`${answer.status} ${answer.label}`);
+          const m = JSON.parse(
+            await t.kubectl('-n', MODELS_NS, 'get', 'model', NAME, '-o', 'json'),
+          ) as Rolled;
+          const r = m.status?.rollout;
+          return r?.phase === 'RolledBack' && r.cohort !== undefined ? m : undefined;
+        },
+        300_000,
+      );
+      const r = rolled.status?.rollout;
+      expect(r).toMatchObject({ phase: 'RolledBack', cohort: 'identities acme-cluster' });
+      // Only the customer's calls reached it: the others' steady load, far more calls, none.
+      expect(r?.calls).toBeGreaterThanOrEqual(10);
+      expect(r?.calls).toBeLessThanOrEqual(customerAnswers.length);
+      // And the customer, too, saw no failure: version 1 answered what the canary failed.
+      expect([...new Set(customerAnswers)]).toEqual(['200 1']);
+      expect(r?.baseline?.calls).toBeGreaterThan(0);
+      expect(rolled.status?.conditions?.find((c) => c.type === 'Rollout')?.message).toContain(
+        '(cohort: identities acme-cluster)',
+      );
+      const events = await t.kubectl(
+        '-n',
+        MODELS_NS,
+        'get',
+        'events',
+        '--field-selector',
+        `involvedObject.name=${NAME},reason=RolledBack`,
+        '-o',
+        'jsonpath={.items[*].message}',
+      );
+      expect(events).toContain('(cohort: identities acme-cluster)');
+      await load.settles(['1']);
+    } finally {
+      const tally = await load.stop();
+      process.stderr.write(
+        `cohort canary on the cluster: customer ${customerAnswers.length} calls, the others ${JSON.stringify(tally)}\n`,
+      );
+      expect(tally.failures).toEqual([]);
+      expect(Object.keys(tally.byLabel)).toEqual(['1']);
+    }
+  });
+
   it('the API server refuses a traffic split naming no version, with the rule’s message', async () => {
     const refused = await applyDoc(t.c, doc({ traffic: [{ version: '9', percent: 10 }] })).then(
       () => '',

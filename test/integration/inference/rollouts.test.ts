@@ -291,6 +291,8 @@ describe('rollouts (standalone)', () => {
     });
     expect(made.status).toBe(201);
     const acme = await dev!.key(['editor'], 'platform', { identity: 'acme' });
+    // Every answer acme got, checked at the end (a probe's failed expectation only retries it).
+    const acmeAnswers: string[] = [];
     const asAcme = async () => {
       const res = await fetch(`${base}/v2/models/model-iris/infer`, {
         method: 'POST',
@@ -298,10 +300,12 @@ describe('rollouts (standalone)', () => {
         body,
       });
       const text = await res.text();
-      return [
+      const answer = [
         res.status,
         res.status === 200 ? (JSON.parse(text) as { model_version?: string }).model_version : text,
       ];
+      acmeAnswers.push(answer.join(' '));
+      return answer;
     };
     // Each call the canary failed and version 1 answered instead.
     const fellBack = async () =>
@@ -311,6 +315,7 @@ describe('rollouts (standalone)', () => {
       (await metric(
         'tollgate_model_fallbacks_total{model="model-iris",version="broken",code="inference_error"}',
       ));
+    const fallbacksBefore = await fellBack();
     // Everyone else: a steady load with the other key.
     const load = steadyLoad(infer, 2);
     try {
@@ -367,8 +372,12 @@ describe('rollouts (standalone)', () => {
       expect(await fellBack()).toBe(settled);
     } finally {
       const tally = await load.stop();
+      process.stdout.write(
+        `cohort canary: acme ${acmeAnswers.length} calls (${(await fellBack()) - fallbacksBefore} tried on the canary, all answered by 1); the others ${JSON.stringify(tally)}\n`,
+      );
       expect(tally.failures).toEqual([]);
       expect(Object.keys(tally.byLabel)).toEqual(['1']);
+      expect([...new Set(acmeAnswers)]).toEqual(['200 1']);
     }
   }, 150_000);
 
